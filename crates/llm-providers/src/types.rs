@@ -1,0 +1,214 @@
+//! Provider-neutral request/response types.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One message of the conversation, as sent to the model (OpenAI chat shape).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum Message {
+    System { content: String },
+    User { content: UserContent },
+    Assistant {
+        /// `None` is sent as `null`; text replies carry a string.
+        content: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool { tool_call_id: String, content: ToolContent },
+}
+
+/// User content: plain text, or parts (text + images) for attachments and image views.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UserContent {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+/// Tool result content: text, or parts when a tool returns an image.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ToolContent {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageUrl {
+    /// `data:<mime>;base64,<data>`
+    pub url: String,
+}
+
+/// A tool call as the model made it. `arguments` is the model's original JSON text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// A function tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+/// Who caused this call: the user's message (`user`) or the tool loop (`agent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Initiator {
+    User,
+    Agent,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    /// `true` → SSE streaming with deltas; `false` → one JSON response.
+    pub stream: bool,
+    pub initiator: Initiator,
+    /// Per user message; sent as `x-interaction-id`.
+    pub interaction_id: String,
+    /// Sent as `x-client-session-id`.
+    pub session_id: String,
+    /// Extra request headers (`session.send requestHeaders`).
+    pub extra_headers: Vec<(String, String)>,
+}
+
+/// Progress while a reply streams in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEvent {
+    /// Text for choice `choice` (several choices = several sequential assistant messages).
+    TextDelta { choice: usize, text: String },
+    ReasoningDelta { text: String },
+    /// A tool-call fragment; the first fragment of an index carries `id` and `name`.
+    ToolCallDelta { choice: usize, index: usize, id: Option<String>, name: Option<String>, arguments: String },
+    /// Total bytes of the response body received so far.
+    Bytes { total: u64 },
+    /// A failed attempt that will be retried after `delay_ms`.
+    Retry { attempt: u32, status: Option<u16>, reason: RetryReason, delay_ms: u64, message: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryReason {
+    RateLimit,
+    ServerError,
+    Network,
+}
+
+impl RetryReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetryReason::RateLimit => "rate_limit",
+            RetryReason::ServerError => "server_error",
+            RetryReason::Network => "network",
+        }
+    }
+}
+
+/// One assistant message of a reply. CAPI may answer with several choices; each is one message.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AssistantReply {
+    pub content: String,
+    pub reasoning: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatResponse {
+    /// In choice order; usually exactly one.
+    pub replies: Vec<AssistantReply>,
+    pub usage: Usage,
+    /// The completion `id` (→ `apiCallId`).
+    pub api_call_id: Option<String>,
+    /// `x-github-request-id` response header (→ `providerCallId`).
+    pub provider_call_id: Option<String>,
+    pub model: Option<String>,
+    pub duration_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub capabilities: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub billing: Option<Value>,
+    #[serde(rename = "supportedReasoningEfforts", default, skip_serializing_if = "Option::is_none")]
+    pub supported_reasoning_efforts: Option<Value>,
+    #[serde(rename = "defaultReasoningEffort", default, skip_serializing_if = "Option::is_none")]
+    pub default_reasoning_effort: Option<Value>,
+}
+
+impl ModelInfo {
+    /// `capabilities.limits.max_context_window_tokens` (or max_prompt_tokens), if known.
+    pub fn context_window(&self) -> Option<u64> {
+        let limits = self.capabilities.get("limits")?;
+        limits
+            .get("max_prompt_tokens")
+            .or_else(|| limits.get("max_context_window_tokens"))
+            .and_then(Value::as_u64)
+    }
+}
+
+/// Failure classes map onto `session.error.errorType`.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("{message}")]
+    Http { status: u16, message: String, provider_call_id: Option<String> },
+    #[error("network error: {0}")]
+    Network(String),
+    #[error("stream ended before the reply was complete: {0}")]
+    Truncated(String),
+    #[error("invalid response from model: {0}")]
+    Protocol(String),
+    #[error("not authenticated: {0}")]
+    Auth(String),
+    #[error("request cancelled")]
+    Cancelled,
+}
+
+impl ProviderError {
+    /// `session.error.errorType` for this failure.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            ProviderError::Http { status: 401, .. } | ProviderError::Auth(_) => "authentication",
+            ProviderError::Http { status: 403, .. } => "authorization",
+            ProviderError::Http { status: 402, .. } => "quota",
+            ProviderError::Http { status: 429, .. } => "rate_limit",
+            ProviderError::Http { status: 413, .. } => "context_limit",
+            _ => "query",
+        }
+    }
+
+    pub fn status_code(&self) -> Option<u16> {
+        match self {
+            ProviderError::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! What a tool may use: cwd, permission gate, progress sink, cancellation.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// A request for the user's approval, before a tool touches the world. The loop turns it into
+/// a `permission.requested` event (`permissionRequest` = [`PermissionRequest::to_json`] plus
+/// `toolCallId`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum PermissionRequest {
+    Shell {
+        full_command_text: String,
+        intention: String,
+        /// `[{identifier, readOnly}]`
+        commands: Vec<Value>,
+        possible_paths: Vec<String>,
+    },
+    Write { intention: String, file_name: String, diff: String, new_file_contents: String },
+    Read { intention: String, path: String },
+    Url { intention: String, url: String },
+}
+
+impl PermissionRequest {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PermissionRequest::Shell { .. } => "shell",
+            PermissionRequest::Write { .. } => "write",
+            PermissionRequest::Read { .. } => "read",
+            PermissionRequest::Url { .. } => "url",
+        }
+    }
+
+    /// The `permissionRequest` object without `toolCallId` (the loop adds it).
+    pub fn to_json(&self) -> Value {
+        use serde_json::json;
+        match self {
+            PermissionRequest::Shell { full_command_text, intention, commands, possible_paths } => json!({
+                "kind": "shell",
+                "fullCommandText": full_command_text,
+                "shellType": "bash",
+                "intention": intention,
+                "commands": commands,
+                "possiblePaths": possible_paths,
+                "possibleUrls": [],
+                "hasWriteFileRedirection": false,
+                "canOfferSessionApproval": true,
+            }),
+            PermissionRequest::Write { intention, file_name, diff, new_file_contents } => json!({
+                "kind": "write",
+                "intention": intention,
+                "fileName": file_name,
+                "diff": diff,
+                "newFileContents": new_file_contents,
+                "canOfferSessionApproval": true,
+            }),
+            PermissionRequest::Read { intention, path } => json!({"kind": "read", "intention": intention, "path": path}),
+            PermissionRequest::Url { intention, url } => json!({"kind": "url", "intention": intention, "url": url}),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PermissionDecision {
+    Approved,
+    /// Denied; `text_for_llm` is what the model sees, `code` goes to `error.code`.
+    Denied { text_for_llm: String, code: String },
+}
+
+#[async_trait]
+pub trait PermissionGate: Send + Sync {
+    async fn request(&self, req: PermissionRequest) -> PermissionDecision;
+}
+
+/// Approves everything (`--allow-all-tools`, tests).
+pub struct AllowAll;
+
+#[async_trait]
+impl PermissionGate for AllowAll {
+    async fn request(&self, _req: PermissionRequest) -> PermissionDecision {
+        PermissionDecision::Approved
+    }
+}
+
+/// Receives partial output (bash: cumulative text so far).
+pub type ProgressSink = Arc<dyn Fn(String) + Send + Sync>;
+
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The session's working directory; relative paths resolve against it.
+    pub cwd: PathBuf,
+    /// Where large outputs are spilled (`$COPILOT_HOME/session-state/temp`).
+    pub temp_dir: PathBuf,
+    pub tool_call_id: String,
+    pub permissions: Arc<dyn PermissionGate>,
+    pub progress: ProgressSink,
+    pub cancel: CancellationToken,
+    /// Environment for child processes (the loop decides what tools may see).
+    pub env: Vec<(String, String)>,
+}
+
+impl ToolContext {
+    /// A context for tests and simple callers: approve-all, no progress, fresh token.
+    pub fn simple(cwd: impl Into<PathBuf>) -> Self {
+        let cwd = cwd.into();
+        Self {
+            temp_dir: std::env::temp_dir(),
+            cwd,
+            tool_call_id: "call_0".into(),
+            permissions: Arc::new(AllowAll),
+            progress: Arc::new(|_| {}),
+            cancel: CancellationToken::new(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Resolves a tool path argument against the session cwd.
+    pub fn resolve(&self, p: &str) -> PathBuf {
+        let path = Path::new(p);
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.cwd.join(path)
+        }
+    }
+}

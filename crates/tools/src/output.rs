@@ -1,0 +1,62 @@
+//! What a tool returns to the loop.
+
+use serde_json::Value;
+
+/// The text the model sees for a tool call that was interrupted (abort) or never completed.
+pub const INTERRUPTED_TEXT: &str = "The execution of this tool, or a previous tool was interrupted.";
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolOutput {
+    /// The text the model sees (`textResultForLlm`).
+    pub text_for_llm: String,
+    pub success: bool,
+    /// On failure: `error.message` of `tool.execution_complete` (may be shorter than the text).
+    pub error_message: Option<String>,
+    /// On failure: `error.code` (`failure`, `denied`, `rejected`, ...).
+    pub error_code: Option<String>,
+    /// `result.detailedContent` (e.g. a unified diff for edits); defaults to `text_for_llm`.
+    pub detailed_content: Option<String>,
+    /// `result.contents` entries (e.g. `{type:"shell_exit", ...}`).
+    pub contents: Vec<Value>,
+    /// Images to attach for the model (`data:` URLs), e.g. from viewing an image file.
+    pub image_data_urls: Vec<String>,
+    /// Extra fields merged into `tool.execution_complete.data` (e.g. `fileEdits`, `shellExecution`).
+    pub extra_event_fields: serde_json::Map<String, Value>,
+    /// `toolTelemetry` for the completion event.
+    pub telemetry: Value,
+}
+
+impl ToolOutput {
+    pub fn ok(text: impl Into<String>) -> Self {
+        Self { text_for_llm: text.into(), success: true, telemetry: Value::Object(Default::default()), ..Default::default() }
+    }
+
+    /// A failure whose model-visible text and `error.message` are the same.
+    pub fn fail(text: impl Into<String>) -> Self {
+        let text = text.into();
+        Self {
+            error_message: Some(text.clone()),
+            error_code: Some("failure".into()),
+            text_for_llm: text,
+            success: false,
+            telemetry: Value::Object(Default::default()),
+            ..Default::default()
+        }
+    }
+
+    /// A failure whose `error.message` differs from the text the model sees.
+    pub fn fail_with(text: impl Into<String>, message: impl Into<String>, code: &str) -> Self {
+        Self {
+            text_for_llm: text.into(),
+            success: false,
+            error_message: Some(message.into()),
+            error_code: Some(code.into()),
+            telemetry: Value::Object(Default::default()),
+            ..Default::default()
+        }
+    }
+
+    pub fn interrupted() -> Self {
+        Self::fail_with(INTERRUPTED_TEXT, INTERRUPTED_TEXT, "aborted")
+    }
+}
