@@ -8,9 +8,10 @@
 pub mod types;
 pub use types::*;
 
-pub mod sse;
 pub mod copilot;
+mod openai_chat;
 pub mod retry;
+pub mod sse;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc::UnboundedSender;

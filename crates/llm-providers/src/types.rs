@@ -97,7 +97,9 @@ pub enum ModelEvent {
     ToolCallDelta { choice: usize, index: usize, id: Option<String>, name: Option<String>, arguments: String },
     /// Total bytes of the response body received so far.
     Bytes { total: u64 },
-    /// A failed attempt that will be retried after `delay_ms`.
+    /// A failed attempt that will be retried after `delay_ms`. `attempt` is the 0-based index
+    /// of the attempt that failed (the CLI's `retryAttempt`); `status` is `None` for
+    /// connection failures and truncated streams.
     Retry { attempt: u32, status: Option<u16>, reason: RetryReason, delay_ms: u64, message: String },
 }
 
@@ -137,7 +139,8 @@ pub struct Usage {
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ChatResponse {
-    /// In choice order; usually exactly one.
+    /// In choice order; usually exactly one, never empty (an answer without choices is one
+    /// empty reply).
     pub replies: Vec<AssistantReply>,
     pub usage: Usage,
     /// The completion `id` (→ `apiCallId`).

@@ -34,7 +34,7 @@ impl FrameDecoder {
     /// a header block that can never become valid. After an error the bad header block has
     /// been discarded, so the caller may keep decoding.
     pub fn next_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
-        loop {
+        {
             // Skip stray line breaks between frames (some writers add a trailing newline).
             while matches!(self.buf.first(), Some(b'\r') | Some(b'\n')) {
                 self.buf.advance(1);
@@ -69,7 +69,7 @@ impl FrameDecoder {
             }
             self.buf.advance(header_end + 4);
             let body = self.buf.split_to(len).to_vec();
-            return Ok(Some(body));
+            Ok(Some(body))
         }
     }
 }
@@ -114,7 +114,7 @@ mod tests {
     #[test]
     fn partial_body_waits() {
         let mut dec = FrameDecoder::default();
-        dec.push(b"Content-Length: 10\r\n\r\n{\"a\"");
+        dec.push(b"Content-Length: 11\r\n\r\n{\"a\"");
         assert_eq!(dec.next_frame().unwrap(), None);
         dec.push(b":12345}");
         assert_eq!(dec.next_frame().unwrap().unwrap(), b"{\"a\":12345}");

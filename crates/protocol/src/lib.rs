@@ -16,6 +16,7 @@
 pub mod event;
 pub mod frame;
 pub mod jsonrpc;
+pub mod methods;
 
 /// Protocol version the SDKs require (they accept exactly 3).
 pub const PROTOCOL_VERSION: u32 = 3;

@@ -10,18 +10,36 @@ pub mod event_log;
 pub mod index;
 pub mod layout;
 
-pub use event_log::EventLog;
-pub use index::{SessionIndex, SessionRow, ListFilter};
-pub use layout::Layout;
+pub use event_log::{EventLog, LoadedLog};
+pub use index::{ListFilter, SessionIndex, SessionRow};
+pub use layout::{Layout, WorkspaceMeta};
+
+use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("I/O error on {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("database error: {0}")]
     Db(#[from] sqlx::Error),
     #[error("migration error: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("Session not found: {0}")]
     NotFound(String),
+    /// The id would escape `session-state/` or collide with its housekeeping entries.
+    #[error("Invalid session id: {0:?}")]
+    InvalidSessionId(String),
+    #[error("cannot encode event: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// Adapter for `map_err` that records which path an I/O error happened on.
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io {
+        path: path.display().to_string(),
+        source,
+    }
 }

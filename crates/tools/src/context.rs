@@ -7,6 +7,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::bash::ShellManager;
+use crate::ToolOutput;
+
 /// A request for the user's approval, before a tool touches the world. The loop turns it into
 /// a `permission.requested` event (`permissionRequest` = [`PermissionRequest::to_json`] plus
 /// `toolCallId`).
@@ -100,6 +103,9 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Environment for child processes (the loop decides what tools may see).
     pub env: Vec<(String, String)>,
+    /// The session's shells (one manager per session): commands still running after their
+    /// `bash` call returned live here until read to completion, stopped, or killed.
+    pub shells: Arc<ShellManager>,
 }
 
 impl ToolContext {
@@ -114,6 +120,18 @@ impl ToolContext {
             progress: Arc::new(|_| {}),
             cancel: CancellationToken::new(),
             env: Vec::new(),
+            shells: Arc::new(ShellManager::new()),
+        }
+    }
+
+    /// Asks the permission gate; a denial becomes the failed output the tool returns as is
+    /// (the model sees the gate's text, `error.code` carries the gate's code).
+    pub async fn ask_permission(&self, req: PermissionRequest) -> Result<(), ToolOutput> {
+        match self.permissions.request(req).await {
+            PermissionDecision::Approved => Ok(()),
+            PermissionDecision::Denied { text_for_llm, code } => {
+                Err(ToolOutput::fail_with(text_for_llm.clone(), text_for_llm, &code))
+            }
         }
     }
 

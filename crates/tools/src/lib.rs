@@ -2,16 +2,28 @@
 //! [`Registry`] holds the built-ins in the order the original CLI offers them.
 //!
 //! Tools know nothing of JSON-RPC or sessions: a [`ToolContext`] gives them the working
-//! directory, a permission gate, a progress sink and a cancellation token. They read no
-//! process environment directly.
+//! directory, a permission gate, a progress sink, a cancellation token, the environment for
+//! child processes and the session's shells. They read no process environment directly.
 
+mod args;
+pub mod bash;
 pub mod context;
+pub mod create;
+pub mod diff;
+pub mod edit;
+pub mod glob;
+pub mod grep;
+pub mod large_output;
 pub mod output;
 pub mod registry;
+pub mod view;
+mod walk;
 
+pub use bash::{ShellInfo, ShellManager};
 pub use context::{PermissionDecision, PermissionGate, PermissionRequest, ProgressSink, ToolContext};
+pub use large_output::{spill_if_large, LARGE_OUTPUT_THRESHOLD};
 pub use output::{ToolOutput, INTERRUPTED_TEXT};
-pub use registry::Registry;
+pub use registry::{unknown_tool_message, unknown_tool_text, Registry};
 
 use async_trait::async_trait;
 use serde_json::Value;

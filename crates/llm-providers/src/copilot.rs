@@ -1,0 +1,625 @@
+//! GitHub Copilot API ("CAPI") client: account-based base-URL discovery, the model catalogue
+//! and chat completions over HTTP, with retries and cancellation.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::{Duration, Instant, SystemTime};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use reqwest::header::{
+    HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT,
+};
+use reqwest::{Response, StatusCode};
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+
+use crate::openai_chat::{
+    error_message, parse_completion, request_body, BodyFlavor, StreamAssembler, StreamStep,
+};
+use crate::retry::{self, parse_retry_after, AttemptError, RetryPolicy};
+use crate::sse::SseParser;
+use crate::types::{ChatRequest, ChatResponse, Initiator, ModelEvent, ModelInfo, ProviderError};
+use crate::ModelClient;
+
+/// `x-github-api-version` the real CLI sends [probed].
+const GITHUB_API_VERSION: &str = "2026-08-01";
+
+#[derive(Clone)]
+pub struct CopilotConfig {
+    /// CAPI base URL (`COPILOT_API_URL`). `None` → discovered via `/copilot_internal/user`.
+    pub api_url: Option<String>,
+    /// GitHub REST base (`COPILOT_DEBUG_GITHUB_API_URL`, default `https://api.github.com`).
+    pub github_api_url: String,
+    /// GitHub/Copilot token sent as `Authorization: Bearer`.
+    pub token: Option<String>,
+    /// Version reported in `editor-version` / `user-agent` (`copilot/<version>`).
+    pub version: String,
+    /// `copilot-integration-id` header.
+    pub integration_id: String,
+    pub retry: RetryPolicy,
+}
+
+impl CopilotConfig {
+    pub const DEFAULT_GITHUB_API_URL: &'static str = "https://api.github.com";
+    pub const DEFAULT_INTEGRATION_ID: &'static str = "copilot-developer-cli";
+
+    /// Defaults: CAPI base discovered from the account, public GitHub API.
+    pub fn new(token: Option<String>, version: impl Into<String>) -> Self {
+        Self {
+            api_url: None,
+            github_api_url: Self::DEFAULT_GITHUB_API_URL.to_string(),
+            token,
+            version: version.into(),
+            integration_id: Self::DEFAULT_INTEGRATION_ID.to_string(),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// Apply the process environment (given as a map; this crate never reads the environment
+    /// itself): `COPILOT_API_URL` and `COPILOT_DEBUG_GITHUB_API_URL`. Empty values count as
+    /// unset.
+    pub fn from_env_map(
+        env: &HashMap<String, String>,
+        token: Option<String>,
+        version: impl Into<String>,
+    ) -> Self {
+        let get = |key: &str| {
+            env.get(key)
+                .map(|v| v.trim())
+                .filter(|v| !v.is_empty())
+                .map(trim_base)
+        };
+        let mut config = Self::new(token, version);
+        config.api_url = get("COPILOT_API_URL");
+        if let Some(url) = get("COPILOT_DEBUG_GITHUB_API_URL") {
+            config.github_api_url = url;
+        }
+        config
+    }
+
+    fn user_agent(&self) -> String {
+        format!(
+            "copilot/{} ({} {}) term/unknown client/sdk",
+            self.version,
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        )
+    }
+}
+
+// Hand-written so the token never ends up in a log line.
+impl fmt::Debug for CopilotConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CopilotConfig")
+            .field("api_url", &self.api_url)
+            .field("github_api_url", &self.github_api_url)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("version", &self.version)
+            .field("integration_id", &self.integration_id)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+fn trim_base(url: &str) -> String {
+    url.trim_end_matches('/').to_string()
+}
+
+pub struct CopilotClient {
+    config: CopilotConfig,
+    http: reqwest::Client,
+    /// Base discovered from the account; resolved once, and only when `api_url` is unset. A
+    /// failed lookup leaves it empty so the next call tries again.
+    discovered_base: OnceCell<String>,
+}
+
+impl CopilotClient {
+    pub fn new(config: CopilotConfig) -> Result<Self, ProviderError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| {
+                ProviderError::Network(format!(
+                    "cannot initialise HTTP client: {}",
+                    error_chain(&e)
+                ))
+            })?;
+        Ok(Self::with_http_client(config, http))
+    }
+
+    /// With a caller-built HTTP client (custom proxy, CA roots, or none of the environment's
+    /// proxy settings in tests).
+    pub fn with_http_client(config: CopilotConfig, http: reqwest::Client) -> Self {
+        Self {
+            config,
+            http,
+            discovered_base: OnceCell::new(),
+        }
+    }
+
+    pub fn config(&self) -> &CopilotConfig {
+        &self.config
+    }
+
+    /// The CAPI base URL (no trailing slash): `api_url`, else `endpoints.api` of the account.
+    pub async fn base_url(&self, cancel: &CancellationToken) -> Result<String, ProviderError> {
+        if let Some(url) = &self.config.api_url {
+            return Ok(trim_base(url));
+        }
+        self.discovered_base
+            .get_or_try_init(|| self.discover_base(cancel))
+            .await
+            .cloned()
+    }
+
+    async fn discover_base(&self, cancel: &CancellationToken) -> Result<String, ProviderError> {
+        let url = format!(
+            "{}/copilot_internal/user",
+            trim_base(&self.config.github_api_url)
+        );
+        let headers = self.common_headers()?;
+        let (url, headers) = (&url, &headers);
+        let base = retry::run(&self.config.retry, None, cancel, move |_| async move {
+            let resp = self
+                .http
+                .get(url)
+                .headers(headers.clone())
+                .send()
+                .await
+                .map_err(network_error)?;
+            let resp = ensure_success(resp, "Copilot account lookup").await?;
+            let body = resp.bytes().await.map_err(network_error)?;
+            let user: Value = serde_json::from_slice(&body).map_err(|e| {
+                ProviderError::Protocol(format!("malformed /copilot_internal/user response: {e}"))
+            })?;
+            user.pointer("/endpoints/api")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(trim_base)
+                .ok_or_else(|| {
+                    ProviderError::Protocol(
+                        "/copilot_internal/user response has no endpoints.api".into(),
+                    )
+                    .into()
+                })
+        })
+        .await?;
+        tracing::debug!(%base, "resolved Copilot API base URL");
+        Ok(base)
+    }
+
+    fn token(&self) -> Result<&str, ProviderError> {
+        self.config
+            .token
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| ProviderError::Auth("no GitHub token configured".into()))
+    }
+
+    /// Headers every CAPI request carries.
+    fn common_headers(&self) -> Result<HeaderMap, ProviderError> {
+        let mut headers = HeaderMap::new();
+        let auth = HeaderValue::from_str(&format!("Bearer {}", self.token()?)).map_err(|_| {
+            ProviderError::Auth(
+                "the token contains characters not allowed in an HTTP header".into(),
+            )
+        })?;
+        headers.insert(AUTHORIZATION, auth);
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        insert(
+            &mut headers,
+            "editor-version",
+            &format!("copilot/{}", self.config.version),
+        );
+        insert(&mut headers, USER_AGENT.as_str(), &self.config.user_agent());
+        insert(
+            &mut headers,
+            "copilot-integration-id",
+            &self.config.integration_id,
+        );
+        headers.insert(
+            "x-github-api-version",
+            HeaderValue::from_static(GITHUB_API_VERSION),
+        );
+        Ok(headers)
+    }
+
+    fn chat_headers(&self, req: &ChatRequest, attempt: u32) -> Result<HeaderMap, ProviderError> {
+        let mut headers = self.common_headers()?;
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            "openai-intent",
+            HeaderValue::from_static("conversation-agent"),
+        );
+        // A retry is not a new user request; CAPI bills premium requests by this header.
+        let initiator = if attempt > 0 {
+            Initiator::Agent
+        } else {
+            req.initiator
+        };
+        let (initiator, interaction_type) = match initiator {
+            Initiator::User => ("user", "conversation-user"),
+            Initiator::Agent => ("agent", "conversation-agent"),
+        };
+        headers.insert("x-initiator", HeaderValue::from_static(initiator));
+        headers.insert(
+            "x-interaction-type",
+            HeaderValue::from_static(interaction_type),
+        );
+        insert(&mut headers, "x-interaction-id", &req.interaction_id);
+        insert(&mut headers, "x-client-session-id", &req.session_id);
+        for (name, value) in &req.extra_headers {
+            insert(&mut headers, name, value);
+        }
+        Ok(headers)
+    }
+
+    async fn chat_attempt(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: Bytes,
+        stream: bool,
+        events: &UnboundedSender<ModelEvent>,
+    ) -> Result<ChatResponse, AttemptError> {
+        let started = Instant::now();
+        let resp = self
+            .http
+            .post(url)
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(network_error)?;
+        let provider_call_id = header_str(&resp, "x-github-request-id");
+        let resp = ensure_success(resp, "Model request").await?;
+        let content_type = header_str(&resp, CONTENT_TYPE.as_str()).unwrap_or_default();
+        // Trust what the server sent over what was asked for: some endpoints ignore `stream`.
+        let is_sse =
+            content_type.contains("event-stream") || (stream && !content_type.contains("json"));
+        let mut response = if is_sse {
+            read_stream(resp, events).await?
+        } else {
+            let body = resp.bytes().await.map_err(|e| {
+                ProviderError::Truncated(format!(
+                    "reading the response body failed: {}",
+                    error_chain(&e)
+                ))
+            })?;
+            parse_completion(&body)?
+        };
+        response.provider_call_id = provider_call_id;
+        response.duration_ms = started.elapsed().as_millis() as u64;
+        tracing::debug!(
+            duration_ms = response.duration_ms,
+            request_id = response.provider_call_id.as_deref().unwrap_or(""),
+            replies = response.replies.len(),
+            "model call complete"
+        );
+        Ok(response)
+    }
+}
+
+#[async_trait]
+impl ModelClient for CopilotClient {
+    async fn list_models(&self) -> Result<Vec<ModelInfo>, ProviderError> {
+        // The trait offers no cancellation here; the caller can drop the future instead.
+        let cancel = CancellationToken::new();
+        let url = format!("{}/models", self.base_url(&cancel).await?);
+        let headers = self.common_headers()?;
+        let (url, headers) = (&url, &headers);
+        retry::run(&self.config.retry, None, &cancel, move |_| async move {
+            let resp = self
+                .http
+                .get(url)
+                .headers(headers.clone())
+                .send()
+                .await
+                .map_err(network_error)?;
+            let resp = ensure_success(resp, "Model list request").await?;
+            let body = resp.bytes().await.map_err(network_error)?;
+            Ok(parse_models(&body)?)
+        })
+        .await
+    }
+
+    async fn chat(
+        &self,
+        req: ChatRequest,
+        events: UnboundedSender<ModelEvent>,
+        cancel: CancellationToken,
+    ) -> Result<ChatResponse, ProviderError> {
+        let url = format!("{}/chat/completions", self.base_url(&cancel).await?);
+        let body = serde_json::to_vec(&request_body(&req, BodyFlavor::Capi))
+            .map(Bytes::from)
+            .map_err(|e| ProviderError::Protocol(format!("cannot encode request: {e}")))?;
+        tracing::debug!(%url, model = %req.model, messages = req.messages.len(), stream = req.stream, "model call");
+        let (req, events, url, body) = (&req, &events, &url, &body);
+        retry::run(
+            &self.config.retry,
+            Some(events),
+            &cancel,
+            move |attempt| async move {
+                let headers = self.chat_headers(req, attempt)?;
+                self.chat_attempt(url, headers, body.clone(), req.stream, events)
+                    .await
+            },
+        )
+        .await
+    }
+}
+
+/// Read an SSE body to the end (or `[DONE]`), forwarding progress. A body that stops before
+/// the reply is known to be complete is `Truncated`.
+async fn read_stream(
+    mut resp: Response,
+    events: &UnboundedSender<ModelEvent>,
+) -> Result<ChatResponse, AttemptError> {
+    let mut parser = SseParser::new();
+    let mut assembler = StreamAssembler::new();
+    let mut total = 0u64;
+    let truncated = |assembler: &StreamAssembler, why: String| AttemptError {
+        error: ProviderError::Truncated(why),
+        retry_after: None,
+        emitted_output: assembler.emitted_output(),
+    };
+    'read: loop {
+        let at_eof = match resp.chunk().await {
+            Ok(Some(bytes)) => {
+                total += bytes.len() as u64;
+                let _ = events.send(ModelEvent::Bytes { total });
+                parser.push(&bytes);
+                false
+            }
+            Ok(None) => {
+                parser.finish();
+                true
+            }
+            // Everything needed already arrived; a connection torn down afterwards is harmless.
+            Err(_) if assembler.is_complete() => break 'read,
+            Err(e) => {
+                return Err(truncated(
+                    &assembler,
+                    format!("connection failed after {total} bytes: {}", error_chain(&e)),
+                ))
+            }
+        };
+        while let Some(event) = parser.next_event() {
+            let step = assembler
+                .apply(&event.data, events)
+                .map_err(|error| AttemptError {
+                    error,
+                    retry_after: None,
+                    emitted_output: assembler.emitted_output(),
+                })?;
+            if step == StreamStep::Done {
+                break 'read;
+            }
+        }
+        if at_eof {
+            break;
+        }
+    }
+    if !assembler.is_complete() {
+        return Err(truncated(
+            &assembler,
+            format!("connection closed after {total} bytes with no finish_reason"),
+        ));
+    }
+    Ok(assembler.into_response())
+}
+
+/// Pass a 2xx response through; turn anything else into `ProviderError::Http` with the
+/// server's own message and any `retry-after` hint.
+async fn ensure_success(resp: Response, what: &str) -> Result<Response, AttemptError> {
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    let provider_call_id = header_str(&resp, "x-github-request-id");
+    let retry_after = retry_after(&resp);
+    // The body only adds detail; a failure reading it must not hide the status.
+    let body = resp.bytes().await.unwrap_or_default();
+    let detail = server_message(status, &body);
+    tracing::warn!(status = status.as_u16(), %detail, "{what} failed");
+    Err(AttemptError {
+        error: ProviderError::Http {
+            status: status.as_u16(),
+            message: format!("{what} failed with HTTP {}: {detail}", status.as_u16()),
+            provider_call_id,
+        },
+        retry_after,
+        emitted_output: false,
+    })
+}
+
+fn server_message(status: StatusCode, body: &[u8]) -> String {
+    const MAX: usize = 1000;
+    if let Ok(json) = serde_json::from_slice::<Value>(body) {
+        if json.get("error").is_some() || json.get("message").is_some() {
+            return error_message(&json);
+        }
+    }
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        return status
+            .canonical_reason()
+            .unwrap_or("no details")
+            .to_string();
+    }
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+fn retry_after(resp: &Response) -> Option<Duration> {
+    // `retry-after-ms` (OpenAI-style) is more precise when present.
+    if let Some(ms) = header_str(resp, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
+    {
+        if ms.is_finite() && ms >= 0.0 {
+            return Some(Duration::from_millis(ms as u64));
+        }
+    }
+    header_str(resp, "retry-after").and_then(|v| parse_retry_after(&v, SystemTime::now()))
+}
+
+fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
+    let json: Value = serde_json::from_slice(body)
+        .map_err(|e| ProviderError::Protocol(format!("malformed /models response: {e}")))?;
+    let entries = match &json {
+        Value::Array(entries) => entries,
+        other => match other.get("data") {
+            Some(Value::Array(entries)) => entries,
+            _ => {
+                return Err(ProviderError::Protocol(
+                    "/models response has no data array".into(),
+                ))
+            }
+        },
+    };
+    let present = |entry: &Value, key: &str| entry.get(key).filter(|v| !v.is_null()).cloned();
+    Ok(entries
+        .iter()
+        .filter_map(|entry| {
+            let Some(id) = entry
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+            else {
+                tracing::warn!(%entry, "skipping /models entry without an id");
+                return None;
+            };
+            Some(ModelInfo {
+                id: id.to_string(),
+                name: entry
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or(id)
+                    .to_string(),
+                capabilities: present(entry, "capabilities")
+                    .unwrap_or_else(|| Value::Object(Default::default())),
+                policy: present(entry, "policy"),
+                billing: present(entry, "billing"),
+                supported_reasoning_efforts: present(entry, "supportedReasoningEfforts"),
+                default_reasoning_effort: present(entry, "defaultReasoningEffort"),
+            })
+        })
+        .collect())
+}
+
+fn insert(headers: &mut HeaderMap, name: &str, value: &str) {
+    match (
+        HeaderName::from_bytes(name.as_bytes()),
+        HeaderValue::from_str(value),
+    ) {
+        (Ok(name), Ok(value)) => {
+            headers.insert(name, value);
+        }
+        _ => tracing::warn!(
+            header = name,
+            "skipping request header with an invalid name or value"
+        ),
+    }
+}
+
+fn header_str(resp: &Response, name: &str) -> Option<String> {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+fn network_error(e: reqwest::Error) -> AttemptError {
+    ProviderError::Network(error_chain(&e)).into()
+}
+
+/// reqwest's top-level message ("error sending request") hides the cause; append the chain.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_map_rules() {
+        let env: HashMap<String, String> = [
+            ("COPILOT_API_URL", "http://127.0.0.1:9/"),
+            ("COPILOT_DEBUG_GITHUB_API_URL", "http://127.0.0.1:8"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let c = CopilotConfig::from_env_map(&env, Some("t".into()), "1.2.3");
+        assert_eq!(c.api_url.as_deref(), Some("http://127.0.0.1:9"));
+        assert_eq!(c.github_api_url, "http://127.0.0.1:8");
+        assert_eq!(c.integration_id, CopilotConfig::DEFAULT_INTEGRATION_ID);
+
+        let empty: HashMap<String, String> = [("COPILOT_API_URL".to_string(), String::new())]
+            .into_iter()
+            .collect();
+        let c = CopilotConfig::from_env_map(&empty, None, "1");
+        assert_eq!(c.api_url, None);
+        assert_eq!(c.github_api_url, "https://api.github.com");
+    }
+
+    #[test]
+    fn debug_redacts_token() {
+        let c = CopilotConfig::new(Some("secret-token".into()), "1");
+        assert!(!format!("{c:?}").contains("secret-token"));
+    }
+
+    #[test]
+    fn sparse_models() {
+        let body = br#"{"data":[{"id":"a"},{"id":"b","name":"B","capabilities":{"limits":{"max_context_window_tokens":5}},"policy":{"state":"enabled"}},{"name":"no id"}]}"#;
+        let models = parse_models(body).expect("parses");
+        assert_eq!(models.len(), 2);
+        assert_eq!(models[0].name, "a");
+        assert_eq!(models[0].capabilities, serde_json::json!({}));
+        assert_eq!(models[1].context_window(), Some(5));
+        assert!(models[1].policy.is_some());
+    }
+
+    #[test]
+    fn server_messages() {
+        assert_eq!(
+            server_message(
+                StatusCode::TOO_MANY_REQUESTS,
+                br#"{"error":{"message":"rate limited"}}"#
+            ),
+            "rate limited"
+        );
+        assert_eq!(
+            server_message(
+                StatusCode::UNAUTHORIZED,
+                br#"{"message":"Bad credentials"}"#
+            ),
+            "Bad credentials"
+        );
+        assert_eq!(
+            server_message(StatusCode::BAD_GATEWAY, b"  upstream down\n"),
+            "upstream down"
+        );
+        assert_eq!(server_message(StatusCode::BAD_GATEWAY, b""), "Bad Gateway");
+        assert_eq!(
+            server_message(StatusCode::BAD_REQUEST, br#"{"other":1}"#),
+            r#"{"other":1}"#
+        );
+    }
+}

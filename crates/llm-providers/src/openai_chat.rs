@@ -1,0 +1,8 @@
+//! The OpenAI chat-completions wire format (CAPI speaks it, so do OpenAI-compatible BYOK
+//! endpoints): request bodies out, streamed chunks or one completion object in.
+
+mod request;
+mod response;
+
+pub(crate) use request::{request_body, BodyFlavor};
+pub(crate) use response::{error_message, parse_completion, StreamAssembler, StreamStep};

@@ -1,0 +1,182 @@
+//! Tool dispatch: which tools the model sees, and running the calls of one reply concurrently.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use llm_providers::{ToolCall, ToolSpec};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+use tools::{PermissionDecision, PermissionGate, PermissionRequest, ToolContext, ToolOutput};
+
+use crate::permission;
+use crate::session::SessionShared;
+use crate::settings::SessionSettings;
+use crate::Deps;
+
+pub(crate) enum CallOutcome {
+    /// The model-visible text; `rejected` stops the loop (an external tool said so).
+    Done { text: String, rejected: bool },
+    Interrupted,
+}
+
+/// Built-ins that pass the filters, then SDK tools (an override replaces its built-in).
+pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings) -> Vec<ToolSpec> {
+    let mut specs: Vec<ToolSpec> = deps
+        .builtins
+        .tools()
+        .iter()
+        .filter(|t| s.tool_allowed(t.name()))
+        .filter(|t| !s.external_tools.iter().any(|e| e.name == t.name()))
+        .map(|t| ToolSpec { name: t.name().to_string(), description: t.description().to_string(), parameters: t.parameters() })
+        .collect();
+    for e in s.external_tools.iter().filter(|e| s.tool_allowed(&e.name)) {
+        specs.push(ToolSpec {
+            name: e.name.clone(),
+            description: e.description.clone(),
+            parameters: e.parameters.clone().unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+        });
+    }
+    specs
+}
+
+pub(crate) async fn run_calls(
+    shared: &Arc<SessionShared>,
+    deps: &Arc<Deps>,
+    calls: &[ToolCall],
+    turn_id: &str,
+    settings: &SessionSettings,
+    cancel: &CancellationToken,
+) -> Vec<CallOutcome> {
+    let specs = tool_specs(deps, settings);
+    let available: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    // Start events go out in call order before any tool runs.
+    let args: Vec<Value> = calls
+        .iter()
+        .map(|c| {
+            let args = serde_json::from_str::<Value>(&c.arguments).unwrap_or_else(|_| json!({}));
+            shared.emitter.emit(
+                "tool.execution_start",
+                json!({"toolCallId": c.id, "toolName": c.name, "arguments": args, "turnId": turn_id, "model": settings.model}),
+                false,
+            );
+            args
+        })
+        .collect();
+    let runs = calls.iter().zip(args).map(|(call, args)| {
+        let available = &available;
+        async move {
+            let output = run_one(shared, deps, call, args, settings, available, cancel).await;
+            if cancel.is_cancelled() {
+                return CallOutcome::Interrupted;
+            }
+            let rejected = output.error_code.as_deref() == Some("rejected");
+            emit_complete(shared, call, &output, turn_id, &settings.model);
+            CallOutcome::Done { text: output.text_for_llm, rejected }
+        }
+    });
+    futures::future::join_all(runs).await
+}
+
+async fn run_one(
+    shared: &Arc<SessionShared>,
+    deps: &Arc<Deps>,
+    call: &ToolCall,
+    args: Value,
+    settings: &SessionSettings,
+    available: &[&str],
+    cancel: &CancellationToken,
+) -> ToolOutput {
+    if !available.contains(&call.name.as_str()) {
+        return ToolOutput::fail_with(
+            tools::unknown_tool_text(&call.name, available),
+            tools::unknown_tool_message(&call.name),
+            "failure",
+        );
+    }
+    if serde_json::from_str::<Value>(&call.arguments).is_err() && !call.arguments.trim().is_empty() {
+        return ToolOutput::fail(format!("Invalid JSON in the arguments of `{}`: {}", call.name, call.arguments));
+    }
+    if let Some(def) = settings.external_tools.iter().find(|e| e.name == call.name) {
+        return crate::external::run(shared, def, call, args, settings, cancel).await;
+    }
+    let Some(tool) = deps.builtins.get(&call.name) else {
+        return ToolOutput::fail_with(
+            tools::unknown_tool_text(&call.name, available),
+            tools::unknown_tool_message(&call.name),
+            "failure",
+        );
+    };
+    let progress_shared = shared.clone();
+    let progress_id = call.id.clone();
+    let ctx = ToolContext {
+        cwd: settings.cwd.clone(),
+        temp_dir: deps.layout.temp_dir(),
+        tool_call_id: call.id.clone(),
+        permissions: Arc::new(SessionGate { shared: shared.clone(), tool_call_id: call.id.clone(), cancel: cancel.clone() }),
+        progress: Arc::new(move |partial: String| {
+            progress_shared.emitter.emit(
+                "tool.execution_partial_result",
+                json!({"toolCallId": progress_id, "partialOutput": partial}),
+                true,
+            );
+        }),
+        cancel: cancel.clone(),
+        env: deps.tool_env.clone(),
+        shells: shared.shells.clone(),
+    };
+    // A panicking tool must not take the run down with it.
+    let handle = tokio::spawn({
+        let tool = tool.clone();
+        async move { tool.run(args, &ctx).await }
+    });
+    match handle.await {
+        Ok(out) => out,
+        Err(e) => ToolOutput::fail(format!("Tool `{}` failed unexpectedly: {e}", call.name)),
+    }
+}
+
+fn emit_complete(shared: &SessionShared, call: &ToolCall, out: &ToolOutput, turn_id: &str, model: &str) {
+    let mut result = json!({
+        "content": out.text_for_llm,
+        "detailedContent": out.detailed_content.clone().unwrap_or_else(|| out.text_for_llm.clone()),
+    });
+    if !out.contents.is_empty() {
+        result["contents"] = json!(out.contents);
+    }
+    let mut data = json!({
+        "toolCallId": call.id,
+        "success": out.success,
+        "result": result,
+        "toolTelemetry": if out.telemetry.is_null() { json!({}) } else { out.telemetry.clone() },
+        "turnId": turn_id,
+        "model": model,
+    });
+    if !out.success {
+        data["error"] = json!({
+            "message": out.error_message.clone().unwrap_or_else(|| out.text_for_llm.clone()),
+            "code": out.error_code.clone().unwrap_or_else(|| "failure".into()),
+        });
+    }
+    if let Value::Object(map) = &mut data {
+        for (k, v) in &out.extra_event_fields {
+            map.insert(k.clone(), v.clone());
+        }
+    }
+    shared.emitter.emit("tool.execution_complete", data, false);
+}
+
+/// The permission gate built-in tools see: asks the session's clients.
+struct SessionGate {
+    shared: Arc<SessionShared>,
+    tool_call_id: String,
+    cancel: CancellationToken,
+}
+
+#[async_trait]
+impl PermissionGate for SessionGate {
+    async fn request(&self, req: PermissionRequest) -> PermissionDecision {
+        let mut body = req.to_json();
+        body["toolCallId"] = json!(self.tool_call_id);
+        permission::ask(&self.shared, body, &self.tool_call_id, &self.cancel).await
+    }
+}

@@ -1,0 +1,109 @@
+//! SDK-implemented tools (protocol v3): permission (`custom-tool`), then
+//! `external_tool.requested`; a client answers with `session.tools.handlePendingToolCall`.
+
+use llm_providers::ToolCall;
+use protocol::methods::ExternalToolDef;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+use tools::{PermissionDecision, ToolOutput};
+
+use crate::session::SessionShared;
+use crate::settings::SessionSettings;
+
+pub(crate) async fn run(
+    shared: &SessionShared,
+    def: &ExternalToolDef,
+    call: &ToolCall,
+    args: Value,
+    settings: &SessionSettings,
+    cancel: &CancellationToken,
+) -> ToolOutput {
+    if !def.skip_permission {
+        let req = json!({
+            "kind": "custom-tool",
+            "toolCallId": call.id,
+            "toolName": def.name,
+            "toolDescription": def.description,
+            "args": args,
+        });
+        if let PermissionDecision::Denied { text_for_llm, code } = crate::permission::ask(shared, req, &call.id, cancel).await {
+            return ToolOutput::fail_with(text_for_llm.clone(), text_for_llm, &code);
+        }
+    }
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let rx = shared.register_pending(&request_id);
+    shared.emitter.emit(
+        "external_tool.requested",
+        json!({
+            "requestId": request_id,
+            "sessionId": shared.id,
+            "toolCallId": call.id,
+            "toolName": call.name,
+            "arguments": args,
+            "workingDirectory": settings.cwd.to_string_lossy(),
+        }),
+        false,
+    );
+    let answer = tokio::select! {
+        a = rx => a.ok(),
+        _ = cancel.cancelled() => None,
+    };
+    shared.emitter.emit("external_tool.completed", json!({"requestId": request_id}), true);
+    match answer {
+        Some(answer) => interpret(&call.name, &args, &answer),
+        None => {
+            shared.forget_pending(&request_id);
+            ToolOutput::interrupted()
+        }
+    }
+}
+
+/// Maps a `handlePendingToolCall` answer (`{result?, error?}`) to what the model sees.
+pub(crate) fn interpret(tool_name: &str, args: &Value, answer: &Value) -> ToolOutput {
+    if let Some(err) = answer.get("error").and_then(Value::as_str) {
+        let compact = serde_json::to_string(args).unwrap_or_else(|_| "{}".into());
+        return ToolOutput::fail_with(
+            format!("Failed to execute `{tool_name}` tool with arguments: {compact} due to error: Error: {err}"),
+            err,
+            "failure",
+        );
+    }
+    match answer.get("result") {
+        None | Some(Value::Null) => ToolOutput::ok(""),
+        Some(Value::String(s)) => ToolOutput::ok(s.clone()),
+        Some(obj @ Value::Object(_)) if obj.get("textResultForLlm").is_some() || obj.get("resultType").is_some() => {
+            let text = obj.get("textResultForLlm").and_then(Value::as_str).unwrap_or("").to_string();
+            let kind = obj.get("resultType").and_then(Value::as_str).unwrap_or("success");
+            let mut out = if kind == "success" {
+                ToolOutput::ok(text.clone())
+            } else {
+                let message = obj.get("error").and_then(Value::as_str).unwrap_or(&text).to_string();
+                ToolOutput::fail_with(text.clone(), message, kind)
+            };
+            if let Some(t) = obj.get("toolTelemetry") {
+                out.telemetry = t.clone();
+            }
+            out
+        }
+        Some(other) => ToolOutput::ok(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_sdk_results() {
+        assert_eq!(interpret("t", &json!({}), &json!({"result":"hi"})).text_for_llm, "hi");
+        let out = interpret("t", &json!({}), &json!({"result":{"textResultForLlm":"T","resultType":"rejected"}}));
+        assert_eq!(out.error_code.as_deref(), Some("rejected"));
+        assert!(!out.success);
+        let out = interpret("get_user_location", &json!({}), &json!({"error":"Tool execution failed"}));
+        assert_eq!(
+            out.text_for_llm,
+            "Failed to execute `get_user_location` tool with arguments: {} due to error: Error: Tool execution failed"
+        );
+        assert_eq!(out.error_message.as_deref(), Some("Tool execution failed"));
+    }
+}

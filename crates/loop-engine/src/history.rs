@@ -1,0 +1,145 @@
+//! The model-visible conversation, and its reconstruction from a session's event log
+//! (resume = replay).
+
+use llm_providers::{Message, ToolCall, ToolContent, UserContent};
+use protocol::event::Event;
+use serde_json::Value;
+use tools::INTERRUPTED_TEXT;
+
+/// What replaying a log restores besides the messages.
+#[derive(Debug, Default, Clone)]
+pub struct Restored {
+    pub messages: Vec<Message>,
+    pub model: Option<String>,
+    pub mode: Option<String>,
+    pub cwd: Option<String>,
+    pub start_time: Option<String>,
+    pub title: Option<String>,
+    pub last_event_id: Option<String>,
+    pub user_message_count: usize,
+}
+
+/// Rebuilds the conversation from persisted events. A tool call without a completion (crash,
+/// abort) is answered with the interrupted text, so every call has exactly one result.
+pub fn replay(events: &[Event]) -> Restored {
+    let mut r = Restored::default();
+    let mut open_calls: Vec<String> = Vec::new();
+    let mut results: std::collections::HashMap<String, String> = Default::default();
+
+    fn flush(r: &mut Restored, open: &mut Vec<String>, results: &mut std::collections::HashMap<String, String>) {
+        for id in open.drain(..) {
+            let text = results.remove(&id).unwrap_or_else(|| INTERRUPTED_TEXT.to_string());
+            r.messages.push(Message::Tool { tool_call_id: id, content: ToolContent::Text(text) });
+        }
+    }
+
+    for e in events {
+        r.last_event_id = Some(e.id.clone());
+        let d = &e.data;
+        match e.kind.as_str() {
+            "session.start" => {
+                r.model = str_field(d, "selectedModel");
+                r.start_time = str_field(d, "startTime");
+                r.cwd = d.get("context").and_then(|c| str_field(c, "cwd"));
+            }
+            "session.context_changed" => r.cwd = str_field(d, "cwd").or(r.cwd.take()),
+            "session.model_change" => r.model = str_field(d, "newModel").or(r.model.take()),
+            "session.mode_changed" => r.mode = str_field(d, "newMode").or(r.mode.take()),
+            "user.message" => {
+                flush(&mut r, &mut open_calls, &mut results);
+                let text = str_field(d, "transformedContent").or_else(|| str_field(d, "content")).unwrap_or_default();
+                if r.title.is_none() {
+                    r.title = str_field(d, "content").filter(|s| !s.is_empty());
+                }
+                r.user_message_count += 1;
+                r.messages.push(Message::User { content: UserContent::Text(text) });
+            }
+            "assistant.message" => {
+                flush(&mut r, &mut open_calls, &mut results);
+                let content = str_field(d, "content").unwrap_or_default();
+                let calls: Vec<ToolCall> = d
+                    .get("toolRequests")
+                    .and_then(Value::as_array)
+                    .map(|reqs| reqs.iter().filter_map(tool_call_from_request).collect())
+                    .unwrap_or_default();
+                open_calls.extend(calls.iter().map(|c| c.id.clone()));
+                r.messages.push(assistant_message(content, calls));
+            }
+            "tool.execution_complete" => {
+                if let Some(id) = str_field(d, "toolCallId") {
+                    results.insert(id, model_visible_result(d));
+                }
+            }
+            _ => {}
+        }
+    }
+    flush(&mut r, &mut open_calls, &mut results);
+    r
+}
+
+/// An assistant message as sent back to the model: text-only replies carry a string; a reply
+/// with only tool calls carries `null` content.
+pub fn assistant_message(content: String, tool_calls: Vec<ToolCall>) -> Message {
+    let content = if content.is_empty() && !tool_calls.is_empty() { None } else { Some(content) };
+    Message::Assistant { content, tool_calls }
+}
+
+/// The text the model saw for a completed tool call, as recorded in the event.
+pub fn model_visible_result(d: &Value) -> String {
+    d.get("result")
+        .and_then(|r| r.get("content"))
+        .and_then(Value::as_str)
+        .or_else(|| d.get("error").and_then(|e| e.get("message")).and_then(Value::as_str))
+        .unwrap_or("")
+        .to_string()
+}
+
+fn tool_call_from_request(req: &Value) -> Option<ToolCall> {
+    let id = str_field(req, "toolCallId")?;
+    let name = str_field(req, "name")?;
+    let arguments = match req.get("arguments") {
+        Some(Value::String(s)) => s.clone(),
+        Some(v @ Value::Object(_)) => v.to_string(),
+        _ => "{}".to_string(),
+    };
+    Some(ToolCall { id, name, arguments })
+}
+
+fn str_field(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(kind: &str, data: Value) -> Event {
+        Event::new(kind, data, false)
+    }
+
+    #[test]
+    fn replays_turns_and_fills_interrupted_results() {
+        let events = vec![
+            ev("session.start", json!({"selectedModel":"m1","startTime":"t","context":{"cwd":"/w"}})),
+            ev("user.message", json!({"content":"hi","transformedContent":"<x>hi"})),
+            ev("assistant.message", json!({"messageId":"a","content":"","toolRequests":[
+                {"toolCallId":"c1","name":"bash","arguments":{"command":"ls"}},
+                {"toolCallId":"c2","name":"view","arguments":{"path":"/a"}}]})),
+            ev("tool.execution_complete", json!({"toolCallId":"c1","success":true,"result":{"content":"out"}})),
+            ev("abort", json!({"reason":"user_initiated"})),
+            ev("user.message", json!({"content":"next"})),
+        ];
+        let r = replay(&events);
+        assert_eq!(r.model.as_deref(), Some("m1"));
+        assert_eq!(r.cwd.as_deref(), Some("/w"));
+        assert_eq!(r.title.as_deref(), Some("hi"));
+        assert_eq!(r.messages.len(), 5);
+        assert_eq!(r.messages[0], Message::User { content: UserContent::Text("<x>hi".into()) });
+        let Message::Assistant { content, tool_calls } = &r.messages[1] else { panic!() };
+        assert_eq!(content, &None);
+        assert_eq!(tool_calls[0].arguments, r#"{"command":"ls"}"#);
+        assert_eq!(r.messages[2], Message::Tool { tool_call_id: "c1".into(), content: ToolContent::Text("out".into()) });
+        assert_eq!(r.messages[3], Message::Tool { tool_call_id: "c2".into(), content: ToolContent::Text(INTERRUPTED_TEXT.into()) });
+    }
+}

@@ -1,0 +1,452 @@
+//! The agent loop. An [`Engine`] owns the loaded sessions; each session is one actor task
+//! ([`session::run_actor`]) that owns its conversation, runs one model call per turn, dispatches
+//! tools, and emits `session.idle` after every run on every path.
+//!
+//! This crate knows nothing of JSON-RPC or SQL: callers subscribe with an
+//! [`EventSubscriber`]; durable state goes through the `store` crate.
+
+mod dispatch;
+mod emitter;
+mod external;
+pub mod history;
+mod permission;
+mod run;
+pub mod session;
+pub mod settings;
+pub mod system_prompt;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use llm_providers::{ModelClient, ModelInfo};
+use protocol::methods::SessionConfigParams;
+use serde_json::{json, Value};
+use store::{EventLog, Layout, SessionIndex, SessionRow};
+
+pub use emitter::{Emitter, EventSubscriber};
+pub use session::{QueuedMessage, SessionShared};
+pub use settings::SessionSettings;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("Session not found: {0}")]
+    SessionNotFound(String),
+    #[error("Session already exists: {0}")]
+    SessionExists(String),
+    #[error("Failed to load session events: {0}")]
+    Load(store::StoreError),
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error("{0}")]
+    Model(#[from] llm_providers::ProviderError),
+}
+
+/// Receives `session.lifecycle` notifications (created, deleted, ...).
+pub trait LifecycleSubscriber: Send + Sync {
+    fn subscriber_id(&self) -> u64;
+    fn notify(&self, params: &Value) -> bool;
+}
+
+pub struct EngineConfig {
+    pub home: PathBuf,
+    pub version: String,
+    pub default_model: String,
+    pub default_cwd: PathBuf,
+    pub allow_all_tools: bool,
+    /// Environment for tool subprocesses.
+    pub tool_env: Vec<(String, String)>,
+    pub model: Arc<dyn ModelClient>,
+    pub builtins: tools::Registry,
+}
+
+/// What every session of an engine shares.
+pub(crate) struct Deps {
+    pub layout: Layout,
+    pub index: SessionIndex,
+    pub model: Arc<dyn ModelClient>,
+    pub builtins: tools::Registry,
+    pub tool_env: Vec<(String, String)>,
+    pub version: String,
+    pub models: Mutex<Option<Vec<ModelInfo>>>,
+}
+
+impl Deps {
+    pub fn context_window(&self, model: &str) -> u64 {
+        let cached = self.models.lock().unwrap_or_else(|e| e.into_inner());
+        cached
+            .as_ref()
+            .and_then(|ms| ms.iter().find(|m| m.id == model))
+            .and_then(ModelInfo::context_window)
+            .unwrap_or(128_000)
+    }
+}
+
+pub struct Engine {
+    deps: Arc<Deps>,
+    default_model: String,
+    default_cwd: PathBuf,
+    allow_all: bool,
+    sessions: Mutex<HashMap<String, Arc<SessionShared>>>,
+    lifecycle: Mutex<Vec<Arc<dyn LifecycleSubscriber>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn now() -> String {
+    protocol::now_iso()
+}
+
+pub(crate) fn write_workspace_yaml(deps: &Deps, shared: &SessionShared, s: &SessionSettings, title: Option<&str>) {
+    let meta = store::layout::WorkspaceMeta {
+        id: shared.id.clone(),
+        cwd: s.cwd.to_string_lossy().to_string(),
+        client_name: Some(s.client_name.clone()),
+        name: title.map(str::to_string),
+        user_named: false,
+        summary_count: 0,
+        fork_count: 0,
+        created_at: shared.start_time.clone(),
+        updated_at: now(),
+        ..Default::default()
+    };
+    if let Err(e) = deps.layout.write_workspace_yaml(&shared.id, &meta) {
+        tracing::warn!(session = %shared.id, error = %e, "workspace.yaml write failed");
+    }
+}
+
+impl Engine {
+    pub async fn open(config: EngineConfig) -> Result<Self, EngineError> {
+        let layout = Layout::new(config.home.clone());
+        let index = SessionIndex::open(&layout.db_path()).await?;
+        Ok(Self {
+            deps: Arc::new(Deps {
+                layout,
+                index,
+                model: config.model,
+                builtins: config.builtins,
+                tool_env: config.tool_env,
+                version: config.version,
+                models: Mutex::new(None),
+            }),
+            default_model: config.default_model,
+            default_cwd: config.default_cwd,
+            allow_all: config.allow_all_tools,
+            sessions: Mutex::new(HashMap::new()),
+            lifecycle: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn version(&self) -> &str {
+        &self.deps.version
+    }
+
+    pub fn builtins(&self) -> &tools::Registry {
+        &self.deps.builtins
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.deps.layout
+    }
+
+    pub fn subscribe_lifecycle(&self, sub: Arc<dyn LifecycleSubscriber>) {
+        lock(&self.lifecycle).push(sub);
+    }
+
+    pub fn unsubscribe_lifecycle(&self, id: u64) {
+        lock(&self.lifecycle).retain(|s| s.subscriber_id() != id);
+    }
+
+    fn broadcast_lifecycle(&self, params: Value) {
+        lock(&self.lifecycle).retain(|s| s.notify(&params));
+    }
+
+    /// The model catalogue, cached after the first successful fetch.
+    pub async fn list_models(&self) -> Result<Vec<ModelInfo>, EngineError> {
+        if let Some(m) = lock(&self.deps.models).clone() {
+            return Ok(m);
+        }
+        let models = self.deps.model.list_models().await?;
+        *lock(&self.deps.models) = Some(models.clone());
+        Ok(models)
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<SessionShared>> {
+        lock(&self.sessions).get(id).cloned()
+    }
+
+    /// The loaded session, or `SessionNotFound`.
+    pub fn require(&self, id: &str) -> Result<Arc<SessionShared>, EngineError> {
+        self.get(id).ok_or_else(|| EngineError::SessionNotFound(id.to_string()))
+    }
+
+    pub fn loaded_count(&self) -> usize {
+        lock(&self.sessions).len()
+    }
+
+    pub async fn create(
+        &self,
+        params: &SessionConfigParams,
+        subscriber: Option<Arc<dyn EventSubscriber>>,
+    ) -> Result<Arc<SessionShared>, EngineError> {
+        let id = params.session_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let layout = &self.deps.layout;
+        if self.get(&id).is_some() || layout.events_path(&id).exists() {
+            return Err(EngineError::SessionExists(id));
+        }
+        let settings = SessionSettings::from_params(params, &self.default_model, &self.default_cwd, self.allow_all);
+        layout.ensure_session_dir(&id)?;
+        let log = EventLog::open(&layout.events_path(&id))?;
+        let start_time = now();
+        let shared = Arc::new(SessionShared::new(
+            id.clone(),
+            Emitter::new(id.clone(), Some(log), None),
+            settings.clone(),
+            layout.session_dir(&id),
+            start_time.clone(),
+        ));
+        if let Some(sub) = subscriber {
+            shared.emitter.subscribe(sub);
+        }
+        self.deps
+            .index
+            .upsert(&SessionRow {
+                id: id.clone(),
+                cwd: settings.cwd.to_string_lossy().to_string(),
+                model: Some(settings.model.clone()),
+                client_name: Some(settings.client_name.clone()),
+                created_at: start_time.clone(),
+                updated_at: start_time.clone(),
+                ..Default::default()
+            })
+            .await?;
+        lock(&self.sessions).insert(id.clone(), shared.clone());
+        self.broadcast_lifecycle(json!({
+            "type": "session.created", "sessionId": id,
+            "metadata": {"startTime": start_time, "modifiedTime": start_time},
+        }));
+        shared.emitter.emit(
+            "session.start",
+            json!({
+                "sessionId": id,
+                "version": 1,
+                "producer": "copilot-agent",
+                "copilotVersion": self.deps.version,
+                "startTime": start_time,
+                "selectedModel": settings.model,
+                "reasoningEffort": settings.reasoning_effort,
+                "context": {"cwd": settings.cwd.to_string_lossy()},
+                "alreadyInUse": false,
+                "remoteSteerable": false,
+            }),
+            false,
+        );
+        write_workspace_yaml(&self.deps, &shared, &settings, None);
+        self.spawn_actor(shared.clone(), session::Conversation { messages: Vec::new(), title: None });
+        Ok(shared)
+    }
+
+    pub async fn resume(
+        &self,
+        params: &SessionConfigParams,
+        subscriber: Option<Arc<dyn EventSubscriber>>,
+    ) -> Result<Arc<SessionShared>, EngineError> {
+        let id = params.session_id.clone().ok_or_else(|| EngineError::SessionNotFound(String::new()))?;
+        let layout = &self.deps.layout;
+        let emit_resume = !params.disable_resume.unwrap_or(false);
+        if let Some(shared) = self.get(&id) {
+            shared.update_settings(|s| s.apply_resume(params));
+            if let Some(sub) = subscriber {
+                shared.emitter.subscribe(sub);
+            }
+            if emit_resume {
+                let s = shared.settings();
+                let count = EventLog::load(&layout.events_path(&id)).map(|l| l.events.len()).unwrap_or(0);
+                shared.emitter.emit(
+                    "session.resume",
+                    json!({
+                        "resumeTime": now(), "eventCount": count, "selectedModel": s.model,
+                        "context": {"cwd": s.cwd.to_string_lossy()},
+                        "sessionWasActive": shared.is_running(), "alreadyInUse": false,
+                    }),
+                    false,
+                );
+            }
+            return Ok(shared);
+        }
+        let path = layout.events_path(&id);
+        let loaded = match EventLog::load(&path) {
+            Ok(l) => l,
+            Err(store::StoreError::NotFound(_)) => return Err(EngineError::Load(store::StoreError::NotFound(id))),
+            Err(e) => return Err(EngineError::Load(e)),
+        };
+        let restored = history::replay(&loaded.events);
+        let mut base = params.clone();
+        if base.model.is_none() {
+            base.model = restored.model.clone();
+        }
+        if base.working_directory.is_none() {
+            base.working_directory = restored.cwd.clone();
+        }
+        let mut settings = SessionSettings::from_params(&base, &self.default_model, &self.default_cwd, self.allow_all);
+        if let Some(mode) = &restored.mode {
+            settings.mode = mode.clone();
+        }
+        let log = EventLog::open(&path)?;
+        let start_time = restored.start_time.clone().unwrap_or_else(now);
+        let shared = Arc::new(SessionShared::new(
+            id.clone(),
+            Emitter::new(id.clone(), Some(log), restored.last_event_id.clone()),
+            settings.clone(),
+            layout.session_dir(&id),
+            start_time.clone(),
+        ));
+        if let Some(sub) = subscriber {
+            shared.emitter.subscribe(sub);
+        }
+        if self.deps.index.get(&id).await?.is_none() {
+            self.deps
+                .index
+                .upsert(&SessionRow {
+                    id: id.clone(),
+                    cwd: settings.cwd.to_string_lossy().to_string(),
+                    model: Some(settings.model.clone()),
+                    client_name: Some(settings.client_name.clone()),
+                    created_at: start_time.clone(),
+                    updated_at: now(),
+                    ..Default::default()
+                })
+                .await?;
+            if let Some(title) = &restored.title {
+                self.deps.index.mark_user_message(&id, title).await?;
+            }
+        }
+        lock(&self.sessions).insert(id.clone(), shared.clone());
+        if emit_resume {
+            shared.emitter.emit(
+                "session.resume",
+                json!({
+                    "resumeTime": now(),
+                    "eventCount": loaded.events.len(),
+                    "eventsFileSizeBytes": loaded.size_bytes,
+                    "selectedModel": settings.model,
+                    "context": {"cwd": settings.cwd.to_string_lossy()},
+                    "sessionWasActive": false,
+                    "alreadyInUse": false,
+                }),
+                false,
+            );
+        }
+        self.spawn_actor(shared.clone(), session::Conversation { messages: restored.messages, title: restored.title });
+        Ok(shared)
+    }
+
+    fn spawn_actor(&self, shared: Arc<SessionShared>, conv: session::Conversation) {
+        let deps = self.deps.clone();
+        tokio::spawn(session::run_actor(shared, conv, deps));
+    }
+
+    /// Detaches a subscriber; the last one out unloads the session (its state stays on disk).
+    pub fn detach(&self, id: &str, subscriber_id: u64) -> bool {
+        let Some(shared) = self.get(id) else { return true };
+        if shared.emitter.unsubscribe(subscriber_id) > 0 {
+            return true;
+        }
+        self.unload(&shared);
+        true
+    }
+
+    fn unload(&self, shared: &Arc<SessionShared>) {
+        shared.emitter.emit(
+            "session.shutdown",
+            json!({
+                "shutdownType": "routine",
+                "totalPremiumRequests": 0,
+                "totalApiDurationMs": 0,
+                "sessionStartTime": shared.start_time,
+                "codeChanges": {"linesAdded": 0, "linesRemoved": 0, "filesModified": []},
+                "modelMetrics": {},
+                "currentModel": shared.settings().model,
+            }),
+            false,
+        );
+        shared.shutdown();
+        lock(&self.sessions).remove(&shared.id);
+    }
+
+    /// A connection went away: drop its subscriptions; sessions keep running.
+    pub fn drop_subscriber(&self, subscriber_id: u64) {
+        let sessions: Vec<_> = lock(&self.sessions).values().cloned().collect();
+        for s in sessions {
+            s.emitter.unsubscribe(subscriber_id);
+        }
+    }
+
+    pub async fn delete(&self, id: &str) -> Result<(), EngineError> {
+        if let Some(shared) = lock(&self.sessions).remove(id) {
+            shared.shutdown();
+        }
+        let existed = self.deps.layout.session_dir(id).exists() || self.deps.index.get(id).await?.is_some();
+        if !existed {
+            return Err(EngineError::SessionNotFound(id.to_string()));
+        }
+        self.deps.layout.delete_session_dir(id)?;
+        self.deps.index.delete(id).await?;
+        self.broadcast_lifecycle(json!({"type": "session.deleted", "sessionId": id}));
+        Ok(())
+    }
+
+    /// All persisted events of a loaded session.
+    pub fn messages(&self, id: &str) -> Result<Vec<protocol::event::Event>, EngineError> {
+        self.require(id)?;
+        match EventLog::load(&self.deps.layout.events_path(id)) {
+            Ok(l) => Ok(l.events),
+            Err(store::StoreError::NotFound(_)) => Err(EngineError::SessionNotFound(id.to_string())),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub async fn list(&self, filter: &store::ListFilter) -> Result<Vec<Value>, EngineError> {
+        let rows = self.deps.index.list(filter).await?;
+        Ok(rows.iter().map(|r| self.list_entry(r)).collect())
+    }
+
+    pub async fn metadata(&self, id: &str) -> Result<Option<Value>, EngineError> {
+        Ok(self.deps.index.get(id).await?.filter(|r| r.has_user_message).map(|r| self.list_entry(&r)))
+    }
+
+    pub async fn last_id(&self) -> Result<Option<String>, EngineError> {
+        Ok(self.deps.index.last_id().await?)
+    }
+
+    fn list_entry(&self, r: &SessionRow) -> Value {
+        let mut context = json!({"cwd": r.cwd});
+        for (k, v) in [("gitRoot", &r.git_root), ("repository", &r.repository), ("branch", &r.branch)] {
+            if let Some(v) = v {
+                context[k] = json!(v);
+            }
+        }
+        let title = r.title.clone().or_else(|| r.summary.clone()).unwrap_or_default();
+        json!({
+            "sessionId": r.id,
+            "startTime": r.created_at,
+            "modifiedTime": r.updated_at,
+            "isRemote": false,
+            "isDetached": self.get(&r.id).is_none(),
+            "summary": r.summary.clone().unwrap_or_else(|| title.clone()),
+            "name": title,
+            "clientName": r.client_name.clone().unwrap_or_else(|| "sdk".into()),
+            "context": context,
+        })
+    }
+
+    /// Unloads every session (process shutdown).
+    pub fn shutdown_all(&self) {
+        let sessions: Vec<_> = lock(&self.sessions).values().cloned().collect();
+        for s in sessions {
+            s.shutdown();
+        }
+    }
+}

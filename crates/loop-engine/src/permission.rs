@@ -1,0 +1,144 @@
+//! Permission requests (protocol v3): `permission.requested` → a client answers with
+//! `session.permissions.handlePendingPermissionRequest` → `permission.completed`.
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+use tools::{PermissionDecision, INTERRUPTED_TEXT};
+
+use crate::session::SessionShared;
+
+pub const NO_APPROVER_TEXT: &str = "Permission denied and could not request permission from user";
+
+/// Asks the session's clients to approve `request` (a `permissionRequest` object with
+/// `kind` and `toolCallId`).
+pub(crate) async fn ask(
+    shared: &SessionShared,
+    request: Value,
+    tool_call_id: &str,
+    cancel: &CancellationToken,
+) -> PermissionDecision {
+    let settings = shared.settings();
+    if settings.approve_all {
+        return PermissionDecision::Approved;
+    }
+    if !settings.request_permission {
+        return denied(NO_APPROVER_TEXT);
+    }
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let rx = shared.register_pending(&request_id);
+    shared.emitter.emit(
+        "permission.requested",
+        json!({
+            "requestId": request_id,
+            "permissionRequest": request,
+            "promptRequest": prompt_request(&request),
+            "agentMode": settings.mode,
+        }),
+        false,
+    );
+    let answer = tokio::select! {
+        a = rx => a.ok(),
+        _ = cancel.cancelled() => None,
+    };
+    let Some(answer) = answer else {
+        shared.forget_pending(&request_id);
+        shared.emitter.emit(
+            "permission.completed",
+            json!({"requestId": request_id, "toolCallId": tool_call_id, "result": {"kind": "cancelled"}}),
+            false,
+        );
+        return denied(INTERRUPTED_TEXT);
+    };
+    let (decision, recorded) = interpret(&answer);
+    shared.emitter.emit(
+        "permission.completed",
+        json!({"requestId": request_id, "toolCallId": tool_call_id, "result": recorded}),
+        false,
+    );
+    decision
+}
+
+/// The user-facing prompt derived from a permission request (schema `PermissionPromptRequest`:
+/// shell requests become `commands` prompts; others keep their kind with fewer fields).
+pub(crate) fn prompt_request(req: &Value) -> Value {
+    let kind = req.get("kind").and_then(Value::as_str).unwrap_or("");
+    let (prompt_kind, keep): (&str, &[&str]) = match kind {
+        "shell" => ("commands", &["toolCallId", "fullCommandText", "intention", "canOfferSessionApproval", "warning"]),
+        "write" => ("write", &["toolCallId", "intention", "fileName", "diff", "newFileContents", "canOfferSessionApproval"]),
+        "read" => ("read", &["toolCallId", "intention", "path"]),
+        "url" => ("url", &["toolCallId", "intention", "url"]),
+        "mcp" => ("mcp", &["toolCallId", "serverName", "toolName", "toolTitle", "args"]),
+        "custom-tool" => ("custom-tool", &["toolCallId", "toolName", "toolDescription", "args"]),
+        other => (other, &["toolCallId"]),
+    };
+    let mut out = serde_json::Map::new();
+    out.insert("kind".into(), json!(prompt_kind));
+    for key in keep {
+        if let Some(v) = req.get(*key) {
+            out.insert((*key).to_string(), v.clone());
+        }
+    }
+    if kind == "shell" {
+        let ids: Vec<Value> = req
+            .get("commands")
+            .and_then(Value::as_array)
+            .map(|cs| cs.iter().filter_map(|c| c.get("identifier").cloned()).collect())
+            .unwrap_or_default();
+        out.insert("commandIdentifiers".into(), Value::Array(ids));
+    }
+    Value::Object(out)
+}
+
+fn denied(text: &str) -> PermissionDecision {
+    PermissionDecision::Denied { text_for_llm: text.to_string(), code: "denied".to_string() }
+}
+
+/// Maps a client's answer (today's decision kinds and the legacy result kinds) to a decision
+/// and the normalised result recorded in `permission.completed`.
+pub(crate) fn interpret(answer: &Value) -> (PermissionDecision, Value) {
+    let kind = answer.get("kind").and_then(Value::as_str).unwrap_or("");
+    let feedback = answer.get("feedback").and_then(Value::as_str).filter(|f| !f.is_empty());
+    match kind {
+        "approve-once" | "approved" | "approve-for-session" | "approved-for-session" | "approve-for-location"
+        | "approved-for-location" | "approve-permanently" => (PermissionDecision::Approved, json!({"kind": "approved"})),
+        "reject" | "denied-interactively-by-user" => {
+            let text = match feedback {
+                Some(fb) => format!("The user rejected this tool call. User feedback: {fb}"),
+                None => "The user rejected this tool call.".to_string(),
+            };
+            let mut recorded = json!({"kind": "denied-interactively-by-user"});
+            if let Some(fb) = feedback {
+                recorded["feedback"] = json!(fb);
+            }
+            (denied(&text), recorded)
+        }
+        "denied-by-rules" => (denied("Permission denied by rules"), json!({"kind": "denied-by-rules"})),
+        "denied-by-content-exclusion-policy" => (
+            denied("Permission denied by content exclusion policy"),
+            json!({"kind": "denied-by-content-exclusion-policy"}),
+        ),
+        _ => (denied(NO_APPROVER_TEXT), json!({"kind": "denied-no-approval-rule-and-could-not-request-from-user"})),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_decisions() {
+        assert_eq!(interpret(&json!({"kind":"approve-once"})).0, PermissionDecision::Approved);
+        let (d, rec) = interpret(&json!({"kind":"reject","feedback":"no way"}));
+        assert_eq!(
+            d,
+            PermissionDecision::Denied {
+                text_for_llm: "The user rejected this tool call. User feedback: no way".into(),
+                code: "denied".into()
+            }
+        );
+        assert_eq!(rec, json!({"kind":"denied-interactively-by-user","feedback":"no way"}));
+        let (d, rec) = interpret(&json!({"kind":"user-not-available"}));
+        assert_eq!(d, PermissionDecision::Denied { text_for_llm: NO_APPROVER_TEXT.into(), code: "denied".into() });
+        assert_eq!(rec["kind"], "denied-no-approval-rule-and-could-not-request-from-user");
+    }
+}

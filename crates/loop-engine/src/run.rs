@@ -1,0 +1,324 @@
+//! One user message through the loop: `user.message`, then turns (one model call each) until a
+//! reply asks for no tools.
+
+use std::sync::Arc;
+
+use llm_providers::{
+    AssistantReply, ChatRequest, ChatResponse, Initiator, Message, ModelEvent, ProviderError, ToolCall, ToolContent,
+    UserContent,
+};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+use tools::INTERRUPTED_TEXT;
+
+use crate::dispatch::{self, CallOutcome};
+use crate::session::{Conversation, QueuedMessage, SessionShared};
+use crate::Deps;
+
+pub(crate) async fn run_message(
+    shared: &Arc<SessionShared>,
+    conv: &mut Conversation,
+    deps: &Arc<Deps>,
+    msg: QueuedMessage,
+    cancel: CancellationToken,
+) {
+    let interaction_id = uuid::Uuid::new_v4().to_string();
+    if msg.delivery != "idle" {
+        shared.emitter.emit("pending_messages.modified", json!({}), true);
+    }
+    push_user_message(shared, conv, deps, &msg, &interaction_id).await;
+
+    let mut turn: u32 = 0;
+    loop {
+        for steer in shared.take_steering() {
+            push_user_message(shared, conv, deps, &steer, &interaction_id).await;
+        }
+        let settings = shared.settings();
+        let turn_id = turn.to_string();
+        shared.emitter.emit(
+            "assistant.turn_start",
+            json!({"turnId": turn_id, "interactionId": interaction_id, "model": settings.model}),
+            false,
+        );
+        let tool_specs = dispatch::tool_specs(deps, &settings);
+        let mut messages = Vec::with_capacity(conv.messages.len() + 1);
+        let cwd = settings.cwd.to_string_lossy().to_string();
+        messages.push(Message::System { content: crate::system_prompt::build(settings.system_message.as_ref(), &cwd) });
+        messages.extend(conv.messages.iter().cloned());
+        let req = ChatRequest {
+            model: settings.model.clone(),
+            messages,
+            tools: tool_specs,
+            stream: settings.streaming,
+            initiator: if turn == 0 { Initiator::User } else { Initiator::Agent },
+            interaction_id: interaction_id.clone(),
+            session_id: shared.id.clone(),
+            extra_headers: msg.request_headers.clone(),
+        };
+        emit_usage_info(shared, deps, &req);
+
+        let message_id = uuid::Uuid::new_v4().to_string();
+        let result = call_model(shared, deps, req, &turn_id, &message_id, settings.streaming, cancel.clone()).await;
+        let resp = match result {
+            Ok(resp) => resp,
+            Err(ProviderError::Cancelled) => {
+                end_turn(shared, &turn_id);
+                return;
+            }
+            Err(err) => {
+                end_turn(shared, &turn_id);
+                let mut data = json!({
+                    "errorType": err.error_type(),
+                    "message": err.to_string(),
+                    "originatingMessageId": msg.message_id,
+                });
+                if let Some(code) = err.status_code() {
+                    data["statusCode"] = json!(code);
+                }
+                if let ProviderError::Http { provider_call_id: Some(id), .. } = &err {
+                    data["providerCallId"] = json!(id);
+                }
+                shared.emitter.emit("session.error", data, false);
+                return;
+            }
+        };
+
+        shared.emitter.emit(
+            "assistant.usage",
+            json!({
+                "model": resp.model.clone().unwrap_or_else(|| settings.model.clone()),
+                "inputTokens": resp.usage.input_tokens,
+                "outputTokens": resp.usage.output_tokens,
+                "cacheReadTokens": resp.usage.cache_read_tokens,
+                "cacheWriteTokens": resp.usage.cache_write_tokens,
+                "cost": 0,
+                "duration": resp.duration_ms,
+                "initiator": if turn == 0 { "user" } else { "agent" },
+                "apiCallId": resp.api_call_id,
+                "providerCallId": resp.provider_call_id,
+            }),
+            true,
+        );
+        let reply = merge_replies(&resp);
+        let tool_requests: Vec<Value> = reply
+            .tool_calls
+            .iter()
+            .map(|c| {
+                json!({
+                    "toolCallId": c.id,
+                    "name": c.name,
+                    "arguments": serde_json::from_str::<Value>(&c.arguments).unwrap_or(Value::String(c.arguments.clone())),
+                    "type": "function",
+                })
+            })
+            .collect();
+        let mut data = json!({
+            "messageId": message_id,
+            "content": reply.content,
+            "toolRequests": tool_requests,
+            "originatingMessageId": msg.message_id,
+            "model": settings.model,
+            "interactionId": interaction_id,
+            "turnId": turn_id,
+            "outputTokens": resp.usage.output_tokens,
+        });
+        if let Some(id) = &resp.api_call_id {
+            data["apiCallId"] = json!(id);
+        }
+        if let Some(r) = &reply.reasoning {
+            data["reasoningText"] = json!(r);
+            shared.emitter.emit("assistant.reasoning", json!({"reasoningId": message_id, "content": r}), false);
+        }
+        shared.emitter.emit("assistant.message", data, false);
+        conv.messages.push(crate::history::assistant_message(reply.content.clone(), reply.tool_calls.clone()));
+
+        if reply.tool_calls.is_empty() {
+            end_turn(shared, &turn_id);
+            return;
+        }
+
+        let outcomes = dispatch::run_calls(shared, deps, &reply.tool_calls, &turn_id, &settings, &cancel).await;
+        let mut rejected = false;
+        for (call, outcome) in reply.tool_calls.iter().zip(outcomes) {
+            let text = match outcome {
+                CallOutcome::Done { text, rejected: r } => {
+                    rejected |= r;
+                    text
+                }
+                CallOutcome::Interrupted => INTERRUPTED_TEXT.to_string(),
+            };
+            conv.messages.push(Message::Tool { tool_call_id: call.id.clone(), content: ToolContent::Text(text) });
+        }
+        end_turn(shared, &turn_id);
+        if cancel.is_cancelled() || rejected {
+            return;
+        }
+        turn += 1;
+    }
+}
+
+fn end_turn(shared: &SessionShared, turn_id: &str) {
+    shared.emitter.emit("assistant.turn_end", json!({"turnId": turn_id}), false);
+}
+
+async fn push_user_message(
+    shared: &Arc<SessionShared>,
+    conv: &mut Conversation,
+    deps: &Arc<Deps>,
+    msg: &QueuedMessage,
+    interaction_id: &str,
+) {
+    let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
+    let transformed = format!("<current_datetime>{now}</current_datetime>\n\n{}", msg.prompt);
+    if conv.title.is_none() {
+        let title: String = msg.prompt.chars().take(80).collect();
+        conv.title = Some(title.clone());
+        shared.emitter.emit("session.title_changed", json!({"title": title}), true);
+        if let Err(e) = deps.index.mark_user_message(&shared.id, &title).await {
+            tracing::warn!(session = %shared.id, error = %e, "index update failed");
+        }
+        let settings = shared.settings();
+        crate::write_workspace_yaml(deps, shared, &settings, Some(&title));
+    }
+    let mut data = json!({
+        "content": msg.prompt,
+        "transformedContent": transformed,
+        "messageId": msg.message_id,
+        "delivery": msg.delivery,
+        "interactionId": interaction_id,
+        "turnId": "0",
+    });
+    if !msg.attachments.is_empty() {
+        data["attachments"] = json!(msg.attachments);
+    }
+    if let Some(mode) = &msg.agent_mode {
+        data["agentMode"] = json!(mode);
+    }
+    shared.emitter.emit("user.message", data, false);
+    conv.messages.push(Message::User { content: UserContent::Text(transformed) });
+}
+
+fn emit_usage_info(shared: &SessionShared, deps: &Deps, req: &ChatRequest) {
+    // An estimate (4 bytes per token) is what the SDK tests need: positive and growing.
+    let bytes = serde_json::to_string(&req.messages).map(|s| s.len()).unwrap_or(0);
+    let tool_bytes = serde_json::to_string(&req.tools).map(|s| s.len()).unwrap_or(0);
+    let system_bytes = match req.messages.first() {
+        Some(Message::System { content }) => content.len(),
+        _ => 0,
+    };
+    shared.emitter.emit(
+        "session.usage_info",
+        json!({
+            "tokenLimit": deps.context_window(&req.model),
+            "currentTokens": (bytes + tool_bytes) / 4,
+            "messagesLength": req.messages.len(),
+            "systemTokens": system_bytes / 4,
+            "conversationTokens": bytes.saturating_sub(system_bytes) / 4,
+            "toolDefinitionsTokens": tool_bytes / 4,
+        }),
+        true,
+    );
+}
+
+/// Calls the model, turning its progress into ephemeral events as it streams.
+async fn call_model(
+    shared: &SessionShared,
+    deps: &Deps,
+    req: ChatRequest,
+    turn_id: &str,
+    message_id: &str,
+    streaming: bool,
+    cancel: CancellationToken,
+) -> Result<ChatResponse, ProviderError> {
+    let model = req.model.clone();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let call = deps.model.chat(req, tx, cancel.clone());
+    tokio::pin!(call);
+    let mut started = false;
+    let mut on_event = |ev: ModelEvent| match ev {
+        ModelEvent::Retry { attempt, status, reason, message, .. } => {
+            shared.emitter.emit(
+                "model.call_failure",
+                json!({"statusCode": status, "retryAttempt": attempt, "message": message}),
+                true,
+            );
+            shared.emitter.emit(
+                "assistant.turn_retry",
+                json!({"turnId": turn_id, "model": model, "reason": reason.as_str()}),
+                true,
+            );
+        }
+        _ if !streaming => {}
+        ModelEvent::TextDelta { text, .. } => {
+            if !started {
+                started = true;
+                shared.emitter.emit("assistant.message_start", json!({"messageId": message_id}), true);
+            }
+            shared.emitter.emit("assistant.message_delta", json!({"messageId": message_id, "deltaContent": text}), true);
+        }
+        ModelEvent::ReasoningDelta { text } => {
+            shared.emitter.emit("assistant.reasoning_delta", json!({"reasoningId": message_id, "deltaContent": text}), true);
+        }
+        ModelEvent::ToolCallDelta { id, name, arguments, .. } => {
+            let mut d = json!({"toolType": "function", "inputDelta": arguments});
+            if let Some(id) = id {
+                d["toolCallId"] = json!(id);
+            }
+            if let Some(name) = name {
+                d["toolName"] = json!(name);
+            }
+            shared.emitter.emit("assistant.tool_call_delta", d, true);
+        }
+        ModelEvent::Bytes { total } => {
+            shared.emitter.emit("assistant.streaming_delta", json!({"totalResponseSizeBytes": total}), true);
+        }
+    };
+    let result = loop {
+        tokio::select! {
+            biased;
+            Some(ev) = rx.recv() => on_event(ev),
+            res = &mut call => break res,
+        }
+    };
+    while let Ok(ev) = rx.try_recv() {
+        on_event(ev);
+    }
+    if cancel.is_cancelled() {
+        return Err(ProviderError::Cancelled);
+    }
+    result
+}
+
+/// Several choices in one reply are sequential assistant messages of one turn; the client sends
+/// them back as one message (text concatenated, tool calls in order).
+fn merge_replies(resp: &ChatResponse) -> AssistantReply {
+    let mut out = AssistantReply::default();
+    for r in &resp.replies {
+        out.content.push_str(&r.content);
+        out.tool_calls.extend(r.tool_calls.iter().cloned());
+        if let Some(reason) = &r.reasoning {
+            out.reasoning.get_or_insert_with(String::new).push_str(reason);
+        }
+        out.finish_reason = r.finish_reason.clone().or(out.finish_reason.take());
+    }
+    out
+}
+
+/// After a panic mid-run: every tool call in history must have exactly one result.
+pub(crate) fn repair(messages: &mut Vec<Message>) {
+    let Some(pos) = messages.iter().rposition(|m| matches!(m, Message::Assistant { .. })) else { return };
+    let Message::Assistant { tool_calls, .. } = &messages[pos] else { return };
+    let calls: Vec<ToolCall> = tool_calls.clone();
+    let answered: Vec<String> = messages[pos + 1..]
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { tool_call_id, .. } => Some(tool_call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    for c in calls {
+        if !answered.contains(&c.id) {
+            messages.push(Message::Tool { tool_call_id: c.id, content: ToolContent::Text(INTERRUPTED_TEXT.into()) });
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! One session: the shared handle other tasks use, and the actor task that owns the
+//! conversation and runs the loop.
+//!
+//! Inputs that make a session do work: a queued message ([`SessionShared::enqueue`]), an abort
+//! ([`SessionShared::abort`]), an answer to a pending request ([`SessionShared::resolve_pending`]),
+//! and shutdown. The actor is the only owner of the conversation; everything else here is
+//! small shared state behind short, synchronous locks.
+
+use std::collections::{HashMap, VecDeque};
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures::FutureExt;
+use llm_providers::Message;
+use serde_json::{json, Value};
+use tokio::sync::{oneshot, Notify};
+use tokio_util::sync::CancellationToken;
+
+use crate::emitter::Emitter;
+use crate::settings::SessionSettings;
+use crate::Deps;
+
+/// A user message waiting to be processed.
+#[derive(Debug, Clone)]
+pub struct QueuedMessage {
+    pub message_id: String,
+    pub prompt: String,
+    pub attachments: Vec<Value>,
+    pub agent_mode: Option<String>,
+    pub request_headers: Vec<(String, String)>,
+    /// `idle`, `queued` or `steering`.
+    pub delivery: &'static str,
+}
+
+#[derive(Default)]
+struct RunControl {
+    queue: VecDeque<QueuedMessage>,
+    steering: Vec<QueuedMessage>,
+    running: bool,
+    cancel: CancellationToken,
+    aborted: bool,
+}
+
+pub struct SessionShared {
+    pub id: String,
+    pub emitter: Emitter,
+    pub settings: Mutex<SessionSettings>,
+    pub workspace_path: PathBuf,
+    pub start_time: String,
+    pub shells: Arc<tools::ShellManager>,
+    control: Mutex<RunControl>,
+    pending: Mutex<HashMap<String, oneshot::Sender<Value>>>,
+    wake: Notify,
+    shutdown: CancellationToken,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl SessionShared {
+    pub(crate) fn new(id: String, emitter: Emitter, settings: SessionSettings, workspace_path: PathBuf, start_time: String) -> Self {
+        Self {
+            id,
+            emitter,
+            settings: Mutex::new(settings),
+            workspace_path,
+            start_time,
+            shells: Arc::new(tools::ShellManager::default()),
+            control: Mutex::new(RunControl::default()),
+            pending: Mutex::new(HashMap::new()),
+            wake: Notify::new(),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    pub fn settings(&self) -> SessionSettings {
+        lock(&self.settings).clone()
+    }
+
+    pub fn update_settings(&self, f: impl FnOnce(&mut SessionSettings)) {
+        f(&mut lock(&self.settings));
+    }
+
+    pub fn is_running(&self) -> bool {
+        lock(&self.control).running
+    }
+
+    /// Queues a message. `immediate` while a run is active steers it into the next model call.
+    pub fn enqueue(&self, mut msg: QueuedMessage, immediate: bool) {
+        let mut c = lock(&self.control);
+        if c.running {
+            if immediate {
+                msg.delivery = "steering";
+                c.steering.push(msg);
+            } else {
+                msg.delivery = "queued";
+                c.queue.push_back(msg);
+            }
+            self.emitter.emit("pending_messages.modified", json!({}), true);
+        } else {
+            msg.delivery = "idle";
+            c.queue.push_back(msg);
+            self.wake.notify_one();
+        }
+    }
+
+    /// Aborts the running loop. Returns whether anything was running.
+    pub fn abort(&self, reason: &str) -> bool {
+        let mut c = lock(&self.control);
+        if !c.running {
+            return false;
+        }
+        c.aborted = true;
+        let dropped = c.queue.len() + c.steering.len();
+        c.queue.clear();
+        c.steering.clear();
+        self.emitter.emit("abort", json!({"reason": reason}), false);
+        if dropped > 0 {
+            self.emitter.emit("pending_messages.modified", json!({}), true);
+        }
+        c.cancel.cancel();
+        true
+    }
+
+    pub(crate) fn take_steering(&self) -> Vec<QueuedMessage> {
+        std::mem::take(&mut lock(&self.control).steering)
+    }
+
+    /// Registers a pending client request (permission, external tool) by id.
+    pub(crate) fn register_pending(&self, request_id: &str) -> oneshot::Receiver<Value> {
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(request_id.to_string(), tx);
+        rx
+    }
+
+    pub(crate) fn forget_pending(&self, request_id: &str) {
+        lock(&self.pending).remove(request_id);
+    }
+
+    /// Answers a pending request. Returns `false` when no such request is waiting (unknown id,
+    /// or already answered by another client).
+    pub fn resolve_pending(&self, request_id: &str, value: Value) -> bool {
+        match lock(&self.pending).remove(request_id) {
+            Some(tx) => tx.send(value).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Stops the actor; running work is cancelled.
+    pub fn shutdown(&self) {
+        lock(&self.control).cancel.cancel();
+        self.shutdown.cancel();
+        self.shells.kill_all();
+    }
+}
+
+/// The conversation the actor owns.
+pub(crate) struct Conversation {
+    pub messages: Vec<Message>,
+    pub title: Option<String>,
+}
+
+/// The session actor: waits for queued messages, runs them in order, and emits
+/// `session.idle` after every run, whatever happened inside it.
+pub(crate) async fn run_actor(shared: Arc<SessionShared>, mut conv: Conversation, deps: Arc<Deps>) {
+    loop {
+        tokio::select! {
+            _ = shared.wake.notified() => {}
+            _ = shared.shutdown.cancelled() => break,
+        }
+        let cancel = {
+            let mut c = lock(&shared.control);
+            if c.queue.is_empty() {
+                continue;
+            }
+            c.running = true;
+            c.aborted = false;
+            c.cancel = CancellationToken::new();
+            c.cancel.clone()
+        };
+        loop {
+            let next = {
+                let mut c = lock(&shared.control);
+                let next = if cancel.is_cancelled() { None } else { c.queue.pop_front() };
+                if next.is_none() {
+                    c.running = false;
+                }
+                next
+            };
+            let Some(msg) = next else { break };
+            let run = crate::run::run_message(&shared, &mut conv, &deps, msg, cancel.clone());
+            if let Err(panic) = AssertUnwindSafe(run).catch_unwind().await {
+                let what = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown panic".into());
+                tracing::error!(session = %shared.id, panic = %what, "run panicked");
+                crate::run::repair(&mut conv.messages);
+                shared.emitter.emit(
+                    "session.error",
+                    json!({"errorType": "internal", "message": format!("Internal error: {what}")}),
+                    false,
+                );
+            }
+        }
+        let aborted = {
+            let mut c = lock(&shared.control);
+            c.running = false;
+            std::mem::take(&mut c.aborted)
+        };
+        let mode = shared.settings().mode;
+        let mut data = json!({"mode": mode});
+        if aborted {
+            data["aborted"] = json!(true);
+        }
+        let background: Vec<Value> = shared
+            .shells
+            .running_shells()
+            .into_iter()
+            .map(|s| json!({"shellId": s.shell_id, "command": s.command, "description": s.description}))
+            .collect();
+        if !background.is_empty() {
+            data["backgroundTasks"] = json!({"shells": background});
+        }
+        if let Err(e) = deps.index.touch(&shared.id, &crate::now()).await {
+            tracing::warn!(session = %shared.id, error = %e, "index touch failed");
+        }
+        shared.emitter.emit("session.idle", data, true);
+    }
+    shared.shells.kill_all();
+}

@@ -1,0 +1,74 @@
+//! A session's configuration, from `session.create` / `session.resume` params.
+
+use std::path::PathBuf;
+
+use protocol::methods::{ExternalToolDef, SessionConfigParams, SystemMessageConfig};
+
+#[derive(Debug, Clone)]
+pub struct SessionSettings {
+    pub model: String,
+    pub reasoning_effort: Option<String>,
+    pub cwd: PathBuf,
+    pub client_name: String,
+    pub streaming: bool,
+    pub external_tools: Vec<ExternalToolDef>,
+    pub available_tools: Option<Vec<String>>,
+    pub excluded_tools: Vec<String>,
+    pub system_message: Option<SystemMessageConfig>,
+    /// The client answers `permission.requested`; when false, tools needing approval are denied.
+    pub request_permission: bool,
+    /// `session.permissions.setApproveAll` or `--allow-all-tools`.
+    pub approve_all: bool,
+    /// `interactive`, `plan` or `autopilot`.
+    pub mode: String,
+}
+
+impl SessionSettings {
+    pub fn from_params(p: &SessionConfigParams, default_model: &str, default_cwd: &PathBuf, allow_all: bool) -> Self {
+        Self {
+            model: p.model.clone().unwrap_or_else(|| default_model.to_string()),
+            reasoning_effort: p.reasoning_effort.clone(),
+            cwd: p.working_directory.as_ref().map(PathBuf::from).unwrap_or_else(|| default_cwd.clone()),
+            client_name: p.client_name.clone().unwrap_or_else(|| "sdk".to_string()),
+            streaming: p.streaming.unwrap_or(false),
+            external_tools: p.tools.clone().unwrap_or_default(),
+            available_tools: p.available_tools.clone(),
+            excluded_tools: p.excluded_tools.clone().unwrap_or_default(),
+            system_message: p.system_message.clone(),
+            request_permission: p.request_permission.unwrap_or(true),
+            approve_all: allow_all,
+            mode: "interactive".to_string(),
+        }
+    }
+
+    /// Applies resume params on top of restored settings: what the caller sends wins, what it
+    /// omits keeps its restored value (model) or resets (tools, handlers: re-sent on resume).
+    pub fn apply_resume(&mut self, p: &SessionConfigParams) {
+        if let Some(m) = &p.model {
+            self.model = m.clone();
+        }
+        if p.reasoning_effort.is_some() {
+            self.reasoning_effort = p.reasoning_effort.clone();
+        }
+        if let Some(cwd) = &p.working_directory {
+            self.cwd = PathBuf::from(cwd);
+        }
+        if let Some(c) = &p.client_name {
+            self.client_name = c.clone();
+        }
+        self.streaming = p.streaming.unwrap_or(false);
+        self.external_tools = p.tools.clone().unwrap_or_default();
+        self.available_tools = p.available_tools.clone();
+        self.excluded_tools = p.excluded_tools.clone().unwrap_or_default();
+        if p.system_message.is_some() {
+            self.system_message = p.system_message.clone();
+        }
+        self.request_permission = p.request_permission.unwrap_or(true);
+    }
+
+    /// Whether a tool name passes `availableTools` / `excludedTools`.
+    pub fn tool_allowed(&self, name: &str) -> bool {
+        let listed = self.available_tools.as_ref().map(|a| a.iter().any(|n| n == name)).unwrap_or(true);
+        listed && !self.excluded_tools.iter().any(|n| n == name)
+    }
+}

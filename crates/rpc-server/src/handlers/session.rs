@@ -1,0 +1,162 @@
+//! Session lifecycle and conversation methods.
+
+use std::sync::Arc;
+
+use loop_engine::QueuedMessage;
+use protocol::methods::{
+    AbortParams, ApproveAllParams, ListParams, LogParams, PermissionResponseParams, SendParams, SessionConfigParams,
+    SessionIdParams, ToolCallResponseParams,
+};
+use serde_json::{json, Value};
+
+use crate::connection::Conn;
+use crate::errors::engine_error;
+use crate::router::{params, HandlerResult};
+
+fn session_result(shared: &loop_engine::SessionShared) -> Value {
+    let s = shared.settings();
+    json!({
+        "sessionId": shared.id,
+        "nativeSessionId": shared.id,
+        "startTime": shared.start_time,
+        "isRemote": false,
+        "mode": s.mode,
+        "workspacePath": shared.workspace_path.to_string_lossy(),
+        "capabilities": {"ui": {"elicitation": false, "mcpApps": false, "canvases": false}, "extensions": false},
+        "modelState": {"modelId": s.model},
+    })
+}
+
+pub async fn create(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: SessionConfigParams = params(method, &raw)?;
+    let shared = conn.server.engine.create(&p, Some(conn.subscriber())).await.map_err(|e| engine_error(method, &e))?;
+    Ok(session_result(&shared))
+}
+
+pub async fn resume(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: SessionConfigParams = params(method, &raw)?;
+    if p.session_id.is_none() {
+        return Err(protocol::jsonrpc::RpcError::invalid_params(method, "sessionId: missing field `sessionId`"));
+    }
+    let shared = conn.server.engine.resume(&p, Some(conn.subscriber())).await.map_err(|e| engine_error(method, &e))?;
+    Ok(session_result(&shared))
+}
+
+pub fn send(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: SendParams = params(method, &raw)?;
+    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    let message_id = uuid::Uuid::new_v4().to_string();
+    let request_headers = p
+        .request_headers
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(k, v)| v.as_str().map(|v| (k, v.to_string())))
+        .collect();
+    let immediate = p.mode.as_deref() == Some("immediate");
+    shared.enqueue(
+        QueuedMessage {
+            message_id: message_id.clone(),
+            prompt: p.prompt,
+            attachments: p.attachments.unwrap_or_default(),
+            agent_mode: p.agent_mode,
+            request_headers,
+            delivery: "idle",
+        },
+        immediate,
+    );
+    Ok(json!({"messageId": message_id}))
+}
+
+pub fn abort(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: AbortParams = params(method, &raw)?;
+    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    shared.abort(p.reason.as_deref().unwrap_or("user_initiated"));
+    Ok(json!({"success": true}))
+}
+
+pub fn get_messages(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: SessionIdParams = params(method, &raw)?;
+    let events = conn.server.engine.messages(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    Ok(json!({"events": events}))
+}
+
+pub fn detach(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: SessionIdParams = params(method, &raw)?;
+    let ok = conn.server.engine.detach(&p.session_id, conn.id);
+    Ok(json!({"success": ok}))
+}
+
+pub async fn delete(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: SessionIdParams = params(method, &raw)?;
+    match conn.server.engine.delete(&p.session_id).await {
+        Ok(()) => Ok(json!({"success": true})),
+        Err(e) => Ok(json!({"success": false, "error": e.to_string()})),
+    }
+}
+
+pub async fn list(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: ListParams = params(method, &raw)?;
+    let f = p.filter.unwrap_or_default();
+    let filter = store::ListFilter { cwd: f.cwd, git_root: f.git_root, repository: f.repository, branch: f.branch };
+    let sessions = conn.server.engine.list(&filter).await.map_err(|e| engine_error(method, &e))?;
+    Ok(json!({"sessions": sessions}))
+}
+
+pub async fn last_id(conn: &Arc<Conn>, method: &str) -> HandlerResult {
+    match conn.server.engine.last_id().await.map_err(|e| engine_error(method, &e))? {
+        Some(id) => Ok(json!({"sessionId": id})),
+        None => Ok(json!({})),
+    }
+}
+
+pub async fn metadata(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: SessionIdParams = params(method, &raw)?;
+    match conn.server.engine.metadata(&p.session_id).await.map_err(|e| engine_error(method, &e))? {
+        Some(entry) => Ok(json!({"session": entry})),
+        None => Ok(json!({})),
+    }
+}
+
+pub fn log(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: LogParams = params(method, &raw)?;
+    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    let (kind, data) = match p.level.as_deref().unwrap_or("info") {
+        "warning" => ("session.warning", json!({"warningType": "notification", "message": p.message})),
+        "error" => ("session.error", json!({"errorType": "notification", "message": p.message})),
+        "info" => ("session.info", json!({"infoType": "notification", "message": p.message})),
+        other => {
+            return Err(protocol::jsonrpc::RpcError::invalid_params(
+                method,
+                format!("level: unknown variant `{other}`, expected one of `info`, `warning`, `error`"),
+            ))
+        }
+    };
+    let event = shared.emitter.emit(kind, data, p.ephemeral.unwrap_or(false));
+    Ok(json!({"eventId": event.id}))
+}
+
+pub fn answer_permission(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: PermissionResponseParams = params(method, &raw)?;
+    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    Ok(json!({"success": shared.resolve_pending(&p.request_id, p.result)}))
+}
+
+pub fn set_approve_all(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: ApproveAllParams = params(method, &raw)?;
+    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    shared.update_settings(|s| s.approve_all = p.enabled);
+    Ok(json!({"success": true}))
+}
+
+pub fn answer_tool_call(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: ToolCallResponseParams = params(method, &raw)?;
+    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    let mut answer = json!({});
+    if let Some(r) = p.result {
+        answer["result"] = r;
+    }
+    if let Some(e) = p.error {
+        answer["error"] = json!(e);
+    }
+    Ok(json!({"success": shared.resolve_pending(&p.request_id, answer)}))
+}

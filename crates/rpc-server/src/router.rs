@@ -1,0 +1,60 @@
+//! The method table: method name → handler. Each handler parses typed params (bad params →
+//! `-32602` naming the field) and returns a JSON result.
+
+use std::sync::Arc;
+
+use protocol::jsonrpc::RpcError;
+use serde_json::Value;
+
+use crate::connection::Conn;
+use crate::handlers::{server, session, session_state};
+
+pub type HandlerResult = Result<Value, RpcError>;
+
+pub async fn route(conn: &Arc<Conn>, method: &str, params: Value) -> HandlerResult {
+    match method {
+        "connect" => server::connect(conn, method, params),
+        "ping" => server::ping(method, params),
+        "status.get" => server::status(conn),
+        "auth.getStatus" => server::auth_status(conn),
+        "models.list" => server::models_list(conn, method).await,
+        "tools.list" => server::tools_list(conn),
+        "account.getQuota" => Ok(serde_json::json!({"quotaSnapshots": {}})),
+        "runtime.shutdown" => server::runtime_shutdown(conn),
+
+        "session.create" => session::create(conn, method, params).await,
+        "session.resume" => session::resume(conn, method, params).await,
+        "session.send" => session::send(conn, method, params),
+        "session.abort" => session::abort(conn, method, params),
+        "session.getMessages" => session::get_messages(conn, method, params),
+        "session.detach" | "session.destroy" => session::detach(conn, method, params),
+        "session.delete" => session::delete(conn, method, params).await,
+        "session.list" => session::list(conn, method, params).await,
+        "session.getLastId" => session::last_id(conn, method).await,
+        "session.getMetadata" => session::metadata(conn, method, params).await,
+        "session.log" => session::log(conn, method, params),
+        "session.getForeground" => Ok(serde_json::json!({})),
+        "session.setForeground" => Ok(serde_json::json!({
+            "success": false,
+            "error": "Not running in TUI+server mode - no foreground session change handler registered",
+        })),
+        "session.permissions.handlePendingPermissionRequest" => session::answer_permission(conn, method, params),
+        "session.permissions.setApproveAll" => session::set_approve_all(conn, method, params),
+        "session.tools.handlePendingToolCall" => session::answer_tool_call(conn, method, params),
+
+        "session.model.getCurrent" => session_state::model_get(conn, method, params),
+        "session.model.switchTo" => session_state::model_switch(conn, method, params),
+        "session.mode.get" => session_state::mode_get(conn, method, params),
+        "session.mode.set" => session_state::mode_set(conn, method, params),
+        "session.plan.read" => session_state::plan_read(conn, method, params),
+        "session.plan.update" => session_state::plan_update(conn, method, params),
+        "session.plan.delete" => session_state::plan_delete(conn, method, params),
+
+        _ => Err(RpcError::method_not_found(method)),
+    }
+}
+
+/// Parses params into `T`, or a `-32602` error naming the bad field.
+pub(crate) fn params<T: serde::de::DeserializeOwned>(method: &str, params: &Value) -> Result<T, RpcError> {
+    protocol::methods::parse_params(params).map_err(|e| RpcError::invalid_params(method, e))
+}

@@ -1,0 +1,135 @@
+//! The `skipper` binary: flags, logging, wiring the engine to a transport.
+
+mod cli;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use llm_providers::copilot::{CopilotClient, CopilotConfig};
+use loop_engine::{Engine, EngineConfig};
+use rpc_server::{AuthInfo, Server};
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+const DEFAULT_MODEL: &str = "claude-sonnet-4.5";
+/// Variables that must not leak into tool subprocesses.
+const SECRET_VARS: &[&str] =
+    &["COPILOT_SDK_AUTH_TOKEN", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "COPILOT_CONNECTION_TOKEN"];
+
+fn main() -> anyhow::Result<()> {
+    let cli = cli::parse(std::env::args().collect());
+    let env: HashMap<String, String> = std::env::vars().collect();
+    init_logging(&cli);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
+    let code = runtime.block_on(run(cli, env))?;
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    std::process::exit(code);
+}
+
+fn init_logging(cli: &cli::Cli) {
+    let level = match cli.log_level.as_deref() {
+        Some("none") => "off",
+        Some("error") => "error",
+        Some("info") => "info",
+        Some("debug") => "debug",
+        Some("all") => "trace",
+        _ => "warn",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SKIPPER_LOG").unwrap_or_else(|_| level.into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false);
+    if let Some(dir) = &cli.log_dir {
+        let _ = std::fs::create_dir_all(dir);
+        let path = PathBuf::from(dir).join(format!("process-{}-{}.log", epoch_ms(), std::process::id()));
+        if let Ok(file) = std::fs::File::create(path) {
+            builder.with_writer(std::sync::Mutex::new(file)).init();
+            return;
+        }
+    }
+    builder.with_writer(std::io::stderr).init();
+}
+
+fn epoch_ms() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0)
+}
+
+async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32> {
+    let home = env
+        .get("COPILOT_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env.get("HOME").map(|h| PathBuf::from(h).join(".copilot")))
+        .context("neither COPILOT_HOME nor HOME is set")?;
+    let (token, auth_type) = match &cli.auth_token_env {
+        Some(var) => (env.get(var).cloned().filter(|t| !t.is_empty()), "token"),
+        None => (
+            ["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"].iter().find_map(|v| env.get(*v).cloned().filter(|t| !t.is_empty())),
+            "env",
+        ),
+    };
+    let host = env
+        .get("COPILOT_GH_HOST")
+        .or_else(|| env.get("GH_HOST"))
+        .map(|h| if h.starts_with("http") { h.clone() } else { format!("https://{h}") })
+        .unwrap_or_else(|| "https://github.com".into());
+    let model_client = Arc::new(
+        CopilotClient::new(CopilotConfig::from_env_map(&env, token.clone(), VERSION.to_string()))
+            .context("creating the model client")?,
+    );
+    let default_cwd = match &cli.cwd {
+        Some(c) => PathBuf::from(c),
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    let default_model = cli.model.clone().or_else(|| env.get("COPILOT_MODEL").cloned()).unwrap_or_else(|| DEFAULT_MODEL.into());
+    let allow_all = cli.allow_all_tools || env.get("COPILOT_ALLOW_ALL").is_some_and(|v| v == "true" || v == "1");
+    let tool_env = env.iter().filter(|(k, _)| !SECRET_VARS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let engine = Engine::open(EngineConfig {
+        home,
+        version: VERSION.to_string(),
+        default_model,
+        default_cwd,
+        allow_all_tools: allow_all,
+        tool_env,
+        model: model_client,
+        builtins: tools::Registry::builtins(),
+    })
+    .await
+    .context("opening the session store")?;
+    let server = Server::new(
+        Arc::new(engine),
+        AuthInfo { token_present: token.is_some(), auth_type: auth_type.into(), host },
+        env.get("COPILOT_CONNECTION_TOKEN").cloned().filter(|t| !t.is_empty()),
+    );
+    spawn_signal_handler(server.clone());
+
+    if cli.stdio {
+        rpc_server::transport::serve_stdio(server.clone()).await;
+    } else {
+        let (listener, port) = rpc_server::transport::bind_tcp(cli.port.unwrap_or(0)).await.context("binding the TCP port")?;
+        {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "CLI server listening on port {port}")?;
+            out.flush()?;
+        }
+        if server.connection_token.is_none() {
+            eprintln!("Warning: No COPILOT_CONNECTION_TOKEN was set, so connections will be accepted from any client");
+        }
+        rpc_server::transport::serve_tcp(server.clone(), listener).await;
+    }
+    server.engine.shutdown_all();
+    Ok(0)
+}
+
+fn spawn_signal_handler(server: Arc<Server>) {
+    tokio::spawn(async move {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return,
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        server.shutdown.cancel();
+    });
+}

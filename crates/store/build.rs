@@ -1,0 +1,6 @@
+//! `sqlx::migrate!` embeds `migrations/` at compile time; without this, editing a migration
+//! would not rebuild the crate.
+
+fn main() {
+    println!("cargo:rerun-if-changed=../../migrations");
+}

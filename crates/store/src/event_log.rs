@@ -1,0 +1,259 @@
+//! `events.jsonl`: the durable truth of a session (persistence.md §2).
+//!
+//! One compact JSON event per `\n`-terminated line, append-only. Each line goes to the kernel
+//! in a single `write_all`, so a crash can tear at most the last line; readers skip any line
+//! that does not parse instead of failing. Plain `std::fs`: writes are small and a blocking
+//! `write` is cheaper than a hop to the blocking pool.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use protocol::event::Event;
+
+use crate::layout::private_file_options;
+use crate::{io_err, StoreError};
+
+/// An open append handle on one session's `events.jsonl`.
+#[derive(Debug)]
+pub struct EventLog {
+    file: File,
+    path: PathBuf,
+    /// Set after a failed write: the file may now end in a partial line.
+    tail_suspect: bool,
+}
+
+/// Everything [`EventLog::load`] read back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadedLog {
+    /// Parsed events in file order.
+    pub events: Vec<Event>,
+    /// `events.len()`, kept for `session.resume {eventCount}`.
+    pub count: usize,
+    /// File size when read, for `session.resume {eventsFileSizeBytes}`.
+    pub size_bytes: u64,
+    /// Lines that did not parse (torn by a crash, or corrupt).
+    pub skipped: usize,
+}
+
+impl EventLog {
+    /// Opens (creating, mode 0600) the log for appending. A torn last line left by a crash
+    /// is terminated first so the next event starts on a line of its own.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let file = private_file_options()
+            .read(true)
+            .append(true)
+            .open(&path)
+            .map_err(io_err(&path))?;
+        let mut log = Self {
+            file,
+            path,
+            tail_suspect: true,
+        };
+        log.repair_tail()?;
+        Ok(log)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one event as a single line. The `ephemeral` key is never written: an
+    /// ephemeral event reaching here is a caller bug, logged and persisted without the flag.
+    pub fn append(&mut self, event: &Event) -> Result<(), StoreError> {
+        let event: Cow<'_, Event> = if event.ephemeral {
+            tracing::warn!(kind = %event.kind, id = %event.id, "ephemeral event appended to log");
+            let mut owned = event.clone();
+            owned.ephemeral = false;
+            Cow::Owned(owned)
+        } else {
+            Cow::Borrowed(event)
+        };
+        let mut line = serde_json::to_vec(event.as_ref())?;
+        line.push(b'\n');
+
+        if self.tail_suspect {
+            self.repair_tail()?;
+        }
+        let result = self.file.write_all(&line).and_then(|()| self.file.flush());
+        if result.is_err() {
+            self.tail_suspect = true;
+        }
+        result.map_err(io_err(&self.path))
+    }
+
+    /// Forces appended events to stable storage (survives power loss, not just `kill -9`).
+    pub fn sync(&self) -> Result<(), StoreError> {
+        self.file.sync_data().map_err(io_err(&self.path))
+    }
+
+    /// Reads the whole log. A missing file is `NotFound` (named by the session directory,
+    /// which is the session id). Unparsable lines are skipped with a warning.
+    pub fn load(path: impl AsRef<Path>) -> Result<LoadedLog, StoreError> {
+        let path = path.as_ref();
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NotFound(session_name(path)));
+            }
+            Err(e) => return Err(io_err(path)(e)),
+        };
+        let mut loaded = LoadedLog {
+            size_bytes: bytes.len() as u64,
+            ..Default::default()
+        };
+        for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<Event>(line) {
+                Ok(event) => loaded.events.push(event),
+                Err(e) => {
+                    loaded.skipped += 1;
+                    tracing::warn!(path = %path.display(), line = n + 1, error = %e,
+                        "skipping unparsable line in event log");
+                }
+            }
+        }
+        loaded.count = loaded.events.len();
+        Ok(loaded)
+    }
+
+    /// Makes sure the file is empty or ends with `\n`.
+    fn repair_tail(&mut self) -> Result<(), StoreError> {
+        let len = self.file.metadata().map_err(io_err(&self.path))?.len();
+        if len > 0 {
+            let mut last = [0u8; 1];
+            self.file
+                .seek(SeekFrom::Start(len - 1))
+                .and_then(|_| self.file.read_exact(&mut last))
+                .map_err(io_err(&self.path))?;
+            if last[0] != b'\n' {
+                tracing::warn!(path = %self.path.display(), "terminating torn last line of event log");
+                // Append mode: this lands at the end whatever the read position is.
+                self.file.write_all(b"\n").map_err(io_err(&self.path))?;
+            }
+        }
+        self.tail_suspect = false;
+        Ok(())
+    }
+}
+
+/// `session-state/<id>/events.jsonl` → `<id>`; otherwise the path itself.
+fn session_name(path: &Path) -> String {
+    path.parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests fail loudly by design
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(kind: &str, n: u32) -> Event {
+        Event::new(
+            kind,
+            json!({ "n": n, "content": format!("msg {n}") }),
+            false,
+        )
+    }
+
+    #[test]
+    fn append_then_load_round_trips_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s1").join("events.jsonl");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let written: Vec<Event> = (0..5).map(|n| event("user.message", n)).collect();
+        let mut log = EventLog::open(&path).unwrap();
+        for e in &written {
+            log.append(e).unwrap();
+        }
+        let loaded = EventLog::load(&path).unwrap();
+        assert_eq!(loaded.events, written);
+        assert_eq!(loaded.count, 5);
+        assert_eq!(loaded.skipped, 0);
+        assert_eq!(loaded.size_bytes, std::fs::metadata(&path).unwrap().len());
+
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 5);
+        assert!(text.ends_with('\n'));
+        assert!(text.starts_with(r#"{"type":"user.message","data":{"#));
+        let first = text.lines().next().unwrap();
+        let keys: Vec<_> = [
+            "\"type\"",
+            "\"data\"",
+            "\"id\"",
+            "\"timestamp\"",
+            "\"parentId\"",
+        ]
+        .iter()
+        .map(|k| first.rfind(k).unwrap())
+        .collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "key order: {first}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn torn_last_line_is_skipped_and_next_append_starts_fresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut log = EventLog::open(&path).unwrap();
+        log.append(&event("user.message", 1)).unwrap();
+        drop(log);
+        // Simulate a crash mid-write.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(br#"{"type":"assistant.message","data":{"cont"#)
+            .unwrap();
+        drop(f);
+
+        let loaded = EventLog::load(&path).unwrap();
+        assert_eq!(loaded.count, 1);
+        assert_eq!(loaded.skipped, 1);
+
+        let mut log = EventLog::open(&path).unwrap();
+        let next = event("assistant.message", 2);
+        log.append(&next).unwrap();
+        let loaded = EventLog::load(&path).unwrap();
+        assert_eq!(loaded.count, 2);
+        assert_eq!(loaded.skipped, 1);
+        assert_eq!(loaded.events[1], next);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 3);
+    }
+
+    #[test]
+    fn ephemeral_key_is_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut log = EventLog::open(&path).unwrap();
+        log.append(&event("user.message", 1)).unwrap();
+        log.append(&Event::new("session.idle", json!({}), true))
+            .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("ephemeral"));
+        assert_eq!(EventLog::load(&path).unwrap().count, 2);
+    }
+
+    #[test]
+    fn missing_log_is_not_found_by_session_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("abc").join("events.jsonl");
+        match EventLog::load(&path) {
+            Err(StoreError::NotFound(id)) => assert_eq!(id, "abc"),
+            other => panic!("expected NotFound, got {other:?}"),
+        }
+    }
+}

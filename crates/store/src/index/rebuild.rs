@@ -1,0 +1,115 @@
+//! Deriving index rows from what is on disk: the logs are the truth, `workspace.yaml` adds
+//! what events do not carry (client name, a user-set name).
+
+use protocol::event::Event;
+use serde_json::Value;
+
+use super::SessionRow;
+use crate::event_log::EventLog;
+use crate::layout::{Layout, WorkspaceMeta};
+use crate::StoreError;
+
+pub(super) fn scan_logs(layout: &Layout) -> Result<Vec<SessionRow>, StoreError> {
+    let dir = layout.session_state_dir();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(crate::io_err(&dir)(e)),
+    };
+    let mut rows = Vec::new();
+    for entry in entries.flatten() {
+        let Some(id) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        if Layout::check_id(&id).is_err() || !entry.path().is_dir() {
+            continue;
+        }
+        let log = match EventLog::load(layout.events_path(&id)) {
+            Ok(log) => log,
+            Err(StoreError::NotFound(_)) => continue,
+            Err(e) => {
+                tracing::warn!(session = %id, error = %e, "skipping session in index rebuild");
+                continue;
+            }
+        };
+        let meta = layout.read_workspace_yaml(&id).unwrap_or_else(|e| {
+            tracing::warn!(session = %id, error = %e, "ignoring unreadable workspace.yaml");
+            None
+        });
+        if let Some(row) = row_from_events(&id, &log.events, meta.as_ref()) {
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// Derives an index row from a session's log; `None` for a log without events.
+pub fn row_from_events(
+    id: &str,
+    events: &[Event],
+    meta: Option<&WorkspaceMeta>,
+) -> Option<SessionRow> {
+    let first = events.first()?;
+    let last = events.last()?;
+    let mut row = SessionRow {
+        id: id.to_string(),
+        created_at: first.timestamp.clone(),
+        updated_at: last.timestamp.clone(),
+        ..Default::default()
+    };
+    for event in events {
+        let data = &event.data;
+        match event.kind.as_str() {
+            "session.start" => {
+                if let Some(t) = str_field(data, "startTime") {
+                    row.created_at = t;
+                }
+                set_model(&mut row, data, "selectedModel");
+                apply_context(&mut row, &data["context"]);
+            }
+            "session.resume" => {
+                set_model(&mut row, data, "selectedModel");
+                apply_context(&mut row, &data["context"]);
+            }
+            "session.context_changed" => apply_context(&mut row, data),
+            "session.model_change" => set_model(&mut row, data, "newModel"),
+            "user.message" if !row.has_user_message => {
+                row.has_user_message = true;
+                row.title = str_field(data, "content");
+                row.summary = row.title.clone();
+            }
+            _ => {}
+        }
+    }
+    if let Some(meta) = meta {
+        if meta.name.is_some() {
+            row.title = meta.name.clone();
+        }
+        row.client_name = meta.client_name.clone();
+        if row.cwd.is_empty() {
+            row.cwd = meta.cwd.clone();
+        }
+    }
+    Some(row)
+}
+
+fn str_field(data: &Value, key: &str) -> Option<String> {
+    data.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn set_model(row: &mut SessionRow, data: &Value, key: &str) {
+    if let Some(model) = str_field(data, key) {
+        row.model = Some(model);
+    }
+}
+
+/// A context object replaces the whole git context: moving out of a repository clears it.
+fn apply_context(row: &mut SessionRow, ctx: &Value) {
+    let Some(cwd) = str_field(ctx, "cwd") else {
+        return;
+    };
+    row.cwd = cwd;
+    row.git_root = str_field(ctx, "gitRoot");
+    row.repository = str_field(ctx, "repository");
+    row.branch = str_field(ctx, "branch");
+}

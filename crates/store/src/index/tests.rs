@@ -1,0 +1,272 @@
+//! Index behaviour against an in-memory database, and rebuild against real log files.
+
+use super::*;
+use crate::event_log::EventLog;
+use crate::layout::WorkspaceMeta;
+use protocol::event::Event;
+use serde_json::json;
+
+fn row(id: &str, updated_at: &str, listed: bool) -> SessionRow {
+    SessionRow {
+        id: id.into(),
+        cwd: "/work/a".into(),
+        created_at: "2026-01-01T00:00:00.000Z".into(),
+        updated_at: updated_at.into(),
+        has_user_message: listed,
+        client_name: Some("sdk".into()),
+        ..Default::default()
+    }
+}
+
+fn ids(rows: &[SessionRow]) -> Vec<&str> {
+    rows.iter().map(|r| r.id.as_str()).collect()
+}
+
+#[tokio::test]
+async fn list_is_newest_first_and_hides_sessions_without_user_message() {
+    let index = SessionIndex::open_in_memory().await.unwrap();
+    index
+        .upsert(&row("old", "2026-01-01T00:00:01.000Z", true))
+        .await
+        .unwrap();
+    index
+        .upsert(&row("new", "2026-01-01T00:00:03.000Z", true))
+        .await
+        .unwrap();
+    index
+        .upsert(&row("mid", "2026-01-01T00:00:02.000Z", true))
+        .await
+        .unwrap();
+    index
+        .upsert(&row("empty", "2026-01-01T00:00:09.000Z", false))
+        .await
+        .unwrap();
+
+    let all = index.list(&ListFilter::default()).await.unwrap();
+    assert_eq!(ids(&all), ["new", "mid", "old"]);
+    assert_eq!(index.last_id().await.unwrap().as_deref(), Some("new"));
+    assert!(index.get("empty").await.unwrap().is_some());
+
+    assert!(index
+        .touch("old", "2026-01-01T00:00:05.000Z")
+        .await
+        .unwrap());
+    assert!(!index
+        .touch("nope", "2026-01-01T00:00:05.000Z")
+        .await
+        .unwrap());
+    assert_eq!(index.last_id().await.unwrap().as_deref(), Some("old"));
+
+    assert!(index.delete("old").await.unwrap());
+    assert!(!index.delete("old").await.unwrap());
+    assert_eq!(index.get("old").await.unwrap(), None);
+    assert_eq!(index.last_id().await.unwrap().as_deref(), Some("new"));
+}
+
+#[tokio::test]
+async fn mark_user_message_lists_the_session_and_keeps_the_first_title() {
+    let index = SessionIndex::open_in_memory().await.unwrap();
+    index
+        .upsert(&row("s", "2026-01-01T00:00:01.000Z", false))
+        .await
+        .unwrap();
+    assert_eq!(index.last_id().await.unwrap(), None);
+
+    assert!(index.mark_user_message("s", "first prompt").await.unwrap());
+    assert!(index.mark_user_message("s", "second prompt").await.unwrap());
+    let got = index.get("s").await.unwrap().unwrap();
+    assert!(got.has_user_message);
+    assert_eq!(got.title.as_deref(), Some("first prompt"));
+    assert_eq!(got.summary.as_deref(), Some("first prompt"));
+    assert_eq!(index.last_id().await.unwrap().as_deref(), Some("s"));
+
+    // A later upsert built without the flag must not hide the session again.
+    index
+        .upsert(&row("s", "2026-01-01T00:00:02.000Z", false))
+        .await
+        .unwrap();
+    assert!(index.get("s").await.unwrap().unwrap().has_user_message);
+}
+
+#[tokio::test]
+async fn list_filters_match_exactly() {
+    let index = SessionIndex::open_in_memory().await.unwrap();
+    let mut a = row("a", "2026-01-01T00:00:01.000Z", true);
+    a.git_root = Some("/work".into());
+    a.repository = Some("o/r".into());
+    a.branch = Some("main".into());
+    let mut b = row("b", "2026-01-01T00:00:02.000Z", true);
+    b.cwd = "/work/b".into();
+    b.branch = Some("dev".into());
+    index.upsert(&a).await.unwrap();
+    index.upsert(&b).await.unwrap();
+
+    let by = |f: ListFilter| {
+        let index = index.clone();
+        async move { ids(&index.list(&f).await.unwrap()).join(",") }
+    };
+    let f = ListFilter::default;
+    assert_eq!(
+        by(ListFilter {
+            cwd: Some("/work/a".into()),
+            ..f()
+        })
+        .await,
+        "a"
+    );
+    assert_eq!(
+        by(ListFilter {
+            cwd: Some("/work".into()),
+            ..f()
+        })
+        .await,
+        ""
+    );
+    assert_eq!(
+        by(ListFilter {
+            branch: Some("dev".into()),
+            ..f()
+        })
+        .await,
+        "b"
+    );
+    assert_eq!(
+        by(ListFilter {
+            git_root: Some("/work".into()),
+            ..f()
+        })
+        .await,
+        "a"
+    );
+    assert_eq!(
+        by(ListFilter {
+            repository: Some("o/r".into()),
+            ..f()
+        })
+        .await,
+        "a"
+    );
+    let both = ListFilter {
+        repository: Some("o/r".into()),
+        branch: Some("dev".into()),
+        ..f()
+    };
+    assert_eq!(by(both).await, "");
+    assert_eq!(index.get("a").await.unwrap(), Some(a));
+}
+
+#[tokio::test]
+async fn open_creates_the_file_and_reopens_with_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::new(dir.path().join("home"));
+    let index = SessionIndex::open(layout.db_path()).await.unwrap();
+    index
+        .upsert(&row("s", "2026-01-01T00:00:01.000Z", true))
+        .await
+        .unwrap();
+    index.close().await;
+    assert!(layout.db_path().is_file());
+    let index = SessionIndex::open(layout.db_path()).await.unwrap();
+    assert_eq!(index.last_id().await.unwrap().as_deref(), Some("s"));
+}
+
+fn ev(kind: &str, data: serde_json::Value, ts: &str) -> Event {
+    let mut e = Event::new(kind, data, false);
+    e.timestamp = ts.into();
+    e
+}
+
+fn write_log(layout: &Layout, id: &str, events: &[Event]) {
+    layout.ensure_session_dir(id).unwrap();
+    let mut log = EventLog::open(layout.events_path(id)).unwrap();
+    for e in events {
+        log.append(e).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn rebuild_from_logs_rederives_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::new(dir.path());
+    let start = |id: &str| {
+        ev(
+            "session.start",
+            json!({"sessionId": id, "version": 1, "startTime": "2026-02-01T10:00:00.000Z",
+                   "selectedModel": "m1", "context": {"cwd": "/p", "branch": "main"}}),
+            "2026-02-01T10:00:00.010Z",
+        )
+    };
+    write_log(
+        &layout,
+        "s1",
+        &[
+            start("s1"),
+            ev(
+                "user.message",
+                json!({"content": "Please do the things"}),
+                "2026-02-01T10:00:01.000Z",
+            ),
+            ev(
+                "session.model_change",
+                json!({"newModel": "m2"}),
+                "2026-02-01T10:00:02.000Z",
+            ),
+            ev(
+                "user.message",
+                json!({"content": "and more"}),
+                "2026-02-01T10:00:03.000Z",
+            ),
+        ],
+    );
+    layout
+        .write_workspace_yaml(
+            "s1",
+            &WorkspaceMeta {
+                id: "s1".into(),
+                cwd: "/p".into(),
+                client_name: Some("my-app".into()),
+                name: Some("Renamed".into()),
+                user_named: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    write_log(&layout, "s2", &[start("s2")]);
+    // A torn tail must not stop the rebuild.
+    layout.ensure_session_dir("s3").unwrap();
+    std::fs::write(layout.events_path("s3"), b"{\"type\":\"sess").unwrap();
+    std::fs::create_dir_all(layout.temp_dir()).unwrap();
+
+    let index = SessionIndex::open_in_memory().await.unwrap();
+    index
+        .upsert(&row("gone", "2026-03-01T00:00:00.000Z", true))
+        .await
+        .unwrap();
+    assert_eq!(index.rebuild_from_logs(&layout).await.unwrap(), 2);
+
+    assert_eq!(index.get("gone").await.unwrap(), None);
+    let s1 = index.get("s1").await.unwrap().unwrap();
+    assert_eq!(
+        s1,
+        SessionRow {
+            id: "s1".into(),
+            cwd: "/p".into(),
+            branch: Some("main".into()),
+            model: Some("m2".into()),
+            title: Some("Renamed".into()),
+            summary: Some("Please do the things".into()),
+            client_name: Some("my-app".into()),
+            created_at: "2026-02-01T10:00:00.000Z".into(),
+            updated_at: "2026-02-01T10:00:03.000Z".into(),
+            has_user_message: true,
+            ..Default::default()
+        }
+    );
+    let s2 = index.get("s2").await.unwrap().unwrap();
+    assert!(!s2.has_user_message);
+    assert_eq!(s2.model.as_deref(), Some("m1"));
+    assert_eq!(
+        ids(&index.list(&ListFilter::default()).await.unwrap()),
+        ["s1"]
+    );
+}

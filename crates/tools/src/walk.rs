@@ -1,0 +1,146 @@
+//! Directory walking shared by `grep` and `glob`, with ripgrep's default filters
+//! (`.gitignore` inside git repositories, `.ignore`, hidden files skipped).
+
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobMatcher};
+use ignore::types::TypesBuilder;
+use ignore::WalkBuilder;
+
+use crate::view::missing_path_output;
+use crate::{ToolContext, ToolOutput};
+
+/// One place to search: what the model named (used to spell result paths) and where it is.
+#[derive(Debug, Clone)]
+pub(crate) struct SearchRoot {
+    /// The path as given, or `.` for the working directory; result paths start with it.
+    pub shown: String,
+    pub abs: PathBuf,
+}
+
+impl SearchRoot {
+    /// How a file found under this root is printed: the root as given joined with the
+    /// file's path below it (`./a.txt`, `/abs/dir/a.txt`), or the root itself for a file root.
+    pub fn display(&self, found: &Path) -> String {
+        match found.strip_prefix(&self.abs) {
+            Ok(rel) if rel.as_os_str().is_empty() => self.shown.clone(),
+            Ok(rel) => {
+                let base = self.shown.trim_end_matches('/');
+                format!("{base}/{}", rel.display())
+            }
+            Err(_) => found.display().to_string(),
+        }
+    }
+}
+
+/// The roots named by the `paths`/`path` arguments (the working directory when none).
+pub(crate) async fn resolve_roots(
+    ctx: &ToolContext,
+    given: Vec<String>,
+) -> Result<Vec<SearchRoot>, ToolOutput> {
+    let given = if given.is_empty() {
+        vec![".".to_string()]
+    } else {
+        given
+    };
+    let mut roots = Vec::with_capacity(given.len());
+    for shown in given {
+        // Collecting the components drops interior `.`s (`/cwd/./src` → `/cwd/src`).
+        let abs: PathBuf = ctx.resolve(&shown).components().collect();
+        if tokio::fs::metadata(&abs).await.is_err() {
+            return Err(missing_path_output(&abs.display().to_string()));
+        }
+        roots.push(SearchRoot { shown, abs });
+    }
+    Ok(roots)
+}
+
+/// A sequential walker over `root` with ripgrep's default filters, sorted by file name so the
+/// results are deterministic, restricted to a ripgrep `--type` when given.
+pub(crate) fn walker(
+    ctx_cwd: &Path,
+    root: &SearchRoot,
+    file_type: Option<&str>,
+) -> Result<ignore::Walk, String> {
+    let mut builder = WalkBuilder::new(&root.abs);
+    builder
+        // The walker would otherwise ask the process for its cwd; tools use the session's.
+        .current_dir(ctx_cwd.to_path_buf())
+        // The user's global git excludes depend on process-wide configuration; leave them out
+        // so results only depend on the searched tree.
+        .git_global(false)
+        .sort_by_file_name(|a, b| a.cmp(b));
+    if let Some(file_type) = file_type {
+        let mut types = TypesBuilder::new();
+        types.add_defaults();
+        types.select(file_type);
+        let types = types
+            .build()
+            .map_err(|e| format!("Invalid file type \"{file_type}\": {e}"))?;
+        builder.types(types);
+    }
+    Ok(builder.build())
+}
+
+/// A file-name glob applied on top of the ignore rules (unlike ripgrep's `--glob`, it never
+/// brings back hidden or ignored files). As in `.gitignore`: a pattern without `/` matches the
+/// file name at any depth, one with `/` matches the path below the search root, where `*`
+/// stays within one directory and `**` crosses any number; a leading `!` negates.
+#[derive(Debug, Clone)]
+pub(crate) struct GlobFilter {
+    matcher: GlobMatcher,
+    whole_path: bool,
+    negated: bool,
+}
+
+impl GlobFilter {
+    pub fn new(pattern: &str) -> Result<Self, String> {
+        let (negated, body) = match pattern.strip_prefix('!') {
+            Some(rest) => (true, rest),
+            None => (false, pattern),
+        };
+        let body = body.strip_prefix("./").unwrap_or(body);
+        let body = body.strip_prefix('/').unwrap_or(body);
+        let matcher = GlobBuilder::new(body)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| format!("Invalid glob pattern \"{pattern}\": {e}"))?
+            .compile_matcher();
+        Ok(Self {
+            matcher,
+            whole_path: body.contains('/'),
+            negated,
+        })
+    }
+
+    /// Whether the file at `rel` (relative to the search root) passes.
+    pub fn matches(&self, rel: &Path) -> bool {
+        let hit = if self.whole_path {
+            self.matcher.is_match(rel)
+        } else {
+            rel.file_name()
+                .is_some_and(|name| self.matcher.is_match(name))
+        };
+        hit != self.negated
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_filter_semantics() {
+        let m = |p: &str, path: &str| GlobFilter::new(p).unwrap().matches(Path::new(path));
+        assert!(m("*.ts", "a/b/c.ts"));
+        assert!(m("*.{ts,tsx}", "x.tsx"));
+        assert!(!m("src/*.ts", "src/a/b.ts"));
+        assert!(m("src/*.ts", "src/b.ts"));
+        assert!(m("**/*.ts", "b.ts"));
+        assert!(m("src/**/*.ts", "src/a/b/c.ts"));
+        assert!(m("!*.min.js", "app.js"));
+        assert!(!m("!*.min.js", "app.min.js"));
+        assert!(GlobFilter::new("[").is_err());
+    }
+}

@@ -1,0 +1,51 @@
+# Skipper tasks. `./x <recipe>` installs just first on a fresh machine.
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+export CARGO_TERM_COLOR := "never"
+port := env_var_or_default("SKIPPER_PORT", "4321")
+
+default: test
+
+# Release binaries used by every test suite and by `serve`.
+build:
+    cargo build --release --workspace --bins
+
+# Start the server: TCP on 127.0.0.1, state in $COPILOT_HOME (default ~/.copilot, SQLite index).
+serve: build
+    ./target/release/skipper --headless --port {{port}}
+
+# Everything: Rust unit+integration tests, then the official SDK suites against the binary.
+test: build test-rust test-sdk
+    @echo "all suites passed"
+
+test-rust:
+    cargo test --release --workspace
+
+test-sdk: build
+    #!/usr/bin/env bash
+    set -uo pipefail
+    (just test-python > target/python-tests.log 2>&1; echo $? > target/python-tests.rc) &
+    (just test-node > target/node-tests.log 2>&1; echo $? > target/node-tests.rc) &
+    wait
+    cat target/python-tests.log target/node-tests.log
+    py=$(cat target/python-tests.rc); nd=$(cat target/node-tests.rc)
+    echo "python suite exit $py, node suite exit $nd"
+    [ "$py" = 0 ] && [ "$nd" = 0 ]
+
+test-python:
+    python3 -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+    python3 -m pytest tests/python -q -p no:cacheprovider
+
+test-node:
+    cd tests/node && npm install --silent --no-audit --no-fund --omit=optional --ignore-scripts
+    cd tests/node && npm test
+
+# Startup latency, memory, per-turn overhead (see tests/bench/README.md).
+bench: build
+    python3 tests/bench/bench.py
+
+fmt:
+    cargo fmt --all
+
+lint:
+    cargo clippy --workspace --all-targets -- -D warnings
