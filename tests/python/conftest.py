@@ -24,6 +24,7 @@ import os
 import selectors
 import subprocess
 import time
+import traceback
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -356,10 +357,11 @@ class RawEvents(list):
         return [p["event"] for p in self if p.get("sessionId") == session_id]
 
     def assert_parseable(self) -> None:
-        assert not self.parse_errors, (
-            "the SDK could not parse these events (it drops them, so handlers never see "
-            "them):\n" + "\n".join(self.parse_errors)
-        )
+        if self.parse_errors:
+            raise AssertionError(
+                "the SDK could not parse these events (it drops them, so its handlers never "
+                "see them):\n" + "\n".join(self.parse_errors)
+            )
 
 
 def tap_raw_events(client: CopilotClient) -> RawEvents:
@@ -382,7 +384,11 @@ def tap_raw_events(client: CopilotClient) -> RawEvents:
                 session_event_from_dict(params["event"])
             except Exception as e:  # noqa: BLE001
                 event = json.dumps(params.get("event"))
-                raw.parse_errors.append(f"{type(e).__name__}: {e!s} in {event[:2000]}")
+                frames = traceback.extract_tb(e.__traceback__)
+                where = " / ".join((f.line or "").strip() for f in frames[-3:-1])
+                raw.parse_errors.append(
+                    f"{type(e).__name__}: {e!s} at [{where}] in {event[:2000]}"
+                )
         if original is not None:
             original(method, params)
 

@@ -31,7 +31,7 @@ pub(crate) async fn run(
         }
     }
     let request_id = uuid::Uuid::new_v4().to_string();
-    let rx = shared.register_pending(&request_id);
+    let rx = shared.register_pending(&request_id, crate::session::PendingKind::ExternalTool);
     shared.emitter.emit(
         "external_tool.requested",
         json!({

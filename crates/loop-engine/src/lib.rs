@@ -5,6 +5,7 @@
 //! This crate knows nothing of JSON-RPC or SQL: callers subscribe with an
 //! [`EventSubscriber`]; durable state goes through the `store` crate.
 
+pub mod attachments;
 mod dispatch;
 mod emitter;
 mod external;
@@ -380,7 +381,9 @@ impl Engine {
     pub fn drop_subscriber(&self, subscriber_id: u64) {
         let sessions: Vec<_> = lock(&self.sessions).values().cloned().collect();
         for s in sessions {
-            s.emitter.unsubscribe(subscriber_id);
+            if s.emitter.unsubscribe(subscriber_id) == 0 {
+                s.fail_all_pending();
+            }
         }
     }
 

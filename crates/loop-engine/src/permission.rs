@@ -25,7 +25,7 @@ pub(crate) async fn ask(
         return denied(NO_APPROVER_TEXT);
     }
     let request_id = uuid::Uuid::new_v4().to_string();
-    let rx = shared.register_pending(&request_id);
+    let rx = shared.register_pending(&request_id, crate::session::PendingKind::Permission);
     shared.emitter.emit(
         "permission.requested",
         json!({

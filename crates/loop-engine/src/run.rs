@@ -169,7 +169,8 @@ async fn push_user_message(
     interaction_id: &str,
 ) {
     let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
-    let transformed = format!("<current_datetime>{now}</current_datetime>\n\n{}", msg.prompt);
+    let rendered = crate::attachments::render(&msg.prompt, &msg.attachments, &shared.settings().cwd);
+    let transformed = format!("<current_datetime>{now}</current_datetime>\n\n{}", rendered.text);
     if conv.title.is_none() {
         let title: String = msg.prompt.chars().take(80).collect();
         conv.title = Some(title.clone());
@@ -195,7 +196,14 @@ async fn push_user_message(
         data["agentMode"] = json!(mode);
     }
     shared.emitter.emit("user.message", data, false);
-    conv.messages.push(Message::User { content: UserContent::Text(transformed) });
+    let content = if rendered.extra_parts.is_empty() {
+        UserContent::Text(transformed)
+    } else {
+        let mut parts = vec![llm_providers::ContentPart::Text { text: transformed }];
+        parts.extend(rendered.extra_parts);
+        UserContent::Parts(parts)
+    };
+    conv.messages.push(Message::User { content });
 }
 
 fn emit_usage_info(shared: &SessionShared, deps: &Deps, req: &ChatRequest) {

@@ -33,6 +33,13 @@ pub struct QueuedMessage {
     pub delivery: &'static str,
 }
 
+/// What a pending client request is waiting for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PendingKind {
+    Permission,
+    ExternalTool,
+}
+
 #[derive(Default)]
 struct RunControl {
     queue: VecDeque<QueuedMessage>,
@@ -50,7 +57,7 @@ pub struct SessionShared {
     pub start_time: String,
     pub shells: Arc<tools::ShellManager>,
     control: Mutex<RunControl>,
-    pending: Mutex<HashMap<String, oneshot::Sender<Value>>>,
+    pending: Mutex<HashMap<String, (PendingKind, oneshot::Sender<Value>)>>,
     wake: Notify,
     shutdown: CancellationToken,
 }
@@ -129,10 +136,23 @@ impl SessionShared {
     }
 
     /// Registers a pending client request (permission, external tool) by id.
-    pub(crate) fn register_pending(&self, request_id: &str) -> oneshot::Receiver<Value> {
+    pub(crate) fn register_pending(&self, request_id: &str, kind: PendingKind) -> oneshot::Receiver<Value> {
         let (tx, rx) = oneshot::channel();
-        lock(&self.pending).insert(request_id.to_string(), tx);
+        lock(&self.pending).insert(request_id.to_string(), (kind, tx));
         rx
+    }
+
+    /// The last client went away: nobody can answer what is pending, so answer it ourselves
+    /// rather than leave the run waiting forever.
+    pub fn fail_all_pending(&self) {
+        let pending: Vec<_> = lock(&self.pending).drain().collect();
+        for (_, (kind, tx)) in pending {
+            let answer = match kind {
+                PendingKind::Permission => json!({"kind": "user-not-available"}),
+                PendingKind::ExternalTool => json!({"error": "The client that handles this tool disconnected"}),
+            };
+            let _ = tx.send(answer);
+        }
     }
 
     pub(crate) fn forget_pending(&self, request_id: &str) {
@@ -143,7 +163,7 @@ impl SessionShared {
     /// or already answered by another client).
     pub fn resolve_pending(&self, request_id: &str, value: Value) -> bool {
         match lock(&self.pending).remove(request_id) {
-            Some(tx) => tx.send(value).is_ok(),
+            Some((_, tx)) => tx.send(value).is_ok(),
             None => false,
         }
     }

@@ -54,8 +54,12 @@ test("start over stdio: connect handshake, ping, status, auth, models; stop", T,
     assert.equal(client.state, "connected");
     await checkServerMethods(client);
 
+    const proc = client.cliProcess;
+    const t0 = Date.now();
     const errors = await client.stop();
-    assert.deepEqual(errors, [], "client.stop() reports no cleanup errors");
+    assert.deepEqual(errors, [], "client.stop() reports no cleanup errors (runtime.shutdown answered)");
+    assert.ok(Date.now() - t0 < 5_000, `stop() is prompt (${Date.now() - t0} ms)`);
+    assert.ok(proc.exitCode !== null || proc.signalCode !== null, "the Skipper process is gone");
 });
 
 test("start over TCP with port 0: SDK reads the port line and authenticates with its token", T, async (t) => {

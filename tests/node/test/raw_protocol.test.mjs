@@ -4,6 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { join } from "node:path";
 
 import { setup, frame, RawPeer, withTimeout, delay, SKIPPER_BIN } from "../lib/harness.mjs";
 
@@ -16,6 +17,12 @@ async function connected(t) {
     const hello = await peer.call("connect", { supportedTaskKinds: ["agent", "client", "shell"] });
     assert.ok(hello.result, `connect succeeds: ${JSON.stringify(hello)}`);
     assert.equal(hello.result.protocolVersion, 3);
+    assert.equal(hello.result.ok, true);
+    assert.deepEqual(
+        [...(hello.result.taskKinds ?? [])].sort(),
+        ["agent", "client", "shell"],
+        "taskKinds echoes the supported subset"
+    );
     return { ctx, peer };
 }
 
@@ -154,11 +161,40 @@ test("a bad header block does not kill the process", T, async (t) => {
     await peer.write(Buffer.from("X-Nonsense: 1\r\n\r\n"));
     await delay(100);
     assert.equal(peer.proc.exitCode, null, "the process survives a malformed header");
+    // The reader resynchronises on the next well-formed frame.
+    await assertAlive(peer, "after malformed header blocks");
     assertOnlyFrames(peer);
 });
 
-test("stdout carries only frames through a whole conversation (with a tool run)", T, async (t) => {
-    const { ctx, peer } = await connected(t);
+test("junk between frames does not desynchronise the connection", T, async (t) => {
+    // A malformed header block followed by stray body bytes, and bytes that are not a frame at
+    // all: the reader must skip to the next `Content-Length:` header, not glue the junk onto it
+    // (which would swallow every later frame while the process stays up).
+    for (const junk of ["Content-Length: abc\r\n\r\n{}", "garbage without a header"]) {
+        const ctx = await setup(t);
+        const peer = await ctx.raw();
+        assert.equal((await peer.call("connect", {})).result?.protocolVersion, 3);
+        await peer.write(Buffer.from(junk));
+        await delay(100);
+        for (let i = 0; i < 3; i++) {
+            const pong = await peer.call("ping", { message: `p${i}` }, { timeout: 3_000 }).catch((e) => ({ timeout: e.message }));
+            assert.equal(
+                pong.result?.message,
+                `pong: p${i}`,
+                `ping #${i} after ${JSON.stringify(junk)} must be answered: ${JSON.stringify(pong).slice(0, 300)}`
+            );
+        }
+        assertOnlyFrames(peer);
+    }
+});
+
+test("stdout carries only frames through a whole conversation (with a tool run, --log-level all)", T, async (t) => {
+    const ctx = await setup(t);
+    const peer = await ctx.raw(
+        ["--log-level", "all", "--auth-token-env", "COPILOT_SDK_AUTH_TOKEN", "--no-auto-login"],
+        { RUST_LOG: "trace" }
+    );
+    assert.equal((await peer.call("connect", {})).result?.protocolVersion, 3);
     await ctx.fake.replies([
         { tool_calls: [{ name: "bash", arguments: { command: "echo to-stdout; echo to-stderr >&2", description: "noise" } }] },
         { text: "Done." },
@@ -235,6 +271,9 @@ test("unknown launch flags are tolerated", T, async (t) => {
     ], { SOME_TOKEN_VAR: "abc" });
     const hello = await peer.call("connect", {});
     assert.equal(hello.result?.protocolVersion, 3, `starts despite unknown flags; stderr: ${peer.stderr}`);
+    assert.deepEqual([...(hello.result.taskKinds ?? [])].sort(), ["agent", "shell"], "default taskKinds");
+    const pong = await peer.call("ping", {});
+    assert.equal(pong.result?.message, "pong", "ping without a message");
     const auth = await peer.call("auth.getStatus", {});
     assert.equal(auth.result?.isAuthenticated, true, "token read from the --auth-token-env variable");
     assertOnlyFrames(peer);
@@ -286,4 +325,25 @@ test("TCP mode: port line on stdout, token enforced, raw framing works", T, asyn
     t.after(() => peer2.kill());
     const early2 = await peer2.call("ping", {});
     assert.equal(early2.error?.code, -32001);
+});
+
+test("session.destroy and session.detach release a session; getMessages then says Session not found", T, async (t) => {
+    const { peer, ctx } = await connected(t);
+    for (const method of ["session.destroy", "session.detach"]) {
+        const create = await peer.call("session.create", { workingDirectory: ctx.workDir });
+        const sessionId = create.result?.sessionId;
+        assert.ok(sessionId, `session.create without a sessionId generates one: ${JSON.stringify(create)}`);
+        assert.match(sessionId, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+        assert.equal(create.result.workspacePath, join(ctx.copilotHome, "session-state", sessionId));
+        assert.equal(typeof create.result.capabilities, "object");
+        const msgs = await peer.call("session.getMessages", { sessionId });
+        assert.equal(msgs.result?.events?.[0]?.type, "session.start");
+        const res = await peer.call(method, { sessionId });
+        assert.equal(res.result?.success, true, `${method}: ${JSON.stringify(res)}`);
+        const after = await peer.call("session.getMessages", { sessionId });
+        assert.match(after.error?.message ?? "", /Session not found/, `${method} then getMessages: ${JSON.stringify(after)}`);
+    }
+    const disconnect = await peer.call("session.disconnect", { sessionId: "x" });
+    assert.equal(disconnect.error?.code, -32601, "session.disconnect does not exist");
+    assertOnlyFrames(peer);
 });

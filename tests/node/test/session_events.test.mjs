@@ -102,6 +102,14 @@ function assertSimpleTurn(slice, { prompt, content, messageId }) {
     }
     assert.equal(slice[iStart].data.turnId, "0", "turnId restarts at 0 for each user message");
     assert.equal(slice[iEnd].data.turnId, "0");
+    assert.equal(typeof user.data.interactionId, "string", "user.message has an interactionId");
+    assert.equal(slice[iStart].data.interactionId, user.data.interactionId, "turn_start shares the interactionId");
+    assert.equal(msg.data.interactionId, user.data.interactionId, "assistant.message shares the interactionId");
+    assert.equal(msg.data.turnId, "0", "assistant.message carries its turnId");
+    assert.equal(user.data.delivery, "idle", "a message sent to an idle session has delivery idle");
+    assert.equal(typeof user.data.transformedContent, "string");
+    assert.ok(user.data.transformedContent.includes(prompt), "transformedContent contains the prompt");
+    assert.equal(slice[iIdle].data.mode, "interactive", "session.idle reports the mode");
     const usage = slice[iUsage];
     assert.equal(typeof usage.data.model, "string");
     assert.ok(usage.data.model.length > 0, "assistant.usage names the model");
@@ -175,6 +183,12 @@ test("sendAndWait returns the final message; events in order with a chained enve
     assert.match(msgs[0].content, /What is 2\+2\?/);
     assert.match(msgs[2].content, /What is 3\+3\?/);
     assert.equal(reqs[0].body.messages[0].role, "system", "the request starts with the system prompt");
+    assert.equal(
+        reqs[1].headers["x-interaction-id"],
+        second[0].data.interactionId,
+        "x-interaction-id header == the turn's interactionId"
+    );
+    assert.equal(reqs[0].body.stream === true, false, "streaming off → no streamed model call");
 });
 
 test("streaming: true yields assistant.message_delta events that add up to the message", T, async (t) => {
@@ -298,5 +312,44 @@ test("a tool call runs the tool and calls the model again (one model call = one 
     assert.ok(
         Array.isArray(reqs[0].body.tools) && reqs[0].body.tools.some((x) => x.function?.name === "bash"),
         "bash is offered to the model"
+    );
+});
+
+test("two sessions running at once keep separate event streams and parent chains", T, async (t) => {
+    const ctx = await setup(t);
+    await ctx.fake.replies([
+        { delay_ms: 400, then: { text: "Reply A." } },
+        { delay_ms: 400, then: { text: "Reply B." } },
+    ]);
+    const client = ctx.client();
+    const evA = [];
+    const evB = [];
+    const a = await client.createSession({ onPermissionRequest: approveAll, onEvent: (e) => evA.push(e) });
+    const b = await client.createSession({ onPermissionRequest: approveAll, onEvent: (e) => evB.push(e) });
+    assert.notEqual(a.sessionId, b.sessionId);
+    const [ra, rb] = await Promise.all([
+        sendAndWait(ctx, a, "Question A"),
+        sendAndWait(ctx, b, "Question B"),
+    ]);
+    assert.deepEqual(
+        [ra.data.content, rb.data.content].sort(),
+        ["Reply A.", "Reply B."],
+        "each session got exactly one of the replies"
+    );
+    for (const [events, session, prompt] of [
+        [evA, a, "Question A"],
+        [evB, b, "Question B"],
+    ]) {
+        assertEnvelopes(events);
+        const users = events.filter((e) => e.type === "user.message");
+        assert.deepEqual(users.map((u) => u.data.content), [prompt], "no cross-delivered user messages");
+        assert.equal(events[0].data.sessionId, session.sessionId);
+        assert.equal(events.filter((e) => e.type === "session.idle").length, 1);
+    }
+    const reqs = await ctx.fake.requests();
+    assert.deepEqual(
+        reqs.map((r) => r.headers["x-client-session-id"]).sort(),
+        [a.sessionId, b.sessionId].sort(),
+        "one model call per session"
     );
 });

@@ -17,7 +17,19 @@ test("listSessions, getLastSessionId and getSessionMetadata", T, async (t) => {
     await ctx.fake.load("session/should_list_sessions.yaml", ctx.workDir);
     const client = ctx.client();
 
+    const lifecycle = [];
+    client.onLifecycle((e) => lifecycle.push(e));
     const s1 = await client.createSession({ onPermissionRequest: approveAll });
+    await waitUntil(() => lifecycle.some((e) => e.type === "session.created" && e.sessionId === s1.sessionId), {
+        message: `session.lifecycle session.created for ${s1.sessionId}: ${JSON.stringify(lifecycle)}`,
+    });
+    const created = lifecycle.find((e) => e.sessionId === s1.sessionId);
+    assert.ok(created.metadata?.startTime instanceof Date, "session.created carries metadata.startTime");
+    assert.equal(
+        await client.getSessionMetadata(s1.sessionId),
+        undefined,
+        "a session without messages has no metadata yet (like the CLI)"
+    );
     // Only sessions with at least one user message are listed.
     const early = await client.listSessions();
     assert.ok(!early.some((s) => s.sessionId === s1.sessionId), "a session without messages is not listed");
@@ -208,7 +220,12 @@ test("deleteSession removes the session for good", T, async (t) => {
     const dir = join(ctx.copilotHome, "session-state", id);
     assert.ok(existsSync(dir), "session-state dir exists before delete");
 
+    const lifecycle = [];
+    client.onLifecycle((e) => lifecycle.push(e));
     await client.deleteSession(id);
+    await waitUntil(() => lifecycle.some((e) => e.type === "session.deleted" && e.sessionId === id), {
+        message: `session.lifecycle session.deleted: ${JSON.stringify(lifecycle)}`,
+    });
 
     assert.ok(!(await client.listSessions()).some((s) => s.sessionId === id), "not listed after delete");
     assert.equal(await client.getSessionMetadata(id), undefined, "no metadata after delete");
@@ -235,6 +252,11 @@ test("resume from a new client process sees the history and continues the conver
     assert.deepEqual(await client1.stop(), [], "first client stops cleanly");
 
     const client2 = ctx.client();
+    await client2.start();
+    // The new process finds the session through the persisted index.
+    const listed = await client2.listSessions();
+    assert.ok(listed.some((x) => x.sessionId === sessionId), "listed by a fresh process");
+    assert.equal(await client2.getLastSessionId(), sessionId, "last id survives the restart");
     const resumedEvents = [];
     const s2 = await client2.resumeSession(sessionId, {
         onPermissionRequest: approveAll,
@@ -253,8 +275,15 @@ test("resume from a new client process sees the history and continues the conver
     assert.equal(types[0], "session.start");
     assert.ok(types.includes("session.resume"), `session.resume is persisted: ${types}`);
     const resume = history.find((e) => e.type === "session.resume");
+    const iResume = history.indexOf(resume);
+    assert.equal(
+        resume.parentId,
+        history[iResume - 1].id,
+        "session.resume chains to the last event of the replayed log"
+    );
+    assert.ok(!before.some((e) => e.id === resume.id), "fresh event id");
     assert.equal(typeof resume.data.resumeTime, "string");
-    assert.equal(typeof resume.data.eventCount, "number");
+    assert.equal(resume.data.eventCount, iResume, "eventCount = events replayed from the log");
     assert.ok(
         history.some((e) => e.type === "user.message" && e.data.content === "What is 1+1?"),
         "history has the earlier user message"
@@ -269,6 +298,16 @@ test("resume from a new client process sees the history and continues the conver
     const a2 = await sendAndWait(ctx, s2, "Now if you double that, what do you get?");
     assert.equal(a2?.data.content, "2 doubled is 4.");
     assert.deepEqual(await unmatchedExchanges(ctx.fake), []);
+    assert.equal(
+        resumedEvents.filter((e) => e.type === "assistant.message_delta").length,
+        0,
+        "no deltas after a resume without streaming"
+    );
+    const after = await s2.getEvents();
+    assert.ok(
+        after.some((e) => e.type === "assistant.message" && e.data.content === "2 doubled is 4."),
+        "the continued turn is appended to the same log"
+    );
 
     const reqs = await ctx.fake.requests();
     assert.equal(reqs.length, 2, "exactly one more model call");
