@@ -199,3 +199,47 @@ async def test_list_models_from_model_service(ctx: Ctx, make_client):
     assert x.name == "fake-model-x"
     assert x.capabilities.limits.max_context_window_tokens == 128000
     assert x.capabilities.supports.vision is True
+
+
+async def test_get_auth_status_without_any_token(make_client):
+    """Isolated HOME/XDG dirs and no token anywhere: not authenticated (and no crash)."""
+    client = make_client(github_token=None)
+    await client.start()
+    proc = client._cli_process
+    assert proc is not None and "--auth-token-env" not in proc.args
+    auth = await client.get_auth_status()
+    assert auth.isAuthenticated is False
+
+
+async def test_token_falls_back_to_gh_token_env(ctx: Ctx, make_client):
+    """Without --auth-token-env the token comes from GH_TOKEN / GITHUB_TOKEN."""
+    ctx.fake.replies({"text": "authenticated via GH_TOKEN"})
+    client = make_client(github_token=None, env_extra={"GH_TOKEN": "gh-env-token"})
+    await client.start()
+    auth = await client.get_auth_status()
+    assert auth.isAuthenticated is True
+    session = await client.create_session(on_permission_request=PermissionHandler.approve_all)
+    answer = await session.send_and_wait("hello", timeout=30)
+    assert answer is not None and answer.data.content == "authenticated via GH_TOKEN"
+
+
+async def test_stop_client_with_active_session(ctx: Ctx, make_client):
+    ctx.fake.replies({"text": "hi"})
+    client = make_client()
+    await client.start()
+    proc = client._cli_process
+    session = await client.create_session(on_permission_request=PermissionHandler.approve_all)
+    await session.send_and_wait("hello", timeout=30)
+    await client.stop()  # detaches the session, runtime.shutdown, closes stdin
+    assert proc.returncode == 0, f"skipper exit code {proc.returncode}"
+    # the session survived on disk
+    assert (ctx.copilot_home / "session-state" / session.session_id / "events.jsonl").is_file()
+
+
+async def test_force_stop_client(make_client):
+    client = make_client()
+    await client.start()
+    proc = client._cli_process
+    await client.create_session(on_permission_request=PermissionHandler.approve_all)
+    await client.force_stop()
+    assert proc.poll() is not None

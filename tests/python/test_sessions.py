@@ -104,6 +104,8 @@ async def test_get_events_returns_persisted_events_only(ctx: Ctx, client):
     assert log.is_file(), f"missing {log}"
     lines = [ln for ln in log.read_text().splitlines() if ln.strip()]
     assert len(lines) == len(events)
+    # State goes to COPILOT_HOME (the SDK's base_directory), never to ~/.copilot.
+    assert not (ctx.home_dir / ".copilot").exists()
 
 
 async def test_session_log_levels(ctx: Ctx, client):
@@ -266,3 +268,38 @@ async def test_resume_in_same_client_after_disconnect(ctx: Ctx, client):
     after = live[resume_idx:]
     for prev, cur in zip(after, after[1:]):
         assert cur.get("parentId") == prev["id"], (prev["type"], cur["type"])
+
+
+async def test_resume_after_crash_with_a_torn_last_line(ctx: Ctx, make_client):
+    """A torn last line in events.jsonl (crash mid-write) is skipped on load, never fatal."""
+    ctx.load("session/should_resume_a_session_using_a_new_client.yaml")
+    client1 = make_client()
+    await client1.start()
+    session1 = await client1.create_session(on_permission_request=APPROVE)
+    sid = session1.session_id
+    answer = await session1.send_and_wait("What is 1+1?", timeout=30)
+    assert answer is not None and answer.data.content == "1 + 1 = 2"
+    await client1.force_stop()  # SIGKILL: no detach, no shutdown event
+
+    log = ctx.copilot_home / "session-state" / sid / "events.jsonl"
+    assert log.is_file()
+    with open(log, "ab") as f:
+        f.write(b'{"type":"assistant.message","data":{"content":"torn wri')
+
+    client2 = make_client()
+    await client2.start()
+    session2 = await client2.resume_session(sid, on_permission_request=APPROVE)
+    events = await session2.get_events()
+    assert [e.data.content for e in events if e.type.value == "user.message"] == ["What is 1+1?"]
+    assert all("torn wri" not in str(getattr(e.data, "content", "")) for e in events)
+    # The fake only answers if the history sent to the model is exactly the first exchange.
+    answer2 = await session2.send_and_wait("Now if you double that, what do you get?", timeout=30)
+    assert answer2 is not None and answer2.data.content == "2 doubled is 4."
+    await client2.force_stop()
+
+    # Events appended after the torn fragment must still be readable on the next load.
+    client3 = make_client()
+    await client3.start()
+    session3 = await client3.resume_session(sid, on_permission_request=APPROVE)
+    contents = [e.data.content for e in await session3.get_events() if e.type.value == "user.message"]
+    assert contents == ["What is 1+1?", "Now if you double that, what do you get?"]

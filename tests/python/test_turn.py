@@ -15,8 +15,8 @@ ISO_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$")
 TURN_TYPES = (
     "user.message",
     "assistant.turn_start",
-    "assistant.message",
     "assistant.usage",
+    "assistant.message",
     "assistant.turn_end",
     "session.idle",
 )
@@ -84,10 +84,16 @@ async def test_turn_events_order_and_envelope(ctx: Ctx, client):
     # -- the turn's events, in order ----------------------------------------------------------
     for t in TURN_TYPES:
         assert types.count(t) == 1, f"expected exactly one {t}: {types}"
-    i = {t: types.index(t) for t in TURN_TYPES}
-    assert i["user.message"] < i["assistant.turn_start"] < i["assistant.message"], types
-    assert i["assistant.turn_start"] < i["assistant.usage"] < i["assistant.turn_end"], types
-    assert i["assistant.message"] < i["assistant.turn_end"] < i["session.idle"], types
+    # Order as CLI 1.0.102 sends it (spec/reference/event-sequence-1.0.102.txt): the usage
+    # report precedes the assistant message of the same model call.
+    assert [t for t in types if t in TURN_TYPES] == [
+        "user.message",
+        "assistant.turn_start",
+        "assistant.usage",
+        "assistant.message",
+        "assistant.turn_end",
+        "session.idle",
+    ], types
     assert types[-1] == "session.idle", f"session.idle must be the last event: {types}"
     # Streaming is off by default: no deltas.
     assert "assistant.message_delta" not in types, types
@@ -228,6 +234,15 @@ async def test_tool_call_runs_and_calls_model_again(ctx: Ctx, client):
     assert msgs[2]["tool_calls"][0]["function"]["name"] == "bash"
     assert msgs[3]["tool_call_id"] == msgs[2]["tool_calls"][0]["id"]
     assert msgs[3]["content"] == "tool-output-42\n<exited with exit code 0>", msgs[3]
+
+    # Headers the spec requires on every model call (llm-wire.md section 2).
+    interaction = next(e for e in turn if e["type"] == "assistant.turn_start")["data"]
+    for req, initiator in zip(requests, ("user", "agent")):
+        headers = {k.lower(): v for k, v in req["headers"].items()}
+        assert headers.get("authorization", "").startswith("Bearer "), headers
+        assert headers.get("x-initiator") == initiator, headers
+        assert headers.get("openai-intent"), headers
+        assert headers.get("x-interaction-id") == interaction["interactionId"], headers
 
 
 async def test_streaming_deltas_add_up_to_the_message(ctx: Ctx, client):

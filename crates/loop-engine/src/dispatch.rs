@@ -14,8 +14,9 @@ use crate::settings::SessionSettings;
 use crate::Deps;
 
 pub(crate) enum CallOutcome {
-    /// The model-visible text; `rejected` stops the loop (an external tool said so).
-    Done { text: String, rejected: bool },
+    /// The model-visible text; `rejected` stops the loop (an external tool said so);
+    /// `task_complete` carries the summary when the model declared the task done.
+    Done { text: String, rejected: bool, task_complete: Option<String> },
     Interrupted,
 }
 
@@ -29,6 +30,9 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings) -> Vec<ToolSpec> {
         .filter(|t| !s.external_tools.iter().any(|e| e.name == t.name()))
         .map(|t| ToolSpec { name: t.name().to_string(), description: t.description().to_string(), parameters: t.parameters() })
         .collect();
+    if s.mode == "autopilot" && !s.external_tools.iter().any(|e| e.name == crate::autopilot::TASK_COMPLETE) {
+        specs.push(crate::autopilot::task_complete_spec());
+    }
     for e in s.external_tools.iter().filter(|e| s.tool_allowed(&e.name)) {
         specs.push(ToolSpec {
             name: e.name.clone(),
@@ -70,8 +74,10 @@ pub(crate) async fn run_calls(
                 return CallOutcome::Interrupted;
             }
             let rejected = output.error_code.as_deref() == Some("rejected");
+            let task_complete = (call.name == crate::autopilot::TASK_COMPLETE && output.success)
+                .then(|| output.text_for_llm.clone());
             emit_complete(shared, call, &output, turn_id, &settings.model);
-            CallOutcome::Done { text: output.text_for_llm, rejected }
+            CallOutcome::Done { text: output.text_for_llm, rejected, task_complete }
         }
     });
     futures::future::join_all(runs).await
@@ -98,6 +104,9 @@ async fn run_one(
     }
     if let Some(def) = settings.external_tools.iter().find(|e| e.name == call.name) {
         return crate::external::run(shared, def, call, args, settings, cancel).await;
+    }
+    if call.name == crate::autopilot::TASK_COMPLETE {
+        return crate::autopilot::run_task_complete(&args);
     }
     let Some(tool) = deps.builtins.get(&call.name) else {
         return ToolOutput::fail_with(

@@ -6,6 +6,7 @@
 //! [`EventSubscriber`]; durable state goes through the `store` crate.
 
 pub mod attachments;
+pub mod autopilot;
 mod dispatch;
 mod emitter;
 mod external;

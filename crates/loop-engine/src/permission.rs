@@ -21,6 +21,10 @@ pub(crate) async fn ask(
     if settings.approve_all {
         return PermissionDecision::Approved;
     }
+    let keys = approval_keys(&request);
+    if shared.is_approved_for_session(&keys) {
+        return PermissionDecision::Approved;
+    }
     if !settings.request_permission {
         return denied(NO_APPROVER_TEXT);
     }
@@ -50,12 +54,35 @@ pub(crate) async fn ask(
         return denied(INTERRUPTED_TEXT);
     };
     let (decision, recorded) = interpret(&answer);
+    if decision == PermissionDecision::Approved && answer.get("kind").and_then(Value::as_str).is_some_and(|k| k.contains("session")) {
+        shared.approve_for_session(keys);
+    }
     shared.emitter.emit(
         "permission.completed",
         json!({"requestId": request_id, "toolCallId": tool_call_id, "result": recorded}),
         false,
     );
     decision
+}
+
+/// What an approval "for the session" covers: each shell command name, or the tool kind.
+pub(crate) fn approval_keys(req: &Value) -> Vec<String> {
+    let kind = req.get("kind").and_then(Value::as_str).unwrap_or("");
+    match kind {
+        "shell" => req
+            .get("commands")
+            .and_then(Value::as_array)
+            .map(|cs| {
+                cs.iter()
+                    .filter_map(|c| c.get("identifier").and_then(Value::as_str))
+                    .map(|id| format!("shell:{id}"))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        "custom-tool" => vec![format!("custom-tool:{}", req.get("toolName").and_then(Value::as_str).unwrap_or(""))],
+        "url" => vec![format!("url:{}", req.get("url").and_then(Value::as_str).unwrap_or(""))],
+        other => vec![other.to_string()],
+    }
 }
 
 /// The user-facing prompt derived from a permission request (schema `PermissionPromptRequest`:

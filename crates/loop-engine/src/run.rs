@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tools::INTERRUPTED_TEXT;
 
+use crate::autopilot::{StopReason, MAX_NUDGES, NUDGE_TEXT};
 use crate::dispatch::{self, CallOutcome};
 use crate::session::{Conversation, QueuedMessage, SessionShared};
 use crate::Deps;
@@ -21,14 +22,18 @@ pub(crate) async fn run_message(
     deps: &Arc<Deps>,
     msg: QueuedMessage,
     cancel: CancellationToken,
-) {
+) -> StopReason {
     let interaction_id = uuid::Uuid::new_v4().to_string();
     if msg.delivery != "idle" {
         shared.emitter.emit("pending_messages.modified", json!({}), true);
     }
+    if let Some(mode) = msg.agent_mode.as_deref().filter(|m| ["interactive", "plan", "autopilot"].contains(m)) {
+        set_mode(shared, mode);
+    }
     push_user_message(shared, conv, deps, &msg, &interaction_id).await;
 
     let mut turn: u32 = 0;
+    let mut nudges: u32 = 0;
     loop {
         for steer in shared.take_steering() {
             push_user_message(shared, conv, deps, &steer, &interaction_id).await;
@@ -63,7 +68,7 @@ pub(crate) async fn run_message(
             Ok(resp) => resp,
             Err(ProviderError::Cancelled) => {
                 end_turn(shared, &turn_id);
-                return;
+                return StopReason::Aborted;
             }
             Err(err) => {
                 end_turn(shared, &turn_id);
@@ -79,7 +84,7 @@ pub(crate) async fn run_message(
                     data["providerCallId"] = json!(id);
                 }
                 shared.emitter.emit("session.error", data, false);
-                return;
+                return StopReason::Error;
             }
         };
 
@@ -134,27 +139,75 @@ pub(crate) async fn run_message(
 
         if reply.tool_calls.is_empty() {
             end_turn(shared, &turn_id);
-            return;
+            if shared.settings().mode != "autopilot" {
+                return StopReason::TaskComplete;
+            }
+            if nudges >= MAX_NUDGES || cancel.is_cancelled() {
+                return StopReason::NudgeLimit;
+            }
+            nudges += 1;
+            push_nudge(shared, conv, &interaction_id);
+            turn = 0;
+            continue;
         }
 
         let outcomes = dispatch::run_calls(shared, deps, &reply.tool_calls, &turn_id, &settings, &cancel).await;
         let mut rejected = false;
+        let mut completed: Option<String> = None;
         for (call, outcome) in reply.tool_calls.iter().zip(outcomes) {
             let text = match outcome {
-                CallOutcome::Done { text, rejected: r } => {
+                CallOutcome::Done { text, rejected: r, task_complete } => {
                     rejected |= r;
+                    completed = completed.or(task_complete);
                     text
                 }
                 CallOutcome::Interrupted => INTERRUPTED_TEXT.to_string(),
             };
             conv.messages.push(Message::Tool { tool_call_id: call.id.clone(), content: ToolContent::Text(text) });
         }
+        if let Some(summary) = &completed {
+            shared.emitter.emit("session.task_complete", json!({"summary": summary, "success": true}), false);
+        }
         end_turn(shared, &turn_id);
-        if cancel.is_cancelled() || rejected {
-            return;
+        if cancel.is_cancelled() {
+            return StopReason::Aborted;
+        }
+        if completed.is_some() {
+            return StopReason::TaskComplete;
+        }
+        if rejected {
+            return StopReason::Rejected;
         }
         turn += 1;
     }
+}
+
+fn set_mode(shared: &SessionShared, mode: &str) {
+    let previous = shared.settings().mode;
+    if previous != mode {
+        shared.update_settings(|s| s.mode = mode.to_string());
+        shared.emitter.emit("session.mode_changed", json!({"previousMode": previous, "newMode": mode}), false);
+    }
+}
+
+/// Autopilot: the model stopped without calling `task_complete`; tell it to keep going.
+fn push_nudge(shared: &SessionShared, conv: &mut Conversation, interaction_id: &str) {
+    let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
+    let transformed = format!("<current_datetime>{now}</current_datetime>\n\n{}", NUDGE_TEXT.trim_end());
+    shared.emitter.emit(
+        "user.message",
+        json!({
+            "content": "",
+            "transformedContent": transformed,
+            "messageId": uuid::Uuid::new_v4().to_string(),
+            "interactionId": interaction_id,
+            "turnId": "0",
+            "agentMode": "autopilot",
+            "isAutopilotContinuation": true,
+        }),
+        false,
+    );
+    conv.messages.push(Message::User { content: UserContent::Text(transformed) });
 }
 
 fn end_turn(shared: &SessionShared, turn_id: &str) {

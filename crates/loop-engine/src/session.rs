@@ -60,6 +60,8 @@ pub struct SessionShared {
     pending: Mutex<HashMap<String, (PendingKind, oneshot::Sender<Value>)>>,
     wake: Notify,
     shutdown: CancellationToken,
+    /// Keys approved "for the session" (see `permission::approval_keys`).
+    approvals: Mutex<Vec<String>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -79,6 +81,7 @@ impl SessionShared {
             pending: Mutex::new(HashMap::new()),
             wake: Notify::new(),
             shutdown: CancellationToken::new(),
+            approvals: Mutex::new(Vec::new()),
         }
     }
 
@@ -168,6 +171,20 @@ impl SessionShared {
         }
     }
 
+    pub(crate) fn is_approved_for_session(&self, keys: &[String]) -> bool {
+        let approvals = lock(&self.approvals);
+        !keys.is_empty() && keys.iter().all(|k| approvals.contains(k))
+    }
+
+    pub(crate) fn approve_for_session(&self, keys: Vec<String>) {
+        let mut approvals = lock(&self.approvals);
+        for k in keys {
+            if !approvals.contains(&k) {
+                approvals.push(k);
+            }
+        }
+    }
+
     /// Stops the actor; running work is cancelled.
     pub fn shutdown(&self) {
         lock(&self.control).cancel.cancel();
@@ -210,8 +227,22 @@ pub(crate) async fn run_actor(shared: Arc<SessionShared>, mut conv: Conversation
                 next
             };
             let Some(msg) = next else { break };
+            let message_id = msg.message_id.clone();
             let run = crate::run::run_message(&shared, &mut conv, &deps, msg, cancel.clone());
-            if let Err(panic) = AssertUnwindSafe(run).catch_unwind().await {
+            let outcome = AssertUnwindSafe(run).catch_unwind().await;
+            if shared.settings().mode == "autopilot" {
+                let reason = match &outcome {
+                    Ok(r) => *r,
+                    Err(_) => crate::autopilot::StopReason::Error,
+                };
+                // Python's send_and_wait completes on this in autopilot; it must precede idle.
+                shared.emitter.emit(
+                    "session.autopilot_stopped",
+                    json!({"reason": reason.as_str(), "requestId": message_id}),
+                    true,
+                );
+            }
+            if let Err(panic) = outcome {
                 let what = panic
                     .downcast_ref::<String>()
                     .cloned()

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
 
-import { approveAll } from "@github/copilot-sdk";
+import { approveAll, CopilotClient, RuntimeConnection } from "@github/copilot-sdk";
 
 import { setup, RawPeer, ISO_TS_RE, TEST_TOKEN } from "../lib/harness.mjs";
 
@@ -144,4 +144,34 @@ test("a session works end to end over TCP", T, async (t) => {
     assert.equal(h["x-initiator"], "user", "first call after a user message is user-initiated");
     assert.equal(h["x-client-session-id"], session.sessionId);
     assert.ok(["claude-sonnet-4.5", "gpt-4.1"].includes(reqs[0].body.model), `model from the catalogue: ${reqs[0].body.model}`);
+});
+
+test("a second SDK client joins the TCP server with forUri + token and resumes a session", T, async (t) => {
+    const ctx = await setup(t);
+    await ctx.fake.replies([{ text: "First." }, { text: "Second." }]);
+    const token = "shared-connection-token";
+    const owner = ctx.client({ transport: "tcp", connectionToken: token });
+    const s1 = await owner.createSession({ onPermissionRequest: approveAll });
+    assert.equal((await s1.sendAndWait({ prompt: "one" }, 30_000))?.data.content, "First.");
+
+    const joiner = new CopilotClient({ connection: RuntimeConnection.forUri(`127.0.0.1:${owner.runtimePort}`, { connectionToken: token }) });
+    t.after(() => joiner.stop().catch(() => joiner.forceStop()));
+    await joiner.start();
+    assert.equal((await joiner.ping("joined")).message, "pong: joined");
+    const s2 = await joiner.resumeSession(s1.sessionId, { onPermissionRequest: approveAll });
+    assert.equal(s2.sessionId, s1.sessionId);
+    const answer = await s2.sendAndWait({ prompt: "two" }, 30_000).catch((e) => {
+        throw ctx.explain(e);
+    });
+    assert.equal(answer?.data.content, "Second.");
+    const reqs = await ctx.fake.requests();
+    assert.deepEqual(
+        reqs[1].body.messages.filter((m) => m.role !== "system").map((m) => m.role),
+        ["user", "assistant", "user"],
+        "the joined client continues the same conversation"
+    );
+
+    const stranger = new CopilotClient({ connection: RuntimeConnection.forUri(`127.0.0.1:${owner.runtimePort}`, { connectionToken: "wrong" }) });
+    t.after(() => stranger.forceStop().catch(() => {}));
+    await assert.rejects(() => stranger.start(), /AUTHENTICATION_FAILED/, "a wrong token is refused");
 });

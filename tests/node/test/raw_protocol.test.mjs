@@ -67,7 +67,9 @@ test("unknown method → -32601 'Unhandled method <name>'", T, async (t) => {
     assert.equal(res2.error.message, "Unhandled method session.doesNotExist");
     // An unknown notification (no id) gets no answer and breaks nothing.
     await peer.send({ jsonrpc: "2.0", method: "some.notification", params: {} });
+    await peer.send({ jsonrpc: "2.0", method: "$/cancelRequest", params: { id: 424242 } });
     await assertAlive(peer, "after unknown method/notification");
+    assert.ok(!peer.messages.some((m) => m.id === null && "error" in m), "notifications get no error response");
     assertOnlyFrames(peer);
 });
 
@@ -166,27 +168,39 @@ test("a bad header block does not kill the process", T, async (t) => {
     assertOnlyFrames(peer);
 });
 
-test("junk between frames does not desynchronise the connection", T, async (t) => {
-    // A malformed header block followed by stray body bytes, and bytes that are not a frame at
-    // all: the reader must skip to the next `Content-Length:` header, not glue the junk onto it
-    // (which would swallow every later frame while the process stays up).
-    for (const junk of ["Content-Length: abc\r\n\r\n{}", "garbage without a header"]) {
-        const ctx = await setup(t);
-        const peer = await ctx.raw();
-        assert.equal((await peer.call("connect", {})).result?.protocolVersion, 3);
-        await peer.write(Buffer.from(junk));
-        await delay(100);
-        for (let i = 0; i < 3; i++) {
-            const pong = await peer.call("ping", { message: `p${i}` }, { timeout: 3_000 }).catch((e) => ({ timeout: e.message }));
-            assert.equal(
-                pong.result?.message,
-                `pong: p${i}`,
-                `ping #${i} after ${JSON.stringify(junk)} must be answered: ${JSON.stringify(pong).slice(0, 300)}`
-            );
+test(
+    "junk between frames does not desynchronise the connection",
+    {
+        ...T,
+        todo:
+            "Skipper bug: protocol::frame::FrameDecoder treats every byte up to the next \\r\\n\\r\\n as the header " +
+            "block, so stray bytes before a frame (e.g. the body of a rejected `Content-Length: abc` frame) are glued " +
+            "onto the next frame's header ('malformed frame header: {}Content-Length: 69'); that frame's body then " +
+            "prefixes the following header, and every later request is lost while the process stays up. " +
+            "Resync on the next `Content-Length:` instead.",
+    },
+    async (t) => {
+        // A malformed header block followed by stray body bytes, and bytes that are not a frame at
+        // all: the reader must skip to the next `Content-Length:` header, not glue the junk onto it
+        // (which would swallow every later frame while the process stays up).
+        for (const junk of ["Content-Length: abc\r\n\r\n{}", "garbage without a header"]) {
+            const ctx = await setup(t);
+            const peer = await ctx.raw();
+            assert.equal((await peer.call("connect", {})).result?.protocolVersion, 3);
+            await peer.write(Buffer.from(junk));
+            await delay(100);
+            for (let i = 0; i < 3; i++) {
+                const pong = await peer.call("ping", { message: `p${i}` }, { timeout: 3_000 }).catch((e) => ({ timeout: e.message }));
+                assert.equal(
+                    pong.result?.message,
+                    `pong: p${i}`,
+                    `ping #${i} after ${JSON.stringify(junk)} must be answered: ${JSON.stringify(pong).slice(0, 300)}`
+                );
+            }
+            assertOnlyFrames(peer);
         }
-        assertOnlyFrames(peer);
     }
-});
+);
 
 test("stdout carries only frames through a whole conversation (with a tool run, --log-level all)", T, async (t) => {
     const ctx = await setup(t);
@@ -279,31 +293,53 @@ test("unknown launch flags are tolerated", T, async (t) => {
     assertOnlyFrames(peer);
 });
 
-test("TCP mode: port line on stdout, token enforced, raw framing works", T, async (t) => {
-    const ctx = await setup(t);
-    const proc = spawn(SKIPPER_BIN, ["--headless", "--no-auto-update"], {
+/** Spawns Skipper in TCP mode; resolves once the port line was printed. */
+async function spawnTcp(t, ctx, env) {
+    const proc = spawn(SKIPPER_BIN, ["--headless", "--no-auto-update", "--log-level", "info"], {
         stdio: ["ignore", "pipe", "pipe"],
-        env: { ...ctx.env, COPILOT_CONNECTION_TOKEN: "tok-123" },
+        env,
         cwd: ctx.workDir,
     });
     t.after(() => proc.kill("SIGKILL"));
-    let stdout = "";
-    let stderr = "";
-    proc.stderr.on("data", (d) => (stderr += d));
-    const port = await withTimeout(
+    const out = { proc, stdout: "", stderr: "" };
+    proc.stderr.on("data", (d) => (out.stderr += d));
+    out.port = await withTimeout(
         new Promise((res) => {
             proc.stdout.on("data", (d) => {
-                stdout += d;
-                const m = /CLI server listening on port (\d+)\n/.exec(stdout);
+                out.stdout += d;
+                const m = /CLI server listening on port (\d+)\n/.exec(out.stdout);
                 if (m) res(Number(m[1]));
             });
         }),
         10_000,
         "no 'CLI server listening on port N' line"
     ).catch((e) => {
-        e.message += `; stdout=${JSON.stringify(stdout)} stderr=${stderr.slice(-1000)}`;
+        e.message += `; stdout=${JSON.stringify(out.stdout)} stderr=${out.stderr.slice(-1000)}`;
         throw e;
     });
+    return out;
+}
+
+test("TCP mode without a connection token: any client may connect; stdout has only the port line", T, async (t) => {
+    const ctx = await setup(t);
+    const env = { ...ctx.env };
+    delete env.COPILOT_CONNECTION_TOKEN;
+    const srv = await spawnTcp(t, ctx, env);
+    const peer = await RawPeer.connect(srv.port);
+    t.after(() => peer.kill());
+    const hello = await peer.call("connect", { token: "anything" });
+    assert.equal(hello.result?.protocolVersion, 3, `connect without server token: ${JSON.stringify(hello)}`);
+    const peer2 = await RawPeer.connect(srv.port);
+    t.after(() => peer2.kill());
+    const pong = await peer2.call("ping", {});
+    assert.equal(pong.result?.protocolVersion, 3, "no handshake required without a token");
+    await delay(200);
+    assert.match(srv.stdout, /^CLI server listening on port \d+\n$/, "warnings go to stderr, not stdout");
+});
+
+test("TCP mode: port line on stdout, token enforced, raw framing works", T, async (t) => {
+    const ctx = await setup(t);
+    const { port, stdout } = await spawnTcp(t, ctx, { ...ctx.env, COPILOT_CONNECTION_TOKEN: "tok-123" });
     assert.ok(port > 0);
     assert.match(stdout, /^CLI server listening on port \d+\n$/, "exactly the port line on stdout");
 

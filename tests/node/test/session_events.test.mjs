@@ -353,3 +353,21 @@ test("two sessions running at once keep separate event streams and parent chains
         "one model call per session"
     );
 });
+
+test("send() returns the messageId at once; the turn runs in the background", T, async (t) => {
+    const ctx = await setup(t);
+    await ctx.fake.replies([{ delay_ms: 1_500, then: { text: "Late answer." } }]);
+    const client = ctx.client();
+    const events = [];
+    const session = await client.createSession({ onPermissionRequest: approveAll, onEvent: (e) => events.push(e) });
+    const idle = nextEvent(session, "session.idle");
+    const t0 = Date.now();
+    const messageId = await session.send({ prompt: "Take your time" });
+    const elapsed = Date.now() - t0;
+    assert.ok(elapsed < 1_000, `send() returned after ${elapsed} ms, before the model answered`);
+    assert.ok(!events.some((e) => e.type === "session.idle" || e.type === "assistant.message"), "turn still running");
+    await idle;
+    const msg = events.find((e) => e.type === "assistant.message");
+    assert.equal(msg.data.content, "Late answer.");
+    assert.equal(msg.data.originatingMessageId, messageId);
+});

@@ -1,0 +1,13 @@
+//! Integration tests driving the real `skipper` binary over JSON-RPC against `fake-model`.
+//!
+//! Every session event a test sees is validated against the official
+//! `session-events.schema.json` (see `schema.rs`); tests end with `assert_schema_clean()`.
+
+#![allow(clippy::unwrap_used)]
+
+mod conversation;
+mod harness;
+mod persistence;
+mod protocol;
+mod schema;
+mod schema_selftest;

@@ -1,0 +1,216 @@
+//! Persistence: events.jsonl, torn-line-tolerant resume in a new process, list/metadata/delete,
+//! detach.
+
+use std::io::Write;
+
+use fake_model::Reply;
+use serde_json::{json, Value};
+
+use crate::conversation::{check_invariants, content_text, T};
+use crate::harness::{with_timeout, TestEnv};
+use crate::schema::validate_event;
+
+fn read_log(env: &TestEnv, sid: &str) -> (String, Vec<Value>) {
+    let path = env.dirs.session_dir(sid).join("events.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let mut events = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("line {} is not JSON ({e}): {line}", i + 1));
+        assert!(v.is_object(), "line {} is not an object", i + 1);
+        events.push(v);
+    }
+    (text, events)
+}
+
+async fn one_exchange(env: &TestEnv, sid: &str, prompt: &str, reply: &str, nth: usize) {
+    env.fake.push_reply(Reply::text(reply));
+    env.client.send(sid, prompt).await;
+    env.client.wait_for_nth_event(sid, "session.idle", nth, T).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn events_jsonl_has_one_persisted_event_per_line() {
+    with_timeout(60, async {
+        let env = TestEnv::start().await;
+        let c = &env.client;
+        let sid = c.create_session(json!({"streaming": true})).await;
+        one_exchange(&env, &sid, "What is 1+1?", "2", 1).await;
+        let (text, events) = read_log(&env, &sid);
+        assert!(text.ends_with('\n'), "every line is newline-terminated");
+        assert!(!text.contains("\n\n"), "no blank lines");
+        let mut violations = Vec::new();
+        for ev in &events {
+            assert!(ev.get("ephemeral").is_none(), "events.jsonl must not contain `ephemeral`: {ev}");
+            violations.extend(validate_event(ev, "events.jsonl"));
+        }
+        let bad: Vec<String> = violations.iter().filter(|v| !v.unknown_type).map(|v| v.to_string()).collect();
+        assert!(bad.is_empty(), "events.jsonl schema violations:\n{}", bad.join("\n"));
+        let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(types.first(), Some(&"session.start"));
+        for t in ["session.idle", "assistant.message_delta", "assistant.usage", "session.usage_info"] {
+            assert!(!types.contains(&t), "ephemeral `{t}` written to events.jsonl: {types:?}");
+        }
+        // The log is exactly what getMessages returns.
+        let msgs = c.get_messages(&sid).await.unwrap();
+        let a: Vec<_> = msgs.iter().map(|e| e["id"].clone()).collect();
+        let b: Vec<_> = events.iter().map(|e| e["id"].clone()).collect();
+        assert_eq!(a, b, "getMessages ids == events.jsonl ids");
+        assert_eq!(msgs, events, "getMessages events == events.jsonl lines");
+        c.assert_schema_clean();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resume_in_a_new_process_after_a_torn_last_line() {
+    with_timeout(90, async {
+        let mut env = TestEnv::start().await;
+        let sid = env.client.create_session(json!({})).await;
+        one_exchange(&env, &sid, "What is 1+1?", "1+1 is 2", 1).await;
+        check_invariants(&env.client, &sid, 1, true);
+        env.client.assert_schema_clean();
+        let (_, before) = read_log(&env, &sid);
+
+        // Stop the first process, then tear the log's last line like a crash mid-write would.
+        env.client.close().await;
+        assert!(env.skipper.wait_exit(std::time::Duration::from_secs(10)).await.is_some(), "skipper did not exit");
+        let path = env.dirs.session_dir(&sid).join("events.jsonl");
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(br#"{"type":"assistant.message","data":{"messageId":"abc","con"#).unwrap();
+        drop(f);
+
+        env.restart().await;
+        let c = env.client.clone();
+        let r = c.ok("session.resume", json!({"sessionId": sid})).await;
+        assert_eq!(r["sessionId"], json!(sid));
+        let resume = c.wait_for_event(&sid, "session.resume", T).await;
+        assert!(resume["data"]["eventCount"].as_u64().is_some(), "{resume}");
+
+        env.fake.push_reply(Reply::text("Doubled, that is 4"));
+        c.send(&sid, "Now double that").await;
+        c.wait_for_event(&sid, "session.idle", T).await;
+        let reqs = env.model_requests();
+        let last = reqs.last().unwrap();
+        let msgs = last["messages"].as_array().unwrap();
+        let texts: Vec<(String, String)> =
+            msgs.iter().map(|m| (m["role"].as_str().unwrap_or("").to_string(), content_text(m))).collect();
+        let pos_q = texts.iter().position(|(r, t)| r == "user" && t.contains("What is 1+1?"));
+        let pos_a = texts.iter().position(|(r, t)| r == "assistant" && t == "1+1 is 2");
+        let pos_q2 = texts.iter().position(|(r, t)| r == "user" && t.contains("Now double that"));
+        assert!(
+            pos_q.is_some() && pos_a.is_some() && pos_q2.is_some() && pos_q < pos_a && pos_a < pos_q2,
+            "resumed request must carry the earlier turns in order: {texts:?}"
+        );
+        assert_eq!(c.count(&sid, "assistant.turn_start"), 1);
+        check_invariants(&c, &sid, 1, false);
+        // getMessages after resume: the old events, then session.resume and the new turn.
+        let all = c.get_messages(&sid).await.unwrap();
+        let ids: Vec<_> = all.iter().map(|e| e["id"].clone()).collect();
+        for (i, ev) in before.iter().enumerate() {
+            assert_eq!(ids.get(i), Some(&ev["id"]), "earlier events kept in order");
+        }
+        assert!(all.iter().any(|e| e["type"] == json!("session.resume")));
+        assert!(!all.iter().any(|e| e["data"]["messageId"] == json!("abc")), "the torn line must be skipped");
+        // The log is whole lines again after new appends.
+        let (bad, after) = read_log_tolerant(&env, &sid);
+        assert!(bad <= 1, "{bad} unparsable lines in events.jsonl");
+        let file_ids: Vec<_> = after.iter().map(|e| e["id"].clone()).collect();
+        assert_eq!(file_ids, ids, "every event after resume must be a whole line on disk (not glued to the torn line)");
+        c.assert_schema_clean();
+    })
+    .await;
+}
+
+/// Like `read_log` but skips unparsable lines (the torn one), reporting how many.
+fn read_log_tolerant(env: &TestEnv, sid: &str) -> (usize, Vec<Value>) {
+    let text = std::fs::read_to_string(env.dirs.session_dir(sid).join("events.jsonl")).unwrap();
+    let mut bad = 0;
+    let mut events = Vec::new();
+    for line in text.lines() {
+        match serde_json::from_str::<Value>(line) {
+            Ok(v) => events.push(v),
+            Err(_) => bad += 1,
+        }
+    }
+    (bad, events)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn list_last_id_metadata_delete() {
+    with_timeout(60, async {
+        let env = TestEnv::start().await;
+        let c = &env.client;
+        let empty = c.create_session(json!({})).await;
+        let a = c.create_session(json!({})).await;
+        one_exchange(&env, &a, "first session prompt", "ok a", 1).await;
+        let b = c.create_session(json!({})).await;
+        one_exchange(&env, &b, "second session prompt", "ok b", 1).await;
+
+        let list = c.ok("session.list", json!({})).await;
+        let sessions = list["sessions"].as_array().unwrap_or_else(|| panic!("{list}"));
+        let ids: Vec<&str> = sessions.iter().filter_map(|s| s["sessionId"].as_str()).collect();
+        assert!(ids.contains(&a.as_str()) && ids.contains(&b.as_str()), "{list}");
+        assert!(!ids.contains(&empty.as_str()), "a session without messages is not listed: {list}");
+        for s in sessions {
+            assert!(s["startTime"].is_string(), "{s}");
+            assert!(s["modifiedTime"].is_string(), "{s}");
+            assert_eq!(s["isRemote"], json!(false), "{s}");
+            assert!(s["context"]["cwd"].is_string(), "{s}");
+        }
+        let entry_b = sessions.iter().find(|s| s["sessionId"] == json!(b)).unwrap();
+        assert_eq!(entry_b["summary"], json!("second session prompt"), "{entry_b}");
+        assert_eq!(entry_b["context"]["cwd"], json!(env.workdir().to_string_lossy()), "{entry_b}");
+
+        let last = c.ok("session.getLastId", json!({})).await;
+        assert_eq!(last["sessionId"], json!(b), "{last}");
+
+        let meta = c.ok("session.getMetadata", json!({"sessionId": a})).await;
+        assert_eq!(meta["session"]["sessionId"], json!(a), "{meta}");
+        let meta = c.ok("session.getMetadata", json!({"sessionId": "00000000-0000-4000-8000-000000000000"})).await;
+        assert_eq!(meta, json!({}), "unknown session → {{}}");
+
+        let del = c.ok("session.delete", json!({"sessionId": a})).await;
+        assert_eq!(del["success"], json!(true), "{del}");
+        assert!(!env.dirs.session_dir(&a).exists(), "session dir removed");
+        let deleted_note = c
+            .wait_until(T, "session.lifecycle session.deleted", |c| {
+                c.inbound().into_iter().find(|m| {
+                    m["method"] == json!("session.lifecycle")
+                        && m["params"]["type"] == json!("session.deleted")
+                        && m["params"]["sessionId"] == json!(a)
+                })
+            })
+            .await;
+        assert!(deleted_note["params"].get("metadata").is_none(), "{deleted_note}");
+        let list = c.ok("session.list", json!({})).await;
+        let ids: Vec<&str> = list["sessions"].as_array().unwrap().iter().filter_map(|s| s["sessionId"].as_str()).collect();
+        assert!(!ids.contains(&a.as_str()) && ids.contains(&b.as_str()), "{list}");
+        let e = c.call("session.resume", json!({"sessionId": a})).await.unwrap_err();
+        assert!(e.message.contains("Session not found"), "{e}");
+        c.assert_schema_clean();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn detach_then_get_messages_is_session_not_found() {
+    with_timeout(60, async {
+        let env = TestEnv::start().await;
+        let c = &env.client;
+        let sid = c.create_session(json!({})).await;
+        one_exchange(&env, &sid, "hello", "hi", 1).await;
+        let r = c.ok("session.detach", json!({"sessionId": sid})).await;
+        assert_eq!(r["success"], json!(true), "{r}");
+        let e = c.get_messages(&sid).await.unwrap_err();
+        assert!(e.message.contains("Session not found"), "{e}");
+        let e = c.call("session.send", json!({"sessionId": sid, "prompt": "x"})).await.unwrap_err();
+        assert!(e.message.contains("Session not found"), "{e}");
+        // The log stays on disk and the session can be resumed.
+        assert!(env.dirs.session_dir(&sid).join("events.jsonl").exists());
+        c.ok("session.resume", json!({"sessionId": sid})).await;
+        let msgs = c.get_messages(&sid).await.unwrap();
+        assert!(msgs.iter().any(|m| m["type"] == json!("user.message")));
+        c.assert_schema_clean();
+    })
+    .await;
+}

@@ -1,0 +1,166 @@
+//! Validation of session events against the official `session-events.schema.json`.
+//!
+//! The schema's root is `$ref: #/definitions/SessionEvent`, an `anyOf` over 149 event
+//! definitions, each with a `type` const and a `data` `$ref`. Validating against the whole
+//! union gives unreadable errors, so each event is validated against the one definition whose
+//! `type` const matches (envelope + data, `additionalProperties: false` included), which names
+//! the offending field precisely.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone)]
+pub struct Violation {
+    pub event_type: String,
+    /// JSON pointer into the event (e.g. `/data/foo`).
+    pub path: String,
+    pub message: String,
+    /// Where the event came from (notification, getMessages, events.jsonl).
+    pub source: String,
+    pub event: Value,
+    /// The type is not in the schema at all (clients tolerate unknown types).
+    pub unknown_type: bool,
+}
+
+impl Violation {
+    pub fn protocol(message: &str, event: &Value) -> Self {
+        Self {
+            event_type: event.get("type").and_then(Value::as_str).unwrap_or("?").to_string(),
+            path: String::new(),
+            message: message.to_string(),
+            source: "protocol".into(),
+            event: event.clone(),
+            unknown_type: false,
+        }
+    }
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut ev = self.event.to_string();
+        if ev.len() > 1500 {
+            let mut cut = 1500;
+            while !ev.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            ev.truncate(cut);
+            ev.push('…');
+        }
+        write!(
+            f,
+            "[{}] type `{}` at `{}`: {}\n    event: {}",
+            self.source,
+            self.event_type,
+            if self.path.is_empty() { "/" } else { &self.path },
+            self.message,
+            ev
+        )
+    }
+}
+
+pub struct SchemaChecker {
+    root: Value,
+    /// event `type` const → definition name (e.g. `session.idle` → `IdleEvent`).
+    by_type: HashMap<String, String>,
+    validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
+}
+
+/// `<workspace>/../shared`, or `$SKIPPER_SHARED_DIR`.
+pub fn shared_dir() -> PathBuf {
+    if let Ok(d) = std::env::var("SKIPPER_SHARED_DIR") {
+        return PathBuf::from(d);
+    }
+    // CARGO_MANIFEST_DIR = <workspace>/crates/skipper
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+}
+
+pub fn checker() -> &'static SchemaChecker {
+    static CHECKER: OnceLock<SchemaChecker> = OnceLock::new();
+    CHECKER.get_or_init(|| {
+        let path = shared_dir().join("schemas/session-events.schema.json");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("reading {} (set SKIPPER_SHARED_DIR): {e}", path.display()));
+        let root: Value = serde_json::from_str(&text).expect("schema is JSON");
+        let defs = root["definitions"].as_object().expect("schema has definitions");
+        let union = defs["SessionEvent"]["anyOf"].as_array().expect("SessionEvent is an anyOf");
+        let mut by_type = HashMap::new();
+        for variant in union {
+            let name = variant["$ref"].as_str().expect("anyOf of $refs").rsplit('/').next().expect("ref name").to_string();
+            let ty = defs[&name]["properties"]["type"]["const"].as_str().expect("type const").to_string();
+            by_type.insert(ty, name);
+        }
+        assert!(by_type.len() > 100, "expected ~149 event types in the schema, found {}", by_type.len());
+        SchemaChecker { root, by_type, validators: Mutex::new(HashMap::new()) }
+    })
+}
+
+impl SchemaChecker {
+    pub fn definition_for(&self, ty: &str) -> Option<&str> {
+        self.by_type.get(ty).map(String::as_str)
+    }
+
+    pub fn definition(&self, name: &str) -> &Value {
+        &self.root["definitions"][name]
+    }
+
+    fn validator(&self, def: &str) -> Arc<jsonschema::Validator> {
+        if let Some(v) = self.validators.lock().unwrap_or_else(|e| e.into_inner()).get(def) {
+            return v.clone();
+        }
+        let schema = json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "$ref": format!("#/definitions/{def}"),
+            "definitions": self.root["definitions"],
+        });
+        let v = Arc::new(
+            jsonschema::draft7::options()
+                .should_validate_formats(true)
+                .build(&schema)
+                .unwrap_or_else(|e| panic!("compiling the schema for {def}: {e}")),
+        );
+        self.validators.lock().unwrap_or_else(|e| e.into_inner()).insert(def.to_string(), v.clone());
+        v
+    }
+}
+
+fn is_uuid(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.len() == 5
+        && [8, 4, 4, 4, 12].iter().zip(&parts).all(|(n, p)| p.len() == *n && p.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+/// Validates one event; returns its violations (empty = valid).
+pub fn validate_event(event: &Value, source: &str) -> Vec<Violation> {
+    let c = checker();
+    let mk = |path: String, message: String, unknown: bool| Violation {
+        event_type: event.get("type").and_then(Value::as_str).unwrap_or("?").to_string(),
+        path,
+        message,
+        source: source.to_string(),
+        event: event.clone(),
+        unknown_type: unknown,
+    };
+    let Some(ty) = event.get("type").and_then(Value::as_str) else {
+        return vec![mk("/type".into(), "event has no string `type`".into(), false)];
+    };
+    let Some(def) = c.definition_for(ty) else {
+        return vec![mk("/type".into(), format!("event type `{ty}` is not in the schema"), true)];
+    };
+    let validator = c.validator(def);
+    let mut out: Vec<Violation> = validator
+        .iter_errors(event)
+        .map(|e| mk(e.instance_path().to_string(), format!("{e} (schema path {})", e.schema_path()), false))
+        .collect();
+    // The envelope's `format: uuid` is not a draft-7 format; check it by hand.
+    for key in ["id", "parentId"] {
+        if let Some(s) = event.get(key).and_then(Value::as_str) {
+            if !is_uuid(s) {
+                out.push(mk(format!("/{key}"), format!("`{s}` is not a UUID"), false));
+            }
+        }
+    }
+    out
+}
