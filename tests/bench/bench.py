@@ -797,17 +797,26 @@ def fig_decay(env: Env, target: Target, n: int, window: int, sessions: int) -> d
         handshake(s)
         sids = [create_session(s) for _ in range(sessions)]
         rss_marks: dict[str, int] = {"after_create": rss_kb(s.pid)}
+        fake_pid = env.fake.proc.pid
+        cpu_marks: dict[int, tuple[float, float]] = {}
 
         def mark(i: int) -> None:
             if i == window:
                 rss_marks[f"after_turn_{i}"] = rss_kb(s.pid)
+            if i in (window, n - window):
+                cpu_marks[i] = (cpu_seconds(s.pid), cpu_seconds(fake_pid))
             if i == n - 1:
                 # Keep only the last request captured: its size shows how big histories got.
                 env.fake.clear_requests()
 
         cpu0 = cpu_seconds(s.pid)
+        cpu_marks[0] = (cpu0, cpu_seconds(fake_pid))
         times, errors = run_text_turns(env, s, sids, n, {"text": "ok"}, on_turn=mark)
         cpu = cpu_seconds(s.pid) - cpu0
+        cpu_marks[n] = (cpu_seconds(s.pid), cpu_seconds(fake_pid))
+
+        def cpu_ms_per_turn(a: int, b: int, which: int) -> float:
+            return round((cpu_marks[b][which] - cpu_marks[a][which]) * 1000 / (b - a), 3)
         rss_marks[f"after_turn_{n}"] = rss_kb(s.pid)
         last = env.fake.requests()
         body = last[-1]["body"] if last else {}
@@ -821,6 +830,10 @@ def fig_decay(env: Env, target: Target, n: int, window: int, sessions: int) -> d
             "rss_kb": rss_marks,
             "rss_growth_kb": rss_marks[f"after_turn_{n}"] - rss_marks["after_create"],
             "server_cpu_ms_per_turn": round(cpu * 1000 / n, 3),
+            "server_cpu_ms_per_turn_first_window": cpu_ms_per_turn(0, window, 0),
+            "server_cpu_ms_per_turn_last_window": cpu_ms_per_turn(n - window, n, 0),
+            "fake_cpu_ms_per_turn_first_window": cpu_ms_per_turn(0, window, 1),
+            "fake_cpu_ms_per_turn_last_window": cpu_ms_per_turn(n - window, n, 1),
             "last_request_messages": len(body.get("messages", [])),
             "last_request_kb": round(len(json.dumps(body)) / 1024, 1),
             "session_errors": errors,
@@ -1089,6 +1102,10 @@ def report(results: dict) -> list[tuple[str, str, str]]:
             rk = d["rss_kb"]
             marks = ", ".join(f"{k.replace('after_', '')} {v / 1024:.1f}" for k, v in rk.items())
             row("4", f"{label}: RSS MiB", marks)
+            row("4", f"{label}: CPU ms/turn first → last window",
+                f"server {d['server_cpu_ms_per_turn_first_window']:.2f} → "
+                f"{d['server_cpu_ms_per_turn_last_window']:.2f}, fake model "
+                f"{d['fake_cpu_ms_per_turn_first_window']:.2f} → {d['fake_cpu_ms_per_turn_last_window']:.2f}")
             row("4", f"{label}: last request size", f"{d['last_request_messages']} messages, "
                                                      f"{d['last_request_kb']} KiB")
     if "5_idle_sessions" in f:

@@ -34,44 +34,74 @@ impl FrameDecoder {
     /// a header block that can never become valid. After an error the bad header block has
     /// been discarded, so the caller may keep decoding.
     pub fn next_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
-        {
-            // Skip stray line breaks between frames (some writers add a trailing newline).
-            while matches!(self.buf.first(), Some(b'\r') | Some(b'\n')) {
-                self.buf.advance(1);
-            }
-            let Some(header_end) = find(&self.buf, b"\r\n\r\n") else {
-                if self.buf.len() > 8192 {
-                    let junk = self.buf.split().freeze();
-                    return Err(FrameError::BadHeader(format!(
-                        "no header terminator in {} bytes",
-                        junk.len()
-                    )));
-                }
-                return Ok(None);
-            };
-            let header = String::from_utf8_lossy(&self.buf[..header_end]).to_string();
-            let mut length: Option<usize> = None;
-            for line in header.split("\r\n") {
-                if let Some((name, value)) = line.split_once(':') {
-                    if name.trim().eq_ignore_ascii_case("content-length") {
-                        length = value.trim().parse().ok();
-                    }
+        // Resynchronise: a frame starts at a header line. Bytes before the next
+        // `Content-Length` (junk, the body of a frame whose header was bad) are dropped.
+        let at_header = starts_with_header_line(&self.buf);
+        match if at_header { Some(0) } else { find_header_start(&self.buf) } {
+            Some(0) => {}
+            Some(pos) => {
+                let junk = self.buf.split_to(pos);
+                if junk.iter().any(|b| !b.is_ascii_whitespace()) {
+                    return Err(FrameError::BadHeader(format!("skipped {} bytes of junk before a frame", junk.len())));
                 }
             }
-            let Some(len) = length.filter(|l| *l <= MAX_FRAME_BYTES) else {
-                self.buf.advance(header_end + 4);
-                return Err(FrameError::BadHeader(header));
-            };
-            let total = header_end + 4 + len;
-            if self.buf.len() < total {
-                self.buf.reserve(total - self.buf.len());
+            None => {
+                // Keep a tail that may be the start of a header split across reads.
+                let keep = self.buf.len().min(HEADER_NAME.len() - 1);
+                let junk = self.buf.split_to(self.buf.len() - keep);
+                if junk.iter().any(|b| !b.is_ascii_whitespace()) {
+                    return Err(FrameError::BadHeader(format!("skipped {} bytes of junk before a frame", junk.len())));
+                }
                 return Ok(None);
             }
-            self.buf.advance(header_end + 4);
-            let body = self.buf.split_to(len).to_vec();
-            Ok(Some(body))
         }
+        let Some(header_end) = find(&self.buf, b"\r\n\r\n") else {
+            if self.buf.len() > 8192 {
+                let junk = self.buf.split_to(HEADER_NAME.len());
+                return Err(FrameError::BadHeader(format!("no header terminator after {} bytes", junk.len())));
+            }
+            return Ok(None);
+        };
+        let header = String::from_utf8_lossy(&self.buf[..header_end]).to_string();
+        let mut length: Option<usize> = None;
+        for line in header.split("\r\n") {
+            if let Some((name, value)) = line.split_once(':') {
+                if name.trim().eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().ok();
+                }
+            }
+        }
+        let Some(len) = length.filter(|l| *l <= MAX_FRAME_BYTES) else {
+            // Junk glued to the front of a real header (`garbageContent-Length: 2`): resync on
+            // the header name inside the block instead of dropping the frame behind it.
+            let skip = find_header_start(&self.buf[1..header_end]).map(|p| p + 1).unwrap_or(header_end + 4);
+            self.buf.advance(skip);
+            return Err(FrameError::BadHeader(header));
+        };
+        let total = header_end + 4 + len;
+        if self.buf.len() < total {
+            self.buf.reserve(total - self.buf.len());
+            return Ok(None);
+        }
+        self.buf.advance(header_end + 4);
+        let body = self.buf.split_to(len).to_vec();
+        Ok(Some(body))
     }
+}
+
+const HEADER_NAME: &[u8] = b"content-length";
+
+/// Whether the buffer starts like a header line (`Name:`), e.g. `Content-Type` before
+/// `Content-Length`. An incomplete name at the end of the buffer counts (more bytes may come).
+fn starts_with_header_line(buf: &[u8]) -> bool {
+    let name_len = buf.iter().take_while(|b| b.is_ascii_alphanumeric() || **b == b'-').count();
+    name_len > 0 && (buf.get(name_len) == Some(&b':') || name_len == buf.len())
+}
+
+/// Position of the next `Content-Length` header name (any case). Only searched past offset 0
+/// after junk, so a body that happens to contain the words is never mistaken for a header.
+fn find_header_start(buf: &[u8]) -> Option<usize> {
+    buf.windows(HEADER_NAME.len()).position(|w| w.eq_ignore_ascii_case(HEADER_NAME))
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -108,6 +138,50 @@ mod tests {
         dec.push(b"Content-Length: abc\r\n\r\n");
         dec.push(&encode(b"{}"));
         assert!(dec.next_frame().is_err());
+        assert_eq!(dec.next_frame().unwrap().unwrap(), b"{}");
+    }
+
+    #[test]
+    fn junk_between_frames_resyncs() {
+        let mut dec = FrameDecoder::default();
+        dec.push(b"Content-Length: abc\r\n\r\n{}garbage");
+        dec.push(&encode(b"{\"ok\":1}"));
+        let mut errors = 0;
+        let body = loop {
+            match dec.next_frame() {
+                Ok(Some(b)) => break b,
+                Ok(None) => panic!("frame lost"),
+                Err(_) => errors += 1,
+            }
+        };
+        assert_eq!(body, b"{\"ok\":1}");
+        assert!(errors >= 1);
+        assert_eq!(dec.next_frame().unwrap(), None);
+    }
+
+    #[test]
+    fn junk_glued_to_a_header_resyncs() {
+        let mut dec = FrameDecoder::default();
+        dec.push(b"garbage");
+        dec.push(&encode(b"{}"));
+        assert!(dec.next_frame().is_err());
+        assert_eq!(dec.next_frame().unwrap().unwrap(), b"{}");
+    }
+
+    #[test]
+    fn content_type_first_is_fine() {
+        let mut dec = FrameDecoder::default();
+        dec.push(b"Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
+        assert_eq!(dec.next_frame().unwrap().unwrap(), b"{}");
+    }
+
+    #[test]
+    fn header_split_across_reads() {
+        let mut dec = FrameDecoder::default();
+        let bytes = encode(b"{}");
+        dec.push(&bytes[..5]);
+        assert_eq!(dec.next_frame().unwrap(), None);
+        dec.push(&bytes[5..]);
         assert_eq!(dec.next_frame().unwrap().unwrap(), b"{}");
     }
 

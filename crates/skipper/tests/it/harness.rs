@@ -89,6 +89,7 @@ pub struct Skipper {
     client: Option<Arc<RpcClient>>,
     /// The TCP port (TCP transport only).
     pub port: Option<u16>,
+    #[allow(dead_code)]
     pub dirs: Arc<Dirs>,
     stderr: Arc<Mutex<Vec<u8>>>,
     /// Everything the child wrote to stdout after the port line (TCP mode).
@@ -547,11 +548,6 @@ impl RpcClient {
     /// The first event of `ty` for the session (from the start of the connection).
     pub async fn wait_for_event(&self, session_id: &str, ty: &str, timeout: Duration) -> Value {
         self.wait_for_nth_event(session_id, ty, 1, timeout).await
-    }
-
-    /// Waits for the next `session.idle` after the ones already seen.
-    pub async fn wait_for_idle_after(&self, session_id: &str, seen: usize, timeout: Duration) -> Value {
-        self.wait_for_nth_event(session_id, "session.idle", seen + 1, timeout).await
     }
 
     /// Schema/protocol violations recorded so far.

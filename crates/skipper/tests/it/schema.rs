@@ -102,10 +102,6 @@ impl SchemaChecker {
         self.by_type.get(ty).map(String::as_str)
     }
 
-    pub fn definition(&self, name: &str) -> &Value {
-        &self.root["definitions"][name]
-    }
-
     fn validator(&self, def: &str) -> Arc<jsonschema::Validator> {
         if let Some(v) = self.validators.lock().unwrap_or_else(|e| e.into_inner()).get(def) {
             return v.clone();
