@@ -74,7 +74,7 @@ N_DECAY_TURNS = q(1000, 200)  # figure 4
 DECAY_WINDOW = q(100, 20)
 N_DECAY_SESSIONS = 10
 N_IDLE_SESSIONS = q(1000, 200)  # figure 5
-N_SEARCH_REPEATS = q(3, 1)  # figure 6 (after one warm-up run each)
+N_SEARCH_REPEATS = q(5, 1)  # figure 6 (after one warm-up run each)
 REF_STARTUP = q(10, 3)  # figure 7
 REF_TEXT_TURNS = q(100, 20)
 REF_DECAY_TURNS = q(200, 60)
@@ -119,12 +119,7 @@ def stop_process(proc: subprocess.Popen, grace: float = 3.0) -> None:
                 break
             except subprocess.TimeoutExpired:
                 continue
-    else:
-        # The leader is gone; tool subprocesses may still hold the group.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    # Once the leader is reaped its id may be reused: never signal the group after that.
     for f in (proc.stdin, proc.stdout, proc.stderr):
         try:
             if f:
@@ -1202,6 +1197,7 @@ def main() -> int:
             "fake_model": str(FAKE_MODEL_BIN),
             "machine": {"cpus": os.cpu_count(), "kernel": platform.release(),
                         "python": platform.python_version()},
+            "loadavg_start": [round(x, 2) for x in os.getloadavg()],
         },
         "figures": {},
         "errors": {},
@@ -1240,7 +1236,11 @@ def main() -> int:
     finally:
         env.cleanup()
     results["meta"]["elapsed_s"] = round(time.perf_counter() - t_all, 1)
+    results["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     rows = report(results)
+    m = results["meta"]
+    print(f"\nskipper {m['git'] or '?'} · {m['machine']['cpus']} CPUs · load average "
+          f"{m['loadavg_start'][0]} → {m['loadavg_end'][0]}{' · QUICK' if QUICK else ''}")
     print_table(rows)
     JSON_OUT.parent.mkdir(parents=True, exist_ok=True)
     JSON_OUT.write_text(json.dumps(results, indent=2) + "\n")

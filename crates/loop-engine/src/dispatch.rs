@@ -16,7 +16,7 @@ use crate::Deps;
 pub(crate) enum CallOutcome {
     /// The model-visible text; `rejected` stops the loop (an external tool said so);
     /// `task_complete` carries the summary when the model declared the task done.
-    Done { text: String, rejected: bool, task_complete: Option<String> },
+    Done { text: String, rejected: bool, task_complete: Option<String>, images: Vec<String>, modified_args: Option<String> },
     Interrupted,
 }
 
@@ -30,6 +30,9 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings) -> Vec<ToolSpec> {
         .filter(|t| !s.external_tools.iter().any(|e| e.name == t.name()))
         .map(|t| ToolSpec { name: t.name().to_string(), description: t.description().to_string(), parameters: t.parameters() })
         .collect();
+    if s.request_user_input && s.tool_allowed(crate::user_input::ASK_USER) {
+        specs.push(crate::user_input::spec());
+    }
     if s.mode == "autopilot" && !s.external_tools.iter().any(|e| e.name == crate::autopilot::TASK_COMPLETE) {
         specs.push(crate::autopilot::task_complete_spec());
     }
@@ -69,7 +72,7 @@ pub(crate) async fn run_calls(
     let runs = calls.iter().zip(args).map(|(call, args)| {
         let available = &available;
         async move {
-            let output = run_one(shared, deps, call, args, settings, available, cancel).await;
+            let (output, modified_args) = run_with_hooks(shared, deps, call, args, settings, available, cancel).await;
             if cancel.is_cancelled() {
                 return CallOutcome::Interrupted;
             }
@@ -77,12 +80,73 @@ pub(crate) async fn run_calls(
             let task_complete = (call.name == crate::autopilot::TASK_COMPLETE && output.success)
                 .then(|| output.text_for_llm.clone());
             emit_complete(shared, call, &output, turn_id, &settings.model);
-            CallOutcome::Done { text: output.text_for_llm, rejected, task_complete }
+            CallOutcome::Done {
+                text: output.text_for_llm,
+                rejected,
+                task_complete,
+                images: output.image_data_urls,
+                modified_args: modified_args.map(|a| a.to_string()),
+            }
         }
     });
     futures::future::join_all(runs).await
 }
 
+/// One call with its `preToolUse` / `postToolUse` hooks. Returns the output and, when a hook
+/// rewrote them, the arguments the tool actually ran with (history records those).
+async fn run_with_hooks(
+    shared: &Arc<SessionShared>,
+    deps: &Arc<Deps>,
+    call: &ToolCall,
+    mut args: Value,
+    settings: &SessionSettings,
+    available: &[&str],
+    cancel: &CancellationToken,
+) -> (ToolOutput, Option<Value>) {
+    let mut preapproved = false;
+    let mut modified_args = None;
+    let pre = crate::hooks::invoke(shared, "preToolUse", json!({"toolName": call.name, "toolArgs": args})).await;
+    match crate::hooks::str_field(&pre, "permissionDecision") {
+        Some("deny") => {
+            let reason = crate::hooks::str_field(&pre, "permissionDecisionReason").unwrap_or("No reason provided");
+            let text = format!("Denied by preToolUse hook: {reason}");
+            return (ToolOutput::fail_with(text.clone(), text, "denied"), None);
+        }
+        Some("allow") => preapproved = true,
+        _ => {}
+    }
+    if let Some(new_args) = pre.as_ref().and_then(|o| o.get("modifiedArgs")).filter(|a| !a.is_null()) {
+        args = new_args.clone();
+        modified_args = Some(new_args.clone());
+    }
+    let mut output = run_one(shared, deps, call, args.clone(), settings, available, cancel, preapproved).await;
+    if cancel.is_cancelled() {
+        return (output, modified_args);
+    }
+    if output.success {
+        let result = json!({
+            "resultType": "success",
+            "textResultForLlm": output.text_for_llm,
+            "toolTelemetry": output.telemetry,
+        });
+        let post = crate::hooks::invoke(shared, "postToolUse", json!({"toolName": call.name, "toolArgs": args, "toolResult": result})).await;
+        match post.as_ref().and_then(|o| o.get("modifiedResult")) {
+            Some(Value::String(text)) => output.text_for_llm = text.clone(),
+            Some(obj @ Value::Object(_)) => {
+                if let Some(text) = obj.get("textResultForLlm").and_then(Value::as_str) {
+                    output.text_for_llm = text.to_string();
+                }
+            }
+            _ => {}
+        }
+    } else {
+        let error = output.error_message.clone().unwrap_or_else(|| output.text_for_llm.clone());
+        crate::hooks::invoke(shared, "postToolUseFailure", json!({"toolName": call.name, "toolArgs": args, "error": error})).await;
+    }
+    (output, modified_args)
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn run_one(
     shared: &Arc<SessionShared>,
     deps: &Arc<Deps>,
@@ -91,6 +155,7 @@ async fn run_one(
     settings: &SessionSettings,
     available: &[&str],
     cancel: &CancellationToken,
+    preapproved: bool,
 ) -> ToolOutput {
     if !available.contains(&call.name.as_str()) {
         return ToolOutput::fail_with(
@@ -103,10 +168,13 @@ async fn run_one(
         return ToolOutput::fail(format!("Invalid JSON in the arguments of `{}`: {}", call.name, call.arguments));
     }
     if let Some(def) = settings.external_tools.iter().find(|e| e.name == call.name) {
-        return crate::external::run(shared, def, call, args, settings, cancel).await;
+        return crate::external::run(shared, def, call, args, settings, cancel, preapproved).await;
     }
     if call.name == crate::autopilot::TASK_COMPLETE {
         return crate::autopilot::run_task_complete(&args);
+    }
+    if call.name == crate::user_input::ASK_USER {
+        return crate::user_input::run(shared, &call.id, &args).await;
     }
     let Some(tool) = deps.builtins.get(&call.name) else {
         return ToolOutput::fail_with(
@@ -121,7 +189,12 @@ async fn run_one(
         cwd: settings.cwd.clone(),
         temp_dir: deps.layout.temp_dir(),
         tool_call_id: call.id.clone(),
-        permissions: Arc::new(SessionGate { shared: shared.clone(), tool_call_id: call.id.clone(), cancel: cancel.clone() }),
+        permissions: Arc::new(SessionGate {
+            shared: shared.clone(),
+            tool_call_id: call.id.clone(),
+            cancel: cancel.clone(),
+            preapproved,
+        }),
         progress: Arc::new(move |partial: String| {
             progress_shared.emitter.emit(
                 "tool.execution_partial_result",
@@ -179,11 +252,16 @@ struct SessionGate {
     shared: Arc<SessionShared>,
     tool_call_id: String,
     cancel: CancellationToken,
+    /// A `preToolUse` hook said `allow`: no prompt.
+    preapproved: bool,
 }
 
 #[async_trait]
 impl PermissionGate for SessionGate {
     async fn request(&self, req: PermissionRequest) -> PermissionDecision {
+        if self.preapproved {
+            return PermissionDecision::Approved;
+        }
         let mut body = req.to_json();
         body["toolCallId"] = json!(self.tool_call_id);
         permission::ask(&self.shared, body, &self.tool_call_id, &self.cancel).await

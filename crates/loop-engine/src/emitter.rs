@@ -16,6 +16,17 @@ pub trait EventSubscriber: Send + Sync {
     fn subscriber_id(&self) -> u64;
     /// Delivers one event. Returns `false` once the subscriber is gone; it is then dropped.
     fn deliver(&self, session_id: &str, event: &Event) -> bool;
+    /// The subscriber's way to answer server→client requests (hooks, user input, transforms),
+    /// if it has one.
+    fn requester(&self) -> Option<Arc<dyn ClientRequester>> {
+        None
+    }
+}
+
+/// Sends a request to a client and waits for its answer (`Err` carries the error message).
+#[async_trait::async_trait]
+pub trait ClientRequester: Send + Sync {
+    async fn request(&self, method: &str, params: Value) -> Result<Value, String>;
 }
 
 pub struct Emitter {
@@ -54,6 +65,11 @@ impl Emitter {
         let mut inner = self.lock();
         inner.subscribers.retain(|s| s.subscriber_id() != subscriber_id);
         inner.subscribers.len()
+    }
+
+    /// The first subscriber able to answer requests (the session's earliest client).
+    pub fn requester(&self) -> Option<Arc<dyn ClientRequester>> {
+        self.lock().subscribers.iter().find_map(|s| s.requester())
     }
 
     pub fn subscriber_count(&self) -> usize {

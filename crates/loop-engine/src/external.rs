@@ -17,8 +17,9 @@ pub(crate) async fn run(
     args: Value,
     settings: &SessionSettings,
     cancel: &CancellationToken,
+    preapproved: bool,
 ) -> ToolOutput {
-    if !def.skip_permission {
+    if !def.skip_permission && !preapproved {
         let req = json!({
             "kind": "custom-tool",
             "toolCallId": call.id,

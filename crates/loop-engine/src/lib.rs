@@ -10,6 +10,8 @@ pub mod autopilot;
 mod dispatch;
 mod emitter;
 mod external;
+mod hooks;
+mod user_input;
 pub mod history;
 mod permission;
 mod run;
@@ -26,7 +28,7 @@ use protocol::methods::SessionConfigParams;
 use serde_json::{json, Value};
 use store::{EventLog, Layout, SessionIndex, SessionRow};
 
-pub use emitter::{Emitter, EventSubscriber};
+pub use emitter::{ClientRequester, Emitter, EventSubscriber};
 pub use session::{QueuedMessage, SessionShared};
 pub use settings::SessionSettings;
 
@@ -293,6 +295,7 @@ impl Engine {
             base.working_directory = restored.cwd.clone();
         }
         let mut settings = SessionSettings::from_params(&base, &self.default_model, &self.default_cwd, self.allow_all);
+        settings.resumed = true;
         if let Some(mode) = &restored.mode {
             settings.mode = mode.clone();
         }
@@ -351,8 +354,12 @@ impl Engine {
     }
 
     /// Detaches a subscriber; the last one out unloads the session (its state stays on disk).
-    pub fn detach(&self, id: &str, subscriber_id: u64) -> bool {
+    pub async fn detach(&self, id: &str, subscriber_id: u64) -> bool {
         let Some(shared) = self.get(id) else { return true };
+        if shared.emitter.subscriber_count() <= 1 {
+            // The last client is still attached, so it can answer its own sessionEnd hook.
+            hooks::invoke(&shared, "sessionEnd", json!({"reason": "user_exit"})).await;
+        }
         if shared.emitter.unsubscribe(subscriber_id) > 0 {
             return true;
         }

@@ -12,6 +12,9 @@ use tokio_util::sync::CancellationToken;
 use tools::INTERRUPTED_TEXT;
 
 use crate::autopilot::{StopReason, MAX_NUDGES, NUDGE_TEXT};
+
+/// How often an `agentStop` hook may keep the agent going for one message.
+const MAX_STOP_BLOCKS: u32 = 5;
 use crate::dispatch::{self, CallOutcome};
 use crate::session::{Conversation, QueuedMessage, SessionShared};
 use crate::Deps;
@@ -30,10 +33,26 @@ pub(crate) async fn run_message(
     if let Some(mode) = msg.agent_mode.as_deref().filter(|m| ["interactive", "plan", "autopilot"].contains(m)) {
         set_mode(shared, mode);
     }
+    let mut msg = msg;
+    if conv.title.is_none() {
+        let source = if shared.settings().resumed { "resume" } else { "new" };
+        crate::hooks::invoke(shared, "sessionStart", json!({"source": source, "initialPrompt": msg.prompt})).await;
+    }
+    let submitted = crate::hooks::invoke(shared, "userPromptSubmitted", json!({"prompt": msg.prompt})).await;
+    if crate::hooks::str_field(&submitted, "decision") == Some("block") {
+        let reason = crate::hooks::str_field(&submitted, "reason").unwrap_or("The prompt was blocked by a hook.");
+        shared.emitter.emit("session.warning", json!({"warningType": "policy_blocked", "message": reason}), true);
+        return StopReason::Rejected;
+    }
+    if let Some(p) = crate::hooks::str_field(&submitted, "modifiedPrompt") {
+        msg.prompt = p.to_string();
+    }
     push_user_message(shared, conv, deps, &msg, &interaction_id).await;
 
+    let transformed = transform_sections(shared).await;
     let mut turn: u32 = 0;
     let mut nudges: u32 = 0;
+    let mut stop_blocks: u32 = 0;
     loop {
         for steer in shared.take_steering() {
             push_user_message(shared, conv, deps, &steer, &interaction_id).await;
@@ -48,7 +67,9 @@ pub(crate) async fn run_message(
         let tool_specs = dispatch::tool_specs(deps, &settings);
         let mut messages = Vec::with_capacity(conv.messages.len() + 1);
         let cwd = settings.cwd.to_string_lossy().to_string();
-        messages.push(Message::System { content: crate::system_prompt::build(settings.system_message.as_ref(), &cwd) });
+        messages.push(Message::System {
+            content: crate::system_prompt::build_with(settings.system_message.as_ref(), &cwd, &transformed),
+        });
         messages.extend(conv.messages.iter().cloned());
         let req = ChatRequest {
             model: settings.model.clone(),
@@ -84,6 +105,12 @@ pub(crate) async fn run_message(
                     data["providerCallId"] = json!(id);
                 }
                 shared.emitter.emit("session.error", data, false);
+                crate::hooks::invoke(
+                    shared,
+                    "errorOccurred",
+                    json!({"error": err.to_string(), "errorContext": "model_call", "recoverable": true}),
+                )
+                .await;
                 return StopReason::Error;
             }
         };
@@ -140,6 +167,23 @@ pub(crate) async fn run_message(
         if reply.tool_calls.is_empty() {
             end_turn(shared, &turn_id);
             if shared.settings().mode != "autopilot" {
+                if stop_blocks < MAX_STOP_BLOCKS && !cancel.is_cancelled() {
+                    let stop = crate::hooks::invoke(
+                        shared,
+                        "agentStop",
+                        json!({"stopReason": "end_turn", "stop_hook_active": stop_blocks > 0,
+                               "transcriptPath": shared.workspace_path.join("events.jsonl").to_string_lossy()}),
+                    )
+                    .await;
+                    if crate::hooks::str_field(&stop, "decision") == Some("block") {
+                        stop_blocks += 1;
+                        let reason = crate::hooks::str_field(&stop, "reason").unwrap_or("Continue.").to_string();
+                        let follow = QueuedMessage { prompt: reason, attachments: Vec::new(), ..msg.clone() };
+                        push_user_message(shared, conv, deps, &follow, &interaction_id).await;
+                        turn = 0;
+                        continue;
+                    }
+                }
                 return StopReason::TaskComplete;
             }
             if nudges >= MAX_NUDGES || cancel.is_cancelled() {
@@ -154,16 +198,29 @@ pub(crate) async fn run_message(
         let outcomes = dispatch::run_calls(shared, deps, &reply.tool_calls, &turn_id, &settings, &cancel).await;
         let mut rejected = false;
         let mut completed: Option<String> = None;
+        let mut image_messages = Vec::new();
+        let mut rewritten: Vec<(String, String)> = Vec::new();
         for (call, outcome) in reply.tool_calls.iter().zip(outcomes) {
             let text = match outcome {
-                CallOutcome::Done { text, rejected: r, task_complete } => {
+                CallOutcome::Done { text, rejected: r, task_complete, images, modified_args } => {
+                    if let Some(a) = modified_args {
+                        rewritten.push((call.id.clone(), a));
+                    }
                     rejected |= r;
                     completed = completed.or(task_complete);
+                    if !images.is_empty() {
+                        image_messages.push(image_message(call, &settings.cwd, images));
+                    }
                     text
                 }
                 CallOutcome::Interrupted => INTERRUPTED_TEXT.to_string(),
             };
             conv.messages.push(Message::Tool { tool_call_id: call.id.clone(), content: ToolContent::Text(text) });
+        }
+        // Images cannot ride in tool messages; they follow as a user message, as the original does.
+        conv.messages.extend(image_messages);
+        if !rewritten.is_empty() {
+            rewrite_call_arguments(&mut conv.messages, &rewritten);
         }
         if let Some(summary) = &completed {
             shared.emitter.emit("session.task_complete", json!({"summary": summary, "success": true}), false);
@@ -180,6 +237,58 @@ pub(crate) async fn run_message(
         }
         turn += 1;
     }
+}
+
+/// A `preToolUse` hook changed a call's arguments: the model sees the call as it ran.
+fn rewrite_call_arguments(messages: &mut [Message], rewritten: &[(String, String)]) {
+    for m in messages.iter_mut().rev() {
+        if let Message::Assistant { tool_calls, .. } = m {
+            for c in tool_calls.iter_mut() {
+                if let Some((_, args)) = rewritten.iter().find(|(id, _)| *id == c.id) {
+                    c.arguments = args.clone();
+                }
+            }
+            return;
+        }
+    }
+}
+
+/// `Image file at path <p>` plus the image, for a tool call that produced one.
+fn image_message(call: &ToolCall, cwd: &std::path::Path, images: Vec<String>) -> Message {
+    let arg_path = serde_json::from_str::<Value>(&call.arguments)
+        .ok()
+        .and_then(|a| a.get("path").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_default();
+    let path = if std::path::Path::new(&arg_path).is_absolute() { arg_path } else { cwd.join(&arg_path).to_string_lossy().to_string() };
+    let mut parts = vec![llm_providers::ContentPart::Text { text: format!("Image file at path {path}") }];
+    parts.extend(images.into_iter().map(|url| llm_providers::ContentPart::ImageUrl { image_url: llm_providers::ImageUrl { url } }));
+    Message::User { content: UserContent::Parts(parts) }
+}
+
+/// Asks the client to rewrite the sections configured with `transform` (one request per
+/// message). A client that fails or does not answer leaves the sections as rendered.
+async fn transform_sections(shared: &SessionShared) -> std::collections::HashMap<String, String> {
+    let settings = shared.settings();
+    let cwd = settings.cwd.to_string_lossy().to_string();
+    let sections = crate::system_prompt::transform_requests(settings.system_message.as_ref(), &cwd);
+    let mut out = std::collections::HashMap::new();
+    if sections.is_empty() {
+        return out;
+    }
+    let Some(client) = shared.emitter.requester() else { return out };
+    match client.request("systemMessage.transform", json!({"sessionId": shared.id, "sections": sections})).await {
+        Ok(result) => {
+            if let Some(map) = result.get("sections").and_then(Value::as_object) {
+                for (id, v) in map {
+                    if let Some(c) = v.get("content").and_then(Value::as_str) {
+                        out.insert(id.clone(), c.to_string());
+                    }
+                }
+            }
+        }
+        Err(e) => tracing::warn!(session = %shared.id, error = %e, "systemMessage.transform failed"),
+    }
+    out
 }
 
 fn set_mode(shared: &SessionShared, mode: &str) {
@@ -223,7 +332,11 @@ async fn push_user_message(
 ) {
     let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
     let rendered = crate::attachments::render(&msg.prompt, &msg.attachments, &shared.settings().cwd);
-    let transformed = format!("<current_datetime>{now}</current_datetime>\n\n{}", rendered.text);
+    let mut transformed = format!("<current_datetime>{now}</current_datetime>\n\n{}", rendered.text);
+    let hook = crate::hooks::invoke(shared, "userPromptTransformed", json!({"prompt": msg.prompt, "transformedPrompt": transformed})).await;
+    if let Some(t) = crate::hooks::str_field(&hook, "modifiedTransformedPrompt") {
+        transformed = t.to_string();
+    }
     if conv.title.is_none() {
         let title: String = msg.prompt.chars().take(80).collect();
         conv.title = Some(title.clone());

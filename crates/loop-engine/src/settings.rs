@@ -21,6 +21,12 @@ pub struct SessionSettings {
     pub approve_all: bool,
     /// `interactive`, `plan` or `autopilot`.
     pub mode: String,
+    /// The client registered hooks: the loop sends `hooks.invoke`.
+    pub hooks: bool,
+    /// The client answers `userInput.request`: the `ask_user` tool is offered.
+    pub request_user_input: bool,
+    /// This session was resumed (for the `sessionStart` hook's `source`).
+    pub resumed: bool,
 }
 
 impl SessionSettings {
@@ -38,6 +44,9 @@ impl SessionSettings {
             request_permission: p.request_permission.unwrap_or(true),
             approve_all: allow_all,
             mode: "interactive".to_string(),
+            hooks: p.hooks.unwrap_or(false),
+            request_user_input: p.request_user_input.unwrap_or(false),
+            resumed: false,
         }
     }
 
@@ -64,6 +73,9 @@ impl SessionSettings {
             self.system_message = p.system_message.clone();
         }
         self.request_permission = p.request_permission.unwrap_or(true);
+        self.hooks = p.hooks.unwrap_or(false);
+        self.request_user_input = p.request_user_input.unwrap_or(false);
+        self.resumed = true;
     }
 
     /// Whether a tool name passes `availableTools` / `excludedTools`.

@@ -23,6 +23,35 @@ const SECTIONS: &[(&str, &str)] = &[
 
 /// Builds the full system prompt for a session.
 pub fn build(config: Option<&SystemMessageConfig>, cwd: &str) -> String {
+    build_with(config, cwd, &std::collections::HashMap::new())
+}
+
+/// Sections whose action is `transform`, with their rendered text: the client rewrites them
+/// (`systemMessage.transform`) before the first model call of a message.
+pub fn transform_requests(config: Option<&SystemMessageConfig>, cwd: &str) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    let Some(sections) = config.filter(|c| c.mode.as_deref() == Some("customize")).and_then(|c| c.sections.as_ref()) else {
+        return out;
+    };
+    for (id, text) in SECTIONS {
+        let wants = sections.get(*id).and_then(|o| o.get("action")).and_then(Value::as_str) == Some("transform");
+        if wants {
+            out.insert((*id).to_string(), serde_json::json!({"content": render(text, cwd)}));
+        }
+    }
+    out
+}
+
+fn render(text: &str, cwd: &str) -> String {
+    text.trim().replace("{{cwd}}", cwd).replace("{{os}}", std::env::consts::OS)
+}
+
+/// Like [`build`], with client-transformed section texts replacing the rendered ones.
+pub fn build_with(
+    config: Option<&SystemMessageConfig>,
+    cwd: &str,
+    transformed: &std::collections::HashMap<String, String>,
+) -> String {
     let mode = config.and_then(|c| c.mode.as_deref()).unwrap_or("append");
     if mode == "replace" {
         return config.and_then(|c| c.content.clone()).unwrap_or_default();
@@ -30,10 +59,11 @@ pub fn build(config: Option<&SystemMessageConfig>, cwd: &str) -> String {
     let sections = config.and_then(|c| c.sections.as_ref()).filter(|_| mode == "customize");
     let mut parts: Vec<String> = Vec::new();
     for (id, text) in SECTIONS {
-        let base = text.trim().replace("{{cwd}}", cwd).replace("{{os}}", std::env::consts::OS);
-        let rendered = match sections.and_then(|s| s.get(*id)) {
-            Some(over) => apply_override(&base, over),
-            None => Some(base),
+        let base = render(text, cwd);
+        let rendered = match (transformed.get(*id), sections.and_then(|s| s.get(*id))) {
+            (Some(t), _) => Some(t.clone()),
+            (None, Some(over)) => apply_override(&base, over),
+            (None, None) => Some(base),
         };
         if let Some(r) = rendered.filter(|r| !r.is_empty()) {
             parts.push(r);
@@ -83,6 +113,18 @@ mod tests {
     fn append_adds_content_last() {
         let p = build(Some(&cfg(json!({"mode":"append","content":"Always say PINEAPPLE"}))), "/w");
         assert!(p.ends_with("Always say PINEAPPLE"));
+    }
+
+    #[test]
+    fn transform_sections_are_offered_and_applied() {
+        let c = cfg(json!({"mode":"customize","sections":{"tone":{"action":"transform"}}}));
+        let reqs = transform_requests(Some(&c), "/w");
+        assert_eq!(reqs.len(), 1);
+        assert!(reqs["tone"]["content"].as_str().unwrap().contains("<tone>"));
+        let mut t = std::collections::HashMap::new();
+        t.insert("tone".to_string(), "LOUD".to_string());
+        let p = build_with(Some(&c), "/w", &t);
+        assert!(p.contains("LOUD") && !p.contains("<tone>"));
     }
 
     #[test]

@@ -2,16 +2,16 @@
 //! subscriber that forwards session events and lifecycle notifications to this client.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-use loop_engine::{EventSubscriber, LifecycleSubscriber};
+use loop_engine::{ClientRequester, EventSubscriber, LifecycleSubscriber};
 use protocol::event::Event;
 use protocol::frame::{encode, FrameDecoder};
 use protocol::jsonrpc::{self, Id, Incoming, RpcError};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::Server;
 
@@ -23,6 +23,9 @@ pub struct Conn {
     pub server: Arc<Server>,
     out: mpsc::UnboundedSender<Vec<u8>>,
     authenticated: AtomicBool,
+    /// Server→client requests awaiting an answer, by our integer id (from 1, per connection).
+    outstanding: Mutex<HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>>,
+    next_request_id: AtomicI64,
 }
 
 impl Conn {
@@ -45,6 +48,33 @@ impl Conn {
         self.authenticated.store(true, Ordering::Release);
     }
 
+    /// Sends a request to the client and waits for its answer.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.outstanding.lock().unwrap_or_else(|e| e.into_inner()).insert(id, tx);
+        if !self.send(&jsonrpc::request(id, method, params)) {
+            self.outstanding.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            return Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "client connection closed"));
+        }
+        rx.await.unwrap_or_else(|_| Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "client connection closed")))
+    }
+
+    fn resolve(&self, id: &Id, result: Result<Value, RpcError>) {
+        let Some(id) = id.as_i64() else { return };
+        let tx = self.outstanding.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        if let Some(tx) = tx {
+            let _ = tx.send(result);
+        }
+    }
+
+    fn fail_outstanding(&self) {
+        let pending: Vec<_> = self.outstanding.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
+        for (_, tx) in pending {
+            let _ = tx.send(Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "client connection closed")));
+        }
+    }
+
     /// This connection as an event subscriber for sessions it creates or resumes.
     pub fn subscriber(self: &Arc<Self>) -> Arc<dyn EventSubscriber> {
         Arc::new(ConnSubscriber(self.clone()))
@@ -59,6 +89,18 @@ impl EventSubscriber for ConnSubscriber {
     }
     fn deliver(&self, session_id: &str, event: &Event) -> bool {
         self.0.send(&jsonrpc::notification("session.event", json!({"sessionId": session_id, "event": event})))
+    }
+    fn requester(&self) -> Option<Arc<dyn ClientRequester>> {
+        Some(Arc::new(ConnRequester(self.0.clone())))
+    }
+}
+
+struct ConnRequester(Arc<Conn>);
+
+#[async_trait::async_trait]
+impl ClientRequester for ConnRequester {
+    async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
+        self.0.request(method, params).await.map_err(|e| e.message)
     }
 }
 
@@ -83,6 +125,8 @@ where
         server: server.clone(),
         out: tx,
         authenticated: AtomicBool::new(false),
+        outstanding: Mutex::new(HashMap::new()),
+        next_request_id: AtomicI64::new(1),
     });
     server.engine.subscribe_lifecycle(Arc::new(ConnSubscriber(conn.clone())));
 
@@ -131,9 +175,7 @@ where
                 Err((id, err)) => {
                     conn.send(&jsonrpc::error_response(id.as_ref(), &err));
                 }
-                Ok(Incoming::Response { .. }) => {
-                    // Server→client requests are not issued yet; stray responses are ignored.
-                }
+                Ok(Incoming::Response { id, result }) => conn.resolve(&id, result),
                 Ok(Incoming::Notification { method, .. }) => {
                     tracing::debug!(%method, "notification ignored");
                 }
@@ -144,6 +186,7 @@ where
         }
     }
     drop(lanes);
+    conn.fail_outstanding();
     server.engine.unsubscribe_lifecycle(conn.id);
     server.engine.drop_subscriber(conn.id);
     drop(conn);

@@ -27,7 +27,7 @@ pub async fn route(conn: &Arc<Conn>, method: &str, params: Value) -> HandlerResu
         "session.send" => session::send(conn, method, params),
         "session.abort" => session::abort(conn, method, params),
         "session.getMessages" => session::get_messages(conn, method, params),
-        "session.detach" | "session.destroy" => session::detach(conn, method, params),
+        "session.detach" | "session.destroy" => session::detach(conn, method, params).await,
         "session.delete" => session::delete(conn, method, params).await,
         "session.list" => session::list(conn, method, params).await,
         "session.getLastId" => session::last_id(conn, method).await,

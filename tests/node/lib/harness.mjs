@@ -499,3 +499,45 @@ export class RawPeer {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Helpers for the issue 3/4 suites (loop, streaming, abort, retries, permissions, tools)
+
+/** Asserts the fake answered every model request (snapshot replay matched), with diagnostics. */
+export async function assertAllMatched(ctx, what = "the loaded snapshot") {
+    const unmatched = await unmatchedExchanges(ctx.fake);
+    if (unmatched.length > 0) {
+        const err = new Error(
+            `${unmatched.length} model request(s) did not match ${what}; last unmatched request messages: ` +
+                JSON.stringify(unmatched.at(-1)?.request?.messages?.slice(1) ?? null).slice(0, 3000)
+        );
+        throw ctx.explain(err);
+    }
+}
+
+/** The system message text of a captured chat-completions request body. */
+export function systemMessageOf(body) {
+    const m = body?.messages?.find((x) => x.role === "system");
+    if (!m) return undefined;
+    return typeof m.content === "string" ? m.content : (m.content ?? []).map((p) => p.text ?? "").join("");
+}
+
+/** The function names offered to the model in a captured request body. */
+export function toolNamesOf(body) {
+    return (body?.tools ?? []).map((t) => t.function?.name ?? t.name);
+}
+
+/** Event types, for assertion messages. */
+export function typesOf(events) {
+    return events.map((e) => e.type);
+}
+
+/** Resolves once `events` (a live array) contains an event matching `pred`; returns it. */
+export function waitForEvent(events, pred, { timeout = 30_000, message } = {}) {
+    const test = typeof pred === "string" ? (e) => e.type === pred : pred;
+    return waitUntil(() => events.find(test), {
+        timeout,
+        interval: 10,
+        message: message ?? `no ${typeof pred === "string" ? pred : "matching"} event within ${timeout} ms; got: ${events.map((e) => e.type).join(", ")}`,
+    });
+}

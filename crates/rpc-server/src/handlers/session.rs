@@ -80,9 +80,9 @@ pub fn get_messages(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult
     Ok(json!({"events": events}))
 }
 
-pub fn detach(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn detach(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SessionIdParams = params(method, &raw)?;
-    let ok = conn.server.engine.detach(&p.session_id, conn.id);
+    let ok = conn.server.engine.detach(&p.session_id, conn.id).await;
     Ok(json!({"success": ok}))
 }
 

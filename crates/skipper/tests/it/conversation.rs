@@ -443,6 +443,8 @@ async fn abort_during_a_hanging_model_call() {
         c.send(&sid, "again").await;
         c.wait_for_nth_event(&sid, "session.idle", 2, T).await;
         assert_eq!(c.events_of_type(&sid, "assistant.message").last().unwrap()["data"]["content"], json!("back again"));
+        let turns: Vec<_> = c.events_of_type(&sid, "assistant.turn_start").iter().map(|e| e["data"]["turnId"].clone()).collect();
+        assert_eq!(turns, vec![json!("0"), json!("0")], "turnId restarts at 0 for each send");
         finish(&env, &sid, 2).await;
     })
     .await;
@@ -477,6 +479,53 @@ async fn abort_during_a_long_bash_call() {
         assert_eq!(tools[0].1, INTERRUPTED);
         assert_eq!(c.count(&sid, "assistant.turn_start"), reqs.len());
         finish(&env, &sid, 2).await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn session_state_methods_emit_schema_valid_events() {
+    with_timeout(60, async {
+        let env = TestEnv::start().await;
+        let c = &env.client;
+        let sid = c.create_session(json!({})).await;
+        for (level, ty) in [("info", "session.info"), ("warning", "session.warning"), ("error", "session.error")] {
+            let r = c.ok("session.log", json!({"sessionId": sid, "message": format!("a {level}"), "level": level})).await;
+            let ev = c.wait_for_event(&sid, ty, T).await;
+            assert_eq!(r["eventId"], ev["id"], "{r} vs {ev}");
+            assert_eq!(ev["data"]["message"], json!(format!("a {level}")));
+        }
+        c.ok("session.log", json!({"sessionId": sid, "message": "transient", "ephemeral": true})).await;
+        let ev = c.wait_for_nth_event(&sid, "session.info", 2, T).await;
+        assert_eq!(ev["ephemeral"], json!(true), "{ev}");
+        let r = c.ok("session.model.switchTo", json!({"sessionId": sid, "modelId": "gpt-4.1"})).await;
+        assert_eq!(r["modelId"], json!("gpt-4.1"), "{r}");
+        let mc = c.wait_for_event(&sid, "session.model_change", T).await;
+        assert_eq!(mc["data"]["newModel"], json!("gpt-4.1"));
+        let r = c.ok("session.model.getCurrent", json!({"sessionId": sid})).await;
+        assert_eq!(r["modelId"], json!("gpt-4.1"));
+        c.ok("session.mode.set", json!({"sessionId": sid, "mode": "plan"})).await;
+        let mc = c.wait_for_event(&sid, "session.mode_changed", T).await;
+        assert_eq!(mc["data"]["newMode"], json!("plan"));
+        assert_eq!(c.ok("session.mode.get", json!({"sessionId": sid})).await, json!("plan"));
+        c.ok("session.mode.set", json!({"sessionId": sid, "mode": "interactive"})).await;
+        c.ok("session.plan.update", json!({"sessionId": sid, "content": "# Plan\n1. do it"})).await;
+        c.wait_for_event(&sid, "session.plan_changed", T).await;
+        let r = c.ok("session.plan.read", json!({"sessionId": sid})).await;
+        assert_eq!(r["exists"], json!(true), "{r}");
+        assert_eq!(r["content"], json!("# Plan\n1. do it"), "{r}");
+        c.ok("session.plan.delete", json!({"sessionId": sid})).await;
+        c.wait_for_nth_event(&sid, "session.plan_changed", 2, T).await;
+        let msgs = c.get_messages(&sid).await.unwrap();
+        assert!(!msgs.iter().any(|m| m["data"]["message"] == json!("transient")), "ephemeral log persisted");
+        // Then a normal exchange with the switched model.
+        env.fake.push_reply(Reply::text("fine"));
+        c.send(&sid, "hi").await;
+        c.wait_for_event(&sid, "session.idle", T).await;
+        assert_eq!(env.model_requests()[0]["model"], json!("gpt-4.1"), "switched model used for the call");
+        check_invariants(c, &sid, 1, true);
+        c.get_messages(&sid).await.unwrap();
+        c.assert_schema_clean();
     })
     .await;
 }

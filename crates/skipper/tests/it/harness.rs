@@ -511,30 +511,32 @@ impl RpcClient {
         self.events_of_type(session_id, ty).len()
     }
 
-    /// Waits until `pred` finds something in the inbound messages.
-    pub async fn wait_until<T>(&self, timeout: Duration, what: &str, mut pred: impl FnMut(&Self) -> Option<T>) -> T {
+    /// Waits until `pred` finds something in the inbound messages; `Err` says why not
+    /// (timeout or connection closed).
+    pub async fn try_wait_until<T>(&self, timeout: Duration, mut pred: impl FnMut(&Self) -> Option<T>) -> Result<T, String> {
         let mut rx = self.bump.subscribe();
         let fut = async {
             loop {
                 rx.borrow_and_update();
                 if let Some(t) = pred(self) {
-                    return t;
+                    return Ok(t);
                 }
                 if self.is_closed() {
-                    // One last look after close.
-                    if let Some(t) = pred(self) {
-                        return t;
-                    }
-                    panic!("connection closed while waiting for {what}");
+                    return pred(self).ok_or_else(|| "connection closed".to_string());
                 }
                 if rx.changed().await.is_err() {
-                    panic!("reader gone while waiting for {what}");
+                    return Err("reader gone".to_string());
                 }
             }
         };
-        match tokio::time::timeout(timeout, fut).await {
+        tokio::time::timeout(timeout, fut).await.unwrap_or_else(|_| Err(format!("timed out after {timeout:?}")))
+    }
+
+    /// Waits until `pred` finds something in the inbound messages; panics otherwise.
+    pub async fn wait_until<T>(&self, timeout: Duration, what: &str, pred: impl FnMut(&Self) -> Option<T>) -> T {
+        match self.try_wait_until(timeout, pred).await {
             Ok(t) => t,
-            Err(_) => panic!("timed out after {timeout:?} waiting for {what}"),
+            Err(why) => panic!("{why} while waiting for {what}"),
         }
     }
 
@@ -555,17 +557,16 @@ impl RpcClient {
         self.lock().violations.clone()
     }
 
-    /// Fails with every recorded schema violation (deduplicated by type+path+message).
-    pub fn assert_schema_clean(&self) {
+    /// Every recorded schema/protocol violation (deduplicated by type+path+message), or `None`.
+    pub fn schema_report(&self) -> Option<String> {
         let v = self.violations();
         let errs = self.protocol_errors();
-        let unknown: Vec<_> = v.iter().filter(|x| x.unknown_type).collect();
-        for u in &unknown {
+        for u in v.iter().filter(|x| x.unknown_type) {
             eprintln!("note: event type not in the schema (tolerated by clients): {}", u.event_type);
         }
         let real: Vec<_> = v.iter().filter(|x| !x.unknown_type).collect();
         if real.is_empty() && errs.is_empty() {
-            return;
+            return None;
         }
         let mut seen = std::collections::BTreeSet::new();
         let mut out = String::new();
@@ -579,7 +580,12 @@ impl RpcClient {
         for e in errs {
             out.push_str(&format!("protocol: {e}\n"));
         }
-        panic!("schema/protocol violations:\n{out}");
+        Some(out)
+    }
+
+    /// Fails with every recorded schema violation.
+    pub fn assert_schema_clean(&self) {
+        assert_all_clean(&[self]);
     }
 
     /// Spawns a task answering every `permission.requested` event of the session with
@@ -591,7 +597,17 @@ impl RpcClient {
             let mut n = 0;
             loop {
                 n += 1;
-                let ev = me.wait_for_nth_event(&sid, "permission.requested", n, Duration::from_secs(3600)).await;
+                let Ok(ev) = me
+                    .try_wait_until(Duration::from_secs(3600), |c| {
+                        c.events_of_type(&sid, "permission.requested").into_iter().nth(n - 1)
+                    })
+                    .await
+                else {
+                    return;
+                };
+                if me.is_closed() {
+                    return;
+                }
                 let request_id = ev["data"]["requestId"].clone();
                 let _ = me
                     .call(
@@ -601,6 +617,14 @@ impl RpcClient {
                     .await;
             }
         })
+    }
+}
+
+/// Fails with the schema/protocol violations of all `clients` together.
+pub fn assert_all_clean(clients: &[&RpcClient]) {
+    let reports: Vec<String> = clients.iter().filter_map(|c| c.schema_report()).collect();
+    if !reports.is_empty() {
+        panic!("schema/protocol violations:\n{}", reports.join(""));
     }
 }
 

@@ -7,7 +7,7 @@ use fake_model::Reply;
 use serde_json::{json, Value};
 
 use crate::conversation::{check_invariants, content_text, T};
-use crate::harness::{with_timeout, TestEnv};
+use crate::harness::{assert_all_clean, with_timeout, TestEnv};
 use crate::schema::validate_event;
 
 fn read_log(env: &TestEnv, sid: &str) -> (String, Vec<Value>) {
@@ -43,8 +43,6 @@ async fn events_jsonl_has_one_persisted_event_per_line() {
             assert!(ev.get("ephemeral").is_none(), "events.jsonl must not contain `ephemeral`: {ev}");
             violations.extend(validate_event(ev, "events.jsonl"));
         }
-        let bad: Vec<String> = violations.iter().filter(|v| !v.unknown_type).map(|v| v.to_string()).collect();
-        assert!(bad.is_empty(), "events.jsonl schema violations:\n{}", bad.join("\n"));
         let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
         assert_eq!(types.first(), Some(&"session.start"));
         for t in ["session.idle", "assistant.message_delta", "assistant.usage", "session.usage_info"] {
@@ -56,6 +54,8 @@ async fn events_jsonl_has_one_persisted_event_per_line() {
         let b: Vec<_> = events.iter().map(|e| e["id"].clone()).collect();
         assert_eq!(a, b, "getMessages ids == events.jsonl ids");
         assert_eq!(msgs, events, "getMessages events == events.jsonl lines");
+        let bad: Vec<String> = violations.iter().filter(|v| !v.unknown_type).map(|v| v.to_string()).collect();
+        assert!(bad.is_empty(), "events.jsonl schema violations:\n{}", bad.join("\n"));
         c.assert_schema_clean();
     })
     .await;
@@ -68,7 +68,7 @@ async fn resume_in_a_new_process_after_a_torn_last_line() {
         let sid = env.client.create_session(json!({})).await;
         one_exchange(&env, &sid, "What is 1+1?", "1+1 is 2", 1).await;
         check_invariants(&env.client, &sid, 1, true);
-        env.client.assert_schema_clean();
+        let first_client = env.client.clone();
         let (_, before) = read_log(&env, &sid);
 
         // Stop the first process, then tear the log's last line like a crash mid-write would.
@@ -85,6 +85,8 @@ async fn resume_in_a_new_process_after_a_torn_last_line() {
         assert_eq!(r["sessionId"], json!(sid));
         let resume = c.wait_for_event(&sid, "session.resume", T).await;
         assert!(resume["data"]["eventCount"].as_u64().is_some(), "{resume}");
+        // The parent chain continues from the last whole event on disk.
+        assert_eq!(resume["parentId"], before.last().unwrap()["id"], "session.resume parentId: {resume}");
 
         env.fake.push_reply(Reply::text("Doubled, that is 4"));
         c.send(&sid, "Now double that").await;
@@ -116,7 +118,7 @@ async fn resume_in_a_new_process_after_a_torn_last_line() {
         assert!(bad <= 1, "{bad} unparsable lines in events.jsonl");
         let file_ids: Vec<_> = after.iter().map(|e| e["id"].clone()).collect();
         assert_eq!(file_ids, ids, "every event after resume must be a whole line on disk (not glued to the torn line)");
-        c.assert_schema_clean();
+        assert_all_clean(&[&first_client, &c]);
     })
     .await;
 }

@@ -122,6 +122,47 @@ impl SchemaChecker {
     }
 }
 
+impl SchemaChecker {
+    /// `(instance path, message)` of every error of `instance` against definition `def`.
+    /// An `anyOf` failure on a discriminated union (a branch whose `const` property matches
+    /// the instance, e.g. `kind: "shell"`) is replaced by the errors against that branch, so
+    /// the report names the offending field instead of "not valid under any of the schemas".
+    fn errors(&self, def: &str, instance: &Value, prefix: &str) -> Vec<(String, String)> {
+        let validator = self.validator(def);
+        let mut out = Vec::new();
+        for e in validator.iter_errors(instance) {
+            let ipath = e.instance_path().to_string();
+            let spath = e.schema_path().to_string();
+            if spath.ends_with("/anyOf") || spath.ends_with("/oneOf") {
+                let sub = instance.pointer(&ipath).unwrap_or(&Value::Null);
+                if let Some(branch) = self.matching_branch(&spath, sub) {
+                    let inner = self.errors(&branch, sub, &format!("{prefix}{ipath}"));
+                    if !inner.is_empty() {
+                        out.extend(inner.into_iter().map(|(p, m)| (p, format!("{m} [branch {branch}]"))));
+                        continue;
+                    }
+                }
+            }
+            out.push((format!("{prefix}{ipath}"), format!("{e} (schema path {spath})")));
+        }
+        out
+    }
+
+    /// The `$ref` branch of the union at `schema_path` whose `const` discriminator matches.
+    fn matching_branch(&self, schema_path: &str, instance: &Value) -> Option<String> {
+        let branches = self.root.pointer(schema_path)?.as_array()?;
+        for b in branches {
+            let name = b.get("$ref")?.as_str()?.rsplit('/').next()?.to_string();
+            let props = self.root["definitions"][&name]["properties"].as_object()?;
+            let hit = props.iter().any(|(k, p)| p.get("const").is_some_and(|c| instance.get(k) == Some(c)));
+            if hit {
+                return Some(name);
+            }
+        }
+        None
+    }
+}
+
 fn is_uuid(s: &str) -> bool {
     let parts: Vec<&str> = s.split('-').collect();
     parts.len() == 5
@@ -145,11 +186,8 @@ pub fn validate_event(event: &Value, source: &str) -> Vec<Violation> {
     let Some(def) = c.definition_for(ty) else {
         return vec![mk("/type".into(), format!("event type `{ty}` is not in the schema"), true)];
     };
-    let validator = c.validator(def);
-    let mut out: Vec<Violation> = validator
-        .iter_errors(event)
-        .map(|e| mk(e.instance_path().to_string(), format!("{e} (schema path {})", e.schema_path()), false))
-        .collect();
+    let mut out: Vec<Violation> =
+        c.errors(def, event, "").into_iter().map(|(path, message)| mk(path, message, false)).collect();
     // The envelope's `format: uuid` is not a draft-7 format; check it by hand.
     for key in ["id", "parentId"] {
         if let Some(s) = event.get(key).and_then(Value::as_str) {
