@@ -231,22 +231,21 @@ impl Engine {
             "type": "session.created", "sessionId": id,
             "metadata": {"startTime": start_time, "modifiedTime": start_time},
         }));
-        shared.emitter.emit(
-            "session.start",
-            json!({
-                "sessionId": id,
-                "version": 1,
-                "producer": "copilot-agent",
-                "copilotVersion": self.deps.version,
-                "startTime": start_time,
-                "selectedModel": settings.model,
-                "reasoningEffort": settings.reasoning_effort,
-                "context": {"cwd": settings.cwd.to_string_lossy()},
-                "alreadyInUse": false,
-                "remoteSteerable": false,
-            }),
-            false,
-        );
+        let mut start = json!({
+            "sessionId": id,
+            "version": 1,
+            "producer": "copilot-agent",
+            "copilotVersion": self.deps.version,
+            "startTime": start_time,
+            "selectedModel": settings.model,
+            "context": {"cwd": settings.cwd.to_string_lossy()},
+            "alreadyInUse": false,
+            "remoteSteerable": false,
+        });
+        if let Some(effort) = &settings.reasoning_effort {
+            start["reasoningEffort"] = json!(effort);
+        }
+        shared.emitter.emit("session.start", start, false);
         write_workspace_yaml(&self.deps, &shared, &settings, None);
         self.spawn_actor(shared.clone(), session::Conversation { messages: Vec::new(), title: None });
         Ok(shared)
@@ -374,7 +373,7 @@ impl Engine {
                 "shutdownType": "routine",
                 "totalPremiumRequests": 0,
                 "totalApiDurationMs": 0,
-                "sessionStartTime": shared.start_time,
+                "sessionStartTime": chrono::DateTime::parse_from_rfc3339(&shared.start_time).map(|t| t.timestamp_millis()).unwrap_or(0),
                 "codeChanges": {"linesAdded": 0, "linesRemoved": 0, "filesModified": []},
                 "modelMetrics": {},
                 "currentModel": shared.settings().model,

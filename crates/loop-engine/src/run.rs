@@ -93,11 +93,7 @@ pub(crate) async fn run_message(
             }
             Err(err) => {
                 end_turn(shared, &turn_id);
-                let mut data = json!({
-                    "errorType": err.error_type(),
-                    "message": err.to_string(),
-                    "originatingMessageId": msg.message_id,
-                });
+                let mut data = json!({"errorType": err.error_type(), "message": err.to_string()});
                 if let Some(code) = err.status_code() {
                     data["statusCode"] = json!(code);
                 }
@@ -410,12 +406,17 @@ async fn call_model(
     tokio::pin!(call);
     let mut started = false;
     let mut on_event = |ev: ModelEvent| match ev {
-        ModelEvent::Retry { attempt, status, reason, message, .. } => {
-            shared.emitter.emit(
-                "model.call_failure",
-                json!({"statusCode": status, "retryAttempt": attempt, "message": message}),
-                true,
-            );
+        ModelEvent::Retry { status, reason, message, .. } => {
+            let mut failure = json!({
+                "source": "top_level",
+                "model": model,
+                "failureKind": if status.is_some() { "api" } else { "transport" },
+                "errorMessage": message,
+            });
+            if let Some(code) = status {
+                failure["statusCode"] = json!(code);
+            }
+            shared.emitter.emit("model.call_failure", failure, true);
             shared.emitter.emit(
                 "assistant.turn_retry",
                 json!({"turnId": turn_id, "model": model, "reason": reason.as_str()}),

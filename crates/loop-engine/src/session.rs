@@ -267,14 +267,10 @@ pub(crate) async fn run_actor(shared: Arc<SessionShared>, mut conv: Conversation
         if aborted {
             data["aborted"] = json!(true);
         }
-        let background: Vec<Value> = shared
-            .shells
-            .running_shells()
-            .into_iter()
-            .map(|s| json!({"shellId": s.shell_id, "command": s.command, "description": s.description}))
-            .collect();
-        if !background.is_empty() {
-            data["backgroundTasks"] = json!({"shells": background});
+        // IdleData forbids extra fields (the schema wins over a `backgroundTasks` list), so
+        // running background shells are signalled with `session.background_tasks_changed`.
+        if !shared.shells.running_shells().is_empty() {
+            shared.emitter.emit("session.background_tasks_changed", json!({}), true);
         }
         if let Err(e) = deps.index.touch(&shared.id, &crate::now()).await {
             tracing::warn!(session = %shared.id, error = %e, "index touch failed");

@@ -44,7 +44,6 @@ impl PermissionRequest {
             PermissionRequest::Shell { full_command_text, intention, commands, possible_paths } => json!({
                 "kind": "shell",
                 "fullCommandText": full_command_text,
-                "shellType": "bash",
                 "intention": intention,
                 "commands": commands,
                 "possiblePaths": possible_paths,
