@@ -966,6 +966,8 @@ def fig_search(env: Env, repeats: int) -> dict:
                 "ours_result_lines": ours[-1]["lines"],
                 "ours_output_spilled_to_file": ours[-1]["spilled"],
                 "reference_cmd": shlex.join(refs[name]),
+                "reference_cmd_short": shlex.join([Path(refs[name][0]).name]
+                                                  + ["TREE" if a == str(tree) else a for a in refs[name][1:]]),
                 "reference_wall": summary_ms([r[0] for r in theirs]),
                 "reference_result_lines": theirs[-1][1],
                 "ours_over_reference": ratio(med_ours, med_ref),
@@ -1124,7 +1126,7 @@ def report(results: dict) -> list[tuple[str, str, str]]:
                 g = d[name]
                 row("6", f"our {name} tool (event wall span)",
                     _ms(g["ours_wall"]) + f", {g['ours_result_lines']} results")
-                row("6", f"  reference `{g['reference_cmd'][:60]}`",
+                row("6", f"  reference `{g['reference_cmd_short']}`",
                     _ms(g["reference_wall"]) + f", {g['reference_result_lines']} results")
                 row("6", "  ours / reference", _fmt(g.get("ours_over_reference"), "×"))
     if "7_reference" in f:

@@ -73,6 +73,7 @@ pub(crate) async fn run_calls(
         let available = &available;
         async move {
             let (output, modified_args) = run_with_hooks(shared, deps, call, args, settings, available, cancel).await;
+            let output = output.spill_if_large(&deps.layout.temp_dir());
             if cancel.is_cancelled() {
                 return CallOutcome::Interrupted;
             }

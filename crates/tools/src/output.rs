@@ -56,6 +56,16 @@ impl ToolOutput {
         }
     }
 
+    /// Replaces a text too large for the model with a pointer to a saved copy and a preview;
+    /// the full text stays in `detailed_content`. No-op for small texts.
+    pub fn spill_if_large(mut self, temp_dir: &std::path::Path) -> Self {
+        if let Some(short) = crate::large_output::spill_if_large(&self.text_for_llm, temp_dir) {
+            let full = std::mem::replace(&mut self.text_for_llm, short);
+            self.detailed_content.get_or_insert(full);
+        }
+        self
+    }
+
     pub fn interrupted() -> Self {
         Self::fail_with(INTERRUPTED_TEXT, INTERRUPTED_TEXT, "aborted")
     }

@@ -22,7 +22,7 @@ const IDLE_BOUND_MS = 5_000;
  * session.idle {aborted:true} as the last event, within IDLE_BOUND_MS. Returns the events
  * from the abort call on.
  */
-async function abortAndCheck(session, events, what) {
+async function abortAndCheck(session, events, what, t) {
     const from = events.length;
     const t0 = Date.now();
     await session.abort();
@@ -32,6 +32,7 @@ async function abortAndCheck(session, events, what) {
     });
     const elapsed = Date.now() - t0;
     assert.ok(elapsed < IDLE_BOUND_MS, `${what}: session.idle ${elapsed} ms after abort (bound ${IDLE_BOUND_MS} ms)`);
+    t?.diagnostic(`${what}: session.idle ${elapsed} ms after session.abort() was called`);
     await delay(150); // anything that would follow idle
     const after = events.slice(from);
     const types = typesOf(after).join(", ");
@@ -72,7 +73,7 @@ test("abort during a streaming reply: idle fast, partial text not in history, ne
     const session = await client.createSession({ onPermissionRequest: approveAll, streaming: true, onEvent: (e) => events.push(e) });
     await session.send({ prompt: ESSAY });
     await waitForEvent(events, "assistant.message_delta", { timeout: 20_000 });
-    const after = await abortAndCheck(session, events, "streaming abort");
+    const after = await abortAndCheck(session, events, "streaming abort", t);
     assert.ok(!after.some((e) => e.type === "assistant.message_delta" && after.indexOf(e) > after.findIndex((x) => x.type === "abort")), "no deltas after the abort");
     const persisted = await session.getEvents();
     assert.ok(persisted.some((e) => e.type === "abort"), "abort is in getEvents()");
@@ -100,7 +101,7 @@ test("abort while the model has not answered at all (hang): idle fast, next send
     await session.send({ prompt: "Think forever." });
     await waitForEvent(events, "assistant.turn_start", { timeout: 20_000 });
     await waitUntil(async () => (await ctx.fake.requests()).length === 1, { message: "the model request was made" });
-    await abortAndCheck(session, events, "hang abort");
+    await abortAndCheck(session, events, "hang abort", t);
     const reply = await sendAndWait(ctx, session, "Are you there?");
     assert.equal(reply?.data.content, "Back again.");
     const reqs = await ctx.fake.requests();
@@ -125,7 +126,7 @@ test("abort during a long bash (sleep 30): process group killed, interrupted res
     const sleeping = () => execFileSync("ps", ["-eo", "args"], { encoding: "utf8" }).split("\n").some((l) => l.startsWith("sleep 30.25"));
     await waitUntil(sleeping, { timeout: 10_000, message: "the sleep process is running" });
 
-    const after = await abortAndCheck(session, events, "bash abort");
+    const after = await abortAndCheck(session, events, "bash abort", t);
     assert.ok(
         !after.some((e) => e.type === "tool.execution_complete" && e.data.success === true),
         `the interrupted bash does not complete successfully: ${JSON.stringify(after.filter((e) => e.type === "tool.execution_complete"))}`
@@ -160,7 +161,7 @@ test("abort a running bash, then continue (session/should_abort_a_session, repla
         throw ctx.explain(e);
     });
     await delay(100);
-    await abortAndCheck(session, events, "should_abort_a_session");
+    await abortAndCheck(session, events, "should_abort_a_session", t);
     const persisted = await session.getEvents();
     assert.ok(persisted.some((m) => m.type === "abort"), "abort persisted");
     const answer = await sendAndWait(ctx, session, "What is 2+2?");
@@ -193,7 +194,7 @@ test("abort while an external tool runs (abort/should_abort_during_active_tool_e
     });
     await session.send({ prompt: "Use slow_analysis with value 'test_abort'. Wait for the result." });
     assert.equal(await Promise.race([toolStarted, delay(20_000).then(() => "timeout")]), "test_abort");
-    await abortAndCheck(session, events, "external tool abort");
+    await abortAndCheck(session, events, "external tool abort", t);
     release("RELEASED_AFTER_ABORT");
     await delay(200);
     const answer = await sendAndWait(ctx, session, "Say 'tool_abort_recovery_ok'.");
@@ -224,7 +225,7 @@ test("abort while a permission request is pending: idle arrives, tool never runs
     await session.send({ prompt: "Write the marker." });
     await Promise.race([askedP, delay(20_000)]);
     await waitForEvent(events, "permission.requested");
-    await abortAndCheck(session, events, "pending permission abort");
+    await abortAndCheck(session, events, "pending permission abort", t);
     await delay(300);
     assert.ok(!existsSync(marker), "the tool did not run");
     const reply = await sendAndWait(ctx, session, "Never mind.");

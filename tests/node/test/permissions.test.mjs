@@ -82,20 +82,20 @@ test(
         todo: "Skipper calls the model again after a `reject` decision; the recordings (deny_permission, denies_custom_tool_when_permission_denied) end at the rejected call, so the CLI stops the loop there",
     },
     async (t) => {
-    const ctx = await replaySetup(t, "should_deny_permission_when_handler_returns_denied", (dir) =>
-        writeFile(join(dir, "protected.txt"), "protected content")
-    );
-    const events = [];
-    const session = await ctx.client().createSession({ onPermissionRequest: () => ({ kind: "reject" }), onEvent: (e) => events.push(e) });
-    await sendAndWait(ctx, session, "Edit protected.txt and replace 'protected' with 'hacked'.");
-    await assertAllMatched(ctx);
-    assert.equal(await readFile(join(ctx.workDir, "protected.txt"), "utf8"), "protected content");
-    const rejected = completions(events).find((e) => !e.data.success && /user rejected/i.test(e.data.error?.message ?? ""));
-    assert.ok(rejected, `a tool completion says the user rejected it: ${JSON.stringify(completions(events).map((e) => e.data))}`);
-    const completed = events.find((e) => e.type === "permission.completed");
-    assert.equal(completed?.data.result?.kind, "denied-interactively-by-user");
-    assert.equal((await ctx.fake.requests()).length, 1, "no model call after the user rejected a tool (as recorded)");
-    assert.equal(events.at(-1).type, "session.idle");
+        const ctx = await replaySetup(t, "should_deny_permission_when_handler_returns_denied", (dir) =>
+            writeFile(join(dir, "protected.txt"), "protected content")
+        );
+        const events = [];
+        const session = await ctx.client().createSession({ onPermissionRequest: () => ({ kind: "reject" }), onEvent: (e) => events.push(e) });
+        await sendAndWait(ctx, session, "Edit protected.txt and replace 'protected' with 'hacked'.");
+        await assertAllMatched(ctx);
+        assert.equal(await readFile(join(ctx.workDir, "protected.txt"), "utf8"), "protected content");
+        const rejected = completions(events).find((e) => !e.data.success && /user rejected/i.test(e.data.error?.message ?? ""));
+        assert.ok(rejected, `a tool completion says the user rejected it: ${JSON.stringify(completions(events).map((e) => e.data))}`);
+        const completed = events.find((e) => e.type === "permission.completed");
+        assert.equal(completed?.data.result?.kind, "denied-interactively-by-user");
+        assert.equal((await ctx.fake.requests()).length, 1, "no model call after the user rejected a tool (as recorded)");
+        assert.equal(events.at(-1).type, "session.idle");
     }
 );
 
@@ -371,4 +371,52 @@ test("no-result: the handler is asked, nothing is answered, abort still ends the
     await session.abort();
     await waitForEvent(events, "session.idle", { timeout: 10_000 });
     await assertAllMatched(ctx);
+});
+
+test("legacy and current result kinds: approved runs the tool, every denial keeps it from running", T, async (t) => {
+    const cases = [
+        { result: { kind: "approved" }, runs: true, recorded: "approved" },
+        // The recorded kind for approve-for-session was not probed; either spelling is accepted.
+        { result: { kind: "approve-for-session" }, runs: true, recorded: ["approved", "approved-for-session"] },
+        {
+            result: { kind: "denied-interactively-by-user", feedback: "not today" },
+            runs: false,
+            recorded: "denied-interactively-by-user",
+            text: "The user rejected this tool call. User feedback: not today",
+        },
+        {
+            result: { kind: "denied-no-approval-rule-and-could-not-request-from-user" },
+            runs: false,
+            recorded: "denied-no-approval-rule-and-could-not-request-from-user",
+            text: "Permission denied and could not request permission from user",
+        },
+        { result: { kind: "denied-by-rules" }, runs: false, recorded: "denied-by-rules" },
+    ];
+    const ctx = await setup(t);
+    for (const [i, c] of cases.entries()) {
+        await ctx.fake.reset();
+        const marker = join(ctx.workDir, `marker-${i}.txt`);
+        await ctx.fake.replies([
+            { tool_calls: [{ name: "bash", arguments: { command: `echo ran > ${marker}; echo ok${i}`, description: "marker" } }] },
+            { text: `Done ${i}.` },
+            { text: `Spare ${i}.` },
+        ]);
+        const events = [];
+        const session = await ctx.client().createSession({ onPermissionRequest: () => c.result, onEvent: (e) => events.push(e) });
+        await sendAndWait(ctx, session, `Case ${i}`);
+        if ((await ctx.fake.requests()).length === 1) await sendAndWait(ctx, session, `Case ${i} again`);
+        const what = `result ${JSON.stringify(c.result)}`;
+        assert.equal(existsSync(marker), c.runs, `${what}: the tool ${c.runs ? "ran" : "did not run"}`);
+        const done = completions(events)[0];
+        assert.equal(done?.data.success, c.runs, `${what}: tool.execution_complete.success`);
+        const completed = events.find((e) => e.type === "permission.completed");
+        assert.ok(
+            [c.recorded].flat().includes(completed?.data.result?.kind),
+            `${what}: permission.completed kind ${JSON.stringify(completed?.data)} (expected ${c.recorded})`
+        );
+        const tool = (await ctx.fake.requests())[1].body.messages.find((m) => m.role === "tool");
+        if (c.runs) assert.equal(tool?.content, `ok${i}\n<exited with exit code 0>`, what);
+        else if (c.text) assert.equal(tool?.content, c.text, what);
+        else assert.ok(tool?.content?.length > 0, `${what}: the model is told (${tool?.content})`);
+    }
 });

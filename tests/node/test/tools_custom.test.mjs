@@ -106,37 +106,38 @@ test(
         todo: "Skipper puts the SDK's error text into the tool result ('… due to error: Error: Melbourne'); the recording (and the upstream test) show '… Error: Tool execution failed' and never the exception text",
     },
     async (t) => {
-    const ctx = await replaySetup(t, "tools/handles_tool_calling_errors.yaml");
-    const events = [];
-    const session = await ctx.client().createSession({
-        onPermissionRequest: approveAll,
-        tools: [
-            defineTool("get_user_location", {
-                description: "Gets the user's location",
-                handler: () => {
-                    throw new Error("Melbourne");
-                },
-            }),
-        ],
-        onEvent: (e) => events.push(e),
-    });
-    const answer = await sendAndWait(ctx, session, "What is my location? If you can't find out, just say 'unknown'.");
-    assert.equal(answer?.data.content, "Your location is unknown.");
-    await assertAllMatched(ctx);
-    const reqs = await ctx.fake.requests();
-    const last = reqs.at(-1).body.messages;
-    const calls = last.flatMap((m) => (m.role === "assistant" ? (m.tool_calls ?? []) : []));
-    assert.equal(calls.length, 1);
-    assert.equal(calls[0].function.name, "get_user_location");
-    const results = last.filter((m) => m.role === "tool");
-    assert.equal(results.length, 1);
-    assert.equal(results[0].tool_call_id, calls[0].id);
-    assert.equal(results[0].content, "Failed to execute `get_user_location` tool with arguments: {} due to error: Error: Tool execution failed");
-    assert.ok(!results[0].content.includes("Melbourne"), "the exception text is not shown to the model");
-    const done = events.find((e) => e.type === "tool.execution_complete");
-    assert.equal(done.data.success, false);
-    assert.equal(typeof done.data.error?.message, "string");
-});
+        const ctx = await replaySetup(t, "tools/handles_tool_calling_errors.yaml");
+        const events = [];
+        const session = await ctx.client().createSession({
+            onPermissionRequest: approveAll,
+            tools: [
+                defineTool("get_user_location", {
+                    description: "Gets the user's location",
+                    handler: () => {
+                        throw new Error("Melbourne");
+                    },
+                }),
+            ],
+            onEvent: (e) => events.push(e),
+        });
+        const answer = await sendAndWait(ctx, session, "What is my location? If you can't find out, just say 'unknown'.");
+        assert.equal(answer?.data.content, "Your location is unknown.");
+        await assertAllMatched(ctx);
+        const reqs = await ctx.fake.requests();
+        const last = reqs.at(-1).body.messages;
+        const calls = last.flatMap((m) => (m.role === "assistant" ? (m.tool_calls ?? []) : []));
+        assert.equal(calls.length, 1);
+        assert.equal(calls[0].function.name, "get_user_location");
+        const results = last.filter((m) => m.role === "tool");
+        assert.equal(results.length, 1);
+        assert.equal(results[0].tool_call_id, calls[0].id);
+        assert.equal(results[0].content, "Failed to execute `get_user_location` tool with arguments: {} due to error: Error: Tool execution failed");
+        assert.ok(!results[0].content.includes("Melbourne"), "the exception text is not shown to the model");
+        const done = events.find((e) => e.type === "tool.execution_complete");
+        assert.equal(done.data.success, false);
+        assert.equal(typeof done.data.error?.message, "string");
+    }
+);
 
 test("a custom tool overrides a built-in of the same name (tools/overrides_built_in_tool_with_custom_tool)", T, async (t) => {
     const ctx = await replaySetup(t, "tools/overrides_built_in_tool_with_custom_tool.yaml");
@@ -214,24 +215,25 @@ test(
     "defaultAgent.excludedTools hides a custom tool from the model (session/…_defaultagent_excludedtools)",
     { ...T, todo: "Skipper ignores session.create defaultAgent.excludedTools: secret_tool is still offered to the model" },
     async (t) => {
-    const ctx = await replaySetup(t, "session/should_create_a_session_with_defaultagent_excludedtools.yaml");
-    const session = await ctx.client().createSession({
-        onPermissionRequest: approveAll,
-        tools: [
-            defineTool("secret_tool", {
-                description: "A secret tool hidden from the default agent",
-                parameters: { type: "object", properties: { input: { type: "string" } }, required: ["input"] },
-                handler: async () => "SECRET",
-            }),
-        ],
-        defaultAgent: { excludedTools: ["secret_tool"] },
-    });
-    assert.equal((await sendAndWait(ctx, session, "What is 1+1?"))?.data.content, "1 + 1 = 2");
-    await assertAllMatched(ctx);
-    const names = toolNamesOf(await firstRequest(ctx));
-    assert.ok(!names.includes("secret_tool"), names.join(", "));
-    assert.ok(names.includes("bash"), "built-ins still offered");
-});
+        const ctx = await replaySetup(t, "session/should_create_a_session_with_defaultagent_excludedtools.yaml");
+        const session = await ctx.client().createSession({
+            onPermissionRequest: approveAll,
+            tools: [
+                defineTool("secret_tool", {
+                    description: "A secret tool hidden from the default agent",
+                    parameters: { type: "object", properties: { input: { type: "string" } }, required: ["input"] },
+                    handler: async () => "SECRET",
+                }),
+            ],
+            defaultAgent: { excludedTools: ["secret_tool"] },
+        });
+        assert.equal((await sendAndWait(ctx, session, "What is 1+1?"))?.data.content, "1 + 1 = 2");
+        await assertAllMatched(ctx);
+        const names = toolNamesOf(await firstRequest(ctx));
+        assert.ok(!names.includes("secret_tool"), names.join(", "));
+        assert.ok(names.includes("bash"), "built-ins still offered");
+    }
+);
 
 test("availableTools and excludedTools combined (tools/should_respect_availabletools_and_excludedtools_combined)", T, async (t) => {
     const ctx = await replaySetup(t, "tools/should_respect_availabletools_and_excludedtools_combined.yaml");

@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 pub use shell::{ShellInfo, ShellManager};
 
 use crate::args::{optional_bool, optional_number, optional_str, required_str, ArgError};
-use crate::large_output::spill_if_large;
 use crate::{PermissionRequest, Tool, ToolContext, ToolOutput};
 use pty::{find_shell, SpawnSpec};
 use shell::{ShellProcess, WaitOutcome};
@@ -56,8 +55,7 @@ fn completed_output(
 ) -> ToolOutput {
     let body = output.trim_end();
     let text = format!("{body}\n<exited with exit code {code}>");
-    let text = spill_if_large(&text, &ctx.temp_dir).unwrap_or(text);
-    let mut out = ToolOutput::ok(text);
+    let mut out = ToolOutput::ok(text).spill_if_large(&ctx.temp_dir);
     let preview: String = body.chars().take(PREVIEW_CHARS).collect();
     out.contents.push(json!({
         "type": "shell_exit",
@@ -79,7 +77,7 @@ fn still_running_output(ctx: &ToolContext, id: &str, output: &str, waited_secs: 
         output.trim_end(),
         format_secs(waited_secs)
     );
-    ToolOutput::ok(spill_if_large(&text, &ctx.temp_dir).unwrap_or(text))
+    ToolOutput::ok(text).spill_if_large(&ctx.temp_dir)
 }
 
 /// Kills a command after an abort and reports the interruption.
