@@ -103,6 +103,19 @@ pub(crate) fn now() -> String {
     protocol::now_iso()
 }
 
+/// A fresh index row for a session; `updated_at` moves on as events arrive.
+fn index_row(id: &str, s: &SessionSettings, start_time: &str) -> SessionRow {
+    SessionRow {
+        id: id.to_string(),
+        cwd: s.cwd.to_string_lossy().to_string(),
+        model: Some(s.model.clone()),
+        client_name: Some(s.client_name.clone()),
+        created_at: start_time.to_string(),
+        updated_at: start_time.to_string(),
+        ..Default::default()
+    }
+}
+
 pub(crate) fn write_workspace_yaml(deps: &Deps, shared: &SessionShared, s: &SessionSettings, title: Option<&str>) {
     let meta = store::layout::WorkspaceMeta {
         id: shared.id.clone(),
@@ -214,18 +227,7 @@ impl Engine {
         if let Some(sub) = subscriber {
             shared.emitter.subscribe(sub);
         }
-        self.deps
-            .index
-            .upsert(&SessionRow {
-                id: id.clone(),
-                cwd: settings.cwd.to_string_lossy().to_string(),
-                model: Some(settings.model.clone()),
-                client_name: Some(settings.client_name.clone()),
-                created_at: start_time.clone(),
-                updated_at: start_time.clone(),
-                ..Default::default()
-            })
-            .await?;
+        self.deps.index.upsert(&index_row(&id, &settings, &start_time)).await?;
         lock(&self.sessions).insert(id.clone(), shared.clone());
         self.broadcast_lifecycle(json!({
             "type": "session.created", "sessionId": id,
@@ -311,18 +313,7 @@ impl Engine {
             shared.emitter.subscribe(sub);
         }
         if self.deps.index.get(&id).await?.is_none() {
-            self.deps
-                .index
-                .upsert(&SessionRow {
-                    id: id.clone(),
-                    cwd: settings.cwd.to_string_lossy().to_string(),
-                    model: Some(settings.model.clone()),
-                    client_name: Some(settings.client_name.clone()),
-                    created_at: start_time.clone(),
-                    updated_at: now(),
-                    ..Default::default()
-                })
-                .await?;
+            self.deps.index.upsert(&index_row(&id, &settings, &start_time)).await?;
             if let Some(title) = &restored.title {
                 self.deps.index.mark_user_message(&id, title).await?;
             }

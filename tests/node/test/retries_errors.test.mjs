@@ -110,7 +110,7 @@ test("500 until retries are exhausted → session.error (statusCode 500) then id
     });
     await waitForEvent(events, "session.idle");
     await delay(100);
-    const err = assertErrorThenIdle(events.slice(events.findIndex((e) => e.type === "user.message")), { statusCode: 500 }, "500 exhausted");
+    const err = assertErrorThenIdle(events.slice(events.findIndex((e) => e.type === "user.message")), { statusCode: 500, errorType: "query" }, "500 exhausted");
     const attempts = (await ctx.fake.requests()).length;
     assert.ok(attempts >= 2 && attempts <= 10, `bounded attempts (${attempts})`);
     assert.equal(events.filter((e) => e.type === "assistant.turn_retry").length, attempts - 1, "one turn_retry per retry");
@@ -186,7 +186,8 @@ test("streaming on: a stream dropped after deltas were shown → session.error, 
     const run = await runToIdle(ctx, session, events, "Go");
     const deltas = run.filter((e) => e.type === "assistant.message_delta");
     assert.ok(deltas.length >= 1, `deltas were streamed before the drop: ${typesOf(run)}`);
-    assertErrorThenIdle(run, {}, "dropped after deltas");
+    const dropErr = assertErrorThenIdle(run, {}, "dropped after deltas");
+    t.diagnostic(`dropped-stream session.error: ${JSON.stringify(dropErr.data)}`);
     assert.equal((await ctx.fake.requests()).length, 1, "not retried once output was shown");
     assert.ok(!run.some((e) => e.type === "assistant.message" && e.data.content === partial), "no assistant.message for the cut reply");
 
