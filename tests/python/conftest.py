@@ -432,3 +432,123 @@ def snapshot_final_reply(snapshot: str, workdir: Path | None = None) -> str:
     if workdir is not None:
         text = text.replace("${workdir}", str(workdir))
     return text
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers for captured model requests (added for the hooks / permissions / tools / system
+# message / autopilot modules)
+# --------------------------------------------------------------------------------------------
+
+
+def message_text(message: dict) -> str:
+    """The text of a chat message whose ``content`` is a string or a list of parts."""
+    content = message.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
+        )
+    return str(content)
+
+
+def request_messages(request: dict) -> list[dict]:
+    """``messages`` of a captured request (``{"path","headers","body"}`` or a bare body)."""
+    body = request.get("body", request)
+    return list(body.get("messages") or [])
+
+
+def system_prompt(request: dict) -> str:
+    """Concatenated text of every system (or developer) message of a captured request."""
+    return "\n".join(
+        message_text(m)
+        for m in request_messages(request)
+        if m.get("role") in ("system", "developer")
+    )
+
+
+def user_texts(request: dict) -> list[str]:
+    return [message_text(m) for m in request_messages(request) if m.get("role") == "user"]
+
+
+def tool_names(request: dict) -> list[str]:
+    """Names of the function tools offered to the model in a captured request."""
+    body = request.get("body", request)
+    names = []
+    for tool in body.get("tools") or []:
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        names.append((fn or tool).get("name"))
+    return names
+
+
+def tool_results(request: dict) -> list[dict]:
+    """``tool`` messages of a captured request: ``[{"tool_call_id", "content"}]``."""
+    return [
+        {"tool_call_id": m.get("tool_call_id"), "content": message_text(m)}
+        for m in request_messages(request)
+        if m.get("role") == "tool"
+    ]
+
+
+def tool_calls(request: dict) -> list[dict]:
+    """Every assistant tool call in a captured request: ``[{"id","name","arguments"}]``."""
+    calls = []
+    for m in request_messages(request):
+        if m.get("role") != "assistant":
+            continue
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            calls.append(
+                {"id": call.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments")}
+            )
+    return calls
+
+
+class EventRecorder(list):
+    """Typed SDK events of one session (``session.on``), with small query helpers."""
+
+    def types(self) -> list[str]:
+        return [e.type.value for e in self]
+
+    def of(self, event_type: str) -> list:
+        return [e for e in self if e.type.value == event_type]
+
+    def has(self, event_type: str) -> bool:
+        return any(e.type.value == event_type for e in self)
+
+
+def record_events(session) -> EventRecorder:
+    events = EventRecorder()
+    session.on(events.append)
+    return events
+
+
+class ServerRequests(list):
+    """Server→client requests of one method as they arrived: ``[{"params", "result"}]``."""
+
+
+def tap_server_requests(client: CopilotClient, method: str) -> ServerRequests:
+    """Record the raw params (and the SDK's answer) of server→client requests of ``method``.
+
+    Wraps the SDK's own handler (e.g. ``hooks.invoke``, ``userInput.request``,
+    ``systemMessage.transform``): the SDK still answers, we only look at the wire JSON.
+    """
+    rpc = client._client
+    assert rpc is not None, "client not started"
+    original = rpc.request_handlers.get(method)
+    assert original is not None, f"the SDK registered no handler for {method}"
+    seen = ServerRequests()
+
+    async def handler(params: dict):
+        entry = {"params": json.loads(json.dumps(params)), "result": None}
+        seen.append(entry)
+        result = original(params)
+        if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+            result = await result
+        entry["result"] = result
+        return result
+
+    rpc.request_handlers[method] = handler
+    return seen

@@ -62,9 +62,11 @@ pub(crate) async fn run(
 /// Maps a `handlePendingToolCall` answer (`{result?, error?}`) to what the model sees.
 pub(crate) fn interpret(tool_name: &str, args: &Value, answer: &Value) -> ToolOutput {
     if let Some(err) = answer.get("error").and_then(Value::as_str) {
+        // The handler's own message goes to the client only: exception text can carry data
+        // the app never meant the model to see.
         let compact = serde_json::to_string(args).unwrap_or_else(|_| "{}".into());
         return ToolOutput::fail_with(
-            format!("Failed to execute `{tool_name}` tool with arguments: {compact} due to error: Error: {err}"),
+            format!("Failed to execute `{tool_name}` tool with arguments: {compact} due to error: Error: Tool execution failed"),
             err,
             "failure",
         );
@@ -100,11 +102,11 @@ mod tests {
         let out = interpret("t", &json!({}), &json!({"result":{"textResultForLlm":"T","resultType":"rejected"}}));
         assert_eq!(out.error_code.as_deref(), Some("rejected"));
         assert!(!out.success);
-        let out = interpret("get_user_location", &json!({}), &json!({"error":"Tool execution failed"}));
+        let out = interpret("get_user_location", &json!({}), &json!({"error":"Melbourne"}));
         assert_eq!(
             out.text_for_llm,
             "Failed to execute `get_user_location` tool with arguments: {} due to error: Error: Tool execution failed"
         );
-        assert_eq!(out.error_message.as_deref(), Some("Tool execution failed"));
+        assert_eq!(out.error_message.as_deref(), Some("Melbourne"));
     }
 }

@@ -54,6 +54,10 @@ pub(crate) async fn ask(
         return denied(INTERRUPTED_TEXT);
     };
     let (decision, recorded) = interpret(&answer);
+    if recorded.get("kind").and_then(Value::as_str) == Some("denied-interactively-by-user") {
+        // The recordings end at a call the user rejected: no further model call.
+        shared.note_user_rejection();
+    }
     if decision == PermissionDecision::Approved && answer.get("kind").and_then(Value::as_str).is_some_and(|k| k.contains("session")) {
         shared.approve_for_session(keys);
     }

@@ -27,6 +27,7 @@ pub(crate) async fn run_message(
     cancel: CancellationToken,
 ) -> StopReason {
     let interaction_id = uuid::Uuid::new_v4().to_string();
+    shared.take_user_rejection(); // a rejection from an aborted run must not end this one
     if msg.delivery != "idle" {
         shared.emitter.emit("pending_messages.modified", json!({}), true);
     }
@@ -192,7 +193,7 @@ pub(crate) async fn run_message(
         }
 
         let outcomes = dispatch::run_calls(shared, deps, &reply.tool_calls, &turn_id, &settings, &cancel).await;
-        let mut rejected = false;
+        let mut rejected = shared.take_user_rejection();
         let mut completed: Option<String> = None;
         let mut image_messages = Vec::new();
         let mut rewritten: Vec<(String, String)> = Vec::new();

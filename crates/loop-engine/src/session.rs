@@ -62,6 +62,8 @@ pub struct SessionShared {
     shutdown: CancellationToken,
     /// Keys approved "for the session" (see `permission::approval_keys`).
     approvals: Mutex<Vec<String>>,
+    /// The user rejected a tool call in the current turn: the run ends after it.
+    user_rejected: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -82,6 +84,7 @@ impl SessionShared {
             wake: Notify::new(),
             shutdown: CancellationToken::new(),
             approvals: Mutex::new(Vec::new()),
+            user_rejected: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -112,6 +115,7 @@ impl SessionShared {
         } else {
             msg.delivery = "idle";
             c.queue.push_back(msg);
+            self.emitter.emit("pending_messages.modified", json!({}), true);
             self.wake.notify_one();
         }
     }
@@ -169,6 +173,15 @@ impl SessionShared {
             Some((_, tx)) => tx.send(value).is_ok(),
             None => false,
         }
+    }
+
+    pub(crate) fn note_user_rejection(&self) {
+        self.user_rejected.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether the user rejected a call since the last check (and clears it).
+    pub(crate) fn take_user_rejection(&self) -> bool {
+        self.user_rejected.swap(false, std::sync::atomic::Ordering::AcqRel)
     }
 
     pub(crate) fn is_approved_for_session(&self, keys: &[String]) -> bool {

@@ -29,6 +29,14 @@ pub struct SessionSettings {
     pub resumed: bool,
 }
 
+/// `excludedTools` plus the default agent's `excludedTools`.
+fn excluded_tools(p: &SessionConfigParams) -> Vec<String> {
+    let mut out = p.excluded_tools.clone().unwrap_or_default();
+    let agent = p.default_agent.as_ref().and_then(|a| a.get("excludedTools")).and_then(|v| v.as_array());
+    out.extend(agent.into_iter().flatten().filter_map(|v| v.as_str().map(str::to_string)));
+    out
+}
+
 impl SessionSettings {
     pub fn from_params(p: &SessionConfigParams, default_model: &str, default_cwd: &PathBuf, allow_all: bool) -> Self {
         Self {
@@ -39,7 +47,7 @@ impl SessionSettings {
             streaming: p.streaming.unwrap_or(false),
             external_tools: p.tools.clone().unwrap_or_default(),
             available_tools: p.available_tools.clone(),
-            excluded_tools: p.excluded_tools.clone().unwrap_or_default(),
+            excluded_tools: excluded_tools(p),
             system_message: p.system_message.clone(),
             request_permission: p.request_permission.unwrap_or(true),
             approve_all: allow_all,
@@ -68,7 +76,7 @@ impl SessionSettings {
         self.streaming = p.streaming.unwrap_or(false);
         self.external_tools = p.tools.clone().unwrap_or_default();
         self.available_tools = p.available_tools.clone();
-        self.excluded_tools = p.excluded_tools.clone().unwrap_or_default();
+        self.excluded_tools = excluded_tools(p);
         if p.system_message.is_some() {
             self.system_message = p.system_message.clone();
         }

@@ -62,6 +62,8 @@ pub struct SessionConfigParams {
     pub tools: Option<Vec<ExternalToolDef>>,
     pub available_tools: Option<Vec<String>>,
     pub excluded_tools: Option<Vec<String>>,
+    /// `{excludedTools?: [..], ...}`: settings of the default agent.
+    pub default_agent: Option<Value>,
     pub system_message: Option<SystemMessageConfig>,
     pub request_permission: Option<bool>,
     pub request_user_input: Option<bool>,

@@ -77,10 +77,7 @@ test("shell request: toolCallId, kind shell, command fields; approved → comple
 
 test(
     "explicit reject: tool does not run, 'user rejected', the loop stops (should_deny_permission_when_handler_returns_denied)",
-    {
-        ...T,
-        todo: "Skipper calls the model again after a `reject` decision; the recordings (deny_permission, denies_custom_tool_when_permission_denied) end at the rejected call, so the CLI stops the loop there",
-    },
+    T,
     async (t) => {
         const ctx = await replaySetup(t, "should_deny_permission_when_handler_returns_denied", (dir) =>
             writeFile(join(dir, "protected.txt"), "protected content")

@@ -13,10 +13,7 @@ const T = { timeout: 90_000 };
 
 test(
     "pending_messages.modified when the queue changes (event_fidelity, replayed)",
-    {
-        ...T,
-        todo: "Skipper emits no pending_messages.modified for a send to an idle session (spec events.md §2: it opens every send; upstream event_fidelity waits for it)",
-    },
+    T,
     async (t) => {
         const ctx = await setup(t);
         await ctx.fake.load("event_fidelity/should_emit_pending_messages_modified_event_when_message_queue_changes.yaml", ctx.workDir);

@@ -101,10 +101,7 @@ test("custom tool with a permission handler: a custom-tool request (tools/invoke
 
 test(
     "a throwing tool handler → 'Failed to execute … due to error: Error: Tool execution failed' (tools/handles_tool_calling_errors)",
-    {
-        ...T,
-        todo: "Skipper puts the SDK's error text into the tool result ('… due to error: Error: Melbourne'); the recording (and the upstream test) show '… Error: Tool execution failed' and never the exception text",
-    },
+    T,
     async (t) => {
         const ctx = await replaySetup(t, "tools/handles_tool_calling_errors.yaml");
         const events = [];
@@ -213,7 +210,7 @@ test("excludedTools: the excluded tool is not offered (session/should_create_a_s
 
 test(
     "defaultAgent.excludedTools hides a custom tool from the model (session/…_defaultagent_excludedtools)",
-    { ...T, todo: "Skipper ignores session.create defaultAgent.excludedTools: secret_tool is still offered to the model" },
+    T,
     async (t) => {
         const ctx = await replaySetup(t, "session/should_create_a_session_with_defaultagent_excludedtools.yaml");
         const session = await ctx.client().createSession({
@@ -370,10 +367,7 @@ test("a rejected custom tool never runs; the model is told the user rejected it"
 
 test(
     "a rejected custom tool stops the loop (tools/denies_custom_tool_when_permission_denied)",
-    {
-        ...T,
-        todo: "Skipper calls the model again after a `reject` decision; the recording ends at the rejected call (no further request)",
-    },
+    T,
     async (t) => {
         const ctx = await replaySetup(t, "tools/denies_custom_tool_when_permission_denied.yaml");
         let called = false;
