@@ -115,6 +115,9 @@ pub struct LogParams {
     pub session_id: String,
     pub message: String,
     pub level: Option<String>,
+    /// Domain category (`infoType` / `warningType`); defaults to `notification`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
     #[serde(default)]
     pub ephemeral: Option<bool>,
 }

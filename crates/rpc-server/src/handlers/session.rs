@@ -120,10 +120,11 @@ pub async fn metadata(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResu
 pub fn log(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: LogParams = params(method, &raw)?;
     let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    let category = p.kind.clone().unwrap_or_else(|| "notification".to_string());
     let (kind, data) = match p.level.as_deref().unwrap_or("info") {
-        "warning" => ("session.warning", json!({"warningType": "notification", "message": p.message})),
-        "error" => ("session.error", json!({"errorType": "notification", "message": p.message})),
-        "info" => ("session.info", json!({"infoType": "notification", "message": p.message})),
+        "warning" => ("session.warning", json!({"warningType": category, "message": p.message})),
+        "error" => ("session.error", json!({"errorType": category, "message": p.message})),
+        "info" => ("session.info", json!({"infoType": category, "message": p.message})),
         other => {
             return Err(protocol::jsonrpc::RpcError::invalid_params(
                 method,

@@ -17,7 +17,12 @@ fn session(conn: &Arc<Conn>, method: &str, id: &str) -> Result<Arc<loop_engine::
 
 pub fn model_get(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SessionIdParams = params(method, &raw)?;
-    Ok(json!({"modelId": session(conn, method, &p.session_id)?.settings().model}))
+    let s = session(conn, method, &p.session_id)?.settings();
+    let mut out = json!({"modelId": s.model});
+    if let Some(e) = s.reasoning_effort {
+        out["reasoningEffort"] = json!(e);
+    }
+    Ok(out)
 }
 
 pub fn model_switch(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
@@ -64,7 +69,7 @@ pub fn mode_set(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
         shared.update_settings(|s| s.mode = p.mode.clone());
         shared.emitter.emit("session.mode_changed", json!({"previousMode": previous, "newMode": p.mode}), false);
     }
-    Ok(json!({"status": "applied", "modelChanged": false, "modeApplied": p.mode}))
+    Ok(json!({"status": "applied", "modelChanged": false, "modeApplied": true}))
 }
 
 fn plan_path(shared: &loop_engine::SessionShared) -> std::path::PathBuf {
