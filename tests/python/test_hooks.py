@@ -283,12 +283,6 @@ async def test_session_start_hook_on_new_session(ctx: Ctx, client):
     _check_common_input(inputs[0], session.session_id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Skipper ignores the sessionStart hook's additionalContext: the first model request "
-    "is [system, user 'Say hi'] instead of [system, user 'Session start hook context.', "
-    "user 'Say hi'] (hooks_extended/should_invoke_sessionstart_hook.yaml)",
-)
 async def test_session_start_hook_additional_context_reaches_the_model(ctx: Ctx, client):
     snapshot = "hooks_extended/should_invoke_sessionstart_hook.yaml"
     ctx.load(snapshot)
@@ -519,13 +513,6 @@ async def test_post_tool_use_failure_hook_for_a_failed_tool(ctx: Ctx, client):
     _check_common_input(failure, session.session_id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Skipper ignores the postToolUseFailure hook's additionalContext: the next request "
-    "lacks the user message 'Tool \"view\" failed. Additional guidance from postToolUseFailure "
-    "hooks:\nHOOK_FAILURE_GUIDANCE_APPLIED' after the tool result "
-    "(hooks_extended/should_invoke_posttoolusefailure_hook_for_failed_tool_result.yaml)",
-)
 async def test_post_tool_use_failure_additional_context(ctx: Ctx, client):
     snapshot = "hooks_extended/should_invoke_posttoolusefailure_hook_for_failed_tool_result.yaml"
     ctx.load(snapshot)

@@ -16,7 +16,15 @@ use crate::Deps;
 pub(crate) enum CallOutcome {
     /// The model-visible text; `rejected` stops the loop (an external tool said so);
     /// `task_complete` carries the summary when the model declared the task done.
-    Done { text: String, rejected: bool, task_complete: Option<String>, images: Vec<String>, modified_args: Option<String> },
+    Done {
+        text: String,
+        rejected: bool,
+        task_complete: Option<String>,
+        images: Vec<String>,
+        modified_args: Option<String>,
+        /// Extra guidance a `postToolUseFailure` hook wants the model to read.
+        guidance: Option<String>,
+    },
     Interrupted,
 }
 
@@ -72,7 +80,7 @@ pub(crate) async fn run_calls(
     let runs = calls.iter().zip(args).map(|(call, args)| {
         let available = &available;
         async move {
-            let (output, modified_args) = run_with_hooks(shared, deps, call, args, settings, available, cancel).await;
+            let (output, modified_args, guidance) = run_with_hooks(shared, deps, call, args, settings, available, cancel).await;
             let output = output.spill_if_large(&deps.layout.temp_dir());
             if cancel.is_cancelled() {
                 return CallOutcome::Interrupted;
@@ -87,6 +95,7 @@ pub(crate) async fn run_calls(
                 task_complete,
                 images: output.image_data_urls,
                 modified_args: modified_args.map(|a| a.to_string()),
+                guidance,
             }
         }
     });
@@ -103,7 +112,7 @@ async fn run_with_hooks(
     settings: &SessionSettings,
     available: &[&str],
     cancel: &CancellationToken,
-) -> (ToolOutput, Option<Value>) {
+) -> (ToolOutput, Option<Value>, Option<String>) {
     let mut preapproved = false;
     let mut modified_args = None;
     let pre = crate::hooks::invoke(shared, "preToolUse", json!({"toolName": call.name, "toolArgs": args})).await;
@@ -111,7 +120,7 @@ async fn run_with_hooks(
         Some("deny") => {
             let reason = crate::hooks::str_field(&pre, "permissionDecisionReason").unwrap_or("No reason provided");
             let text = format!("Denied by preToolUse hook: {reason}");
-            return (ToolOutput::fail_with(text.clone(), text, "denied"), None);
+            return (ToolOutput::fail_with(text.clone(), text, "denied"), None, None);
         }
         Some("allow") => preapproved = true,
         _ => {}
@@ -122,8 +131,9 @@ async fn run_with_hooks(
     }
     let mut output = run_one(shared, deps, call, args.clone(), settings, available, cancel, preapproved).await;
     if cancel.is_cancelled() {
-        return (output, modified_args);
+        return (output, modified_args, None);
     }
+    let mut guidance = None;
     if output.success {
         let result = json!({
             "resultType": "success",
@@ -142,9 +152,13 @@ async fn run_with_hooks(
         }
     } else {
         let error = output.error_message.clone().unwrap_or_else(|| output.text_for_llm.clone());
-        crate::hooks::invoke(shared, "postToolUseFailure", json!({"toolName": call.name, "toolArgs": args, "error": error})).await;
+        let failure =
+            crate::hooks::invoke(shared, "postToolUseFailure", json!({"toolName": call.name, "toolArgs": args, "error": error})).await;
+        guidance = crate::hooks::str_field(&failure, "additionalContext")
+            .filter(|c| !c.is_empty())
+            .map(|c| format!("Tool \"{}\" failed. Additional guidance from postToolUseFailure hooks:\n{c}", call.name));
     }
-    (output, modified_args)
+    (output, modified_args, guidance)
 }
 
 #[allow(clippy::too_many_arguments)]

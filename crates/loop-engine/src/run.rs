@@ -37,7 +37,11 @@ pub(crate) async fn run_message(
     let mut msg = msg;
     if conv.title.is_none() {
         let source = if shared.settings().resumed { "resume" } else { "new" };
-        crate::hooks::invoke(shared, "sessionStart", json!({"source": source, "initialPrompt": msg.prompt})).await;
+        let start = crate::hooks::invoke(shared, "sessionStart", json!({"source": source, "initialPrompt": msg.prompt})).await;
+        if let Some(context) = crate::hooks::str_field(&start, "additionalContext").filter(|c| !c.is_empty()) {
+            // The hook's context reaches the model as its own user message, before the prompt.
+            conv.messages.push(Message::User { content: UserContent::Text(context.to_string()) });
+        }
     }
     let submitted = crate::hooks::invoke(shared, "userPromptSubmitted", json!({"prompt": msg.prompt})).await;
     if crate::hooks::str_field(&submitted, "decision") == Some("block") {
@@ -195,11 +199,14 @@ pub(crate) async fn run_message(
         let outcomes = dispatch::run_calls(shared, deps, &reply.tool_calls, &turn_id, &settings, &cancel).await;
         let mut rejected = shared.take_user_rejection();
         let mut completed: Option<String> = None;
-        let mut image_messages = Vec::new();
+        let mut image_messages = Vec::new(); // images and hook guidance, after the tool results
         let mut rewritten: Vec<(String, String)> = Vec::new();
         for (call, outcome) in reply.tool_calls.iter().zip(outcomes) {
             let text = match outcome {
-                CallOutcome::Done { text, rejected: r, task_complete, images, modified_args } => {
+                CallOutcome::Done { text, rejected: r, task_complete, images, modified_args, guidance } => {
+                    if let Some(g) = guidance {
+                        image_messages.push(Message::User { content: UserContent::Text(g) });
+                    }
                     if let Some(a) = modified_args {
                         rewritten.push((call.id.clone(), a));
                     }
@@ -214,7 +221,8 @@ pub(crate) async fn run_message(
             };
             conv.messages.push(Message::Tool { tool_call_id: call.id.clone(), content: ToolContent::Text(text) });
         }
-        // Images cannot ride in tool messages; they follow as a user message, as the original does.
+        // Images and hook guidance cannot ride in tool messages; they follow as user messages,
+        // as the original does.
         conv.messages.extend(image_messages);
         if !rewritten.is_empty() {
             rewrite_call_arguments(&mut conv.messages, &rewritten);
