@@ -73,6 +73,11 @@ impl FakeModel {
         let shared = Arc::new(server::Shared::new(format!("http://{addr}")));
         let app = server::router(shared.clone());
         let task = tokio::spawn(async move {
+            // Without TCP_NODELAY every long SSE reply on a reused connection waits ~40 ms for a
+            // delayed ACK, which slows every streaming test and skews the benchmarks.
+            let listener = axum::serve::ListenerExt::tap_io(listener, |t| {
+                let _ = t.set_nodelay(true);
+            });
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!("fake-model server failed: {e}");
             }

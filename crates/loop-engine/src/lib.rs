@@ -62,6 +62,9 @@ pub struct EngineConfig {
     pub tool_env: Vec<(String, String)>,
     pub model: Arc<dyn ModelClient>,
     pub builtins: tools::Registry,
+    /// How long pending client work (permissions, SDK tools) waits for a client to come back
+    /// after the last one disconnected, before it is answered as "no one available".
+    pub pending_grace: std::time::Duration,
 }
 
 /// What every session of an engine shares.
@@ -91,6 +94,7 @@ pub struct Engine {
     default_model: String,
     default_cwd: PathBuf,
     allow_all: bool,
+    pending_grace: std::time::Duration,
     sessions: Mutex<HashMap<String, Arc<SessionShared>>>,
     lifecycle: Mutex<Vec<Arc<dyn LifecycleSubscriber>>>,
 }
@@ -151,6 +155,7 @@ impl Engine {
             default_model: config.default_model,
             default_cwd: config.default_cwd,
             allow_all: config.allow_all_tools,
+            pending_grace: config.pending_grace,
             sessions: Mutex::new(HashMap::new()),
             lifecycle: Mutex::new(Vec::new()),
         })
@@ -275,6 +280,7 @@ impl Engine {
                         "resumeTime": now(), "eventCount": count, "selectedModel": s.model,
                         "context": {"cwd": s.cwd.to_string_lossy()},
                         "sessionWasActive": shared.is_running(), "alreadyInUse": false,
+                        "continuePendingWork": params.continue_pending_work.unwrap_or(false),
                     }),
                     false,
                 );
@@ -330,6 +336,7 @@ impl Engine {
                     "context": {"cwd": settings.cwd.to_string_lossy()},
                     "sessionWasActive": false,
                     "alreadyInUse": false,
+                    "continuePendingWork": params.continue_pending_work.unwrap_or(false),
                 }),
                 false,
             );
@@ -380,7 +387,15 @@ impl Engine {
         let sessions: Vec<_> = lock(&self.sessions).values().cloned().collect();
         for s in sessions {
             if s.emitter.unsubscribe(subscriber_id) == 0 {
-                s.fail_all_pending();
+                // A client may reconnect and resume (the SDKs' pending-work flow): keep what is
+                // pending answerable for a while, then stop waiting so the run cannot hang.
+                let grace = self.pending_grace;
+                tokio::spawn(async move {
+                    tokio::time::sleep(grace).await;
+                    if s.emitter.subscriber_count() == 0 {
+                        s.fail_all_pending();
+                    }
+                });
             }
         }
     }
@@ -400,9 +415,14 @@ impl Engine {
     }
 
     /// All persisted events of a loaded session.
-    pub fn messages(&self, id: &str) -> Result<Vec<protocol::event::Event>, EngineError> {
+    pub async fn messages(&self, id: &str) -> Result<Vec<protocol::event::Event>, EngineError> {
         self.require(id)?;
-        match EventLog::load(&self.deps.layout.events_path(id)) {
+        // A long log is a blocking read: keep it off the async workers.
+        let path = self.deps.layout.events_path(id);
+        let loaded = tokio::task::spawn_blocking(move || EventLog::load(&path))
+            .await
+            .map_err(|e| EngineError::Store(store::StoreError::Io { path: id.to_string(), source: std::io::Error::other(e) }))?;
+        match loaded {
             Ok(l) => Ok(l.events),
             Err(store::StoreError::NotFound(_)) => Err(EngineError::SessionNotFound(id.to_string())),
             Err(e) => Err(e.into()),

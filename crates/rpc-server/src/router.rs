@@ -26,7 +26,7 @@ pub async fn route(conn: &Arc<Conn>, method: &str, params: Value) -> HandlerResu
         "session.resume" => session::resume(conn, method, params).await,
         "session.send" => session::send(conn, method, params),
         "session.abort" => session::abort(conn, method, params),
-        "session.getMessages" => session::get_messages(conn, method, params),
+        "session.getMessages" => session::get_messages(conn, method, params).await,
         "session.detach" | "session.destroy" => session::detach(conn, method, params).await,
         "session.delete" => session::delete(conn, method, params).await,
         "session.list" => session::list(conn, method, params).await,

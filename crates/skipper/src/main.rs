@@ -92,6 +92,9 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
         tool_env,
         model: model_client,
         builtins: tools::Registry::builtins(),
+        pending_grace: std::time::Duration::from_millis(
+            env.get("SKIPPER_PENDING_GRACE_MS").and_then(|v| v.parse().ok()).unwrap_or(30_000),
+        ),
     })
     .await
     .context("opening the session store")?;

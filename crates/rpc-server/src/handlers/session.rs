@@ -74,9 +74,9 @@ pub fn abort(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     Ok(json!({"success": true}))
 }
 
-pub fn get_messages(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn get_messages(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SessionIdParams = params(method, &raw)?;
-    let events = conn.server.engine.messages(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    let events = conn.server.engine.messages(&p.session_id).await.map_err(|e| engine_error(method, &e))?;
     Ok(json!({"events": events}))
 }
 

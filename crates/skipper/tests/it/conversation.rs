@@ -230,18 +230,23 @@ async fn rejected_permission_reaches_the_model() {
         c.wait_for_event(&sid, "session.idle", T).await;
         approver.abort();
         assert!(!env.workdir().join("should_not_exist").exists(), "a rejected command must not run");
-        let reqs = env.model_requests();
-        assert_eq!(reqs.len(), 2);
-        let tools = tool_messages(&reqs[1]);
-        assert_eq!(tools.len(), 1);
-        assert_eq!(tools[0].1, "The user rejected this tool call. User feedback: no way");
+        // As in the recordings, the user's rejection ends the run: no further model call.
+        assert_eq!(env.model_requests().len(), 1);
         let pc = c.wait_for_event(&sid, "permission.completed", T).await;
         assert_eq!(pc["data"]["result"]["kind"], json!("denied-interactively-by-user"), "{pc}");
         let tc = c.wait_for_event(&sid, "tool.execution_complete", T).await;
         assert_eq!(tc["data"]["success"], json!(false), "{tc}");
         assert_eq!(tc["data"]["error"]["code"], json!("denied"), "{tc}");
+        // The rejection and its feedback reach the model with the next message.
+        c.send(&sid, "then just say ok").await;
+        c.wait_for_nth_event(&sid, "session.idle", 2, T).await;
+        let reqs = env.model_requests();
+        assert_eq!(reqs.len(), 2);
+        let tools = tool_messages(&reqs[1]);
+        assert_eq!(tools.len(), 1);
+        assert_eq!(tools[0].1, "The user rejected this tool call. User feedback: no way");
         assert_eq!(c.count(&sid, "assistant.turn_start"), reqs.len());
-        finish(&env, &sid, 1).await;
+        finish(&env, &sid, 2).await;
     })
     .await;
 }
