@@ -20,6 +20,7 @@ test: build test-rust test-sdk
 
 test-rust:
     mkdir -p target
+    cargo fmt --all --check
     cargo test --release --workspace 2>&1 | tee target/rust-tests.log
 
 test-sdk: build

@@ -66,9 +66,8 @@ impl FakeModel {
 
     /// Binds `127.0.0.1:<port>` (0 = any free port).
     pub async fn start_on(port: u16) -> Result<Self> {
-        let listener = TcpListener::bind(("127.0.0.1", port))
-            .await
-            .with_context(|| format!("binding 127.0.0.1:{port}"))?;
+        let listener =
+            TcpListener::bind(("127.0.0.1", port)).await.with_context(|| format!("binding 127.0.0.1:{port}"))?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(server::Shared::new(format!("http://{addr}")));
         let app = server::router(shared.clone());
@@ -98,9 +97,7 @@ impl FakeModel {
     /// Loads a snapshot YAML to replay; `workdir` is the test's working directory (its path
     /// in requests becomes `${workdir}`, and `${workdir}` in replies becomes it).
     pub fn load_snapshot(&self, path: impl AsRef<Path>, workdir: impl AsRef<Path>) -> Result<()> {
-        self.shared
-            .lock()
-            .load_snapshot(path.as_ref(), Some(workdir.as_ref()))
+        self.shared.lock().load_snapshot(path.as_ref(), Some(workdir.as_ref()))
     }
 
     /// Sets the working directory without (re)loading a snapshot.
@@ -129,10 +126,7 @@ impl FakeModel {
 
     /// Answers `/copilot_internal/user` for `Authorization: Bearer <token>` with `response`.
     pub fn set_user_for_token(&self, token: impl Into<String>, response: Value) {
-        self.shared
-            .lock()
-            .users_by_token
-            .insert(token.into(), response);
+        self.shared.lock().users_by_token.insert(token.into(), response);
     }
 
     /// Every model request received so far, oldest first:
@@ -160,12 +154,9 @@ impl FakeModel {
                 notified.await;
             }
         };
-        tokio::time::timeout(timeout, wait).await.with_context(|| {
-            format!(
-                "timed out waiting for {n} model requests (have {})",
-                self.requests().len()
-            )
-        })
+        tokio::time::timeout(timeout, wait)
+            .await
+            .with_context(|| format!("timed out waiting for {n} model requests (have {})", self.requests().len()))
     }
 
     /// Forgets captured requests/exchanges only.

@@ -11,10 +11,7 @@ use clap::Parser;
 use fake_model::FakeModel;
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "fake-model",
-    about = "Fake Copilot API / OpenAI-compatible model server"
-)]
+#[command(name = "fake-model", about = "Fake Copilot API / OpenAI-compatible model server")]
 struct Args {
     /// Port to listen on (127.0.0.1); 0 picks a free port.
     #[arg(long, default_value_t = 0)]

@@ -18,8 +18,7 @@ use serde_json::{Map, Value};
 pub const WORKDIR_PLACEHOLDER: &str = "${workdir}";
 
 /// The text a tool result is normalised to when the tool was interrupted (abort).
-pub const INTERRUPTED_TEXT: &str =
-    "The execution of this tool, or a previous tool was interrupted.";
+pub const INTERRUPTED_TEXT: &str = "The execution of this tool, or a previous tool was interrupted.";
 
 /// Real shell tool names and their placeholders. The harness maps the platform's shell tool
 /// family (bash on Unix, powershell on Windows) so snapshots are portable.
@@ -74,11 +73,7 @@ pub enum Side {
 /// YAML from a snapshot). `workdirs` are the real working directory paths to replace by
 /// `${workdir}` (pass both the configured and the canonical path). Errors describe malformed
 /// input (e.g. a message without a role) and are reported to the client as HTTP 400.
-pub fn normalize_messages(
-    messages: &[Value],
-    side: Side,
-    workdirs: &[String],
-) -> Result<Vec<NormMessage>, String> {
+pub fn normalize_messages(messages: &[Value], side: Side, workdirs: &[String]) -> Result<Vec<NormMessage>, String> {
     let mut out = messages
         .iter()
         .enumerate()
@@ -107,11 +102,7 @@ pub fn merge_assistant_runs(messages: Vec<NormMessage>) -> Vec<NormMessage> {
     for msg in messages {
         match out.last_mut() {
             Some(prev) if prev.role == "assistant" && msg.role == "assistant" => {
-                let joined = format!(
-                    "{}{}",
-                    prev.content.take().unwrap_or_default(),
-                    msg.content.unwrap_or_default()
-                );
+                let joined = format!("{}{}", prev.content.take().unwrap_or_default(), msg.content.unwrap_or_default());
                 prev.content = (!joined.is_empty()).then_some(joined);
                 prev.tool_calls.extend(msg.tool_calls);
             }
@@ -166,11 +157,7 @@ fn scalar_text(v: &Value) -> Option<String> {
 
 fn transform_message(m: &Value, side: Side) -> Result<NormMessage, String> {
     let obj = m.as_object().ok_or("not a JSON object")?;
-    let role = obj
-        .get("role")
-        .and_then(Value::as_str)
-        .ok_or("missing \"role\"")?
-        .to_string();
+    let role = obj.get("role").and_then(Value::as_str).ok_or("missing \"role\"")?.to_string();
     let raw_content = obj.get("content").unwrap_or(&Value::Null);
     let content = match role.as_str() {
         // The system prompt changes with every runtime version; never compared.
@@ -180,10 +167,7 @@ fn transform_message(m: &Value, side: Side) -> Result<NormMessage, String> {
                 let texts: Vec<String> = parts
                     .iter()
                     .filter_map(|p| match p.get("type").and_then(Value::as_str) {
-                        Some("text") => p
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .map(normalize_user_text),
+                        Some("text") => p.get("text").and_then(Value::as_str).map(normalize_user_text),
                         Some("image_url") => Some("[image]".to_string()),
                         _ => None,
                     })
@@ -202,36 +186,21 @@ fn transform_message(m: &Value, side: Side) -> Result<NormMessage, String> {
     }
     .filter(|c| !c.is_empty());
 
-    let tool_call_id = obj
-        .get("tool_call_id")
-        .and_then(scalar_text)
-        .filter(|s| !s.is_empty());
+    let tool_call_id = obj.get("tool_call_id").and_then(scalar_text).filter(|s| !s.is_empty());
 
     let tool_calls = match obj.get("tool_calls") {
-        Some(Value::Array(calls)) => calls
-            .iter()
-            .map(transform_tool_call)
-            .collect::<Result<Vec<_>, _>>()?,
+        Some(Value::Array(calls)) => calls.iter().map(transform_tool_call).collect::<Result<Vec<_>, _>>()?,
         Some(Value::Null) | None => Vec::new(),
         Some(_) => return Err("\"tool_calls\" is not an array".into()),
     };
 
-    Ok(NormMessage {
-        role,
-        tool_call_id,
-        content,
-        tool_calls,
-    })
+    Ok(NormMessage { role, tool_call_id, content, tool_calls })
 }
 
 fn transform_tool_call(tc: &Value) -> Result<NormToolCall, String> {
     let obj = tc.as_object().ok_or("tool call is not an object")?;
     let function = obj.get("function").and_then(Value::as_object);
-    let name = function
-        .and_then(|f| f.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let name = function.and_then(|f| f.get("name")).and_then(Value::as_str).unwrap_or_default().to_string();
     let arguments = match function.and_then(|f| f.get("arguments")) {
         Some(Value::String(s)) => normalize_arguments(s),
         // Hand-written snapshots may give arguments as a mapping.
@@ -240,11 +209,7 @@ fn transform_tool_call(tc: &Value) -> Result<NormToolCall, String> {
     };
     Ok(NormToolCall {
         id: obj.get("id").and_then(scalar_text).unwrap_or_default(),
-        kind: obj
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("function")
-            .to_string(),
+        kind: obj.get("type").and_then(Value::as_str).unwrap_or("function").to_string(),
         function: NormFunction { name, arguments },
     })
 }
@@ -302,24 +267,17 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("valid built-in regex")
 }
 
-static DATETIME: LazyLock<Regex> =
-    LazyLock::new(|| re(r"<current_datetime>.*?</current_datetime>"));
+static DATETIME: LazyLock<Regex> = LazyLock::new(|| re(r"<current_datetime>.*?</current_datetime>"));
 static REMINDER: LazyLock<Regex> = LazyLock::new(|| re(r"(?s)<reminder>.*?</reminder>"));
-static SYSTEM_REMINDER: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?s)<system_reminder>.*?</system_reminder>"));
-static AGENT_INSTRUCTIONS: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?s)<agent_instructions>.*?</agent_instructions>"));
+static SYSTEM_REMINDER: LazyLock<Regex> = LazyLock::new(|| re(r"(?s)<system_reminder>.*?</system_reminder>"));
+static AGENT_INSTRUCTIONS: LazyLock<Regex> = LazyLock::new(|| re(r"(?s)<agent_instructions>.*?</agent_instructions>"));
 static PLAN_PREFIX: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*\[\[PLAN\]\]\s*"));
 static COMPACTION_PROMPT: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?s)Please create a detailed summary of the conversation so far\. The history is being compacted.*",
-    )
+    re(r"(?s)Please create a detailed summary of the conversation so far\. The history is being compacted.*")
 });
 // Runtime versions may include or omit SKILL.md front matter in skill context blocks.
 static SKILL_FRONTMATTER: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?s)(<skill-context\b[^>]*>\s*Base directory for this skill:[^\r\n]*(?:\r?\n)+)---\r?\n.*?\r?\n---(?:\r?\n)+",
-    )
+    re(r"(?s)(<skill-context\b[^>]*>\s*Base directory for this skill:[^\r\n]*(?:\r?\n)+)---\r?\n.*?\r?\n---(?:\r?\n)+")
 });
 // Background-agent completion notices differ between runtime versions; canonicalise.
 static TASK_COMPLETION: LazyLock<Regex> = LazyLock::new(|| {
@@ -345,12 +303,9 @@ pub fn normalize_user_text(text: &str) -> String {
     s.trim().to_string()
 }
 
-static LARGE_OUTPUT_FILE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"\d+-copilot-tool-output-[a-z0-9.]+"));
+static LARGE_OUTPUT_FILE: LazyLock<Regex> = LazyLock::new(|| re(r"\d+-copilot-tool-output-[a-z0-9.]+"));
 static LARGE_OUTPUT_PATH: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r#"(?:[A-Za-z]:)?[^\s"'`]*[\\/]session-state[\\/]temp[\\/]PLACEHOLDER-copilot-tool-output-PLACEHOLDER"#,
-    )
+    re(r#"(?:[A-Za-z]:)?[^\s"'`]*[\\/]session-state[\\/]temp[\\/]PLACEHOLDER-copilot-tool-output-PLACEHOLDER"#)
 });
 static SHELL_EXIT: LazyLock<Regex> =
     LazyLock::new(|| re(r"<shellId:\s*[^>\r\n]+?\s+completed with exit code (-?\d+)>"));
@@ -366,9 +321,8 @@ static GH_AUTH_LOCAL: LazyLock<Regex> = LazyLock::new(|| {
 });
 // Unknown-tool errors may or may not list the available tools, and the list is platform- and
 // version-specific; keep only the stable first sentence.
-static AVAILABLE_TOOLS: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(Tool '[^']+' does not exist\.) Available tools that can be called are [^.]*\.")
-});
+static AVAILABLE_TOOLS: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(Tool '[^']+' does not exist\.) Available tools that can be called are [^.]*\."));
 static BACKGROUND_AGENT: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"(?s)^(Agent started in background with agent_id: .*?\. You'll be notified when it completes\. Tell the user you're waiting and end your response, or continue unrelated work until notified\.).*$",
@@ -376,18 +330,14 @@ static BACKGROUND_AGENT: LazyLock<Regex> = LazyLock::new(|| {
 });
 // Aborted tool executions are reported in several ways depending on where the abort landed;
 // all mean "interrupted".
-static SESSION_ABORTED: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?s)Failed to execute `[^`]*` tool.*? due to error: (?:Error: )?Session aborted")
-});
+static SESSION_ABORTED: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?s)Failed to execute `[^`]*` tool.*? due to error: (?:Error: )?Session aborted"));
 const SHELL_RECONFIGURED: &str = "<shell context is being reconfigured; retry the command>";
 
-static READ_AGENT_IDLE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^Agent is idle \(waiting for messages\)\."));
-static READ_AGENT_STATUS: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^Agent completed\. (.*), status: idle,"));
+static READ_AGENT_IDLE: LazyLock<Regex> = LazyLock::new(|| re(r"^Agent is idle \(waiting for messages\)\."));
+static READ_AGENT_STATUS: LazyLock<Regex> = LazyLock::new(|| re(r"^Agent completed\. (.*), status: idle,"));
 static READ_AGENT_TURNS: LazyLock<Regex> = LazyLock::new(|| re(r", total_turns: \d+(\r?\n|$)"));
-static READ_AGENT_TURN_HEADER: LazyLock<Regex> =
-    LazyLock::new(|| re(r"\r?\n\r?\n\[Turn \d+\]\r?\n"));
+static READ_AGENT_TURN_HEADER: LazyLock<Regex> = LazyLock::new(|| re(r"\r?\n\r?\n\[Turn \d+\]\r?\n"));
 static ELAPSED: LazyLock<Regex> = LazyLock::new(|| re(r"\belapsed: \d+(?:\.\d+)?s\b"));
 static DURATION: LazyLock<Regex> = LazyLock::new(|| re(r"\bduration: \d+(?:\.\d+)?s\b"));
 
@@ -398,10 +348,7 @@ pub fn normalize_tool_result_text(tool_name: Option<&str>, text: &str) -> String
         return INTERRUPTED_TEXT.to_string();
     }
     let s = LARGE_OUTPUT_FILE.replace_all(text, "PLACEHOLDER-copilot-tool-output-PLACEHOLDER");
-    let s = LARGE_OUTPUT_PATH.replace_all(
-        &s,
-        "/session-state/temp/PLACEHOLDER-copilot-tool-output-PLACEHOLDER",
-    );
+    let s = LARGE_OUTPUT_PATH.replace_all(&s, "/session-state/temp/PLACEHOLDER-copilot-tool-output-PLACEHOLDER");
     // The live runtime reports `<shellId: N completed with exit code X>`; snapshots were
     // recorded with the harness rewriting it. Applied for every tool (read_bash output carries
     // it too); symmetric on both sides so this is safe.
@@ -450,13 +397,10 @@ fn normalize_tool_calls(messages: &mut [NormMessage]) {
                 }
             }
             if let Some(content) = msg.content.as_mut() {
-                let tool_name = msg.tool_call_id.as_ref().and_then(|id| {
-                    names
-                        .iter()
-                        .rev()
-                        .find(|(nid, _)| nid == id)
-                        .map(|(_, n)| n.as_str())
-                });
+                let tool_name = msg
+                    .tool_call_id
+                    .as_ref()
+                    .and_then(|id| names.iter().rev().find(|(nid, _)| nid == id).map(|(_, n)| n.as_str()));
                 *content = normalize_tool_result_text(tool_name, content);
             }
         }
@@ -506,10 +450,7 @@ fn workdir_regexes(workdirs: &[String]) -> Vec<Regex> {
         .filter_map(|dir| {
             let escaped: Vec<String> = dir.split('/').map(regex::escape).collect();
             let pattern = format!(r#"{}([\\/]+[^\s"'`,]*)?"#, escaped.join(r"[\\/]+"));
-            RegexBuilder::new(&pattern)
-                .case_insensitive(true)
-                .build()
-                .ok()
+            RegexBuilder::new(&pattern).case_insensitive(true).build().ok()
         })
         .collect()
 }
@@ -521,10 +462,7 @@ fn replace_workdirs(text: &str, patterns: &[Regex]) -> String {
     for p in patterns {
         s = p
             .replace_all(&s, |caps: &regex::Captures<'_>| {
-                let rest = caps
-                    .get(1)
-                    .map(|m| SLASHES.replace_all(m.as_str(), "/").into_owned())
-                    .unwrap_or_default();
+                let rest = caps.get(1).map(|m| SLASHES.replace_all(m.as_str(), "/").into_owned()).unwrap_or_default();
                 format!("{WORKDIR_PLACEHOLDER}{rest}")
             })
             .into_owned();
@@ -539,12 +477,7 @@ mod tests {
     use serde_json::json;
 
     fn norm(messages: Value, workdir: &str) -> Vec<NormMessage> {
-        normalize_messages(
-            messages.as_array().unwrap(),
-            Side::Request,
-            &[workdir.to_string()],
-        )
-        .unwrap()
+        normalize_messages(messages.as_array().unwrap(), Side::Request, &[workdir.to_string()]).unwrap()
     }
 
     #[test]
@@ -591,23 +524,14 @@ mod tests {
         assert_eq!(out[0].content, None);
         assert_eq!(out[0].tool_calls[0].id, "toolcall_0");
         assert_eq!(out[0].tool_calls[0].function.name, "${shell}");
-        assert_eq!(
-            out[0].tool_calls[0].function.arguments,
-            r#"{"command":"ls ${workdir}/sub/x.txt"}"#
-        );
+        assert_eq!(out[0].tool_calls[0].function.arguments, r#"{"command":"ls ${workdir}/sub/x.txt"}"#);
         assert_eq!(out[0].tool_calls[1].id, "toolcall_1");
         assert_eq!(out[0].tool_calls[1].function.arguments, "{}");
         // Sorted by normalised id.
         assert_eq!(out[1].tool_call_id.as_deref(), Some("toolcall_0"));
-        assert_eq!(
-            out[1].content.as_deref(),
-            Some("out\n<exited with exit code 2>")
-        );
+        assert_eq!(out[1].content.as_deref(), Some("out\n<exited with exit code 2>"));
         assert_eq!(out[2].tool_call_id.as_deref(), Some("toolcall_1"));
-        assert_eq!(
-            out[2].content.as_deref(),
-            Some("Tool 'report_intent' does not exist.")
-        );
+        assert_eq!(out[2].content.as_deref(), Some("Tool 'report_intent' does not exist."));
     }
 
     #[test]
@@ -622,10 +546,7 @@ mod tests {
             "/w",
         );
         assert_eq!(out[0].content.as_deref(), Some("  ok  "));
-        assert_eq!(
-            out[1].content.as_deref(),
-            Some(r#"{"a":{"b":3,"y":2},"z":1}"#)
-        );
+        assert_eq!(out[1].content.as_deref(), Some(r#"{"a":{"b":3,"y":2},"z":1}"#));
         assert_eq!(out[2].content.as_deref(), Some(INTERRUPTED_TEXT));
         assert_eq!(out[3].content.as_deref(), Some(INTERRUPTED_TEXT));
     }
@@ -645,12 +566,7 @@ mod tests {
     #[test]
     fn merges_assistant_runs() {
         let msgs = vec![
-            NormMessage {
-                role: "assistant".into(),
-                tool_call_id: None,
-                content: Some("a".into()),
-                tool_calls: vec![],
-            },
+            NormMessage { role: "assistant".into(), tool_call_id: None, content: Some("a".into()), tool_calls: vec![] },
             NormMessage {
                 role: "assistant".into(),
                 tool_call_id: None,
@@ -658,10 +574,7 @@ mod tests {
                 tool_calls: vec![NormToolCall {
                     id: "toolcall_0".into(),
                     kind: "function".into(),
-                    function: NormFunction {
-                        name: "x".into(),
-                        arguments: "{}".into(),
-                    },
+                    function: NormFunction { name: "x".into(), arguments: "{}".into() },
                 }],
             },
         ];
@@ -675,10 +588,7 @@ mod tests {
     fn expansion() {
         assert_eq!(expand_tool_name("${shell}"), "bash");
         assert_eq!(expand_tool_name("view"), "view");
-        assert_eq!(
-            expand_workdir(r#"{"p":"${workdir}/a"}"#, Some(r"C:\w"), true),
-            r#"{"p":"C:\\w/a"}"#
-        );
+        assert_eq!(expand_workdir(r#"{"p":"${workdir}/a"}"#, Some(r"C:\w"), true), r#"{"p":"C:\\w/a"}"#);
         assert_eq!(expand_workdir("${workdir}", None, false), "${workdir}");
     }
 

@@ -12,17 +12,10 @@ pub enum Reply {
     /// Tool calls without text: `(name, arguments JSON text)`. Ids are `call_<n>`.
     ToolCalls(Vec<(String, String)>),
     /// Text and tool calls in one message; empty `content` is sent as `null`.
-    Message {
-        content: String,
-        tool_calls: Vec<(String, String)>,
-    },
+    Message { content: String, tool_calls: Vec<(String, String)> },
     /// An HTTP error with body `{"error":{"message","type","code"}}` and, when given, a
     /// `retry-after` header (seconds).
-    Error {
-        status: u16,
-        retry_after: Option<u64>,
-        message: String,
-    },
+    Error { status: u16, retry_after: Option<u64>, message: String },
     /// Streams the text (and, for non-streaming requests, part of the JSON body), then closes
     /// the connection without `finish_reason` / `[DONE]`.
     DropMidStream { partial_text: String },
@@ -48,11 +41,7 @@ impl Reply {
     }
 
     pub fn error(status: u16, retry_after: Option<u64>, message: impl Into<String>) -> Self {
-        Reply::Error {
-            status,
-            retry_after,
-            message: message.into(),
-        }
+        Reply::Error { status, retry_after, message: message.into() }
     }
 
     /// Parses the JSON form used by `POST /_fake/replies`:
@@ -68,11 +57,7 @@ impl Reply {
     pub fn from_json(v: &Value) -> Result<Self> {
         let obj = v.as_object().context("a reply must be a JSON object")?;
         if let Some(text) = obj.get("text") {
-            return Ok(Reply::Text(
-                text.as_str()
-                    .context("`text` must be a string")?
-                    .to_string(),
-            ));
+            return Ok(Reply::Text(text.as_str().context("`text` must be a string")?.to_string()));
         }
         if let Some(err) = obj.get("error") {
             let status = err
@@ -93,10 +78,7 @@ impl Reply {
         }
         if let Some(partial) = obj.get("drop_mid_stream") {
             return Ok(Reply::DropMidStream {
-                partial_text: partial
-                    .as_str()
-                    .context("`drop_mid_stream` must be a string")?
-                    .to_string(),
+                partial_text: partial.as_str().context("`drop_mid_stream` must be a string")?.to_string(),
             });
         }
         if obj.get("hang").is_some_and(|h| h != &Value::Bool(false)) {
@@ -116,20 +98,16 @@ impl Reply {
         if let Some(ms) = obj.get("delay_ms") {
             let ms = ms.as_u64().context("`delay_ms` must be a number")?;
             let then = obj.get("then").context("`delay_ms` needs `then`")?;
-            return Ok(Reply::Delay {
-                ms,
-                then: Box::new(Reply::from_json(then)?),
-            });
+            return Ok(Reply::Delay { ms, then: Box::new(Reply::from_json(then)?) });
         }
         let tool_calls = match obj.get("tool_calls") {
             Some(calls) => parse_tool_calls(calls)?,
             None => Vec::new(),
         };
         match obj.get("content") {
-            Some(content) => Ok(Reply::Message {
-                content: content.as_str().unwrap_or_default().to_string(),
-                tool_calls,
-            }),
+            Some(content) => {
+                Ok(Reply::Message { content: content.as_str().unwrap_or_default().to_string(), tool_calls })
+            }
             None if !tool_calls.is_empty() => Ok(Reply::ToolCalls(tool_calls)),
             None => bail!("unrecognised reply {v}"),
         }
@@ -141,11 +119,7 @@ fn parse_tool_calls(v: &Value) -> Result<Vec<(String, String)>> {
         .context("`tool_calls` must be a list")?
         .iter()
         .map(|tc| {
-            let name = tc
-                .get("name")
-                .and_then(Value::as_str)
-                .context("tool call needs a `name`")?
-                .to_string();
+            let name = tc.get("name").and_then(Value::as_str).context("tool call needs a `name`")?.to_string();
             let args = match tc.get("arguments") {
                 None | Some(Value::Null) => "{}".to_string(),
                 Some(Value::String(s)) => s.clone(),
@@ -158,25 +132,17 @@ fn parse_tool_calls(v: &Value) -> Result<Vec<(String, String)>> {
 
 /// The JSON form of a reply (inverse of [`Reply::from_json`]), for logs.
 pub fn reply_to_json(r: &Reply) -> Value {
-    let calls = |tc: &[(String, String)]| -> Value {
-        tc.iter()
-            .map(|(n, a)| json!({"name": n, "arguments": a}))
-            .collect()
-    };
+    let calls =
+        |tc: &[(String, String)]| -> Value { tc.iter().map(|(n, a)| json!({"name": n, "arguments": a})).collect() };
     match r {
         Reply::Text(t) => json!({"text": t}),
         Reply::ToolCalls(tc) => json!({"tool_calls": calls(tc)}),
-        Reply::Message {
-            content,
-            tool_calls,
-        } => {
+        Reply::Message { content, tool_calls } => {
             json!({"content": content, "tool_calls": calls(tool_calls)})
         }
-        Reply::Error {
-            status,
-            retry_after,
-            message,
-        } => json!({"error": {"status": status, "retry_after": retry_after, "message": message}}),
+        Reply::Error { status, retry_after, message } => {
+            json!({"error": {"status": status, "retry_after": retry_after, "message": message}})
+        }
         Reply::DropMidStream { partial_text } => json!({"drop_mid_stream": partial_text}),
         Reply::Hang => json!({"hang": true}),
         Reply::Delay { ms, then } => json!({"delay_ms": ms, "then": reply_to_json(then)}),
@@ -202,18 +168,9 @@ mod tests {
             json!({"slow_text": ["a", "b"], "delay_ms": 7}),
         ];
         let parsed: Vec<Reply> = forms.iter().map(|f| Reply::from_json(f).unwrap()).collect();
-        assert_eq!(
-            parsed[1],
-            Reply::ToolCalls(vec![("bash".into(), r#"{"command":"ls","a":1}"#.into())])
-        );
+        assert_eq!(parsed[1], Reply::ToolCalls(vec![("bash".into(), r#"{"command":"ls","a":1}"#.into())]));
         assert_eq!(parsed[3], Reply::error(429, Some(0), "rate limited"));
-        assert_eq!(
-            parsed[6],
-            Reply::Delay {
-                ms: 5,
-                then: Box::new(Reply::text("late"))
-            }
-        );
+        assert_eq!(parsed[6], Reply::Delay { ms: 5, then: Box::new(Reply::text("late")) });
         for p in &parsed {
             assert_eq!(&Reply::from_json(&reply_to_json(p)).unwrap(), p);
         }

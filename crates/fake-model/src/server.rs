@@ -15,9 +15,7 @@ use axum::{middleware, Json, Router};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch, Notify};
 
-use crate::normalize::{
-    expand_tool_name, expand_workdir, merge_assistant_runs, normalize_messages, NormMessage, Side,
-};
+use crate::normalize::{expand_tool_name, expand_workdir, merge_assistant_runs, normalize_messages, NormMessage, Side};
 use crate::reply::{reply_to_json, Reply};
 use crate::snapshot::{Match, Snapshot, StoredError};
 
@@ -110,10 +108,7 @@ impl Shared {
     }
 
     fn next_call_id(&self) -> String {
-        format!(
-            "call_{}",
-            self.tool_call_counter.fetch_add(1, Ordering::SeqCst)
-        )
+        format!("call_{}", self.tool_call_counter.fetch_add(1, Ordering::SeqCst))
     }
 }
 
@@ -125,18 +120,12 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/chat/completions", post(chat))
         .route("/v1/chat/completions", post(chat))
         .route("/openai/v1/chat/completions", post(chat))
-        .route(
-            "/openai/deployments/{deployment}/chat/completions",
-            post(chat),
-        )
+        .route("/openai/deployments/{deployment}/chat/completions", post(chat))
         .route("/agents/{*rest}", get(memory).post(memory))
         .route("/_fake/load", post(ctl_load))
         .route("/_fake/workdir", post(ctl_workdir))
         .route("/_fake/replies", post(ctl_replies))
-        .route(
-            "/_fake/requests",
-            get(ctl_requests).delete(ctl_clear_requests),
-        )
+        .route("/_fake/requests", get(ctl_requests).delete(ctl_clear_requests))
         .route("/_fake/exchanges", get(ctl_exchanges))
         .route("/_fake/reset", post(ctl_reset))
         .route("/_fake/models", post(ctl_models))
@@ -150,10 +139,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .fallback(not_found)
         // Requests carry full histories, possibly with base64 images: no body size limit.
         .layer(DefaultBodyLimit::disable())
-        .layer(middleware::map_response_with_state(
-            shared.clone(),
-            add_request_id,
-        ))
+        .layer(middleware::map_response_with_state(shared.clone(), add_request_id))
         .with_state(shared)
 }
 
@@ -178,29 +164,19 @@ fn error_body(message: &str, kind: &str) -> Value {
 }
 
 fn bad_request(message: &str) -> Response {
-    json_response(
-        StatusCode::BAD_REQUEST,
-        error_body(message, "invalid_request_error"),
-    )
+    json_response(StatusCode::BAD_REQUEST, error_body(message, "invalid_request_error"))
 }
 
 async fn not_found(uri: Uri) -> Response {
     tracing::debug!(%uri, "404");
-    json_response(
-        StatusCode::NOT_FOUND,
-        json!({"error": format!("Not found by fake model: {}", uri.path())}),
-    )
+    json_response(StatusCode::NOT_FOUND, json!({"error": format!("Not found by fake model: {}", uri.path())}))
 }
 
 async fn user(State(s): S, headers: HeaderMap) -> Response {
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .map(|v| {
-            v.trim_start_matches("Bearer ")
-                .trim_start_matches("token ")
-                .to_string()
-        });
+        .map(|v| v.trim_start_matches("Bearer ").trim_start_matches("token ").to_string());
     let registered = token.and_then(|t| s.lock().users_by_token.get(&t).cloned());
     let body = match registered {
         Some(Value::Object(mut obj)) => {
@@ -293,16 +269,8 @@ type Call = (String, String, String);
 /// What one model request is answered with, after ids and placeholders are resolved.
 #[derive(Debug, Clone)]
 enum Answer {
-    Message {
-        content: Option<String>,
-        tool_calls: Vec<Call>,
-    },
-    Error {
-        status: u16,
-        retry_after: Option<u64>,
-        message: String,
-        code: String,
-    },
+    Message { content: Option<String>, tool_calls: Vec<Call> },
+    Error { status: u16, retry_after: Option<u64>, message: String, code: String },
     Drop(String),
     Hang,
     Delay(u64, Box<Answer>),
@@ -314,46 +282,21 @@ impl Answer {
     fn from_reply(s: &Shared, reply: Reply, workdir: Option<&str>) -> Answer {
         let calls = |tc: Vec<(String, String)>| -> Vec<Call> {
             tc.into_iter()
-                .map(|(name, args)| {
-                    (
-                        s.next_call_id(),
-                        expand_tool_name(&name),
-                        expand_workdir(&args, workdir, true),
-                    )
-                })
+                .map(|(name, args)| (s.next_call_id(), expand_tool_name(&name), expand_workdir(&args, workdir, true)))
                 .collect()
         };
         match reply {
-            Reply::Text(t) => Answer::Message {
-                content: Some(t),
-                tool_calls: Vec::new(),
-            },
-            Reply::ToolCalls(tc) => Answer::Message {
-                content: None,
-                tool_calls: calls(tc),
-            },
-            Reply::Message {
-                content,
-                tool_calls,
-            } => Answer::Message {
-                content: (!content.is_empty()).then_some(content),
-                tool_calls: calls(tool_calls),
-            },
-            Reply::Error {
-                status,
-                retry_after,
-                message,
-            } => Answer::Error {
-                status,
-                retry_after,
-                message,
-                code: error_kind(status).to_string(),
-            },
+            Reply::Text(t) => Answer::Message { content: Some(t), tool_calls: Vec::new() },
+            Reply::ToolCalls(tc) => Answer::Message { content: None, tool_calls: calls(tc) },
+            Reply::Message { content, tool_calls } => {
+                Answer::Message { content: (!content.is_empty()).then_some(content), tool_calls: calls(tool_calls) }
+            }
+            Reply::Error { status, retry_after, message } => {
+                Answer::Error { status, retry_after, message, code: error_kind(status).to_string() }
+            }
             Reply::DropMidStream { partial_text } => Answer::Drop(partial_text),
             Reply::Hang => Answer::Hang,
-            Reply::Delay { ms, then } => {
-                Answer::Delay(ms, Box::new(Answer::from_reply(s, *then, workdir)))
-            }
+            Reply::Delay { ms, then } => Answer::Delay(ms, Box::new(Answer::from_reply(s, *then, workdir))),
             Reply::SlowText { chunks, delay_ms } => Answer::Slow(chunks, delay_ms),
         }
     }
@@ -362,10 +305,7 @@ impl Answer {
     /// tool names / paths.
     fn from_stored(s: &Shared, msg: NormMessage, workdir: Option<&str>) -> Answer {
         Answer::Message {
-            content: msg
-                .content
-                .map(|c| expand_workdir(&c, workdir, false))
-                .filter(|c| !c.is_empty()),
+            content: msg.content.map(|c| expand_workdir(&c, workdir, false)).filter(|c| !c.is_empty()),
             tool_calls: msg
                 .tool_calls
                 .into_iter()
@@ -384,9 +324,7 @@ impl Answer {
         Answer::Error {
             status: e.status,
             retry_after: e.retry_after_seconds,
-            message: e
-                .message
-                .unwrap_or_else(|| "Rate limited by test snapshot".to_string()),
+            message: e.message.unwrap_or_else(|| "Rate limited by test snapshot".to_string()),
             code: e.code.unwrap_or_else(|| "rate_limited".to_string()),
         }
     }
@@ -394,10 +332,7 @@ impl Answer {
     /// The assistant message this answer eventually delivers, for `/exchanges`.
     fn final_message(&self) -> Option<(Option<String>, Vec<Call>)> {
         match self {
-            Answer::Message {
-                content,
-                tool_calls,
-            } => Some((content.clone(), tool_calls.clone())),
+            Answer::Message { content, tool_calls } => Some((content.clone(), tool_calls.clone())),
             Answer::Slow(chunks, _) => Some((Some(chunks.concat()), Vec::new())),
             Answer::Delay(_, then) => then.final_message(),
             _ => None,
@@ -422,10 +357,7 @@ async fn chat(State(s): S, uri: Uri, headers: HeaderMap, body: Bytes) -> Respons
         Ok(v) => v.clone(),
         Err(_) => Value::String(String::from_utf8_lossy(&body).into_owned()),
     };
-    let path = uri
-        .path_and_query()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| uri.path().to_string());
+    let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| uri.path().to_string());
     let header_json = headers_to_json(&headers);
     s.lock().requests.push(json!({
         "path": path,
@@ -440,17 +372,10 @@ async fn chat(State(s): S, uri: Uri, headers: HeaderMap, body: Bytes) -> Respons
         Err(e) => return bad_request(&format!("fake-model: request body is not JSON: {e}")),
     };
     let streaming = req.get("stream") == Some(&Value::Bool(true));
-    let model = req
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or(DEFAULT_MODEL)
-        .to_string();
+    let model = req.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_string();
 
     let answer = decide(&s, &req);
-    let completion_id = format!(
-        "chatcmpl-{}",
-        s.completion_counter.fetch_add(1, Ordering::SeqCst)
-    );
+    let completion_id = format!("chatcmpl-{}", s.completion_counter.fetch_add(1, Ordering::SeqCst));
     let response_json = answer.final_message().map(|(content, calls)| {
         let u = usage(body.len(), &content, &calls);
         completion(&completion_id, &model, &content, &calls, u)
@@ -461,13 +386,7 @@ async fn chat(State(s): S, uri: Uri, headers: HeaderMap, body: Bytes) -> Respons
         "requestHeaders": header_json,
     }));
 
-    let ctx = RespondCtx {
-        shared: s.clone(),
-        completion_id,
-        streaming,
-        model,
-        prompt_bytes: body.len(),
-    };
+    let ctx = RespondCtx { shared: s.clone(), completion_id, streaming, model, prompt_bytes: body.len() };
     respond(ctx, answer).await
 }
 
@@ -483,9 +402,7 @@ fn decide(s: &Shared, req: &Value) -> Answer {
         (st.snapshot.clone(), workdir, st.workdir_variants.clone())
     };
     let Some(snapshot) = snapshot else {
-        return Answer::BadRequest(
-            "fake-model: no scripted reply is queued and no snapshot is loaded".to_string(),
-        );
+        return Answer::BadRequest("fake-model: no scripted reply is queued and no snapshot is loaded".to_string());
     };
     let Some(messages) = req.get("messages").and_then(Value::as_array) else {
         return Answer::BadRequest("fake-model: request has no `messages` array".to_string());
@@ -511,21 +428,15 @@ fn decide(s: &Shared, req: &Value) -> Answer {
 
 fn usage(prompt_bytes: usize, content: &Option<String>, calls: &[Call]) -> Value {
     // Rough chars/4 estimate: deterministic and non-zero, which is all tests need.
-    let out_chars = content.as_deref().map_or(0, str::len)
-        + calls
-            .iter()
-            .map(|(_, n, a)| n.len() + a.len())
-            .sum::<usize>();
+    let out_chars =
+        content.as_deref().map_or(0, str::len) + calls.iter().map(|(_, n, a)| n.len() + a.len()).sum::<usize>();
     let prompt = (prompt_bytes / 4).max(1) as u64;
     let completion = (out_chars / 4).max(1) as u64;
     json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
 }
 
 fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or_default()
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
 }
 
 fn finish_reason(calls: &[Call]) -> &'static str {
@@ -536,20 +447,14 @@ fn finish_reason(calls: &[Call]) -> &'static str {
     }
 }
 
-fn completion(
-    id: &str,
-    model: &str,
-    content: &Option<String>,
-    calls: &[Call],
-    usage: Value,
-) -> Value {
+fn completion(id: &str, model: &str, content: &Option<String>, calls: &[Call], usage: Value) -> Value {
     let mut message = json!({"role": "assistant", "content": content});
     if !calls.is_empty() {
         message["tool_calls"] = calls
             .iter()
-            .map(|(id, name, args)| {
-                json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
-            })
+            .map(
+                |(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}),
+            )
             .collect();
     }
     json!({
@@ -567,10 +472,7 @@ fn completion(
 fn split_text(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     if chars.len() > STREAM_CHUNK_CHARS {
-        return chars
-            .chunks(STREAM_CHUNK_CHARS)
-            .map(|c| c.iter().collect())
-            .collect();
+        return chars.chunks(STREAM_CHUNK_CHARS).map(|c| c.iter().collect()).collect();
     }
     let words: Vec<&str> = text.split_inclusive(' ').collect();
     if words.len() < 2 {
@@ -642,10 +544,7 @@ impl RespondCtx {
             }
         }
         for (index, (call_id, name, args)) in calls.iter().enumerate() {
-            for (i, piece) in split_chars(args, STREAM_CHUNK_CHARS)
-                .into_iter()
-                .enumerate()
-            {
+            for (i, piece) in split_chars(args, STREAM_CHUNK_CHARS).into_iter().enumerate() {
                 let tc = if i == 0 {
                     json!({"index": index, "id": call_id, "type": "function",
                            "function": {"name": name, "arguments": piece}})
@@ -687,22 +586,12 @@ fn channel_body() -> (mpsc::Sender<Frame>, Body) {
 fn respond(ctx: RespondCtx, answer: Answer) -> futures::future::BoxFuture<'static, Response> {
     Box::pin(async move {
         match answer {
-            Answer::BadRequest(msg) => json_response(
-                StatusCode::BAD_REQUEST,
-                error_body(&msg, "fake_model_no_match"),
-            ),
-            Answer::Error {
-                status,
-                retry_after,
-                message,
-                code,
-            } => {
-                let status =
-                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            Answer::BadRequest(msg) => json_response(StatusCode::BAD_REQUEST, error_body(&msg, "fake_model_no_match")),
+            Answer::Error { status, retry_after, message, code } => {
+                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 let mut res = json_response(status, error_body(&message, &code));
                 if let Some(secs) = retry_after {
-                    res.headers_mut()
-                        .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+                    res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
                 }
                 res
             }
@@ -710,10 +599,7 @@ fn respond(ctx: RespondCtx, answer: Answer) -> futures::future::BoxFuture<'stati
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 respond(ctx, *then).await
             }
-            Answer::Message {
-                content,
-                tool_calls,
-            } => {
+            Answer::Message { content, tool_calls } => {
                 if ctx.streaming {
                     let frames = ctx.message_frames(&content, &tool_calls);
                     sse_response(Body::from_stream(futures::stream::iter(
@@ -786,14 +672,7 @@ fn respond(ctx: RespondCtx, answer: Answer) -> futures::future::BoxFuture<'stati
                         .collect()
                 } else {
                     // A truncated JSON document.
-                    let full = completion(
-                        &ctx.completion_id(),
-                        &ctx.model,
-                        &Some(partial),
-                        &[],
-                        json!({}),
-                    )
-                    .to_string();
+                    let full = completion(&ctx.completion_id(), &ctx.model, &Some(partial), &[], json!({})).to_string();
                     let half: String = full.chars().take(full.chars().count() / 2).collect();
                     vec![Bytes::from(half)]
                 };
@@ -805,20 +684,11 @@ fn respond(ctx: RespondCtx, answer: Answer) -> futures::future::BoxFuture<'stati
                     }
                     // Give hyper time to flush what was sent before the connection is cut.
                     tokio::time::sleep(Duration::from_millis(50)).await;
-                    let _ = tx
-                        .send(Err(std::io::Error::other("fake-model: dropped mid-stream")))
-                        .await;
+                    let _ = tx.send(Err(std::io::Error::other("fake-model: dropped mid-stream"))).await;
                 });
-                let mut res = if streaming {
-                    sse_response(body)
-                } else {
-                    Response::new(body)
-                };
+                let mut res = if streaming { sse_response(body) } else { Response::new(body) };
                 if !streaming {
-                    res.headers_mut().insert(
-                        header::CONTENT_TYPE,
-                        HeaderValue::from_static("application/json"),
-                    );
+                    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 }
                 res
             }
@@ -834,21 +704,12 @@ fn respond(ctx: RespondCtx, answer: Answer) -> futures::future::BoxFuture<'stati
                         _ = tx.closed() => false,
                     };
                     if stopped {
-                        let _ = tx
-                            .send(Err(std::io::Error::other("fake-model stopped")))
-                            .await;
+                        let _ = tx.send(Err(std::io::Error::other("fake-model stopped"))).await;
                     }
                 });
-                let mut res = if ctx.streaming {
-                    sse_response(body)
-                } else {
-                    Response::new(body)
-                };
+                let mut res = if ctx.streaming { sse_response(body) } else { Response::new(body) };
                 if !ctx.streaming {
-                    res.headers_mut().insert(
-                        header::CONTENT_TYPE,
-                        HeaderValue::from_static("application/json"),
-                    );
+                    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 }
                 res
             }
@@ -891,10 +752,9 @@ async fn compat_config(State(s): S, body: Bytes) -> Response {
         Ok(v) => v,
         Err(e) => return bad_request(&e),
     };
-    let (Some(path), Some(workdir)) = (
-        v.get("filePath").and_then(Value::as_str),
-        v.get("workDir").and_then(Value::as_str),
-    ) else {
+    let (Some(path), Some(workdir)) =
+        (v.get("filePath").and_then(Value::as_str), v.get("workDir").and_then(Value::as_str))
+    else {
         return bad_request("filePath and workDir must be provided in config");
     };
     let mut st = s.lock();
@@ -954,10 +814,7 @@ async fn ctl_replies(State(s): S, body: Bytes) -> Response {
     st.replies.extend(parsed);
     let queued = st.replies.len();
     let pending: Vec<Value> = st.replies.iter().map(reply_to_json).collect();
-    json_response(
-        StatusCode::OK,
-        json!({"ok": true, "queued": queued, "pending": pending}),
-    )
+    json_response(StatusCode::OK, json!({"ok": true, "queued": queued, "pending": pending}))
 }
 
 async fn ctl_requests(State(s): S) -> Response {
@@ -986,12 +843,7 @@ async fn ctl_models(State(s): S, body: Bytes) -> Response {
         Err(e) => return bad_request(&e),
     };
     let models = match v.get("models") {
-        Some(Value::Array(items)) => Some(
-            items
-                .iter()
-                .filter_map(|m| m.as_str().map(str::to_string))
-                .collect(),
-        ),
+        Some(Value::Array(items)) => Some(items.iter().filter_map(|m| m.as_str().map(str::to_string)).collect()),
         Some(Value::Null) | None => None,
         Some(_) => return bad_request("`models` must be a list of ids or null"),
     };
@@ -1004,13 +856,10 @@ async fn ctl_user(State(s): S, body: Bytes) -> Response {
         Ok(v) => v,
         Err(e) => return bad_request(&e),
     };
-    let (Some(token), Some(response)) = (v.get("token").and_then(Value::as_str), v.get("response"))
-    else {
+    let (Some(token), Some(response)) = (v.get("token").and_then(Value::as_str), v.get("response")) else {
         return bad_request("expected {\"token\": \"...\", \"response\": {...}}");
     };
-    s.lock()
-        .users_by_token
-        .insert(token.to_string(), response.clone());
+    s.lock().users_by_token.insert(token.to_string(), response.clone());
     ok()
 }
 

@@ -59,10 +59,8 @@ pub enum Match {
 
 impl Snapshot {
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading snapshot {}", path.display()))?;
-        Self::parse(&text, path.to_path_buf())
-            .with_context(|| format!("parsing snapshot {}", path.display()))
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading snapshot {}", path.display()))?;
+        Self::parse(&text, path.to_path_buf()).with_context(|| format!("parsing snapshot {}", path.display()))
     }
 
     pub fn parse(yaml: &str, path: PathBuf) -> Result<Self> {
@@ -70,11 +68,7 @@ impl Snapshot {
         let models = doc
             .get("models")
             .and_then(Value::as_array)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
+            .map(|m| m.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
             .unwrap_or_default();
 
         let mut conversations = Vec::new();
@@ -94,21 +88,13 @@ impl Snapshot {
                 model: err.get("model").and_then(Value::as_str).map(str::to_string),
                 status,
                 code: err.get("code").and_then(Value::as_str).map(str::to_string),
-                message: err
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
+                message: err.get("message").and_then(Value::as_str).map(str::to_string),
                 retry_after_seconds: err.get("retryAfterSeconds").and_then(Value::as_u64),
                 messages: normalize_stored(err).with_context(|| format!("errors[{i}]"))?,
             });
         }
 
-        Ok(Self {
-            path,
-            models,
-            conversations,
-            errors,
-        })
+        Ok(Self { path, models, conversations, errors })
     }
 
     /// Matches a normalised request (assistant runs already merged) in the harness' order:
@@ -196,10 +182,7 @@ fn array<'a>(doc: &'a Value, key: &str) -> Result<&'a [Value]> {
 }
 
 fn normalize_stored(entry: &Value) -> Result<Vec<NormMessage>> {
-    let messages = entry
-        .get("messages")
-        .and_then(Value::as_array)
-        .context("missing `messages` list")?;
+    let messages = entry.get("messages").and_then(Value::as_array).context("missing `messages` list")?;
     let normalized = normalize_messages(messages, Side::Stored, &[]).map_err(anyhow::Error::msg)?;
     Ok(merge_assistant_runs(normalized))
 }
@@ -247,12 +230,7 @@ conversations:
 "#;
 
     fn user(text: &str) -> NormMessage {
-        NormMessage {
-            role: "user".into(),
-            tool_call_id: None,
-            content: Some(text.into()),
-            tool_calls: vec![],
-        }
+        NormMessage { role: "user".into(), tool_call_id: None, content: Some(text.into()), tool_calls: vec![] }
     }
 
     #[test]
@@ -263,10 +241,7 @@ conversations:
             other => panic!("{other:?}"),
         }
         // The model filter excludes the error entry; nothing else matches.
-        assert!(matches!(
-            snap.find(&[user("boom")], Some("other")),
-            Match::NoMatch(_)
-        ));
+        assert!(matches!(snap.find(&[user("boom")], Some("other")), Match::NoMatch(_)));
         match snap.find(&[user("hi")], Some("m")) {
             Match::Reply(m) => {
                 assert_eq!(m.content.as_deref(), Some("a "));

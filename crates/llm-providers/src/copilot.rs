@@ -7,18 +7,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use reqwest::header::{
-    HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT,
-};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
-use crate::openai_chat::{
-    error_message, parse_completion, request_body, BodyFlavor, StreamAssembler, StreamStep,
-};
+use crate::openai_chat::{error_message, parse_completion, request_body, BodyFlavor, StreamAssembler, StreamStep};
 use crate::retry::{self, parse_retry_after, AttemptError, RetryPolicy};
 use crate::sse::SseParser;
 use crate::types::{ChatRequest, ChatResponse, Initiator, ModelEvent, ModelInfo, ProviderError};
@@ -61,17 +57,8 @@ impl CopilotConfig {
     /// Apply the process environment (given as a map; this crate never reads the environment
     /// itself): `COPILOT_API_URL` and `COPILOT_DEBUG_GITHUB_API_URL`. Empty values count as
     /// unset.
-    pub fn from_env_map(
-        env: &HashMap<String, String>,
-        token: Option<String>,
-        version: impl Into<String>,
-    ) -> Self {
-        let get = |key: &str| {
-            env.get(key)
-                .map(|v| v.trim())
-                .filter(|v| !v.is_empty())
-                .map(trim_base)
-        };
+    pub fn from_env_map(env: &HashMap<String, String>, token: Option<String>, version: impl Into<String>) -> Self {
+        let get = |key: &str| env.get(key).map(|v| v.trim()).filter(|v| !v.is_empty()).map(trim_base);
         let mut config = Self::new(token, version);
         config.api_url = get("COPILOT_API_URL");
         if let Some(url) = get("COPILOT_DEBUG_GITHUB_API_URL") {
@@ -121,23 +108,14 @@ impl CopilotClient {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
             .build()
-            .map_err(|e| {
-                ProviderError::Network(format!(
-                    "cannot initialise HTTP client: {}",
-                    error_chain(&e)
-                ))
-            })?;
+            .map_err(|e| ProviderError::Network(format!("cannot initialise HTTP client: {}", error_chain(&e))))?;
         Ok(Self::with_http_client(config, http))
     }
 
     /// With a caller-built HTTP client (custom proxy, CA roots, or none of the environment's
     /// proxy settings in tests).
     pub fn with_http_client(config: CopilotConfig, http: reqwest::Client) -> Self {
-        Self {
-            config,
-            http,
-            discovered_base: OnceCell::new(),
-        }
+        Self { config, http, discovered_base: OnceCell::new() }
     }
 
     pub fn config(&self) -> &CopilotConfig {
@@ -149,42 +127,22 @@ impl CopilotClient {
         if let Some(url) = &self.config.api_url {
             return Ok(trim_base(url));
         }
-        self.discovered_base
-            .get_or_try_init(|| self.discover_base(cancel))
-            .await
-            .cloned()
+        self.discovered_base.get_or_try_init(|| self.discover_base(cancel)).await.cloned()
     }
 
     async fn discover_base(&self, cancel: &CancellationToken) -> Result<String, ProviderError> {
-        let url = format!(
-            "{}/copilot_internal/user",
-            trim_base(&self.config.github_api_url)
-        );
+        let url = format!("{}/copilot_internal/user", trim_base(&self.config.github_api_url));
         let headers = self.common_headers()?;
         let (url, headers) = (&url, &headers);
         let base = retry::run(&self.config.retry, None, cancel, move |_| async move {
-            let resp = self
-                .http
-                .get(url)
-                .headers(headers.clone())
-                .send()
-                .await
-                .map_err(network_error)?;
+            let resp = self.http.get(url).headers(headers.clone()).send().await.map_err(network_error)?;
             let resp = ensure_success(resp, "Copilot account lookup").await?;
             let body = resp.bytes().await.map_err(network_error)?;
-            let user: Value = serde_json::from_slice(&body).map_err(|e| {
-                ProviderError::Protocol(format!("malformed /copilot_internal/user response: {e}"))
-            })?;
-            user.pointer("/endpoints/api")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(trim_base)
-                .ok_or_else(|| {
-                    ProviderError::Protocol(
-                        "/copilot_internal/user response has no endpoints.api".into(),
-                    )
-                    .into()
-                })
+            let user: Value = serde_json::from_slice(&body)
+                .map_err(|e| ProviderError::Protocol(format!("malformed /copilot_internal/user response: {e}")))?;
+            user.pointer("/endpoints/api").and_then(Value::as_str).filter(|s| !s.is_empty()).map(trim_base).ok_or_else(
+                || ProviderError::Protocol("/copilot_internal/user response has no endpoints.api".into()).into(),
+            )
         })
         .await?;
         tracing::debug!(%base, "resolved Copilot API base URL");
@@ -202,53 +160,29 @@ impl CopilotClient {
     /// Headers every CAPI request carries.
     fn common_headers(&self) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
-        let auth = HeaderValue::from_str(&format!("Bearer {}", self.token()?)).map_err(|_| {
-            ProviderError::Auth(
-                "the token contains characters not allowed in an HTTP header".into(),
-            )
-        })?;
+        let auth = HeaderValue::from_str(&format!("Bearer {}", self.token()?))
+            .map_err(|_| ProviderError::Auth("the token contains characters not allowed in an HTTP header".into()))?;
         headers.insert(AUTHORIZATION, auth);
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        insert(
-            &mut headers,
-            "editor-version",
-            &format!("copilot/{}", self.config.version),
-        );
+        insert(&mut headers, "editor-version", &format!("copilot/{}", self.config.version));
         insert(&mut headers, USER_AGENT.as_str(), &self.config.user_agent());
-        insert(
-            &mut headers,
-            "copilot-integration-id",
-            &self.config.integration_id,
-        );
-        headers.insert(
-            "x-github-api-version",
-            HeaderValue::from_static(GITHUB_API_VERSION),
-        );
+        insert(&mut headers, "copilot-integration-id", &self.config.integration_id);
+        headers.insert("x-github-api-version", HeaderValue::from_static(GITHUB_API_VERSION));
         Ok(headers)
     }
 
     fn chat_headers(&self, req: &ChatRequest, attempt: u32) -> Result<HeaderMap, ProviderError> {
         let mut headers = self.common_headers()?;
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(
-            "openai-intent",
-            HeaderValue::from_static("conversation-agent"),
-        );
+        headers.insert("openai-intent", HeaderValue::from_static("conversation-agent"));
         // A retry is not a new user request; CAPI bills premium requests by this header.
-        let initiator = if attempt > 0 {
-            Initiator::Agent
-        } else {
-            req.initiator
-        };
+        let initiator = if attempt > 0 { Initiator::Agent } else { req.initiator };
         let (initiator, interaction_type) = match initiator {
             Initiator::User => ("user", "conversation-user"),
             Initiator::Agent => ("agent", "conversation-agent"),
         };
         headers.insert("x-initiator", HeaderValue::from_static(initiator));
-        headers.insert(
-            "x-interaction-type",
-            HeaderValue::from_static(interaction_type),
-        );
+        headers.insert("x-interaction-type", HeaderValue::from_static(interaction_type));
         insert(&mut headers, "x-interaction-id", &req.interaction_id);
         insert(&mut headers, "x-client-session-id", &req.session_id);
         for (name, value) in &req.extra_headers {
@@ -266,28 +200,17 @@ impl CopilotClient {
         events: &UnboundedSender<ModelEvent>,
     ) -> Result<ChatResponse, AttemptError> {
         let started = Instant::now();
-        let resp = self
-            .http
-            .post(url)
-            .headers(headers)
-            .body(body)
-            .send()
-            .await
-            .map_err(network_error)?;
+        let resp = self.http.post(url).headers(headers).body(body).send().await.map_err(network_error)?;
         let provider_call_id = header_str(&resp, "x-github-request-id");
         let resp = ensure_success(resp, "Model request").await?;
         let content_type = header_str(&resp, CONTENT_TYPE.as_str()).unwrap_or_default();
         // Trust what the server sent over what was asked for: some endpoints ignore `stream`.
-        let is_sse =
-            content_type.contains("event-stream") || (stream && !content_type.contains("json"));
+        let is_sse = content_type.contains("event-stream") || (stream && !content_type.contains("json"));
         let mut response = if is_sse {
             read_stream(resp, events).await?
         } else {
             let body = resp.bytes().await.map_err(|e| {
-                ProviderError::Truncated(format!(
-                    "reading the response body failed: {}",
-                    error_chain(&e)
-                ))
+                ProviderError::Truncated(format!("reading the response body failed: {}", error_chain(&e)))
             })?;
             parse_completion(&body)?
         };
@@ -312,13 +235,7 @@ impl ModelClient for CopilotClient {
         let headers = self.common_headers()?;
         let (url, headers) = (&url, &headers);
         retry::run(&self.config.retry, None, &cancel, move |_| async move {
-            let resp = self
-                .http
-                .get(url)
-                .headers(headers.clone())
-                .send()
-                .await
-                .map_err(network_error)?;
+            let resp = self.http.get(url).headers(headers.clone()).send().await.map_err(network_error)?;
             let resp = ensure_success(resp, "Model list request").await?;
             let body = resp.bytes().await.map_err(network_error)?;
             Ok(parse_models(&body)?)
@@ -338,26 +255,17 @@ impl ModelClient for CopilotClient {
             .map_err(|e| ProviderError::Protocol(format!("cannot encode request: {e}")))?;
         tracing::debug!(%url, model = %req.model, messages = req.messages.len(), stream = req.stream, "model call");
         let (req, events, url, body) = (&req, &events, &url, &body);
-        retry::run(
-            &self.config.retry,
-            Some(events),
-            &cancel,
-            move |attempt| async move {
-                let headers = self.chat_headers(req, attempt)?;
-                self.chat_attempt(url, headers, body.clone(), req.stream, events)
-                    .await
-            },
-        )
+        retry::run(&self.config.retry, Some(events), &cancel, move |attempt| async move {
+            let headers = self.chat_headers(req, attempt)?;
+            self.chat_attempt(url, headers, body.clone(), req.stream, events).await
+        })
         .await
     }
 }
 
 /// Read an SSE body to the end (or `[DONE]`), forwarding progress. A body that stops before
 /// the reply is known to be complete is `Truncated`.
-async fn read_stream(
-    mut resp: Response,
-    events: &UnboundedSender<ModelEvent>,
-) -> Result<ChatResponse, AttemptError> {
+async fn read_stream(mut resp: Response, events: &UnboundedSender<ModelEvent>) -> Result<ChatResponse, AttemptError> {
     let mut parser = SseParser::new();
     let mut assembler = StreamAssembler::new();
     let mut total = 0u64;
@@ -388,13 +296,11 @@ async fn read_stream(
             }
         };
         while let Some(event) = parser.next_event() {
-            let step = assembler
-                .apply(&event.data, events)
-                .map_err(|error| AttemptError {
-                    error,
-                    retry_after: None,
-                    emitted_output: assembler.emitted_output(),
-                })?;
+            let step = assembler.apply(&event.data, events).map_err(|error| AttemptError {
+                error,
+                retry_after: None,
+                emitted_output: assembler.emitted_output(),
+            })?;
             if step == StreamStep::Done {
                 break 'read;
             }
@@ -404,10 +310,7 @@ async fn read_stream(
         }
     }
     if !assembler.is_complete() {
-        return Err(truncated(
-            &assembler,
-            format!("connection closed after {total} bytes with no finish_reason"),
-        ));
+        return Err(truncated(&assembler, format!("connection closed after {total} bytes with no finish_reason")));
     }
     Ok(assembler.into_response())
 }
@@ -446,10 +349,7 @@ fn server_message(status: StatusCode, body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
     if text.is_empty() {
-        return status
-            .canonical_reason()
-            .unwrap_or("no details")
-            .to_string();
+        return status.canonical_reason().unwrap_or("no details").to_string();
     }
     match text.char_indices().nth(MAX) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
@@ -459,8 +359,7 @@ fn server_message(status: StatusCode, body: &[u8]) -> String {
 
 fn retry_after(resp: &Response) -> Option<Duration> {
     // `retry-after-ms` (OpenAI-style) is more precise when present.
-    if let Some(ms) = header_str(resp, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
-    {
+    if let Some(ms) = header_str(resp, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
         if ms.is_finite() && ms >= 0.0 {
             return Some(Duration::from_millis(ms as u64));
         }
@@ -475,34 +374,21 @@ fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
         Value::Array(entries) => entries,
         other => match other.get("data") {
             Some(Value::Array(entries)) => entries,
-            _ => {
-                return Err(ProviderError::Protocol(
-                    "/models response has no data array".into(),
-                ))
-            }
+            _ => return Err(ProviderError::Protocol("/models response has no data array".into())),
         },
     };
     let present = |entry: &Value, key: &str| entry.get(key).filter(|v| !v.is_null()).cloned();
     Ok(entries
         .iter()
         .filter_map(|entry| {
-            let Some(id) = entry
-                .get("id")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-            else {
+            let Some(id) = entry.get("id").and_then(Value::as_str).filter(|s| !s.is_empty()) else {
                 tracing::warn!(%entry, "skipping /models entry without an id");
                 return None;
             };
             Some(ModelInfo {
                 id: id.to_string(),
-                name: entry
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or(id)
-                    .to_string(),
-                capabilities: present(entry, "capabilities")
-                    .unwrap_or_else(|| Value::Object(Default::default())),
+                name: entry.get("name").and_then(Value::as_str).unwrap_or(id).to_string(),
+                capabilities: present(entry, "capabilities").unwrap_or_else(|| Value::Object(Default::default())),
                 policy: present(entry, "policy"),
                 billing: present(entry, "billing"),
                 supported_reasoning_efforts: present(entry, "supportedReasoningEfforts"),
@@ -513,25 +399,16 @@ fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
 }
 
 fn insert(headers: &mut HeaderMap, name: &str, value: &str) {
-    match (
-        HeaderName::from_bytes(name.as_bytes()),
-        HeaderValue::from_str(value),
-    ) {
+    match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
         (Ok(name), Ok(value)) => {
             headers.insert(name, value);
         }
-        _ => tracing::warn!(
-            header = name,
-            "skipping request header with an invalid name or value"
-        ),
+        _ => tracing::warn!(header = name, "skipping request header with an invalid name or value"),
     }
 }
 
 fn header_str(resp: &Response, name: &str) -> Option<String> {
-    resp.headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
+    resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
 }
 
 fn network_error(e: reqwest::Error) -> AttemptError {
@@ -559,21 +436,17 @@ mod tests {
 
     #[test]
     fn env_map_rules() {
-        let env: HashMap<String, String> = [
-            ("COPILOT_API_URL", "http://127.0.0.1:9/"),
-            ("COPILOT_DEBUG_GITHUB_API_URL", "http://127.0.0.1:8"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+        let env: HashMap<String, String> =
+            [("COPILOT_API_URL", "http://127.0.0.1:9/"), ("COPILOT_DEBUG_GITHUB_API_URL", "http://127.0.0.1:8")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
         let c = CopilotConfig::from_env_map(&env, Some("t".into()), "1.2.3");
         assert_eq!(c.api_url.as_deref(), Some("http://127.0.0.1:9"));
         assert_eq!(c.github_api_url, "http://127.0.0.1:8");
         assert_eq!(c.integration_id, CopilotConfig::DEFAULT_INTEGRATION_ID);
 
-        let empty: HashMap<String, String> = [("COPILOT_API_URL".to_string(), String::new())]
-            .into_iter()
-            .collect();
+        let empty: HashMap<String, String> = [("COPILOT_API_URL".to_string(), String::new())].into_iter().collect();
         let c = CopilotConfig::from_env_map(&empty, None, "1");
         assert_eq!(c.api_url, None);
         assert_eq!(c.github_api_url, "https://api.github.com");
@@ -599,27 +472,12 @@ mod tests {
     #[test]
     fn server_messages() {
         assert_eq!(
-            server_message(
-                StatusCode::TOO_MANY_REQUESTS,
-                br#"{"error":{"message":"rate limited"}}"#
-            ),
+            server_message(StatusCode::TOO_MANY_REQUESTS, br#"{"error":{"message":"rate limited"}}"#),
             "rate limited"
         );
-        assert_eq!(
-            server_message(
-                StatusCode::UNAUTHORIZED,
-                br#"{"message":"Bad credentials"}"#
-            ),
-            "Bad credentials"
-        );
-        assert_eq!(
-            server_message(StatusCode::BAD_GATEWAY, b"  upstream down\n"),
-            "upstream down"
-        );
+        assert_eq!(server_message(StatusCode::UNAUTHORIZED, br#"{"message":"Bad credentials"}"#), "Bad credentials");
+        assert_eq!(server_message(StatusCode::BAD_GATEWAY, b"  upstream down\n"), "upstream down");
         assert_eq!(server_message(StatusCode::BAD_GATEWAY, b""), "Bad Gateway");
-        assert_eq!(
-            server_message(StatusCode::BAD_REQUEST, br#"{"other":1}"#),
-            r#"{"other":1}"#
-        );
+        assert_eq!(server_message(StatusCode::BAD_REQUEST, br#"{"other":1}"#), r#"{"other":1}"#);
     }
 }

@@ -64,11 +64,7 @@ pub struct AttemptError {
 
 impl From<ProviderError> for AttemptError {
     fn from(error: ProviderError) -> Self {
-        Self {
-            error,
-            retry_after: None,
-            emitted_output: false,
-        }
+        Self { error, retry_after: None, emitted_output: false }
     }
 }
 
@@ -76,10 +72,7 @@ impl From<ProviderError> for AttemptError {
 pub fn retry_reason(err: &ProviderError, emitted_output: bool) -> Option<RetryReason> {
     match err {
         ProviderError::Http { status: 429, .. } => Some(RetryReason::RateLimit),
-        ProviderError::Http {
-            status: 500 | 502 | 503 | 504,
-            ..
-        } => Some(RetryReason::ServerError),
+        ProviderError::Http { status: 500 | 502 | 503 | 504, .. } => Some(RetryReason::ServerError),
         ProviderError::Network(_) => Some(RetryReason::Network),
         ProviderError::Truncated(_) if !emitted_output => Some(RetryReason::Network),
         _ => None,
@@ -167,11 +160,7 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     fn http(status: u16) -> ProviderError {
-        ProviderError::Http {
-            status,
-            message: format!("status {status}"),
-            provider_call_id: None,
-        }
+        ProviderError::Http { status, message: format!("status {status}"), provider_call_id: None }
     }
 
     fn tiny() -> RetryPolicy {
@@ -185,33 +174,18 @@ mod tests {
 
     #[test]
     fn classification() {
-        assert_eq!(
-            retry_reason(&http(429), false),
-            Some(RetryReason::RateLimit)
-        );
+        assert_eq!(retry_reason(&http(429), false), Some(RetryReason::RateLimit));
         for s in [500, 502, 503, 504] {
             assert_eq!(retry_reason(&http(s), true), Some(RetryReason::ServerError));
         }
         for s in [400, 401, 403, 404, 413, 422, 501] {
             assert_eq!(retry_reason(&http(s), false), None, "{s}");
         }
-        assert_eq!(
-            retry_reason(&ProviderError::Network("x".into()), false),
-            Some(RetryReason::Network)
-        );
-        assert_eq!(
-            retry_reason(&ProviderError::Truncated("x".into()), false),
-            Some(RetryReason::Network)
-        );
-        assert_eq!(
-            retry_reason(&ProviderError::Truncated("x".into()), true),
-            None
-        );
+        assert_eq!(retry_reason(&ProviderError::Network("x".into()), false), Some(RetryReason::Network));
+        assert_eq!(retry_reason(&ProviderError::Truncated("x".into()), false), Some(RetryReason::Network));
+        assert_eq!(retry_reason(&ProviderError::Truncated("x".into()), true), None);
         assert_eq!(retry_reason(&ProviderError::Cancelled, false), None);
-        assert_eq!(
-            retry_reason(&ProviderError::Protocol("x".into()), false),
-            None
-        );
+        assert_eq!(retry_reason(&ProviderError::Protocol("x".into()), false), None);
     }
 
     #[test]
@@ -219,18 +193,9 @@ mod tests {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_470); // 2015-10-21 07:27:50 GMT
         assert_eq!(parse_retry_after("0", now), Some(Duration::ZERO));
         assert_eq!(parse_retry_after(" 7 ", now), Some(Duration::from_secs(7)));
-        assert_eq!(
-            parse_retry_after("1.5", now),
-            Some(Duration::from_millis(1500))
-        );
-        assert_eq!(
-            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now),
-            Some(Duration::from_secs(10))
-        );
-        assert_eq!(
-            parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now),
-            Some(Duration::ZERO)
-        );
+        assert_eq!(parse_retry_after("1.5", now), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now), Some(Duration::from_secs(10)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now), Some(Duration::ZERO));
         assert_eq!(parse_retry_after("soon", now), None);
         assert_eq!(parse_retry_after("-3", now), None);
     }
@@ -239,21 +204,12 @@ mod tests {
     fn backoff_grows_and_caps() {
         let p = RetryPolicy::default();
         let b0 = p.backoff(0);
-        assert!(
-            b0 >= Duration::from_millis(250) && b0 <= Duration::from_millis(500),
-            "{b0:?}"
-        );
+        assert!(b0 >= Duration::from_millis(250) && b0 <= Duration::from_millis(500), "{b0:?}");
         let b2 = p.backoff(2);
-        assert!(
-            b2 >= Duration::from_millis(1000) && b2 <= Duration::from_millis(2000),
-            "{b2:?}"
-        );
+        assert!(b2 >= Duration::from_millis(1000) && b2 <= Duration::from_millis(2000), "{b2:?}");
         for r in [4, 10, 40, 100] {
             let b = p.backoff(r);
-            assert!(
-                b >= Duration::from_secs(4) && b <= Duration::from_secs(8),
-                "{r}: {b:?}"
-            );
+            assert!(b >= Duration::from_secs(4) && b <= Duration::from_secs(8), "{r}: {b:?}");
         }
     }
 
@@ -322,11 +278,7 @@ mod tests {
 
     #[tokio::test]
     async fn cancel_interrupts_backoff_sleep() {
-        let policy = RetryPolicy {
-            base_delay: Duration::from_secs(30),
-            max_delay: Duration::from_secs(30),
-            ..tiny()
-        };
+        let policy = RetryPolicy { base_delay: Duration::from_secs(30), max_delay: Duration::from_secs(30), ..tiny() };
         let cancel = CancellationToken::new();
         let c = cancel.clone();
         tokio::spawn(async move {
@@ -334,8 +286,7 @@ mod tests {
             c.cancel();
         });
         let started = std::time::Instant::now();
-        let out: Result<(), _> =
-            run(&policy, None, &cancel, |_| async { Err(http(503).into()) }).await;
+        let out: Result<(), _> = run(&policy, None, &cancel, |_| async { Err(http(503).into()) }).await;
         assert!(matches!(out, Err(ProviderError::Cancelled)));
         assert!(started.elapsed() < Duration::from_secs(5));
     }

@@ -112,10 +112,7 @@ impl SseParser {
             return None;
         }
         self.has_data = false;
-        Some(SseEvent {
-            event,
-            data: std::mem::take(&mut self.data),
-        })
+        Some(SseEvent { event, data: std::mem::take(&mut self.data) })
     }
 }
 
@@ -140,10 +137,7 @@ mod tests {
     }
 
     fn data(s: &str) -> SseEvent {
-        SseEvent {
-            event: None,
-            data: s.to_string(),
-        }
+        SseEvent { event: None, data: s.to_string() }
     }
 
     #[test]
@@ -179,16 +173,7 @@ mod tests {
     #[test]
     fn event_names() {
         let evs = parse_chunks(&[b"event: message_start\ndata: {}\n\ndata: plain\n\n"]);
-        assert_eq!(
-            evs,
-            vec![
-                SseEvent {
-                    event: Some("message_start".into()),
-                    data: "{}".into()
-                },
-                data("plain")
-            ]
-        );
+        assert_eq!(evs, vec![SseEvent { event: Some("message_start".into()), data: "{}".into() }, data("plain")]);
     }
 
     #[test]
@@ -211,22 +196,13 @@ mod tests {
         let evs = parse_chunks(&chunks);
         assert_eq!(
             evs,
-            vec![
-                SseEvent {
-                    event: Some("e".into()),
-                    data: "{\"text\":\"héllo wörld\"}".into()
-                },
-                data("[DONE]")
-            ]
+            vec![SseEvent { event: Some("e".into()), data: "{\"text\":\"héllo wörld\"}".into() }, data("[DONE]")]
         );
     }
 
     #[test]
     fn final_event_without_blank_line() {
-        assert_eq!(
-            parse_chunks(&[b"data: a\n\ndata: last"]),
-            vec![data("a"), data("last")]
-        );
+        assert_eq!(parse_chunks(&[b"data: a\n\ndata: last"]), vec![data("a"), data("last")]);
         assert_eq!(parse_chunks(&[b"data: last\n"]), vec![data("last")]);
         assert_eq!(parse_chunks(&[b"data: last\r\n"]), vec![data("last")]);
     }
@@ -243,10 +219,7 @@ mod tests {
 
     #[test]
     fn leading_bom_stripped() {
-        assert_eq!(
-            parse_chunks(&[b"\xEF\xBB", b"\xBFdata: x\n\n"]),
-            vec![data("x")]
-        );
+        assert_eq!(parse_chunks(&[b"\xEF\xBB", b"\xBFdata: x\n\n"]), vec![data("x")]);
     }
 
     #[test]

@@ -7,15 +7,22 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
 pub enum Message {
-    System { content: String },
-    User { content: UserContent },
+    System {
+        content: String,
+    },
+    User {
+        content: UserContent,
+    },
     Assistant {
         /// `None` is sent as `null`; text replies carry a string.
         content: Option<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
     },
-    Tool { tool_call_id: String, content: ToolContent },
+    Tool {
+        tool_call_id: String,
+        content: ToolContent,
+    },
 }
 
 /// User content: plain text, or parts (text + images) for attachments and image views.
@@ -91,16 +98,35 @@ pub struct ChatRequest {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ModelEvent {
     /// Text for choice `choice` (several choices = several sequential assistant messages).
-    TextDelta { choice: usize, text: String },
-    ReasoningDelta { text: String },
+    TextDelta {
+        choice: usize,
+        text: String,
+    },
+    ReasoningDelta {
+        text: String,
+    },
     /// A tool-call fragment; the first fragment of an index carries `id` and `name`.
-    ToolCallDelta { choice: usize, index: usize, id: Option<String>, name: Option<String>, arguments: String },
+    ToolCallDelta {
+        choice: usize,
+        index: usize,
+        id: Option<String>,
+        name: Option<String>,
+        arguments: String,
+    },
     /// Total bytes of the response body received so far.
-    Bytes { total: u64 },
+    Bytes {
+        total: u64,
+    },
     /// A failed attempt that will be retried after `delay_ms`. `attempt` is the 0-based index
     /// of the attempt that failed (the CLI's `retryAttempt`); `status` is `None` for
     /// connection failures and truncated streams.
-    Retry { attempt: u32, status: Option<u16>, reason: RetryReason, delay_ms: u64, message: String },
+    Retry {
+        attempt: u32,
+        status: Option<u16>,
+        reason: RetryReason,
+        delay_ms: u64,
+        message: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,10 +197,7 @@ impl ModelInfo {
     /// `capabilities.limits.max_context_window_tokens` (or max_prompt_tokens), if known.
     pub fn context_window(&self) -> Option<u64> {
         let limits = self.capabilities.get("limits")?;
-        limits
-            .get("max_prompt_tokens")
-            .or_else(|| limits.get("max_context_window_tokens"))
-            .and_then(Value::as_u64)
+        limits.get("max_prompt_tokens").or_else(|| limits.get("max_context_window_tokens")).and_then(Value::as_u64)
     }
 }
 

@@ -44,7 +44,9 @@ pub fn render(prompt: &str, attachments: &[Value], cwd: &Path) -> Rendered {
                     if let Some(name) = str_of(a, "displayName") {
                         extra_parts.push(ContentPart::Text { text: name.to_string() });
                     }
-                    extra_parts.push(ContentPart::ImageUrl { image_url: ImageUrl { url: format!("data:{mime};base64,{data}") } });
+                    extra_parts.push(ContentPart::ImageUrl {
+                        image_url: ImageUrl { url: format!("data:{mime};base64,{data}") },
+                    });
                 }
             }
             _ if a.get("number").is_some() || kind.starts_with("github") => refs.push(reference_line(a)),
@@ -127,7 +129,10 @@ mod tests {
         let f = dir.path().join("attached-file.txt");
         std::fs::write(&f, "hello\n").unwrap();
         let r = render("Read it.", &[json!({"type":"file","path": f, "displayName":"attached-file.txt"})], dir.path());
-        assert_eq!(r.text, format!("Read it.\n\n\n\n<tagged_files>\n* {} (line 1 of 1 lines)\n</tagged_files>", f.display()));
+        assert_eq!(
+            r.text,
+            format!("Read it.\n\n\n\n<tagged_files>\n* {} (line 1 of 1 lines)\n</tagged_files>", f.display())
+        );
     }
 
     #[test]
@@ -136,7 +141,9 @@ mod tests {
             "text":"string Value = \"S\";","selection":{"start":{"line":1,"character":0},"end":{"line":1,"character":5}}});
         let r = render("Summarize.", &[sel], Path::new("/"));
         assert!(r.text.starts_with("<ide_selection>\nThe user has"));
-        assert!(r.text.contains("File: selected-file.cs (line 2)\n```\nstring Value = \"S\";\n```\n</ide_selection>\n\n\n\nSummarize."));
+        assert!(r.text.contains(
+            "File: selected-file.cs (line 2)\n```\nstring Value = \"S\";\n```\n</ide_selection>\n\n\n\nSummarize."
+        ));
         let gh = json!({"type":"github_reference","number":1234,"title":"T","referenceType":"issue","state":"open","url":"https://u"});
         let r = render("P", &[gh], Path::new("/"));
         assert_eq!(r.text, "P\n\n\n\n<github_references>\n#1234 - T [issue] [open] (https://u)\n</github_references>");
@@ -144,7 +151,11 @@ mod tests {
 
     #[test]
     fn blob_becomes_name_and_image_parts() {
-        let r = render("Describe", &[json!({"type":"blob","data":"AAAA","mimeType":"image/png","displayName":"p.png"})], Path::new("/"));
+        let r = render(
+            "Describe",
+            &[json!({"type":"blob","data":"AAAA","mimeType":"image/png","displayName":"p.png"})],
+            Path::new("/"),
+        );
         assert_eq!(r.text, "Describe");
         assert_eq!(r.extra_parts.len(), 2);
     }

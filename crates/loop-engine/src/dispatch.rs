@@ -36,7 +36,11 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings) -> Vec<ToolSpec> {
         .iter()
         .filter(|t| s.tool_allowed(t.name()))
         .filter(|t| !s.external_tools.iter().any(|e| e.name == t.name()))
-        .map(|t| ToolSpec { name: t.name().to_string(), description: t.description().to_string(), parameters: t.parameters() })
+        .map(|t| ToolSpec {
+            name: t.name().to_string(),
+            description: t.description().to_string(),
+            parameters: t.parameters(),
+        })
         .collect();
     if s.request_user_input && s.tool_allowed(crate::user_input::ASK_USER) {
         specs.push(crate::user_input::spec());
@@ -80,14 +84,15 @@ pub(crate) async fn run_calls(
     let runs = calls.iter().zip(args).map(|(call, args)| {
         let available = &available;
         async move {
-            let (output, modified_args, guidance) = run_with_hooks(shared, deps, call, args, settings, available, cancel).await;
+            let (output, modified_args, guidance) =
+                run_with_hooks(shared, deps, call, args, settings, available, cancel).await;
             let output = output.spill_if_large(&deps.layout.temp_dir());
             if cancel.is_cancelled() {
                 return CallOutcome::Interrupted;
             }
             let rejected = output.error_code.as_deref() == Some("rejected");
-            let task_complete = (call.name == crate::autopilot::TASK_COMPLETE && output.success)
-                .then(|| output.text_for_llm.clone());
+            let task_complete =
+                (call.name == crate::autopilot::TASK_COMPLETE && output.success).then(|| output.text_for_llm.clone());
             emit_complete(shared, call, &output, turn_id, &settings.model);
             CallOutcome::Done {
                 text: output.text_for_llm,
@@ -140,7 +145,12 @@ async fn run_with_hooks(
             "textResultForLlm": output.text_for_llm,
             "toolTelemetry": output.telemetry,
         });
-        let post = crate::hooks::invoke(shared, "postToolUse", json!({"toolName": call.name, "toolArgs": args, "toolResult": result})).await;
+        let post = crate::hooks::invoke(
+            shared,
+            "postToolUse",
+            json!({"toolName": call.name, "toolArgs": args, "toolResult": result}),
+        )
+        .await;
         match post.as_ref().and_then(|o| o.get("modifiedResult")) {
             Some(Value::String(text)) => output.text_for_llm = text.clone(),
             Some(obj @ Value::Object(_)) => {
@@ -152,8 +162,12 @@ async fn run_with_hooks(
         }
     } else {
         let error = output.error_message.clone().unwrap_or_else(|| output.text_for_llm.clone());
-        let failure =
-            crate::hooks::invoke(shared, "postToolUseFailure", json!({"toolName": call.name, "toolArgs": args, "error": error})).await;
+        let failure = crate::hooks::invoke(
+            shared,
+            "postToolUseFailure",
+            json!({"toolName": call.name, "toolArgs": args, "error": error}),
+        )
+        .await;
         guidance = crate::hooks::str_field(&failure, "additionalContext")
             .filter(|c| !c.is_empty())
             .map(|c| format!("Tool \"{}\" failed. Additional guidance from postToolUseFailure hooks:\n{c}", call.name));

@@ -27,7 +27,9 @@ pub(crate) async fn run(
             "toolDescription": def.description,
             "args": args,
         });
-        if let PermissionDecision::Denied { text_for_llm, code } = crate::permission::ask(shared, req, &call.id, cancel).await {
+        if let PermissionDecision::Denied { text_for_llm, code } =
+            crate::permission::ask(shared, req, &call.id, cancel).await
+        {
             return ToolOutput::fail_with(text_for_llm.clone(), text_for_llm, &code);
         }
     }

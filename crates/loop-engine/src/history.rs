@@ -123,9 +123,12 @@ mod tests {
         let events = vec![
             ev("session.start", json!({"selectedModel":"m1","startTime":"t","context":{"cwd":"/w"}})),
             ev("user.message", json!({"content":"hi","transformedContent":"<x>hi"})),
-            ev("assistant.message", json!({"messageId":"a","content":"","toolRequests":[
+            ev(
+                "assistant.message",
+                json!({"messageId":"a","content":"","toolRequests":[
                 {"toolCallId":"c1","name":"bash","arguments":{"command":"ls"}},
-                {"toolCallId":"c2","name":"view","arguments":{"path":"/a"}}]})),
+                {"toolCallId":"c2","name":"view","arguments":{"path":"/a"}}]}),
+            ),
             ev("tool.execution_complete", json!({"toolCallId":"c1","success":true,"result":{"content":"out"}})),
             ev("abort", json!({"reason":"user_initiated"})),
             ev("user.message", json!({"content":"next"})),
@@ -139,7 +142,13 @@ mod tests {
         let Message::Assistant { content, tool_calls } = &r.messages[1] else { panic!() };
         assert_eq!(content, &None);
         assert_eq!(tool_calls[0].arguments, r#"{"command":"ls"}"#);
-        assert_eq!(r.messages[2], Message::Tool { tool_call_id: "c1".into(), content: ToolContent::Text("out".into()) });
-        assert_eq!(r.messages[3], Message::Tool { tool_call_id: "c2".into(), content: ToolContent::Text(INTERRUPTED_TEXT.into()) });
+        assert_eq!(
+            r.messages[2],
+            Message::Tool { tool_call_id: "c1".into(), content: ToolContent::Text("out".into()) }
+        );
+        assert_eq!(
+            r.messages[3],
+            Message::Tool { tool_call_id: "c2".into(), content: ToolContent::Text(INTERRUPTED_TEXT.into()) }
+        );
     }
 }

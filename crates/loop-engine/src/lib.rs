@@ -5,19 +5,21 @@
 //! This crate knows nothing of JSON-RPC or SQL: callers subscribe with an
 //! [`EventSubscriber`]; durable state goes through the `store` crate.
 
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod attachments;
 pub mod autopilot;
 mod dispatch;
 mod emitter;
 mod external;
-mod hooks;
-mod user_input;
 pub mod history;
+mod hooks;
 mod permission;
 mod run;
 pub mod session;
 pub mod settings;
 pub mod system_prompt;
+mod user_input;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -220,7 +222,7 @@ impl Engine {
         }
         let settings = SessionSettings::from_params(params, &self.default_model, &self.default_cwd, self.allow_all);
         layout.ensure_session_dir(&id)?;
-        let log = EventLog::open(&layout.events_path(&id))?;
+        let log = EventLog::open(layout.events_path(&id))?;
         let start_time = now();
         let shared = Arc::new(SessionShared::new(
             id.clone(),
@@ -273,7 +275,7 @@ impl Engine {
             }
             if emit_resume {
                 let s = shared.settings();
-                let count = EventLog::load(&layout.events_path(&id)).map(|l| l.events.len()).unwrap_or(0);
+                let count = EventLog::load(layout.events_path(&id)).map(|l| l.events.len()).unwrap_or(0);
                 shared.emitter.emit(
                     "session.resume",
                     json!({
@@ -419,9 +421,9 @@ impl Engine {
         self.require(id)?;
         // A long log is a blocking read: keep it off the async workers.
         let path = self.deps.layout.events_path(id);
-        let loaded = tokio::task::spawn_blocking(move || EventLog::load(&path))
-            .await
-            .map_err(|e| EngineError::Store(store::StoreError::Io { path: id.to_string(), source: std::io::Error::other(e) }))?;
+        let loaded = tokio::task::spawn_blocking(move || EventLog::load(&path)).await.map_err(|e| {
+            EngineError::Store(store::StoreError::Io { path: id.to_string(), source: std::io::Error::other(e) })
+        })?;
         match loaded {
             Ok(l) => Ok(l.events),
             Err(store::StoreError::NotFound(_)) => Err(EngineError::SessionNotFound(id.to_string())),

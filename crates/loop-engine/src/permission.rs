@@ -58,7 +58,9 @@ pub(crate) async fn ask(
         // The recordings end at a call the user rejected: no further model call.
         shared.note_user_rejection();
     }
-    if decision == PermissionDecision::Approved && answer.get("kind").and_then(Value::as_str).is_some_and(|k| k.contains("session")) {
+    if decision == PermissionDecision::Approved
+        && answer.get("kind").and_then(Value::as_str).is_some_and(|k| k.contains("session"))
+    {
         shared.approve_for_session(keys);
     }
     shared.emitter.emit(
@@ -95,7 +97,9 @@ pub(crate) fn prompt_request(req: &Value) -> Value {
     let kind = req.get("kind").and_then(Value::as_str).unwrap_or("");
     let (prompt_kind, keep): (&str, &[&str]) = match kind {
         "shell" => ("commands", &["toolCallId", "fullCommandText", "intention", "canOfferSessionApproval", "warning"]),
-        "write" => ("write", &["toolCallId", "intention", "fileName", "diff", "newFileContents", "canOfferSessionApproval"]),
+        "write" => {
+            ("write", &["toolCallId", "intention", "fileName", "diff", "newFileContents", "canOfferSessionApproval"])
+        }
         "read" => ("read", &["toolCallId", "intention", "path"]),
         "url" => ("url", &["toolCallId", "intention", "url"]),
         "mcp" => ("mcp", &["toolCallId", "serverName", "toolName", "toolTitle", "args"]),
@@ -130,8 +134,13 @@ pub(crate) fn interpret(answer: &Value) -> (PermissionDecision, Value) {
     let kind = answer.get("kind").and_then(Value::as_str).unwrap_or("");
     let feedback = answer.get("feedback").and_then(Value::as_str).filter(|f| !f.is_empty());
     match kind {
-        "approve-once" | "approved" | "approve-for-session" | "approved-for-session" | "approve-for-location"
-        | "approved-for-location" | "approve-permanently" => (PermissionDecision::Approved, json!({"kind": "approved"})),
+        "approve-once"
+        | "approved"
+        | "approve-for-session"
+        | "approved-for-session"
+        | "approve-for-location"
+        | "approved-for-location"
+        | "approve-permanently" => (PermissionDecision::Approved, json!({"kind": "approved"})),
         "reject" | "denied-interactively-by-user" => {
             let text = match feedback {
                 Some(fb) => format!("The user rejected this tool call. User feedback: {fb}"),

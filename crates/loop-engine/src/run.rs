@@ -37,7 +37,8 @@ pub(crate) async fn run_message(
     let mut msg = msg;
     if conv.title.is_none() {
         let source = if shared.settings().resumed { "resume" } else { "new" };
-        let start = crate::hooks::invoke(shared, "sessionStart", json!({"source": source, "initialPrompt": msg.prompt})).await;
+        let start =
+            crate::hooks::invoke(shared, "sessionStart", json!({"source": source, "initialPrompt": msg.prompt})).await;
         if let Some(context) = crate::hooks::str_field(&start, "additionalContext").filter(|c| !c.is_empty()) {
             // The hook's context reaches the model as its own user message, before the prompt.
             conv.messages.push(Message::User { content: UserContent::Text(context.to_string()) });
@@ -264,9 +265,17 @@ fn image_message(call: &ToolCall, cwd: &std::path::Path, images: Vec<String>) ->
         .ok()
         .and_then(|a| a.get("path").and_then(Value::as_str).map(str::to_string))
         .unwrap_or_default();
-    let path = if std::path::Path::new(&arg_path).is_absolute() { arg_path } else { cwd.join(&arg_path).to_string_lossy().to_string() };
+    let path = if std::path::Path::new(&arg_path).is_absolute() {
+        arg_path
+    } else {
+        cwd.join(&arg_path).to_string_lossy().to_string()
+    };
     let mut parts = vec![llm_providers::ContentPart::Text { text: format!("Image file at path {path}") }];
-    parts.extend(images.into_iter().map(|url| llm_providers::ContentPart::ImageUrl { image_url: llm_providers::ImageUrl { url } }));
+    parts.extend(
+        images
+            .into_iter()
+            .map(|url| llm_providers::ContentPart::ImageUrl { image_url: llm_providers::ImageUrl { url } }),
+    );
     Message::User { content: UserContent::Parts(parts) }
 }
 
@@ -338,7 +347,12 @@ async fn push_user_message(
     let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
     let rendered = crate::attachments::render(&msg.prompt, &msg.attachments, &shared.settings().cwd);
     let mut transformed = format!("<current_datetime>{now}</current_datetime>\n\n{}", rendered.text);
-    let hook = crate::hooks::invoke(shared, "userPromptTransformed", json!({"prompt": msg.prompt, "transformedPrompt": transformed})).await;
+    let hook = crate::hooks::invoke(
+        shared,
+        "userPromptTransformed",
+        json!({"prompt": msg.prompt, "transformedPrompt": transformed}),
+    )
+    .await;
     if let Some(t) = crate::hooks::str_field(&hook, "modifiedTransformedPrompt") {
         transformed = t.to_string();
     }
@@ -438,10 +452,18 @@ async fn call_model(
                 started = true;
                 shared.emitter.emit("assistant.message_start", json!({"messageId": message_id}), true);
             }
-            shared.emitter.emit("assistant.message_delta", json!({"messageId": message_id, "deltaContent": text}), true);
+            shared.emitter.emit(
+                "assistant.message_delta",
+                json!({"messageId": message_id, "deltaContent": text}),
+                true,
+            );
         }
         ModelEvent::ReasoningDelta { text } => {
-            shared.emitter.emit("assistant.reasoning_delta", json!({"reasoningId": message_id, "deltaContent": text}), true);
+            shared.emitter.emit(
+                "assistant.reasoning_delta",
+                json!({"reasoningId": message_id, "deltaContent": text}),
+                true,
+            );
         }
         ModelEvent::ToolCallDelta { id, name, arguments, .. } => {
             let mut d = json!({"toolType": "function", "inputDelta": arguments});

@@ -71,7 +71,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl SessionShared {
-    pub(crate) fn new(id: String, emitter: Emitter, settings: SessionSettings, workspace_path: PathBuf, start_time: String) -> Self {
+    pub(crate) fn new(
+        id: String,
+        emitter: Emitter,
+        settings: SessionSettings,
+        workspace_path: PathBuf,
+        start_time: String,
+    ) -> Self {
         Self {
             id,
             emitter,

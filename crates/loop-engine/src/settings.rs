@@ -38,11 +38,16 @@ fn excluded_tools(p: &SessionConfigParams) -> Vec<String> {
 }
 
 impl SessionSettings {
-    pub fn from_params(p: &SessionConfigParams, default_model: &str, default_cwd: &PathBuf, allow_all: bool) -> Self {
+    pub fn from_params(
+        p: &SessionConfigParams,
+        default_model: &str,
+        default_cwd: &std::path::Path,
+        allow_all: bool,
+    ) -> Self {
         Self {
             model: p.model.clone().unwrap_or_else(|| default_model.to_string()),
             reasoning_effort: p.reasoning_effort.clone(),
-            cwd: p.working_directory.as_ref().map(PathBuf::from).unwrap_or_else(|| default_cwd.clone()),
+            cwd: p.working_directory.as_ref().map(PathBuf::from).unwrap_or_else(|| default_cwd.to_path_buf()),
             client_name: p.client_name.clone().unwrap_or_else(|| "sdk".to_string()),
             streaming: p.streaming.unwrap_or(false),
             external_tools: p.tools.clone().unwrap_or_default(),

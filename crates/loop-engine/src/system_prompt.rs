@@ -30,7 +30,8 @@ pub fn build(config: Option<&SystemMessageConfig>, cwd: &str) -> String {
 /// (`systemMessage.transform`) before the first model call of a message.
 pub fn transform_requests(config: Option<&SystemMessageConfig>, cwd: &str) -> serde_json::Map<String, Value> {
     let mut out = serde_json::Map::new();
-    let Some(sections) = config.filter(|c| c.mode.as_deref() == Some("customize")).and_then(|c| c.sections.as_ref()) else {
+    let Some(sections) = config.filter(|c| c.mode.as_deref() == Some("customize")).and_then(|c| c.sections.as_ref())
+    else {
         return out;
     };
     for (id, text) in SECTIONS {

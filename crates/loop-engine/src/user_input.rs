@@ -11,7 +11,8 @@ pub const ASK_USER: &str = "ask_user";
 pub fn spec() -> ToolSpec {
     ToolSpec {
         name: ASK_USER.into(),
-        description: "Ask the user a question and wait for the answer. Offer choices when there are clear options.".into(),
+        description: "Ask the user a question and wait for the answer. Offer choices when there are clear options."
+            .into(),
         parameters: json!({
             "type": "object",
             "properties": {

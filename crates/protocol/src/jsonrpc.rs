@@ -48,9 +48,13 @@ pub enum Incoming {
 }
 
 /// Classifies a parsed JSON body. `Err` carries the error to answer (with the id if known).
+#[allow(clippy::result_large_err)] // built once per bad frame; boxing buys nothing
 pub fn classify(v: Value) -> Result<Incoming, (Option<Id>, RpcError)> {
     let Value::Object(mut obj) = v else {
-        return Err((None, RpcError::new(INVALID_REQUEST, "Invalid request: expected a JSON object (batches are not supported)")));
+        return Err((
+            None,
+            RpcError::new(INVALID_REQUEST, "Invalid request: expected a JSON object (batches are not supported)"),
+        ));
     };
     let id = obj.remove("id");
     if let Some(method) = obj.remove("method") {
@@ -73,8 +77,8 @@ pub fn classify(v: Value) -> Result<Incoming, (Option<Id>, RpcError)> {
         return Err((None, RpcError::new(INVALID_REQUEST, "Invalid request: no method and no id")));
     };
     if let Some(err) = obj.remove("error") {
-        let err = serde_json::from_value(err)
-            .unwrap_or_else(|_| RpcError::new(INTERNAL_ERROR, "malformed error object"));
+        let err =
+            serde_json::from_value(err).unwrap_or_else(|_| RpcError::new(INTERNAL_ERROR, "malformed error object"));
         return Ok(Incoming::Response { id, result: Err(err) });
     }
     let result = obj.remove("result").unwrap_or(Value::Null);
@@ -105,7 +109,10 @@ mod tests {
     #[test]
     fn classifies_request_notification_response() {
         assert!(matches!(classify(json!({"jsonrpc":"2.0","id":1,"method":"ping"})), Ok(Incoming::Request { .. })));
-        assert!(matches!(classify(json!({"jsonrpc":"2.0","method":"x","params":{}})), Ok(Incoming::Notification { .. })));
+        assert!(matches!(
+            classify(json!({"jsonrpc":"2.0","method":"x","params":{}})),
+            Ok(Incoming::Notification { .. })
+        ));
         assert!(matches!(classify(json!({"jsonrpc":"2.0","id":"a","result":null})), Ok(Incoming::Response { .. })));
         assert!(classify(json!([1, 2])).is_err());
         assert!(classify(json!({"id":1,"method":5})).is_err());

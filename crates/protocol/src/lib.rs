@@ -13,6 +13,8 @@
 //! assert!(body.starts_with(b"{"));
 //! ```
 
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod event;
 pub mod frame;
 pub mod jsonrpc;
@@ -23,7 +25,5 @@ pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Current time as the ISO-8601 string with millisecond precision and `Z`, as events carry it.
 pub fn now_iso() -> String {
-    chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string()
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }

@@ -48,8 +48,21 @@ pub struct Cli {
 
 /// Parses flags, skipping any we do not know (with their value, when one follows).
 pub fn parse(args: Vec<String>) -> Cli {
-    const WITH_VALUE: &[&str] = &["--port", "--auth-token-env", "--log-level", "--log-dir", "--session-idle-timeout", "--model", "-C"];
-    const FLAGS: &[&str] = &["--headless", "--server", "--stdio", "--no-auto-login", "--no-auto-update", "--remote", "--allow-all-tools", "--help", "-h", "--version", "-V"];
+    const WITH_VALUE: &[&str] =
+        &["--port", "--auth-token-env", "--log-level", "--log-dir", "--session-idle-timeout", "--model", "-C"];
+    const FLAGS: &[&str] = &[
+        "--headless",
+        "--server",
+        "--stdio",
+        "--no-auto-login",
+        "--no-auto-update",
+        "--remote",
+        "--allow-all-tools",
+        "--help",
+        "-h",
+        "--version",
+        "-V",
+    ];
     let mut kept = vec![args.first().cloned().unwrap_or_else(|| "skipper".into())];
     let mut it = args.into_iter().skip(1).peekable();
     while let Some(arg) = it.next() {

@@ -63,7 +63,9 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
     let (token, auth_type) = match &cli.auth_token_env {
         Some(var) => (env.get(var).cloned().filter(|t| !t.is_empty()), "token"),
         None => (
-            ["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"].iter().find_map(|v| env.get(*v).cloned().filter(|t| !t.is_empty())),
+            ["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"]
+                .iter()
+                .find_map(|v| env.get(*v).cloned().filter(|t| !t.is_empty())),
             "env",
         ),
     };
@@ -80,9 +82,11 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
         Some(c) => PathBuf::from(c),
         None => std::env::current_dir().context("reading the current directory")?,
     };
-    let default_model = cli.model.clone().or_else(|| env.get("COPILOT_MODEL").cloned()).unwrap_or_else(|| DEFAULT_MODEL.into());
+    let default_model =
+        cli.model.clone().or_else(|| env.get("COPILOT_MODEL").cloned()).unwrap_or_else(|| DEFAULT_MODEL.into());
     let allow_all = cli.allow_all_tools || env.get("COPILOT_ALLOW_ALL").is_some_and(|v| v == "true" || v == "1");
-    let tool_env = env.iter().filter(|(k, _)| !SECRET_VARS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let tool_env =
+        env.iter().filter(|(k, _)| !SECRET_VARS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
     let engine = Engine::open(EngineConfig {
         home,
         version: VERSION.to_string(),
@@ -108,7 +112,8 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
     if cli.stdio {
         rpc_server::transport::serve_stdio(server.clone()).await;
     } else {
-        let (listener, port) = rpc_server::transport::bind_tcp(cli.port.unwrap_or(0)).await.context("binding the TCP port")?;
+        let (listener, port) =
+            rpc_server::transport::bind_tcp(cli.port.unwrap_or(0)).await.context("binding the TCP port")?;
         {
             let mut out = std::io::stdout().lock();
             writeln!(out, "CLI server listening on port {port}")?;

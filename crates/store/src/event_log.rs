@@ -42,16 +42,8 @@ impl EventLog {
     /// is terminated first so the next event starts on a line of its own.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
-        let file = private_file_options()
-            .read(true)
-            .append(true)
-            .open(&path)
-            .map_err(io_err(&path))?;
-        let mut log = Self {
-            file,
-            path,
-            tail_suspect: true,
-        };
+        let file = private_file_options().read(true).append(true).open(&path).map_err(io_err(&path))?;
+        let mut log = Self { file, path, tail_suspect: true };
         log.repair_tail()?;
         Ok(log)
     }
@@ -100,10 +92,7 @@ impl EventLog {
             }
             Err(e) => return Err(io_err(path)(e)),
         };
-        let mut loaded = LoadedLog {
-            size_bytes: bytes.len() as u64,
-            ..Default::default()
-        };
+        let mut loaded = LoadedLog { size_bytes: bytes.len() as u64, ..Default::default() };
         for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
@@ -156,11 +145,7 @@ mod tests {
     use serde_json::json;
 
     fn event(kind: &str, n: u32) -> Event {
-        Event::new(
-            kind,
-            json!({ "n": n, "content": format!("msg {n}") }),
-            false,
-        )
+        Event::new(kind, json!({ "n": n, "content": format!("msg {n}") }), false)
     }
 
     #[test]
@@ -184,16 +169,10 @@ mod tests {
         assert!(text.ends_with('\n'));
         assert!(text.starts_with(r#"{"type":"user.message","data":{"#));
         let first = text.lines().next().unwrap();
-        let keys: Vec<_> = [
-            "\"type\"",
-            "\"data\"",
-            "\"id\"",
-            "\"timestamp\"",
-            "\"parentId\"",
-        ]
-        .iter()
-        .map(|k| first.rfind(k).unwrap())
-        .collect();
+        let keys: Vec<_> = ["\"type\"", "\"data\"", "\"id\"", "\"timestamp\"", "\"parentId\""]
+            .iter()
+            .map(|k| first.rfind(k).unwrap())
+            .collect();
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "key order: {first}");
         #[cfg(unix)]
         {
@@ -211,12 +190,8 @@ mod tests {
         log.append(&event("user.message", 1)).unwrap();
         drop(log);
         // Simulate a crash mid-write.
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        f.write_all(br#"{"type":"assistant.message","data":{"cont"#)
-            .unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(br#"{"type":"assistant.message","data":{"cont"#).unwrap();
         drop(f);
 
         let loaded = EventLog::load(&path).unwrap();
@@ -240,8 +215,7 @@ mod tests {
         let path = dir.path().join("events.jsonl");
         let mut log = EventLog::open(&path).unwrap();
         log.append(&event("user.message", 1)).unwrap();
-        log.append(&Event::new("session.idle", json!({}), true))
-            .unwrap();
+        log.append(&Event::new("session.idle", json!({}), true)).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains("ephemeral"));
         assert_eq!(EventLog::load(&path).unwrap().count, 2);

@@ -8,9 +8,7 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Executor, Sqlite};
 
 use crate::layout::{create_private_dir, Layout};
@@ -78,10 +76,7 @@ impl SessionIndex {
             // the index is rebuildable anyway.
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(5));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await?;
+        let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options).await?;
         Self::migrated(pool).await
     }
 
@@ -145,10 +140,7 @@ impl SessionIndex {
     /// The row whether or not it is listed; `getMetadata` must check `has_user_message`.
     pub async fn get(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1");
-        Ok(sqlx::query_as(&sql)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?)
+        Ok(sqlx::query_as(&sql).bind(id).fetch_optional(&self.pool).await?)
     }
 
     /// Listed sessions (with a user message) matching `filter`, most recently modified first.
@@ -184,10 +176,7 @@ impl SessionIndex {
 
     /// Returns whether a row was removed.
     pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM sessions WHERE id = ?1")
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
+        let done = sqlx::query("DELETE FROM sessions WHERE id = ?1").bind(id).execute(&self.pool).await?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -199,14 +188,9 @@ impl SessionIndex {
         // Reading every log is blocking file I/O of unbounded size.
         let rows = tokio::task::spawn_blocking(move || rebuild::scan_logs(&layout))
             .await
-            .map_err(|e| StoreError::Io {
-                path: "session-state".into(),
-                source: std::io::Error::other(e),
-            })??;
+            .map_err(|e| StoreError::Io { path: "session-state".into(), source: std::io::Error::other(e) })??;
         let mut tx = self.pool.begin().await?;
-        sqlx::query("DELETE FROM sessions")
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query("DELETE FROM sessions").execute(&mut *tx).await?;
         for row in &rows {
             upsert_on(&mut *tx, row).await?;
         }

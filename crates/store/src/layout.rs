@@ -85,9 +85,7 @@ impl Layout {
             && id.len() <= 200
             && !id.starts_with('.')
             && id != "temp"
-            && id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
         if plain {
             Ok(())
         } else {
@@ -121,10 +119,7 @@ impl Layout {
         let tmp = dir.join(".workspace.yaml.tmp");
         let text = render_workspace_yaml(meta);
         let write = || -> std::io::Result<()> {
-            let mut f = private_file_options()
-                .write(true)
-                .truncate(true)
-                .open(&tmp)?;
+            let mut f = private_file_options().write(true).truncate(true).open(&tmp)?;
             f.write_all(text.as_bytes())?;
             f.sync_all()
         };
@@ -210,9 +205,7 @@ fn scalar(s: &str) -> String {
 }
 
 fn needs_quoting(s: &str) -> bool {
-    const RESERVED: &[&str] = &[
-        "true", "false", "yes", "no", "on", "off", "y", "n", "null", "~",
-    ];
+    const RESERVED: &[&str] = &["true", "false", "yes", "no", "on", "off", "y", "n", "null", "~"];
     let Some(first) = s.chars().next() else {
         return true;
     };
@@ -299,16 +292,7 @@ mod tests {
 
     #[test]
     fn awkward_values_are_quoted_and_round_trip() {
-        for name in [
-            "fix: the bug",
-            "true",
-            "42",
-            "",
-            " x",
-            "a\nb",
-            "- item",
-            "say \"hi\" #1",
-        ] {
+        for name in ["fix: the bug", "true", "42", "", " x", "a\nb", "- item", "say \"hi\" #1"] {
             assert!(needs_quoting(name), "{name:?}");
         }
         let dir = tempfile::tempdir().unwrap();
@@ -321,10 +305,7 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = fs::metadata(layout.workspace_yaml_path(&m.id))
-                .unwrap()
-                .permissions()
-                .mode();
+            let mode = fs::metadata(layout.workspace_yaml_path(&m.id)).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
     }

@@ -19,10 +19,7 @@ use std::path::Path;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("I/O error on {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    Io { path: String, source: std::io::Error },
     #[error("database error: {0}")]
     Db(#[from] sqlx::Error),
     #[error("migration error: {0}")]
@@ -38,8 +35,5 @@ pub enum StoreError {
 
 /// Adapter for `map_err` that records which path an I/O error happened on.
 pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |source| StoreError::Io {
-        path: path.display().to_string(),
-        source,
-    }
+    move |source| StoreError::Io { path: path.display().to_string(), source }
 }

@@ -56,11 +56,7 @@ pub(crate) fn optional_bool(args: &Value, key: &str) -> Result<Option<bool>, Arg
 pub(crate) fn optional_number(args: &Value, key: &str) -> Result<Option<f64>, ArgError> {
     match args.get(key) {
         Some(Value::Number(n)) => n.as_f64().map(Some).ok_or_else(|| invalid(key, "a number")),
-        Some(Value::String(s)) => s
-            .trim()
-            .parse::<f64>()
-            .map(Some)
-            .map_err(|_| invalid(key, "a number")),
+        Some(Value::String(s)) => s.trim().parse::<f64>().map(Some).map_err(|_| invalid(key, "a number")),
         None | Some(Value::Null) => Ok(None),
         Some(_) => Err(invalid(key, "a number")),
     }
@@ -111,19 +107,10 @@ mod tests {
         assert!(required_str(&a, "missing").is_err());
         assert_eq!(optional_bool(&a, "b").ok().flatten(), Some(true));
         assert_eq!(optional_number(&a, "n").ok().flatten(), Some(3.0));
-        assert_eq!(
-            optional_count(&json!({"c": 2.7}), "c").ok().flatten(),
-            Some(2)
-        );
+        assert_eq!(optional_count(&json!({"c": 2.7}), "c").ok().flatten(), Some(2));
         assert!(optional_count(&json!({"c": -1}), "c").is_err());
-        assert_eq!(
-            paths(&json!({"paths": ["a", "b"]})).ok(),
-            Some(vec!["a".to_string(), "b".to_string()])
-        );
-        assert_eq!(
-            paths(&json!({"path": "c"})).ok(),
-            Some(vec!["c".to_string()])
-        );
+        assert_eq!(paths(&json!({"paths": ["a", "b"]})).ok(), Some(vec!["a".to_string(), "b".to_string()]));
+        assert_eq!(paths(&json!({"path": "c"})).ok(), Some(vec!["c".to_string()]));
         assert_eq!(paths(&json!({})).ok(), Some(vec![]));
     }
 }

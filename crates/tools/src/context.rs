@@ -22,9 +22,20 @@ pub enum PermissionRequest {
         commands: Vec<Value>,
         possible_paths: Vec<String>,
     },
-    Write { intention: String, file_name: String, diff: String, new_file_contents: String },
-    Read { intention: String, path: String },
-    Url { intention: String, url: String },
+    Write {
+        intention: String,
+        file_name: String,
+        diff: String,
+        new_file_contents: String,
+    },
+    Read {
+        intention: String,
+        path: String,
+    },
+    Url {
+        intention: String,
+        url: String,
+    },
 }
 
 impl PermissionRequest {
@@ -59,7 +70,9 @@ impl PermissionRequest {
                 "newFileContents": new_file_contents,
                 "canOfferSessionApproval": true,
             }),
-            PermissionRequest::Read { intention, path } => json!({"kind": "read", "intention": intention, "path": path}),
+            PermissionRequest::Read { intention, path } => {
+                json!({"kind": "read", "intention": intention, "path": path})
+            }
             PermissionRequest::Url { intention, url } => json!({"kind": "url", "intention": intention, "url": url}),
         }
     }
@@ -69,7 +82,10 @@ impl PermissionRequest {
 pub enum PermissionDecision {
     Approved,
     /// Denied; `text_for_llm` is what the model sees, `code` goes to `error.code`.
-    Denied { text_for_llm: String, code: String },
+    Denied {
+        text_for_llm: String,
+        code: String,
+    },
 }
 
 #[async_trait]

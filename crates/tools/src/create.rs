@@ -13,8 +13,7 @@ pub struct CreateTool;
 
 /// `fileEdits` for the completion event.
 pub(crate) fn file_edits_field(out: &mut ToolOutput, path: &str, kind: &str) {
-    out.extra_event_fields
-        .insert("fileEdits".into(), json!([{"path": path, "kind": kind}]));
+    out.extra_event_fields.insert("fileEdits".into(), json!([{"path": path, "kind": kind}]));
 }
 
 #[async_trait]
@@ -41,10 +40,7 @@ impl Tool for CreateTool {
     }
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
-        let (raw_path, file_text) = match (
-            required_str(&args, "path"),
-            required_str(&args, "file_text"),
-        ) {
+        let (raw_path, file_text) = match (required_str(&args, "path"), required_str(&args, "file_text")) {
             (Ok(p), Ok(t)) => (p, t),
             (Err(e), _) | (_, Err(e)) => return e.into(),
         };
@@ -65,11 +61,7 @@ impl Tool for CreateTool {
             Err(_) => {}
         }
         if let Some(parent) = path.parent() {
-            if !tokio::fs::metadata(parent)
-                .await
-                .map(|m| m.is_dir())
-                .unwrap_or(false)
-            {
+            if !tokio::fs::metadata(parent).await.map(|m| m.is_dir()).unwrap_or(false) {
                 return ToolOutput::fail(format!(
                     "Parent directory {} does not exist. You need to create it before creating the file.",
                     parent.display()
@@ -93,10 +85,7 @@ impl Tool for CreateTool {
             let path = path.clone();
             let text = file_text.to_string();
             tokio::task::spawn_blocking(move || {
-                let mut f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&path)?;
+                let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
                 f.write_all(text.as_bytes())
             })
             .await
@@ -134,39 +123,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ctx = ToolContext::simple(dir.path());
         let p = dir.path().join("new_file.txt").display().to_string();
-        let out = CreateTool
-            .run(json!({"path": p, "file_text": "Created by test"}), &ctx)
-            .await;
+        let out = CreateTool.run(json!({"path": p, "file_text": "Created by test"}), &ctx).await;
         assert!(out.success);
-        assert_eq!(
-            out.text_for_llm,
-            format!("Created file {p} with 15 characters")
-        );
+        assert_eq!(out.text_for_llm, format!("Created file {p} with 15 characters"));
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "Created by test");
         let diff = out.detailed_content.unwrap();
-        assert!(
-            diff.starts_with(&format!("diff --git a{p} b{p}\n")),
-            "{diff}"
-        );
+        assert!(diff.starts_with(&format!("diff --git a{p} b{p}\n")), "{diff}");
         assert!(diff.contains("+Created by test"), "{diff}");
-        assert_eq!(
-            out.extra_event_fields["fileEdits"],
-            json!([{"path": p, "kind": "create"}])
-        );
+        assert_eq!(out.extra_event_fields["fileEdits"], json!([{"path": p, "kind": "create"}]));
     }
 
     #[tokio::test]
     async fn relative_path_and_utf16_count() {
         let dir = tempfile::tempdir().unwrap();
         let ctx = ToolContext::simple(dir.path());
-        let out = CreateTool
-            .run(json!({"path": "e.txt", "file_text": "a😀"}), &ctx)
-            .await;
+        let out = CreateTool.run(json!({"path": "e.txt", "file_text": "a😀"}), &ctx).await;
         let p = dir.path().join("e.txt").display().to_string();
-        assert_eq!(
-            out.text_for_llm,
-            format!("Created file {p} with 3 characters")
-        );
+        assert_eq!(out.text_for_llm, format!("Created file {p} with 3 characters"));
     }
 
     #[tokio::test]
@@ -176,15 +149,11 @@ mod tests {
         let p = dir.path().join("x.txt");
         std::fs::write(&p, "old").unwrap();
         let p = p.display().to_string();
-        let out = CreateTool
-            .run(json!({"path": p, "file_text": "new"}), &ctx)
-            .await;
+        let out = CreateTool.run(json!({"path": p, "file_text": "new"}), &ctx).await;
         assert!(!out.success);
         assert_eq!(
             out.text_for_llm,
-            format!(
-                "Path {p} already exists as a file. Use `view` to check contents then edit it."
-            )
+            format!("Path {p} already exists as a file. Use `view` to check contents then edit it.")
         );
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
     }
@@ -195,9 +164,7 @@ mod tests {
         let ctx = ToolContext::simple(dir.path());
         let parent = dir.path().join("nope");
         let p = parent.join("x.txt").display().to_string();
-        let out = CreateTool
-            .run(json!({"path": p, "file_text": "new"}), &ctx)
-            .await;
+        let out = CreateTool.run(json!({"path": p, "file_text": "new"}), &ctx).await;
         assert!(!out.success);
         assert_eq!(
             out.text_for_llm,
@@ -213,11 +180,7 @@ mod tests {
     impl PermissionGate for Deny {
         async fn request(&self, req: PermissionRequest) -> PermissionDecision {
             match req {
-                PermissionRequest::Write {
-                    intention,
-                    new_file_contents,
-                    ..
-                } => {
+                PermissionRequest::Write { intention, new_file_contents, .. } => {
                     assert_eq!(intention, "Create file");
                     assert_eq!(new_file_contents, "body");
                 }
@@ -236,9 +199,7 @@ mod tests {
         let mut ctx = ToolContext::simple(dir.path());
         ctx.permissions = Arc::new(Deny);
         let p = dir.path().join("x.txt");
-        let out = CreateTool
-            .run(json!({"path": p, "file_text": "body"}), &ctx)
-            .await;
+        let out = CreateTool.run(json!({"path": p, "file_text": "body"}), &ctx).await;
         assert!(!out.success);
         assert_eq!(out.text_for_llm, "The user rejected this tool call.");
         assert_eq!(out.error_code.as_deref(), Some("denied"));

@@ -8,11 +8,7 @@ pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
     let rel = path.trim_start_matches('/');
     let a = format!("a/{rel}");
     let b = format!("b/{rel}");
-    let body = TextDiff::from_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header(&a, &b)
-        .to_string();
+    let body = TextDiff::from_lines(old, new).unified_diff().context_radius(3).header(&a, &b).to_string();
     format!("diff --git {a} {b}\n{body}")
 }
 
@@ -23,20 +19,8 @@ mod tests {
 
     #[test]
     fn diff_has_git_header_and_hunk() {
-        let d = unified_diff(
-            "/tmp/x.txt",
-            "Hello World\nGoodbye World\n",
-            "Hi Universe\nGoodbye World\n",
-        );
-        assert!(
-            d.starts_with(
-                "diff --git a/tmp/x.txt b/tmp/x.txt\n--- a/tmp/x.txt\n+++ b/tmp/x.txt\n@@ "
-            ),
-            "{d}"
-        );
-        assert!(
-            d.contains("-Hello World\n+Hi Universe\n Goodbye World\n"),
-            "{d}"
-        );
+        let d = unified_diff("/tmp/x.txt", "Hello World\nGoodbye World\n", "Hi Universe\nGoodbye World\n");
+        assert!(d.starts_with("diff --git a/tmp/x.txt b/tmp/x.txt\n--- a/tmp/x.txt\n+++ b/tmp/x.txt\n@@ "), "{d}");
+        assert!(d.contains("-Hello World\n+Hi Universe\n Goodbye World\n"), "{d}");
     }
 }

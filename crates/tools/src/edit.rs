@@ -46,10 +46,7 @@ impl Tool for EditTool {
             Ok(p) => p,
             Err(e) => return e.into(),
         };
-        let (old_str, new_str) = match (
-            optional_str(&args, "old_str"),
-            optional_str(&args, "new_str"),
-        ) {
+        let (old_str, new_str) = match (optional_str(&args, "old_str"), optional_str(&args, "new_str")) {
             (Ok(o), Ok(n)) => (o.unwrap_or(""), n.unwrap_or("")),
             (Err(e), _) | (_, Err(e)) => return e.into(),
         };
@@ -61,9 +58,7 @@ impl Tool for EditTool {
             Err(e) if e.kind() == ErrorKind::NotFound => return missing_path_output(&shown),
             Err(e) if path.is_dir() => {
                 tracing::debug!(error = %e, "edit on a directory");
-                return ToolOutput::fail(format!(
-                    "Path {shown} is a directory, not a file; only files can be edited."
-                ));
+                return ToolOutput::fail(format!("Path {shown} is a directory, not a file; only files can be edited."));
             }
             Err(e) => return ToolOutput::fail(format!("Failed to read file {shown}: {e}")),
         };
@@ -106,12 +101,7 @@ impl Tool for EditTool {
 }
 
 /// The new file contents, or the model-visible reason why nothing was changed.
-fn replace_once(
-    content: &str,
-    old_str: &str,
-    new_str: &str,
-    shown: &str,
-) -> Result<String, String> {
+fn replace_once(content: &str, old_str: &str, new_str: &str, shown: &str) -> Result<String, String> {
     if old_str.is_empty() {
         // Nothing to anchor on; only an empty file can be "edited" this way.
         if content.is_empty() {
@@ -125,19 +115,13 @@ fn replace_once(
 
     let mut old = old_str.to_string();
     let mut new = new_str.to_string();
-    let mut starts: Vec<usize> = content
-        .match_indices(old.as_str())
-        .map(|(i, _)| i)
-        .collect();
+    let mut starts: Vec<usize> = content.match_indices(old.as_str()).map(|(i, _)| i).collect();
     // Models write `\n`; a CRLF file needs the same edit with its own line endings, and the
     // replacement must keep them.
     if starts.is_empty() && content.contains("\r\n") && old.contains('\n') {
         old = to_crlf(&old);
         new = to_crlf(&new);
-        starts = content
-            .match_indices(old.as_str())
-            .map(|(i, _)| i)
-            .collect();
+        starts = content.match_indices(old.as_str()).map(|(i, _)| i).collect();
     }
 
     match starts.as_slice() {
@@ -189,32 +173,19 @@ mod tests {
     #[tokio::test]
     async fn replaces_single_occurrence() {
         let (_d, ctx, p) = setup("Hello World\nGoodbye World\n");
-        let out = EditTool
-            .run(
-                json!({"path": p, "old_str": "Hello World", "new_str": "Hi Universe"}),
-                &ctx,
-            )
-            .await;
+        let out = EditTool.run(json!({"path": p, "old_str": "Hello World", "new_str": "Hi Universe"}), &ctx).await;
         assert!(out.success);
         assert_eq!(out.text_for_llm, format!("File {p} updated with changes."));
-        assert_eq!(
-            std::fs::read_to_string(&p).unwrap(),
-            "Hi Universe\nGoodbye World\n"
-        );
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "Hi Universe\nGoodbye World\n");
         let diff = out.detailed_content.unwrap();
         assert!(diff.contains("-Hello World\n+Hi Universe\n"), "{diff}");
-        assert_eq!(
-            out.extra_event_fields["fileEdits"],
-            json!([{"path": p, "kind": "edit"}])
-        );
+        assert_eq!(out.extra_event_fields["fileEdits"], json!([{"path": p, "kind": "edit"}]));
     }
 
     #[tokio::test]
     async fn no_match() {
         let (_d, ctx, p) = setup("abc\n");
-        let out = EditTool
-            .run(json!({"path": p, "old_str": "zzz", "new_str": "y"}), &ctx)
-            .await;
+        let out = EditTool.run(json!({"path": p, "old_str": "zzz", "new_str": "y"}), &ctx).await;
         assert!(!out.success);
         assert_eq!(
             out.text_for_llm,
@@ -225,26 +196,18 @@ mod tests {
     #[tokio::test]
     async fn ambiguous_reports_lines() {
         let (_d, ctx, p) = setup("one\ntwo\ntwo\nthree\n");
-        let out = EditTool
-            .run(json!({"path": p, "old_str": "two", "new_str": "2"}), &ctx)
-            .await;
+        let out = EditTool.run(json!({"path": p, "old_str": "two", "new_str": "2"}), &ctx).await;
         assert!(!out.success);
         assert_eq!(
             out.text_for_llm,
             format!("Ambiguous match for old_str in {p}: pattern starting with \"two\" matched at lines 2, 3. No changes made; try again with a more specific old_str.")
         );
-        assert_eq!(
-            std::fs::read_to_string(&p).unwrap(),
-            "one\ntwo\ntwo\nthree\n"
-        );
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "one\ntwo\ntwo\nthree\n");
         // Only the first line of a multi-line old_str is quoted.
         let (_d, ctx, p) = setup("a\nb\na\nb\n");
-        let out = EditTool
-            .run(json!({"path": p, "old_str": "a\nb", "new_str": ""}), &ctx)
-            .await;
+        let out = EditTool.run(json!({"path": p, "old_str": "a\nb", "new_str": ""}), &ctx).await;
         assert!(
-            out.text_for_llm
-                .contains("pattern starting with \"a\" matched at lines 1, 3."),
+            out.text_for_llm.contains("pattern starting with \"a\" matched at lines 1, 3."),
             "{}",
             out.text_for_llm
         );
@@ -255,43 +218,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ctx = ToolContext::simple(dir.path());
         let p = dir.path().join("nope.txt").display().to_string();
-        let out = EditTool
-            .run(json!({"path": p, "old_str": "a", "new_str": "b"}), &ctx)
-            .await;
+        let out = EditTool.run(json!({"path": p, "old_str": "a", "new_str": "b"}), &ctx).await;
         assert!(!out.success);
-        assert_eq!(
-            out.text_for_llm,
-            format!("Path {p} does not exist. Please provide a valid path.")
-        );
+        assert_eq!(out.text_for_llm, format!("Path {p} does not exist. Please provide a valid path."));
     }
 
     #[tokio::test]
     async fn keeps_crlf_and_mode() {
         let (_d, ctx, p) = setup("first\r\nsecond\r\nthird\r\n");
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let out = EditTool
-            .run(
-                json!({"path": p, "old_str": "first\nsecond", "new_str": "1st\n2nd"}),
-                &ctx,
-            )
-            .await;
+        let out = EditTool.run(json!({"path": p, "old_str": "first\nsecond", "new_str": "1st\n2nd"}), &ctx).await;
         assert!(out.success, "{}", out.text_for_llm);
-        assert_eq!(
-            std::fs::read_to_string(&p).unwrap(),
-            "1st\r\n2nd\r\nthird\r\n"
-        );
-        assert_eq!(
-            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
-            0o755
-        );
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "1st\r\n2nd\r\nthird\r\n");
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o755);
     }
 
     #[tokio::test]
     async fn delete_with_missing_new_str() {
         let (_d, ctx, p) = setup("keep drop keep");
-        let out = EditTool
-            .run(json!({"path": p, "old_str": " drop"}), &ctx)
-            .await;
+        let out = EditTool.run(json!({"path": p, "old_str": " drop"}), &ctx).await;
         assert!(out.success);
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "keep keep");
     }
@@ -300,13 +245,8 @@ mod tests {
     #[async_trait]
     impl PermissionGate for Deny {
         async fn request(&self, req: PermissionRequest) -> PermissionDecision {
-            assert!(
-                matches!(&req, PermissionRequest::Write { intention, .. } if intention == "Edit file")
-            );
-            PermissionDecision::Denied {
-                text_for_llm: "denied!".into(),
-                code: "denied".into(),
-            }
+            assert!(matches!(&req, PermissionRequest::Write { intention, .. } if intention == "Edit file"));
+            PermissionDecision::Denied { text_for_llm: "denied!".into(), code: "denied".into() }
         }
     }
 
@@ -314,9 +254,7 @@ mod tests {
     async fn denial_prevents_writing() {
         let (_d, mut ctx, p) = setup("abc");
         ctx.permissions = Arc::new(Deny);
-        let out = EditTool
-            .run(json!({"path": p, "old_str": "b", "new_str": "x"}), &ctx)
-            .await;
+        let out = EditTool.run(json!({"path": p, "old_str": "b", "new_str": "x"}), &ctx).await;
         assert!(!out.success);
         assert_eq!(out.text_for_llm, "denied!");
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "abc");

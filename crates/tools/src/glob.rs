@@ -39,11 +39,7 @@ impl Tool for GlobTool {
     async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
         let pattern = match required_str(&args, "pattern") {
             Ok(p) if !p.trim().is_empty() => p.to_string(),
-            Ok(_) => {
-                return ToolOutput::fail(
-                    "Invalid argument \"pattern\": expected a non-empty glob pattern.",
-                )
-            }
+            Ok(_) => return ToolOutput::fail("Invalid argument \"pattern\": expected a non-empty glob pattern."),
             Err(e) => return e.into(),
         };
         let given = match paths(&args) {
@@ -89,9 +85,7 @@ impl Tool for GlobTool {
 /// matched against paths below the root.
 fn relative_pattern(pattern: &str, root: &SearchRoot) -> String {
     let root_str = root.abs.display().to_string();
-    let p = pattern
-        .strip_prefix(&format!("{}/", root_str.trim_end_matches('/')))
-        .unwrap_or(pattern);
+    let p = pattern.strip_prefix(&format!("{}/", root_str.trim_end_matches('/'))).unwrap_or(pattern);
     p.to_string()
 }
 
@@ -136,15 +130,7 @@ mod tests {
     fn tree() -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        for f in [
-            "src/index.ts",
-            "src/util/z.ts",
-            "src/util/a.ts",
-            "b.ts",
-            "a-b/c.ts",
-            "readme.md",
-            "src/x.tsx",
-        ] {
+        for f in ["src/index.ts", "src/util/z.ts", "src/util/a.ts", "b.ts", "a-b/c.ts", "readme.md", "src/x.tsx"] {
             let p = d.join(f);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, "x").unwrap();
@@ -168,14 +154,8 @@ mod tests {
         );
         // Without a slash the pattern matches names at any depth, as in .gitignore.
         assert_eq!(glob(&ctx, json!({"pattern": "*.tsx"})).await, "./src/x.tsx");
-        assert_eq!(
-            glob(&ctx, json!({"pattern": "src/*.ts"})).await,
-            "./src/index.ts"
-        );
-        assert_eq!(
-            glob(&ctx, json!({"pattern": "./src/*.ts"})).await,
-            "./src/index.ts"
-        );
+        assert_eq!(glob(&ctx, json!({"pattern": "src/*.ts"})).await, "./src/index.ts");
+        assert_eq!(glob(&ctx, json!({"pattern": "./src/*.ts"})).await, "./src/index.ts");
     }
 
     #[tokio::test]
@@ -186,21 +166,11 @@ mod tests {
             glob(&ctx, json!({"pattern": "**/*.ts", "paths": src})).await,
             "./index.ts\n./util/a.ts\n./util/z.ts"
         );
-        assert_eq!(
-            glob(&ctx, json!({"pattern": "*.ts", "path": "src/util"})).await,
-            "./a.ts\n./z.ts"
-        );
+        assert_eq!(glob(&ctx, json!({"pattern": "*.ts", "path": "src/util"})).await, "./a.ts\n./z.ts");
         let abs_pattern = format!("{src}/util/*.ts");
+        assert_eq!(glob(&ctx, json!({"pattern": abs_pattern, "paths": src})).await, "./util/a.ts\n./util/z.ts");
         assert_eq!(
-            glob(&ctx, json!({"pattern": abs_pattern, "paths": src})).await,
-            "./util/a.ts\n./util/z.ts"
-        );
-        assert_eq!(
-            glob(
-                &ctx,
-                json!({"pattern": "*.ts", "paths": ["src/util", "a-b"]})
-            )
-            .await,
+            glob(&ctx, json!({"pattern": "*.ts", "paths": ["src/util", "a-b"]})).await,
             "src/util/a.ts\nsrc/util/z.ts\na-b/c.ts"
         );
     }
@@ -208,10 +178,7 @@ mod tests {
     #[tokio::test]
     async fn no_match() {
         let (_d, ctx) = tree();
-        assert_eq!(
-            glob(&ctx, json!({"pattern": "**/*.py"})).await,
-            "No files matched the pattern."
-        );
+        assert_eq!(glob(&ctx, json!({"pattern": "**/*.py"})).await, "No files matched the pattern.");
     }
 
     #[tokio::test]
@@ -220,18 +187,13 @@ mod tests {
         std::fs::create_dir(d.path().join(".git")).unwrap();
         std::fs::write(d.path().join(".gitignore"), "src/util/\n").unwrap();
         std::fs::write(d.path().join(".hidden.ts"), "x").unwrap();
-        assert_eq!(
-            glob(&ctx, json!({"pattern": "**/*.ts"})).await,
-            "./a-b/c.ts\n./b.ts\n./src/index.ts"
-        );
+        assert_eq!(glob(&ctx, json!({"pattern": "**/*.ts"})).await, "./a-b/c.ts\n./b.ts\n./src/index.ts");
     }
 
     #[tokio::test]
     async fn missing_root() {
         let (_d, ctx) = tree();
-        let out = GlobTool
-            .run(json!({"pattern": "*", "paths": "nowhere"}), &ctx)
-            .await;
+        let out = GlobTool.run(json!({"pattern": "*", "paths": "nowhere"}), &ctx).await;
         assert!(!out.success);
     }
 }

@@ -89,10 +89,7 @@ impl Tool for GrepTool {
         };
         for root in &roots {
             let shown = root.abs.display().to_string();
-            let request = PermissionRequest::Read {
-                intention: format!("Search in directory: {shown}"),
-                path: shown,
-            };
+            let request = PermissionRequest::Read { intention: format!("Search in directory: {shown}"), path: shown };
             if let Err(denied) = ctx.ask_permission(request).await {
                 return denied;
             }
@@ -132,12 +129,8 @@ fn parse_options(args: &Value) -> Result<Options, ArgError> {
     Ok(Options {
         pattern,
         mode,
-        glob: optional_str(args, "glob")?
-            .filter(|g| !g.is_empty())
-            .map(str::to_string),
-        file_type: optional_str(args, "type")?
-            .filter(|t| !t.is_empty())
-            .map(|t| type_alias(t).to_string()),
+        glob: optional_str(args, "glob")?.filter(|g| !g.is_empty()).map(str::to_string),
+        file_type: optional_str(args, "type")?.filter(|t| !t.is_empty()).map(|t| type_alias(t).to_string()),
         case_insensitive: optional_bool(args, "-i")?.unwrap_or(false),
         line_numbers: optional_bool(args, "-n")?.unwrap_or(false),
         before,
@@ -170,18 +163,15 @@ fn search(
     cancel: &CancellationToken,
 ) -> Result<Vec<String>, String> {
     let mut builder = RegexMatcherBuilder::new();
-    builder
-        .case_insensitive(opts.case_insensitive)
-        .multi_line(true);
+    builder.case_insensitive(opts.case_insensitive).multi_line(true);
     if opts.multiline {
         builder.dot_matches_new_line(true);
     } else {
         // Line-oriented search: a match can never cross a line break.
         builder.line_terminator(Some(b'\n'));
     }
-    let matcher = builder
-        .build(&opts.pattern)
-        .map_err(|e| format!("Invalid regex pattern \"{}\": {e}", opts.pattern))?;
+    let matcher =
+        builder.build(&opts.pattern).map_err(|e| format!("Invalid regex pattern \"{}\": {e}", opts.pattern))?;
 
     let context = opts.mode == Mode::Content;
     let mut searcher = SearcherBuilder::new()
@@ -339,26 +329,15 @@ mod tests {
         std::fs::write(&p, "apple\nbanana\napricot\n").unwrap();
         let ctx = ToolContext::simple(dir.path());
         let p = p.display().to_string();
-        let text = grep(
-            &ctx,
-            json!({"pattern": "^ap", "path": p, "output_mode": "content", "-n": true}),
-        )
-        .await;
+        let text = grep(&ctx, json!({"pattern": "^ap", "path": p, "output_mode": "content", "-n": true})).await;
         assert_eq!(text, format!("{p}:1:apple\n{p}:3:apricot"));
     }
 
     #[tokio::test]
     async fn content_default_cwd() {
         let (_d, ctx) = tree();
-        let text = grep(
-            &ctx,
-            json!({"pattern": "t[wh]", "output_mode": "content", "-n": true, "glob": "*.txt"}),
-        )
-        .await;
-        assert_eq!(
-            text,
-            "./a.txt:2:two\n./a.txt:3:two\n./a.txt:4:three\n./sub/b.txt:1:two"
-        );
+        let text = grep(&ctx, json!({"pattern": "t[wh]", "output_mode": "content", "-n": true, "glob": "*.txt"})).await;
+        assert_eq!(text, "./a.txt:2:two\n./a.txt:3:two\n./a.txt:4:three\n./sub/b.txt:1:two");
         let text = grep(&ctx, json!({"pattern": "three", "output_mode": "content"})).await;
         assert_eq!(text, "./a.txt:three");
     }
@@ -366,67 +345,38 @@ mod tests {
     #[tokio::test]
     async fn files_with_matches_is_default_and_sorted() {
         let (d, ctx) = tree();
-        assert_eq!(
-            grep(&ctx, json!({"pattern": "two"})).await,
-            "./a.txt\n./code.rs\n./sub/b.txt"
-        );
+        assert_eq!(grep(&ctx, json!({"pattern": "two"})).await, "./a.txt\n./code.rs\n./sub/b.txt");
         let abs = d.path().display().to_string();
         assert_eq!(
             grep(&ctx, json!({"pattern": "two", "paths": [abs]})).await,
             format!("{abs}/a.txt\n{abs}/code.rs\n{abs}/sub/b.txt")
         );
-        assert_eq!(
-            grep(&ctx, json!({"pattern": "two", "paths": "sub"})).await,
-            "sub/b.txt"
-        );
+        assert_eq!(grep(&ctx, json!({"pattern": "two", "paths": "sub"})).await, "sub/b.txt");
     }
 
     #[tokio::test]
     async fn count_mode() {
         let (_d, ctx) = tree();
         assert_eq!(
-            grep(
-                &ctx,
-                json!({"pattern": "two", "output_mode": "count", "type": "txt"})
-            )
-            .await,
+            grep(&ctx, json!({"pattern": "two", "output_mode": "count", "type": "txt"})).await,
             "./a.txt:2\n./sub/b.txt:1"
         );
-        assert_eq!(
-            grep(
-                &ctx,
-                json!({"pattern": "two", "output_mode": "count", "type": "rust"})
-            )
-            .await,
-            "./code.rs:1"
-        );
+        assert_eq!(grep(&ctx, json!({"pattern": "two", "output_mode": "count", "type": "rust"})).await, "./code.rs:1");
     }
 
     #[tokio::test]
     async fn no_match_and_errors() {
         let (_d, ctx) = tree();
-        assert_eq!(
-            grep(&ctx, json!({"pattern": "zebra"})).await,
-            "No matches found."
-        );
+        assert_eq!(grep(&ctx, json!({"pattern": "zebra"})).await, "No matches found.");
         let out = GrepTool.run(json!({"pattern": "("}), &ctx).await;
         assert!(!out.success);
-        assert!(
-            out.text_for_llm.starts_with("Invalid regex pattern \"(\""),
-            "{}",
-            out.text_for_llm
-        );
-        let out = GrepTool
-            .run(json!({"pattern": "x", "type": "nolang"}), &ctx)
-            .await;
+        assert!(out.text_for_llm.starts_with("Invalid regex pattern \"(\""), "{}", out.text_for_llm);
+        let out = GrepTool.run(json!({"pattern": "x", "type": "nolang"}), &ctx).await;
         assert!(!out.success);
-        let out = GrepTool
-            .run(json!({"pattern": "x", "paths": "missing"}), &ctx)
-            .await;
+        let out = GrepTool.run(json!({"pattern": "x", "paths": "missing"}), &ctx).await;
         assert!(!out.success);
         assert!(
-            out.text_for_llm
-                .ends_with("missing does not exist. Please provide a valid path."),
+            out.text_for_llm.ends_with("missing does not exist. Please provide a valid path."),
             "{}",
             out.text_for_llm
         );
@@ -435,44 +385,23 @@ mod tests {
     #[tokio::test]
     async fn case_insensitive_and_head_limit() {
         let (_d, ctx) = tree();
-        assert_eq!(
-            grep(&ctx, json!({"pattern": "TWO", "-i": true, "head_limit": 2})).await,
-            "./a.txt\n./code.rs"
-        );
-        assert_eq!(
-            grep(&ctx, json!({"pattern": "TWO"})).await,
-            "No matches found."
-        );
+        assert_eq!(grep(&ctx, json!({"pattern": "TWO", "-i": true, "head_limit": 2})).await, "./a.txt\n./code.rs");
+        assert_eq!(grep(&ctx, json!({"pattern": "TWO"})).await, "No matches found.");
     }
 
     #[tokio::test]
     async fn context_lines() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("c.txt"),
-            "l1\nhit1\nl3\nl4\nl5\nl6\nhit2\nl8\n",
-        )
-        .unwrap();
+        std::fs::write(dir.path().join("c.txt"), "l1\nhit1\nl3\nl4\nl5\nl6\nhit2\nl8\n").unwrap();
         std::fs::write(dir.path().join("d.txt"), "x\nhit3\n").unwrap();
         let ctx = ToolContext::simple(dir.path());
-        let text = grep(
-            &ctx,
-            json!({"pattern": "hit", "output_mode": "content", "-n": true, "-C": 1}),
-        )
-        .await;
+        let text = grep(&ctx, json!({"pattern": "hit", "output_mode": "content", "-n": true, "-C": 1})).await;
         assert_eq!(
             text,
             "./c.txt-1-l1\n./c.txt:2:hit1\n./c.txt-3-l3\n--\n./c.txt-6-l6\n./c.txt:7:hit2\n./c.txt-8-l8\n--\n./d.txt-1-x\n./d.txt:2:hit3"
         );
-        let text = grep(
-            &ctx,
-            json!({"pattern": "hit2", "output_mode": "content", "-n": true, "-A": 1, "-C": 3}),
-        )
-        .await;
-        assert_eq!(
-            text,
-            "./c.txt-4-l4\n./c.txt-5-l5\n./c.txt-6-l6\n./c.txt:7:hit2\n./c.txt-8-l8"
-        );
+        let text = grep(&ctx, json!({"pattern": "hit2", "output_mode": "content", "-n": true, "-A": 1, "-C": 3})).await;
+        assert_eq!(text, "./c.txt-4-l4\n./c.txt-5-l5\n./c.txt-6-l6\n./c.txt:7:hit2\n./c.txt-8-l8");
     }
 
     #[tokio::test]
@@ -507,10 +436,7 @@ mod tests {
     impl PermissionGate for Recorder {
         async fn request(&self, req: PermissionRequest) -> PermissionDecision {
             self.0.lock().unwrap().push(req);
-            PermissionDecision::Denied {
-                text_for_llm: "no".into(),
-                code: "denied".into(),
-            }
+            PermissionDecision::Denied { text_for_llm: "no".into(), code: "denied".into() }
         }
     }
 
@@ -524,10 +450,7 @@ mod tests {
         let p = d.path().display().to_string();
         assert_eq!(
             gate.0.lock().unwrap()[0],
-            PermissionRequest::Read {
-                intention: format!("Search in directory: {p}"),
-                path: p
-            }
+            PermissionRequest::Read { intention: format!("Search in directory: {p}"), path: p }
         );
     }
 }

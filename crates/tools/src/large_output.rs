@@ -73,10 +73,7 @@ mod tests {
         let (path, tail) = rest.split_once('\n').unwrap();
         assert!(path.starts_with(dir.path().to_str().unwrap()));
         let name = Path::new(path).file_name().unwrap().to_str().unwrap();
-        assert!(
-            name.contains("-copilot-tool-output-") && name.ends_with(".txt"),
-            "{name}"
-        );
+        assert!(name.contains("-copilot-tool-output-") && name.ends_with(".txt"), "{name}");
         assert_eq!(std::fs::read_to_string(path).unwrap(), text);
         assert_eq!(
             tail,

@@ -28,7 +28,12 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     pub fn ok(text: impl Into<String>) -> Self {
-        Self { text_for_llm: text.into(), success: true, telemetry: Value::Object(Default::default()), ..Default::default() }
+        Self {
+            text_for_llm: text.into(),
+            success: true,
+            telemetry: Value::Object(Default::default()),
+            ..Default::default()
+        }
     }
 
     /// A failure whose model-visible text and `error.message` are the same.

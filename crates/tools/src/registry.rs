@@ -53,11 +53,7 @@ impl Registry {
 /// What the model sees when it calls a tool that does not exist: the name, then the tools it
 /// may call (comma-separated, ending with a full stop).
 pub fn unknown_tool_text(name: &str, available: &[&str]) -> String {
-    format!(
-        "{} Available tools that can be called are {}.",
-        unknown_tool_message(name),
-        available.join(", ")
-    )
+    format!("{} Available tools that can be called are {}.", unknown_tool_message(name), available.join(", "))
 }
 
 /// `error.message` for an unknown tool (the text without the list of tools).
@@ -82,10 +78,7 @@ mod tests {
     #[test]
     fn schemas_match_the_original() {
         // The captured reference lives beside the repository; skip when it is not there.
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/spec/reference/builtin-tools-1.0.102.json"
-        );
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/spec/reference/builtin-tools-1.0.102.json");
         let Ok(text) = std::fs::read_to_string(path) else {
             return;
         };

@@ -81,18 +81,8 @@ impl Tool for ViewTool {
             Err(e) => return ToolOutput::fail(format!("Cannot access {shown}: {e}")),
         };
 
-        let intention = if meta.is_dir() {
-            format!("List directory: {shown}")
-        } else {
-            format!("Read file: {shown}")
-        };
-        if let Err(denied) = ctx
-            .ask_permission(PermissionRequest::Read {
-                intention,
-                path: shown.clone(),
-            })
-            .await
-        {
+        let intention = if meta.is_dir() { format!("List directory: {shown}") } else { format!("Read file: {shown}") };
+        if let Err(denied) = ctx.ask_permission(PermissionRequest::Read { intention, path: shown.clone() }).await {
             return denied;
         }
 
@@ -117,8 +107,7 @@ impl Tool for ViewTool {
         if let Some(mime) = image_mime(&path) {
             let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
             let mut out = ToolOutput::ok("Viewed image file successfully.");
-            out.image_data_urls
-                .push(format!("data:{mime};base64,{data}"));
+            out.image_data_urls.push(format!("data:{mime};base64,{data}"));
             return out;
         }
 
@@ -162,10 +151,7 @@ fn parse_range(value: Option<&Value>) -> Result<Option<ViewRange>, ArgError> {
     let items = value.as_array().ok_or_else(|| bad(value))?;
     let ints: Vec<i64> = items
         .iter()
-        .map(|v| {
-            v.as_i64()
-                .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
-        })
+        .map(|v| v.as_i64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64)))
         .collect::<Option<_>>()
         .ok_or_else(|| bad(value))?;
     match ints.as_slice() {
@@ -299,36 +285,21 @@ mod tests {
         let (_d, ctx, p) = setup("lines.txt", b"a\nb\nc");
         let out = view(&ctx, json!({"path": p, "view_range": [7, 9]})).await;
         assert!(!out.success);
-        assert_eq!(
-            out.text_for_llm,
-            "Invalid view_range [7, 9]: start line 7 is out of range; the file has 3 lines."
-        );
+        assert_eq!(out.text_for_llm, "Invalid view_range [7, 9]: start line 7 is out of range; the file has 3 lines.");
         let out = view(&ctx, json!({"path": p, "view_range": [0, 2]})).await;
         assert!(!out.success);
         let out = view(&ctx, json!({"path": p, "view_range": [3, 2]})).await;
         assert!(!out.success);
-        assert!(
-            out.text_for_llm
-                .contains("end line must be at least the start line"),
-            "{}",
-            out.text_for_llm
-        );
+        assert!(out.text_for_llm.contains("end line must be at least the start line"), "{}", out.text_for_llm);
         let out = view(&ctx, json!({"path": p, "view_range": [1]})).await;
         assert!(!out.success);
-        assert!(
-            out.text_for_llm.starts_with("Invalid view_range [1]"),
-            "{}",
-            out.text_for_llm
-        );
+        assert!(out.text_for_llm.starts_with("Invalid view_range [1]"), "{}", out.text_for_llm);
     }
 
     #[tokio::test]
     async fn crlf_unicode_and_empty() {
         let (_d, ctx, p) = setup("crlf.txt", "héllo\r\nwörld ✓\r\n".as_bytes());
-        assert_eq!(
-            view(&ctx, json!({"path": p})).await.text_for_llm,
-            "1. héllo\n2. wörld ✓\n3."
-        );
+        assert_eq!(view(&ctx, json!({"path": p})).await.text_for_llm, "1. héllo\n2. wörld ✓\n3.");
         let (_d, ctx, p) = setup("empty.txt", b"");
         let out = view(&ctx, json!({"path": p})).await;
         assert!(out.success);
@@ -338,10 +309,7 @@ mod tests {
     #[tokio::test]
     async fn relative_path_resolves_against_cwd() {
         let (_d, ctx, _p) = setup("order.txt", b"ORDER_CONTENT_42");
-        assert_eq!(
-            view(&ctx, json!({"path": "order.txt"})).await.text_for_llm,
-            "1. ORDER_CONTENT_42"
-        );
+        assert_eq!(view(&ctx, json!({"path": "order.txt"})).await.text_for_llm, "1. ORDER_CONTENT_42");
     }
 
     #[tokio::test]
@@ -351,10 +319,7 @@ mod tests {
         let p = dir.path().join("does_not_exist.txt").display().to_string();
         let out = view(&ctx, json!({"path": p})).await;
         assert!(!out.success);
-        assert_eq!(
-            out.text_for_llm,
-            format!("Path {p} does not exist. Please provide a valid path.")
-        );
+        assert_eq!(out.text_for_llm, format!("Path {p} does not exist. Please provide a valid path."));
         assert_eq!(out.error_message.as_deref(), Some("Path does not exist"));
     }
 
@@ -376,10 +341,7 @@ mod tests {
         let out = view(&ctx, json!({"path": p})).await;
         assert!(out.success);
         assert_eq!(out.text_for_llm, "Viewed image file successfully.");
-        assert_eq!(
-            out.image_data_urls,
-            vec!["data:image/png;base64,iVBORwAB".to_string()]
-        );
+        assert_eq!(out.image_data_urls, vec!["data:image/png;base64,iVBORwAB".to_string()]);
     }
 
     #[tokio::test]
@@ -387,11 +349,7 @@ mod tests {
         let (_d, ctx, p) = setup("blob.bin", &[1, 2, 0, 3]);
         let out = view(&ctx, json!({"path": p})).await;
         assert!(!out.success);
-        assert!(
-            out.text_for_llm.contains("binary file"),
-            "{}",
-            out.text_for_llm
-        );
+        assert!(out.text_for_llm.contains("binary file"), "{}", out.text_for_llm);
     }
 
     #[tokio::test]
@@ -399,10 +357,7 @@ mod tests {
         let (d, ctx, p) = setup("target.txt", b"through the link");
         let link = d.path().join("link.txt");
         std::os::unix::fs::symlink(&p, &link).unwrap();
-        assert_eq!(
-            view(&ctx, json!({"path": link})).await.text_for_llm,
-            "1. through the link"
-        );
+        assert_eq!(view(&ctx, json!({"path": link})).await.text_for_llm, "1. through the link");
     }
 
     #[tokio::test]
@@ -415,16 +370,8 @@ mod tests {
         let ctx = ToolContext::simple(dir.path());
         let out = view(&ctx, json!({"path": p})).await;
         assert!(!out.success);
-        assert!(
-            out.text_for_llm.contains("too large"),
-            "{}",
-            out.text_for_llm
-        );
-        assert!(
-            out.text_for_llm.contains("forceReadLargeFiles"),
-            "{}",
-            out.text_for_llm
-        );
+        assert!(out.text_for_llm.contains("too large"), "{}", out.text_for_llm);
+        assert!(out.text_for_llm.contains("forceReadLargeFiles"), "{}", out.text_for_llm);
     }
 
     struct Recorder {
@@ -437,10 +384,7 @@ mod tests {
         async fn request(&self, req: PermissionRequest) -> PermissionDecision {
             self.seen.lock().unwrap().push(req);
             if self.deny {
-                PermissionDecision::Denied {
-                    text_for_llm: "nope".into(),
-                    code: "denied".into(),
-                }
+                PermissionDecision::Denied { text_for_llm: "nope".into(), code: "denied".into() }
             } else {
                 PermissionDecision::Approved
             }
@@ -450,10 +394,7 @@ mod tests {
     #[tokio::test]
     async fn asks_read_permission_and_honours_denial() {
         let (d, mut ctx, p) = setup("secret.txt", b"s3cret");
-        let gate = Arc::new(Recorder {
-            seen: Mutex::new(Vec::new()),
-            deny: true,
-        });
+        let gate = Arc::new(Recorder { seen: Mutex::new(Vec::new()), deny: true });
         ctx.permissions = gate.clone();
         let out = view(&ctx, json!({"path": p})).await;
         assert!(!out.success);
@@ -461,20 +402,8 @@ mod tests {
         assert_eq!(out.error_code.as_deref(), Some("denied"));
         let _ = view(&ctx, json!({"path": d.path()})).await;
         let seen = gate.seen.lock().unwrap();
-        assert_eq!(
-            seen[0],
-            PermissionRequest::Read {
-                intention: format!("Read file: {p}"),
-                path: p.clone()
-            }
-        );
+        assert_eq!(seen[0], PermissionRequest::Read { intention: format!("Read file: {p}"), path: p.clone() });
         let dp = d.path().display().to_string();
-        assert_eq!(
-            seen[1],
-            PermissionRequest::Read {
-                intention: format!("List directory: {dp}"),
-                path: dp
-            }
-        );
+        assert_eq!(seen[1], PermissionRequest::Read { intention: format!("List directory: {dp}"), path: dp });
     }
 }

@@ -34,15 +34,8 @@ impl SearchRoot {
 }
 
 /// The roots named by the `paths`/`path` arguments (the working directory when none).
-pub(crate) async fn resolve_roots(
-    ctx: &ToolContext,
-    given: Vec<String>,
-) -> Result<Vec<SearchRoot>, ToolOutput> {
-    let given = if given.is_empty() {
-        vec![".".to_string()]
-    } else {
-        given
-    };
+pub(crate) async fn resolve_roots(ctx: &ToolContext, given: Vec<String>) -> Result<Vec<SearchRoot>, ToolOutput> {
+    let given = if given.is_empty() { vec![".".to_string()] } else { given };
     let mut roots = Vec::with_capacity(given.len());
     for shown in given {
         // Collecting the components drops interior `.`s (`/cwd/./src` → `/cwd/src`).
@@ -57,11 +50,7 @@ pub(crate) async fn resolve_roots(
 
 /// A sequential walker over `root` with ripgrep's default filters, sorted by file name so the
 /// results are deterministic, restricted to a ripgrep `--type` when given.
-pub(crate) fn walker(
-    ctx_cwd: &Path,
-    root: &SearchRoot,
-    file_type: Option<&str>,
-) -> Result<ignore::Walk, String> {
+pub(crate) fn walker(ctx_cwd: &Path, root: &SearchRoot, file_type: Option<&str>) -> Result<ignore::Walk, String> {
     let mut builder = WalkBuilder::new(&root.abs);
     builder
         // The walker would otherwise ask the process for its cwd; tools use the session's.
@@ -74,9 +63,7 @@ pub(crate) fn walker(
         let mut types = TypesBuilder::new();
         types.add_defaults();
         types.select(file_type);
-        let types = types
-            .build()
-            .map_err(|e| format!("Invalid file type \"{file_type}\": {e}"))?;
+        let types = types.build().map_err(|e| format!("Invalid file type \"{file_type}\": {e}"))?;
         builder.types(types);
     }
     Ok(builder.build())
@@ -106,11 +93,7 @@ impl GlobFilter {
             .build()
             .map_err(|e| format!("Invalid glob pattern \"{pattern}\": {e}"))?
             .compile_matcher();
-        Ok(Self {
-            matcher,
-            whole_path: body.contains('/'),
-            negated,
-        })
+        Ok(Self { matcher, whole_path: body.contains('/'), negated })
     }
 
     /// Whether the file at `rel` (relative to the search root) passes.
@@ -118,8 +101,7 @@ impl GlobFilter {
         let hit = if self.whole_path {
             self.matcher.is_match(rel)
         } else {
-            rel.file_name()
-                .is_some_and(|name| self.matcher.is_match(name))
+            rel.file_name().is_some_and(|name| self.matcher.is_match(name))
         };
         hit != self.negated
     }

@@ -12,9 +12,7 @@ use fake_model::{FakeModel, Reply};
 use serde_json::{json, Value};
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
 fn client() -> reqwest::Client {
@@ -82,9 +80,7 @@ fn assemble(events: &[Value]) -> (String, Vec<(String, String, String)>, Option<
                     String::new(),
                 ));
             }
-            calls[index]
-                .2
-                .push_str(tc["function"]["arguments"].as_str().unwrap());
+            calls[index].2.push_str(tc["function"]["arguments"].as_str().unwrap());
         }
         if let Some(f) = choice["finish_reason"].as_str() {
             finish = Some(f.to_string());
@@ -93,10 +89,7 @@ fn assemble(events: &[Value]) -> (String, Vec<(String, String, String)>, Option<
     (content, calls, finish)
 }
 
-async fn stream_reply(
-    fake: &FakeModel,
-    messages: Vec<Value>,
-) -> (String, Vec<(String, String, String)>) {
+async fn stream_reply(fake: &FakeModel, messages: Vec<Value>) -> (String, Vec<(String, String, String)>) {
     let res = post_chat(fake, &chat_body(messages, true)).await;
     let status = res.status();
     let text = res.text().await.unwrap();
@@ -113,7 +106,9 @@ fn assistant(content: Option<&str>, calls: &[(String, String, String)]) -> Value
     if !calls.is_empty() {
         m["tool_calls"] = calls
             .iter()
-            .map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}))
+            .map(
+                |(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}),
+            )
             .collect();
     }
     m
@@ -130,27 +125,15 @@ async fn scripted_text_streaming() {
     let res = post_chat(&fake, &chat_body(vec![user("hi")], true)).await;
     assert_eq!(res.status(), 200);
     assert_eq!(res.headers()["content-type"], "text/event-stream");
-    let request_id = res.headers()["x-github-request-id"]
-        .to_str()
-        .unwrap()
-        .to_string();
+    let request_id = res.headers()["x-github-request-id"].to_str().unwrap().to_string();
     assert!(request_id.starts_with("fake-req-"), "{request_id}");
     let text = res.text().await.unwrap();
     let events = sse_data(&text);
-    let content_deltas = events
-        .iter()
-        .filter(|e| e["choices"][0]["delta"]["content"].is_string())
-        .count();
-    assert!(
-        content_deltas >= 2,
-        "text should be split into several deltas: {text}"
-    );
+    let content_deltas = events.iter().filter(|e| e["choices"][0]["delta"]["content"].is_string()).count();
+    assert!(content_deltas >= 2, "text should be split into several deltas: {text}");
     assert_eq!(events[0]["object"], "chat.completion.chunk");
     assert_eq!(events[0]["choices"][0]["delta"]["role"], "assistant");
-    let usage = events
-        .iter()
-        .find(|e| e["choices"] == json!([]))
-        .expect("usage chunk");
+    let usage = events.iter().find(|e| e["choices"] == json!([])).expect("usage chunk");
     assert!(usage["usage"]["total_tokens"].as_u64().unwrap() > 0);
     assert_eq!(events.last().unwrap(), "[DONE]");
     let (content, calls, finish) = assemble(&events);
@@ -193,23 +176,14 @@ async fn tool_call_reply_shape() {
 
     let res = post_chat(&fake, &chat_body(vec![user("go")], true)).await;
     let events = sse_data(&res.text().await.unwrap());
-    let fragments: Vec<&Value> = events
-        .iter()
-        .filter_map(|e| e["choices"][0]["delta"]["tool_calls"].get(0))
-        .collect();
+    let fragments: Vec<&Value> = events.iter().filter_map(|e| e["choices"][0]["delta"]["tool_calls"].get(0)).collect();
     // 450+ chars of arguments → 3 fragments for call 0, then 1 for call 1.
     assert_eq!(fragments.len(), 4);
     assert_eq!(fragments[0]["function"]["name"], "bash");
     assert!(fragments[0]["id"].as_str().unwrap().starts_with("call_"));
     assert_eq!(fragments[0]["type"], "function");
     assert!(fragments[1].get("id").is_none() && fragments[1]["function"].get("name").is_none());
-    assert_eq!(
-        fragments[1]["function"]["arguments"]
-            .as_str()
-            .unwrap()
-            .len(),
-        200
-    );
+    assert_eq!(fragments[1]["function"]["arguments"].as_str().unwrap().len(), 200);
     let (content, calls, finish) = assemble(&events);
     assert_eq!(content, "");
     assert_eq!(finish.as_deref(), Some("tool_calls"));
@@ -222,10 +196,7 @@ async fn tool_call_reply_shape() {
     let msg = &body["choices"][0]["message"];
     assert_eq!(msg["content"], "Let me look.");
     assert_eq!(msg["tool_calls"][0]["function"]["name"], "glob");
-    assert_eq!(
-        msg["tool_calls"][0]["function"]["arguments"],
-        r#"{"pattern":"*.rs"}"#
-    );
+    assert_eq!(msg["tool_calls"][0]["function"]["arguments"], r#"{"pattern":"*.rs"}"#);
     assert_eq!(body["choices"][0]["finish_reason"], "tool_calls");
     // Ids are unique across the server's lifetime.
     let id = msg["tool_calls"][0]["id"].as_str().unwrap();
@@ -250,9 +221,7 @@ async fn error_reply_with_retry_after() {
 #[tokio::test]
 async fn drop_mid_stream_closes_without_done() {
     let fake = FakeModel::start().await.unwrap();
-    fake.push_reply(Reply::DropMidStream {
-        partial_text: "I was saying".into(),
-    });
+    fake.push_reply(Reply::DropMidStream { partial_text: "I was saying".into() });
     let mut res = post_chat(&fake, &chat_body(vec![user("hi")], true)).await;
     assert_eq!(res.status(), 200);
     let mut received = Vec::new();
@@ -268,10 +237,7 @@ async fn drop_mid_stream_closes_without_done() {
         }
     }
     let text = String::from_utf8(received).unwrap();
-    assert!(
-        failed,
-        "the connection should be cut, not ended cleanly: {text}"
-    );
+    assert!(failed, "the connection should be cut, not ended cleanly: {text}");
     assert!(!text.contains("[DONE]"));
     assert!(!text.contains("finish_reason\":\"stop"));
     let (content, _, finish) = assemble(&sse_data(&text));
@@ -282,14 +248,8 @@ async fn drop_mid_stream_closes_without_done() {
 #[tokio::test]
 async fn delay_and_slow_text() {
     let fake = FakeModel::start().await.unwrap();
-    fake.push_reply(Reply::Delay {
-        ms: 300,
-        then: Box::new(Reply::text("late")),
-    });
-    fake.push_reply(Reply::SlowText {
-        chunks: vec!["a".into(), "b".into(), "c".into()],
-        delay_ms: 150,
-    });
+    fake.push_reply(Reply::Delay { ms: 300, then: Box::new(Reply::text("late")) });
+    fake.push_reply(Reply::SlowText { chunks: vec!["a".into(), "b".into(), "c".into()], delay_ms: 150 });
     let start = Instant::now();
     let (content, _) = stream_reply(&fake, vec![user("hi")]).await;
     assert_eq!(content, "late");
@@ -305,11 +265,7 @@ async fn delay_and_slow_text() {
         rest.extend_from_slice(&b);
     }
     assert!(start.elapsed() - first_at >= Duration::from_millis(250));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&first),
-        String::from_utf8_lossy(&rest)
-    );
+    let text = format!("{}{}", String::from_utf8_lossy(&first), String::from_utf8_lossy(&rest));
     let (content, _, finish) = assemble(&sse_data(&text));
     assert_eq!(content, "abc");
     assert_eq!(finish.as_deref(), Some("stop"));
@@ -337,8 +293,7 @@ async fn scripted_hang_holds_request_open() {
 async fn replay_stateful_conversation_both_turns() {
     let fake = FakeModel::start().await.unwrap();
     let wd = tempfile::tempdir().unwrap();
-    fake.load_snapshot(fixture("should_have_stateful_conversation.yaml"), wd.path())
-        .unwrap();
+    fake.load_snapshot(fixture("should_have_stateful_conversation.yaml"), wd.path()).unwrap();
     let system = json!({"role": "system", "content": SYSTEM});
     let (first, _) = stream_reply(&fake, vec![system.clone(), user("What is 1+1?")]).await;
     assert_eq!(first, "1+1 = 2");
@@ -363,11 +318,7 @@ async fn replay_stateful_conversation_both_turns() {
 async fn replay_exit_code_with_real_ids_and_long_texts() {
     let fake = FakeModel::start().await.unwrap();
     let wd = tempfile::tempdir().unwrap();
-    fake.load_snapshot(
-        fixture("should_capture_exit_code_in_output.yaml"),
-        wd.path(),
-    )
-    .unwrap();
+    fake.load_snapshot(fixture("should_capture_exit_code_in_output.yaml"), wd.path()).unwrap();
     let system = json!({"role": "system", "content": SYSTEM});
     let prompt = "Run 'echo hello && echo world'. Tell me the exact output.";
     let (content, calls) = stream_reply(&fake, vec![system.clone(), user(prompt)]).await;
@@ -375,24 +326,14 @@ async fn replay_exit_code_with_real_ids_and_long_texts() {
     assert_eq!(content, "");
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].1, "report_intent");
-    assert_eq!(
-        calls[1].1, "bash",
-        "${{shell}} expands to the real tool name"
-    );
-    assert_eq!(
-        calls[1].2,
-        r#"{"command":"echo hello && echo world","description":"Run echo hello && echo world"}"#
-    );
+    assert_eq!(calls[1].1, "bash", "${{shell}} expands to the real tool name");
+    assert_eq!(calls[1].2, r#"{"command":"echo hello && echo world","description":"Run echo hello && echo world"}"#);
 
     // The client's next request uses its own ids, the live runtime's texts, and pretty
     // printed arguments; results arrive in the opposite order.
     let ids = [("call_7".to_string()), ("call_8".to_string())];
     let sent_calls = vec![
-        (
-            ids[0].clone(),
-            "report_intent".to_string(),
-            r#"{"intent": "Running echo commands"}"#.to_string(),
-        ),
+        (ids[0].clone(), "report_intent".to_string(), r#"{"intent": "Running echo commands"}"#.to_string()),
         (ids[1].clone(), "bash".to_string(), calls[1].2.clone()),
     ];
     let messages = vec![
@@ -415,24 +356,18 @@ async fn replay_substitutes_workdir_both_ways() {
     let fake = FakeModel::start().await.unwrap();
     let wd = tempfile::tempdir().unwrap();
     let wd_str = wd.path().to_str().unwrap().to_string();
-    fake.load_snapshot(fixture("should_create_a_new_file.yaml"), wd.path())
-        .unwrap();
+    fake.load_snapshot(fixture("should_create_a_new_file.yaml"), wd.path()).unwrap();
     let system = json!({"role": "system", "content": SYSTEM});
-    let prompt = "Create a file called 'new_file.txt' with the content 'Created by test'. Then read it back to confirm.";
+    let prompt =
+        "Create a file called 'new_file.txt' with the content 'Created by test'. Then read it back to confirm.";
     let (_, calls) = stream_reply(&fake, vec![system.clone(), user(prompt)]).await;
-    assert_eq!(
-        calls[1].2,
-        format!(r#"{{"path":"{wd_str}/new_file.txt","file_text":"Created by test"}}"#)
-    );
+    assert_eq!(calls[1].2, format!(r#"{{"path":"{wd_str}/new_file.txt","file_text":"Created by test"}}"#));
     let messages = vec![
         system,
         user(prompt),
         assistant(None, &calls),
         tool(&calls[0].0, "Tool 'report_intent' does not exist."),
-        tool(
-            &calls[1].0,
-            &format!("Created file {wd_str}/new_file.txt with 15 characters"),
-        ),
+        tool(&calls[1].0, &format!("Created file {wd_str}/new_file.txt with 15 characters")),
     ];
     let (_, next) = stream_reply(&fake, messages).await;
     assert_eq!(next.len(), 1);
@@ -444,18 +379,14 @@ async fn replay_substitutes_workdir_both_ways() {
 async fn replay_abort_snapshot_merges_and_maps_interrupted_results() {
     let fake = FakeModel::start().await.unwrap();
     let wd = tempfile::tempdir().unwrap();
-    fake.load_snapshot(fixture("should_abort_a_session.yaml"), wd.path())
-        .unwrap();
+    fake.load_snapshot(fixture("should_abort_a_session.yaml"), wd.path()).unwrap();
     let system = json!({"role": "system", "content": SYSTEM});
     let prompt = "run the shell command 'sleep 100' (note this works on both bash and PowerShell)";
     let res = post_chat(&fake, &chat_body(vec![system.clone(), user(prompt)], false)).await;
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["choices"].as_array().unwrap().len(), 1);
     let msg = &body["choices"][0]["message"];
-    assert_eq!(
-        msg["content"],
-        "I'll run the sleep command for 100 seconds."
-    );
+    assert_eq!(msg["content"], "I'll run the sleep command for 100 seconds.");
     let calls: Vec<(String, String, String)> = msg["tool_calls"]
         .as_array()
         .unwrap()
@@ -488,11 +419,7 @@ async fn replay_abort_snapshot_merges_and_maps_interrupted_results() {
 async fn replay_errors_entries() {
     let fake = FakeModel::start().await.unwrap();
     let wd = tempfile::tempdir().unwrap();
-    fake.load_snapshot(
-        fixture("should_invoke_auto_mode_switch_handler_when_rate_limited.yaml"),
-        wd.path(),
-    )
-    .unwrap();
+    fake.load_snapshot(fixture("should_invoke_auto_mode_switch_handler_when_rate_limited.yaml"), wd.path()).unwrap();
     let messages = vec![
         json!({"role": "system", "content": SYSTEM}),
         user("Explain that auto mode recovered from a rate limit in one short sentence."),
@@ -504,10 +431,7 @@ async fn replay_errors_entries() {
         assert_eq!(res.headers()["retry-after"], "1");
         let body: Value = res.json().await.unwrap();
         assert_eq!(body["error"]["code"], "user_weekly_rate_limited");
-        assert_eq!(
-            body["error"]["message"],
-            "You've reached your weekly rate limit."
-        );
+        assert_eq!(body["error"]["message"], "You've reached your weekly rate limit.");
     }
     // A different model is not covered by the error entry.
     let mut body = chat_body(messages, true);
@@ -515,25 +439,10 @@ async fn replay_errors_entries() {
     let res = post_chat(&fake, &body).await;
     assert_eq!(res.status(), 200);
     let (content, _, _) = assemble(&sse_data(&res.text().await.unwrap()));
-    assert_eq!(
-        content,
-        "Auto mode recovered from the rate limit and the session can continue."
-    );
+    assert_eq!(content, "Auto mode recovered from the rate limit and the session can continue.");
     // `/models` lists the snapshot's models.
-    let models: Value = client()
-        .get(format!("{}/models", fake.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let ids: Vec<&str> = models["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap())
-        .collect();
+    let models: Value = client().get(format!("{}/models", fake.url())).send().await.unwrap().json().await.unwrap();
+    let ids: Vec<&str> = models["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["claude-sonnet-4.5", "auto"]);
 }
 
@@ -541,42 +450,20 @@ async fn replay_errors_entries() {
 async fn replay_mismatch_is_400_with_diagnostics() {
     let fake = FakeModel::start().await.unwrap();
     let wd = tempfile::tempdir().unwrap();
-    fake.load_snapshot(fixture("should_have_stateful_conversation.yaml"), wd.path())
-        .unwrap();
-    let res = post_chat(
-        &fake,
-        &chat_body(
-            vec![
-                json!({"role": "system", "content": "x"}),
-                user("What is 3+3?"),
-            ],
-            true,
-        ),
-    )
-    .await;
+    fake.load_snapshot(fixture("should_have_stateful_conversation.yaml"), wd.path()).unwrap();
+    let res =
+        post_chat(&fake, &chat_body(vec![json!({"role": "system", "content": "x"}), user("What is 3+3?")], true)).await;
     assert_eq!(res.status(), 400);
     let body: Value = res.json().await.unwrap();
     let msg = body["error"]["message"].as_str().unwrap();
     assert!(msg.contains("mismatch at message 1"), "{msg}");
-    assert!(
-        msg.contains("What is 3+3?") && msg.contains("What is 1+1?"),
-        "{msg}"
-    );
+    assert!(msg.contains("What is 3+3?") && msg.contains("What is 1+1?"), "{msg}");
     // Malformed requests are 400s too, never a crash.
-    for bad in [
-        json!({"messages": "nope"}),
-        json!({"messages": [{"content": "no role"}]}),
-        json!([1]),
-    ] {
+    for bad in [json!({"messages": "nope"}), json!({"messages": [{"content": "no role"}]}), json!([1])] {
         let res = post_chat(&fake, &bad).await;
         assert_eq!(res.status(), 400);
     }
-    let res = client()
-        .post(format!("{}/chat/completions", fake.url()))
-        .body("not json")
-        .send()
-        .await
-        .unwrap();
+    let res = client().post(format!("{}/chat/completions", fake.url())).body("not json").send().await.unwrap();
     assert_eq!(res.status(), 400);
 }
 
@@ -593,13 +480,7 @@ async fn replay_request_only_conversation_hangs() {
     fake.load_snapshot(&path, dir.path()).unwrap();
     let res = client()
         .post(format!("{}/chat/completions", fake.url()))
-        .json(&chat_body(
-            vec![
-                json!({"role": "system", "content": SYSTEM}),
-                user("never answered"),
-            ],
-            true,
-        ))
+        .json(&chat_body(vec![json!({"role": "system", "content": SYSTEM}), user("never answered")], true))
         .timeout(Duration::from_millis(500))
         .send()
         .await;
@@ -619,10 +500,7 @@ async fn requests_capture_bodies_and_headers() {
     fake.push_reply(Reply::text("ok"));
     let body = chat_body(vec![user("capture me")], true);
     let _ = post_chat(&fake, &body).await.text().await.unwrap();
-    let reqs = fake
-        .wait_for_requests(1, Duration::from_secs(5))
-        .await
-        .unwrap();
+    let reqs = fake.wait_for_requests(1, Duration::from_secs(5)).await.unwrap();
     assert_eq!(reqs.len(), 1);
     assert_eq!(reqs[0]["body"], body);
     assert_eq!(reqs[0]["path"], "/chat/completions");
@@ -641,31 +519,14 @@ async fn control_api_over_http() {
     let url = fake.url();
 
     // Account and catalogue.
-    let user_info: Value = c
-        .get(format!("{url}/copilot_internal/user"))
-        .bearer_auth("t")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let user_info: Value =
+        c.get(format!("{url}/copilot_internal/user")).bearer_auth("t").send().await.unwrap().json().await.unwrap();
     assert_eq!(user_info["login"], "fake-user");
     assert_eq!(user_info["endpoints"]["api"], url);
-    let models: Value = c
-        .get(format!("{url}/models"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let models: Value = c.get(format!("{url}/models")).send().await.unwrap().json().await.unwrap();
     assert_eq!(models["data"][0]["id"], "claude-sonnet-4.5");
     assert_eq!(models["data"][1]["id"], "gpt-4.1");
-    assert_eq!(
-        models["data"][0]["capabilities"]["limits"]["max_context_window_tokens"],
-        128000
-    );
+    assert_eq!(models["data"][0]["capabilities"]["limits"]["max_context_window_tokens"], 128000);
     assert_eq!(models["data"][0]["policy"]["state"], "enabled");
     let res = c.get(format!("{url}/nope")).send().await.unwrap();
     assert_eq!(res.status(), 404);
@@ -692,23 +553,11 @@ async fn control_api_over_http() {
     let res = post_chat(&fake, &chat_body(vec![user("c")], false)).await;
     assert_eq!(res.status(), 500);
     assert!(res.headers().get("retry-after").is_none());
-    let res = c
-        .post(format!("{url}/_fake/replies"))
-        .json(&json!({"replies": [{"bogus": true}]}))
-        .send()
-        .await
-        .unwrap();
+    let res = c.post(format!("{url}/_fake/replies")).json(&json!({"replies": [{"bogus": true}]})).send().await.unwrap();
     assert_eq!(res.status(), 400);
 
     // Captured requests.
-    let reqs: Value = c
-        .get(format!("{url}/_fake/requests"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let reqs: Value = c.get(format!("{url}/_fake/requests")).send().await.unwrap().json().await.unwrap();
     assert_eq!(reqs.as_array().unwrap().len(), 3);
     assert_eq!(reqs[0]["body"]["messages"][0]["role"], "user");
     assert!(reqs[0]["headers"].is_object());
@@ -722,23 +571,9 @@ async fn control_api_over_http() {
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
-    let models: Value = c
-        .get(format!("{url}/models"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let models: Value = c.get(format!("{url}/models")).send().await.unwrap().json().await.unwrap();
     assert_eq!(models["data"].as_array().unwrap().len(), 1);
-    let (content, _) = stream_reply(
-        &fake,
-        vec![
-            json!({"role": "system", "content": "s"}),
-            user("What is 1+1?"),
-        ],
-    )
-    .await;
+    let (content, _) = stream_reply(&fake, vec![json!({"role": "system", "content": "s"}), user("What is 1+1?")]).await;
     assert_eq!(content, "1+1 = 2");
     let res = c
         .post(format!("{url}/_fake/load"))
@@ -763,26 +598,9 @@ async fn control_api_over_http() {
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
-    let _ = stream_reply(
-        &fake,
-        vec![
-            json!({"role": "system", "content": "s"}),
-            user("What is 1+1?"),
-        ],
-    )
-    .await;
-    let ex: Value = c
-        .get(format!("{url}/exchanges"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(
-        ex[0]["response"]["choices"][0]["message"]["content"],
-        "1+1 = 2"
-    );
+    let _ = stream_reply(&fake, vec![json!({"role": "system", "content": "s"}), user("What is 1+1?")]).await;
+    let ex: Value = c.get(format!("{url}/exchanges")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(ex[0]["response"]["choices"][0]["message"]["content"], "1+1 = 2");
     let res = c
         .post(format!("{url}/copilot-user-config"))
         .json(&json!({"token": "tok-a", "response": {"login": "alice"}}))
@@ -790,15 +608,8 @@ async fn control_api_over_http() {
         .await
         .unwrap();
     assert_eq!(res.status(), 200);
-    let alice: Value = c
-        .get(format!("{url}/copilot_internal/user"))
-        .bearer_auth("tok-a")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let alice: Value =
+        c.get(format!("{url}/copilot_internal/user")).bearer_auth("tok-a").send().await.unwrap().json().await.unwrap();
     assert_eq!(alice, json!({"login": "alice", "is_mcp_enabled": true}));
 }
 
@@ -818,25 +629,12 @@ async fn binary_prints_url_line_and_serves() {
         .unwrap();
     let stdout = child.stdout.take().unwrap();
     let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    let url = line
-        .strip_prefix("FAKE_MODEL_URL=")
-        .expect("URL line")
-        .to_string();
+    let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await.unwrap().unwrap().unwrap();
+    let url = line.strip_prefix("FAKE_MODEL_URL=").expect("URL line").to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{line}");
     let res = client()
         .post(format!("{url}/chat/completions"))
-        .json(&chat_body(
-            vec![
-                json!({"role": "system", "content": "s"}),
-                user("What is 1+1?"),
-            ],
-            false,
-        ))
+        .json(&chat_body(vec![json!({"role": "system", "content": "s"}), user("What is 1+1?")], false))
         .send()
         .await
         .unwrap();
@@ -844,10 +642,7 @@ async fn binary_prints_url_line_and_serves() {
     assert_eq!(v["choices"][0]["message"]["content"], "1+1 = 2");
     // POST /stop makes the binary exit; nothing else was printed to stdout.
     let _ = client().post(format!("{url}/stop")).send().await.unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.unwrap().unwrap();
     assert!(status.success());
     assert_eq!(lines.next_line().await.unwrap(), None);
 }
@@ -859,8 +654,7 @@ async fn binary_prints_url_line_and_serves() {
 fn corpus_prefixes_are_replayable() {
     use fake_model::normalize::{merge_assistant_runs, normalize_messages, Side};
     use fake_model::snapshot::Match;
-    let dir = std::env::var("SKIPPER_SNAPSHOTS_DIR")
-        .unwrap_or_else(|_| "/work/shared/snapshots".to_string());
+    let dir = std::env::var("SKIPPER_SNAPSHOTS_DIR").unwrap_or_else(|_| "/work/shared/snapshots".to_string());
     let dir = PathBuf::from(dir);
     if !dir.is_dir() {
         eprintln!("skipping: no snapshot corpus at {}", dir.display());
@@ -894,9 +688,8 @@ fn corpus_prefixes_are_replayable() {
                     continue;
                 }
                 let raw: Vec<Value> = conv[..i].iter().map(|m| denormalize(m, workdir)).collect();
-                let normalized = merge_assistant_runs(
-                    normalize_messages(&raw, Side::Request, &[workdir.to_string()]).unwrap(),
-                );
+                let normalized =
+                    merge_assistant_runs(normalize_messages(&raw, Side::Request, &[workdir.to_string()]).unwrap());
                 checked += 1;
                 match snap.find(&normalized, snap.models.first().map(String::as_str)) {
                     Match::Reply(_) | Match::Error(_) => {}
@@ -906,19 +699,12 @@ fn corpus_prefixes_are_replayable() {
         }
     }
     eprintln!("checked {checked} replayable prefixes");
-    assert!(
-        failures.is_empty(),
-        "{} of {checked} failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} of {checked} failed:\n{}", failures.len(), failures.join("\n"));
 }
 
 /// Turns a stored message back into what a live client would send.
 fn denormalize(m: &fake_model::normalize::NormMessage, workdir: &str) -> Value {
-    let expand = |s: &str, json_escape: bool| {
-        fake_model::normalize::expand_workdir(s, Some(workdir), json_escape)
-    };
+    let expand = |s: &str, json_escape: bool| fake_model::normalize::expand_workdir(s, Some(workdir), json_escape);
     let id = |s: &str| s.replace("toolcall_", "tooluse_abcXYZ_");
     match m.role.as_str() {
         "system" => json!({"role": "system", "content": SYSTEM}),
@@ -949,10 +735,7 @@ fn denormalize(m: &fake_model::normalize::NormMessage, workdir: &str) -> Value {
                     )
                 })
                 .collect();
-            let mut v = assistant(
-                m.content.as_deref().map(|c| expand(c, false)).as_deref(),
-                &calls,
-            );
+            let mut v = assistant(m.content.as_deref().map(|c| expand(c, false)).as_deref(), &calls);
             v["role"] = json!(m.role);
             v
         }
@@ -962,9 +745,7 @@ fn denormalize(m: &fake_model::normalize::NormMessage, workdir: &str) -> Value {
 #[tokio::test]
 async fn drop_mid_stream_non_streaming_is_truncated_json() {
     let fake = FakeModel::start().await.unwrap();
-    fake.push_reply(Reply::DropMidStream {
-        partial_text: "héllo wörld ✓".into(),
-    });
+    fake.push_reply(Reply::DropMidStream { partial_text: "héllo wörld ✓".into() });
     let res = post_chat(&fake, &chat_body(vec![user("hi")], false)).await;
     assert_eq!(res.status(), 200);
     assert!(res.json::<Value>().await.is_err());

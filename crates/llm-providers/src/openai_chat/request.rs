@@ -19,10 +19,7 @@ pub(crate) enum BodyFlavor {
 pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(req.model.clone()));
-    body.insert(
-        "messages".into(),
-        Value::Array(req.messages.iter().map(wire_message).collect()),
-    );
+    body.insert("messages".into(), Value::Array(req.messages.iter().map(wire_message).collect()));
     body.insert("temperature".into(), json!(0));
     body.insert("top_p".into(), json!(0.95));
     body.insert("frequency_penalty".into(), json!(0));
@@ -32,10 +29,7 @@ pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Value {
     }
     // Some endpoints reject an empty `tools` array, so the key is left out instead.
     if !req.tools.is_empty() {
-        body.insert(
-            "tools".into(),
-            Value::Array(req.tools.iter().map(wire_tool).collect()),
-        );
+        body.insert("tools".into(), Value::Array(req.tools.iter().map(wire_tool).collect()));
     }
     if req.stream {
         body.insert("stream".into(), Value::Bool(true));
@@ -60,21 +54,12 @@ fn wire_tool(tool: &ToolSpec) -> Value {
 /// derives (which already match the wire).
 pub(crate) fn wire_message(message: &Message) -> Value {
     match message {
-        Message::Assistant {
-            content,
-            tool_calls,
-        } => {
+        Message::Assistant { content, tool_calls } => {
             let mut m = Map::new();
             m.insert("role".into(), Value::String("assistant".into()));
-            m.insert(
-                "content".into(),
-                content.clone().map_or(Value::Null, Value::String),
-            );
+            m.insert("content".into(), content.clone().map_or(Value::Null, Value::String));
             if !tool_calls.is_empty() {
-                m.insert(
-                    "tool_calls".into(),
-                    Value::Array(tool_calls.iter().map(wire_tool_call).collect()),
-                );
+                m.insert("tool_calls".into(), Value::Array(tool_calls.iter().map(wire_tool_call).collect()));
             }
             Value::Object(m)
         }
@@ -100,12 +85,8 @@ mod tests {
         ChatRequest {
             model: "m".into(),
             messages: vec![
-                Message::System {
-                    content: "sys".into(),
-                },
-                Message::User {
-                    content: UserContent::Text("hi".into()),
-                },
+                Message::System { content: "sys".into() },
+                Message::User { content: UserContent::Text("hi".into()) },
                 Message::Assistant {
                     content: None,
                     tool_calls: vec![ToolCall {
@@ -114,24 +95,12 @@ mod tests {
                         arguments: "{\"path\":\"a\"}".into(),
                     }],
                 },
-                Message::Tool {
-                    tool_call_id: "call_1".into(),
-                    content: ToolContent::Text("ok".into()),
-                },
-                Message::Assistant {
-                    content: Some("done".into()),
-                    tool_calls: vec![],
-                },
+                Message::Tool { tool_call_id: "call_1".into(), content: ToolContent::Text("ok".into()) },
+                Message::Assistant { content: Some("done".into()), tool_calls: vec![] },
                 Message::User {
                     content: UserContent::Parts(vec![
-                        ContentPart::Text {
-                            text: "look".into(),
-                        },
-                        ContentPart::ImageUrl {
-                            image_url: ImageUrl {
-                                url: "data:image/png;base64,AA".into(),
-                            },
-                        },
+                        ContentPart::Text { text: "look".into() },
+                        ContentPart::ImageUrl { image_url: ImageUrl { url: "data:image/png;base64,AA".into() } },
                     ]),
                 },
             ],
@@ -168,28 +137,13 @@ mod tests {
     #[test]
     fn body_fields_depend_on_stream_tools_and_flavor() {
         let plain = request_body(&request(false, vec![]), BodyFlavor::Capi);
-        let keys: Vec<&str> = plain
-            .as_object()
-            .map(|o| o.keys().map(String::as_str).collect())
-            .unwrap_or_default();
+        let keys: Vec<&str> = plain.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
         assert_eq!(
             keys,
-            [
-                "model",
-                "messages",
-                "temperature",
-                "top_p",
-                "frequency_penalty",
-                "presence_penalty",
-                "snippy"
-            ]
+            ["model", "messages", "temperature", "top_p", "frequency_penalty", "presence_penalty", "snippy"]
         );
 
-        let tool = ToolSpec {
-            name: "bash".into(),
-            description: "run".into(),
-            parameters: json!({"type": "object"}),
-        };
+        let tool = ToolSpec { name: "bash".into(), description: "run".into(), parameters: json!({"type": "object"}) };
         let streamed = request_body(&request(true, vec![tool]), BodyFlavor::OpenAi);
         assert!(streamed.get("snippy").is_none());
         assert_eq!(streamed["stream"], json!(true));

@@ -115,9 +115,8 @@ impl StreamAssembler {
         if data.is_empty() {
             return Ok(StreamStep::Continue);
         }
-        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
-            ProviderError::Protocol(format!("malformed stream chunk ({e}): {}", excerpt(data)))
-        })?;
+        let chunk: Chunk = serde_json::from_str(data)
+            .map_err(|e| ProviderError::Protocol(format!("malformed stream chunk ({e}): {}", excerpt(data))))?;
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             return Err(ProviderError::Protocol(format!(
                 "model reported an error mid-stream: {}",
@@ -140,21 +139,13 @@ impl StreamAssembler {
         Ok(StreamStep::Continue)
     }
 
-    fn apply_choice(
-        &mut self,
-        index: usize,
-        choice: ChunkChoice,
-        events: &UnboundedSender<ModelEvent>,
-    ) {
+    fn apply_choice(&mut self, index: usize, choice: ChunkChoice, events: &UnboundedSender<ModelEvent>) {
         let state = self.choices.entry(index).or_default();
         if let Some(delta) = choice.delta {
             if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
                 state.content.push_str(&text);
                 self.emitted_output = true;
-                let _ = events.send(ModelEvent::TextDelta {
-                    choice: index,
-                    text,
-                });
+                let _ = events.send(ModelEvent::TextDelta { choice: index, text });
             }
             let reasoning = delta.reasoning_text.or(delta.reasoning_content);
             if let Some(text) = reasoning.filter(|t| !t.is_empty()) {
@@ -163,10 +154,7 @@ impl StreamAssembler {
                 let _ = events.send(ModelEvent::ReasoningDelta { text });
             }
             for call in delta.tool_calls.unwrap_or_default() {
-                let function = call.function.unwrap_or(DeltaFunction {
-                    name: None,
-                    arguments: None,
-                });
+                let function = call.function.unwrap_or(DeltaFunction { name: None, arguments: None });
                 // Without an index, a fragment carrying an id opens a new call and one without
                 // continues the latest; that is how index-less providers stream them.
                 let call_index = match call.index {
@@ -214,11 +202,7 @@ impl StreamAssembler {
             .map(|c| AssistantReply {
                 content: c.content,
                 reasoning: (!c.reasoning.is_empty()).then_some(c.reasoning),
-                tool_calls: c
-                    .calls
-                    .into_values()
-                    .map(|p| finish_call(p.id, p.name, p.arguments))
-                    .collect(),
+                tool_calls: c.calls.into_values().map(|p| finish_call(p.id, p.name, p.arguments)).collect(),
                 finish_reason: c.finish_reason,
             })
             .collect();
@@ -272,10 +256,7 @@ struct CompletionFunction {
 /// Parse a non-streaming `chat.completion` body.
 pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, ProviderError> {
     let completion: Completion = serde_json::from_slice(body).map_err(|e| {
-        ProviderError::Protocol(format!(
-            "malformed completion ({e}): {}",
-            excerpt(&String::from_utf8_lossy(body))
-        ))
+        ProviderError::Protocol(format!("malformed completion ({e}): {}", excerpt(&String::from_utf8_lossy(body))))
     })?;
     let mut choices: Vec<(usize, CompletionChoice)> = completion
         .choices
@@ -308,10 +289,7 @@ pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, ProviderErro
                 .collect();
             AssistantReply {
                 content: message.content.unwrap_or_default(),
-                reasoning: message
-                    .reasoning_text
-                    .or(message.reasoning_content)
-                    .filter(|r| !r.is_empty()),
+                reasoning: message.reasoning_text.or(message.reasoning_content).filter(|r| !r.is_empty()),
                 tool_calls,
                 finish_reason: choice.finish_reason,
             }
@@ -319,11 +297,7 @@ pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, ProviderErro
         .collect();
     Ok(ChatResponse {
         replies: at_least_one(replies),
-        usage: completion
-            .usage
-            .as_ref()
-            .map(parse_usage)
-            .unwrap_or_default(),
+        usage: completion.usage.as_ref().map(parse_usage).unwrap_or_default(),
         api_call_id: completion.id.filter(|s| !s.is_empty()),
         provider_call_id: None,
         model: completion.model.filter(|s| !s.is_empty()),
@@ -342,16 +316,8 @@ fn arguments_text(arguments: Option<Value>) -> String {
 /// A tool result must name the call it answers, so a call the model left without an id gets
 /// a generated one.
 fn finish_call(id: String, name: String, arguments: String) -> ToolCall {
-    let id = if id.is_empty() {
-        format!("call_{}", uuid::Uuid::new_v4().simple())
-    } else {
-        id
-    };
-    ToolCall {
-        id,
-        name,
-        arguments,
-    }
+    let id = if id.is_empty() { format!("call_{}", uuid::Uuid::new_v4().simple()) } else { id };
+    ToolCall { id, name, arguments }
 }
 
 /// The loop treats a reply as at least one assistant message; an answer without choices is
@@ -364,16 +330,12 @@ fn at_least_one(mut replies: Vec<AssistantReply>) -> Vec<AssistantReply> {
 }
 
 fn parse_usage(usage: &Value) -> Usage {
-    let n = |v: Option<&Value>| {
-        v.and_then(|v| v.as_u64().or_else(|| v.as_f64().map(|f| f.max(0.0) as u64)))
-            .unwrap_or(0)
-    };
+    let n =
+        |v: Option<&Value>| v.and_then(|v| v.as_u64().or_else(|| v.as_f64().map(|f| f.max(0.0) as u64))).unwrap_or(0);
     Usage {
         input_tokens: n(usage.get("prompt_tokens")),
         output_tokens: n(usage.get("completion_tokens")),
-        cache_read_tokens: n(usage
-            .get("prompt_tokens_details")
-            .and_then(|d| d.get("cached_tokens"))),
+        cache_read_tokens: n(usage.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens"))),
         cache_write_tokens: 0,
     }
 }
@@ -431,14 +393,8 @@ mod tests {
         assert_eq!(
             events,
             vec![
-                ModelEvent::TextDelta {
-                    choice: 0,
-                    text: "Hel".into()
-                },
-                ModelEvent::TextDelta {
-                    choice: 0,
-                    text: "lo".into()
-                }
+                ModelEvent::TextDelta { choice: 0, text: "Hel".into() },
+                ModelEvent::TextDelta { choice: 0, text: "lo".into() }
             ]
         );
         assert!(asm.is_complete());
@@ -450,12 +406,7 @@ mod tests {
         assert_eq!(resp.model.as_deref(), Some("m"));
         assert_eq!(
             resp.usage,
-            Usage {
-                input_tokens: 10,
-                output_tokens: 2,
-                cache_read_tokens: 4,
-                cache_write_tokens: 0
-            }
+            Usage { input_tokens: 10, output_tokens: 2, cache_read_tokens: 4, cache_write_tokens: 0 }
         );
     }
 
@@ -486,16 +437,8 @@ mod tests {
         assert_eq!(
             resp.replies[1].tool_calls,
             vec![
-                ToolCall {
-                    id: "call_a".into(),
-                    name: "view".into(),
-                    arguments: "{\"path\":1}".into()
-                },
-                ToolCall {
-                    id: "call_b".into(),
-                    name: "grep".into(),
-                    arguments: "{}".into()
-                },
+                ToolCall { id: "call_a".into(), name: "view".into(), arguments: "{\"path\":1}".into() },
+                ToolCall { id: "call_b".into(), name: "grep".into(), arguments: "{}".into() },
             ]
         );
     }
@@ -510,10 +453,7 @@ mod tests {
         ]);
         let calls = &asm.into_response().replies[0].tool_calls;
         assert_eq!(calls.len(), 3);
-        assert_eq!(
-            (calls[0].id.as_str(), calls[0].arguments.as_str()),
-            ("x", "{}")
-        );
+        assert_eq!((calls[0].id.as_str(), calls[0].arguments.as_str()), ("x", "{}"));
         assert_eq!(calls[1].id, "y");
         assert!(calls[2].id.starts_with("call_"));
     }
@@ -525,17 +465,9 @@ mod tests {
             json!({"choices":[{"index":0,"delta":{"reasoning_content":"more"}}]}),
             json!({"choices":[{"index":0,"delta":{"content":"ok"}}]}),
         ]);
-        assert_eq!(
-            events[0],
-            ModelEvent::ReasoningDelta {
-                text: "think ".into()
-            }
-        );
+        assert_eq!(events[0], ModelEvent::ReasoningDelta { text: "think ".into() });
         assert!(!asm.is_complete());
-        assert_eq!(
-            asm.into_response().replies[0].reasoning.as_deref(),
-            Some("think more")
-        );
+        assert_eq!(asm.into_response().replies[0].reasoning.as_deref(), Some("think more"));
     }
 
     #[test]
@@ -544,15 +476,13 @@ mod tests {
         let mut asm = StreamAssembler::new();
         let null_chunk = r#"{"id":null,"choices":null,"usage":null}"#;
         assert_eq!(asm.apply(null_chunk, &tx).ok(), Some(StreamStep::Continue));
-        let null_fields = r#"{"choices":[{"index":0,"delta":{"content":null,"tool_calls":null},"finish_reason":null}]}"#;
+        let null_fields =
+            r#"{"choices":[{"index":0,"delta":{"content":null,"tool_calls":null},"finish_reason":null}]}"#;
         assert_eq!(asm.apply(null_fields, &tx).ok(), Some(StreamStep::Continue));
         assert!(!asm.emitted_output());
         assert_eq!(asm.apply("[DONE]", &tx).ok(), Some(StreamStep::Done));
         assert!(asm.is_complete());
-        assert!(matches!(
-            asm.apply("{nope", &tx),
-            Err(ProviderError::Protocol(_))
-        ));
+        assert!(matches!(asm.apply("{nope", &tx), Err(ProviderError::Protocol(_))));
         assert!(
             matches!(asm.apply(r#"{"error":{"message":"boom"}}"#, &tx), Err(ProviderError::Protocol(m)) if m.contains("boom"))
         );
@@ -576,10 +506,7 @@ mod tests {
         assert_eq!(resp.replies.len(), 2);
         assert_eq!(resp.replies[0].content, "first");
         assert_eq!(resp.replies[1].content, "");
-        assert_eq!(
-            resp.replies[1].tool_calls[1].arguments,
-            "{\"command\":\"ls\"}"
-        );
+        assert_eq!(resp.replies[1].tool_calls[1].arguments, "{\"command\":\"ls\"}");
         assert_eq!(resp.usage.output_tokens, 7);
     }
 
@@ -592,14 +519,8 @@ mod tests {
 
     #[test]
     fn error_messages() {
-        assert_eq!(
-            error_message(&json!({"error": {"message": "rate limited", "type": "x"}})),
-            "rate limited"
-        );
-        assert_eq!(
-            error_message(&json!({"message": "Bad credentials"})),
-            "Bad credentials"
-        );
+        assert_eq!(error_message(&json!({"error": {"message": "rate limited", "type": "x"}})), "rate limited");
+        assert_eq!(error_message(&json!({"message": "Bad credentials"})), "Bad credentials");
         assert_eq!(error_message(&json!({"error": "nope"})), "nope");
     }
 }

@@ -59,26 +59,14 @@ pub enum Reply {
 
 impl Reply {
     pub fn json(status: u16, body: Value) -> Self {
-        Reply::Json {
-            status,
-            headers: vec![],
-            body: body.to_string(),
-        }
+        Reply::Json { status, headers: vec![], body: body.to_string() }
     }
 
     pub fn with_header(self, name: &str, value: &str) -> Self {
         match self {
-            Reply::Json {
-                status,
-                mut headers,
-                body,
-            } => {
+            Reply::Json { status, mut headers, body } => {
                 headers.push((name.into(), value.into()));
-                Reply::Json {
-                    status,
-                    headers,
-                    body,
-                }
+                Reply::Json { status, headers, body }
             }
             other => other,
         }
@@ -88,65 +76,30 @@ impl Reply {
     pub fn sse(chunks: &[Value]) -> Self {
         let mut events: Vec<String> = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
         events.push("data: [DONE]\n\n".into());
-        Reply::Sse {
-            events,
-            split: None,
-            gap: Duration::ZERO,
-            ending: Ending::Eof,
-        }
+        Reply::Sse { events, split: None, gap: Duration::ZERO, ending: Ending::Eof }
     }
 
     /// Chunks without `[DONE]`, ended as given.
     pub fn sse_ending(chunks: &[Value], ending: Ending) -> Self {
         let events = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
-        Reply::Sse {
-            events,
-            split: None,
-            gap: Duration::ZERO,
-            ending,
-        }
+        Reply::Sse { events, split: None, gap: Duration::ZERO, ending }
     }
 
     pub fn raw_sse(raw: &str, split: usize) -> Self {
-        Reply::Sse {
-            events: vec![raw.into()],
-            split: Some(split),
-            gap: Duration::ZERO,
-            ending: Ending::Eof,
-        }
+        Reply::Sse { events: vec![raw.into()], split: Some(split), gap: Duration::ZERO, ending: Ending::Eof }
     }
 
     /// Re-cut the body into pieces of `n` bytes, ignoring event boundaries.
     pub fn split_every(self, n: usize) -> Self {
         match self {
-            Reply::Sse {
-                events,
-                gap,
-                ending,
-                ..
-            } => Reply::Sse {
-                events,
-                split: Some(n),
-                gap,
-                ending,
-            },
+            Reply::Sse { events, gap, ending, .. } => Reply::Sse { events, split: Some(n), gap, ending },
             other => other,
         }
     }
 
     pub fn with_gap(self, gap: Duration) -> Self {
         match self {
-            Reply::Sse {
-                events,
-                split,
-                ending,
-                ..
-            } => Reply::Sse {
-                events,
-                split,
-                gap,
-                ending,
-            },
+            Reply::Sse { events, split, ending, .. } => Reply::Sse { events, split, gap, ending },
             other => other,
         }
     }
@@ -169,17 +122,12 @@ impl Fake {
     pub async fn start() -> Self {
         let inner = Arc::new(Inner::default());
         let app = Router::new().fallback(handle).with_state(inner.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Fake {
-            base: format!("http://{addr}"),
-            inner,
-        }
+        Fake { base: format!("http://{addr}"), inner }
     }
 
     pub fn script(&self, path: &str, replies: impl IntoIterator<Item = Reply>) -> &Self {
@@ -193,10 +141,7 @@ impl Fake {
     }
 
     pub fn requests_to(&self, path: &str) -> Vec<Captured> {
-        self.requests()
-            .into_iter()
-            .filter(|r| r.path == path)
-            .collect()
+        self.requests().into_iter().filter(|r| r.path == path).collect()
     }
 
     pub fn stream_dropped(&self) -> bool {
@@ -222,10 +167,7 @@ pub fn fast_retries(max_attempts: u32) -> RetryPolicy {
 }
 
 pub fn client_with(config: CopilotConfig) -> CopilotClient {
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("http client");
+    let http = reqwest::Client::builder().no_proxy().build().expect("http client");
     CopilotClient::with_http_client(config, http)
 }
 
@@ -242,28 +184,14 @@ async fn handle(
         path: path.clone(),
         headers: headers
             .iter()
-            .map(|(k, v)| {
-                (
-                    k.as_str().to_string(),
-                    v.to_str().unwrap_or_default().to_string(),
-                )
-            })
+            .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or_default().to_string()))
             .collect(),
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
     });
-    let reply = inner
-        .scripts
-        .lock()
-        .expect("lock")
-        .get_mut(&path)
-        .and_then(VecDeque::pop_front);
+    let reply = inner.scripts.lock().expect("lock").get_mut(&path).and_then(VecDeque::pop_front);
     let reply = reply.unwrap_or_else(|| Reply::json(404, json!({"message": "Not Found"})));
     match reply {
-        Reply::Json {
-            status,
-            headers,
-            body,
-        } => {
+        Reply::Json { status, headers, body } => {
             let mut builder = Response::builder()
                 .status(StatusCode::from_u16(status).expect("status"))
                 .header("content-type", "application/json")
@@ -273,19 +201,9 @@ async fn handle(
             }
             builder.body(Body::from(body)).expect("response")
         }
-        Reply::Sse {
-            events,
-            split,
-            gap,
-            ending,
-        } => {
+        Reply::Sse { events, split, gap, ending } => {
             let pieces: Vec<Bytes> = match split {
-                Some(n) => events
-                    .concat()
-                    .into_bytes()
-                    .chunks(n.max(1))
-                    .map(Bytes::copy_from_slice)
-                    .collect(),
+                Some(n) => events.concat().into_bytes().chunks(n.max(1)).map(Bytes::copy_from_slice).collect(),
                 None => events.into_iter().map(Bytes::from).collect(),
             };
             let (mut tx, rx) = futures::channel::mpsc::channel::<Result<Bytes, std::io::Error>>(1);
@@ -309,11 +227,7 @@ async fn handle(
                     }
                     Ending::Trickle => loop {
                         tokio::time::sleep(gap.max(Duration::from_millis(10))).await;
-                        if tx
-                            .send(Ok(Bytes::from_static(b": keepalive\n")))
-                            .await
-                            .is_err()
-                        {
+                        if tx.send(Ok(Bytes::from_static(b": keepalive\n"))).await.is_err() {
                             dropped.store(true, Ordering::SeqCst);
                             return;
                         }

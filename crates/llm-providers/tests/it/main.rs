@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use fake::{finish, role, text, tool_args, tool_start, usage, Ending, Fake, Reply};
 use llm_providers::copilot::CopilotConfig;
 use llm_providers::{
-    ChatRequest, ChatResponse, Initiator, Message, ModelClient, ModelEvent, ProviderError,
-    RetryReason, ToolCall, ToolContent, ToolSpec, Usage, UserContent,
+    ChatRequest, ChatResponse, Initiator, Message, ModelClient, ModelEvent, ProviderError, RetryReason, ToolCall,
+    ToolContent, ToolSpec, Usage, UserContent,
 };
 use serde_json::json;
 use tokio::sync::mpsc::unbounded_channel;
@@ -20,12 +20,8 @@ fn request(stream: bool) -> ChatRequest {
     ChatRequest {
         model: "test-model".into(),
         messages: vec![
-            Message::System {
-                content: "system prompt".into(),
-            },
-            Message::User {
-                content: UserContent::Text("hello".into()),
-            },
+            Message::System { content: "system prompt".into() },
+            Message::User { content: UserContent::Text("hello".into()) },
         ],
         tools: vec![],
         stream,
@@ -36,10 +32,7 @@ fn request(stream: bool) -> ChatRequest {
     }
 }
 
-async fn chat(
-    fake: &Fake,
-    req: ChatRequest,
-) -> (Result<ChatResponse, ProviderError>, Vec<ModelEvent>) {
+async fn chat(fake: &Fake, req: ChatRequest) -> (Result<ChatResponse, ProviderError>, Vec<ModelEvent>) {
     let (tx, mut rx) = unbounded_channel();
     let result = fake.client().chat(req, tx, CancellationToken::new()).await;
     let mut events = Vec::new();
@@ -63,12 +56,7 @@ fn retries(events: &[ModelEvent]) -> Vec<(u32, Option<u16>, RetryReason)> {
     events
         .iter()
         .filter_map(|e| match e {
-            ModelEvent::Retry {
-                attempt,
-                status,
-                reason,
-                ..
-            } => Some((*attempt, *status, *reason)),
+            ModelEvent::Retry { attempt, status, reason, .. } => Some((*attempt, *status, *reason)),
             _ => None,
         })
         .collect()
@@ -96,19 +84,11 @@ async fn streaming_text_reply_is_assembled() {
     assert_eq!(resp.replies[0].finish_reason.as_deref(), Some("stop"));
     assert_eq!(text_deltas(&events, 0), resp.replies[0].content);
     // Empty content pieces produce no delta.
-    let deltas = events
-        .iter()
-        .filter(|e| matches!(e, ModelEvent::TextDelta { .. }))
-        .count();
+    let deltas = events.iter().filter(|e| matches!(e, ModelEvent::TextDelta { .. })).count();
     assert_eq!(deltas, 3);
     assert_eq!(
         resp.usage,
-        Usage {
-            input_tokens: 120,
-            output_tokens: 7,
-            cache_read_tokens: 100,
-            cache_write_tokens: 0
-        }
+        Usage { input_tokens: 120, output_tokens: 7, cache_read_tokens: 100, cache_write_tokens: 0 }
     );
     assert_eq!(resp.api_call_id.as_deref(), Some("chatcmpl-1"));
     assert_eq!(resp.provider_call_id.as_deref(), Some("req-stream"));
@@ -131,19 +111,9 @@ async fn tool_call_arguments_split_across_chunks() {
     let args_a = json!({"path": long_path}).to_string();
     let args_b = json!({"command": "ls -la", "description": "list"}).to_string();
     let mut chunks = vec![role(0), tool_start(0, 0, "call_a", "view")];
-    chunks.extend(
-        args_a
-            .as_bytes()
-            .chunks(200)
-            .map(|c| tool_args(0, 0, std::str::from_utf8(c).expect("ascii"))),
-    );
+    chunks.extend(args_a.as_bytes().chunks(200).map(|c| tool_args(0, 0, std::str::from_utf8(c).expect("ascii"))));
     chunks.push(tool_start(0, 1, "call_b", "bash"));
-    chunks.extend(
-        args_b
-            .as_bytes()
-            .chunks(200)
-            .map(|c| tool_args(0, 1, std::str::from_utf8(c).expect("ascii"))),
-    );
+    chunks.extend(args_b.as_bytes().chunks(200).map(|c| tool_args(0, 1, std::str::from_utf8(c).expect("ascii"))));
     chunks.push(finish(0, "tool_calls"));
 
     let fake = Fake::start().await;
@@ -154,16 +124,8 @@ async fn tool_call_arguments_split_across_chunks() {
     assert_eq!(
         resp.replies[0].tool_calls,
         vec![
-            ToolCall {
-                id: "call_a".into(),
-                name: "view".into(),
-                arguments: args_a.clone()
-            },
-            ToolCall {
-                id: "call_b".into(),
-                name: "bash".into(),
-                arguments: args_b.clone()
-            },
+            ToolCall { id: "call_a".into(), name: "view".into(), arguments: args_a.clone() },
+            ToolCall { id: "call_b".into(), name: "bash".into(), arguments: args_b.clone() },
         ]
     );
     assert_eq!(resp.replies[0].finish_reason.as_deref(), Some("tool_calls"));
@@ -171,14 +133,7 @@ async fn tool_call_arguments_split_across_chunks() {
     let mut streamed = String::new();
     let mut first = None;
     for e in &events {
-        if let ModelEvent::ToolCallDelta {
-            choice: 0,
-            index: 0,
-            id,
-            name,
-            arguments,
-        } = e
-        {
+        if let ModelEvent::ToolCallDelta { choice: 0, index: 0, id, name, arguments } = e {
             if first.is_none() {
                 first = Some((id.clone(), name.clone()));
             }
@@ -209,9 +164,7 @@ async fn two_streamed_choices_are_two_replies() {
     assert!(resp.replies[0].tool_calls.is_empty());
     assert_eq!(resp.replies[1].content, "");
     assert_eq!(resp.replies[1].tool_calls[0].name, "view");
-    assert!(events
-        .iter()
-        .any(|e| matches!(e, ModelEvent::ToolCallDelta { choice: 1, .. })));
+    assert!(events.iter().any(|e| matches!(e, ModelEvent::ToolCallDelta { choice: 1, .. })));
 }
 
 #[tokio::test]
@@ -240,20 +193,13 @@ async fn non_streaming_reply_with_two_choices() {
     assert_eq!(resp.replies[1].content, "");
     assert_eq!(
         resp.replies[1].tool_calls,
-        vec![ToolCall {
-            id: "call_9".into(),
-            name: "grep".into(),
-            arguments: "{\"pattern\":\"x\"}".into()
-        }]
+        vec![ToolCall { id: "call_9".into(), name: "grep".into(), arguments: "{\"pattern\":\"x\"}".into() }]
     );
     assert_eq!(resp.usage.input_tokens, 11);
     assert_eq!(resp.usage.output_tokens, 3);
     assert_eq!(resp.api_call_id.as_deref(), Some("chatcmpl-ns"));
     assert_eq!(resp.provider_call_id.as_deref(), Some("req-123"));
-    assert!(
-        events.is_empty(),
-        "non-streaming calls send no progress: {events:?}"
-    );
+    assert!(events.is_empty(), "non-streaming calls send no progress: {events:?}");
 
     let body = &fake.requests_to(CHAT)[0].body;
     assert!(body.get("stream").is_none());
@@ -282,32 +228,21 @@ async fn rate_limit_with_retry_after_is_retried() {
     fake.script(
         CHAT,
         [
-            Reply::json(
-                429,
-                json!({"error": {"message": "rate limited", "type": "x", "code": "y"}}),
-            )
-            .with_header("retry-after", "0"),
+            Reply::json(429, json!({"error": {"message": "rate limited", "type": "x", "code": "y"}}))
+                .with_header("retry-after", "0"),
             Reply::sse(&[text(0, "ok"), finish(0, "stop")]),
         ],
     );
     let (result, events) = chat(&fake, request(true)).await;
     assert_eq!(result.expect("reply").replies[0].content, "ok");
-    assert_eq!(
-        retries(&events),
-        vec![(0, Some(429), RetryReason::RateLimit)]
-    );
+    assert_eq!(retries(&events), vec![(0, Some(429), RetryReason::RateLimit)]);
     let retry = events.iter().find_map(|e| match e {
-        ModelEvent::Retry {
-            delay_ms, message, ..
-        } => Some((*delay_ms, message.clone())),
+        ModelEvent::Retry { delay_ms, message, .. } => Some((*delay_ms, message.clone())),
         _ => None,
     });
     let (delay_ms, message) = retry.expect("retry event");
     assert_eq!(delay_ms, 0);
-    assert!(
-        message.contains("rate limited") && message.contains("429"),
-        "{message}"
-    );
+    assert!(message.contains("rate limited") && message.contains("429"), "{message}");
 
     let calls = fake.requests_to(CHAT);
     assert_eq!(calls.len(), 2);
@@ -320,21 +255,11 @@ async fn rate_limit_with_retry_after_is_retried() {
 #[tokio::test]
 async fn server_errors_exhaust_attempts() {
     let fake = Fake::start().await;
-    fake.script(
-        CHAT,
-        (0..5).map(|_| Reply::json(500, json!({"error": {"message": "boom"}}))),
-    );
+    fake.script(CHAT, (0..5).map(|_| Reply::json(500, json!({"error": {"message": "boom"}}))));
     let (result, events) = chat(&fake, request(true)).await;
     match result {
-        Err(ProviderError::Http {
-            status: 500,
-            message,
-            provider_call_id,
-        }) => {
-            assert!(
-                message.contains("boom") && message.contains("500"),
-                "{message}"
-            );
+        Err(ProviderError::Http { status: 500, message, provider_call_id }) => {
+            assert!(message.contains("boom") && message.contains("500"), "{message}");
             assert_eq!(provider_call_id.as_deref(), Some("req-123"));
         }
         other => panic!("expected HTTP 500, got {other:?}"),
@@ -342,23 +267,14 @@ async fn server_errors_exhaust_attempts() {
     assert_eq!(fake.requests_to(CHAT).len(), 3);
     assert_eq!(
         retries(&events),
-        vec![
-            (0, Some(500), RetryReason::ServerError),
-            (1, Some(500), RetryReason::ServerError)
-        ]
+        vec![(0, Some(500), RetryReason::ServerError), (1, Some(500), RetryReason::ServerError)]
     );
 }
 
 #[tokio::test]
 async fn client_errors_are_not_retried() {
     let fake = Fake::start().await;
-    fake.script(
-        CHAT,
-        [
-            Reply::json(400, json!({"error": {"message": "bad model"}})),
-            Reply::sse(&[finish(0, "stop")]),
-        ],
-    );
+    fake.script(CHAT, [Reply::json(400, json!({"error": {"message": "bad model"}})), Reply::sse(&[finish(0, "stop")])]);
     let (result, events) = chat(&fake, request(true)).await;
     let err = result.expect_err("400 is final");
     assert_eq!(err.status_code(), Some(400));
@@ -373,10 +289,7 @@ async fn stream_dropped_before_output_is_retried() {
     let fake = Fake::start().await;
     fake.script(
         CHAT,
-        [
-            Reply::sse_ending(&[role(0)], Ending::Abort),
-            Reply::sse(&[text(0, "second try"), finish(0, "stop")]),
-        ],
+        [Reply::sse_ending(&[role(0)], Ending::Abort), Reply::sse(&[text(0, "second try"), finish(0, "stop")])],
     );
     let (result, events) = chat(&fake, request(true)).await;
     assert_eq!(result.expect("reply").replies[0].content, "second try");
@@ -396,10 +309,7 @@ async fn stream_that_keeps_dying_is_truncated() {
         ],
     );
     let (result, events) = chat(&fake, request(true)).await;
-    assert!(
-        matches!(result, Err(ProviderError::Truncated(_))),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(ProviderError::Truncated(_))), "{result:?}");
     assert_eq!(fake.requests_to(CHAT).len(), 3);
     assert_eq!(retries(&events).len(), 2);
 }
@@ -409,10 +319,7 @@ async fn stream_dropped_after_output_is_not_retried() {
     let fake = Fake::start().await;
     fake.script(
         CHAT,
-        [
-            Reply::sse_ending(&[text(0, "partial")], Ending::Abort),
-            Reply::sse(&[text(0, "again"), finish(0, "stop")]),
-        ],
+        [Reply::sse_ending(&[text(0, "partial")], Ending::Abort), Reply::sse(&[text(0, "again"), finish(0, "stop")])],
     );
     let (result, events) = chat(&fake, request(true)).await;
     match result {
@@ -427,13 +334,7 @@ async fn stream_dropped_after_output_is_not_retried() {
 #[tokio::test]
 async fn finish_without_done_then_eof_is_complete() {
     let fake = Fake::start().await;
-    fake.script(
-        CHAT,
-        [Reply::sse_ending(
-            &[text(0, "fine"), finish(0, "stop")],
-            Ending::Eof,
-        )],
-    );
+    fake.script(CHAT, [Reply::sse_ending(&[text(0, "fine"), finish(0, "stop")], Ending::Eof)]);
     let (result, _) = chat(&fake, request(true)).await;
     assert_eq!(result.expect("reply").replies[0].content, "fine");
 }
@@ -461,14 +362,8 @@ async fn cancel_during_slow_stream() {
     }
     let cancelled_at = Instant::now();
     cancel.cancel();
-    let result = tokio::time::timeout(Duration::from_secs(2), call)
-        .await
-        .expect("returns promptly")
-        .expect("task");
-    assert!(
-        matches!(result, Err(ProviderError::Cancelled)),
-        "{result:?}"
-    );
+    let result = tokio::time::timeout(Duration::from_secs(2), call).await.expect("returns promptly").expect("task");
+    assert!(matches!(result, Err(ProviderError::Cancelled)), "{result:?}");
     assert!(cancelled_at.elapsed() < Duration::from_millis(500));
     // The connection is closed, so the server notices the client went away.
     let deadline = Instant::now() + Duration::from_secs(3);
@@ -489,16 +384,10 @@ async fn cancel_while_waiting_for_headers() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         trigger.cancel();
     });
-    let result = tokio::time::timeout(
-        Duration::from_secs(2),
-        fake.client().chat(request(true), tx, cancel),
-    )
-    .await
-    .expect("returns promptly");
-    assert!(
-        matches!(result, Err(ProviderError::Cancelled)),
-        "{result:?}"
-    );
+    let result = tokio::time::timeout(Duration::from_secs(2), fake.client().chat(request(true), tx, cancel))
+        .await
+        .expect("returns promptly");
+    assert!(matches!(result, Err(ProviderError::Cancelled)), "{result:?}");
 }
 
 #[tokio::test]
@@ -507,59 +396,41 @@ async fn base_url_is_discovered_from_the_account() {
     let capi = format!("{}/capi/", fake.base);
     fake.script(
         "/copilot_internal/user",
-        [Reply::json(200, json!({"login": "me", "copilot_plan": "individual_pro", "endpoints": {"api": capi, "telemetry": "x"}}))],
+        [Reply::json(
+            200,
+            json!({"login": "me", "copilot_plan": "individual_pro", "endpoints": {"api": capi, "telemetry": "x"}}),
+        )],
     );
     fake.script(
         "/capi/chat/completions",
-        [
-            Reply::sse(&[text(0, "hi"), finish(0, "stop")]),
-            Reply::sse(&[finish(0, "stop")]),
-        ],
+        [Reply::sse(&[text(0, "hi"), finish(0, "stop")]), Reply::sse(&[finish(0, "stop")])],
     );
-    fake.script(
-        "/capi/models",
-        [Reply::json(200, json!({"data": [{"id": "m1"}]}))],
-    );
+    fake.script("/capi/models", [Reply::json(200, json!({"data": [{"id": "m1"}]}))]);
 
     let mut config = CopilotConfig::new(Some("test-token".into()), "9.9.9");
     config.github_api_url = fake.base.clone();
     config.retry = fake::fast_retries(2);
     let client = fake::client_with(config);
     let cancel = CancellationToken::new();
-    assert_eq!(
-        client.base_url(&cancel).await.expect("base"),
-        format!("{}/capi", fake.base)
-    );
+    assert_eq!(client.base_url(&cancel).await.expect("base"), format!("{}/capi", fake.base));
 
     let (tx, _rx) = unbounded_channel();
-    let resp = client
-        .chat(request(true), tx.clone(), cancel.clone())
-        .await
-        .expect("reply");
+    let resp = client.chat(request(true), tx.clone(), cancel.clone()).await.expect("reply");
     assert_eq!(resp.replies[0].content, "hi");
-    client
-        .chat(request(true), tx, cancel)
-        .await
-        .expect("second reply");
+    client.chat(request(true), tx, cancel).await.expect("second reply");
     let models = client.list_models().await.expect("models");
     assert_eq!(models[0].id, "m1");
 
     let lookups = fake.requests_to("/copilot_internal/user");
     assert_eq!(lookups.len(), 1, "the discovered base is cached");
-    assert_eq!(
-        lookups[0].header("authorization"),
-        Some("Bearer test-token")
-    );
+    assert_eq!(lookups[0].header("authorization"), Some("Bearer test-token"));
     assert_eq!(fake.requests_to("/capi/chat/completions").len(), 2);
 }
 
 #[tokio::test]
 async fn bad_credentials_on_account_lookup() {
     let fake = Fake::start().await;
-    fake.script(
-        "/copilot_internal/user",
-        [Reply::json(401, json!({"message": "Bad credentials"}))],
-    );
+    fake.script("/copilot_internal/user", [Reply::json(401, json!({"message": "Bad credentials"}))]);
     let mut config = CopilotConfig::new(Some("wrong".into()), "9.9.9");
     config.github_api_url = fake.base.clone();
     config.retry = fake::fast_retries(3);
@@ -576,10 +447,7 @@ async fn missing_token_is_an_auth_error() {
     let mut config = CopilotConfig::new(None, "9.9.9");
     config.api_url = Some(fake.base.clone());
     let (tx, _rx) = unbounded_channel();
-    let err = fake::client_with(config)
-        .chat(request(true), tx, CancellationToken::new())
-        .await
-        .expect_err("no token");
+    let err = fake::client_with(config).chat(request(true), tx, CancellationToken::new()).await.expect_err("no token");
     assert!(matches!(err, ProviderError::Auth(_)), "{err:?}");
     assert!(fake.requests().is_empty());
 }
@@ -611,13 +479,7 @@ async fn model_list_tolerates_sparse_entries() {
 #[tokio::test]
 async fn request_headers_and_body_shape() {
     let fake = Fake::start().await;
-    fake.script(
-        CHAT,
-        [
-            Reply::sse(&[finish(0, "stop")]),
-            Reply::sse(&[finish(0, "stop")]),
-        ],
-    );
+    fake.script(CHAT, [Reply::sse(&[finish(0, "stop")]), Reply::sse(&[finish(0, "stop")])]);
 
     let mut req = request(true);
     req.messages.push(Message::Assistant {
@@ -628,10 +490,7 @@ async fn request_headers_and_body_shape() {
             arguments: "{\"path\":\"a.txt\"}".into(),
         }],
     });
-    req.messages.push(Message::Tool {
-        tool_call_id: "call_1".into(),
-        content: ToolContent::Text("contents".into()),
-    });
+    req.messages.push(Message::Tool { tool_call_id: "call_1".into(), content: ToolContent::Text("contents".into()) });
     req.initiator = Initiator::Agent;
     req.extra_headers = vec![("x-custom".into(), "yes".into())];
     req.tools = vec![ToolSpec {
@@ -660,9 +519,7 @@ async fn request_headers_and_body_shape() {
     ] {
         assert_eq!(agent.header(name), Some(value), "{name}");
     }
-    assert!(agent
-        .header("user-agent")
-        .is_some_and(|ua| ua.starts_with("copilot/9.9.9 ")));
+    assert!(agent.header("user-agent").is_some_and(|ua| ua.starts_with("copilot/9.9.9 ")));
     assert!(agent.header("x-github-api-version").is_some());
     assert_eq!(user.header("x-initiator"), Some("user"));
     assert_eq!(user.header("x-interaction-type"), Some("conversation-user"));

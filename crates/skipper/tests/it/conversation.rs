@@ -45,9 +45,12 @@ pub fn check_invariants(c: &RpcClient, sid: &str, sends: usize, created_here: bo
     }
     for w in evs.windows(2) {
         assert_eq!(
-            w[1]["parentId"], w[0]["id"],
+            w[1]["parentId"],
+            w[0]["id"],
             "parentId chain broken between `{}` and `{}`\n{}",
-            w[0]["type"], w[1]["type"], ctx()
+            w[0]["type"],
+            w[1]["type"],
+            ctx()
         );
     }
     let mut ids = std::collections::HashSet::new();
@@ -56,19 +59,13 @@ pub fn check_invariants(c: &RpcClient, sid: &str, sends: usize, created_here: bo
     }
     assert_eq!(types.last(), Some(&"session.idle"), "session.idle must be last; {}", ctx());
     assert_eq!(types.iter().filter(|t| **t == "session.idle").count(), sends, "one session.idle per send; {}", ctx());
-    assert_eq!(
-        types.iter().filter(|t| **t == "user.message").count(),
-        sends,
-        "one user.message per send; {}",
-        ctx()
-    );
+    assert_eq!(types.iter().filter(|t| **t == "user.message").count(), sends, "one user.message per send; {}", ctx());
     let starts = types.iter().filter(|t| **t == "assistant.turn_start").count();
     let ends = types.iter().filter(|t| **t == "assistant.turn_end").count();
     assert_eq!(starts, ends, "turn_start/turn_end must pair; {}", ctx());
-    if let (Some(u), Some(t)) = (
-        types.iter().position(|t| *t == "user.message"),
-        types.iter().position(|t| *t == "assistant.turn_start"),
-    ) {
+    if let (Some(u), Some(t)) =
+        (types.iter().position(|t| *t == "user.message"), types.iter().position(|t| *t == "assistant.turn_start"))
+    {
         assert!(u < t, "user.message must precede the first turn_start; {}", ctx());
     }
     // Every turn_end matches the open turn_start's turnId.
@@ -90,9 +87,8 @@ pub fn check_invariants(c: &RpcClient, sid: &str, sends: usize, created_here: bo
     for (i, e) in evs.iter().enumerate() {
         if e["type"] == json!("tool.execution_complete") {
             let id = &e["data"]["toolCallId"];
-            let start = evs[..i]
-                .iter()
-                .any(|s| s["type"] == json!("tool.execution_start") && &s["data"]["toolCallId"] == id);
+            let start =
+                evs[..i].iter().any(|s| s["type"] == json!("tool.execution_start") && &s["data"]["toolCallId"] == id);
             assert!(start, "tool.execution_complete without a preceding start for {id}; {}", ctx());
         }
     }
@@ -104,9 +100,18 @@ pub fn check_invariants(c: &RpcClient, sid: &str, sends: usize, created_here: bo
         {
             assert_eq!(e["ephemeral"], json!(true), "`{ty}` must be ephemeral: {e}");
         }
-        if ["session.start", "user.message", "assistant.message", "assistant.turn_start", "assistant.turn_end",
-            "tool.execution_start", "tool.execution_complete", "abort", "session.error"]
-            .contains(&ty)
+        if [
+            "session.start",
+            "user.message",
+            "assistant.message",
+            "assistant.turn_start",
+            "assistant.turn_end",
+            "tool.execution_start",
+            "tool.execution_complete",
+            "abort",
+            "session.error",
+        ]
+        .contains(&ty)
         {
             assert!(e.get("ephemeral").is_none() || e["ephemeral"] == json!(false), "`{ty}` must be persisted: {e}");
         }
@@ -127,8 +132,13 @@ async fn finish(env: &TestEnv, sid: &str, sends: usize) {
     let msgs = env.client.get_messages(sid).await.unwrap();
     assert_eq!(msgs.first().map(|e| e["type"].clone()), Some(json!("session.start")));
     // getMessages = the persisted subset of the notifications, same order.
-    let persisted: Vec<Value> =
-        env.client.events(sid).into_iter().filter(|e| e.get("ephemeral") != Some(&json!(true))).map(|e| e["id"].clone()).collect();
+    let persisted: Vec<Value> = env
+        .client
+        .events(sid)
+        .into_iter()
+        .filter(|e| e.get("ephemeral") != Some(&json!(true)))
+        .map(|e| e["id"].clone())
+        .collect();
     let got: Vec<Value> = msgs.iter().map(|e| e["id"].clone()).collect();
     assert_eq!(got, persisted, "getMessages ids must equal the persisted notifications, in order");
     env.client.assert_schema_clean();
@@ -153,7 +163,8 @@ async fn plain_text_reply() {
         assert_eq!(c.count(&sid, "assistant.message_delta"), 0, "no deltas without streaming");
         assert_eq!(c.count(&sid, "assistant.turn_start"), env.fake.requests().len());
         let reqs = env.model_requests();
-        let last_user = reqs[0]["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == json!("user")).unwrap();
+        let last_user =
+            reqs[0]["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == json!("user")).unwrap();
         assert!(content_text(last_user).contains("Say hello"));
         finish(&env, &sid, 1).await;
     })
@@ -210,7 +221,8 @@ async fn bash_and_view_tools_with_approved_permissions() {
         assert_eq!(am[1]["data"]["content"], json!("All done"));
         check_message_ids(c, &sid, &mid);
         // turnIds restart at 0 per message and count model calls.
-        let turns: Vec<_> = c.events_of_type(&sid, "assistant.turn_start").iter().map(|e| e["data"]["turnId"].clone()).collect();
+        let turns: Vec<_> =
+            c.events_of_type(&sid, "assistant.turn_start").iter().map(|e| e["data"]["turnId"].clone()).collect();
         assert_eq!(turns, vec![json!("0"), json!("1")]);
         finish(&env, &sid, 1).await;
     })
@@ -221,7 +233,8 @@ async fn bash_and_view_tools_with_approved_permissions() {
 async fn rejected_permission_reaches_the_model() {
     with_timeout(60, async {
         let env = TestEnv::start().await;
-        env.fake.push_reply(Reply::tool_call("bash", json!({"command": "touch should_not_exist", "description": "touch"})));
+        env.fake
+            .push_reply(Reply::tool_call("bash", json!({"command": "touch should_not_exist", "description": "touch"})));
         env.fake.push_reply(Reply::text("OK, I won't"));
         let c = &env.client;
         let sid = c.create_session(json!({"requestPermission": true})).await;
@@ -322,7 +335,8 @@ async fn external_tool_round_trip() {
         let reqs = env.model_requests();
         assert_eq!(reqs.len(), 2);
         // The tool is offered to the model.
-        let offered = reqs[0]["tools"].as_array().unwrap().iter().any(|t| t["function"]["name"] == json!("get_weather"));
+        let offered =
+            reqs[0]["tools"].as_array().unwrap().iter().any(|t| t["function"]["name"] == json!("get_weather"));
         assert!(offered, "external tool not in the model's tool list");
         let tools = tool_messages(&reqs[1]);
         assert_eq!(tools, vec![("call_1".to_string(), "Sunny, 22C".to_string())]);
@@ -448,7 +462,8 @@ async fn abort_during_a_hanging_model_call() {
         c.send(&sid, "again").await;
         c.wait_for_nth_event(&sid, "session.idle", 2, T).await;
         assert_eq!(c.events_of_type(&sid, "assistant.message").last().unwrap()["data"]["content"], json!("back again"));
-        let turns: Vec<_> = c.events_of_type(&sid, "assistant.turn_start").iter().map(|e| e["data"]["turnId"].clone()).collect();
+        let turns: Vec<_> =
+            c.events_of_type(&sid, "assistant.turn_start").iter().map(|e| e["data"]["turnId"].clone()).collect();
         assert_eq!(turns, vec![json!("0"), json!("0")], "turnId restarts at 0 for each send");
         finish(&env, &sid, 2).await;
     })
@@ -495,7 +510,8 @@ async fn session_state_methods_emit_schema_valid_events() {
         let c = &env.client;
         let sid = c.create_session(json!({})).await;
         for (level, ty) in [("info", "session.info"), ("warning", "session.warning"), ("error", "session.error")] {
-            let r = c.ok("session.log", json!({"sessionId": sid, "message": format!("a {level}"), "level": level})).await;
+            let r =
+                c.ok("session.log", json!({"sessionId": sid, "message": format!("a {level}"), "level": level})).await;
             let ev = c.wait_for_event(&sid, ty, T).await;
             assert_eq!(r["eventId"], ev["id"], "{r} vs {ev}");
             assert_eq!(ev["data"]["message"], json!(format!("a {level}")));

@@ -290,10 +290,10 @@ impl RpcClient {
                 let Some(client) = weak.upgrade() else { return };
                 if n == 0 {
                     if !pending.is_empty() {
-                        client.lock().protocol_errors.push(format!(
-                            "stream ended inside a frame: {:?}",
-                            String::from_utf8_lossy(&pending)
-                        ));
+                        client
+                            .lock()
+                            .protocol_errors
+                            .push(format!("stream ended inside a frame: {:?}", String::from_utf8_lossy(&pending)));
                     }
                     client.lock().closed = true;
                     client.bump.send_modify(|c| *c += 1);
@@ -334,7 +334,9 @@ impl RpcClient {
         let msg: Value = match serde_json::from_slice(body) {
             Ok(v) => v,
             Err(e) => {
-                self.lock().protocol_errors.push(format!("frame body is not JSON ({e}): {}", String::from_utf8_lossy(body)));
+                self.lock()
+                    .protocol_errors
+                    .push(format!("frame body is not JSON ({e}): {}", String::from_utf8_lossy(body)));
                 return;
             }
         };
@@ -513,7 +515,11 @@ impl RpcClient {
 
     /// Waits until `pred` finds something in the inbound messages; `Err` says why not
     /// (timeout or connection closed).
-    pub async fn try_wait_until<T>(&self, timeout: Duration, mut pred: impl FnMut(&Self) -> Option<T>) -> Result<T, String> {
+    pub async fn try_wait_until<T>(
+        &self,
+        timeout: Duration,
+        mut pred: impl FnMut(&Self) -> Option<T>,
+    ) -> Result<T, String> {
         let mut rx = self.bump.subscribe();
         let fut = async {
             loop {

@@ -15,7 +15,8 @@ fn read_log(env: &TestEnv, sid: &str) -> (String, Vec<Value>) {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
     let mut events = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("line {} is not JSON ({e}): {line}", i + 1));
+        let v: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("line {} is not JSON ({e}): {line}", i + 1));
         assert!(v.is_object(), "line {} is not an object", i + 1);
         events.push(v);
     }
@@ -185,7 +186,8 @@ async fn list_last_id_metadata_delete() {
             .await;
         assert!(deleted_note["params"].get("metadata").is_none(), "{deleted_note}");
         let list = c.ok("session.list", json!({})).await;
-        let ids: Vec<&str> = list["sessions"].as_array().unwrap().iter().filter_map(|s| s["sessionId"].as_str()).collect();
+        let ids: Vec<&str> =
+            list["sessions"].as_array().unwrap().iter().filter_map(|s| s["sessionId"].as_str()).collect();
         assert!(!ids.contains(&a.as_str()) && ids.contains(&b.as_str()), "{list}");
         let e = c.call("session.resume", json!({"sessionId": a})).await.unwrap_err();
         assert!(e.message.contains("Session not found"), "{e}");

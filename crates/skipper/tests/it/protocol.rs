@@ -49,9 +49,11 @@ async fn bad_header_block_is_skipped() {
         ping_ok(c, "after-bad-header").await;
         // Header name case-insensitive and an extra Content-Type header are accepted from clients.
         let body = br#"{"jsonrpc":"2.0","id":"str-id-1","method":"ping","params":{"message":"ct"}}"#;
-        let mut frame =
-            format!("content-length: {}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n", body.len())
-                .into_bytes();
+        let mut frame = format!(
+            "content-length: {}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
         frame.extend_from_slice(body);
         c.send_raw(&frame).await;
         let r = c
@@ -149,7 +151,10 @@ async fn connect_and_ping() {
 async fn stdout_carries_only_frames() {
     with_timeout(60, async {
         let mut env = TestEnv::start().await;
-        env.fake.push_reply(Reply::tool_call("bash", json!({"command": "echo to-stdout; echo to-stderr >&2", "description": "echo"})));
+        env.fake.push_reply(Reply::tool_call(
+            "bash",
+            json!({"command": "echo to-stdout; echo to-stderr >&2", "description": "echo"}),
+        ));
         env.fake.push_reply(Reply::text("done"));
         let c = env.client.clone();
         let sid = c.create_session(json!({"requestPermission": true})).await;
@@ -209,7 +214,8 @@ async fn stdin_eof_exits_promptly_while_a_model_call_hangs() {
 async fn tcp_port_line_and_ping() {
     with_timeout(30, async {
         let fake = fake_model::FakeModel::start().await.unwrap();
-        let sk = Skipper::spawn(&fake.url(), Dirs::new(), Options { transport: Transport::Tcp, ..Default::default() }).await;
+        let sk =
+            Skipper::spawn(&fake.url(), Dirs::new(), Options { transport: Transport::Tcp, ..Default::default() }).await;
         assert!(sk.port.unwrap() > 0);
         let c1 = sk.connect_tcp().await;
         let c2 = sk.connect_tcp().await;

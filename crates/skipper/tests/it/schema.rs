@@ -88,7 +88,8 @@ pub fn checker() -> &'static SchemaChecker {
         let union = defs["SessionEvent"]["anyOf"].as_array().expect("SessionEvent is an anyOf");
         let mut by_type = HashMap::new();
         for variant in union {
-            let name = variant["$ref"].as_str().expect("anyOf of $refs").rsplit('/').next().expect("ref name").to_string();
+            let name =
+                variant["$ref"].as_str().expect("anyOf of $refs").rsplit('/').next().expect("ref name").to_string();
             let ty = defs[&name]["properties"]["type"]["const"].as_str().expect("type const").to_string();
             by_type.insert(ty, name);
         }

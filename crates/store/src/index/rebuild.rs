@@ -44,11 +44,7 @@ pub(super) fn scan_logs(layout: &Layout) -> Result<Vec<SessionRow>, StoreError> 
 }
 
 /// Derives an index row from a session's log; `None` for a log without events.
-pub fn row_from_events(
-    id: &str,
-    events: &[Event],
-    meta: Option<&WorkspaceMeta>,
-) -> Option<SessionRow> {
+pub fn row_from_events(id: &str, events: &[Event], meta: Option<&WorkspaceMeta>) -> Option<SessionRow> {
     let first = events.first()?;
     let last = events.last()?;
     let mut row = SessionRow {

@@ -25,36 +25,18 @@ fn ids(rows: &[SessionRow]) -> Vec<&str> {
 #[tokio::test]
 async fn list_is_newest_first_and_hides_sessions_without_user_message() {
     let index = SessionIndex::open_in_memory().await.unwrap();
-    index
-        .upsert(&row("old", "2026-01-01T00:00:01.000Z", true))
-        .await
-        .unwrap();
-    index
-        .upsert(&row("new", "2026-01-01T00:00:03.000Z", true))
-        .await
-        .unwrap();
-    index
-        .upsert(&row("mid", "2026-01-01T00:00:02.000Z", true))
-        .await
-        .unwrap();
-    index
-        .upsert(&row("empty", "2026-01-01T00:00:09.000Z", false))
-        .await
-        .unwrap();
+    index.upsert(&row("old", "2026-01-01T00:00:01.000Z", true)).await.unwrap();
+    index.upsert(&row("new", "2026-01-01T00:00:03.000Z", true)).await.unwrap();
+    index.upsert(&row("mid", "2026-01-01T00:00:02.000Z", true)).await.unwrap();
+    index.upsert(&row("empty", "2026-01-01T00:00:09.000Z", false)).await.unwrap();
 
     let all = index.list(&ListFilter::default()).await.unwrap();
     assert_eq!(ids(&all), ["new", "mid", "old"]);
     assert_eq!(index.last_id().await.unwrap().as_deref(), Some("new"));
     assert!(index.get("empty").await.unwrap().is_some());
 
-    assert!(index
-        .touch("old", "2026-01-01T00:00:05.000Z")
-        .await
-        .unwrap());
-    assert!(!index
-        .touch("nope", "2026-01-01T00:00:05.000Z")
-        .await
-        .unwrap());
+    assert!(index.touch("old", "2026-01-01T00:00:05.000Z").await.unwrap());
+    assert!(!index.touch("nope", "2026-01-01T00:00:05.000Z").await.unwrap());
     assert_eq!(index.last_id().await.unwrap().as_deref(), Some("old"));
 
     assert!(index.delete("old").await.unwrap());
@@ -66,10 +48,7 @@ async fn list_is_newest_first_and_hides_sessions_without_user_message() {
 #[tokio::test]
 async fn mark_user_message_lists_the_session_and_keeps_the_first_title() {
     let index = SessionIndex::open_in_memory().await.unwrap();
-    index
-        .upsert(&row("s", "2026-01-01T00:00:01.000Z", false))
-        .await
-        .unwrap();
+    index.upsert(&row("s", "2026-01-01T00:00:01.000Z", false)).await.unwrap();
     assert_eq!(index.last_id().await.unwrap(), None);
 
     assert!(index.mark_user_message("s", "first prompt").await.unwrap());
@@ -81,10 +60,7 @@ async fn mark_user_message_lists_the_session_and_keeps_the_first_title() {
     assert_eq!(index.last_id().await.unwrap().as_deref(), Some("s"));
 
     // A later upsert built without the flag must not hide the session again.
-    index
-        .upsert(&row("s", "2026-01-01T00:00:02.000Z", false))
-        .await
-        .unwrap();
+    index.upsert(&row("s", "2026-01-01T00:00:02.000Z", false)).await.unwrap();
     assert!(index.get("s").await.unwrap().unwrap().has_user_message);
 }
 
@@ -106,51 +82,12 @@ async fn list_filters_match_exactly() {
         async move { ids(&index.list(&f).await.unwrap()).join(",") }
     };
     let f = ListFilter::default;
-    assert_eq!(
-        by(ListFilter {
-            cwd: Some("/work/a".into()),
-            ..f()
-        })
-        .await,
-        "a"
-    );
-    assert_eq!(
-        by(ListFilter {
-            cwd: Some("/work".into()),
-            ..f()
-        })
-        .await,
-        ""
-    );
-    assert_eq!(
-        by(ListFilter {
-            branch: Some("dev".into()),
-            ..f()
-        })
-        .await,
-        "b"
-    );
-    assert_eq!(
-        by(ListFilter {
-            git_root: Some("/work".into()),
-            ..f()
-        })
-        .await,
-        "a"
-    );
-    assert_eq!(
-        by(ListFilter {
-            repository: Some("o/r".into()),
-            ..f()
-        })
-        .await,
-        "a"
-    );
-    let both = ListFilter {
-        repository: Some("o/r".into()),
-        branch: Some("dev".into()),
-        ..f()
-    };
+    assert_eq!(by(ListFilter { cwd: Some("/work/a".into()), ..f() }).await, "a");
+    assert_eq!(by(ListFilter { cwd: Some("/work".into()), ..f() }).await, "");
+    assert_eq!(by(ListFilter { branch: Some("dev".into()), ..f() }).await, "b");
+    assert_eq!(by(ListFilter { git_root: Some("/work".into()), ..f() }).await, "a");
+    assert_eq!(by(ListFilter { repository: Some("o/r".into()), ..f() }).await, "a");
+    let both = ListFilter { repository: Some("o/r".into()), branch: Some("dev".into()), ..f() };
     assert_eq!(by(both).await, "");
     assert_eq!(index.get("a").await.unwrap(), Some(a));
 }
@@ -160,10 +97,7 @@ async fn open_creates_the_file_and_reopens_with_data() {
     let dir = tempfile::tempdir().unwrap();
     let layout = Layout::new(dir.path().join("home"));
     let index = SessionIndex::open(layout.db_path()).await.unwrap();
-    index
-        .upsert(&row("s", "2026-01-01T00:00:01.000Z", true))
-        .await
-        .unwrap();
+    index.upsert(&row("s", "2026-01-01T00:00:01.000Z", true)).await.unwrap();
     index.close().await;
     assert!(layout.db_path().is_file());
     let index = SessionIndex::open(layout.db_path()).await.unwrap();
@@ -201,21 +135,9 @@ async fn rebuild_from_logs_rederives_rows() {
         "s1",
         &[
             start("s1"),
-            ev(
-                "user.message",
-                json!({"content": "Please do the things"}),
-                "2026-02-01T10:00:01.000Z",
-            ),
-            ev(
-                "session.model_change",
-                json!({"newModel": "m2"}),
-                "2026-02-01T10:00:02.000Z",
-            ),
-            ev(
-                "user.message",
-                json!({"content": "and more"}),
-                "2026-02-01T10:00:03.000Z",
-            ),
+            ev("user.message", json!({"content": "Please do the things"}), "2026-02-01T10:00:01.000Z"),
+            ev("session.model_change", json!({"newModel": "m2"}), "2026-02-01T10:00:02.000Z"),
+            ev("user.message", json!({"content": "and more"}), "2026-02-01T10:00:03.000Z"),
         ],
     );
     layout
@@ -238,10 +160,7 @@ async fn rebuild_from_logs_rederives_rows() {
     std::fs::create_dir_all(layout.temp_dir()).unwrap();
 
     let index = SessionIndex::open_in_memory().await.unwrap();
-    index
-        .upsert(&row("gone", "2026-03-01T00:00:00.000Z", true))
-        .await
-        .unwrap();
+    index.upsert(&row("gone", "2026-03-01T00:00:00.000Z", true)).await.unwrap();
     assert_eq!(index.rebuild_from_logs(&layout).await.unwrap(), 2);
 
     assert_eq!(index.get("gone").await.unwrap(), None);
@@ -265,8 +184,5 @@ async fn rebuild_from_logs_rederives_rows() {
     let s2 = index.get("s2").await.unwrap().unwrap();
     assert!(!s2.has_user_message);
     assert_eq!(s2.model.as_deref(), Some("m1"));
-    assert_eq!(
-        ids(&index.list(&ListFilter::default()).await.unwrap()),
-        ["s1"]
-    );
+    assert_eq!(ids(&index.list(&ListFilter::default()).await.unwrap()), ["s1"]);
 }

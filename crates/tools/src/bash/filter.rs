@@ -28,10 +28,7 @@ pub(crate) struct TerminalFilter {
 
 impl Default for TerminalFilter {
     fn default() -> Self {
-        Self {
-            state: State::Normal,
-            pending: Vec::new(),
-        }
+        Self { state: State::Normal, pending: Vec::new() }
     }
 }
 
@@ -93,11 +90,7 @@ impl TerminalFilter {
                 _ => {}
             },
             State::OscEscape => {
-                self.state = if b == b'\\' {
-                    State::Normal
-                } else {
-                    State::OscString
-                };
+                self.state = if b == b'\\' { State::Normal } else { State::OscString };
             }
             State::SkipOne => self.state = State::Normal,
         }
@@ -167,10 +160,7 @@ mod tests {
     fn crlf_and_escapes() {
         assert_eq!(run(&[b"hello\r\nworld\r\n"]), "hello\nworld\n");
         assert_eq!(run(&[b"a\r", b"\nb\r\r\n"]), "a\nb\n");
-        assert_eq!(
-            run(&[b"\x1b[31mred\x1b[0m \x1b]0;title\x07x\x1b(By"]),
-            "red xy"
-        );
+        assert_eq!(run(&[b"\x1b[31mred\x1b[0m \x1b]0;title\x07x\x1b(By"]), "red xy");
         assert_eq!(run(&[b"\x1b[", b"1;32", b"mok"]), "ok");
         assert_eq!(run(&[b"50%\r100%\r\n"]), "50%\r100%\n");
         assert_eq!(run(&[b"end\r"]), "end\r");

@@ -40,19 +40,12 @@ fn format_secs(secs: f64) -> String {
 }
 
 fn invalid_shell_id(id: &str) -> ToolOutput {
-    ToolOutput::fail(format!(
-        "Invalid shell ID: {id}. Use list_bash to see the active shells."
-    ))
+    ToolOutput::fail(format!("Invalid shell ID: {id}. Use list_bash to see the active shells."))
 }
 
 /// The result of a command that has exited: its output, a newline, the exit marker (the form
 /// the recorded conversations contain). Large results are saved to a file.
-fn completed_output(
-    ctx: &ToolContext,
-    process: &ShellProcess,
-    output: &str,
-    code: i32,
-) -> ToolOutput {
+fn completed_output(ctx: &ToolContext, process: &ShellProcess, output: &str, code: i32) -> ToolOutput {
     let body = output.trim_end();
     let text = format!("{body}\n<exited with exit code {code}>");
     let mut out = ToolOutput::ok(text).spill_if_large(&ctx.temp_dir);
@@ -64,8 +57,7 @@ fn completed_output(
         "cwd": process.cwd.display().to_string(),
         "outputPreview": preview,
     }));
-    out.extra_event_fields
-        .insert("shellExecution".into(), json!({"exitCode": code}));
+    out.extra_event_fields.insert("shellExecution".into(), json!({"exitCode": code}));
     out
 }
 
@@ -94,19 +86,15 @@ async fn interrupt(ctx: &ToolContext, process: &ShellProcess) -> ToolOutput {
 /// `cd x && npm test | tee log` → `cd`, `npm`, `tee`. Quote-aware, best effort; leading
 /// variable assignments, redirections and shell keywords are skipped.
 pub(crate) fn command_identifiers(command: &str) -> Vec<String> {
-    const KEYWORDS: &[&str] = &[
-        "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time",
-        "exec", "esac",
-    ];
+    const KEYWORDS: &[&str] =
+        &["if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time", "exec", "esac"];
     let mut ids: Vec<String> = Vec::new();
     for segment in split_simple_commands(command) {
         let first = segment.iter().find(|w| {
-            let is_assignment = w.split_once('=').is_some_and(|(k, _)| {
-                !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            });
-            let is_redirect = w
-                .trim_start_matches(|c: char| c.is_ascii_digit() || c == '&')
-                .starts_with(['<', '>']);
+            let is_assignment = w
+                .split_once('=')
+                .is_some_and(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+            let is_redirect = w.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&').starts_with(['<', '>']);
             !is_assignment && !is_redirect && !KEYWORDS.contains(&w.as_str())
         });
         if let Some(word) = first {
@@ -222,35 +210,23 @@ impl Tool for BashTool {
     async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
         let command = match required_str(&args, "command") {
             Ok(c) if !c.trim().is_empty() => c.to_string(),
-            Ok(_) => {
-                return ToolOutput::fail(
-                    "Invalid argument \"command\": expected a non-empty command.",
-                )
-            }
+            Ok(_) => return ToolOutput::fail("Invalid argument \"command\": expected a non-empty command."),
             Err(e) => return e.into(),
         };
         type Parsed = (String, bool, bool, f64, Option<String>);
         let parsed = (|| -> Result<Parsed, ArgError> {
-            let description = optional_str(&args, "description")?
-                .unwrap_or("")
-                .to_string();
+            let description = optional_str(&args, "description")?.unwrap_or("").to_string();
             let asynchronous = match optional_str(&args, "mode")? {
                 None | Some("sync") => false,
                 Some("async") => true,
-                Some(other) => {
-                    return Err(ArgError(format!(
-                        "Invalid mode \"{other}\": expected sync or async."
-                    )))
-                }
+                Some(other) => return Err(ArgError(format!("Invalid mode \"{other}\": expected sync or async."))),
             };
             let detach = optional_bool(&args, "detach")?.unwrap_or(false) && asynchronous;
             let initial_wait = optional_number(&args, "initial_wait")?
                 .filter(|s| s.is_finite() && *s >= 0.0)
                 .unwrap_or(DEFAULT_INITIAL_WAIT_SECS)
                 .min(MAX_WAIT_SECS);
-            let shell_id = optional_str(&args, "shellId")?
-                .filter(|s| !s.is_empty())
-                .map(str::to_string);
+            let shell_id = optional_str(&args, "shellId")?.filter(|s| !s.is_empty()).map(str::to_string);
             Ok((description, asynchronous, detach, initial_wait, shell_id))
         })();
         let (description, asynchronous, detach, initial_wait, requested_id) = match parsed {
@@ -259,16 +235,11 @@ impl Tool for BashTool {
         };
 
         if !ctx.cwd.is_dir() {
-            return ToolOutput::fail(format!(
-                "Working directory {} does not exist.",
-                ctx.cwd.display()
-            ));
+            return ToolOutput::fail(format!("Working directory {} does not exist.", ctx.cwd.display()));
         }
 
-        let commands = command_identifiers(&command)
-            .into_iter()
-            .map(|id| json!({"identifier": id, "readOnly": false}))
-            .collect();
+        let commands =
+            command_identifiers(&command).into_iter().map(|id| json!({"identifier": id, "readOnly": false})).collect();
         let request = PermissionRequest::Shell {
             full_command_text: command.clone(),
             intention: description.clone(),
@@ -307,14 +278,7 @@ impl Tool for BashTool {
             ));
         }
 
-        match process
-            .wait(
-                wait_duration(initial_wait),
-                &ctx.cancel,
-                Some(&ctx.progress),
-            )
-            .await
-        {
+        match process.wait(wait_duration(initial_wait), &ctx.cancel, Some(&ctx.progress)).await {
             WaitOutcome::Done => {
                 ctx.shells.remove(&id);
                 let output = process.take_unread();
@@ -361,19 +325,13 @@ impl Tool for ReadBashTool {
             Err(e) => return e.into(),
         };
         let delay = match optional_number(&args, "delay") {
-            Ok(d) => d
-                .filter(|d| d.is_finite() && *d >= 0.0)
-                .unwrap_or(0.0)
-                .min(MAX_WAIT_SECS),
+            Ok(d) => d.filter(|d| d.is_finite() && *d >= 0.0).unwrap_or(0.0).min(MAX_WAIT_SECS),
             Err(e) => return e.into(),
         };
         let Some(process) = ctx.shells.get(id) else {
             return invalid_shell_id(id);
         };
-        match process
-            .wait(wait_duration(delay), &ctx.cancel, Some(&ctx.progress))
-            .await
-        {
+        match process.wait(wait_duration(delay), &ctx.cancel, Some(&ctx.progress)).await {
             WaitOutcome::Done => {
                 ctx.shells.remove(id);
                 let output = process.take_unread();
@@ -421,9 +379,7 @@ impl Tool for StopBashTool {
         if process.is_done() {
             ctx.shells.remove(id);
             let code = process.exit_code().unwrap_or(1);
-            return ToolOutput::ok(format!(
-                "Shell {id} had already exited with exit code {code}."
-            ));
+            return ToolOutput::ok(format!("Shell {id} had already exited with exit code {code}."));
         }
         process.kill();
         if !process.wait_done(KILL_GRACE).await {
@@ -464,10 +420,7 @@ impl Tool for ListBashTool {
                 (false, None) => "exited".to_string(),
             };
             let detached = if s.detached { ", detached" } else { "" };
-            text.push_str(&format!(
-                "\n- shellId: {} ({status}{detached}): {}",
-                s.shell_id, s.command
-            ));
+            text.push_str(&format!("\n- shellId: {} ({status}{detached}): {}", s.shell_id, s.command));
             if !s.description.is_empty() {
                 text.push_str(&format!(" — {}", s.description));
             }

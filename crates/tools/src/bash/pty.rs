@@ -42,10 +42,7 @@ impl ChildProc {
                 }
             },
             ChildProc::Plain(mut child) => match child.wait() {
-                Ok(status) => status
-                    .code()
-                    .or_else(|| status.signal().map(|s| 128 + s))
-                    .unwrap_or(1),
+                Ok(status) => status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(1),
                 Err(e) => {
                     tracing::warn!(error = %e, "waiting for shell command failed");
                     1
@@ -92,12 +89,7 @@ fn full_env(spec: &SpawnSpec) -> Vec<(String, String)> {
 fn spawn_pty(spec: &SpawnSpec) -> io::Result<Spawned> {
     let pair = native_pty_system()
         // Wide enough that tools which format for the terminal rarely wrap.
-        .openpty(PtySize {
-            rows: 50,
-            cols: 200,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
+        .openpty(PtySize { rows: 50, cols: 200, pixel_width: 0, pixel_height: 0 })
         .map_err(io::Error::other)?;
     let mut cmd = CommandBuilder::new(&spec.shell);
     cmd.arg("-c");
@@ -114,12 +106,7 @@ fn spawn_pty(spec: &SpawnSpec) -> io::Result<Spawned> {
     // Our copy of the slave side must go, or reading the master never sees end-of-file.
     drop(pair.slave);
     let reader = pair.master.try_clone_reader().map_err(io::Error::other)?;
-    Ok(Spawned {
-        pid: child.process_id(),
-        reader,
-        child: ChildProc::Pty(child),
-        keepalive: Some(pair.master),
-    })
+    Ok(Spawned { pid: child.process_id(), reader, child: ChildProc::Pty(child), keepalive: Some(pair.master) })
 }
 
 fn spawn_plain(spec: &SpawnSpec) -> io::Result<Spawned> {
@@ -139,12 +126,7 @@ fn spawn_plain(spec: &SpawnSpec) -> io::Result<Spawned> {
     let child = cmd.spawn()?;
     // `cmd` still holds the pipe's write ends; drop them so the reader sees EOF at exit.
     drop(cmd);
-    Ok(Spawned {
-        pid: Some(child.id()),
-        reader: Box::new(reader),
-        child: ChildProc::Plain(child),
-        keepalive: None,
-    })
+    Ok(Spawned { pid: Some(child.id()), reader: Box::new(reader), child: ChildProc::Plain(child), keepalive: None })
 }
 
 /// Sends SIGKILL to a whole process group. Done through the shell's `kill` builtin because
@@ -166,24 +148,12 @@ pub(crate) fn kill_group(shell: &Path, pgid: u32) {
 /// Finds bash: first on the session's `PATH`, then in the usual places; `/bin/sh` as a last
 /// resort.
 pub(crate) fn find_shell(env: &[(String, String)]) -> PathBuf {
-    let path_var = env
-        .iter()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.as_str())
-        .unwrap_or("");
+    let path_var = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str()).unwrap_or("");
     path_var
         .split(':')
         .filter(|d| !d.is_empty())
         .map(|d| Path::new(d).join("bash"))
-        .chain(
-            [
-                "/bin/bash",
-                "/usr/bin/bash",
-                "/usr/local/bin/bash",
-                "/opt/homebrew/bin/bash",
-            ]
-            .map(PathBuf::from),
-        )
+        .chain(["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash", "/opt/homebrew/bin/bash"].map(PathBuf::from))
         .find(|p| p.is_file())
         .unwrap_or_else(|| PathBuf::from("/bin/sh"))
 }
@@ -206,9 +176,6 @@ fn signal_number(name: &str) -> i32 {
         "Broken pipe" => 13,
         "Alarm clock" => 14,
         "Terminated" => 15,
-        _ => name
-            .strip_prefix("Signal ")
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or(0),
+        _ => name.strip_prefix("Signal ").and_then(|n| n.trim().parse().ok()).unwrap_or(0),
     }
 }

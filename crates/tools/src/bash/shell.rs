@@ -72,8 +72,7 @@ impl ShellState {
             cut -= 1;
         }
         self.output.push_str(&text[..cut]);
-        self.output
-            .push_str("\n[output truncated: too much output]\n");
+        self.output.push_str("\n[output truncated: too much output]\n");
         self.truncated = true;
     }
 }
@@ -163,9 +162,8 @@ impl ShellProcess {
             let (done, report) = {
                 let s = rx.borrow_and_update();
                 let throttled = last_report.is_some_and(|t| t.elapsed() < PROGRESS_INTERVAL);
-                let report =
-                    (progress.is_some() && !s.done && s.output.len() > reported_len && !throttled)
-                        .then(|| (s.output[s.read_offset..].to_string(), s.output.len()));
+                let report = (progress.is_some() && !s.done && s.output.len() > reported_len && !throttled)
+                    .then(|| (s.output[s.read_offset..].to_string(), s.output.len()));
                 (s.done, report)
             };
             if done {
@@ -177,9 +175,7 @@ impl ShellProcess {
                 sink(text);
             }
             let pending = progress.is_some() && rx.borrow().output.len() > reported_len;
-            let wake = last_report
-                .map(|t| t + PROGRESS_INTERVAL)
-                .unwrap_or(deadline);
+            let wake = last_report.map(|t| t + PROGRESS_INTERVAL).unwrap_or(deadline);
             tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return WaitOutcome::Cancelled,
@@ -218,18 +214,13 @@ impl Default for ShellManager {
 
 impl std::fmt::Debug for ShellManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShellManager")
-            .field("shells", &self.list())
-            .finish()
+        f.debug_struct("ShellManager").field("shells", &self.list()).finish()
     }
 }
 
 impl ShellManager {
     pub fn new() -> Self {
-        Self {
-            next_id: AtomicU64::new(0),
-            shells: Mutex::new(Vec::new()),
-        }
+        Self { next_id: AtomicU64::new(0), shells: Mutex::new(Vec::new()) }
     }
 
     /// All registered shells: running ones, and finished ones whose end has not been read yet.
@@ -316,44 +307,40 @@ fn start_threads(
     child: ChildProc,
 ) -> std::io::Result<()> {
     let p = process.clone();
-    std::thread::Builder::new()
-        .name(format!("shell-{}-output", process.id))
-        .spawn(move || {
-            let mut filter = TerminalFilter::default();
-            let mut buf = [0u8; 16 * 1024];
-            loop {
-                match reader.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        let text = filter.push(&buf[..n]);
-                        if !text.is_empty() {
-                            p.state.send_modify(|s| s.append(&text));
-                        }
+    std::thread::Builder::new().name(format!("shell-{}-output", process.id)).spawn(move || {
+        let mut filter = TerminalFilter::default();
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let text = filter.push(&buf[..n]);
+                    if !text.is_empty() {
+                        p.state.send_modify(|s| s.append(&text));
                     }
-                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    // A PTY master reports EIO once the terminal is hung up: that is its EOF.
-                    Err(_) => break,
                 }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                // A PTY master reports EIO once the terminal is hung up: that is its EOF.
+                Err(_) => break,
             }
-            let tail = filter.finish();
-            p.state.send_modify(|s| {
-                s.append(&tail);
-                s.eof = true;
-            });
-        })?;
+        }
+        let tail = filter.finish();
+        p.state.send_modify(|s| {
+            s.append(&tail);
+            s.eof = true;
+        });
+    })?;
 
     let p = process.clone();
-    std::thread::Builder::new()
-        .name(format!("shell-{}-wait", process.id))
-        .spawn(move || {
-            let code = child.wait();
-            p.state.send_modify(|s| s.exit_code = Some(code));
-            let drained_by = std::time::Instant::now() + DRAIN_GRACE;
-            while !p.state.borrow().eof && std::time::Instant::now() < drained_by {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            p.state.send_modify(|s| s.done = true);
-            lock(&p.keepalive).take();
-        })?;
+    std::thread::Builder::new().name(format!("shell-{}-wait", process.id)).spawn(move || {
+        let code = child.wait();
+        p.state.send_modify(|s| s.exit_code = Some(code));
+        let drained_by = std::time::Instant::now() + DRAIN_GRACE;
+        while !p.state.borrow().eof && std::time::Instant::now() < drained_by {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        p.state.send_modify(|s| s.done = true);
+        lock(&p.keepalive).take();
+    })?;
     Ok(())
 }

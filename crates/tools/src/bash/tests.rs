@@ -14,19 +14,14 @@ fn ctx_in(dir: &std::path::Path) -> ToolContext {
 }
 
 async fn bash(ctx: &ToolContext, command: &str) -> ToolOutput {
-    BashTool
-        .run(json!({"command": command, "description": "test"}), ctx)
-        .await
+    BashTool.run(json!({"command": command, "description": "test"}), ctx).await
 }
 
 /// Whether a process is gone (or a zombie nobody reaped yet, which runs nothing).
 fn is_dead(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with(['Z', 'X'])),
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with(['Z', 'X'])),
     }
 }
 
@@ -37,10 +32,7 @@ async fn echo_output_and_exit_marker() {
     let out = bash(&ctx, "echo hello && echo world").await;
     assert!(out.success);
     assert_eq!(out.text_for_llm, "hello\nworld\n<exited with exit code 0>");
-    assert_eq!(
-        out.extra_event_fields["shellExecution"],
-        json!({"exitCode": 0})
-    );
+    assert_eq!(out.extra_event_fields["shellExecution"], json!({"exitCode": 0}));
     let c = &out.contents[0];
     assert_eq!(c["type"], "shell_exit");
     assert_eq!(c["shellId"], "0");
@@ -67,15 +59,9 @@ async fn exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx_in(dir.path());
     let out = bash(&ctx, "echo hi; echo err >&2; exit 3").await;
-    assert!(
-        out.success,
-        "a failing command is still a successful tool call"
-    );
+    assert!(out.success, "a failing command is still a successful tool call");
     assert_eq!(out.text_for_llm, "hi\nerr\n<exited with exit code 3>");
-    assert_eq!(
-        out.extra_event_fields["shellExecution"],
-        json!({"exitCode": 3})
-    );
+    assert_eq!(out.extra_event_fields["shellExecution"], json!({"exitCode": 3}));
     let out = bash(&ctx, "ls nosuchfile").await;
     assert_eq!(
         out.text_for_llm,
@@ -92,10 +78,7 @@ async fn runs_in_cwd_with_context_env() {
     ctx.env.push(("SKIPPER_TEST_VAR".into(), "from-ctx".into()));
     let out = bash(&ctx, "pwd; echo $SKIPPER_TEST_VAR").await;
     let cwd = std::fs::canonicalize(dir.path()).unwrap();
-    assert_eq!(
-        out.text_for_llm,
-        format!("{}\nfrom-ctx\n<exited with exit code 0>", cwd.display())
-    );
+    assert_eq!(out.text_for_llm, format!("{}\nfrom-ctx\n<exited with exit code 0>", cwd.display()));
     // Only the context's environment is passed on.
     let out = bash(&ctx, "echo \"[${HOME:-unset}]\"").await;
     assert_eq!(out.text_for_llm, "[unset]\n<exited with exit code 0>");
@@ -135,18 +118,10 @@ async fn cancellation_kills_the_process_group() {
     });
     let started = Instant::now();
     let out = bash(&ctx, &command).await;
-    assert!(
-        started.elapsed() < Duration::from_millis(1300),
-        "took {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_millis(1300), "took {:?}", started.elapsed());
     assert_eq!(out.text_for_llm, crate::INTERRUPTED_TEXT);
     assert!(!out.success);
-    let pid: u32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
     // The background child was in the same group and died with it.
     let deadline = Instant::now() + Duration::from_secs(1);
     while !is_dead(pid) && Instant::now() < deadline {
@@ -168,20 +143,13 @@ async fn initial_wait_then_read_bash() {
         "first\n<command with shellId: 0 is still running after 0.2 seconds. Use read_bash with shellId 0 to read more output, or stop_bash to stop it.>"
     );
     assert_eq!(ctx.shells.running_shells().len(), 1);
-    let out = ReadBashTool
-        .run(json!({"shellId": "0", "delay": 5}), &ctx)
-        .await;
+    let out = ReadBashTool.run(json!({"shellId": "0", "delay": 5}), &ctx).await;
     assert_eq!(out.text_for_llm, "second\n<exited with exit code 0>");
     assert_eq!(out.contents[0]["shellId"], "0");
     assert!(ctx.shells.list().is_empty());
-    let out = ReadBashTool
-        .run(json!({"shellId": "0", "delay": 0}), &ctx)
-        .await;
+    let out = ReadBashTool.run(json!({"shellId": "0", "delay": 0}), &ctx).await;
     assert!(!out.success);
-    assert_eq!(
-        out.text_for_llm,
-        "Invalid shell ID: 0. Use list_bash to see the active shells."
-    );
+    assert_eq!(out.text_for_llm, "Invalid shell ID: 0. Use list_bash to see the active shells.");
 }
 
 #[tokio::test]
@@ -198,30 +166,20 @@ async fn async_mode_list_and_stop() {
     );
     let pid = ctx.shells.get("0").unwrap().info().pid.unwrap();
 
-    let out = ReadBashTool
-        .run(json!({"shellId": "0", "delay": 0.3}), &ctx)
-        .await;
+    let out = ReadBashTool.run(json!({"shellId": "0", "delay": 0.3}), &ctx).await;
     assert_eq!(
         out.text_for_llm,
         "started\n<command with shellId: 0 is still running after 0.3 seconds. Use read_bash with shellId 0 to read more output, or stop_bash to stop it.>"
     );
 
     let out = ListBashTool.run(json!({}), &ctx).await;
-    assert_eq!(
-        out.text_for_llm,
-        "Active shells:\n- shellId: 0 (running): echo started; sleep 100 — long sleep"
-    );
+    assert_eq!(out.text_for_llm, "Active shells:\n- shellId: 0 (running): echo started; sleep 100 — long sleep");
     let running = ctx.shells.running_shells();
     assert_eq!(running[0].shell_id, "0");
     assert_eq!(running[0].description, "long sleep");
 
     // The id is taken while the command runs.
-    let out = BashTool
-        .run(
-            json!({"command": "true", "description": "d", "shellId": "0"}),
-            &ctx,
-        )
-        .await;
+    let out = BashTool.run(json!({"command": "true", "description": "d", "shellId": "0"}), &ctx).await;
     assert!(!out.success);
 
     let started = Instant::now();
@@ -229,28 +187,15 @@ async fn async_mode_list_and_stop() {
     assert_eq!(out.text_for_llm, "Shell 0 stopped.");
     assert!(started.elapsed() < Duration::from_secs(1));
     assert!(is_dead(pid));
-    assert_eq!(
-        ListBashTool.run(json!({}), &ctx).await.text_for_llm,
-        "No active shells."
-    );
-    assert!(
-        !StopBashTool
-            .run(json!({"shellId": "0"}), &ctx)
-            .await
-            .success
-    );
+    assert_eq!(ListBashTool.run(json!({}), &ctx).await.text_for_llm, "No active shells.");
+    assert!(!StopBashTool.run(json!({"shellId": "0"}), &ctx).await.success);
 }
 
 #[tokio::test]
 async fn kill_all_and_drop_end_shells() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx_in(dir.path());
-    BashTool
-        .run(
-            json!({"command": "sleep 100", "description": "d", "mode": "async"}),
-            &ctx,
-        )
-        .await;
+    BashTool.run(json!({"command": "sleep 100", "description": "d", "mode": "async"}), &ctx).await;
     let pid = ctx.shells.get("0").unwrap().info().pid.unwrap();
     ctx.shells.kill_all();
     assert!(ctx.shells.list().is_empty());
@@ -265,20 +210,12 @@ async fn kill_all_and_drop_end_shells() {
 async fn detached_commands_use_pipes_and_survive_kill_all() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ctx_in(dir.path());
-    let args = json!({"command": "echo out; echo err >&2; echo done", "description": "d", "mode": "async", "detach": true});
+    let args =
+        json!({"command": "echo out; echo err >&2; echo done", "description": "d", "mode": "async", "detach": true});
     let out = BashTool.run(args, &ctx).await;
-    assert!(
-        out.text_for_llm.contains("shellId: 0 (detached)"),
-        "{}",
-        out.text_for_llm
-    );
-    let out = ReadBashTool
-        .run(json!({"shellId": "0", "delay": 5}), &ctx)
-        .await;
-    assert_eq!(
-        out.text_for_llm,
-        "out\nerr\ndone\n<exited with exit code 0>"
-    );
+    assert!(out.text_for_llm.contains("shellId: 0 (detached)"), "{}", out.text_for_llm);
+    let out = ReadBashTool.run(json!({"shellId": "0", "delay": 5}), &ctx).await;
+    assert_eq!(out.text_for_llm, "out\nerr\ndone\n<exited with exit code 0>");
 
     let args = json!({"command": "sleep 100", "description": "d", "mode": "async", "detach": true});
     BashTool.run(args, &ctx).await;
@@ -302,28 +239,13 @@ async fn large_output_is_spilled() {
     let ctx = ctx_in(dir.path());
     let out = bash(&ctx, "head -c 30000 /dev/zero | tr '\\0' x").await;
     let text = &out.text_for_llm;
-    assert!(
-        text.starts_with("Output too large to read at once (29.3 KB). Saved to: "),
-        "{text}"
-    );
-    let path = text
-        .split("Saved to: ")
-        .nth(1)
-        .unwrap()
-        .lines()
-        .next()
-        .unwrap();
+    assert!(text.starts_with("Output too large to read at once (29.3 KB). Saved to: "), "{text}");
+    let path = text.split("Saved to: ").nth(1).unwrap().lines().next().unwrap();
     assert!(path.starts_with(ctx.temp_dir.to_str().unwrap()), "{path}");
     let saved = std::fs::read_to_string(path).unwrap();
-    assert_eq!(
-        saved,
-        format!("{}\n<exited with exit code 0>", "x".repeat(30000))
-    );
+    assert_eq!(saved, format!("{}\n<exited with exit code 0>", "x".repeat(30000)));
     assert!(text.ends_with(&format!("Preview (first 500 chars):\n{}", "x".repeat(500))));
-    assert_eq!(
-        out.extra_event_fields["shellExecution"],
-        json!({"exitCode": 0})
-    );
+    assert_eq!(out.extra_event_fields["shellExecution"], json!({"exitCode": 0}));
 }
 
 struct Deny(Mutex<Vec<PermissionRequest>>);
@@ -347,17 +269,9 @@ async fn denial_prevents_running() {
     ctx.permissions = gate.clone();
     let marker = dir.path().join("ran");
     let command = format!("touch {} && echo done", marker.display());
-    let out = BashTool
-        .run(
-            json!({"command": command, "description": "Touch a file"}),
-            &ctx,
-        )
-        .await;
+    let out = BashTool.run(json!({"command": command, "description": "Touch a file"}), &ctx).await;
     assert!(!out.success);
-    assert_eq!(
-        out.text_for_llm,
-        "Permission denied and could not request permission from user"
-    );
+    assert_eq!(out.text_for_llm, "Permission denied and could not request permission from user");
     assert_eq!(out.error_code.as_deref(), Some("denied"));
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!marker.exists());
@@ -377,48 +291,16 @@ async fn denial_prevents_running() {
 
 #[test]
 fn identifiers_of_compound_commands() {
-    assert_eq!(
-        command_identifiers("echo hello && echo world"),
-        vec!["echo"]
-    );
-    assert_eq!(
-        command_identifiers("cd src; FOO=1 npm test 2>&1 | tee 'a;b' > log"),
-        vec!["cd", "npm", "tee"]
-    );
-    assert_eq!(
-        command_identifiers("if [ -f x ]; then cat x; fi"),
-        vec!["[", "cat"]
-    );
-    assert_eq!(
-        command_identifiers("for f in *.txt; do wc -l \"$f\"; done"),
-        vec!["wc"]
-    );
+    assert_eq!(command_identifiers("echo hello && echo world"), vec!["echo"]);
+    assert_eq!(command_identifiers("cd src; FOO=1 npm test 2>&1 | tee 'a;b' > log"), vec!["cd", "npm", "tee"]);
+    assert_eq!(command_identifiers("if [ -f x ]; then cat x; fi"), vec!["[", "cat"]);
+    assert_eq!(command_identifiers("for f in *.txt; do wc -l \"$f\"; done"), vec!["wc"]);
     assert_eq!(command_identifiers("(cd /tmp && ls)"), vec!["cd", "ls"]);
-    assert_eq!(
-        command_identifiers("make &> log & wait"),
-        vec!["make", "wait"]
-    );
+    assert_eq!(command_identifiers("make &> log & wait"), vec!["make", "wait"]);
 }
 
 #[test]
 fn registry_order() {
-    let names: Vec<String> = crate::Registry::builtins()
-        .tools()
-        .iter()
-        .map(|t| t.name().to_string())
-        .collect();
-    assert_eq!(
-        names,
-        [
-            "bash",
-            "read_bash",
-            "stop_bash",
-            "list_bash",
-            "view",
-            "create",
-            "edit",
-            "grep",
-            "glob"
-        ]
-    );
+    let names: Vec<String> = crate::Registry::builtins().tools().iter().map(|t| t.name().to_string()).collect();
+    assert_eq!(names, ["bash", "read_bash", "stop_bash", "list_bash", "view", "create", "edit", "grep", "glob"]);
 }
