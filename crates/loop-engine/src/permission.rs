@@ -29,13 +29,14 @@ pub(crate) async fn ask(
         return denied(NO_APPROVER_TEXT);
     }
     let request_id = uuid::Uuid::new_v4().to_string();
-    let rx = shared.register_pending(&request_id, crate::session::PendingKind::Permission);
+    let prompt = prompt_request(&request);
+    let rx = shared.register_pending(&request_id, crate::session::PendingKind::Permission(prompt.clone()));
     shared.emitter.emit(
         "permission.requested",
         json!({
             "requestId": request_id,
             "permissionRequest": request,
-            "promptRequest": prompt_request(&request),
+            "promptRequest": prompt,
             "agentMode": settings.mode,
         }),
         false,

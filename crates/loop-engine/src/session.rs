@@ -34,9 +34,10 @@ pub struct QueuedMessage {
 }
 
 /// What a pending client request is waiting for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum PendingKind {
-    Permission,
+    /// Carries the user-facing prompt, for `session.permissions.pendingRequests`.
+    Permission(Value),
     ExternalTool,
 }
 
@@ -161,7 +162,7 @@ impl SessionShared {
         let pending: Vec<_> = lock(&self.pending).drain().collect();
         for (_, (kind, tx)) in pending {
             let answer = match kind {
-                PendingKind::Permission => json!({"kind": "user-not-available"}),
+                PendingKind::Permission(_) => json!({"kind": "user-not-available"}),
                 PendingKind::ExternalTool => json!({"error": "The client that handles this tool disconnected"}),
             };
             let _ = tx.send(answer);
@@ -170,6 +171,17 @@ impl SessionShared {
 
     pub(crate) fn forget_pending(&self, request_id: &str) {
         lock(&self.pending).remove(request_id);
+    }
+
+    /// Permission requests still waiting for an answer: `[{requestId, request}]`.
+    pub fn pending_permission_requests(&self) -> Vec<Value> {
+        lock(&self.pending)
+            .iter()
+            .filter_map(|(id, (kind, _))| match kind {
+                PendingKind::Permission(prompt) => Some(json!({"requestId": id, "request": prompt})),
+                PendingKind::ExternalTool => None,
+            })
+            .collect()
     }
 
     /// Answers a pending request. Returns `false` when no such request is waiting (unknown id,

@@ -190,13 +190,7 @@ test("continue a pending permission request after reconnect (should_continue_pen
 
 test(
     "session.permissions.pendingRequests lists the permission still pending after reconnect (upstream discovers the requestId this way)",
-    {
-        ...T,
-        todo:
-            "Skipper does not implement session.permissions.pendingRequests: the SDK's s2.rpc.permissions.pendingRequests() " +
-            "is answered with JSON-RPC error -32601 'Unhandled method session.permissions.pendingRequests' instead of " +
-            "{items:[{requestId, request:{kind:'custom-tool',…}}]}",
-    },
+    T,
     async (t) => {
         const ctx = await replaySetup(t, "should_continue_pending_permission_request_after_resume");
         const server = await startServer(ctx);

@@ -142,6 +142,12 @@ pub fn answer_permission(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerR
     Ok(json!({"success": shared.resolve_pending(&p.request_id, p.result)}))
 }
 
+pub fn pending_permissions(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: SessionIdParams = params(method, &raw)?;
+    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    Ok(json!({"items": shared.pending_permission_requests()}))
+}
+
 pub fn set_approve_all(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: ApproveAllParams = params(method, &raw)?;
     let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
