@@ -44,12 +44,31 @@ pub struct Cli {
     /// Working directory.
     #[arg(short = 'C')]
     pub cwd: Option<String>,
+    /// Run one task to completion in-process and exit (the headless runner).
+    #[arg(short = 'p', long = "prompt")]
+    pub prompt: Option<String>,
+    /// With -p: keep going until the model calls task_complete.
+    #[arg(long)]
+    pub autopilot: bool,
+    /// With -p: `text` (readable progress) or `json` (one event per line).
+    #[arg(long, default_value = "text")]
+    pub output_format: String,
 }
 
 /// Parses flags, skipping any we do not know (with their value, when one follows).
 pub fn parse(args: Vec<String>) -> Cli {
-    const WITH_VALUE: &[&str] =
-        &["--port", "--auth-token-env", "--log-level", "--log-dir", "--session-idle-timeout", "--model", "-C"];
+    const WITH_VALUE: &[&str] = &[
+        "--port",
+        "--auth-token-env",
+        "--log-level",
+        "--log-dir",
+        "--session-idle-timeout",
+        "--model",
+        "-C",
+        "-p",
+        "--prompt",
+        "--output-format",
+    ];
     const FLAGS: &[&str] = &[
         "--headless",
         "--server",
@@ -58,6 +77,7 @@ pub fn parse(args: Vec<String>) -> Cli {
         "--no-auto-update",
         "--remote",
         "--allow-all-tools",
+        "--autopilot",
         "--help",
         "-h",
         "--version",

@@ -1,6 +1,7 @@
 //! The `skipper` binary: flags, logging, wiring the engine to a transport.
 
 mod cli;
+mod runner;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -102,8 +103,23 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
     })
     .await
     .context("opening the session store")?;
+    let engine = Arc::new(engine);
+    if let Some(prompt) = cli.prompt.clone() {
+        let cwd = match &cli.cwd {
+            Some(c) => c.clone(),
+            None => std::env::current_dir()?.to_string_lossy().to_string(),
+        };
+        let opts = runner::RunOptions {
+            prompt,
+            autopilot: cli.autopilot,
+            json: cli.output_format == "json",
+            model: cli.model.clone(),
+            cwd,
+        };
+        return runner::run(engine, opts).await;
+    }
     let server = Server::new(
-        Arc::new(engine),
+        engine,
         AuthInfo { token_present: token.is_some(), auth_type: auth_type.into(), host },
         env.get("COPILOT_CONNECTION_TOKEN").cloned().filter(|t| !t.is_empty()),
     );

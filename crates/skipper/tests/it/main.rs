@@ -9,5 +9,6 @@ mod conversation;
 mod harness;
 mod persistence;
 mod protocol;
+mod runner;
 mod schema;
 mod schema_selftest;

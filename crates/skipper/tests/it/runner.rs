@@ -1,0 +1,98 @@
+//! The headless runner (`skipper -p`): one task to completion, exit status for CI.
+
+use std::path::Path;
+use std::process::Output;
+
+use fake_model::{FakeModel, Reply};
+use serde_json::{json, Value};
+
+use crate::schema::validate_event;
+
+fn run_skipper(model_url: &str, home: &Path, workdir: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_skipper"))
+        .args(args)
+        .current_dir(workdir)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("COPILOT_HOME", home.join(".copilot"))
+        .env("COPILOT_API_URL", model_url)
+        .env("COPILOT_DEBUG_GITHUB_API_URL", model_url)
+        .env("GH_TOKEN", "fake-token")
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn autopilot_runs_until_task_complete_and_exits_zero() {
+    let fake = FakeModel::start().await.unwrap();
+    fake.push_reply(Reply::tool_call("bash", json!({"command": "echo hi > out.txt", "description": "write"})));
+    fake.push_reply(Reply::text("I think that's it."));
+    fake.push_reply(Reply::tool_call("task_complete", json!({"summary": "wrote out.txt"})));
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let url = fake.url();
+    let (h, w) = (home.path().to_path_buf(), work.path().to_path_buf());
+    let out = tokio::task::spawn_blocking(move || {
+        run_skipper(&url, &h, &w, &["-p", "write hi to out.txt", "--autopilot", "--allow-all-tools"])
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(work.path().join("out.txt")).unwrap(), "hi\n");
+    assert!(stdout.contains("✓ Task complete: wrote out.txt"), "{stdout}");
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 3, "tool turn, text turn, nudged turn");
+    let last_user = reqs[2]["body"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap()
+        .to_string();
+    assert!(last_user.contains("You have not yet marked the task as complete"), "{last_user}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn json_output_is_valid_events_and_model_error_exits_one() {
+    let fake = FakeModel::start().await.unwrap();
+    fake.push_reply(Reply::error(400, None, "bad request"));
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let url = fake.url();
+    let (h, w) = (home.path().to_path_buf(), work.path().to_path_buf());
+    let out =
+        tokio::task::spawn_blocking(move || run_skipper(&url, &h, &w, &["-p", "hello", "--output-format", "json"]))
+            .await
+            .unwrap();
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let events: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert!(types.contains(&"session.error"), "{types:?}");
+    assert_eq!(types.last(), Some(&"session.idle"), "{types:?}");
+    for e in &events {
+        let problems = validate_event(e, "runner stdout");
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_allow_all_tools_shell_commands_are_denied() {
+    let fake = FakeModel::start().await.unwrap();
+    fake.push_reply(Reply::tool_call("bash", json!({"command": "touch nope", "description": "touch"})));
+    fake.push_reply(Reply::text("Could not run it."));
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let url = fake.url();
+    let (h, w) = (home.path().to_path_buf(), work.path().to_path_buf());
+    let out = tokio::task::spawn_blocking(move || run_skipper(&url, &h, &w, &["-p", "touch nope"])).await.unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!work.path().join("nope").exists());
+    let reqs = fake.requests();
+    let tool = reqs[1]["body"]["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap().clone();
+    assert_eq!(tool["content"], json!("Permission denied and could not request permission from user"));
+}
