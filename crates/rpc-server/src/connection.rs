@@ -131,12 +131,19 @@ where
     server.engine.subscribe_lifecycle(Arc::new(ConnSubscriber(conn.clone())));
 
     let writer_task = tokio::spawn(async move {
+        // Frames that are already queued go out in one write and one flush: a turn emits
+        // bursts of events, and each separate write is a syscall and (on stdout) a thread hop.
+        let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
         while let Some(frame) = rx.recv().await {
-            if writer.write_all(&frame).await.is_err() {
-                break;
+            batch.clear();
+            batch.extend_from_slice(&frame);
+            while batch.len() < 256 * 1024 {
+                match rx.try_recv() {
+                    Ok(more) => batch.extend_from_slice(&more),
+                    Err(_) => break,
+                }
             }
-            // Flush per frame: the peer may be waiting on exactly this message.
-            if writer.flush().await.is_err() {
+            if writer.write_all(&batch).await.is_err() || writer.flush().await.is_err() {
                 break;
             }
         }
