@@ -14,7 +14,17 @@ use loop_engine::{Engine, EngineConfig};
 use rpc_server::{AuthInfo, Server};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
-const DEFAULT_MODEL: &str = "claude-sonnet-4.5";
+
+/// `config/defaults.toml`, compiled in.
+#[derive(serde::Deserialize)]
+struct Defaults {
+    default_model: String,
+    pending_grace_ms: u64,
+}
+
+fn defaults() -> anyhow::Result<Defaults> {
+    toml::from_str(include_str!("../../../config/defaults.toml")).context("parsing config/defaults.toml")
+}
 /// Variables that must not leak into tool subprocesses.
 const SECRET_VARS: &[&str] =
     &["COPILOT_SDK_AUTH_TOKEN", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "COPILOT_CONNECTION_TOKEN"];
@@ -83,8 +93,9 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
         Some(c) => PathBuf::from(c),
         None => std::env::current_dir().context("reading the current directory")?,
     };
+    let defaults = defaults()?;
     let default_model =
-        cli.model.clone().or_else(|| env.get("COPILOT_MODEL").cloned()).unwrap_or_else(|| DEFAULT_MODEL.into());
+        cli.model.clone().or_else(|| env.get("COPILOT_MODEL").cloned()).unwrap_or(defaults.default_model);
     let allow_all = cli.allow_all_tools || env.get("COPILOT_ALLOW_ALL").is_some_and(|v| v == "true" || v == "1");
     let tool_env =
         env.iter().filter(|(k, _)| !SECRET_VARS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
@@ -98,7 +109,7 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
         model: model_client,
         builtins: tools::Registry::builtins(),
         pending_grace: std::time::Duration::from_millis(
-            env.get("SKIPPER_PENDING_GRACE_MS").and_then(|v| v.parse().ok()).unwrap_or(30_000),
+            env.get("SKIPPER_PENDING_GRACE_MS").and_then(|v| v.parse().ok()).unwrap_or(defaults.pending_grace_ms),
         ),
     })
     .await
@@ -156,4 +167,13 @@ fn spawn_signal_handler(server: Arc<Server>) {
         }
         server.shutdown.cancel();
     });
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn compiled_in_defaults_parse() {
+        let d = super::defaults();
+        assert!(d.as_ref().is_ok_and(|d| !d.default_model.is_empty() && d.pending_grace_ms > 0), "{:?}", d.err());
+    }
 }
