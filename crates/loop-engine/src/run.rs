@@ -392,9 +392,11 @@ async fn push_user_message(
 }
 
 fn emit_usage_info(shared: &SessionShared, deps: &Deps, req: &ChatRequest) {
-    // An estimate (4 bytes per token) is what the SDK tests need: positive and growing.
-    let bytes = serde_json::to_string(&req.messages).map(|s| s.len()).unwrap_or(0);
-    let tool_bytes = serde_json::to_string(&req.tools).map(|s| s.len()).unwrap_or(0);
+    // An estimate (4 bytes per token) is what clients need: positive and growing. It is summed
+    // from the texts instead of serialising the whole history a second time every turn.
+    let bytes: usize = req.messages.iter().map(message_bytes).sum();
+    let tool_bytes: usize =
+        req.tools.iter().map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len()).sum();
     let system_bytes = match req.messages.first() {
         Some(Message::System { content }) => content.len(),
         _ => 0,
@@ -411,6 +413,29 @@ fn emit_usage_info(shared: &SessionShared, deps: &Deps, req: &ChatRequest) {
         }),
         true,
     );
+}
+
+/// Rough size of a message as the model sees it (text, call names and arguments).
+fn message_bytes(m: &Message) -> usize {
+    let parts = |p: &[llm_providers::ContentPart]| -> usize {
+        p.iter()
+            .map(|c| match c {
+                llm_providers::ContentPart::Text { text } => text.len(),
+                llm_providers::ContentPart::ImageUrl { image_url } => image_url.url.len(),
+            })
+            .sum()
+    };
+    match m {
+        Message::System { content } => content.len(),
+        Message::User { content: UserContent::Text(t) } => t.len(),
+        Message::User { content: UserContent::Parts(p) } => parts(p),
+        Message::Assistant { content, tool_calls } => {
+            content.as_ref().map_or(0, String::len)
+                + tool_calls.iter().map(|c| c.id.len() + c.name.len() + c.arguments.len()).sum::<usize>()
+        }
+        Message::Tool { content: ToolContent::Text(t), tool_call_id } => t.len() + tool_call_id.len(),
+        Message::Tool { content: ToolContent::Parts(p), tool_call_id } => parts(p) + tool_call_id.len(),
+    }
 }
 
 /// Calls the model, turning its progress into ephemeral events as it streams.
