@@ -171,6 +171,13 @@ pub struct ModeSetParams {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
+pub struct ToolsSetParams {
+    pub session_id: String,
+    pub tools: Vec<ExternalToolDef>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ApproveAllParams {
     pub session_id: String,
     pub enabled: bool,

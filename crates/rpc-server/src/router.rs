@@ -42,6 +42,7 @@ pub async fn route(conn: &Arc<Conn>, method: &str, params: Value) -> HandlerResu
         "session.permissions.setApproveAll" => session::set_approve_all(conn, method, params),
         "session.permissions.pendingRequests" => session::pending_permissions(conn, method, params),
         "session.tools.handlePendingToolCall" => session::answer_tool_call(conn, method, params),
+        "session.tools.set" => session::set_tools(conn, method, params),
 
         "session.model.getCurrent" => session_state::model_get(conn, method, params),
         "session.model.switchTo" => session_state::model_switch(conn, method, params),

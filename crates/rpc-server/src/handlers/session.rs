@@ -5,7 +5,7 @@ use std::sync::Arc;
 use loop_engine::QueuedMessage;
 use protocol::methods::{
     AbortParams, ApproveAllParams, ListParams, LogParams, PermissionResponseParams, SendParams, SessionConfigParams,
-    SessionIdParams, ToolCallResponseParams,
+    SessionIdParams, ToolCallResponseParams, ToolsSetParams,
 };
 use serde_json::{json, Value};
 
@@ -153,6 +153,14 @@ pub fn set_approve_all(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerRes
     let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
     shared.update_settings(|s| s.approve_all = p.enabled);
     Ok(json!({"success": true}))
+}
+
+/// Replaces the session's SDK-implemented tools; the model sees them from its next request.
+pub fn set_tools(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+    let p: ToolsSetParams = params(method, &raw)?;
+    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    shared.update_settings(|s| s.external_tools = p.tools);
+    Ok(json!({}))
 }
 
 pub fn answer_tool_call(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
