@@ -64,10 +64,11 @@ pub(crate) async fn run_calls(
     calls: &[ToolCall],
     turn_id: &str,
     settings: &SessionSettings,
+    offered: &[String],
     cancel: &CancellationToken,
 ) -> Vec<CallOutcome> {
-    let specs = tool_specs(deps, settings);
-    let available: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    // A call may only use what this model call was offered.
+    let available: Vec<&str> = offered.iter().map(String::as_str).collect();
     // Start events go out in call order before any tool runs.
     let args: Vec<Value> = calls
         .iter()
@@ -187,11 +188,7 @@ async fn run_one(
     preapproved: bool,
 ) -> ToolOutput {
     if !available.contains(&call.name.as_str()) {
-        return ToolOutput::fail_with(
-            tools::unknown_tool_text(&call.name, available),
-            tools::unknown_tool_message(&call.name),
-            "failure",
-        );
+        return unknown_tool(&call.name, available);
     }
     if serde_json::from_str::<Value>(&call.arguments).is_err() && !call.arguments.trim().is_empty() {
         return ToolOutput::fail(format!("Invalid JSON in the arguments of `{}`: {}", call.name, call.arguments));
@@ -206,11 +203,7 @@ async fn run_one(
         return crate::user_input::run(shared, &call.id, &args).await;
     }
     let Some(tool) = deps.builtins.get(&call.name) else {
-        return ToolOutput::fail_with(
-            tools::unknown_tool_text(&call.name, available),
-            tools::unknown_tool_message(&call.name),
-            "failure",
-        );
+        return unknown_tool(&call.name, available);
     };
     let progress_shared = shared.clone();
     let progress_id = call.id.clone();
@@ -244,6 +237,11 @@ async fn run_one(
         Ok(out) => out,
         Err(e) => ToolOutput::fail(format!("Tool `{}` failed unexpectedly: {e}", call.name)),
     }
+}
+
+/// The original's result for a tool the model may not call.
+fn unknown_tool(name: &str, available: &[&str]) -> ToolOutput {
+    ToolOutput::fail_with(tools::unknown_tool_text(name, available), tools::unknown_tool_message(name), "failure")
 }
 
 fn emit_complete(shared: &SessionShared, call: &ToolCall, out: &ToolOutput, turn_id: &str, model: &str) {

@@ -12,12 +12,12 @@ use tokio_util::sync::CancellationToken;
 use tools::INTERRUPTED_TEXT;
 
 use crate::autopilot::{StopReason, MAX_NUDGES, NUDGE_TEXT};
-
-/// How often an `agentStop` hook may keep the agent going for one message.
-const MAX_STOP_BLOCKS: u32 = 5;
 use crate::dispatch::{self, CallOutcome};
 use crate::session::{Conversation, QueuedMessage, SessionShared};
 use crate::Deps;
+
+/// How often an `agentStop` hook may keep the agent going for one message.
+const MAX_STOP_BLOCKS: u32 = 5;
 
 pub(crate) async fn run_message(
     shared: &Arc<SessionShared>,
@@ -71,6 +71,7 @@ pub(crate) async fn run_message(
             false,
         );
         let tool_specs = dispatch::tool_specs(deps, &settings);
+        let offered: Vec<String> = tool_specs.iter().map(|t| t.name.clone()).collect();
         let mut messages = Vec::with_capacity(conv.messages.len() + 1);
         let cwd = settings.cwd.to_string_lossy().to_string();
         messages.push(Message::System {
@@ -197,7 +198,8 @@ pub(crate) async fn run_message(
             continue;
         }
 
-        let outcomes = dispatch::run_calls(shared, deps, &reply.tool_calls, &turn_id, &settings, &cancel).await;
+        let outcomes =
+            dispatch::run_calls(shared, deps, &reply.tool_calls, &turn_id, &settings, &offered, &cancel).await;
         let mut rejected = shared.take_user_rejection();
         let mut completed: Option<String> = None;
         let mut image_messages = Vec::new(); // images and hook guidance, after the tool results
