@@ -47,9 +47,7 @@ impl Emitter {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A panic while holding this lock cannot leave the chain half-updated in a way that
-        // matters more than losing the session, so recover the guard instead of propagating.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        crate::lock(&self.inner)
     }
 
     pub fn subscribe(&self, sub: Arc<dyn EventSubscriber>) {

@@ -82,7 +82,7 @@ pub(crate) struct Deps {
 
 impl Deps {
     pub fn context_window(&self, model: &str) -> u64 {
-        let cached = self.models.lock().unwrap_or_else(|e| e.into_inner());
+        let cached = lock(&self.models);
         cached
             .as_ref()
             .and_then(|ms| ms.iter().find(|m| m.id == model))
@@ -101,7 +101,9 @@ pub struct Engine {
     lifecycle: Mutex<Vec<Arc<dyn LifecycleSubscriber>>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// Locks a mutex, recovering it if a panicking holder poisoned it: every lock in this crate
+/// guards short synchronous updates, so the data stays usable and a session must not die of it.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 

@@ -52,9 +52,9 @@ impl Conn {
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.outstanding.lock().unwrap_or_else(|e| e.into_inner()).insert(id, tx);
+        self.outstanding().insert(id, tx);
         if !self.send(&jsonrpc::request(id, method, params)) {
-            self.outstanding.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            self.outstanding().remove(&id);
             return Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "client connection closed"));
         }
         rx.await.unwrap_or_else(|_| Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "client connection closed")))
@@ -62,14 +62,19 @@ impl Conn {
 
     fn resolve(&self, id: &Id, result: Result<Value, RpcError>) {
         let Some(id) = id.as_i64() else { return };
-        let tx = self.outstanding.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        let tx = self.outstanding().remove(&id);
         if let Some(tx) = tx {
             let _ = tx.send(result);
         }
     }
 
+    fn outstanding(&self) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>> {
+        // Only short map operations happen under this lock; a poisoned one is still consistent.
+        self.outstanding.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn fail_outstanding(&self) {
-        let pending: Vec<_> = self.outstanding.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
+        let pending: Vec<_> = self.outstanding().drain().collect();
         for (_, tx) in pending {
             let _ = tx.send(Err(RpcError::new(jsonrpc::INTERNAL_ERROR, "client connection closed")));
         }

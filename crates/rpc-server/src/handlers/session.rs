@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::connection::Conn;
 use crate::errors::engine_error;
+use crate::handlers::loaded_session;
 use crate::router::{params, HandlerResult};
 
 fn session_result(shared: &loop_engine::SessionShared) -> Value {
@@ -44,7 +45,7 @@ pub async fn resume(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult
 
 pub fn send(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SendParams = params(method, &raw)?;
-    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    let shared = loaded_session(conn, method, &p.session_id)?;
     let message_id = uuid::Uuid::new_v4().to_string();
     let request_headers = p
         .request_headers
@@ -69,7 +70,7 @@ pub fn send(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
 
 pub fn abort(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: AbortParams = params(method, &raw)?;
-    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    let shared = loaded_session(conn, method, &p.session_id)?;
     shared.abort(p.reason.as_deref().unwrap_or("user_initiated"));
     Ok(json!({"success": true}))
 }
@@ -119,7 +120,7 @@ pub async fn metadata(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResu
 
 pub fn log(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: LogParams = params(method, &raw)?;
-    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    let shared = loaded_session(conn, method, &p.session_id)?;
     let category = p.kind.clone().unwrap_or_else(|| "notification".to_string());
     let (kind, data) = match p.level.as_deref().unwrap_or("info") {
         "warning" => ("session.warning", json!({"warningType": category, "message": p.message})),
@@ -138,19 +139,19 @@ pub fn log(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
 
 pub fn answer_permission(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: PermissionResponseParams = params(method, &raw)?;
-    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    let shared = loaded_session(conn, method, &p.session_id)?;
     Ok(json!({"success": shared.resolve_pending(&p.request_id, p.result)}))
 }
 
 pub fn pending_permissions(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SessionIdParams = params(method, &raw)?;
-    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    let shared = loaded_session(conn, method, &p.session_id)?;
     Ok(json!({"items": shared.pending_permission_requests()}))
 }
 
 pub fn set_approve_all(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: ApproveAllParams = params(method, &raw)?;
-    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    let shared = loaded_session(conn, method, &p.session_id)?;
     shared.update_settings(|s| s.approve_all = p.enabled);
     Ok(json!({"success": true}))
 }
@@ -158,14 +159,14 @@ pub fn set_approve_all(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerRes
 /// Replaces the session's SDK-implemented tools; the model sees them from its next request.
 pub fn set_tools(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: ToolsSetParams = params(method, &raw)?;
-    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    let shared = loaded_session(conn, method, &p.session_id)?;
     shared.update_settings(|s| s.external_tools = p.tools);
     Ok(json!({}))
 }
 
 pub fn answer_tool_call(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: ToolCallResponseParams = params(method, &raw)?;
-    let shared = conn.server.engine.require(&p.session_id).map_err(|e| engine_error(method, &e))?;
+    let shared = loaded_session(conn, method, &p.session_id)?;
     let mut answer = json!({});
     if let Some(r) = p.result {
         answer["result"] = r;

@@ -8,16 +8,12 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::connection::Conn;
-use crate::errors::engine_error;
+use crate::handlers::loaded_session;
 use crate::router::{params, HandlerResult};
-
-fn session(conn: &Arc<Conn>, method: &str, id: &str) -> Result<Arc<loop_engine::SessionShared>, RpcError> {
-    conn.server.engine.require(id).map_err(|e| engine_error(method, &e))
-}
 
 pub fn model_get(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SessionIdParams = params(method, &raw)?;
-    let s = session(conn, method, &p.session_id)?.settings();
+    let s = loaded_session(conn, method, &p.session_id)?.settings();
     let mut out = json!({"modelId": s.model});
     if let Some(e) = s.reasoning_effort {
         out["reasoningEffort"] = json!(e);
@@ -27,7 +23,7 @@ pub fn model_get(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
 
 pub fn model_switch(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: ModelSwitchParams = params(method, &raw)?;
-    let shared = session(conn, method, &p.session_id)?;
+    let shared = loaded_session(conn, method, &p.session_id)?;
     let previous = shared.settings().model;
     shared.update_settings(|s| {
         s.model = p.model_id.clone();
@@ -52,7 +48,7 @@ pub fn model_switch(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult
 
 pub fn mode_get(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SessionIdParams = params(method, &raw)?;
-    Ok(json!(session(conn, method, &p.session_id)?.settings().mode))
+    Ok(json!(loaded_session(conn, method, &p.session_id)?.settings().mode))
 }
 
 pub fn mode_set(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
@@ -63,7 +59,7 @@ pub fn mode_set(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
             format!("mode: unknown variant `{}`, expected one of `interactive`, `plan`, `autopilot`", p.mode),
         ));
     }
-    let shared = session(conn, method, &p.session_id)?;
+    let shared = loaded_session(conn, method, &p.session_id)?;
     let previous = shared.settings().mode;
     if previous != p.mode {
         shared.update_settings(|s| s.mode = p.mode.clone());
@@ -78,7 +74,7 @@ fn plan_path(shared: &loop_engine::SessionShared) -> std::path::PathBuf {
 
 pub fn plan_read(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SessionIdParams = params(method, &raw)?;
-    let shared = session(conn, method, &p.session_id)?;
+    let shared = loaded_session(conn, method, &p.session_id)?;
     let path = plan_path(&shared);
     match std::fs::read_to_string(&path) {
         Ok(content) => Ok(json!({"exists": true, "content": content, "path": path.to_string_lossy()})),
@@ -95,7 +91,7 @@ struct PlanUpdate {
 
 pub fn plan_update(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: PlanUpdate = params(method, &raw)?;
-    let shared = session(conn, method, &p.session_id)?;
+    let shared = loaded_session(conn, method, &p.session_id)?;
     let path = plan_path(&shared);
     let operation = if path.exists() { "update" } else { "create" };
     std::fs::write(&path, p.content).map_err(|e| RpcError::handler_failed(method, e))?;
@@ -105,7 +101,7 @@ pub fn plan_update(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult 
 
 pub fn plan_delete(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SessionIdParams = params(method, &raw)?;
-    let shared = session(conn, method, &p.session_id)?;
+    let shared = loaded_session(conn, method, &p.session_id)?;
     let path = plan_path(&shared);
     if path.exists() {
         std::fs::remove_file(&path).map_err(|e| RpcError::handler_failed(method, e))?;
