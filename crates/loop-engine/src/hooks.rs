@@ -14,15 +14,13 @@ const HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 /// Invokes one hook. `None` when hooks are off, no client can answer, or the hook returned
 /// nothing; the loop then behaves as if no hook were registered.
 pub(crate) async fn invoke(shared: &SessionShared, hook_type: &str, mut input: Value) -> Option<Value> {
-    let settings = shared.settings();
-    if !settings.hooks {
-        return None;
-    }
+    // Called several times per turn: read just what is needed instead of cloning the settings.
+    let cwd = shared.read_settings(|s| s.hooks.then(|| s.cwd.to_string_lossy().to_string()))?;
     let client = shared.emitter.requester()?;
     if let Value::Object(map) = &mut input {
         map.insert("sessionId".into(), json!(shared.id));
         map.insert("timestamp".into(), json!(chrono::Utc::now().timestamp_millis()));
-        map.insert("cwd".into(), json!(settings.cwd.to_string_lossy()));
+        map.insert("cwd".into(), json!(cwd));
     }
     let invocation_id = uuid::Uuid::new_v4().to_string();
     shared.emitter.emit(

@@ -9,7 +9,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use llm_providers::Message;
@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::emitter::Emitter;
 use crate::settings::SessionSettings;
-use crate::Deps;
+use crate::{lock, Deps};
 
 /// A user message waiting to be processed.
 #[derive(Debug, Clone)]
@@ -67,10 +67,6 @@ pub struct SessionShared {
     user_rejected: std::sync::atomic::AtomicBool,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl SessionShared {
     pub(crate) fn new(
         id: String,
@@ -97,6 +93,11 @@ impl SessionShared {
 
     pub fn settings(&self) -> SessionSettings {
         lock(&self.settings).clone()
+    }
+
+    /// Reads part of the settings without cloning all of them.
+    pub fn read_settings<R>(&self, f: impl FnOnce(&SessionSettings) -> R) -> R {
+        f(&lock(&self.settings))
     }
 
     pub fn update_settings(&self, f: impl FnOnce(&mut SessionSettings)) {
