@@ -118,12 +118,16 @@ async def test_turn_events_order_and_envelope(ctx: Ctx, client):
     for e in events:
         assert isinstance(e.get("timestamp"), str) and ISO_Z.match(e["timestamp"]), e
         assert isinstance(e.get("data"), dict), e
-    # parentId chains every event to the previous one of the session (ephemeral included).
-    for prev, cur in zip(events, events[1:]):
-        assert cur.get("parentId") == prev["id"], (
-            f"{cur['type']}.parentId={cur.get('parentId')} but previous event is "
-            f"{prev['type']} {prev['id']}"
+    # parentId: every event points at the latest persisted event before it. Ephemeral events
+    # are on no disk, so nothing points at them.
+    last_persisted = events[0].get("parentId")
+    for cur in events:
+        assert cur.get("parentId") == last_persisted, (
+            f"{cur['type']}.parentId={cur.get('parentId')} but the latest persisted event is "
+            f"{last_persisted}"
         )
+        if not cur.get("ephemeral"):
+            last_persisted = cur["id"]
     first = events[0]
     if first["type"] == "session.start":
         assert first.get("parentId") is None, first

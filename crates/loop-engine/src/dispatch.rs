@@ -5,11 +5,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use llm_providers::{ToolCall, ToolSpec};
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
 use tools::{PermissionDecision, PermissionGate, PermissionRequest, ToolContext, ToolOutput};
 
 use crate::permission;
-use crate::session::SessionShared;
+use crate::run::RunCtx;
 use crate::settings::SessionSettings;
 use crate::Deps;
 
@@ -59,14 +58,13 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings) -> Vec<ToolSpec> {
 }
 
 pub(crate) async fn run_calls(
-    shared: &Arc<SessionShared>,
-    deps: &Arc<Deps>,
+    ctx: &RunCtx,
     calls: &[ToolCall],
     turn_id: &str,
     settings: &SessionSettings,
     offered: &[String],
-    cancel: &CancellationToken,
 ) -> Vec<CallOutcome> {
+    let cancel = &ctx.cancel;
     // A call may only use what this model call was offered.
     let available: Vec<&str> = offered.iter().map(String::as_str).collect();
     // Start events go out in call order before any tool runs.
@@ -74,7 +72,7 @@ pub(crate) async fn run_calls(
         .iter()
         .map(|c| {
             let args = serde_json::from_str::<Value>(&c.arguments).unwrap_or_else(|_| json!({}));
-            shared.emitter.emit(
+            ctx.emitter().emit(
                 "tool.execution_start",
                 json!({"toolCallId": c.id, "toolName": c.name, "arguments": args, "turnId": turn_id, "model": settings.model}),
                 false,
@@ -85,16 +83,15 @@ pub(crate) async fn run_calls(
     let runs = calls.iter().zip(args).map(|(call, args)| {
         let available = &available;
         async move {
-            let (output, modified_args, guidance) =
-                run_with_hooks(shared, deps, call, args, settings, available, cancel).await;
-            let output = output.spill_if_large(&deps.layout.temp_dir());
+            let (output, modified_args, guidance) = run_with_hooks(ctx, call, args, settings, available).await;
+            let output = output.spill_if_large(&ctx.deps.layout.temp_dir());
             if cancel.is_cancelled() {
                 return CallOutcome::Interrupted;
             }
             let rejected = output.error_code.as_deref() == Some("rejected");
             let task_complete =
                 (call.name == crate::autopilot::TASK_COMPLETE && output.success).then(|| output.text_for_llm.clone());
-            emit_complete(shared, call, &output, turn_id, &settings.model);
+            emit_complete(ctx, call, &output, turn_id, &settings.model);
             CallOutcome::Done {
                 text: output.text_for_llm,
                 rejected,
@@ -111,17 +108,15 @@ pub(crate) async fn run_calls(
 /// One call with its `preToolUse` / `postToolUse` hooks. Returns the output and, when a hook
 /// rewrote them, the arguments the tool actually ran with (history records those).
 async fn run_with_hooks(
-    shared: &Arc<SessionShared>,
-    deps: &Arc<Deps>,
+    ctx: &RunCtx,
     call: &ToolCall,
     mut args: Value,
     settings: &SessionSettings,
     available: &[&str],
-    cancel: &CancellationToken,
 ) -> (ToolOutput, Option<Value>, Option<String>) {
     let mut preapproved = false;
     let mut modified_args = None;
-    let pre = crate::hooks::invoke(shared, "preToolUse", json!({"toolName": call.name, "toolArgs": args})).await;
+    let pre = crate::hooks::invoke(&ctx.handle, "preToolUse", json!({"toolName": call.name, "toolArgs": args})).await;
     match crate::hooks::str_field(&pre, "permissionDecision") {
         Some("deny") => {
             let reason = crate::hooks::str_field(&pre, "permissionDecisionReason").unwrap_or("No reason provided");
@@ -135,8 +130,8 @@ async fn run_with_hooks(
         args = new_args.clone();
         modified_args = Some(new_args.clone());
     }
-    let mut output = run_one(shared, deps, call, args.clone(), settings, available, cancel, preapproved).await;
-    if cancel.is_cancelled() {
+    let mut output = run_one(ctx, call, args.clone(), settings, available, preapproved).await;
+    if ctx.cancel.is_cancelled() {
         return (output, modified_args, None);
     }
     let mut guidance = None;
@@ -147,7 +142,7 @@ async fn run_with_hooks(
             "toolTelemetry": output.telemetry,
         });
         let post = crate::hooks::invoke(
-            shared,
+            &ctx.handle,
             "postToolUse",
             json!({"toolName": call.name, "toolArgs": args, "toolResult": result}),
         )
@@ -164,7 +159,7 @@ async fn run_with_hooks(
     } else {
         let error = output.error_message.clone().unwrap_or_else(|| output.text_for_llm.clone());
         let failure = crate::hooks::invoke(
-            shared,
+            &ctx.handle,
             "postToolUseFailure",
             json!({"toolName": call.name, "toolArgs": args, "error": error}),
         )
@@ -176,15 +171,12 @@ async fn run_with_hooks(
     (output, modified_args, guidance)
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run_one(
-    shared: &Arc<SessionShared>,
-    deps: &Arc<Deps>,
+    ctx: &RunCtx,
     call: &ToolCall,
     args: Value,
     settings: &SessionSettings,
     available: &[&str],
-    cancel: &CancellationToken,
     preapproved: bool,
 ) -> ToolOutput {
     if !available.contains(&call.name.as_str()) {
@@ -194,44 +186,39 @@ async fn run_one(
         return ToolOutput::fail(format!("Invalid JSON in the arguments of `{}`: {}", call.name, call.arguments));
     }
     if let Some(def) = settings.external_tools.iter().find(|e| e.name == call.name) {
-        return crate::external::run(shared, def, call, args, settings, cancel, preapproved).await;
+        return crate::external::run(ctx, def, call, args, settings, preapproved).await;
     }
     if call.name == crate::autopilot::TASK_COMPLETE {
         return crate::autopilot::run_task_complete(&args);
     }
     if call.name == crate::user_input::ASK_USER {
-        return crate::user_input::run(shared, &call.id, &args).await;
+        return crate::user_input::run(ctx, &call.id, &args).await;
     }
-    let Some(tool) = deps.builtins.get(&call.name) else {
+    let Some(tool) = ctx.deps.builtins.get(&call.name) else {
         return unknown_tool(&call.name, available);
     };
-    let progress_shared = shared.clone();
+    let progress_handle = ctx.handle.clone();
     let progress_id = call.id.clone();
-    let ctx = ToolContext {
+    let tool_ctx = ToolContext {
         cwd: settings.cwd.clone(),
-        temp_dir: deps.layout.temp_dir(),
+        temp_dir: ctx.deps.layout.temp_dir(),
         tool_call_id: call.id.clone(),
-        permissions: Arc::new(SessionGate {
-            shared: shared.clone(),
-            tool_call_id: call.id.clone(),
-            cancel: cancel.clone(),
-            preapproved,
-        }),
+        permissions: Arc::new(SessionGate { run: ctx.gate(), tool_call_id: call.id.clone(), preapproved }),
         progress: Arc::new(move |partial: String| {
-            progress_shared.emitter.emit(
+            progress_handle.emitter().emit(
                 "tool.execution_partial_result",
                 json!({"toolCallId": progress_id, "partialOutput": partial}),
                 true,
             );
         }),
-        cancel: cancel.clone(),
-        env: deps.tool_env.clone(),
-        shells: shared.shells.clone(),
+        cancel: ctx.cancel.clone(),
+        env: ctx.deps.tool_env.clone(),
+        shells: ctx.handle.shells().clone(),
     };
     // A panicking tool must not take the run down with it.
     let handle = tokio::spawn({
         let tool = tool.clone();
-        async move { tool.run(args, &ctx).await }
+        async move { tool.run(args, &tool_ctx).await }
     });
     match handle.await {
         Ok(out) => out,
@@ -244,7 +231,7 @@ fn unknown_tool(name: &str, available: &[&str]) -> ToolOutput {
     ToolOutput::fail_with(tools::unknown_tool_text(name, available), tools::unknown_tool_message(name), "failure")
 }
 
-fn emit_complete(shared: &SessionShared, call: &ToolCall, out: &ToolOutput, turn_id: &str, model: &str) {
+fn emit_complete(ctx: &RunCtx, call: &ToolCall, out: &ToolOutput, turn_id: &str, model: &str) {
     let mut result = json!({
         "content": out.text_for_llm,
         "detailedContent": out.detailed_content.clone().unwrap_or_else(|| out.text_for_llm.clone()),
@@ -271,14 +258,14 @@ fn emit_complete(shared: &SessionShared, call: &ToolCall, out: &ToolOutput, turn
             map.insert(k.clone(), v.clone());
         }
     }
-    shared.emitter.emit("tool.execution_complete", data, false);
+    ctx.emitter().emit("tool.execution_complete", data, false);
 }
 
-/// The permission gate built-in tools see: asks the session's clients.
+/// The permission gate built-in tools see: asks the session's clients. Tools run in tasks of
+/// their own, so the gate holds what it needs rather than borrowing the run.
 struct SessionGate {
-    shared: Arc<SessionShared>,
+    run: permission::Gate,
     tool_call_id: String,
-    cancel: CancellationToken,
     /// A `preToolUse` hook said `allow`: no prompt.
     preapproved: bool,
 }
@@ -291,6 +278,6 @@ impl PermissionGate for SessionGate {
         }
         let mut body = req.to_json();
         body["toolCallId"] = json!(self.tool_call_id);
-        permission::ask(&self.shared, body, &self.tool_call_id, &self.cancel).await
+        self.run.ask(body, &self.tool_call_id).await
     }
 }

@@ -1,6 +1,10 @@
 //! Emits a session's events: chains `parentId`, appends persisted events to the log **before**
 //! delivering them, then hands every event to each subscriber in order.
 //!
+//! `parentId` is the id of the latest *persisted* event: the chain a reader of
+//! `events.jsonl` (or of `session.getMessages`) follows never points at an ephemeral event,
+//! which is on no disk.
+//!
 //! All work under the lock is synchronous (a small `write` and channel sends), so the lock is
 //! never held across an `.await`.
 
@@ -35,15 +39,30 @@ pub struct Emitter {
 }
 
 struct Inner {
-    last_id: Option<String>,
+    /// The latest persisted event (the parent of the next event of any kind).
+    last_persisted_id: Option<String>,
+    persisted_count: usize,
     log: Option<EventLog>,
     subscribers: Vec<Arc<dyn EventSubscriber>>,
     last_persisted_at: Option<String>,
 }
 
 impl Emitter {
-    pub fn new(session_id: String, log: Option<EventLog>, last_id: Option<String>) -> Self {
-        Self { session_id, inner: Mutex::new(Inner { last_id, log, subscribers: Vec::new(), last_persisted_at: None }) }
+    /// `last_persisted_id` and `persisted_count` describe the log as loaded (resume), or are
+    /// `None` and 0 for a new session.
+    pub fn new(
+        session_id: String,
+        log: Option<EventLog>,
+        last_persisted_id: Option<String>,
+        persisted_count: usize,
+    ) -> Self {
+        let inner = Inner { last_persisted_id, persisted_count, log, subscribers: Vec::new(), last_persisted_at: None };
+        Self { session_id, inner: Mutex::new(inner) }
+    }
+
+    /// How many events the session's log holds.
+    pub fn persisted_count(&self) -> usize {
+        self.lock().persisted_count
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -84,9 +103,11 @@ impl Emitter {
         let ephemeral = ephemeral || is_always_ephemeral(kind);
         let mut event = Event::new(kind, data, ephemeral);
         let mut inner = self.lock();
-        event.parent_id = inner.last_id.replace(event.id.clone());
+        event.parent_id = inner.last_persisted_id.clone();
         let mut write_error = None;
         if !ephemeral {
+            inner.last_persisted_id = Some(event.id.clone());
+            inner.persisted_count += 1;
             if let Some(log) = inner.log.as_mut() {
                 if let Err(first) = log.append(&event) {
                     tracing::warn!(session = %self.session_id, error = %first, "event log write failed; retrying");
@@ -105,7 +126,7 @@ impl Emitter {
                 serde_json::json!({"errorType": "persistence", "message": format!("Failed to persist event {}: {err}", event.id)}),
                 true,
             );
-            warn.parent_id = inner.last_id.replace(warn.id.clone());
+            warn.parent_id = inner.last_persisted_id.clone();
             self.deliver_locked(&mut inner, &warn);
         }
         event
@@ -134,10 +155,10 @@ mod tests {
     }
 
     #[test]
-    fn chains_parent_ids_through_ephemeral_events_and_persists_only_durable_ones() {
+    fn parent_ids_chain_persisted_events_and_only_durable_ones_are_written() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.jsonl");
-        let em = Emitter::new("s".into(), Some(EventLog::open(&path).unwrap()), None);
+        let em = Emitter::new("s".into(), Some(EventLog::open(&path).unwrap()), None, 0);
         let c = Arc::new(Collect(Mutex::new(vec![]), AtomicU64::new(1)));
         em.subscribe(c.clone());
         let a = em.emit("session.start", serde_json::json!({}), false);
@@ -146,7 +167,8 @@ mod tests {
         assert_eq!(a.parent_id, None);
         assert_eq!(b.parent_id.as_deref(), Some(a.id.as_str()));
         assert!(b.ephemeral, "session.idle is always ephemeral");
-        assert_eq!(d.parent_id.as_deref(), Some(b.id.as_str()));
+        assert_eq!(d.parent_id.as_deref(), Some(a.id.as_str()), "the ephemeral idle is skipped");
+        assert_eq!(em.persisted_count(), 2);
         assert_eq!(c.0.lock().unwrap().len(), 3);
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 2);

@@ -4,19 +4,19 @@
 use llm_providers::ToolCall;
 use protocol::methods::ExternalToolDef;
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
 use tools::{PermissionDecision, ToolOutput};
 
-use crate::session::SessionShared;
+use crate::handle::SessionInput;
+use crate::pending::{PendingAnswer, PendingKind};
+use crate::run::RunCtx;
 use crate::settings::SessionSettings;
 
 pub(crate) async fn run(
-    shared: &SessionShared,
+    ctx: &RunCtx,
     def: &ExternalToolDef,
     call: &ToolCall,
     args: Value,
     settings: &SessionSettings,
-    cancel: &CancellationToken,
     preapproved: bool,
 ) -> ToolOutput {
     if !def.skip_permission && !preapproved {
@@ -27,19 +27,22 @@ pub(crate) async fn run(
             "toolDescription": def.description,
             "args": args,
         });
-        if let PermissionDecision::Denied { text_for_llm, code } =
-            crate::permission::ask(shared, req, &call.id, cancel).await
-        {
+        if let PermissionDecision::Denied { text_for_llm, code } = ctx.gate().ask(req, &call.id).await {
             return ToolOutput::fail_with(text_for_llm.clone(), text_for_llm, &code);
         }
     }
     let request_id = uuid::Uuid::new_v4().to_string();
-    let rx = shared.register_pending(&request_id, crate::session::PendingKind::ExternalTool);
-    shared.emitter.emit(
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let register =
+        SessionInput::RunRegisterPending { request_id: request_id.clone(), kind: PendingKind::ExternalTool, tx };
+    if ctx.handle.tell(register).await.is_err() {
+        return ToolOutput::interrupted();
+    }
+    ctx.emitter().emit(
         "external_tool.requested",
         json!({
             "requestId": request_id,
-            "sessionId": shared.id,
+            "sessionId": ctx.handle.id(),
             "toolCallId": call.id,
             "toolName": call.name,
             "arguments": args,
@@ -49,13 +52,23 @@ pub(crate) async fn run(
     );
     let answer = tokio::select! {
         a = rx => a.ok(),
-        _ = cancel.cancelled() => None,
+        _ = ctx.cancel.cancelled() => None,
     };
-    shared.emitter.emit("external_tool.completed", json!({"requestId": request_id}), true);
+    ctx.emitter().emit("external_tool.completed", json!({"requestId": request_id}), true);
     match answer {
-        Some(answer) => interpret(&call.name, &args, &answer),
+        Some(PendingAnswer::ToolCall { result, error }) => {
+            let mut answer = json!({});
+            if let Some(r) = result {
+                answer["result"] = r;
+            }
+            if let Some(e) = error {
+                answer["error"] = json!(e);
+            }
+            interpret(&call.name, &args, &answer)
+        }
+        Some(_) => interpret(&call.name, &args, &json!({"error": "The client that handles this tool disconnected"})),
         None => {
-            shared.forget_pending(&request_id);
+            let _ = ctx.handle.tell(SessionInput::RunForgetPending { request_id }).await;
             ToolOutput::interrupted()
         }
     }

@@ -6,29 +6,32 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::session::SessionShared;
+use crate::handle::SessionHandle;
 
 /// How long a hook may take before the loop goes on without its answer.
 const HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Invokes one hook. `None` when hooks are off, no client can answer, or the hook returned
 /// nothing; the loop then behaves as if no hook were registered.
-pub(crate) async fn invoke(shared: &SessionShared, hook_type: &str, mut input: Value) -> Option<Value> {
-    // Called several times per turn: read just what is needed instead of cloning the settings.
-    let cwd = shared.read_settings(|s| s.hooks.then(|| s.cwd.to_string_lossy().to_string()))?;
-    let client = shared.emitter.requester()?;
+pub(crate) async fn invoke(session: &SessionHandle, hook_type: &str, mut input: Value) -> Option<Value> {
+    let view = session.view();
+    if !view.settings.hooks {
+        return None;
+    }
+    let cwd = view.settings.cwd.to_string_lossy().to_string();
+    let client = session.emitter().requester()?;
     if let Value::Object(map) = &mut input {
-        map.insert("sessionId".into(), json!(shared.id));
+        map.insert("sessionId".into(), json!(session.id()));
         map.insert("timestamp".into(), json!(chrono::Utc::now().timestamp_millis()));
         map.insert("cwd".into(), json!(cwd));
     }
     let invocation_id = uuid::Uuid::new_v4().to_string();
-    shared.emitter.emit(
+    session.emitter().emit(
         "hook.start",
         json!({"hookInvocationId": invocation_id, "hookType": hook_type, "input": input}),
         false,
     );
-    let params = json!({"sessionId": shared.id, "hookType": hook_type, "input": input});
+    let params = json!({"sessionId": session.id(), "hookType": hook_type, "input": input});
     let result = tokio::time::timeout(HOOK_TIMEOUT, client.request("hooks.invoke", params)).await;
     let (output, success, error) = match result {
         Ok(Ok(v)) => (v.get("output").cloned().filter(|o| !o.is_null()), true, None),
@@ -42,7 +45,7 @@ pub(crate) async fn invoke(shared: &SessionShared, hook_type: &str, mut input: V
     if let Some(e) = error {
         end["error"] = json!({"message": e});
     }
-    shared.emitter.emit("hook.end", end, false);
+    session.emitter().emit("hook.end", end, false);
     output
 }
 

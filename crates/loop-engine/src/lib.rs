@@ -7,16 +7,18 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod actor;
 pub mod attachments;
 pub mod autopilot;
 mod dispatch;
 mod emitter;
 mod external;
+mod handle;
 pub mod history;
 mod hooks;
+mod pending;
 mod permission;
 mod run;
-pub mod session;
 pub mod settings;
 pub mod system_prompt;
 mod user_input;
@@ -31,7 +33,8 @@ use serde_json::{json, Value};
 use store::{EventLog, Layout, SessionIndex, SessionRow};
 
 pub use emitter::{ClientRequester, Emitter, EventSubscriber};
-pub use session::{QueuedMessage, SessionShared};
+pub use handle::{LogLevel, PlanOp, PlanResult, QueuedMessage, SessionHandle, SessionView};
+pub use pending::PendingAnswer;
 pub use settings::SessionSettings;
 
 #[derive(Debug, thiserror::Error)]
@@ -97,7 +100,7 @@ pub struct Engine {
     default_cwd: PathBuf,
     allow_all: bool,
     pending_grace: std::time::Duration,
-    sessions: Mutex<HashMap<String, Arc<SessionShared>>>,
+    sessions: Mutex<HashMap<String, SessionHandle>>,
     lifecycle: Mutex<Vec<Arc<dyn LifecycleSubscriber>>>,
 }
 
@@ -124,21 +127,26 @@ fn index_row(id: &str, s: &SessionSettings, start_time: &str) -> SessionRow {
     }
 }
 
-pub(crate) fn write_workspace_yaml(deps: &Deps, shared: &SessionShared, s: &SessionSettings, title: Option<&str>) {
+pub(crate) async fn write_workspace_yaml(
+    deps: &Deps,
+    session: &SessionHandle,
+    s: &SessionSettings,
+    title: Option<&str>,
+) {
     let meta = store::layout::WorkspaceMeta {
-        id: shared.id.clone(),
+        id: session.id().to_string(),
         cwd: s.cwd.to_string_lossy().to_string(),
         client_name: Some(s.client_name.clone()),
         name: title.map(str::to_string),
         user_named: false,
         summary_count: 0,
         fork_count: 0,
-        created_at: shared.start_time.clone(),
+        created_at: session.start_time().to_string(),
         updated_at: now(),
         ..Default::default()
     };
-    if let Err(e) = deps.layout.write_workspace_yaml(&shared.id, &meta) {
-        tracing::warn!(session = %shared.id, error = %e, "workspace.yaml write failed");
+    if let Err(e) = deps.layout.write_workspace_yaml(session.id(), &meta).await {
+        tracing::warn!(session = %session.id(), error = %e, "workspace.yaml write failed");
     }
 }
 
@@ -199,12 +207,12 @@ impl Engine {
         Ok(models)
     }
 
-    pub fn get(&self, id: &str) -> Option<Arc<SessionShared>> {
+    pub fn get(&self, id: &str) -> Option<SessionHandle> {
         lock(&self.sessions).get(id).cloned()
     }
 
     /// The loaded session, or `SessionNotFound`.
-    pub fn require(&self, id: &str) -> Result<Arc<SessionShared>, EngineError> {
+    pub fn require(&self, id: &str) -> Result<SessionHandle, EngineError> {
         self.get(id).ok_or_else(|| EngineError::SessionNotFound(id.to_string()))
     }
 
@@ -212,11 +220,38 @@ impl Engine {
         lock(&self.sessions).len()
     }
 
+    /// Starts a session's actor task and returns its handle.
+    fn spawn_session(
+        &self,
+        id: String,
+        emitter: Emitter,
+        settings: SessionSettings,
+        start_time: String,
+        conv: run::Conversation,
+    ) -> SessionHandle {
+        let (tx, rx) = tokio::sync::mpsc::channel(actor::INPUT_CAPACITY);
+        let view = SessionView { settings, approvals: Vec::new(), running: false };
+        let (view_tx, view_rx) = tokio::sync::watch::channel(Arc::new(view.clone()));
+        let handle = SessionHandle::new(handle::SessionParts {
+            workspace_path: self.deps.layout.session_dir(&id),
+            id,
+            start_time,
+            emitter: Arc::new(emitter),
+            shells: Arc::new(tools::ShellManager::default()),
+            inputs: tx,
+            view: view_rx,
+            stop: tokio_util::sync::CancellationToken::new(),
+        });
+        let actor = actor::Actor::new(handle.clone(), self.deps.clone(), view, view_tx, conv);
+        tokio::spawn(actor.run(rx));
+        handle
+    }
+
     pub async fn create(
         &self,
         params: &SessionConfigParams,
         subscriber: Option<Arc<dyn EventSubscriber>>,
-    ) -> Result<Arc<SessionShared>, EngineError> {
+    ) -> Result<SessionHandle, EngineError> {
         let id = params.session_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let layout = &self.deps.layout;
         if self.get(&id).is_some() || layout.events_path(&id).exists() {
@@ -226,22 +261,11 @@ impl Engine {
         layout.ensure_session_dir(&id)?;
         let log = EventLog::open(layout.events_path(&id))?;
         let start_time = now();
-        let shared = Arc::new(SessionShared::new(
-            id.clone(),
-            Emitter::new(id.clone(), Some(log), None),
-            settings.clone(),
-            layout.session_dir(&id),
-            start_time.clone(),
-        ));
+        let emitter = Emitter::new(id.clone(), Some(log), None, 0);
         if let Some(sub) = subscriber {
-            shared.emitter.subscribe(sub);
+            emitter.subscribe(sub);
         }
         self.deps.index.upsert(&index_row(&id, &settings, &start_time)).await?;
-        lock(&self.sessions).insert(id.clone(), shared.clone());
-        self.broadcast_lifecycle(json!({
-            "type": "session.created", "sessionId": id,
-            "metadata": {"startTime": start_time, "modifiedTime": start_time},
-        }));
         let mut start = json!({
             "sessionId": id,
             "version": 1,
@@ -256,43 +280,34 @@ impl Engine {
         if let Some(effort) = &settings.reasoning_effort {
             start["reasoningEffort"] = json!(effort);
         }
-        shared.emitter.emit("session.start", start, false);
-        write_workspace_yaml(&self.deps, &shared, &settings, None);
-        self.spawn_actor(shared.clone(), session::Conversation { messages: Vec::new(), title: None });
-        Ok(shared)
+        let conv = run::Conversation { messages: Vec::new(), title: None };
+        let handle = self.spawn_session(id.clone(), emitter, settings.clone(), start_time.clone(), conv);
+        lock(&self.sessions).insert(id.clone(), handle.clone());
+        self.broadcast_lifecycle(json!({
+            "type": "session.created", "sessionId": id,
+            "metadata": {"startTime": start_time, "modifiedTime": start_time},
+        }));
+        handle.emitter().emit("session.start", start, false);
+        write_workspace_yaml(&self.deps, &handle, &settings, None).await;
+        Ok(handle)
     }
 
     pub async fn resume(
         &self,
         params: &SessionConfigParams,
         subscriber: Option<Arc<dyn EventSubscriber>>,
-    ) -> Result<Arc<SessionShared>, EngineError> {
+    ) -> Result<SessionHandle, EngineError> {
         let id = params.session_id.clone().ok_or_else(|| EngineError::SessionNotFound(String::new()))?;
-        let layout = &self.deps.layout;
-        let emit_resume = !params.disable_resume.unwrap_or(false);
-        if let Some(shared) = self.get(&id) {
-            shared.update_settings(|s| s.apply_resume(params));
-            if let Some(sub) = subscriber {
-                shared.emitter.subscribe(sub);
-            }
-            if emit_resume {
-                let s = shared.settings();
-                let count = EventLog::load(layout.events_path(&id)).map(|l| l.events.len()).unwrap_or(0);
-                shared.emitter.emit(
-                    "session.resume",
-                    json!({
-                        "resumeTime": now(), "eventCount": count, "selectedModel": s.model,
-                        "context": {"cwd": s.cwd.to_string_lossy()},
-                        "sessionWasActive": shared.is_running(), "alreadyInUse": false,
-                        "continuePendingWork": params.continue_pending_work.unwrap_or(false),
-                    }),
-                    false,
-                );
-            }
-            return Ok(shared);
+        if let Some(handle) = self.get(&id) {
+            handle.resume(params.clone(), subscriber).await?;
+            return Ok(handle);
         }
-        let path = layout.events_path(&id);
-        let loaded = match EventLog::load(&path) {
+        let path = self.deps.layout.events_path(&id);
+        // A long log is a blocking read: keep it off the async workers.
+        let loaded = tokio::task::spawn_blocking(move || EventLog::load(&path)).await.map_err(|e| {
+            EngineError::Load(store::StoreError::Io { path: id.clone(), source: std::io::Error::other(e) })
+        })?;
+        let loaded = match loaded {
             Ok(l) => l,
             Err(store::StoreError::NotFound(_)) => return Err(EngineError::Load(store::StoreError::NotFound(id))),
             Err(e) => return Err(EngineError::Load(e)),
@@ -310,17 +325,11 @@ impl Engine {
         if let Some(mode) = &restored.mode {
             settings.mode = mode.clone();
         }
-        let log = EventLog::open(&path)?;
+        let log = EventLog::open(self.deps.layout.events_path(&id))?;
         let start_time = restored.start_time.clone().unwrap_or_else(now);
-        let shared = Arc::new(SessionShared::new(
-            id.clone(),
-            Emitter::new(id.clone(), Some(log), restored.last_event_id.clone()),
-            settings.clone(),
-            layout.session_dir(&id),
-            start_time.clone(),
-        ));
+        let emitter = Emitter::new(id.clone(), Some(log), restored.last_event_id.clone(), loaded.events.len());
         if let Some(sub) = subscriber {
-            shared.emitter.subscribe(sub);
+            emitter.subscribe(sub);
         }
         if self.deps.index.get(&id).await?.is_none() {
             self.deps.index.upsert(&index_row(&id, &settings, &start_time)).await?;
@@ -328,76 +337,73 @@ impl Engine {
                 self.deps.index.mark_user_message(&id, title).await?;
             }
         }
-        lock(&self.sessions).insert(id.clone(), shared.clone());
-        if emit_resume {
-            shared.emitter.emit(
-                "session.resume",
-                json!({
-                    "resumeTime": now(),
-                    "eventCount": loaded.events.len(),
-                    "eventsFileSizeBytes": loaded.size_bytes,
-                    "selectedModel": settings.model,
-                    "context": {"cwd": settings.cwd.to_string_lossy()},
-                    "sessionWasActive": false,
-                    "alreadyInUse": false,
-                    "continuePendingWork": params.continue_pending_work.unwrap_or(false),
-                }),
-                false,
-            );
+        let resume_event = json!({
+            "resumeTime": now(),
+            "eventCount": loaded.events.len(),
+            "eventsFileSizeBytes": loaded.size_bytes,
+            "selectedModel": settings.model,
+            "context": {"cwd": settings.cwd.to_string_lossy()},
+            "sessionWasActive": false,
+            "alreadyInUse": false,
+            "continuePendingWork": params.continue_pending_work.unwrap_or(false),
+        });
+        let conv = run::Conversation { messages: restored.messages, title: restored.title };
+        let handle = self.spawn_session(id.clone(), emitter, settings, start_time, conv);
+        let existing = {
+            let mut sessions = lock(&self.sessions);
+            match sessions.get(&id) {
+                // Two resumes of one cold session raced: keep the first.
+                Some(first) => Some(first.clone()),
+                None => {
+                    sessions.insert(id.clone(), handle.clone());
+                    None
+                }
+            }
+        };
+        if let Some(first) = existing {
+            handle.shutdown();
+            first.resume(params.clone(), None).await?;
+            return Ok(first);
         }
-        self.spawn_actor(shared.clone(), session::Conversation { messages: restored.messages, title: restored.title });
-        Ok(shared)
-    }
-
-    fn spawn_actor(&self, shared: Arc<SessionShared>, conv: session::Conversation) {
-        let deps = self.deps.clone();
-        tokio::spawn(session::run_actor(shared, conv, deps));
+        if !params.disable_resume.unwrap_or(false) {
+            handle.emitter().emit("session.resume", resume_event, false);
+        }
+        Ok(handle)
     }
 
     /// Detaches a subscriber; the last one out unloads the session (its state stays on disk).
     pub async fn detach(&self, id: &str, subscriber_id: u64) -> bool {
-        let Some(shared) = self.get(id) else { return true };
-        if shared.emitter.subscriber_count() <= 1 {
+        let Some(handle) = self.get(id) else { return true };
+        if handle.subscriber_count() <= 1 {
             // The last client is still attached, so it can answer its own sessionEnd hook.
-            hooks::invoke(&shared, "sessionEnd", json!({"reason": "user_exit"})).await;
+            hooks::invoke(&handle, "sessionEnd", json!({"reason": "user_exit"})).await;
         }
-        if shared.emitter.unsubscribe(subscriber_id) > 0 {
-            return true;
+        if let Ok(true) = handle.detach(subscriber_id).await {
+            self.forget(&handle);
         }
-        self.unload(&shared);
         true
     }
 
-    fn unload(&self, shared: &Arc<SessionShared>) {
-        shared.emitter.emit(
-            "session.shutdown",
-            json!({
-                "shutdownType": "routine",
-                "totalPremiumRequests": 0,
-                "totalApiDurationMs": 0,
-                "sessionStartTime": chrono::DateTime::parse_from_rfc3339(&shared.start_time).map(|t| t.timestamp_millis()).unwrap_or(0),
-                "codeChanges": {"linesAdded": 0, "linesRemoved": 0, "filesModified": []},
-                "modelMetrics": {},
-                "currentModel": shared.settings().model,
-            }),
-            false,
-        );
-        shared.shutdown();
-        lock(&self.sessions).remove(&shared.id);
+    /// Removes an unloaded session from the registry (unless a new one took its id).
+    fn forget(&self, handle: &SessionHandle) {
+        let mut sessions = lock(&self.sessions);
+        if sessions.get(handle.id()).is_some_and(|h| h.same_session(handle)) {
+            sessions.remove(handle.id());
+        }
     }
 
     /// A connection went away: drop its subscriptions; sessions keep running.
     pub fn drop_subscriber(&self, subscriber_id: u64) {
         let sessions: Vec<_> = lock(&self.sessions).values().cloned().collect();
         for s in sessions {
-            if s.emitter.unsubscribe(subscriber_id) == 0 {
+            if s.emitter().unsubscribe(subscriber_id) == 0 {
                 // A client may reconnect and resume (the SDKs' pending-work flow): keep what is
                 // pending answerable for a while, then stop waiting so the run cannot hang.
                 let grace = self.pending_grace;
                 tokio::spawn(async move {
                     tokio::time::sleep(grace).await;
-                    if s.emitter.subscriber_count() == 0 {
-                        s.fail_all_pending();
+                    if s.subscriber_count() == 0 {
+                        let _ = s.fail_all_pending().await;
                     }
                 });
             }
@@ -405,8 +411,9 @@ impl Engine {
     }
 
     pub async fn delete(&self, id: &str) -> Result<(), EngineError> {
-        if let Some(shared) = lock(&self.sessions).remove(id) {
-            shared.shutdown();
+        let removed = lock(&self.sessions).remove(id);
+        if let Some(handle) = removed {
+            handle.shutdown();
         }
         let existed = self.deps.layout.session_dir(id).exists() || self.deps.index.get(id).await?.is_some();
         if !existed {
@@ -467,7 +474,7 @@ impl Engine {
         })
     }
 
-    /// Unloads every session (process shutdown).
+    /// Stops every session (process shutdown).
     pub fn shutdown_all(&self) {
         let sessions: Vec<_> = lock(&self.sessions).values().cloned().collect();
         for s in sessions {

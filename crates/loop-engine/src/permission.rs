@@ -1,75 +1,96 @@
 //! Permission requests (protocol v3): `permission.requested` → a client answers with
 //! `session.permissions.handlePendingPermissionRequest` → `permission.completed`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tools::{PermissionDecision, INTERRUPTED_TEXT};
 
-use crate::session::SessionShared;
+use crate::handle::{SessionHandle, SessionInput};
+use crate::pending::{PendingAnswer, PendingKind};
 
 pub const NO_APPROVER_TEXT: &str = "Permission denied and could not request permission from user";
 
-/// Asks the session's clients to approve `request` (a `permissionRequest` object with
-/// `kind` and `toolCallId`).
-pub(crate) async fn ask(
-    shared: &SessionShared,
-    request: Value,
-    tool_call_id: &str,
-    cancel: &CancellationToken,
-) -> PermissionDecision {
-    let settings = shared.settings();
-    if settings.approve_all {
-        return PermissionDecision::Approved;
-    }
-    let keys = approval_keys(&request);
-    if shared.is_approved_for_session(&keys) {
-        return PermissionDecision::Approved;
-    }
-    if !settings.request_permission {
-        return denied(NO_APPROVER_TEXT);
-    }
-    let request_id = uuid::Uuid::new_v4().to_string();
-    let prompt = prompt_request(&request);
-    let rx = shared.register_pending(&request_id, crate::session::PendingKind::Permission(prompt.clone()));
-    shared.emitter.emit(
-        "permission.requested",
-        json!({
-            "requestId": request_id,
-            "permissionRequest": request,
-            "promptRequest": prompt,
-            "agentMode": settings.mode,
-        }),
-        false,
-    );
-    let answer = tokio::select! {
-        a = rx => a.ok(),
-        _ = cancel.cancelled() => None,
-    };
-    let Some(answer) = answer else {
-        shared.forget_pending(&request_id);
-        shared.emitter.emit(
-            "permission.completed",
-            json!({"requestId": request_id, "toolCallId": tool_call_id, "result": {"kind": "cancelled"}}),
+/// What asking for a permission needs from the run; owned, because built-in tools ask from
+/// tasks of their own.
+#[derive(Clone)]
+pub(crate) struct Gate {
+    pub handle: SessionHandle,
+    pub cancel: CancellationToken,
+    /// Set when the user rejects a call: the run ends after the current turn.
+    pub user_rejected: Arc<AtomicBool>,
+}
+
+impl Gate {
+    /// Asks the session's clients to approve `request` (a `permissionRequest` object with
+    /// `kind` and `toolCallId`).
+    pub async fn ask(&self, request: Value, tool_call_id: &str) -> PermissionDecision {
+        let view = self.handle.view();
+        if view.settings.approve_all {
+            return PermissionDecision::Approved;
+        }
+        let keys = approval_keys(&request);
+        if !keys.is_empty() && keys.iter().all(|k| view.approvals.contains(k)) {
+            return PermissionDecision::Approved;
+        }
+        if !view.settings.request_permission {
+            return denied(NO_APPROVER_TEXT);
+        }
+        let request_id = uuid::Uuid::new_v4().to_string();
+        let prompt = prompt_request(&request);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let kind = PendingKind::Permission(prompt.clone());
+        let registered =
+            self.handle.tell(SessionInput::RunRegisterPending { request_id: request_id.clone(), kind, tx }).await;
+        if registered.is_err() {
+            return denied(INTERRUPTED_TEXT);
+        }
+        self.handle.emitter().emit(
+            "permission.requested",
+            json!({
+                "requestId": request_id,
+                "permissionRequest": request,
+                "promptRequest": prompt,
+                "agentMode": view.settings.mode,
+            }),
             false,
         );
-        return denied(INTERRUPTED_TEXT);
-    };
-    let (decision, recorded) = interpret(&answer);
-    if recorded.get("kind").and_then(Value::as_str) == Some("denied-interactively-by-user") {
-        // The recordings end at a call the user rejected: no further model call.
-        shared.note_user_rejection();
+        let answer = tokio::select! {
+            a = rx => a.ok(),
+            _ = self.cancel.cancelled() => None,
+        };
+        let answer = match answer {
+            Some(PendingAnswer::Permission(v)) => v,
+            Some(_) => json!({"kind": "user-not-available"}),
+            None => {
+                let _ = self.handle.tell(SessionInput::RunForgetPending { request_id: request_id.clone() }).await;
+                self.handle.emitter().emit(
+                    "permission.completed",
+                    json!({"requestId": request_id, "toolCallId": tool_call_id, "result": {"kind": "cancelled"}}),
+                    false,
+                );
+                return denied(INTERRUPTED_TEXT);
+            }
+        };
+        let (decision, recorded) = interpret(&answer);
+        if recorded.get("kind").and_then(Value::as_str) == Some("denied-interactively-by-user") {
+            // The recordings end at a call the user rejected: no further model call.
+            self.user_rejected.store(true, Ordering::Release);
+        }
+        if decision == PermissionDecision::Approved
+            && answer.get("kind").and_then(Value::as_str).is_some_and(|k| k.contains("session"))
+        {
+            let _ = self.handle.tell(SessionInput::RunApproveForSession { keys }).await;
+        }
+        self.handle.emitter().emit(
+            "permission.completed",
+            json!({"requestId": request_id, "toolCallId": tool_call_id, "result": recorded}),
+            false,
+        );
+        decision
     }
-    if decision == PermissionDecision::Approved
-        && answer.get("kind").and_then(Value::as_str).is_some_and(|k| k.contains("session"))
-    {
-        shared.approve_for_session(keys);
-    }
-    shared.emitter.emit(
-        "permission.completed",
-        json!({"requestId": request_id, "toolCallId": tool_call_id, "result": recorded}),
-        false,
-    );
-    decision
 }
 
 /// What an approval "for the session" covers: each shell command name, or the tool kind.

@@ -1,6 +1,7 @@
 //! One user message through the loop: `user.message`, then turns (one model call each) until a
 //! reply asks for no tools.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use llm_providers::{
@@ -13,64 +14,112 @@ use tools::INTERRUPTED_TEXT;
 
 use crate::autopilot::{StopReason, MAX_NUDGES, NUDGE_TEXT};
 use crate::dispatch::{self, CallOutcome};
-use crate::session::{Conversation, QueuedMessage, SessionShared};
+use crate::emitter::Emitter;
+use crate::handle::{QueuedMessage, SessionHandle, SessionInput, SessionView};
 use crate::Deps;
 
 /// How often an `agentStop` hook may keep the agent going for one message.
 const MAX_STOP_BLOCKS: u32 = 5;
 
-pub(crate) async fn run_message(
-    shared: &Arc<SessionShared>,
-    conv: &mut Conversation,
-    deps: &Arc<Deps>,
-    msg: QueuedMessage,
-    cancel: CancellationToken,
-) -> StopReason {
+/// The conversation a session's actor owns and lends to one run at a time.
+pub(crate) struct Conversation {
+    pub messages: Vec<Message>,
+    pub title: Option<String>,
+}
+
+/// What one run may use: the session's handle (events, settings, the actor), the engine's
+/// dependencies and the batch's cancellation.
+pub(crate) struct RunCtx {
+    pub handle: SessionHandle,
+    pub deps: Arc<Deps>,
+    pub cancel: CancellationToken,
+    /// The user rejected a tool call in the current turn: the run ends after it.
+    user_rejected: Arc<AtomicBool>,
+}
+
+impl RunCtx {
+    pub fn new(handle: SessionHandle, deps: Arc<Deps>, cancel: CancellationToken) -> Self {
+        Self { handle, deps, cancel, user_rejected: Arc::new(AtomicBool::new(false)) }
+    }
+
+    /// The permission gate of this run.
+    pub fn gate(&self) -> crate::permission::Gate {
+        crate::permission::Gate {
+            handle: self.handle.clone(),
+            cancel: self.cancel.clone(),
+            user_rejected: self.user_rejected.clone(),
+        }
+    }
+
+    pub fn emitter(&self) -> &Emitter {
+        self.handle.emitter()
+    }
+
+    pub fn view(&self) -> Arc<SessionView> {
+        self.handle.view()
+    }
+
+    /// Whether the user rejected a call since the last check (and clears it).
+    fn take_user_rejection(&self) -> bool {
+        self.user_rejected.swap(false, Ordering::AcqRel)
+    }
+
+    async fn take_steering(&self) -> Vec<QueuedMessage> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self.handle.tell(SessionInput::RunTakeSteering { reply: tx }).await.is_err() {
+            return Vec::new();
+        }
+        rx.await.unwrap_or_default()
+    }
+}
+
+pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage) -> StopReason {
     let interaction_id = uuid::Uuid::new_v4().to_string();
-    shared.take_user_rejection(); // a rejection from an aborted run must not end this one
     if msg.delivery != "idle" {
-        shared.emitter.emit("pending_messages.modified", json!({}), true);
+        ctx.emitter().emit("pending_messages.modified", json!({}), true);
     }
     if let Some(mode) = msg.agent_mode.as_deref().filter(|m| ["interactive", "plan", "autopilot"].contains(m)) {
-        set_mode(shared, mode);
+        let _ = ctx.handle.set_mode(mode).await;
     }
     let mut msg = msg;
     if conv.title.is_none() {
-        let source = if shared.settings().resumed { "resume" } else { "new" };
+        let source = if ctx.view().settings.resumed { "resume" } else { "new" };
         let start =
-            crate::hooks::invoke(shared, "sessionStart", json!({"source": source, "initialPrompt": msg.prompt})).await;
+            crate::hooks::invoke(&ctx.handle, "sessionStart", json!({"source": source, "initialPrompt": msg.prompt}))
+                .await;
         if let Some(context) = crate::hooks::str_field(&start, "additionalContext").filter(|c| !c.is_empty()) {
             // The hook's context reaches the model as its own user message, before the prompt.
             conv.messages.push(Message::User { content: UserContent::Text(context.to_string()) });
         }
     }
-    let submitted = crate::hooks::invoke(shared, "userPromptSubmitted", json!({"prompt": msg.prompt})).await;
+    let submitted = crate::hooks::invoke(&ctx.handle, "userPromptSubmitted", json!({"prompt": msg.prompt})).await;
     if crate::hooks::str_field(&submitted, "decision") == Some("block") {
         let reason = crate::hooks::str_field(&submitted, "reason").unwrap_or("The prompt was blocked by a hook.");
-        shared.emitter.emit("session.warning", json!({"warningType": "policy_blocked", "message": reason}), true);
+        ctx.emitter().emit("session.warning", json!({"warningType": "policy_blocked", "message": reason}), true);
         return StopReason::Rejected;
     }
     if let Some(p) = crate::hooks::str_field(&submitted, "modifiedPrompt") {
         msg.prompt = p.to_string();
     }
-    push_user_message(shared, conv, deps, &msg, &interaction_id).await;
+    push_user_message(ctx, conv, &msg, &interaction_id).await;
 
-    let transformed = transform_sections(shared).await;
+    let transformed = transform_sections(ctx).await;
     let mut turn: u32 = 0;
     let mut nudges: u32 = 0;
     let mut stop_blocks: u32 = 0;
     loop {
-        for steer in shared.take_steering() {
-            push_user_message(shared, conv, deps, &steer, &interaction_id).await;
+        for steer in ctx.take_steering().await {
+            push_user_message(ctx, conv, &steer, &interaction_id).await;
         }
-        let settings = shared.settings();
+        let view = ctx.view();
+        let settings = &view.settings;
         let turn_id = turn.to_string();
-        shared.emitter.emit(
+        ctx.emitter().emit(
             "assistant.turn_start",
             json!({"turnId": turn_id, "interactionId": interaction_id, "model": settings.model}),
             false,
         );
-        let tool_specs = dispatch::tool_specs(deps, &settings);
+        let tool_specs = dispatch::tool_specs(&ctx.deps, settings);
         let offered: Vec<String> = tool_specs.iter().map(|t| t.name.clone()).collect();
         let mut messages = Vec::with_capacity(conv.messages.len() + 1);
         let cwd = settings.cwd.to_string_lossy().to_string();
@@ -85,21 +134,21 @@ pub(crate) async fn run_message(
             stream: settings.streaming,
             initiator: if turn == 0 { Initiator::User } else { Initiator::Agent },
             interaction_id: interaction_id.clone(),
-            session_id: shared.id.clone(),
+            session_id: ctx.handle.id().to_string(),
             extra_headers: msg.request_headers.clone(),
         };
-        emit_usage_info(shared, deps, &req);
+        emit_usage_info(ctx, &req);
 
         let message_id = uuid::Uuid::new_v4().to_string();
-        let result = call_model(shared, deps, req, &turn_id, &message_id, settings.streaming, cancel.clone()).await;
+        let result = call_model(ctx, req, &turn_id, &message_id, settings.streaming).await;
         let resp = match result {
             Ok(resp) => resp,
             Err(ProviderError::Cancelled) => {
-                end_turn(shared, &turn_id);
+                end_turn(ctx, &turn_id);
                 return StopReason::Aborted;
             }
             Err(err) => {
-                end_turn(shared, &turn_id);
+                end_turn(ctx, &turn_id);
                 let mut data = json!({"errorType": err.error_type(), "message": err.to_string()});
                 if let Some(code) = err.status_code() {
                     data["statusCode"] = json!(code);
@@ -107,9 +156,9 @@ pub(crate) async fn run_message(
                 if let ProviderError::Http { provider_call_id: Some(id), .. } = &err {
                     data["providerCallId"] = json!(id);
                 }
-                shared.emitter.emit("session.error", data, false);
+                ctx.emitter().emit("session.error", data, false);
                 crate::hooks::invoke(
-                    shared,
+                    &ctx.handle,
                     "errorOccurred",
                     json!({"error": err.to_string(), "errorContext": "model_call", "recoverable": true}),
                 )
@@ -118,7 +167,7 @@ pub(crate) async fn run_message(
             }
         };
 
-        shared.emitter.emit(
+        ctx.emitter().emit(
             "assistant.usage",
             json!({
                 "model": resp.model.clone().unwrap_or_else(|| settings.model.clone()),
@@ -162,45 +211,44 @@ pub(crate) async fn run_message(
         }
         if let Some(r) = &reply.reasoning {
             data["reasoningText"] = json!(r);
-            shared.emitter.emit("assistant.reasoning", json!({"reasoningId": message_id, "content": r}), false);
+            ctx.emitter().emit("assistant.reasoning", json!({"reasoningId": message_id, "content": r}), false);
         }
-        shared.emitter.emit("assistant.message", data, false);
+        ctx.emitter().emit("assistant.message", data, false);
         conv.messages.push(crate::history::assistant_message(reply.content.clone(), reply.tool_calls.clone()));
 
         if reply.tool_calls.is_empty() {
-            end_turn(shared, &turn_id);
-            if shared.settings().mode != "autopilot" {
-                if stop_blocks < MAX_STOP_BLOCKS && !cancel.is_cancelled() {
+            end_turn(ctx, &turn_id);
+            if ctx.view().settings.mode != "autopilot" {
+                if stop_blocks < MAX_STOP_BLOCKS && !ctx.cancel.is_cancelled() {
                     let stop = crate::hooks::invoke(
-                        shared,
+                        &ctx.handle,
                         "agentStop",
                         json!({"stopReason": "end_turn", "stop_hook_active": stop_blocks > 0,
-                               "transcriptPath": shared.workspace_path.join("events.jsonl").to_string_lossy()}),
+                               "transcriptPath": ctx.handle.workspace_path().join("events.jsonl").to_string_lossy()}),
                     )
                     .await;
                     if crate::hooks::str_field(&stop, "decision") == Some("block") {
                         stop_blocks += 1;
                         let reason = crate::hooks::str_field(&stop, "reason").unwrap_or("Continue.").to_string();
                         let follow = QueuedMessage { prompt: reason, attachments: Vec::new(), ..msg.clone() };
-                        push_user_message(shared, conv, deps, &follow, &interaction_id).await;
+                        push_user_message(ctx, conv, &follow, &interaction_id).await;
                         turn = 0;
                         continue;
                     }
                 }
                 return StopReason::TaskComplete;
             }
-            if nudges >= MAX_NUDGES || cancel.is_cancelled() {
+            if nudges >= MAX_NUDGES || ctx.cancel.is_cancelled() {
                 return StopReason::NudgeLimit;
             }
             nudges += 1;
-            push_nudge(shared, conv, &interaction_id);
+            push_nudge(ctx, conv, &interaction_id);
             turn = 0;
             continue;
         }
 
-        let outcomes =
-            dispatch::run_calls(shared, deps, &reply.tool_calls, &turn_id, &settings, &offered, &cancel).await;
-        let mut rejected = shared.take_user_rejection();
+        let outcomes = dispatch::run_calls(ctx, &reply.tool_calls, &turn_id, settings, &offered).await;
+        let mut rejected = ctx.take_user_rejection();
         let mut completed: Option<String> = None;
         let mut image_messages = Vec::new(); // images and hook guidance, after the tool results
         let mut rewritten: Vec<(String, String)> = Vec::new();
@@ -231,10 +279,10 @@ pub(crate) async fn run_message(
             rewrite_call_arguments(&mut conv.messages, &rewritten);
         }
         if let Some(summary) = &completed {
-            shared.emitter.emit("session.task_complete", json!({"summary": summary, "success": true}), false);
+            ctx.emitter().emit("session.task_complete", json!({"summary": summary, "success": true}), false);
         }
-        end_turn(shared, &turn_id);
-        if cancel.is_cancelled() {
+        end_turn(ctx, &turn_id);
+        if ctx.cancel.is_cancelled() {
             return StopReason::Aborted;
         }
         if completed.is_some() {
@@ -283,16 +331,17 @@ fn image_message(call: &ToolCall, cwd: &std::path::Path, images: Vec<String>) ->
 
 /// Asks the client to rewrite the sections configured with `transform` (one request per
 /// message). A client that fails or does not answer leaves the sections as rendered.
-async fn transform_sections(shared: &SessionShared) -> std::collections::HashMap<String, String> {
-    let settings = shared.settings();
-    let cwd = settings.cwd.to_string_lossy().to_string();
-    let sections = crate::system_prompt::transform_requests(settings.system_message.as_ref(), &cwd);
+async fn transform_sections(ctx: &RunCtx) -> std::collections::HashMap<String, String> {
+    let view = ctx.view();
+    let cwd = view.settings.cwd.to_string_lossy().to_string();
+    let sections = crate::system_prompt::transform_requests(view.settings.system_message.as_ref(), &cwd);
     let mut out = std::collections::HashMap::new();
     if sections.is_empty() {
         return out;
     }
-    let Some(client) = shared.emitter.requester() else { return out };
-    match client.request("systemMessage.transform", json!({"sessionId": shared.id, "sections": sections})).await {
+    let Some(client) = ctx.emitter().requester() else { return out };
+    let params = json!({"sessionId": ctx.handle.id(), "sections": sections});
+    match client.request("systemMessage.transform", params).await {
         Ok(result) => {
             if let Some(map) = result.get("sections").and_then(Value::as_object) {
                 for (id, v) in map {
@@ -302,24 +351,16 @@ async fn transform_sections(shared: &SessionShared) -> std::collections::HashMap
                 }
             }
         }
-        Err(e) => tracing::warn!(session = %shared.id, error = %e, "systemMessage.transform failed"),
+        Err(e) => tracing::warn!(session = %ctx.handle.id(), error = %e, "systemMessage.transform failed"),
     }
     out
 }
 
-fn set_mode(shared: &SessionShared, mode: &str) {
-    let previous = shared.settings().mode;
-    if previous != mode {
-        shared.update_settings(|s| s.mode = mode.to_string());
-        shared.emitter.emit("session.mode_changed", json!({"previousMode": previous, "newMode": mode}), false);
-    }
-}
-
 /// Autopilot: the model stopped without calling `task_complete`; tell it to keep going.
-fn push_nudge(shared: &SessionShared, conv: &mut Conversation, interaction_id: &str) {
+fn push_nudge(ctx: &RunCtx, conv: &mut Conversation, interaction_id: &str) {
     let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
     let transformed = format!("<current_datetime>{now}</current_datetime>\n\n{}", NUDGE_TEXT.trim_end());
-    shared.emitter.emit(
+    ctx.emitter().emit(
         "user.message",
         json!({
             "content": "",
@@ -335,22 +376,17 @@ fn push_nudge(shared: &SessionShared, conv: &mut Conversation, interaction_id: &
     conv.messages.push(Message::User { content: UserContent::Text(transformed) });
 }
 
-fn end_turn(shared: &SessionShared, turn_id: &str) {
-    shared.emitter.emit("assistant.turn_end", json!({"turnId": turn_id}), false);
+fn end_turn(ctx: &RunCtx, turn_id: &str) {
+    ctx.emitter().emit("assistant.turn_end", json!({"turnId": turn_id}), false);
 }
 
-async fn push_user_message(
-    shared: &Arc<SessionShared>,
-    conv: &mut Conversation,
-    deps: &Arc<Deps>,
-    msg: &QueuedMessage,
-    interaction_id: &str,
-) {
+async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMessage, interaction_id: &str) {
     let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
-    let rendered = crate::attachments::render(&msg.prompt, &msg.attachments, &shared.settings().cwd);
+    let view = ctx.view();
+    let rendered = crate::attachments::render(&msg.prompt, &msg.attachments, &view.settings.cwd);
     let mut transformed = format!("<current_datetime>{now}</current_datetime>\n\n{}", rendered.text);
     let hook = crate::hooks::invoke(
-        shared,
+        &ctx.handle,
         "userPromptTransformed",
         json!({"prompt": msg.prompt, "transformedPrompt": transformed}),
     )
@@ -361,12 +397,11 @@ async fn push_user_message(
     if conv.title.is_none() {
         let title: String = msg.prompt.chars().take(80).collect();
         conv.title = Some(title.clone());
-        shared.emitter.emit("session.title_changed", json!({"title": title}), true);
-        if let Err(e) = deps.index.mark_user_message(&shared.id, &title).await {
-            tracing::warn!(session = %shared.id, error = %e, "index update failed");
+        ctx.emitter().emit("session.title_changed", json!({"title": title}), true);
+        if let Err(e) = ctx.deps.index.mark_user_message(ctx.handle.id(), &title).await {
+            tracing::warn!(session = %ctx.handle.id(), error = %e, "index update failed");
         }
-        let settings = shared.settings();
-        crate::write_workspace_yaml(deps, shared, &settings, Some(&title));
+        crate::write_workspace_yaml(&ctx.deps, &ctx.handle, &view.settings, Some(&title)).await;
     }
     let mut data = json!({
         "content": msg.prompt,
@@ -382,7 +417,7 @@ async fn push_user_message(
     if let Some(mode) = &msg.agent_mode {
         data["agentMode"] = json!(mode);
     }
-    shared.emitter.emit("user.message", data, false);
+    ctx.emitter().emit("user.message", data, false);
     let content = if rendered.extra_parts.is_empty() {
         UserContent::Text(transformed)
     } else {
@@ -393,7 +428,7 @@ async fn push_user_message(
     conv.messages.push(Message::User { content });
 }
 
-fn emit_usage_info(shared: &SessionShared, deps: &Deps, req: &ChatRequest) {
+fn emit_usage_info(ctx: &RunCtx, req: &ChatRequest) {
     // An estimate (4 bytes per token) is what clients need: positive and growing. It is summed
     // from the texts instead of serialising the whole history a second time every turn.
     let bytes: usize = req.messages.iter().map(message_bytes).sum();
@@ -403,10 +438,10 @@ fn emit_usage_info(shared: &SessionShared, deps: &Deps, req: &ChatRequest) {
         Some(Message::System { content }) => content.len(),
         _ => 0,
     };
-    shared.emitter.emit(
+    ctx.emitter().emit(
         "session.usage_info",
         json!({
-            "tokenLimit": deps.context_window(&req.model),
+            "tokenLimit": ctx.deps.context_window(&req.model),
             "currentTokens": (bytes + tool_bytes) / 4,
             "messagesLength": req.messages.len(),
             "systemTokens": system_bytes / 4,
@@ -442,17 +477,15 @@ fn message_bytes(m: &Message) -> usize {
 
 /// Calls the model, turning its progress into ephemeral events as it streams.
 async fn call_model(
-    shared: &SessionShared,
-    deps: &Deps,
+    ctx: &RunCtx,
     req: ChatRequest,
     turn_id: &str,
     message_id: &str,
     streaming: bool,
-    cancel: CancellationToken,
 ) -> Result<ChatResponse, ProviderError> {
     let model = req.model.clone();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let call = deps.model.chat(req, tx, cancel.clone());
+    let call = ctx.deps.model.chat(req, tx, ctx.cancel.clone());
     tokio::pin!(call);
     let mut started = false;
     let mut on_event = |ev: ModelEvent| match ev {
@@ -466,8 +499,8 @@ async fn call_model(
             if let Some(code) = status {
                 failure["statusCode"] = json!(code);
             }
-            shared.emitter.emit("model.call_failure", failure, true);
-            shared.emitter.emit(
+            ctx.emitter().emit("model.call_failure", failure, true);
+            ctx.emitter().emit(
                 "assistant.turn_retry",
                 json!({"turnId": turn_id, "model": model, "reason": reason.as_str()}),
                 true,
@@ -477,16 +510,12 @@ async fn call_model(
         ModelEvent::TextDelta { text, .. } => {
             if !started {
                 started = true;
-                shared.emitter.emit("assistant.message_start", json!({"messageId": message_id}), true);
+                ctx.emitter().emit("assistant.message_start", json!({"messageId": message_id}), true);
             }
-            shared.emitter.emit(
-                "assistant.message_delta",
-                json!({"messageId": message_id, "deltaContent": text}),
-                true,
-            );
+            ctx.emitter().emit("assistant.message_delta", json!({"messageId": message_id, "deltaContent": text}), true);
         }
         ModelEvent::ReasoningDelta { text } => {
-            shared.emitter.emit(
+            ctx.emitter().emit(
                 "assistant.reasoning_delta",
                 json!({"reasoningId": message_id, "deltaContent": text}),
                 true,
@@ -500,10 +529,10 @@ async fn call_model(
             if let Some(name) = name {
                 d["toolName"] = json!(name);
             }
-            shared.emitter.emit("assistant.tool_call_delta", d, true);
+            ctx.emitter().emit("assistant.tool_call_delta", d, true);
         }
         ModelEvent::Bytes { total } => {
-            shared.emitter.emit("assistant.streaming_delta", json!({"totalResponseSizeBytes": total}), true);
+            ctx.emitter().emit("assistant.streaming_delta", json!({"totalResponseSizeBytes": total}), true);
         }
     };
     let result = loop {
@@ -516,7 +545,7 @@ async fn call_model(
     while let Ok(ev) = rx.try_recv() {
         on_event(ev);
     }
-    if cancel.is_cancelled() {
+    if ctx.cancel.is_cancelled() {
         return Err(ProviderError::Cancelled);
     }
     result

@@ -4,7 +4,7 @@ use llm_providers::ToolSpec;
 use serde_json::{json, Value};
 use tools::ToolOutput;
 
-use crate::session::SessionShared;
+use crate::run::RunCtx;
 
 pub const ASK_USER: &str = "ask_user";
 
@@ -25,29 +25,29 @@ pub fn spec() -> ToolSpec {
     }
 }
 
-pub(crate) async fn run(shared: &SessionShared, tool_call_id: &str, args: &Value) -> ToolOutput {
+pub(crate) async fn run(ctx: &RunCtx, tool_call_id: &str, args: &Value) -> ToolOutput {
     let Some(question) = args.get("question").and_then(Value::as_str) else {
         return ToolOutput::fail("The `question` argument is required.");
     };
     let choices = args.get("choices").and_then(Value::as_array).cloned();
     let allow_freeform = args.get("allow_freeform").and_then(Value::as_bool).unwrap_or(true);
-    let Some(client) = shared.emitter.requester() else {
+    let Some(client) = ctx.emitter().requester() else {
         return ToolOutput::fail("No user is available to answer the question.");
     };
     let request_id = uuid::Uuid::new_v4().to_string();
     let mut requested = json!({"requestId": request_id, "question": question, "allowFreeform": allow_freeform, "toolCallId": tool_call_id});
-    let mut params = json!({"sessionId": shared.id, "question": question, "allowFreeform": allow_freeform});
+    let mut params = json!({"sessionId": ctx.handle.id(), "question": question, "allowFreeform": allow_freeform});
     if let Some(c) = &choices {
         requested["choices"] = json!(c);
         params["choices"] = json!(c);
     }
-    shared.emitter.emit("user_input.requested", requested, true);
+    ctx.emitter().emit("user_input.requested", requested, true);
     let answer = client.request("userInput.request", params).await;
     match answer {
         Ok(v) => {
             let text = v.get("answer").and_then(Value::as_str).unwrap_or("").to_string();
             let freeform = v.get("wasFreeform").and_then(Value::as_bool).unwrap_or(false);
-            shared.emitter.emit(
+            ctx.emitter().emit(
                 "user_input.completed",
                 json!({"requestId": request_id, "answer": text, "wasFreeform": freeform}),
                 true,
@@ -59,7 +59,7 @@ pub(crate) async fn run(shared: &SessionShared, tool_call_id: &str, args: &Value
             }
         }
         Err(e) => {
-            shared.emitter.emit("user_input.completed", json!({"requestId": request_id}), true);
+            ctx.emitter().emit("user_input.completed", json!({"requestId": request_id}), true);
             ToolOutput::fail(format!("Failed to get the user's answer: {e}"))
         }
     }

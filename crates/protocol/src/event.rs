@@ -46,6 +46,16 @@ impl Event {
     }
 }
 
+/// Whether an event type may be persisted, as the schema says (`ephemeral: {const: true}`
+/// marks the always-ephemeral ones).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EphemeralPolicy {
+    /// Never written to the log.
+    Always,
+    /// Persisted unless the emitter marks this one event ephemeral.
+    Optional,
+}
+
 /// Event types that are never persisted, whatever the emitter says (events.md §7).
 pub const ALWAYS_EPHEMERAL: &[&str] = &[
     "session.idle",

@@ -16,9 +16,11 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod event;
+pub mod extensions;
 pub mod frame;
 pub mod jsonrpc;
 pub mod methods;
+pub mod rpc;
 
 /// Protocol version the SDKs require (they accept exactly 3).
 pub const PROTOCOL_VERSION: u32 = 3;

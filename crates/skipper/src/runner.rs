@@ -32,17 +32,15 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
         ..Default::default()
     };
     let session = engine.create(&params, Some(Arc::new(Forward(tx)))).await?;
-    session.enqueue(
-        QueuedMessage {
-            message_id: uuid::Uuid::new_v4().to_string(),
-            prompt: opts.prompt.clone(),
-            attachments: Vec::new(),
-            agent_mode: opts.autopilot.then(|| "autopilot".to_string()),
-            request_headers: Vec::new(),
-            delivery: "idle",
-        },
-        false,
-    );
+    let task = QueuedMessage {
+        message_id: uuid::Uuid::new_v4().to_string(),
+        prompt: opts.prompt.clone(),
+        attachments: Vec::new(),
+        agent_mode: opts.autopilot.then(|| "autopilot".to_string()),
+        request_headers: Vec::new(),
+        delivery: "idle",
+    };
+    session.send(task, false).await?;
     let mut failed = false;
     let mut interrupted = false;
     let mut out = std::io::stdout().lock();
@@ -51,7 +49,7 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
             e = rx.recv() => match e { Some(e) => e, None => break },
             _ = tokio::signal::ctrl_c() => {
                 interrupted = true;
-                session.abort("user_abort");
+                let _ = session.abort("user_abort").await;
                 continue;
             }
         };
@@ -71,8 +69,8 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
     }
     out.flush()?;
     drop(out);
-    engine.detach(&session.id, RUNNER_SUBSCRIBER).await;
-    eprintln!("session {} (events in {})", session.id, session.workspace_path.display());
+    engine.detach(session.id(), RUNNER_SUBSCRIBER).await;
+    eprintln!("session {} (events in {})", session.id(), session.workspace_path().display());
     Ok(if interrupted {
         130
     } else if failed {

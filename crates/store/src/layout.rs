@@ -113,7 +113,7 @@ impl Layout {
 
     /// Writes `workspace.yaml` atomically (temp file + rename) so a crash never leaves a
     /// half-written file behind.
-    pub fn write_workspace_yaml(&self, id: &str, meta: &WorkspaceMeta) -> Result<(), StoreError> {
+    pub fn write_workspace_yaml_blocking(&self, id: &str, meta: &WorkspaceMeta) -> Result<(), StoreError> {
         let dir = self.ensure_session_dir(id)?;
         let path = dir.join("workspace.yaml");
         let tmp = dir.join(".workspace.yaml.tmp");
@@ -300,7 +300,7 @@ mod tests {
         let mut m = meta();
         m.name = Some("fix: the \"bug\"\nnow".into());
         m.branch = Some("yes".into());
-        layout.write_workspace_yaml(&m.id, &m).unwrap();
+        layout.write_workspace_yaml_blocking(&m.id, &m).unwrap();
         assert_eq!(layout.read_workspace_yaml(&m.id).unwrap(), Some(m.clone()));
         #[cfg(unix)]
         {

@@ -7,6 +7,7 @@
 //! - [`layout`]: paths under `$COPILOT_HOME`, and `workspace.yaml`.
 
 pub mod event_log;
+mod files;
 pub mod index;
 pub mod layout;
 

@@ -46,10 +46,11 @@ function assertEnvelopes(events) {
             assert.equal(e.type, "session.start", "the first event of a session is session.start");
             assert.equal(e.parentId, null, "session.start has parentId null");
         } else {
+            const parent = events.slice(0, i).findLast((p) => p.ephemeral !== true);
             assert.equal(
                 e.parentId,
-                events[i - 1].id,
-                `${where}: parentId chains to the previous event (${events[i - 1].type})`
+                parent.id,
+                `${where}: parentId is the latest persisted event before it (${parent.type})`
             );
         }
         if (PERSISTED_TYPES.has(e.type)) {

@@ -12,10 +12,6 @@ use crate::connection::Conn;
 use crate::errors::engine_error;
 
 /// The loaded session a request names, or the wire error for "Session not found".
-pub(crate) fn loaded_session(
-    conn: &Arc<Conn>,
-    method: &str,
-    id: &str,
-) -> Result<Arc<loop_engine::SessionShared>, RpcError> {
+pub(crate) fn loaded_session(conn: &Arc<Conn>, method: &str, id: &str) -> Result<loop_engine::SessionHandle, RpcError> {
     conn.server.engine.require(id).map_err(|e| engine_error(method, &e))
 }

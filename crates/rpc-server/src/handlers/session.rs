@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use loop_engine::QueuedMessage;
+use loop_engine::{LogLevel, PendingAnswer, QueuedMessage};
 use protocol::methods::{
     AbortParams, ApproveAllParams, ListParams, LogParams, PermissionResponseParams, SendParams, SessionConfigParams,
     SessionIdParams, ToolCallResponseParams, ToolsSetParams,
@@ -14,15 +14,16 @@ use crate::errors::engine_error;
 use crate::handlers::loaded_session;
 use crate::router::{params, HandlerResult};
 
-fn session_result(shared: &loop_engine::SessionShared) -> Value {
-    let s = shared.settings();
+fn session_result(session: &loop_engine::SessionHandle) -> Value {
+    let view = session.view();
+    let s = &view.settings;
     json!({
-        "sessionId": shared.id,
-        "nativeSessionId": shared.id,
-        "startTime": shared.start_time,
+        "sessionId": session.id(),
+        "nativeSessionId": session.id(),
+        "startTime": session.start_time(),
         "isRemote": false,
         "mode": s.mode,
-        "workspacePath": shared.workspace_path.to_string_lossy(),
+        "workspacePath": session.workspace_path().to_string_lossy(),
         "capabilities": {"ui": {"elicitation": false, "mcpApps": false, "canvases": false}, "extensions": false},
         "modelState": {"modelId": s.model},
     })
@@ -43,7 +44,7 @@ pub async fn resume(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult
     Ok(session_result(&shared))
 }
 
-pub fn send(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn send(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SendParams = params(method, &raw)?;
     let shared = loaded_session(conn, method, &p.session_id)?;
     let message_id = uuid::Uuid::new_v4().to_string();
@@ -54,24 +55,22 @@ pub fn send(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
         .filter_map(|(k, v)| v.as_str().map(|v| (k, v.to_string())))
         .collect();
     let immediate = p.mode.as_deref() == Some("immediate");
-    shared.enqueue(
-        QueuedMessage {
-            message_id: message_id.clone(),
-            prompt: p.prompt,
-            attachments: p.attachments.unwrap_or_default(),
-            agent_mode: p.agent_mode,
-            request_headers,
-            delivery: "idle",
-        },
-        immediate,
-    );
+    let msg = QueuedMessage {
+        message_id: message_id.clone(),
+        prompt: p.prompt,
+        attachments: p.attachments.unwrap_or_default(),
+        agent_mode: p.agent_mode,
+        request_headers,
+        delivery: "idle",
+    };
+    shared.send(msg, immediate).await.map_err(|e| engine_error(method, &e))?;
     Ok(json!({"messageId": message_id}))
 }
 
-pub fn abort(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn abort(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: AbortParams = params(method, &raw)?;
     let shared = loaded_session(conn, method, &p.session_id)?;
-    shared.abort(p.reason.as_deref().unwrap_or("user_initiated"));
+    shared.abort(p.reason.as_deref().unwrap_or("user_initiated")).await.map_err(|e| engine_error(method, &e))?;
     Ok(json!({"success": true}))
 }
 
@@ -118,14 +117,14 @@ pub async fn metadata(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResu
     }
 }
 
-pub fn log(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn log(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: LogParams = params(method, &raw)?;
     let shared = loaded_session(conn, method, &p.session_id)?;
     let category = p.kind.clone().unwrap_or_else(|| "notification".to_string());
-    let (kind, data) = match p.level.as_deref().unwrap_or("info") {
-        "warning" => ("session.warning", json!({"warningType": category, "message": p.message})),
-        "error" => ("session.error", json!({"errorType": category, "message": p.message})),
-        "info" => ("session.info", json!({"infoType": category, "message": p.message})),
+    let level = match p.level.as_deref().unwrap_or("info") {
+        "warning" => LogLevel::Warning,
+        "error" => LogLevel::Error,
+        "info" => LogLevel::Info,
         other => {
             return Err(protocol::jsonrpc::RpcError::invalid_params(
                 method,
@@ -133,46 +132,47 @@ pub fn log(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
             ))
         }
     };
-    let event = shared.emitter.emit(kind, data, p.ephemeral.unwrap_or(false));
-    Ok(json!({"eventId": event.id}))
+    let id = shared
+        .log(level, category, p.message, p.ephemeral.unwrap_or(false))
+        .await
+        .map_err(|e| engine_error(method, &e))?;
+    Ok(json!({"eventId": id}))
 }
 
-pub fn answer_permission(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn answer_permission(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: PermissionResponseParams = params(method, &raw)?;
     let shared = loaded_session(conn, method, &p.session_id)?;
-    Ok(json!({"success": shared.resolve_pending(&p.request_id, p.result)}))
+    let ok = shared.answer(&p.request_id, PendingAnswer::Permission(p.result)).await;
+    Ok(json!({"success": ok.map_err(|e| engine_error(method, &e))?}))
 }
 
-pub fn pending_permissions(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn pending_permissions(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SessionIdParams = params(method, &raw)?;
     let shared = loaded_session(conn, method, &p.session_id)?;
-    Ok(json!({"items": shared.pending_permission_requests()}))
+    let items = shared.pending_permissions().await.map_err(|e| engine_error(method, &e))?;
+    let items: Vec<Value> = items.into_iter().map(|(id, prompt)| json!({"requestId": id, "request": prompt})).collect();
+    Ok(json!({"items": items}))
 }
 
-pub fn set_approve_all(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn set_approve_all(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: ApproveAllParams = params(method, &raw)?;
     let shared = loaded_session(conn, method, &p.session_id)?;
-    shared.update_settings(|s| s.approve_all = p.enabled);
+    shared.set_approve_all(p.enabled).await.map_err(|e| engine_error(method, &e))?;
     Ok(json!({"success": true}))
 }
 
 /// Replaces the session's SDK-implemented tools; the model sees them from its next request.
-pub fn set_tools(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn set_tools(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: ToolsSetParams = params(method, &raw)?;
     let shared = loaded_session(conn, method, &p.session_id)?;
-    shared.update_settings(|s| s.external_tools = p.tools);
+    shared.set_tools(p.tools).await.map_err(|e| engine_error(method, &e))?;
     Ok(json!({}))
 }
 
-pub fn answer_tool_call(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn answer_tool_call(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: ToolCallResponseParams = params(method, &raw)?;
     let shared = loaded_session(conn, method, &p.session_id)?;
-    let mut answer = json!({});
-    if let Some(r) = p.result {
-        answer["result"] = r;
-    }
-    if let Some(e) = p.error {
-        answer["error"] = json!(e);
-    }
-    Ok(json!({"success": shared.resolve_pending(&p.request_id, answer)}))
+    let answer = PendingAnswer::ToolCall { result: p.result, error: p.error };
+    let ok = shared.answer(&p.request_id, answer).await.map_err(|e| engine_error(method, &e))?;
+    Ok(json!({"success": ok}))
 }

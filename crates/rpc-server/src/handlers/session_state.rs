@@ -8,34 +8,27 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::connection::Conn;
+use crate::errors::engine_error;
 use crate::handlers::loaded_session;
 use crate::router::{params, HandlerResult};
+use loop_engine::{PlanOp, PlanResult};
 
 pub fn model_get(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SessionIdParams = params(method, &raw)?;
-    let s = loaded_session(conn, method, &p.session_id)?.settings();
+    let view = loaded_session(conn, method, &p.session_id)?.view();
+    let s = &view.settings;
     let mut out = json!({"modelId": s.model});
-    if let Some(e) = s.reasoning_effort {
+    if let Some(e) = &s.reasoning_effort {
         out["reasoningEffort"] = json!(e);
     }
     Ok(out)
 }
 
-pub fn model_switch(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn model_switch(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: ModelSwitchParams = params(method, &raw)?;
     let shared = loaded_session(conn, method, &p.session_id)?;
-    let previous = shared.settings().model;
-    shared.update_settings(|s| {
-        s.model = p.model_id.clone();
-        if p.reasoning_effort.is_some() {
-            s.reasoning_effort = p.reasoning_effort.clone();
-        }
-    });
-    let mut data = json!({"previousModel": previous, "newModel": p.model_id, "source": "sdk"});
-    if let Some(e) = &p.reasoning_effort {
-        data["reasoningEffort"] = json!(e);
-    }
-    shared.emitter.emit("session.model_change", data, false);
+    let previous =
+        shared.switch_model(&p.model_id, p.reasoning_effort.clone()).await.map_err(|e| engine_error(method, &e))?;
     Ok(json!({
         "status": "applied",
         "deferred": false,
@@ -48,10 +41,10 @@ pub fn model_switch(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult
 
 pub fn mode_get(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SessionIdParams = params(method, &raw)?;
-    Ok(json!(loaded_session(conn, method, &p.session_id)?.settings().mode))
+    Ok(json!(loaded_session(conn, method, &p.session_id)?.view().settings.mode))
 }
 
-pub fn mode_set(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn mode_set(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: ModeSetParams = params(method, &raw)?;
     if !["interactive", "plan", "autopilot"].contains(&p.mode.as_str()) {
         return Err(RpcError::invalid_params(
@@ -60,25 +53,18 @@ pub fn mode_set(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
         ));
     }
     let shared = loaded_session(conn, method, &p.session_id)?;
-    let previous = shared.settings().mode;
-    if previous != p.mode {
-        shared.update_settings(|s| s.mode = p.mode.clone());
-        shared.emitter.emit("session.mode_changed", json!({"previousMode": previous, "newMode": p.mode}), false);
-    }
+    shared.set_mode(&p.mode).await.map_err(|e| engine_error(method, &e))?;
     Ok(json!({"status": "applied", "modelChanged": false, "modeApplied": true}))
 }
 
-fn plan_path(shared: &loop_engine::SessionShared) -> std::path::PathBuf {
-    shared.workspace_path.join("plan.md")
-}
-
-pub fn plan_read(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn plan_read(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SessionIdParams = params(method, &raw)?;
     let shared = loaded_session(conn, method, &p.session_id)?;
-    let path = plan_path(&shared);
-    match std::fs::read_to_string(&path) {
-        Ok(content) => Ok(json!({"exists": true, "content": content, "path": path.to_string_lossy()})),
-        Err(_) => Ok(json!({"exists": false, "content": null, "path": null})),
+    match shared.plan(PlanOp::Read).await.map_err(|e| engine_error(method, &e))? {
+        PlanResult::Read { content: Some(content), path } => {
+            Ok(json!({"exists": true, "content": content, "path": path.to_string_lossy()}))
+        }
+        _ => Ok(json!({"exists": false, "content": null, "path": null})),
     }
 }
 
@@ -89,23 +75,16 @@ struct PlanUpdate {
     content: String,
 }
 
-pub fn plan_update(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn plan_update(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: PlanUpdate = params(method, &raw)?;
     let shared = loaded_session(conn, method, &p.session_id)?;
-    let path = plan_path(&shared);
-    let operation = if path.exists() { "update" } else { "create" };
-    std::fs::write(&path, p.content).map_err(|e| RpcError::handler_failed(method, e))?;
-    shared.emitter.emit("session.plan_changed", json!({"operation": operation}), false);
+    shared.plan(PlanOp::Update(p.content)).await.map_err(|e| engine_error(method, &e))?;
     Ok(Value::Null)
 }
 
-pub fn plan_delete(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
+pub async fn plan_delete(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
     let p: SessionIdParams = params(method, &raw)?;
     let shared = loaded_session(conn, method, &p.session_id)?;
-    let path = plan_path(&shared);
-    if path.exists() {
-        std::fs::remove_file(&path).map_err(|e| RpcError::handler_failed(method, e))?;
-        shared.emitter.emit("session.plan_changed", json!({"operation": "delete"}), false);
-    }
+    shared.plan(PlanOp::Delete).await.map_err(|e| engine_error(method, &e))?;
     Ok(Value::Null)
 }

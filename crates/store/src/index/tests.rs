@@ -141,7 +141,7 @@ async fn rebuild_from_logs_rederives_rows() {
         ],
     );
     layout
-        .write_workspace_yaml(
+        .write_workspace_yaml_blocking(
             "s1",
             &WorkspaceMeta {
                 id: "s1".into(),

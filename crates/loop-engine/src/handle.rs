@@ -1,0 +1,302 @@
+//! [`SessionHandle`]: how everything outside a session's task talks to it. Cloning is cheap.
+//! Changes go to the actor as a [`SessionInput`] (and wait for its answer); reads use the
+//! [`SessionView`] the actor publishes after every change, so they never queue behind a run.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::emitter::{Emitter, EventSubscriber};
+use crate::pending::{PendingAnswer, PendingKind};
+use crate::settings::SessionSettings;
+use crate::EngineError;
+
+/// A user message waiting to be processed.
+#[derive(Debug, Clone)]
+pub struct QueuedMessage {
+    pub message_id: String,
+    pub prompt: String,
+    pub attachments: Vec<Value>,
+    pub agent_mode: Option<String>,
+    pub request_headers: Vec<(String, String)>,
+    /// `idle`, `queued` or `steering`.
+    pub delivery: &'static str,
+}
+
+/// What the actor publishes: the session's settings and state, as of its last change.
+#[derive(Debug, Clone)]
+pub struct SessionView {
+    pub settings: SessionSettings,
+    /// Keys approved "for the session" (see `permission::approval_keys`).
+    pub approvals: Vec<String>,
+    /// A message is being processed (the session is not idle).
+    pub running: bool,
+}
+
+/// `session.log` levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Info,
+    Warning,
+    Error,
+}
+
+/// What happened to `plan.md`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanOp {
+    Read,
+    Update(String),
+    Delete,
+}
+
+/// `plan.md` as read, or the outcome of a change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanResult {
+    Read { content: Option<String>, path: PathBuf },
+    Changed,
+}
+
+/// Everything that can make a session do work. Client-facing inputs come through
+/// [`SessionHandle`]'s methods; the `Run*` inputs come from the session's own run.
+pub(crate) enum SessionInput {
+    Send {
+        msg: QueuedMessage,
+        immediate: bool,
+        reply: oneshot::Sender<()>,
+    },
+    Abort {
+        reason: String,
+        reply: oneshot::Sender<bool>,
+    },
+    SetMode {
+        mode: String,
+        reply: oneshot::Sender<Option<String>>,
+    },
+    SwitchModel {
+        model: String,
+        reasoning_effort: Option<String>,
+        reply: oneshot::Sender<String>,
+    },
+    SetApproveAll {
+        enabled: bool,
+        reply: oneshot::Sender<()>,
+    },
+    SetTools {
+        tools: Vec<protocol::methods::ExternalToolDef>,
+        reply: oneshot::Sender<()>,
+    },
+    Answer {
+        request_id: String,
+        answer: PendingAnswer,
+        reply: oneshot::Sender<bool>,
+    },
+    PendingPermissions {
+        reply: oneshot::Sender<Vec<(String, Value)>>,
+    },
+    /// The last client left and did not come back in time: answer what is pending ourselves.
+    FailAllPending,
+    Log {
+        level: LogLevel,
+        kind: String,
+        message: String,
+        ephemeral: bool,
+        reply: oneshot::Sender<String>,
+    },
+    Plan {
+        op: PlanOp,
+        reply: oneshot::Sender<Result<PlanResult, store::StoreError>>,
+    },
+    /// A warm `session.resume`: new settings, another subscriber, the `session.resume` event.
+    Resume {
+        params: Box<protocol::methods::SessionConfigParams>,
+        subscriber: Option<Arc<dyn EventSubscriber>>,
+        reply: oneshot::Sender<()>,
+    },
+    /// A subscriber leaves; the last one out unloads the session (reply: unloaded).
+    Detach {
+        subscriber_id: u64,
+        reply: oneshot::Sender<bool>,
+    },
+    /// From the run: remember a request it will wait for, before it offers it to clients.
+    RunRegisterPending {
+        request_id: String,
+        kind: PendingKind,
+        tx: oneshot::Sender<PendingAnswer>,
+    },
+    /// From the run: it stopped waiting (abort).
+    RunForgetPending {
+        request_id: String,
+    },
+    /// From the run: approvals "for the session" to remember.
+    RunApproveForSession {
+        keys: Vec<String>,
+    },
+    /// From the run, before each model call: the messages sent with `mode: "immediate"`.
+    RunTakeSteering {
+        reply: oneshot::Sender<Vec<QueuedMessage>>,
+    },
+}
+
+#[derive(Clone)]
+pub struct SessionHandle {
+    inner: Arc<SessionParts>,
+}
+
+/// What a handle is made of; built once per loaded session by the engine.
+pub(crate) struct SessionParts {
+    pub id: String,
+    pub workspace_path: PathBuf,
+    pub start_time: String,
+    pub emitter: Arc<Emitter>,
+    pub shells: Arc<tools::ShellManager>,
+    pub inputs: mpsc::Sender<SessionInput>,
+    pub view: watch::Receiver<Arc<SessionView>>,
+    /// Cancelled to stop the task: synchronous, so it also works where nobody can wait.
+    pub stop: CancellationToken,
+}
+
+impl SessionHandle {
+    pub(crate) fn new(parts: SessionParts) -> Self {
+        Self { inner: Arc::new(parts) }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// Whether two handles address the same running session (not just the same id).
+    pub fn same_session(&self, other: &SessionHandle) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    pub fn workspace_path(&self) -> &Path {
+        &self.inner.workspace_path
+    }
+
+    pub fn start_time(&self) -> &str {
+        &self.inner.start_time
+    }
+
+    /// The settings and state as of the actor's last change.
+    pub fn view(&self) -> Arc<SessionView> {
+        self.inner.view.borrow().clone()
+    }
+
+    pub(crate) fn emitter(&self) -> &Emitter {
+        &self.inner.emitter
+    }
+
+    pub(crate) fn shells(&self) -> &Arc<tools::ShellManager> {
+        &self.inner.shells
+    }
+
+    /// Adds an event subscriber (a client connection, the runner).
+    pub fn subscribe(&self, sub: Arc<dyn EventSubscriber>) {
+        self.inner.emitter.subscribe(sub);
+    }
+
+    pub fn subscriber_count(&self) -> usize {
+        self.inner.emitter.subscriber_count()
+    }
+
+    /// Sends one input and waits for the actor's answer. A session whose task has ended is
+    /// reported as not found: it was unloaded or deleted in the meantime.
+    async fn ask<R>(&self, make: impl FnOnce(oneshot::Sender<R>) -> SessionInput) -> Result<R, EngineError> {
+        let (tx, rx) = oneshot::channel();
+        self.inner.inputs.send(make(tx)).await.map_err(|_| self.gone())?;
+        rx.await.map_err(|_| self.gone())
+    }
+
+    pub(crate) async fn tell(&self, input: SessionInput) -> Result<(), EngineError> {
+        self.inner.inputs.send(input).await.map_err(|_| self.gone())
+    }
+
+    fn gone(&self) -> EngineError {
+        EngineError::SessionNotFound(self.inner.id.clone())
+    }
+
+    /// Queues a message. `immediate` while a run is active steers it into the next model call.
+    pub async fn send(&self, msg: QueuedMessage, immediate: bool) -> Result<(), EngineError> {
+        self.ask(|reply| SessionInput::Send { msg, immediate, reply }).await
+    }
+
+    /// Aborts the running loop. Returns whether anything was running.
+    pub async fn abort(&self, reason: &str) -> Result<bool, EngineError> {
+        self.ask(|reply| SessionInput::Abort { reason: reason.to_string(), reply }).await
+    }
+
+    /// Sets the mode; returns the previous one when it changed.
+    pub async fn set_mode(&self, mode: &str) -> Result<Option<String>, EngineError> {
+        self.ask(|reply| SessionInput::SetMode { mode: mode.to_string(), reply }).await
+    }
+
+    /// Switches the model; returns the previous one.
+    pub async fn switch_model(&self, model: &str, reasoning_effort: Option<String>) -> Result<String, EngineError> {
+        self.ask(|reply| SessionInput::SwitchModel { model: model.to_string(), reasoning_effort, reply }).await
+    }
+
+    pub async fn set_approve_all(&self, enabled: bool) -> Result<(), EngineError> {
+        self.ask(|reply| SessionInput::SetApproveAll { enabled, reply }).await
+    }
+
+    /// Replaces the session's SDK-implemented tools; the model sees them from its next request.
+    pub async fn set_tools(&self, tools: Vec<protocol::methods::ExternalToolDef>) -> Result<(), EngineError> {
+        self.ask(|reply| SessionInput::SetTools { tools, reply }).await
+    }
+
+    /// Answers a pending request. `false` when no such request is waiting.
+    pub async fn answer(&self, request_id: &str, answer: PendingAnswer) -> Result<bool, EngineError> {
+        self.ask(|reply| SessionInput::Answer { request_id: request_id.to_string(), answer, reply }).await
+    }
+
+    /// Permission prompts still waiting for an answer: `(requestId, prompt)`.
+    pub async fn pending_permissions(&self) -> Result<Vec<(String, Value)>, EngineError> {
+        self.ask(|reply| SessionInput::PendingPermissions { reply }).await
+    }
+
+    pub async fn fail_all_pending(&self) -> Result<(), EngineError> {
+        self.tell(SessionInput::FailAllPending).await
+    }
+
+    /// Emits a `session.info` / `warning` / `error` event; returns its id.
+    pub async fn log(
+        &self,
+        level: LogLevel,
+        kind: String,
+        message: String,
+        ephemeral: bool,
+    ) -> Result<String, EngineError> {
+        self.ask(|reply| SessionInput::Log { level, kind, message, ephemeral, reply }).await
+    }
+
+    pub async fn plan(&self, op: PlanOp) -> Result<PlanResult, EngineError> {
+        self.ask(|reply| SessionInput::Plan { op, reply }).await?.map_err(EngineError::Store)
+    }
+
+    pub(crate) async fn resume(
+        &self,
+        params: protocol::methods::SessionConfigParams,
+        subscriber: Option<Arc<dyn EventSubscriber>>,
+    ) -> Result<(), EngineError> {
+        self.ask(|reply| SessionInput::Resume { params: Box::new(params), subscriber, reply }).await
+    }
+
+    /// Removes a subscriber. Returns `true` when it was the last one and the session unloaded.
+    pub(crate) async fn detach(&self, subscriber_id: u64) -> Result<bool, EngineError> {
+        self.ask(|reply| SessionInput::Detach { subscriber_id, reply }).await
+    }
+
+    /// Stops the session's task: running work is cancelled, shells are killed, nothing more is
+    /// emitted. Returns at once; the task ends on its next poll.
+    pub fn shutdown(&self) {
+        self.inner.shells.kill_all();
+        self.inner.stop.cancel();
+    }
+
+    pub(crate) fn stopped(&self) -> &CancellationToken {
+        &self.inner.stop
+    }
+}

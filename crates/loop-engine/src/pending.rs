@@ -1,0 +1,110 @@
+//! Client work a run is waiting for (permission prompts, SDK tool calls), keyed by request id.
+//! Owned by the session actor: a run registers a request before it emits the event that
+//! offers it, and a client's answer reaches the waiting run through the actor.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+/// What a pending request is waiting for.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum PendingKind {
+    /// Carries the user-facing prompt, for `session.permissions.pendingRequests`.
+    Permission(Value),
+    ExternalTool,
+}
+
+/// A client's answer to a pending request, as the run consumes it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PendingAnswer {
+    /// `session.permissions.handlePendingPermissionRequest {result}`.
+    Permission(Value),
+    /// `session.tools.handlePendingToolCall {result?, error?}`.
+    ToolCall { result: Option<Value>, error: Option<String> },
+    /// Nobody is left to answer (the last client went away and did not come back).
+    NoClient,
+}
+
+#[derive(Default)]
+pub(crate) struct PendingRequests {
+    waiting: HashMap<String, (PendingKind, oneshot::Sender<PendingAnswer>)>,
+}
+
+impl PendingRequests {
+    pub fn register(&mut self, request_id: String, kind: PendingKind, tx: oneshot::Sender<PendingAnswer>) {
+        self.waiting.insert(request_id, (kind, tx));
+    }
+
+    /// Hands the answer to the waiting run. `false` when nothing waits under that id (unknown,
+    /// already answered by another client, or given up by the run), or the answer is of the
+    /// wrong kind (a permission answer for a tool call).
+    pub fn resolve(&mut self, request_id: &str, answer: PendingAnswer) -> bool {
+        let fits = matches!(
+            (self.waiting.get(request_id), &answer),
+            (Some((PendingKind::Permission(_), _)), PendingAnswer::Permission(_))
+                | (Some((PendingKind::ExternalTool, _)), PendingAnswer::ToolCall { .. })
+                | (Some(_), PendingAnswer::NoClient)
+        );
+        if !fits {
+            return false;
+        }
+        match self.waiting.remove(request_id) {
+            Some((_, tx)) => tx.send(answer).is_ok(),
+            None => false,
+        }
+    }
+
+    /// The run stopped waiting (abort): forget the request.
+    pub fn forget(&mut self, request_id: &str) {
+        self.waiting.remove(request_id);
+    }
+
+    /// Answers everything as "no client": the run must not wait forever.
+    pub fn fail_all(&mut self) {
+        for (_, (_, tx)) in self.waiting.drain() {
+            let _ = tx.send(PendingAnswer::NoClient);
+        }
+    }
+
+    /// Permission prompts still waiting: `(requestId, prompt)`.
+    pub fn permission_prompts(&self) -> Vec<(String, Value)> {
+        let mut out: Vec<(String, Value)> = self
+            .waiting
+            .iter()
+            .filter_map(|(id, (kind, _))| match kind {
+                PendingKind::Permission(prompt) => Some((id.clone(), prompt.clone())),
+                PendingKind::ExternalTool => None,
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_reach_the_waiting_request_once_and_only_of_the_right_kind() {
+        let mut p = PendingRequests::default();
+        let (tx, mut rx) = oneshot::channel();
+        p.register("r1".into(), PendingKind::ExternalTool, tx);
+        assert!(!p.resolve("r1", PendingAnswer::Permission(serde_json::json!({"kind": "approved"}))));
+        assert!(p.resolve("r1", PendingAnswer::ToolCall { result: None, error: None }));
+        assert!(!p.resolve("r1", PendingAnswer::ToolCall { result: None, error: None }));
+        assert_eq!(rx.try_recv().ok(), Some(PendingAnswer::ToolCall { result: None, error: None }));
+    }
+
+    #[test]
+    fn fail_all_answers_no_client() {
+        let mut p = PendingRequests::default();
+        let (tx, mut rx) = oneshot::channel();
+        p.register("r".into(), PendingKind::Permission(serde_json::json!({})), tx);
+        assert_eq!(p.permission_prompts().len(), 1);
+        p.fail_all();
+        assert_eq!(rx.try_recv().ok(), Some(PendingAnswer::NoClient));
+        assert!(p.permission_prompts().is_empty());
+    }
+}

@@ -1,0 +1,78 @@
+//! A session's own files besides the log (`workspace.yaml`, `plan.md`), for callers on the
+//! async runtime: the work happens on the blocking pool (writes are fsynced) or through
+//! `tokio::fs`, never on an async worker.
+
+use crate::layout::{Layout, WorkspaceMeta};
+use crate::{io_err, StoreError};
+
+fn joined(e: tokio::task::JoinError) -> StoreError {
+    StoreError::Io { path: "blocking task".into(), source: std::io::Error::other(e) }
+}
+
+impl Layout {
+    /// Writes `workspace.yaml` atomically (temp file, fsync, rename).
+    pub async fn write_workspace_yaml(&self, id: &str, meta: &WorkspaceMeta) -> Result<(), StoreError> {
+        let (layout, id, meta) = (self.clone(), id.to_string(), meta.clone());
+        tokio::task::spawn_blocking(move || layout.write_workspace_yaml_blocking(&id, &meta)).await.map_err(joined)?
+    }
+
+    /// `plan.md`, or `None` when the session has none.
+    pub async fn read_plan(&self, id: &str) -> Result<Option<String>, StoreError> {
+        Self::check_id(id)?;
+        let path = self.plan_path(id);
+        match tokio::fs::read_to_string(&path).await {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_err(&path)(e)),
+        }
+    }
+
+    /// Replaces `plan.md`; returns whether it existed before.
+    pub async fn write_plan(&self, id: &str, content: &str) -> Result<bool, StoreError> {
+        Self::check_id(id)?;
+        let path = self.plan_path(id);
+        let existed = tokio::fs::try_exists(&path).await.map_err(io_err(&path))?;
+        tokio::fs::write(&path, content).await.map_err(io_err(&path))?;
+        Ok(existed)
+    }
+
+    /// Removes `plan.md`; returns whether there was one.
+    pub async fn delete_plan(&self, id: &str) -> Result<bool, StoreError> {
+        Self::check_id(id)?;
+        let path = self.plan_path(id);
+        match tokio::fs::remove_file(&path).await {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(io_err(&path)(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests fail loudly by design
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn plan_lifecycle() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        layout.ensure_session_dir("s1").unwrap();
+        assert_eq!(layout.read_plan("s1").await.unwrap(), None);
+        assert!(!layout.write_plan("s1", "# Plan").await.unwrap());
+        assert!(layout.write_plan("s1", "# Plan 2").await.unwrap());
+        assert_eq!(layout.read_plan("s1").await.unwrap().as_deref(), Some("# Plan 2"));
+        assert!(layout.delete_plan("s1").await.unwrap());
+        assert!(!layout.delete_plan("s1").await.unwrap());
+        assert!(layout.read_plan("../escape").await.is_err());
+    }
+
+    #[tokio::test]
+    async fn workspace_yaml_round_trips_through_the_async_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::new(dir.path());
+        let meta = WorkspaceMeta { id: "s2".into(), cwd: "/w".into(), ..Default::default() };
+        layout.write_workspace_yaml("s2", &meta).await.unwrap();
+        assert_eq!(layout.read_workspace_yaml("s2").unwrap(), Some(meta));
+    }
+}
