@@ -49,5 +49,9 @@ bench: build
 fmt:
     cargo fmt --all
 
+# Regenerate crates/protocol/src/generated from shared/schemas/*.json and crates/protocol-codegen/allowlist.toml.
+codegen:
+    cargo run -p protocol-codegen
+
 lint:
     cargo clippy --workspace --all-targets -- -D warnings

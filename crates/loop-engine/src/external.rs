@@ -2,6 +2,7 @@
 //! `external_tool.requested`; a client answers with `session.tools.handlePendingToolCall`.
 
 use llm_providers::ToolCall;
+use protocol::generated::types::ExternalToolResult;
 use protocol::methods::ExternalToolDef;
 use serde_json::{json, Value};
 use tools::{PermissionDecision, ToolOutput};
@@ -56,17 +57,8 @@ pub(crate) async fn run(
     };
     ctx.emitter().emit("external_tool.completed", json!({"requestId": request_id}), true);
     match answer {
-        Some(PendingAnswer::ToolCall { result, error }) => {
-            let mut answer = json!({});
-            if let Some(r) = result {
-                answer["result"] = r;
-            }
-            if let Some(e) = error {
-                answer["error"] = json!(e);
-            }
-            interpret(&call.name, &args, &answer)
-        }
-        Some(_) => interpret(&call.name, &args, &json!({"error": "The client that handles this tool disconnected"})),
+        Some(PendingAnswer::ToolCall { result, error }) => interpret(&call.name, &args, result, error.as_deref()),
+        Some(_) => interpret(&call.name, &args, None, Some("The client that handles this tool disconnected")),
         None => {
             let _ = ctx.handle.tell(SessionInput::RunForgetPending { request_id }).await;
             ToolOutput::interrupted()
@@ -75,8 +67,13 @@ pub(crate) async fn run(
 }
 
 /// Maps a `handlePendingToolCall` answer (`{result?, error?}`) to what the model sees.
-pub(crate) fn interpret(tool_name: &str, args: &Value, answer: &Value) -> ToolOutput {
-    if let Some(err) = answer.get("error").and_then(Value::as_str) {
+pub(crate) fn interpret(
+    tool_name: &str,
+    args: &Value,
+    result: Option<ExternalToolResult>,
+    error: Option<&str>,
+) -> ToolOutput {
+    if let Some(err) = error {
         // The handler's own message goes to the client only: exception text can carry data
         // the app never meant the model to see.
         let compact = serde_json::to_string(args).unwrap_or_else(|_| "{}".into());
@@ -86,24 +83,23 @@ pub(crate) fn interpret(tool_name: &str, args: &Value, answer: &Value) -> ToolOu
             "failure",
         );
     }
-    match answer.get("result") {
-        None | Some(Value::Null) => ToolOutput::ok(""),
-        Some(Value::String(s)) => ToolOutput::ok(s.clone()),
-        Some(obj @ Value::Object(_)) if obj.get("textResultForLlm").is_some() || obj.get("resultType").is_some() => {
-            let text = obj.get("textResultForLlm").and_then(Value::as_str).unwrap_or("").to_string();
-            let kind = obj.get("resultType").and_then(Value::as_str).unwrap_or("success");
+    match result {
+        None => ToolOutput::ok(""),
+        Some(ExternalToolResult::String(s)) => ToolOutput::ok(s),
+        Some(ExternalToolResult::ExternalToolTextResultForLlm(r)) => {
+            let text = r.text_result_for_llm;
+            let kind = r.result_type.as_deref().unwrap_or("success");
             let mut out = if kind == "success" {
-                ToolOutput::ok(text.clone())
+                ToolOutput::ok(text)
             } else {
-                let message = obj.get("error").and_then(Value::as_str).unwrap_or(&text).to_string();
-                ToolOutput::fail_with(text.clone(), message, kind)
+                let message = r.error.unwrap_or_else(|| text.clone());
+                ToolOutput::fail_with(text, message, kind)
             };
-            if let Some(t) = obj.get("toolTelemetry") {
-                out.telemetry = t.clone();
+            if let Some(t) = r.tool_telemetry {
+                out.telemetry = Value::Object(t);
             }
             out
         }
-        Some(other) => ToolOutput::ok(other.to_string()),
     }
 }
 
@@ -111,13 +107,18 @@ pub(crate) fn interpret(tool_name: &str, args: &Value, answer: &Value) -> ToolOu
 mod tests {
     use super::*;
 
+    fn result(v: Value) -> Option<ExternalToolResult> {
+        Some(serde_json::from_value(v).unwrap())
+    }
+
     #[test]
     fn maps_sdk_results() {
-        assert_eq!(interpret("t", &json!({}), &json!({"result":"hi"})).text_for_llm, "hi");
-        let out = interpret("t", &json!({}), &json!({"result":{"textResultForLlm":"T","resultType":"rejected"}}));
+        assert_eq!(interpret("t", &json!({}), result(json!("hi")), None).text_for_llm, "hi");
+        let r = result(json!({"textResultForLlm":"T","resultType":"rejected"}));
+        let out = interpret("t", &json!({}), r, None);
         assert_eq!(out.error_code.as_deref(), Some("rejected"));
         assert!(!out.success);
-        let out = interpret("get_user_location", &json!({}), &json!({"error":"Melbourne"}));
+        let out = interpret("get_user_location", &json!({}), None, Some("Melbourne"));
         assert_eq!(
             out.text_for_llm,
             "Failed to execute `get_user_location` tool with arguments: {} due to error: Error: Tool execution failed"

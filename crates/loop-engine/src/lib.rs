@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use llm_providers::{ModelClient, ModelInfo};
-use protocol::methods::SessionConfigParams;
+use protocol::methods::{SessionConfigParams, SessionContext, SessionListEntry};
 use serde_json::{json, Value};
 use store::{EventLog, Layout, SessionIndex, SessionRow};
 
@@ -440,12 +440,12 @@ impl Engine {
         }
     }
 
-    pub async fn list(&self, filter: &store::ListFilter) -> Result<Vec<Value>, EngineError> {
+    pub async fn list(&self, filter: &store::ListFilter) -> Result<Vec<SessionListEntry>, EngineError> {
         let rows = self.deps.index.list(filter).await?;
         Ok(rows.iter().map(|r| self.list_entry(r)).collect())
     }
 
-    pub async fn metadata(&self, id: &str) -> Result<Option<Value>, EngineError> {
+    pub async fn metadata(&self, id: &str) -> Result<Option<SessionListEntry>, EngineError> {
         Ok(self.deps.index.get(id).await?.filter(|r| r.has_user_message).map(|r| self.list_entry(&r)))
     }
 
@@ -453,25 +453,24 @@ impl Engine {
         Ok(self.deps.index.last_id().await?)
     }
 
-    fn list_entry(&self, r: &SessionRow) -> Value {
-        let mut context = json!({"cwd": r.cwd});
-        for (k, v) in [("gitRoot", &r.git_root), ("repository", &r.repository), ("branch", &r.branch)] {
-            if let Some(v) = v {
-                context[k] = json!(v);
-            }
-        }
+    fn list_entry(&self, r: &SessionRow) -> SessionListEntry {
         let title = r.title.clone().or_else(|| r.summary.clone()).unwrap_or_default();
-        json!({
-            "sessionId": r.id,
-            "startTime": r.created_at,
-            "modifiedTime": r.updated_at,
-            "isRemote": false,
-            "isDetached": self.get(&r.id).is_none(),
-            "summary": r.summary.clone().unwrap_or_else(|| title.clone()),
-            "name": title,
-            "clientName": r.client_name.clone().unwrap_or_else(|| "sdk".into()),
-            "context": context,
-        })
+        SessionListEntry {
+            session_id: r.id.clone(),
+            start_time: r.created_at.clone(),
+            modified_time: r.updated_at.clone(),
+            is_remote: false,
+            is_detached: self.get(&r.id).is_none(),
+            summary: r.summary.clone().unwrap_or_else(|| title.clone()),
+            name: title,
+            client_name: r.client_name.clone().unwrap_or_else(|| "sdk".into()),
+            context: SessionContext {
+                cwd: r.cwd.clone(),
+                git_root: r.git_root.clone(),
+                repository: r.repository.clone(),
+                branch: r.branch.clone(),
+            },
+        }
     }
 
     /// Stops every session (process shutdown).

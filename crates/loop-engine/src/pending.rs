@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use protocol::generated::types::{ExternalToolResult, PermissionDecision};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -19,9 +20,9 @@ pub(crate) enum PendingKind {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PendingAnswer {
     /// `session.permissions.handlePendingPermissionRequest {result}`.
-    Permission(Value),
+    Permission(PermissionDecision),
     /// `session.tools.handlePendingToolCall {result?, error?}`.
-    ToolCall { result: Option<Value>, error: Option<String> },
+    ToolCall { result: Option<ExternalToolResult>, error: Option<String> },
     /// Nobody is left to answer (the last client went away and did not come back).
     NoClient,
 }
@@ -91,7 +92,7 @@ mod tests {
         let mut p = PendingRequests::default();
         let (tx, mut rx) = oneshot::channel();
         p.register("r1".into(), PendingKind::ExternalTool, tx);
-        assert!(!p.resolve("r1", PendingAnswer::Permission(serde_json::json!({"kind": "approved"}))));
+        assert!(!p.resolve("r1", PendingAnswer::Permission(PermissionDecision::Approved)));
         assert!(p.resolve("r1", PendingAnswer::ToolCall { result: None, error: None }));
         assert!(!p.resolve("r1", PendingAnswer::ToolCall { result: None, error: None }));
         assert_eq!(rx.try_recv().ok(), Some(PendingAnswer::ToolCall { result: None, error: None }));

@@ -4,9 +4,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use protocol::generated::types::PermissionDecision;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
-use tools::{PermissionDecision, INTERRUPTED_TEXT};
+use tools::{PermissionDecision as Decision, INTERRUPTED_TEXT};
 
 use crate::handle::{SessionHandle, SessionInput};
 use crate::pending::{PendingAnswer, PendingKind};
@@ -26,14 +27,14 @@ pub(crate) struct Gate {
 impl Gate {
     /// Asks the session's clients to approve `request` (a `permissionRequest` object with
     /// `kind` and `toolCallId`).
-    pub async fn ask(&self, request: Value, tool_call_id: &str) -> PermissionDecision {
+    pub async fn ask(&self, request: Value, tool_call_id: &str) -> Decision {
         let view = self.handle.view();
         if view.settings.approve_all {
-            return PermissionDecision::Approved;
+            return Decision::Approved;
         }
         let keys = approval_keys(&request);
         if !keys.is_empty() && keys.iter().all(|k| view.approvals.contains(k)) {
-            return PermissionDecision::Approved;
+            return Decision::Approved;
         }
         if !view.settings.request_permission {
             return denied(NO_APPROVER_TEXT);
@@ -62,8 +63,8 @@ impl Gate {
             _ = self.cancel.cancelled() => None,
         };
         let answer = match answer {
-            Some(PendingAnswer::Permission(v)) => v,
-            Some(_) => json!({"kind": "user-not-available"}),
+            Some(PendingAnswer::Permission(decision)) => decision,
+            Some(_) => PermissionDecision::UserNotAvailable,
             None => {
                 let _ = self.handle.tell(SessionInput::RunForgetPending { request_id: request_id.clone() }).await;
                 self.handle.emitter().emit(
@@ -79,9 +80,9 @@ impl Gate {
             // The recordings end at a call the user rejected: no further model call.
             self.user_rejected.store(true, Ordering::Release);
         }
-        if decision == PermissionDecision::Approved
-            && answer.get("kind").and_then(Value::as_str).is_some_and(|k| k.contains("session"))
-        {
+        let for_session =
+            matches!(answer, PermissionDecision::ApproveForSession(_) | PermissionDecision::ApprovedForSession(_));
+        if decision == Decision::Approved && for_session {
             let _ = self.handle.tell(SessionInput::RunApproveForSession { keys }).await;
         }
         self.handle.emitter().emit(
@@ -146,36 +147,38 @@ pub(crate) fn prompt_request(req: &Value) -> Value {
     Value::Object(out)
 }
 
-fn denied(text: &str) -> PermissionDecision {
-    PermissionDecision::Denied { text_for_llm: text.to_string(), code: "denied".to_string() }
+fn denied(text: &str) -> Decision {
+    Decision::Denied { text_for_llm: text.to_string(), code: "denied".to_string() }
 }
 
-/// Maps a client's answer (today's decision kinds and the legacy result kinds) to a decision
+/// Maps a client's decision (today's kinds and the legacy result kinds) to what the tool sees
 /// and the normalised result recorded in `permission.completed`.
-pub(crate) fn interpret(answer: &Value) -> (PermissionDecision, Value) {
-    let kind = answer.get("kind").and_then(Value::as_str).unwrap_or("");
-    let feedback = answer.get("feedback").and_then(Value::as_str).filter(|f| !f.is_empty());
-    match kind {
-        "approve-once"
-        | "approved"
-        | "approve-for-session"
-        | "approved-for-session"
-        | "approve-for-location"
-        | "approved-for-location"
-        | "approve-permanently" => (PermissionDecision::Approved, json!({"kind": "approved"})),
-        "reject" | "denied-interactively-by-user" => {
-            let text = match feedback {
-                Some(fb) => format!("The user rejected this tool call. User feedback: {fb}"),
-                None => "The user rejected this tool call.".to_string(),
-            };
-            let mut recorded = json!({"kind": "denied-interactively-by-user"});
-            if let Some(fb) = feedback {
-                recorded["feedback"] = json!(fb);
-            }
-            (denied(&text), recorded)
+pub(crate) fn interpret(answer: &PermissionDecision) -> (Decision, Value) {
+    use PermissionDecision as D;
+    let rejected = |feedback: Option<&str>| {
+        let feedback = feedback.filter(|f| !f.is_empty());
+        let text = match feedback {
+            Some(fb) => format!("The user rejected this tool call. User feedback: {fb}"),
+            None => "The user rejected this tool call.".to_string(),
+        };
+        let mut recorded = json!({"kind": "denied-interactively-by-user"});
+        if let Some(fb) = feedback {
+            recorded["feedback"] = json!(fb);
         }
-        "denied-by-rules" => (denied("Permission denied by rules"), json!({"kind": "denied-by-rules"})),
-        "denied-by-content-exclusion-policy" => (
+        (denied(&text), recorded)
+    };
+    match answer {
+        D::ApproveOnce(_)
+        | D::Approved
+        | D::ApproveForSession(_)
+        | D::ApprovedForSession(_)
+        | D::ApproveForLocation(_)
+        | D::ApprovedForLocation(_)
+        | D::ApprovePermanently(_) => (Decision::Approved, json!({"kind": "approved"})),
+        D::Reject(r) => rejected(r.feedback.as_deref()),
+        D::DeniedInteractivelyByUser(d) => rejected(d.feedback.as_deref()),
+        D::DeniedByRules(_) => (denied("Permission denied by rules"), json!({"kind": "denied-by-rules"})),
+        D::DeniedByContentExclusionPolicy(_) => (
             denied("Permission denied by content exclusion policy"),
             json!({"kind": "denied-by-content-exclusion-policy"}),
         ),
@@ -187,20 +190,24 @@ pub(crate) fn interpret(answer: &Value) -> (PermissionDecision, Value) {
 mod tests {
     use super::*;
 
+    fn decision(v: Value) -> PermissionDecision {
+        serde_json::from_value(v).unwrap()
+    }
+
     #[test]
     fn maps_decisions() {
-        assert_eq!(interpret(&json!({"kind":"approve-once"})).0, PermissionDecision::Approved);
-        let (d, rec) = interpret(&json!({"kind":"reject","feedback":"no way"}));
+        assert_eq!(interpret(&decision(json!({"kind":"approve-once"}))).0, Decision::Approved);
+        let (d, rec) = interpret(&decision(json!({"kind":"reject","feedback":"no way"})));
         assert_eq!(
             d,
-            PermissionDecision::Denied {
+            Decision::Denied {
                 text_for_llm: "The user rejected this tool call. User feedback: no way".into(),
                 code: "denied".into()
             }
         );
         assert_eq!(rec, json!({"kind":"denied-interactively-by-user","feedback":"no way"}));
-        let (d, rec) = interpret(&json!({"kind":"user-not-available"}));
-        assert_eq!(d, PermissionDecision::Denied { text_for_llm: NO_APPROVER_TEXT.into(), code: "denied".into() });
+        let (d, rec) = interpret(&decision(json!({"kind":"user-not-available"})));
+        assert_eq!(d, Decision::Denied { text_for_llm: NO_APPROVER_TEXT.into(), code: "denied".into() });
         assert_eq!(rec["kind"], "denied-no-approval-rule-and-could-not-request-from-user");
     }
 }

@@ -2,31 +2,62 @@
 
 use bytes::{Buf, BytesMut};
 
-/// Largest body we accept; a bigger declared length is treated as a malformed header.
+/// Default limit on one body. A larger declared length is refused (its body skipped unread).
 pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {
     #[error("malformed frame header: {0}")]
     BadHeader(String),
+    /// The body is skipped as it arrives, so the stream stays in sync and memory stays flat.
+    #[error("frame of {declared} bytes exceeds the limit of {limit} bytes; skipped")]
+    TooLarge { declared: usize, limit: usize },
 }
 
 /// Encodes one message body with the only header the Python SDK tolerates.
 pub fn encode(body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len() + 32);
-    out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
-    out.extend_from_slice(body);
+    encode_parts(&[body])
+}
+
+/// Encodes one body given in pieces (concatenated), without joining them first.
+pub fn encode_parts(parts: &[&[u8]]) -> Vec<u8> {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let header = format!("Content-Length: {len}\r\n\r\n");
+    let mut out = Vec::with_capacity(header.len() + len);
+    out.extend_from_slice(header.as_bytes());
+    for p in parts {
+        out.extend_from_slice(p);
+    }
     out
 }
 
 /// Incremental decoder: push bytes as they arrive, pull complete bodies.
-#[derive(Default, Debug)]
+#[derive(Debug)]
 pub struct FrameDecoder {
     buf: BytesMut,
+    limit: usize,
+    /// Bytes of a refused oversized body still to discard.
+    skip: usize,
+}
+
+impl Default for FrameDecoder {
+    fn default() -> Self {
+        Self::new(MAX_FRAME_BYTES)
+    }
 }
 
 impl FrameDecoder {
-    pub fn push(&mut self, data: &[u8]) {
+    /// A decoder refusing bodies larger than `limit` bytes.
+    pub fn new(limit: usize) -> Self {
+        Self { buf: BytesMut::new(), limit, skip: 0 }
+    }
+
+    pub fn push(&mut self, mut data: &[u8]) {
+        if self.skip > 0 {
+            let n = self.skip.min(data.len());
+            self.skip -= n;
+            data = &data[n..];
+        }
         self.buf.extend_from_slice(data);
     }
 
@@ -34,6 +65,9 @@ impl FrameDecoder {
     /// a header block that can never become valid. After an error the bad header block has
     /// been discarded, so the caller may keep decoding.
     pub fn next_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
+        if self.skip > 0 {
+            return Ok(None);
+        }
         // Resynchronise: a frame starts at a header line. Bytes before the next
         // `Content-Length` (junk, the body of a frame whose header was bad) are dropped.
         let at_header = starts_with_header_line(&self.buf);
@@ -71,7 +105,14 @@ impl FrameDecoder {
                 }
             }
         }
-        let Some(len) = length.filter(|l| *l <= MAX_FRAME_BYTES) else {
+        if let Some(declared) = length.filter(|l| *l > self.limit) {
+            self.buf.advance(header_end + 4);
+            let n = declared.min(self.buf.len());
+            self.buf.advance(n);
+            self.skip = declared - n;
+            return Err(FrameError::TooLarge { declared, limit: self.limit });
+        }
+        let Some(len) = length else {
             // Junk glued to the front of a real header (`garbageContent-Length: 2`): resync on
             // the header name inside the block instead of dropping the frame behind it.
             let skip = find_header_start(&self.buf[1..header_end]).map(|p| p + 1).unwrap_or(header_end + 4);
@@ -182,6 +223,43 @@ mod tests {
         dec.push(&bytes[..5]);
         assert_eq!(dec.next_frame().unwrap(), None);
         dec.push(&bytes[5..]);
+        assert_eq!(dec.next_frame().unwrap().unwrap(), b"{}");
+    }
+
+    #[test]
+    fn oversized_body_is_skipped_and_the_stream_stays_in_sync() {
+        let mut dec = FrameDecoder::new(8);
+        let big = encode(br#"{"padding":"0123456789"}"#);
+        let mut stream = big.clone();
+        stream.extend(encode(b"{}"));
+        // Arrives in small pieces: the refused body is discarded as it comes, never buffered.
+        let mut errors = Vec::new();
+        let mut bodies = Vec::new();
+        for chunk in stream.chunks(5) {
+            dec.push(chunk);
+            loop {
+                match dec.next_frame() {
+                    Ok(Some(b)) => bodies.push(b),
+                    Ok(None) => break,
+                    Err(e) => errors.push(e),
+                }
+            }
+            assert!(dec.buf.len() <= 64, "buffered {} bytes", dec.buf.len());
+        }
+        assert_eq!(errors, vec![FrameError::TooLarge { declared: 24, limit: 8 }]);
+        assert_eq!(bodies, vec![b"{}".to_vec()]);
+    }
+
+    #[test]
+    fn huge_declared_lengths_are_refused_without_allocating() {
+        let mut dec = FrameDecoder::default();
+        dec.push(b"Content-Length: 99999999999999\r\n\r\n{}");
+        assert!(matches!(dec.next_frame(), Err(FrameError::TooLarge { .. })));
+        assert!(dec.buf.capacity() < 1 << 20);
+        let mut dec = FrameDecoder::default();
+        dec.push(b"Content-Length: -5\r\n\r\n");
+        dec.push(&encode(b"{}"));
+        assert!(matches!(dec.next_frame(), Err(FrameError::BadHeader(_))));
         assert_eq!(dec.next_frame().unwrap().unwrap(), b"{}");
     }
 

@@ -1,37 +1,37 @@
-//! Typed params of the client→server methods Skipper implements. Unknown fields are accepted
-//! and ignored (SDKs send many optional settings); wrong types are errors naming the field.
+//! Methods Skipper serves that the upstream schema does not describe (the session lifecycle the
+//! SDKs drive, as `spec/methods.md` documents it), with hand-written params and results.
+//! Unknown fields are accepted and ignored (SDKs send many optional settings); wrong types are
+//! errors naming the field. The schema's methods are in [`crate::generated::methods`].
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::event::Event;
+use crate::rpc::{NoParams, RpcMethod, Scope, SessionScoped};
+
 /// Parses params, producing an error message that names the offending field
 /// (e.g. `model: invalid type: integer `123`, expected a string`).
 pub fn parse_params<T: DeserializeOwned>(params: &Value) -> Result<T, String> {
-    match serde_path_to_error::deserialize::<_, T>(params) {
-        Ok(v) => Ok(v),
-        Err(e) => {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            if path == "." || path.is_empty() {
-                Err(inner.to_string())
-            } else {
-                Err(format!("{path}: {inner}"))
-            }
-        }
+    serde_path_to_error::deserialize::<_, T>(params).map_err(name_the_field)
+}
+
+/// Like [`parse_params`], straight from the JSON text of the params (decoded once).
+pub fn parse_params_text<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = serde_path_to_error::deserialize::<_, T>(&mut de).map_err(name_the_field)?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok(value)
+}
+
+fn name_the_field<E: std::fmt::Display>(e: serde_path_to_error::Error<E>) -> String {
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    if path == "." || path.is_empty() {
+        inner.to_string()
+    } else {
+        format!("{path}: {inner}")
     }
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ConnectParams {
-    pub token: Option<String>,
-    pub supported_task_kinds: Option<Vec<String>>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct PingParams {
-    pub message: Option<String>,
 }
 
 /// An SDK-implemented tool (`session.create.tools[]`).
@@ -50,7 +50,7 @@ pub struct ExternalToolDef {
 }
 
 /// `session.create` and `session.resume` configuration (the fields Skipper acts on).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionConfigParams {
     pub session_id: Option<String>,
@@ -73,7 +73,7 @@ pub struct SessionConfigParams {
     pub continue_pending_work: Option<bool>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct SystemMessageConfig {
     pub mode: Option<String>,
@@ -82,53 +82,19 @@ pub struct SystemMessageConfig {
     pub sections: Option<serde_json::Map<String, Value>>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionIdParams {
     pub session_id: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SendParams {
-    pub session_id: String,
-    pub prompt: String,
-    pub display_prompt: Option<String>,
-    #[serde(default)]
-    pub attachments: Option<Vec<Value>>,
-    pub mode: Option<String>,
-    pub agent_mode: Option<String>,
-    #[serde(default)]
-    pub request_headers: Option<serde_json::Map<String, Value>>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AbortParams {
-    pub session_id: String,
-    pub reason: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LogParams {
-    pub session_id: String,
-    pub message: String,
-    pub level: Option<String>,
-    /// Domain category (`infoType` / `warningType`); defaults to `notification`.
-    #[serde(rename = "type")]
-    pub kind: Option<String>,
-    #[serde(default)]
-    pub ephemeral: Option<bool>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListParams {
     pub filter: Option<ListFilterParams>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListFilterParams {
     pub cwd: Option<String>,
@@ -137,50 +103,181 @@ pub struct ListFilterParams {
     pub branch: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PermissionResponseParams {
-    pub session_id: String,
-    pub request_id: String,
-    pub result: Value,
+/// Declares a hand-written method descriptor.
+macro_rules! method {
+    ($(#[$doc:meta])* $name:ident, $wire:literal, $scope:ident, $params:ty => $result:ty) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct $name;
+        impl RpcMethod for $name {
+            const NAME: &'static str = $wire;
+            const SCOPE: Scope = Scope::$scope;
+            type Params = $params;
+            type Result = $result;
+        }
+    };
 }
 
-#[derive(Debug, Clone, Deserialize)]
+method!(
+    /// Server version and protocol version.
+    StatusGet, "status.get", Server, NoParams => StatusResult);
+method!(
+    /// How the server authenticated to GitHub.
+    AuthGetStatus, "auth.getStatus", Server, NoParams => AuthStatus);
+method!(
+    /// Creates a session; the caller is subscribed to its events.
+    SessionCreate, "session.create", Session, SessionConfigParams => SessionInfo);
+method!(
+    /// Loads (or re-attaches to) a session; the caller is subscribed to its events.
+    SessionResume, "session.resume", Session, SessionConfigParams => SessionInfo);
+method!(
+    /// Every persisted event of a loaded session.
+    SessionGetMessages, "session.getMessages", Session, SessionIdParams => GetMessagesResult);
+method!(
+    /// The caller stops following a session; the last one out unloads it. `session.destroy`
+    /// is the older name.
+    SessionDetach, "session.detach", Session, SessionIdParams => SuccessResult);
+method!(
+    /// Deletes a session's state from disk.
+    SessionDelete, "session.delete", Session, SessionIdParams => SuccessResult);
+method!(
+    /// Sessions that have a user message, newest first.
+    SessionList, "session.list", Server, ListParams => SessionListResult);
+method!(
+    /// The most recently active session.
+    SessionGetLastId, "session.getLastId", Server, NoParams => LastIdResult);
+method!(
+    /// One session's list entry.
+    SessionGetMetadata, "session.getMetadata", Session, SessionIdParams => MetadataResult);
+method!(
+    /// The TUI's foreground session (none in headless mode).
+    SessionGetForeground, "session.getForeground", Server, NoParams => ForegroundResult);
+method!(
+    /// Changing the foreground session needs a TUI; headless answers with the original's error.
+    SessionSetForeground, "session.setForeground", Server, ForegroundParams => SuccessResult);
+
+impl SessionScoped for SessionIdParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolCallResponseParams {
+pub struct StatusResult {
+    pub version: String,
+    pub protocol_version: u32,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthStatus {
+    pub is_authenticated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    pub status_message: String,
+}
+
+/// `session.create` / `session.resume` result.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
     pub session_id: String,
-    pub request_id: String,
-    pub result: Option<Value>,
+    pub native_session_id: String,
+    pub start_time: String,
+    pub is_remote: bool,
+    pub mode: String,
+    pub workspace_path: String,
+    pub capabilities: Capabilities,
+    pub model_state: ModelState,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Capabilities {
+    pub ui: UiCapabilities,
+    pub extensions: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct UiCapabilities {
+    pub elicitation: bool,
+    pub mcp_apps: bool,
+    pub canvases: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelState {
+    pub model_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GetMessagesResult {
+    pub events: Vec<Event>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SuccessResult {
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ModelSwitchParams {
-    pub session_id: String,
-    pub model_id: String,
-    pub reasoning_effort: Option<String>,
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SessionListResult {
+    pub sessions: Vec<SessionListEntry>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// One `session.list` entry.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct ModeSetParams {
+pub struct SessionListEntry {
     pub session_id: String,
-    pub mode: String,
+    pub start_time: String,
+    pub modified_time: String,
+    pub is_remote: bool,
+    pub is_detached: bool,
+    pub summary: String,
+    pub name: String,
+    pub client_name: String,
+    pub context: SessionContext,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolsSetParams {
-    pub session_id: String,
-    pub tools: Vec<ExternalToolDef>,
+pub struct SessionContext {
+    pub cwd: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_root: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct ApproveAllParams {
-    pub session_id: String,
-    pub enabled: bool,
+pub struct LastIdResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct MetadataResult {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionListEntry>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ForegroundResult {}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ForegroundParams {
+    pub session_id: Option<String>,
 }
 
 #[cfg(test)]
@@ -196,8 +293,8 @@ mod tests {
 
     #[test]
     fn missing_required_field_is_reported() {
-        let err = parse_params::<SendParams>(&json!({"sessionId": "x"})).unwrap_err();
-        assert!(err.contains("prompt"), "{err}");
+        let err = parse_params::<SessionIdParams>(&json!({"other": "x"})).unwrap_err();
+        assert!(err.contains("sessionId"), "{err}");
     }
 
     #[test]

@@ -1,16 +1,22 @@
 //! The only crate that speaks the wire. A [`Server`] holds the engine and server-wide settings;
 //! each transport ([`transport`]) hands byte streams to [`connection::serve`], which decodes
-//! frames, routes requests through the method table ([`router`]) and writes responses and
+//! frames, routes requests through the method table ([`methods`]) and writes responses and
 //! `session.event` notifications in order.
 //!
 //! Requests that name a `sessionId` run in that session's lane (ordered); others run in
 //! parallel. A malformed frame, an unknown method or bad params get a JSON-RPC error and the
-//! connection stays up.
+//! connection stays up. Every queue is bounded ([`Limits`]).
 
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod caller;
 pub mod connection;
 mod errors;
 mod handlers;
-pub mod router;
+mod lanes;
+pub mod methods;
+mod outbound;
+pub mod table;
 pub mod transport;
 
 use std::sync::Arc;
@@ -27,6 +33,31 @@ pub struct AuthInfo {
     pub host: String,
 }
 
+/// What one connection may hold. Past each bound the client gets a clear error (or, for a
+/// client that does not read its events, is disconnected) instead of the server growing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest frame body accepted; a larger one is skipped unread and answered `-32700`.
+    pub max_frame_bytes: usize,
+    /// Events waiting for a client that does not read them; past it the connection is closed.
+    pub max_queued_event_bytes: usize,
+    /// Requests queued for one session on one connection; past it: `-32005`, retry later.
+    pub lane_capacity: usize,
+    /// Requests outside any session running at once on one connection; past it: `-32005`.
+    pub max_parallel_requests: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_frame_bytes: protocol::frame::MAX_FRAME_BYTES,
+            max_queued_event_bytes: 64 * 1024 * 1024,
+            lane_capacity: 256,
+            max_parallel_requests: 256,
+        }
+    }
+}
+
 pub struct Server {
     pub engine: Arc<Engine>,
     pub auth: AuthInfo,
@@ -34,10 +65,11 @@ pub struct Server {
     pub connection_token: Option<String>,
     /// Cancelled by `runtime.shutdown`.
     pub shutdown: CancellationToken,
+    pub limits: Limits,
 }
 
 impl Server {
-    pub fn new(engine: Arc<Engine>, auth: AuthInfo, connection_token: Option<String>) -> Arc<Self> {
-        Arc::new(Self { engine, auth, connection_token, shutdown: CancellationToken::new() })
+    pub fn new(engine: Arc<Engine>, auth: AuthInfo, connection_token: Option<String>, limits: Limits) -> Arc<Self> {
+        Arc::new(Self { engine, auth, connection_token, shutdown: CancellationToken::new(), limits })
     }
 }

@@ -20,6 +20,27 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 struct Defaults {
     default_model: String,
     pending_grace_ms: u64,
+    limits: LimitDefaults,
+}
+
+#[derive(serde::Deserialize)]
+struct LimitDefaults {
+    max_frame_bytes: usize,
+    max_queued_event_bytes: usize,
+    lane_capacity: usize,
+    max_parallel_requests: usize,
+}
+
+impl LimitDefaults {
+    fn with_env(&self, env: &HashMap<String, String>) -> rpc_server::Limits {
+        let var = |name: &str, default: usize| env.get(name).and_then(|v| v.parse().ok()).unwrap_or(default);
+        rpc_server::Limits {
+            max_frame_bytes: var("SKIPPER_MAX_FRAME_BYTES", self.max_frame_bytes),
+            max_queued_event_bytes: var("SKIPPER_MAX_QUEUED_EVENT_BYTES", self.max_queued_event_bytes),
+            lane_capacity: self.lane_capacity,
+            max_parallel_requests: self.max_parallel_requests,
+        }
+    }
 }
 
 fn defaults() -> anyhow::Result<Defaults> {
@@ -94,6 +115,7 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
         None => std::env::current_dir().context("reading the current directory")?,
     };
     let defaults = defaults()?;
+    let limits = defaults.limits.with_env(&env);
     let default_model =
         cli.model.clone().or_else(|| env.get("COPILOT_MODEL").cloned()).unwrap_or(defaults.default_model);
     let allow_all = cli.allow_all_tools || env.get("COPILOT_ALLOW_ALL").is_some_and(|v| v == "true" || v == "1");
@@ -133,6 +155,7 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
         engine,
         AuthInfo { token_present: token.is_some(), auth_type: auth_type.into(), host },
         env.get("COPILOT_CONNECTION_TOKEN").cloned().filter(|t| !t.is_empty()),
+        limits,
     );
     spawn_signal_handler(server.clone());
 

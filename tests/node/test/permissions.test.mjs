@@ -387,7 +387,8 @@ test("legacy and current result kinds: approved runs the tool, every denial keep
             recorded: "denied-no-approval-rule-and-could-not-request-from-user",
             text: "Permission denied and could not request permission from user",
         },
-        { result: { kind: "denied-by-rules" }, runs: false, recorded: "denied-by-rules" },
+        // The schema requires `rules` with this kind; a decision without it is refused (-32602).
+        { result: { kind: "denied-by-rules", rules: [] }, runs: false, recorded: "denied-by-rules" },
     ];
     const ctx = await setup(t);
     for (const [i, c] of cases.entries()) {

@@ -1,89 +1,104 @@
 //! Server-level methods: handshake, status, auth, catalogues, shutdown.
 
-use std::sync::Arc;
-
+use protocol::generated::types as t;
 use protocol::jsonrpc::{self, RpcError};
-use protocol::methods::{ConnectParams, PingParams};
+use protocol::methods::{AuthStatus, StatusResult};
+use protocol::rpc::NoParams;
 use protocol::PROTOCOL_VERSION;
-use serde_json::{json, Value};
 
-use crate::connection::Conn;
-use crate::router::{params, HandlerResult};
+use crate::table::Ctx;
 
-pub fn connect(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: ConnectParams = params(method, &raw)?;
-    if let Some(expected) = &conn.server.connection_token {
+pub async fn connect(ctx: &Ctx, p: t::ConnectRequest) -> Result<t::ConnectResult, RpcError> {
+    if let Some(expected) = &ctx.server.connection_token {
         if p.token.as_deref() != Some(expected.as_str()) {
             return Err(RpcError::new(jsonrpc::AUTHENTICATION_FAILED, "AUTHENTICATION_FAILED"));
         }
     }
-    conn.set_authenticated();
-    let kinds: Vec<String> = match p.supported_task_kinds {
-        Some(kinds) => kinds.into_iter().filter(|k| ["agent", "shell", "client"].contains(&k.as_str())).collect(),
-        None => vec!["agent".into(), "shell".into()],
-    };
-    Ok(json!({
-        "ok": true,
-        "protocolVersion": PROTOCOL_VERSION,
-        "version": conn.server.engine.version(),
-        "taskKinds": kinds,
-    }))
+    ctx.caller.set_authenticated();
+    let kinds = p.supported_task_kinds.unwrap_or_else(|| vec![t::TaskKind::Agent, t::TaskKind::Shell]);
+    Ok(t::ConnectResult {
+        ok: true,
+        protocol_version: PROTOCOL_VERSION.into(),
+        version: ctx.server.engine.version().to_string(),
+        task_kinds: Some(kinds),
+    })
 }
 
-pub fn ping(method: &str, raw: Value) -> HandlerResult {
-    let p: PingParams = params(method, &raw)?;
+pub async fn ping(_ctx: &Ctx, p: t::PingRequest) -> Result<t::PingResult, RpcError> {
     let message = match p.message {
         Some(m) => format!("pong: {m}"),
         None => "pong".to_string(),
     };
-    Ok(json!({
-        "message": message,
-        "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true),
-        "protocolVersion": PROTOCOL_VERSION,
-    }))
+    Ok(t::PingResult {
+        message,
+        timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Nanos, true),
+        protocol_version: PROTOCOL_VERSION.into(),
+    })
 }
 
-pub fn status(conn: &Arc<Conn>) -> HandlerResult {
-    Ok(json!({"version": conn.server.engine.version(), "protocolVersion": PROTOCOL_VERSION}))
+pub async fn status(ctx: &Ctx, _p: NoParams) -> Result<StatusResult, RpcError> {
+    Ok(StatusResult { version: ctx.server.engine.version().to_string(), protocol_version: PROTOCOL_VERSION })
 }
 
-pub fn auth_status(conn: &Arc<Conn>) -> HandlerResult {
-    let auth = &conn.server.auth;
+pub async fn auth_status(ctx: &Ctx, _p: NoParams) -> Result<AuthStatus, RpcError> {
+    let auth = &ctx.server.auth;
     if !auth.token_present {
-        return Ok(json!({"isAuthenticated": false, "statusMessage": "Not authenticated"}));
+        return Ok(AuthStatus { status_message: "Not authenticated".into(), ..Default::default() });
     }
-    Ok(json!({
-        "isAuthenticated": true,
-        "authType": auth.auth_type,
-        "host": auth.host,
-        "statusMessage": format!("{} (via {})", auth.host, auth.auth_type),
-    }))
+    Ok(AuthStatus {
+        is_authenticated: true,
+        auth_type: Some(auth.auth_type.clone()),
+        host: Some(auth.host.clone()),
+        status_message: format!("{} (via {})", auth.host, auth.auth_type),
+    })
 }
 
-pub async fn models_list(conn: &Arc<Conn>, method: &str) -> HandlerResult {
-    let models = conn.server.engine.list_models().await.map_err(|e| RpcError::handler_failed(method, e))?;
-    Ok(json!({"models": models}))
+pub async fn models_list(ctx: &Ctx, _p: t::ModelsListRequest) -> Result<t::ModelList, RpcError> {
+    let models = ctx.server.engine.list_models().await.map_err(|e| ctx.failed(e))?;
+    // The provider's catalogue entry carries free-form capabilities; the wire type is the
+    // schema's. An entry that does not fit is left out (and logged) rather than failing the list.
+    let models = models
+        .iter()
+        .filter_map(|m| match serde_json::to_value(m).and_then(serde_json::from_value::<t::Model>) {
+            Ok(model) => Some(model),
+            Err(e) => {
+                tracing::warn!(model = %m.id, error = %e, "model entry does not fit the schema; left out");
+                None
+            }
+        })
+        .collect();
+    Ok(t::ModelList { models })
 }
 
-pub fn tools_list(conn: &Arc<Conn>) -> HandlerResult {
-    let tools: Vec<Value> = conn
+pub async fn tools_list(ctx: &Ctx, _p: t::ToolsListRequest) -> Result<t::ToolList, RpcError> {
+    let tools = ctx
         .server
         .engine
         .builtins()
         .tools()
         .iter()
-        .map(|t| json!({"name": t.name(), "description": t.description(), "parameters": t.parameters()}))
+        .map(|tool| t::Tool {
+            name: tool.name().to_string(),
+            namespaced_name: None,
+            description: tool.description().to_string(),
+            parameters: tool.parameters().as_object().cloned(),
+            instructions: None,
+        })
         .collect();
-    Ok(json!({"tools": tools}))
+    Ok(t::ToolList { tools })
 }
 
-pub fn runtime_shutdown(conn: &Arc<Conn>) -> HandlerResult {
-    conn.server.engine.shutdown_all();
+pub async fn quota(_ctx: &Ctx, _p: t::AccountGetQuotaRequest) -> Result<t::AccountGetQuotaResult, RpcError> {
+    Ok(t::AccountGetQuotaResult { quota_snapshots: Default::default() })
+}
+
+pub async fn runtime_shutdown(ctx: &Ctx, _p: NoParams) -> Result<(), RpcError> {
+    ctx.server.engine.shutdown_all();
     // Let the response reach the client before the transports stop.
-    let shutdown = conn.server.shutdown.clone();
+    let shutdown = ctx.server.shutdown.clone();
     tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         shutdown.cancel();
     });
-    Ok(Value::Null)
+    Ok(())
 }

@@ -1,178 +1,194 @@
 //! Session lifecycle and conversation methods.
 
-use std::sync::Arc;
-
-use loop_engine::{LogLevel, PendingAnswer, QueuedMessage};
+use loop_engine::{LogLevel, PendingAnswer, QueuedMessage, SessionHandle};
+use protocol::generated::types as t;
+use protocol::jsonrpc::RpcError;
 use protocol::methods::{
-    AbortParams, ApproveAllParams, ListParams, LogParams, PermissionResponseParams, SendParams, SessionConfigParams,
-    SessionIdParams, ToolCallResponseParams, ToolsSetParams,
+    Capabilities, ExternalToolDef, ForegroundParams, ForegroundResult, GetMessagesResult, LastIdResult, ListParams,
+    MetadataResult, ModelState, SessionConfigParams, SessionIdParams, SessionInfo, SessionListResult, SuccessResult,
 };
-use serde_json::{json, Value};
+use protocol::rpc::NoParams;
 
-use crate::connection::Conn;
-use crate::errors::engine_error;
-use crate::handlers::loaded_session;
-use crate::router::{params, HandlerResult};
+use crate::table::Ctx;
 
-fn session_result(session: &loop_engine::SessionHandle) -> Value {
+fn session_info(session: &SessionHandle) -> SessionInfo {
     let view = session.view();
-    let s = &view.settings;
-    json!({
-        "sessionId": session.id(),
-        "nativeSessionId": session.id(),
-        "startTime": session.start_time(),
-        "isRemote": false,
-        "mode": s.mode,
-        "workspacePath": session.workspace_path().to_string_lossy(),
-        "capabilities": {"ui": {"elicitation": false, "mcpApps": false, "canvases": false}, "extensions": false},
-        "modelState": {"modelId": s.model},
-    })
-}
-
-pub async fn create(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: SessionConfigParams = params(method, &raw)?;
-    let shared = conn.server.engine.create(&p, Some(conn.subscriber())).await.map_err(|e| engine_error(method, &e))?;
-    Ok(session_result(&shared))
-}
-
-pub async fn resume(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: SessionConfigParams = params(method, &raw)?;
-    if p.session_id.is_none() {
-        return Err(protocol::jsonrpc::RpcError::invalid_params(method, "sessionId: missing field `sessionId`"));
+    SessionInfo {
+        session_id: session.id().to_string(),
+        native_session_id: session.id().to_string(),
+        start_time: session.start_time().to_string(),
+        is_remote: false,
+        mode: view.settings.mode.clone(),
+        workspace_path: session.workspace_path().to_string_lossy().into_owned(),
+        capabilities: Capabilities::default(),
+        model_state: ModelState { model_id: view.settings.model.clone() },
     }
-    let shared = conn.server.engine.resume(&p, Some(conn.subscriber())).await.map_err(|e| engine_error(method, &e))?;
-    Ok(session_result(&shared))
 }
 
-pub async fn send(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: SendParams = params(method, &raw)?;
-    let shared = loaded_session(conn, method, &p.session_id)?;
+pub async fn create(ctx: &Ctx, p: SessionConfigParams) -> Result<SessionInfo, RpcError> {
+    let session =
+        ctx.server.engine.create(&p, Some(ctx.caller.subscriber())).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(session_info(&session))
+}
+
+pub async fn resume(ctx: &Ctx, p: SessionConfigParams) -> Result<SessionInfo, RpcError> {
+    if p.session_id.is_none() {
+        return Err(RpcError::invalid_params(ctx.method, "sessionId: missing field `sessionId`"));
+    }
+    let session =
+        ctx.server.engine.resume(&p, Some(ctx.caller.subscriber())).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(session_info(&session))
+}
+
+pub async fn send(ctx: &Ctx, p: t::SessionSendParams) -> Result<t::SendResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
     let message_id = uuid::Uuid::new_v4().to_string();
-    let request_headers = p
-        .request_headers
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|(k, v)| v.as_str().map(|v| (k, v.to_string())))
-        .collect();
-    let immediate = p.mode.as_deref() == Some("immediate");
+    let attachments = match p.attachments {
+        Some(a) if !a.is_empty() => serde_json::to_value(a).map_err(|e| ctx.failed(e))?,
+        _ => serde_json::Value::Array(Vec::new()),
+    };
     let msg = QueuedMessage {
         message_id: message_id.clone(),
         prompt: p.prompt,
-        attachments: p.attachments.unwrap_or_default(),
-        agent_mode: p.agent_mode,
-        request_headers,
+        attachments: match attachments {
+            serde_json::Value::Array(items) => items,
+            _ => Vec::new(),
+        },
+        agent_mode: p.agent_mode.map(|m| m.as_str().to_string()),
+        request_headers: p.request_headers.unwrap_or_default().into_iter().collect(),
         delivery: "idle",
     };
-    shared.send(msg, immediate).await.map_err(|e| engine_error(method, &e))?;
-    Ok(json!({"messageId": message_id}))
+    let immediate = p.mode == Some(t::SendMode::Immediate);
+    session.send(msg, immediate).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::SendResult { message_id })
 }
 
-pub async fn abort(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: AbortParams = params(method, &raw)?;
-    let shared = loaded_session(conn, method, &p.session_id)?;
-    shared.abort(p.reason.as_deref().unwrap_or("user_initiated")).await.map_err(|e| engine_error(method, &e))?;
-    Ok(json!({"success": true}))
+pub async fn abort(ctx: &Ctx, p: t::SessionAbortParams) -> Result<t::AbortResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let reason = p.reason.unwrap_or(t::AbortReason::UserInitiated);
+    session.abort(reason.as_str()).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::AbortResult { success: true, error: None })
 }
 
-pub async fn get_messages(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: SessionIdParams = params(method, &raw)?;
-    let events = conn.server.engine.messages(&p.session_id).await.map_err(|e| engine_error(method, &e))?;
-    Ok(json!({"events": events}))
+pub async fn get_messages(ctx: &Ctx, p: SessionIdParams) -> Result<GetMessagesResult, RpcError> {
+    let events = ctx.server.engine.messages(&p.session_id).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(GetMessagesResult { events })
 }
 
-pub async fn detach(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: SessionIdParams = params(method, &raw)?;
-    let ok = conn.server.engine.detach(&p.session_id, conn.id).await;
-    Ok(json!({"success": ok}))
+pub async fn detach(ctx: &Ctx, p: SessionIdParams) -> Result<SuccessResult, RpcError> {
+    let ok = ctx.server.engine.detach(&p.session_id, ctx.caller.id).await;
+    Ok(SuccessResult { success: ok, error: None })
 }
 
-pub async fn delete(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: SessionIdParams = params(method, &raw)?;
-    match conn.server.engine.delete(&p.session_id).await {
-        Ok(()) => Ok(json!({"success": true})),
-        Err(e) => Ok(json!({"success": false, "error": e.to_string()})),
+pub async fn delete(ctx: &Ctx, p: SessionIdParams) -> Result<SuccessResult, RpcError> {
+    match ctx.server.engine.delete(&p.session_id).await {
+        Ok(()) => Ok(SuccessResult { success: true, error: None }),
+        Err(e) => Ok(SuccessResult { success: false, error: Some(e.to_string()) }),
     }
 }
 
-pub async fn list(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: ListParams = params(method, &raw)?;
+pub async fn list(ctx: &Ctx, p: ListParams) -> Result<SessionListResult, RpcError> {
     let f = p.filter.unwrap_or_default();
     let filter = store::ListFilter { cwd: f.cwd, git_root: f.git_root, repository: f.repository, branch: f.branch };
-    let sessions = conn.server.engine.list(&filter).await.map_err(|e| engine_error(method, &e))?;
-    Ok(json!({"sessions": sessions}))
+    let sessions = ctx.server.engine.list(&filter).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(SessionListResult { sessions })
 }
 
-pub async fn last_id(conn: &Arc<Conn>, method: &str) -> HandlerResult {
-    match conn.server.engine.last_id().await.map_err(|e| engine_error(method, &e))? {
-        Some(id) => Ok(json!({"sessionId": id})),
-        None => Ok(json!({})),
-    }
+pub async fn last_id(ctx: &Ctx, _p: NoParams) -> Result<LastIdResult, RpcError> {
+    let session_id = ctx.server.engine.last_id().await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(LastIdResult { session_id })
 }
 
-pub async fn metadata(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: SessionIdParams = params(method, &raw)?;
-    match conn.server.engine.metadata(&p.session_id).await.map_err(|e| engine_error(method, &e))? {
-        Some(entry) => Ok(json!({"session": entry})),
-        None => Ok(json!({})),
-    }
+pub async fn metadata(ctx: &Ctx, p: SessionIdParams) -> Result<MetadataResult, RpcError> {
+    let session = ctx.server.engine.metadata(&p.session_id).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(MetadataResult { session })
 }
 
-pub async fn log(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: LogParams = params(method, &raw)?;
-    let shared = loaded_session(conn, method, &p.session_id)?;
-    let category = p.kind.clone().unwrap_or_else(|| "notification".to_string());
-    let level = match p.level.as_deref().unwrap_or("info") {
-        "warning" => LogLevel::Warning,
-        "error" => LogLevel::Error,
-        "info" => LogLevel::Info,
-        other => {
-            return Err(protocol::jsonrpc::RpcError::invalid_params(
-                method,
-                format!("level: unknown variant `{other}`, expected one of `info`, `warning`, `error`"),
-            ))
-        }
+pub async fn get_foreground(_ctx: &Ctx, _p: NoParams) -> Result<ForegroundResult, RpcError> {
+    Ok(ForegroundResult {})
+}
+
+pub async fn set_foreground(_ctx: &Ctx, _p: ForegroundParams) -> Result<SuccessResult, RpcError> {
+    Ok(SuccessResult {
+        success: false,
+        error: Some("Not running in TUI+server mode - no foreground session change handler registered".into()),
+    })
+}
+
+pub async fn log(ctx: &Ctx, p: t::SessionLogParams) -> Result<t::LogResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let level = match p.level.unwrap_or(t::SessionLogLevel::Info) {
+        t::SessionLogLevel::Info => LogLevel::Info,
+        t::SessionLogLevel::Warning => LogLevel::Warning,
+        t::SessionLogLevel::Error => LogLevel::Error,
     };
-    let id = shared
+    let category = p.r#type.unwrap_or_else(|| "notification".to_string());
+    let event_id = session
         .log(level, category, p.message, p.ephemeral.unwrap_or(false))
         .await
-        .map_err(|e| engine_error(method, &e))?;
-    Ok(json!({"eventId": id}))
+        .map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::LogResult { event_id })
 }
 
-pub async fn answer_permission(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: PermissionResponseParams = params(method, &raw)?;
-    let shared = loaded_session(conn, method, &p.session_id)?;
-    let ok = shared.answer(&p.request_id, PendingAnswer::Permission(p.result)).await;
-    Ok(json!({"success": ok.map_err(|e| engine_error(method, &e))?}))
+pub async fn answer_permission(
+    ctx: &Ctx,
+    p: t::SessionPermissionsHandlePendingPermissionRequestParams,
+) -> Result<t::PermissionRequestResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let answer = PendingAnswer::Permission(p.result);
+    let success = session.answer(&p.request_id, answer).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::PermissionRequestResult { success })
 }
 
-pub async fn pending_permissions(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: SessionIdParams = params(method, &raw)?;
-    let shared = loaded_session(conn, method, &p.session_id)?;
-    let items = shared.pending_permissions().await.map_err(|e| engine_error(method, &e))?;
-    let items: Vec<Value> = items.into_iter().map(|(id, prompt)| json!({"requestId": id, "request": prompt})).collect();
-    Ok(json!({"items": items}))
+pub async fn pending_permissions(
+    ctx: &Ctx,
+    p: t::SessionPermissionsPendingRequestsParams,
+) -> Result<t::PendingPermissionRequestList, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let items = session.pending_permissions().await.map_err(|e| ctx.engine_error(&e))?;
+    let items = items
+        .into_iter()
+        .filter_map(|(request_id, prompt)| {
+            let request = serde_json::from_value(prompt).ok()?;
+            Some(t::PendingPermissionRequest { request_id, request })
+        })
+        .collect();
+    Ok(t::PendingPermissionRequestList { items })
 }
 
-pub async fn set_approve_all(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: ApproveAllParams = params(method, &raw)?;
-    let shared = loaded_session(conn, method, &p.session_id)?;
-    shared.set_approve_all(p.enabled).await.map_err(|e| engine_error(method, &e))?;
-    Ok(json!({"success": true}))
+pub async fn set_approve_all(
+    ctx: &Ctx,
+    p: t::SessionPermissionsSetApproveAllParams,
+) -> Result<t::PermissionsSetApproveAllResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    session.set_approve_all(p.enabled).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::PermissionsSetApproveAllResult { success: true })
 }
 
 /// Replaces the session's SDK-implemented tools; the model sees them from its next request.
-pub async fn set_tools(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: ToolsSetParams = params(method, &raw)?;
-    let shared = loaded_session(conn, method, &p.session_id)?;
-    shared.set_tools(p.tools).await.map_err(|e| engine_error(method, &e))?;
-    Ok(json!({}))
+pub async fn set_tools(ctx: &Ctx, p: t::SessionToolsSetParams) -> Result<t::ToolsSetResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let tools = p
+        .tools
+        .into_iter()
+        .map(|d| ExternalToolDef {
+            name: d.name,
+            description: d.description,
+            parameters: d.parameters.map(serde_json::Value::Object),
+            overrides_built_in_tool: d.overrides_built_in_tool.unwrap_or(false),
+            skip_permission: d.skip_permission.unwrap_or(false),
+        })
+        .collect();
+    session.set_tools(tools).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::ToolsSetResult {})
 }
 
-pub async fn answer_tool_call(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: ToolCallResponseParams = params(method, &raw)?;
-    let shared = loaded_session(conn, method, &p.session_id)?;
+pub async fn answer_tool_call(
+    ctx: &Ctx,
+    p: t::SessionToolsHandlePendingToolCallParams,
+) -> Result<t::HandlePendingToolCallResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
     let answer = PendingAnswer::ToolCall { result: p.result, error: p.error };
-    let ok = shared.answer(&p.request_id, answer).await.map_err(|e| engine_error(method, &e))?;
-    Ok(json!({"success": ok}))
+    let success = session.answer(&p.request_id, answer).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::HandlePendingToolCallResult { success })
 }

@@ -1,90 +1,71 @@
 //! Per-session state methods: model, mode, plan.
 
-use std::sync::Arc;
-
-use protocol::jsonrpc::RpcError;
-use protocol::methods::{ModeSetParams, ModelSwitchParams, SessionIdParams};
-use serde::Deserialize;
-use serde_json::{json, Value};
-
-use crate::connection::Conn;
-use crate::errors::engine_error;
-use crate::handlers::loaded_session;
-use crate::router::{params, HandlerResult};
 use loop_engine::{PlanOp, PlanResult};
+use protocol::generated::types as t;
+use protocol::jsonrpc::RpcError;
 
-pub fn model_get(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: SessionIdParams = params(method, &raw)?;
-    let view = loaded_session(conn, method, &p.session_id)?.view();
-    let s = &view.settings;
-    let mut out = json!({"modelId": s.model});
-    if let Some(e) = &s.reasoning_effort {
-        out["reasoningEffort"] = json!(e);
-    }
-    Ok(out)
+use crate::table::Ctx;
+
+pub async fn model_get(ctx: &Ctx, p: t::SessionModelGetCurrentParams) -> Result<t::CurrentModel, RpcError> {
+    let view = ctx.session(&p.session_id)?.view();
+    Ok(t::CurrentModel {
+        model_id: Some(view.settings.model.clone()),
+        reasoning_effort: view.settings.reasoning_effort.clone(),
+        ..Default::default()
+    })
 }
 
-pub async fn model_switch(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: ModelSwitchParams = params(method, &raw)?;
-    let shared = loaded_session(conn, method, &p.session_id)?;
+pub async fn model_switch(ctx: &Ctx, p: t::SessionModelSwitchToParams) -> Result<t::ModelSwitchToResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
     let previous =
-        shared.switch_model(&p.model_id, p.reasoning_effort.clone()).await.map_err(|e| engine_error(method, &e))?;
-    Ok(json!({
-        "status": "applied",
-        "deferred": false,
-        "modelId": p.model_id,
-        "message": format!("Model changed from {previous} to {}", p.model_id),
-        "deprecationWarnings": [],
-        "modelState": {"modelId": p.model_id},
-    }))
+        session.switch_model(&p.model_id, p.reasoning_effort.clone()).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::ModelSwitchToResult {
+        status: Some("applied".into()),
+        deferred: Some(false),
+        model_id: Some(p.model_id.clone()),
+        message: Some(format!("Model changed from {previous} to {}", p.model_id)),
+        deprecation_warnings: Some(Vec::new()),
+        model_state: Some(t::CurrentModel { model_id: Some(p.model_id), ..Default::default() }),
+        ..Default::default()
+    })
 }
 
-pub fn mode_get(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: SessionIdParams = params(method, &raw)?;
-    Ok(json!(loaded_session(conn, method, &p.session_id)?.view().settings.mode))
+pub async fn mode_get(ctx: &Ctx, p: t::SessionModeGetParams) -> Result<t::SessionMode, RpcError> {
+    let mode = ctx.session(&p.session_id)?.view().settings.mode.clone();
+    serde_json::from_value(serde_json::Value::String(mode)).map_err(|e| ctx.failed(e))
 }
 
-pub async fn mode_set(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: ModeSetParams = params(method, &raw)?;
-    if !["interactive", "plan", "autopilot"].contains(&p.mode.as_str()) {
-        return Err(RpcError::invalid_params(
-            method,
-            format!("mode: unknown variant `{}`, expected one of `interactive`, `plan`, `autopilot`", p.mode),
-        ));
+pub async fn mode_set(ctx: &Ctx, p: t::SessionModeSetParams) -> Result<t::ModeSetResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    session.set_mode(p.mode.as_str()).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::ModeSetResult {
+        status: "applied".into(),
+        model_changed: false,
+        mode_applied: Some(true),
+        ..Default::default()
+    })
+}
+
+pub async fn plan_read(ctx: &Ctx, p: t::SessionPlanReadParams) -> Result<t::PlanReadResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    match session.plan(PlanOp::Read).await.map_err(|e| ctx.engine_error(&e))? {
+        PlanResult::Read { content: Some(content), path } => Ok(t::PlanReadResult {
+            exists: true,
+            content: Some(content),
+            path: Some(path.to_string_lossy().into_owned()),
+        }),
+        _ => Ok(t::PlanReadResult { exists: false, content: None, path: None }),
     }
-    let shared = loaded_session(conn, method, &p.session_id)?;
-    shared.set_mode(&p.mode).await.map_err(|e| engine_error(method, &e))?;
-    Ok(json!({"status": "applied", "modelChanged": false, "modeApplied": true}))
 }
 
-pub async fn plan_read(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: SessionIdParams = params(method, &raw)?;
-    let shared = loaded_session(conn, method, &p.session_id)?;
-    match shared.plan(PlanOp::Read).await.map_err(|e| engine_error(method, &e))? {
-        PlanResult::Read { content: Some(content), path } => {
-            Ok(json!({"exists": true, "content": content, "path": path.to_string_lossy()}))
-        }
-        _ => Ok(json!({"exists": false, "content": null, "path": null})),
-    }
+pub async fn plan_update(ctx: &Ctx, p: t::SessionPlanUpdateParams) -> Result<(), RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    session.plan(PlanOp::Update(p.content)).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(())
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PlanUpdate {
-    session_id: String,
-    content: String,
-}
-
-pub async fn plan_update(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: PlanUpdate = params(method, &raw)?;
-    let shared = loaded_session(conn, method, &p.session_id)?;
-    shared.plan(PlanOp::Update(p.content)).await.map_err(|e| engine_error(method, &e))?;
-    Ok(Value::Null)
-}
-
-pub async fn plan_delete(conn: &Arc<Conn>, method: &str, raw: Value) -> HandlerResult {
-    let p: SessionIdParams = params(method, &raw)?;
-    let shared = loaded_session(conn, method, &p.session_id)?;
-    shared.plan(PlanOp::Delete).await.map_err(|e| engine_error(method, &e))?;
-    Ok(Value::Null)
+pub async fn plan_delete(ctx: &Ctx, p: t::SessionPlanDeleteParams) -> Result<(), RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    session.plan(PlanOp::Delete).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(())
 }

@@ -1,0 +1,233 @@
+//! Loading the two upstream schemas and indexing what the generator needs from them: the
+//! definitions (one flat namespace), the JSON-RPC methods and the session event types.
+
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{Map, Value};
+
+pub const API_FILE: &str = "api.schema.json";
+pub const EVENTS_FILE: &str = "session-events.schema.json";
+
+/// Who a method's requests come from / are ordered by; mirrors `protocol::rpc::Scope`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Server,
+    Session,
+    Client,
+}
+
+impl Scope {
+    pub fn rust_path(self) -> &'static str {
+        match self {
+            Scope::Server => "Scope::Server",
+            Scope::Session => "Scope::Session",
+            Scope::Client => "Scope::Client",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct MethodSpec {
+    pub name: String,
+    pub scope: Scope,
+    pub description: Option<String>,
+    /// `None` when the schema says `params: null` or omits it.
+    pub params: Option<Value>,
+    pub result: Option<Value>,
+}
+
+#[derive(Debug, Clone)]
+pub struct EventSpec {
+    /// The `type` string, e.g. `session.idle`.
+    pub kind: String,
+    /// The schema of `properties.data` (normally a `$ref`).
+    pub data: Value,
+    /// `properties.ephemeral` is `{const: true}`: the event is never persisted.
+    pub always_ephemeral: bool,
+    pub description: Option<String>,
+}
+
+pub struct Schemas {
+    api_defs: Map<String, Value>,
+    event_defs: Map<String, Value>,
+    pub methods: Vec<MethodSpec>,
+    pub events: Vec<EventSpec>,
+}
+
+fn read_json(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!("reading schema {} (set SKIPPER_SHARED_DIR to the directory holding schemas/)", path.display())
+    })?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+fn definitions(root: &Value, file: &str) -> Result<Map<String, Value>> {
+    root.get("definitions")
+        .and_then(Value::as_object)
+        .cloned()
+        .ok_or_else(|| anyhow!("{file} has no `definitions` object"))
+}
+
+/// `#/definitions/Name` -> `Name`. api.schema.json also points into the other file
+/// (`session-events.schema.json#/definitions/Name`); with one flat namespace of definitions
+/// that is the same `Name`.
+pub fn ref_name(reference: &str) -> Result<&str> {
+    let local = match reference.split_once('#') {
+        Some((file, local)) if file.is_empty() || file == API_FILE || file == EVENTS_FILE => local,
+        _ => bail!("unsupported $ref `{reference}` (only refs into the two schema files are handled)"),
+    };
+    local
+        .strip_prefix("/definitions/")
+        .ok_or_else(|| anyhow!("unsupported $ref `{reference}` (only .../definitions/<Name>)"))
+}
+
+/// The definition a schema node points at, if it is a `$ref`.
+pub fn as_ref(schema: &Value) -> Result<Option<&str>> {
+    match schema.get("$ref").and_then(Value::as_str) {
+        Some(r) => ref_name(r).map(Some),
+        None => Ok(None),
+    }
+}
+
+pub fn description(schema: &Value) -> Option<String> {
+    schema.get("description").and_then(Value::as_str).map(str::to_owned)
+}
+
+impl Schemas {
+    pub fn load(dir: &Path) -> Result<Self> {
+        let api = read_json(&dir.join(API_FILE))?;
+        let events = read_json(&dir.join(EVENTS_FILE))?;
+        Self::from_values(&api, &events)
+    }
+
+    pub fn from_values(api: &Value, events: &Value) -> Result<Self> {
+        let api_defs = definitions(api, API_FILE)?;
+        let event_defs = definitions(events, EVENTS_FILE)?;
+        let mut methods = Vec::new();
+        for (group, scope) in [
+            ("server", Scope::Server),
+            ("session", Scope::Session),
+            ("clientSession", Scope::Client),
+            ("clientGlobal", Scope::Client),
+        ] {
+            if let Some(node) = api.get(group) {
+                collect_methods(node, scope, &mut methods)?;
+            }
+        }
+        let mut schemas = Schemas { api_defs, event_defs, methods, events: Vec::new() };
+        schemas.events = schemas.collect_events(events)?;
+        Ok(schemas)
+    }
+
+    /// A definition by name, from either file (api first; the shared names are identical,
+    /// which [`Schemas::check_shared_definition`] verifies for everything generated).
+    pub fn def(&self, name: &str) -> Option<&Value> {
+        self.api_defs.get(name).or_else(|| self.event_defs.get(name))
+    }
+
+    pub fn def_or_err(&self, name: &str) -> Result<&Value> {
+        self.def(name).ok_or_else(|| anyhow!("$ref to `{name}`, which neither schema defines"))
+    }
+
+    pub fn is_def(&self, name: &str) -> bool {
+        self.def(name).is_some()
+    }
+
+    /// Every definition name of both files, for reserving them in the type namespace.
+    pub fn all_def_names(&self) -> impl Iterator<Item = &String> {
+        self.api_defs.keys().chain(self.event_defs.keys())
+    }
+
+    /// One flat namespace only works if a name defined in both files means the same thing.
+    pub fn check_shared_definition(&self, name: &str) -> Result<()> {
+        if let (Some(a), Some(e)) = (self.api_defs.get(name), self.event_defs.get(name)) {
+            if strip_docs(a) != strip_docs(e) {
+                bail!(
+                    "definition `{name}` differs between {API_FILE} and {EVENTS_FILE}; \
+                     the generator assumes one flat namespace of types"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    pub fn method(&self, name: &str) -> Option<&MethodSpec> {
+        self.methods.iter().find(|m| m.name == name)
+    }
+
+    pub fn event(&self, kind: &str) -> Option<&EventSpec> {
+        self.events.iter().find(|e| e.kind == kind)
+    }
+
+    fn collect_events(&self, root: &Value) -> Result<Vec<EventSpec>> {
+        let root_def = as_ref(root)?.ok_or_else(|| anyhow!("{EVENTS_FILE}: root is not a $ref to the event union"))?;
+        let union = self
+            .event_defs
+            .get(root_def)
+            .and_then(|d| d.get("anyOf"))
+            .and_then(Value::as_array)
+            .ok_or_else(|| anyhow!("{EVENTS_FILE}: `{root_def}` is not an anyOf of events"))?;
+        let mut out = Vec::new();
+        for branch in union {
+            let name = as_ref(branch)?.ok_or_else(|| anyhow!("{EVENTS_FILE}: `{root_def}` has an inline branch"))?;
+            let def =
+                self.event_defs.get(name).ok_or_else(|| anyhow!("{EVENTS_FILE}: missing event definition `{name}`"))?;
+            let props = def.get("properties");
+            let kind = props
+                .and_then(|p| p.pointer("/type/const"))
+                .and_then(Value::as_str)
+                .ok_or_else(|| anyhow!("event `{name}` has no properties.type.const"))?;
+            let data = props
+                .and_then(|p| p.get("data"))
+                .cloned()
+                .ok_or_else(|| anyhow!("event `{name}` has no properties.data"))?;
+            let always_ephemeral =
+                props.and_then(|p| p.pointer("/ephemeral/const")).and_then(Value::as_bool) == Some(true);
+            out.push(EventSpec {
+                kind: kind.to_owned(),
+                description: description(&data).or_else(|| description(def)),
+                data,
+                always_ephemeral,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Method groups nest objects (`session.permissions.setApproveAll`); leaves carry `rpcMethod`.
+fn collect_methods(node: &Value, scope: Scope, out: &mut Vec<MethodSpec>) -> Result<()> {
+    let Some(obj) = node.as_object() else {
+        return Ok(());
+    };
+    if let Some(name) = obj.get("rpcMethod").and_then(Value::as_str) {
+        let non_null = |key: &str| obj.get(key).filter(|v| !v.is_null()).cloned();
+        out.push(MethodSpec {
+            name: name.to_owned(),
+            scope,
+            description: description(node),
+            params: non_null("params"),
+            result: non_null("result"),
+        });
+        return Ok(());
+    }
+    for child in obj.values() {
+        collect_methods(child, scope, out)?;
+    }
+    Ok(())
+}
+
+/// A schema without its documentation keys, for structural comparison. (The shared
+/// definitions differ only in `description`, `title` and per-value `x-enumDescriptions`.)
+pub fn strip_docs(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "description" | "title" | "x-enumDescriptions"))
+                .map(|(k, v)| (k.clone(), strip_docs(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(strip_docs).collect()),
+        other => other.clone(),
+    }
+}

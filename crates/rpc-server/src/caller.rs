@@ -1,0 +1,137 @@
+//! What a handler knows of the connection it serves: who is calling, whether they have
+//! authenticated, how to subscribe them to a session's events, and how to ask them something
+//! (hooks, user input, system message transforms).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use loop_engine::{ClientRequester, EventSubscriber, LifecycleSubscriber};
+use protocol::event::Event;
+use protocol::jsonrpc::{self, Id, RpcError};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::outbound::Outbound;
+
+type Waiting = HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>;
+
+pub struct Caller {
+    pub id: u64,
+    out: Outbound,
+    authenticated: AtomicBool,
+    /// Our requests to the client awaiting an answer, by integer id (from 1, per connection).
+    outstanding: Mutex<Waiting>,
+    next_request_id: AtomicI64,
+}
+
+fn closed() -> RpcError {
+    RpcError::new(jsonrpc::INTERNAL_ERROR, "client connection closed")
+}
+
+impl Caller {
+    pub(crate) fn new(id: u64, out: Outbound, authenticated: bool) -> Self {
+        Self {
+            id,
+            out,
+            authenticated: AtomicBool::new(authenticated),
+            outstanding: Mutex::new(HashMap::new()),
+            next_request_id: AtomicI64::new(1),
+        }
+    }
+
+    pub fn is_authenticated(&self) -> bool {
+        self.authenticated.load(Ordering::Acquire)
+    }
+
+    pub fn set_authenticated(&self) {
+        self.authenticated.store(true, Ordering::Release);
+    }
+
+    fn outstanding(&self) -> MutexGuard<'_, Waiting> {
+        // Only short map operations happen under this lock; a poisoned one is still consistent.
+        self.outstanding.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends a request to the client and waits for its answer.
+    pub async fn request(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
+        let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.outstanding().insert(id, tx);
+        let params = serde_json::to_vec(params).map_err(|e| RpcError::new(jsonrpc::INTERNAL_ERROR, e.to_string()))?;
+        if !self.out.response(jsonrpc::request_frame(id, method, &params)) {
+            self.outstanding().remove(&id);
+            return Err(closed());
+        }
+        rx.await.unwrap_or_else(|_| Err(closed()))
+    }
+
+    /// The client answered one of our requests. Answers to ids we never sent are ignored.
+    pub(crate) fn resolve(&self, id: &Id, result: Result<Value, RpcError>) {
+        let Some(id) = id.as_i64() else { return };
+        let waiting = self.outstanding().remove(&id);
+        if let Some(tx) = waiting {
+            let _ = tx.send(result);
+        } else {
+            tracing::debug!(connection = self.id, id, "response to no outstanding request ignored");
+        }
+    }
+
+    /// The connection is gone: nobody will answer what we asked.
+    pub(crate) fn fail_outstanding(&self) {
+        let pending: Vec<_> = self.outstanding().drain().collect();
+        for (_, tx) in pending {
+            let _ = tx.send(Err(closed()));
+        }
+    }
+
+    /// This connection as an event subscriber for the sessions it creates or resumes.
+    pub fn subscriber(self: &Arc<Self>) -> Arc<dyn EventSubscriber> {
+        Arc::new(Subscriber(self.clone()))
+    }
+
+    pub(crate) fn lifecycle_subscriber(self: &Arc<Self>) -> Arc<dyn LifecycleSubscriber> {
+        Arc::new(Subscriber(self.clone()))
+    }
+}
+
+struct Subscriber(Arc<Caller>);
+
+impl EventSubscriber for Subscriber {
+    fn subscriber_id(&self) -> u64 {
+        self.0.id
+    }
+
+    fn deliver(&self, session_id: &str, event: &Event) -> bool {
+        let Ok(event) = serde_json::to_vec(event) else { return true };
+        let sid = jsonrpc::json_string(session_id);
+        let params = [b"{\"sessionId\":", sid.as_bytes(), b",\"event\":", &event, b"}"].concat();
+        self.0.out.event(jsonrpc::notification_frame("session.event", &params))
+    }
+
+    fn requester(&self) -> Option<Arc<dyn ClientRequester>> {
+        Some(Arc::new(Requester(self.0.clone())))
+    }
+}
+
+impl LifecycleSubscriber for Subscriber {
+    fn subscriber_id(&self) -> u64 {
+        self.0.id
+    }
+
+    fn notify(&self, params: &Value) -> bool {
+        match serde_json::to_vec(params) {
+            Ok(params) => self.0.out.event(jsonrpc::notification_frame("session.lifecycle", &params)),
+            Err(_) => true,
+        }
+    }
+}
+
+struct Requester(Arc<Caller>);
+
+#[async_trait::async_trait]
+impl ClientRequester for Requester {
+    async fn request(&self, method: &str, params: Value) -> Result<Value, String> {
+        self.0.request(method, &params).await.map_err(|e| e.message)
+    }
+}

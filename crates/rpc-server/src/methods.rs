@@ -1,0 +1,72 @@
+//! The method table: every JSON-RPC method the server answers, in one place. Descriptors come
+//! from the schema (`protocol::generated::methods`, `g::`) or, for the session lifecycle the
+//! schema leaves out, from `protocol::methods` (`h::`). A name not listed here gets `-32601`.
+
+use protocol::generated::methods as g;
+use protocol::methods as h;
+
+use crate::handlers::{server, session, session_state};
+use crate::table::method_table;
+
+method_table! {
+    // Server: handshake, status, catalogues.
+    Connect: g::Connect => server::connect, lane |_p| None, aliases [];
+    Ping: g::Ping => server::ping, lane |_p| None, aliases [];
+    StatusGet: h::StatusGet => server::status, lane |_p| None, aliases [];
+    AuthGetStatus: h::AuthGetStatus => server::auth_status, lane |_p| None, aliases [];
+    ModelsList: g::ModelsList => server::models_list, lane |_p| None, aliases [];
+    ToolsList: g::ToolsList => server::tools_list, lane |_p| None, aliases [];
+    AccountGetQuota: g::AccountGetQuota => server::quota, lane |_p| None, aliases [];
+    RuntimeShutdown: g::RuntimeShutdown => server::runtime_shutdown, lane |_p| None, aliases [];
+
+    // Sessions: lifecycle.
+    SessionCreate: h::SessionCreate => session::create, lane |p| p.session_id.as_deref(), aliases [];
+    SessionResume: h::SessionResume => session::resume, lane |p| p.session_id.as_deref(), aliases [];
+    SessionGetMessages: h::SessionGetMessages => session::get_messages, lane |p| Some(&p.session_id), aliases [];
+    SessionDetach: h::SessionDetach => session::detach, lane |p| Some(&p.session_id), aliases ["session.destroy"];
+    SessionDelete: h::SessionDelete => session::delete, lane |p| Some(&p.session_id), aliases [];
+    SessionList: h::SessionList => session::list, lane |_p| None, aliases [];
+    SessionGetLastId: h::SessionGetLastId => session::last_id, lane |_p| None, aliases [];
+    SessionGetMetadata: h::SessionGetMetadata => session::metadata, lane |p| Some(&p.session_id), aliases [];
+    SessionGetForeground: h::SessionGetForeground => session::get_foreground, lane |_p| None, aliases [];
+    SessionSetForeground: h::SessionSetForeground => session::set_foreground, lane |_p| None, aliases [];
+
+    // Sessions: conversation and pending client work.
+    SessionSend: g::SessionSend => session::send, lane |p| Some(&p.session_id), aliases [];
+    SessionAbort: g::SessionAbort => session::abort, lane |p| Some(&p.session_id), aliases [];
+    SessionLog: g::SessionLog => session::log, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsHandlePendingPermissionRequest: g::SessionPermissionsHandlePendingPermissionRequest
+        => session::answer_permission, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsSetApproveAll: g::SessionPermissionsSetApproveAll
+        => session::set_approve_all, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsPendingRequests: g::SessionPermissionsPendingRequests
+        => session::pending_permissions, lane |p| Some(&p.session_id), aliases [];
+    SessionToolsHandlePendingToolCall: g::SessionToolsHandlePendingToolCall
+        => session::answer_tool_call, lane |p| Some(&p.session_id), aliases [];
+    SessionToolsSet: g::SessionToolsSet => session::set_tools, lane |p| Some(&p.session_id), aliases [];
+
+    // Sessions: model, mode, plan.
+    SessionModelGetCurrent: g::SessionModelGetCurrent => session_state::model_get, lane |p| Some(&p.session_id), aliases [];
+    SessionModelSwitchTo: g::SessionModelSwitchTo => session_state::model_switch, lane |p| Some(&p.session_id), aliases [];
+    SessionModeGet: g::SessionModeGet => session_state::mode_get, lane |p| Some(&p.session_id), aliases [];
+    SessionModeSet: g::SessionModeSet => session_state::mode_set, lane |p| Some(&p.session_id), aliases [];
+    SessionPlanRead: g::SessionPlanRead => session_state::plan_read, lane |p| Some(&p.session_id), aliases [];
+    SessionPlanUpdate: g::SessionPlanUpdate => session_state::plan_update, lane |p| Some(&p.session_id), aliases [];
+    SessionPlanDelete: g::SessionPlanDelete => session_state::plan_delete, lane |p| Some(&p.session_id), aliases [];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_scopes_match_the_lanes() {
+        let mut names: Vec<&str> = METHODS.iter().map(|e| e.name).collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len(), "a method is listed twice");
+        assert!(crate::table::lookup("session.destroy").is_some());
+        assert!(crate::table::lookup("session.sendAndWait").is_none());
+    }
+}
