@@ -250,10 +250,8 @@ impl ModelClient for CopilotClient {
         cancel: CancellationToken,
     ) -> Result<ChatResponse, ProviderError> {
         let url = format!("{}/chat/completions", self.base_url(&cancel).await?);
-        let body = serde_json::to_vec(&request_body(&req, BodyFlavor::Capi))
-            .map(Bytes::from)
-            .map_err(|e| ProviderError::Protocol(format!("cannot encode request: {e}")))?;
-        tracing::debug!(%url, model = %req.model, messages = req.messages.len(), stream = req.stream, "model call");
+        let body = Bytes::from(request_body(&req, BodyFlavor::Capi));
+        tracing::debug!(%url, model = %req.model, messages = req.history.len() + 1, stream = req.stream, "model call");
         let (req, events, url, body) = (&req, &events, &url, &body);
         retry::run(&self.config.retry, Some(events), &cancel, move |attempt| async move {
             let headers = self.chat_headers(req, attempt)?;

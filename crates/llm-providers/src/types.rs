@@ -78,10 +78,94 @@ pub enum Initiator {
     Agent,
 }
 
+/// One message of a conversation, with its wire form kept once it has been sent: the next call
+/// copies those bytes instead of serializing the message again.
+#[derive(Debug)]
+pub struct HistoryItem {
+    message: Message,
+    wire: std::sync::OnceLock<Box<str>>,
+}
+
+impl Clone for HistoryItem {
+    fn clone(&self) -> Self {
+        Self { message: self.message.clone(), wire: self.wire.clone() }
+    }
+}
+
+impl PartialEq for HistoryItem {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+    }
+}
+
+impl HistoryItem {
+    pub fn new(message: Message) -> Self {
+        Self { message, wire: std::sync::OnceLock::new() }
+    }
+
+    pub fn message(&self) -> &Message {
+        &self.message
+    }
+
+    /// The message's wire form, made by `encode` the first time.
+    pub(crate) fn wire(&self, encode: impl FnOnce(&Message) -> String) -> &str {
+        self.wire.get_or_init(|| encode(&self.message).into_boxed_str())
+    }
+}
+
+/// The conversation so far, shared by the loop and the calls it makes (an `Arc`, not a copy per
+/// call). Appending while no call holds it is free; a call in flight sees its own snapshot.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct History {
+    items: std::sync::Arc<Vec<HistoryItem>>,
+}
+
+impl History {
+    pub fn new(messages: Vec<Message>) -> Self {
+        Self { items: std::sync::Arc::new(messages.into_iter().map(HistoryItem::new).collect()) }
+    }
+
+    pub fn push(&mut self, message: Message) {
+        std::sync::Arc::make_mut(&mut self.items).push(HistoryItem::new(message));
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn items(&self) -> &[HistoryItem] {
+        &self.items
+    }
+
+    pub fn messages(&self) -> impl DoubleEndedIterator<Item = &Message> + ExactSizeIterator {
+        self.items.iter().map(HistoryItem::message)
+    }
+
+    /// Changes message `index` (its wire form is made again when next sent).
+    pub fn update(&mut self, index: usize, change: impl FnOnce(&mut Message)) {
+        if let Some(item) = std::sync::Arc::make_mut(&mut self.items).get_mut(index) {
+            change(&mut item.message);
+            item.wire = std::sync::OnceLock::new();
+        }
+    }
+}
+
+impl From<Vec<Message>> for History {
+    fn from(messages: Vec<Message>) -> Self {
+        Self::new(messages)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
     pub model: String,
-    pub messages: Vec<Message>,
+    /// This call's system prompt (sent first).
+    pub system: String,
+    pub history: History,
     pub tools: Vec<ToolSpec>,
     /// `true` → SSE streaming with deltas; `false` → one JSON response.
     pub stream: bool,

@@ -10,7 +10,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::FutureExt;
-use serde_json::json;
+use protocol::extensions::AutopilotStoppedData;
+use protocol::generated::types::{self as t, SessionMode, UserMessageDelivery};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -51,10 +52,12 @@ pub(crate) struct Actor {
     /// `None` while a run owns it.
     conv: Option<Conversation>,
     pending: PendingRequests,
+    /// Files the session's tools created or changed (`session.shutdown` reports them).
+    files_modified: Vec<String>,
 }
 
 enum Step {
-    Input(Option<SessionInput>),
+    Input(Option<Box<SessionInput>>),
     RunDone(RunDone),
     Stop,
 }
@@ -83,10 +86,11 @@ impl Actor {
             batch: None,
             conv: Some(conv),
             pending: PendingRequests::default(),
+            files_modified: Vec::new(),
         }
     }
 
-    pub(crate) async fn run(mut self, mut inputs: mpsc::Receiver<SessionInput>) {
+    pub(crate) async fn run(mut self, mut inputs: mpsc::Receiver<Box<SessionInput>>) {
         let stop = self.handle.stopped().clone();
         let mut running: Option<RunFuture> = None;
         loop {
@@ -98,7 +102,7 @@ impl Actor {
             };
             let flow = match step {
                 Step::Stop | Step::Input(None) => Flow::Exit,
-                Step::Input(Some(input)) => self.handle_input(input).await,
+                Step::Input(Some(input)) => self.handle_input(*input).await,
                 Step::RunDone(done) => {
                     running = None;
                     self.finish_run(done).await;
@@ -119,8 +123,8 @@ impl Actor {
         self.handle.shells().kill_all();
     }
 
-    fn emit(&self, kind: &str, data: serde_json::Value, ephemeral: bool) -> protocol::event::Event {
-        self.handle.emitter().emit(kind, data, ephemeral)
+    fn emit(&self, payload: impl Into<protocol::event::SessionEvent>) -> String {
+        self.handle.emitter().emit(payload)
     }
 
     /// Publishes the view after a change, for readers and for the run's next turn.
@@ -135,7 +139,7 @@ impl Actor {
                 let _ = reply.send(());
             }
             SessionInput::Abort { reason, reply } => {
-                let _ = reply.send(self.abort(&reason));
+                let _ = reply.send(self.abort(reason));
             }
             SessionInput::SetMode { mode, reply } => {
                 let _ = reply.send(self.set_mode(mode));
@@ -146,11 +150,13 @@ impl Actor {
                     self.view.settings.reasoning_effort = reasoning_effort.clone();
                 }
                 self.publish();
-                let mut data = json!({"previousModel": previous, "newModel": model, "source": "sdk"});
-                if let Some(e) = &reasoning_effort {
-                    data["reasoningEffort"] = json!(e);
-                }
-                self.emit("session.model_change", data, false);
+                self.emit(t::ModelChangeData {
+                    previous_model: Some(previous.clone()),
+                    new_model: model,
+                    reasoning_effort,
+                    source: Some(t::ModelChangeSource::Sdk),
+                    ..Default::default()
+                });
                 let _ = reply.send(previous);
             }
             SessionInput::SetApproveAll { enabled, reply } => {
@@ -176,12 +182,14 @@ impl Actor {
                 }
             }
             SessionInput::Log { level, kind, message, ephemeral, reply } => {
-                let (event, data) = match level {
-                    LogLevel::Info => ("session.info", json!({"infoType": kind, "message": message})),
-                    LogLevel::Warning => ("session.warning", json!({"warningType": kind, "message": message})),
-                    LogLevel::Error => ("session.error", json!({"errorType": kind, "message": message})),
+                let payload: protocol::event::SessionEvent = match level {
+                    LogLevel::Info => t::InfoData { info_type: kind, message, ..Default::default() }.into(),
+                    LogLevel::Warning => t::WarningData { warning_type: kind, message, ..Default::default() }.into(),
+                    LogLevel::Error => t::ErrorData { error_type: kind, message, ..Default::default() }.into(),
                 };
-                let _ = reply.send(self.emit(event, data, ephemeral).id);
+                let emitter = self.handle.emitter();
+                let id = if ephemeral { emitter.emit_ephemeral(payload) } else { emitter.emit(payload) };
+                let _ = reply.send(id);
             }
             SessionInput::Plan { op, reply } => {
                 let _ = reply.send(self.plan(op).await);
@@ -193,17 +201,14 @@ impl Actor {
                     self.handle.subscribe(sub);
                 }
                 if !params.disable_resume.unwrap_or(false) {
-                    let s = &self.view.settings;
-                    let data = json!({
-                        "resumeTime": crate::now(),
-                        "eventCount": self.handle.emitter().persisted_count(),
-                        "selectedModel": s.model,
-                        "context": {"cwd": s.cwd.to_string_lossy()},
-                        "sessionWasActive": self.view.running,
-                        "alreadyInUse": false,
-                        "continuePendingWork": params.continue_pending_work.unwrap_or(false),
-                    });
-                    self.emit("session.resume", data, false);
+                    let data = crate::resume_data(
+                        &self.view.settings,
+                        self.handle.emitter().persisted_count(),
+                        None,
+                        self.view.running,
+                        params.continue_pending_work.unwrap_or(false),
+                    );
+                    self.emit(data);
                 }
                 let _ = reply.send(());
             }
@@ -238,43 +243,43 @@ impl Actor {
     fn enqueue(&mut self, mut msg: QueuedMessage, immediate: bool) {
         if self.batch.is_some() {
             if immediate {
-                msg.delivery = "steering";
+                msg.delivery = UserMessageDelivery::Steering;
                 self.steering.push(msg);
             } else {
-                msg.delivery = "queued";
+                msg.delivery = UserMessageDelivery::Queued;
                 self.queue.push_back(msg);
             }
         } else {
-            msg.delivery = "idle";
+            msg.delivery = UserMessageDelivery::Idle;
             self.queue.push_back(msg);
             self.batch = Some(Batch { cancel: CancellationToken::new(), aborted: false });
             self.view.running = true;
             self.publish();
         }
-        self.emit("pending_messages.modified", json!({}), true);
+        self.emit(t::PendingMessagesModifiedData {});
     }
 
-    fn abort(&mut self, reason: &str) -> bool {
+    fn abort(&mut self, reason: t::AbortReason) -> bool {
         let Some(batch) = &mut self.batch else { return false };
         batch.aborted = true;
         batch.cancel.cancel();
         let dropped = self.queue.len() + self.steering.len();
         self.queue.clear();
         self.steering.clear();
-        self.emit("abort", json!({"reason": reason}), false);
+        self.emit(t::AbortData { reason });
         if dropped > 0 {
-            self.emit("pending_messages.modified", json!({}), true);
+            self.emit(t::PendingMessagesModifiedData {});
         }
         true
     }
 
-    fn set_mode(&mut self, mode: String) -> Option<String> {
+    fn set_mode(&mut self, mode: SessionMode) -> Option<SessionMode> {
         if self.view.settings.mode == mode {
             return None;
         }
-        let previous = std::mem::replace(&mut self.view.settings.mode, mode.clone());
+        let previous = std::mem::replace(&mut self.view.settings.mode, mode);
         self.publish();
-        self.emit("session.mode_changed", json!({"previousMode": previous, "newMode": mode}), false);
+        self.emit(t::ModeChangedData { previous_mode: previous, new_mode: mode });
         Some(previous)
     }
 
@@ -285,13 +290,13 @@ impl Actor {
             PlanOp::Read => Ok(PlanResult::Read { content: layout.read_plan(id).await?, path: layout.plan_path(id) }),
             PlanOp::Update(content) => {
                 let existed = layout.write_plan(id, &content).await?;
-                let operation = if existed { "update" } else { "create" };
-                self.emit("session.plan_changed", json!({"operation": operation}), false);
+                let operation = if existed { t::PlanChangedOperation::Update } else { t::PlanChangedOperation::Create };
+                self.emit(t::PlanChangedData { operation });
                 Ok(PlanResult::Changed)
             }
             PlanOp::Delete => {
                 if layout.delete_plan(id).await? {
-                    self.emit("session.plan_changed", json!({"operation": "delete"}), false);
+                    self.emit(t::PlanChangedData { operation: t::PlanChangedOperation::Delete });
                 }
                 Ok(PlanResult::Changed)
             }
@@ -300,19 +305,13 @@ impl Actor {
 
     fn emit_shutdown(&self) {
         let start = chrono::DateTime::parse_from_rfc3339(self.handle.start_time()).map(|t| t.timestamp_millis());
-        self.emit(
-            "session.shutdown",
-            json!({
-                "shutdownType": "routine",
-                "totalPremiumRequests": 0,
-                "totalApiDurationMs": 0,
-                "sessionStartTime": start.unwrap_or(0),
-                "codeChanges": {"linesAdded": 0, "linesRemoved": 0, "filesModified": []},
-                "modelMetrics": {},
-                "currentModel": self.view.settings.model,
-            }),
-            false,
-        );
+        let files_modified = self.files_modified.clone();
+        let code_changes = t::ShutdownCodeChanges { lines_added: 0, lines_removed: 0, files_modified };
+        let start = start.ok().and_then(|ms| u64::try_from(ms).ok()).unwrap_or(0);
+        let mut data = t::ShutdownData::new(t::ShutdownType::Routine, 0, start, code_changes, Default::default());
+        data.total_premium_requests = Some(0.0);
+        data.current_model = Some(self.view.settings.model.clone());
+        self.emit(data);
     }
 
     /// Starts the next queued message of the current batch, if any.
@@ -342,22 +341,27 @@ impl Actor {
     /// `session.idle`.
     async fn finish_run(&mut self, done: RunDone) {
         let RunDone { mut conv, message_id, outcome } = done;
-        if self.view.settings.mode == "autopilot" {
+        for path in conv.files_modified.drain(..) {
+            if !self.files_modified.contains(&path) {
+                self.files_modified.push(path);
+            }
+        }
+        if self.view.settings.mode == SessionMode::Autopilot {
             let reason = match &outcome {
                 Ok(r) => *r,
                 Err(_) => StopReason::Error,
             };
             // Python's send_and_wait completes on this in autopilot; it must precede idle.
-            self.emit("session.autopilot_stopped", json!({"reason": reason.as_str(), "requestId": message_id}), true);
+            self.emit(AutopilotStoppedData { reason: reason.as_str().into(), request_id: message_id });
         }
         if let Err(what) = &outcome {
             tracing::error!(session = %self.handle.id(), panic = %what, "run panicked");
-            crate::run::repair(&mut conv.messages);
-            self.emit(
-                "session.error",
-                json!({"errorType": "internal", "message": format!("Internal error: {what}")}),
-                false,
-            );
+            conv.repair();
+            self.emit(t::ErrorData {
+                error_type: "internal".into(),
+                message: format!("Internal error: {what}"),
+                ..Default::default()
+            });
         }
         self.conv = Some(conv);
         let Some(batch) = &self.batch else { return };
@@ -365,7 +369,7 @@ impl Actor {
         if !batch.cancel.is_cancelled() {
             // Steering that arrived after the last model call runs next, as a queued message.
             for mut msg in std::mem::take(&mut self.steering).into_iter().rev() {
-                msg.delivery = "queued";
+                msg.delivery = UserMessageDelivery::Queued;
                 self.queue.push_front(msg);
             }
             if !self.queue.is_empty() {
@@ -375,19 +379,15 @@ impl Actor {
         self.batch = None;
         self.view.running = false;
         self.publish();
-        let mut data = json!({"mode": self.view.settings.mode});
-        if aborted {
-            data["aborted"] = json!(true);
-        }
         // IdleData forbids extra fields (the schema wins over a `backgroundTasks` list), so
         // running background shells are signalled with `session.background_tasks_changed`.
         if !self.handle.shells().running_shells().is_empty() {
-            self.emit("session.background_tasks_changed", json!({}), true);
+            self.emit(t::BackgroundTasksChangedData {});
         }
         if let Err(e) = self.deps.index.touch(self.handle.id(), &crate::now()).await {
             tracing::warn!(session = %self.handle.id(), error = %e, "index touch failed");
         }
-        self.emit("session.idle", data, true);
+        self.emit(t::IdleData { aborted: aborted.then_some(true), mode: Some(self.view.settings.mode) });
     }
 }
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use llm_providers::{ContentPart, ImageUrl};
-use serde_json::Value;
+use protocol::generated::types::{Attachment, AttachmentFileLineRange, AttachmentSelection};
 
 /// Blocks are separated from the prompt by three blank lines, as the original renders them.
 const GAP: &str = "\n\n\n\n";
@@ -18,38 +18,45 @@ pub struct Rendered {
     pub extra_parts: Vec<ContentPart>,
 }
 
-pub fn render(prompt: &str, attachments: &[Value], cwd: &Path) -> Rendered {
+pub fn render(prompt: &str, attachments: &[Attachment], cwd: &Path) -> Rendered {
     let mut before: Vec<String> = Vec::new();
     let mut tagged: Vec<String> = Vec::new();
     let mut refs: Vec<String> = Vec::new();
     let mut extra_parts = Vec::new();
     for a in attachments {
-        let kind = a.get("type").and_then(Value::as_str).unwrap_or("");
-        match kind {
-            "file" => {
-                if let Some(path) = str_of(a, "path") {
-                    tagged.push(file_line(&resolve(cwd, path), a.get("lineRange")));
-                }
+        match a {
+            Attachment::File(f) => tagged.push(file_line(&resolve(cwd, &f.path), f.line_range.as_ref())),
+            Attachment::Directory(d) => {
+                let p = resolve(cwd, &d.path);
+                let n = std::fs::read_dir(&p).map(|d| d.count()).unwrap_or(0);
+                tagged.push(format!("* {} ({n} items)", p.display()));
             }
-            "directory" => {
-                if let Some(path) = str_of(a, "path") {
-                    let p = resolve(cwd, path);
-                    let n = std::fs::read_dir(&p).map(|d| d.count()).unwrap_or(0);
-                    tagged.push(format!("* {} ({n} items)", p.display()));
-                }
-            }
-            "selection" => before.push(selection_block(a)),
-            "blob" => {
-                if let (Some(data), Some(mime)) = (str_of(a, "data"), str_of(a, "mimeType")) {
-                    if let Some(name) = str_of(a, "displayName") {
-                        extra_parts.push(ContentPart::Text { text: name.to_string() });
+            Attachment::Selection(sel) => before.push(selection_block(sel)),
+            Attachment::Blob(b) => {
+                if let Some(data) = &b.data {
+                    if let Some(name) = &b.display_name {
+                        extra_parts.push(ContentPart::Text { text: name.clone() });
                     }
                     extra_parts.push(ContentPart::ImageUrl {
-                        image_url: ImageUrl { url: format!("data:{mime};base64,{data}") },
+                        image_url: ImageUrl { url: format!("data:{};base64,{data}", b.mime_type) },
                     });
                 }
             }
-            _ if a.get("number").is_some() || kind.starts_with("github") => refs.push(reference_line(a)),
+            Attachment::GithubReference(r) => refs.push(format!(
+                "#{} - {} [{}] [{}] ({})",
+                r.number,
+                r.title,
+                r.reference_type.as_str(),
+                r.state,
+                r.url
+            )),
+            // Other GitHub pointers carry at least a URL; the model gets that.
+            other if other.tag().starts_with("github") => {
+                let value = serde_json::to_value(other).unwrap_or_default();
+                if let Some(url) = value.get("url").and_then(|u| u.as_str()) {
+                    refs.push(format!("{} ({url})", other.tag()));
+                }
+            }
             _ => {}
         }
     }
@@ -70,10 +77,6 @@ pub fn render(prompt: &str, attachments: &[Value], cwd: &Path) -> Rendered {
     Rendered { text, extra_parts }
 }
 
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
 fn resolve(cwd: &Path, p: &str) -> std::path::PathBuf {
     let path = Path::new(p);
     if path.is_absolute() {
@@ -83,10 +86,9 @@ fn resolve(cwd: &Path, p: &str) -> std::path::PathBuf {
     }
 }
 
-fn file_line(path: &Path, range: Option<&Value>) -> String {
+fn file_line(path: &Path, range: Option<&AttachmentFileLineRange>) -> String {
     let total = std::fs::read_to_string(path).map(|s| s.lines().count().max(1)).unwrap_or(0);
-    let start = range.and_then(|r| r.get("start")).and_then(Value::as_u64).unwrap_or(1);
-    let end = range.and_then(|r| r.get("end")).and_then(Value::as_u64).unwrap_or(total as u64);
+    let (start, end) = range.map_or((1, total as u64), |r| (r.start, r.end));
     if start == end {
         format!("* {} (line {start} of {total} lines)", path.display())
     } else {
@@ -94,41 +96,35 @@ fn file_line(path: &Path, range: Option<&Value>) -> String {
     }
 }
 
-fn selection_block(a: &Value) -> String {
-    let file = str_of(a, "displayName").or_else(|| str_of(a, "filePath")).unwrap_or("");
-    let sel = a.get("selection");
-    let line = |k: &str| sel.and_then(|s| s.get(k)).and_then(|p| p.get("line")).and_then(Value::as_u64).map(|l| l + 1);
-    let lines = match (line("start"), line("end")) {
-        (Some(s), Some(e)) if s != e => format!("lines {s}-{e}"),
-        (Some(s), _) => format!("line {s}"),
-        _ => "selection".to_string(),
-    };
-    let text = str_of(a, "text").unwrap_or("");
+fn selection_block(a: &AttachmentSelection) -> String {
+    let file = if a.display_name.is_empty() { &a.file_path } else { &a.display_name };
+    let (start, end) = (a.selection.start.line + 1, a.selection.end.line + 1);
+    let lines = if start != end { format!("lines {start}-{end}") } else { format!("line {start}") };
     format!(
-        "<ide_selection>\nThe user has the following text selected in their IDE. This may or may not be related to their request.\nFile: {file} ({lines})\n```\n{text}\n```\n</ide_selection>"
+        "<ide_selection>\nThe user has the following text selected in their IDE. This may or may not be related to their request.\nFile: {file} ({lines})\n```\n{}\n```\n</ide_selection>",
+        a.text
     )
-}
-
-fn reference_line(a: &Value) -> String {
-    let number = a.get("number").map(|n| n.to_string().trim_matches('"').to_string()).unwrap_or_default();
-    let title = str_of(a, "title").unwrap_or("");
-    let kind = str_of(a, "referenceType").unwrap_or("issue");
-    let state = str_of(a, "state").unwrap_or("");
-    let url = str_of(a, "url").unwrap_or("");
-    format!("#{number} - {title} [{kind}] [{state}] ({url})")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    fn typed(v: Value) -> Attachment {
+        serde_json::from_value(v).unwrap()
+    }
 
     #[test]
     fn file_attachment_is_tagged_after_the_prompt() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("attached-file.txt");
         std::fs::write(&f, "hello\n").unwrap();
-        let r = render("Read it.", &[json!({"type":"file","path": f, "displayName":"attached-file.txt"})], dir.path());
+        let r = render(
+            "Read it.",
+            &[typed(json!({"type":"file","path": f, "displayName":"attached-file.txt"}))],
+            dir.path(),
+        );
         assert_eq!(
             r.text,
             format!("Read it.\n\n\n\n<tagged_files>\n* {} (line 1 of 1 lines)\n</tagged_files>", f.display())
@@ -139,13 +135,13 @@ mod tests {
     fn selection_goes_first_and_reference_last() {
         let sel = json!({"type":"selection","filePath":"/x/selected-file.cs","displayName":"selected-file.cs",
             "text":"string Value = \"S\";","selection":{"start":{"line":1,"character":0},"end":{"line":1,"character":5}}});
-        let r = render("Summarize.", &[sel], Path::new("/"));
+        let r = render("Summarize.", &[typed(sel)], Path::new("/"));
         assert!(r.text.starts_with("<ide_selection>\nThe user has"));
         assert!(r.text.contains(
             "File: selected-file.cs (line 2)\n```\nstring Value = \"S\";\n```\n</ide_selection>\n\n\n\nSummarize."
         ));
         let gh = json!({"type":"github_reference","number":1234,"title":"T","referenceType":"issue","state":"open","url":"https://u"});
-        let r = render("P", &[gh], Path::new("/"));
+        let r = render("P", &[typed(gh)], Path::new("/"));
         assert_eq!(r.text, "P\n\n\n\n<github_references>\n#1234 - T [issue] [open] (https://u)\n</github_references>");
     }
 
@@ -153,7 +149,7 @@ mod tests {
     fn blob_becomes_name_and_image_parts() {
         let r = render(
             "Describe",
-            &[json!({"type":"blob","data":"AAAA","mimeType":"image/png","displayName":"p.png"})],
+            &[typed(json!({"type":"blob","data":"AAAA","mimeType":"image/png","displayName":"p.png"}))],
             Path::new("/"),
         );
         assert_eq!(r.text, "Describe");

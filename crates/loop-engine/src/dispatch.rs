@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use llm_providers::{ToolCall, ToolSpec};
+use protocol::generated::types::{self as t, HookType, SessionMode};
+use protocol::hooks;
 use serde_json::{json, Value};
 use tools::{PermissionDecision, PermissionGate, PermissionRequest, ToolContext, ToolOutput};
 
@@ -23,6 +25,8 @@ pub(crate) enum CallOutcome {
         modified_args: Option<String>,
         /// Extra guidance a `postToolUseFailure` hook wants the model to read.
         guidance: Option<String>,
+        /// The file the tool created or changed.
+        file_edit: Option<String>,
     },
     Interrupted,
 }
@@ -44,7 +48,7 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings) -> Vec<ToolSpec> {
     if s.request_user_input && s.tool_allowed(crate::user_input::ASK_USER) {
         specs.push(crate::user_input::spec());
     }
-    if s.mode == "autopilot" && !s.external_tools.iter().any(|e| e.name == crate::autopilot::TASK_COMPLETE) {
+    if s.mode == SessionMode::Autopilot && !s.external_tools.iter().any(|e| e.name == crate::autopilot::TASK_COMPLETE) {
         specs.push(crate::autopilot::task_complete_spec());
     }
     for e in s.external_tools.iter().filter(|e| s.tool_allowed(&e.name)) {
@@ -72,11 +76,14 @@ pub(crate) async fn run_calls(
         .iter()
         .map(|c| {
             let args = serde_json::from_str::<Value>(&c.arguments).unwrap_or_else(|_| json!({}));
-            ctx.emitter().emit(
-                "tool.execution_start",
-                json!({"toolCallId": c.id, "toolName": c.name, "arguments": args, "turnId": turn_id, "model": settings.model}),
-                false,
-            );
+            ctx.emitter().emit(t::ToolExecutionStartData {
+                tool_call_id: c.id.clone(),
+                tool_name: c.name.clone(),
+                arguments: Some(args.clone()),
+                turn_id: Some(turn_id.to_string()),
+                model: Some(settings.model.clone()),
+                ..Default::default()
+            });
             args
         })
         .collect();
@@ -92,6 +99,7 @@ pub(crate) async fn run_calls(
             let task_complete =
                 (call.name == crate::autopilot::TASK_COMPLETE && output.success).then(|| output.text_for_llm.clone());
             emit_complete(ctx, call, &output, turn_id, &settings.model);
+            let file_edit = output.file_edit.map(|f| f.path);
             CallOutcome::Done {
                 text: output.text_for_llm,
                 rejected,
@@ -99,6 +107,7 @@ pub(crate) async fn run_calls(
                 images: output.image_data_urls,
                 modified_args: modified_args.map(|a| a.to_string()),
                 guidance,
+                file_edit,
             }
         }
     });
@@ -116,19 +125,20 @@ async fn run_with_hooks(
 ) -> (ToolOutput, Option<Value>, Option<String>) {
     let mut preapproved = false;
     let mut modified_args = None;
-    let pre = crate::hooks::invoke(&ctx.handle, "preToolUse", json!({"toolName": call.name, "toolArgs": args})).await;
-    match crate::hooks::str_field(&pre, "permissionDecision") {
+    let input = hooks::PreToolUseInput { tool_name: call.name.clone(), tool_args: args.clone() };
+    let pre = crate::hooks::invoke(&ctx.handle, HookType::PreToolUse, input).await.unwrap_or_default();
+    match pre.permission_decision.as_deref() {
         Some("deny") => {
-            let reason = crate::hooks::str_field(&pre, "permissionDecisionReason").unwrap_or("No reason provided");
+            let reason = pre.permission_decision_reason.as_deref().unwrap_or("No reason provided");
             let text = format!("Denied by preToolUse hook: {reason}");
             return (ToolOutput::fail_with(text.clone(), text, "denied"), None, None);
         }
         Some("allow") => preapproved = true,
         _ => {}
     }
-    if let Some(new_args) = pre.as_ref().and_then(|o| o.get("modifiedArgs")).filter(|a| !a.is_null()) {
+    if let Some(new_args) = pre.modified_args.filter(|a| !a.is_null()) {
         args = new_args.clone();
-        modified_args = Some(new_args.clone());
+        modified_args = Some(new_args);
     }
     let mut output = run_one(ctx, call, args.clone(), settings, available, preapproved).await;
     if ctx.cancel.is_cancelled() {
@@ -136,35 +146,22 @@ async fn run_with_hooks(
     }
     let mut guidance = None;
     if output.success {
-        let result = json!({
-            "resultType": "success",
-            "textResultForLlm": output.text_for_llm,
-            "toolTelemetry": output.telemetry,
-        });
-        let post = crate::hooks::invoke(
-            &ctx.handle,
-            "postToolUse",
-            json!({"toolName": call.name, "toolArgs": args, "toolResult": result}),
-        )
-        .await;
-        match post.as_ref().and_then(|o| o.get("modifiedResult")) {
-            Some(Value::String(text)) => output.text_for_llm = text.clone(),
-            Some(obj @ Value::Object(_)) => {
-                if let Some(text) = obj.get("textResultForLlm").and_then(Value::as_str) {
-                    output.text_for_llm = text.to_string();
-                }
-            }
-            _ => {}
+        let tool_result = hooks::HookToolResult {
+            result_type: "success".into(),
+            text_result_for_llm: output.text_for_llm.clone(),
+            tool_telemetry: output.telemetry.clone(),
+        };
+        let input = hooks::PostToolUseInput { tool_name: call.name.clone(), tool_args: args, tool_result };
+        let post = crate::hooks::invoke(&ctx.handle, HookType::PostToolUse, input).await.unwrap_or_default();
+        if let Some(text) = post.modified_result_text() {
+            output.text_for_llm = text.to_string();
         }
     } else {
         let error = output.error_message.clone().unwrap_or_else(|| output.text_for_llm.clone());
-        let failure = crate::hooks::invoke(
-            &ctx.handle,
-            "postToolUseFailure",
-            json!({"toolName": call.name, "toolArgs": args, "error": error}),
-        )
-        .await;
-        guidance = crate::hooks::str_field(&failure, "additionalContext")
+        let input = hooks::PostToolUseFailureInput { tool_name: call.name.clone(), tool_args: args, error };
+        let failure = crate::hooks::invoke(&ctx.handle, HookType::PostToolUseFailure, input).await.unwrap_or_default();
+        guidance = failure
+            .additional_context
             .filter(|c| !c.is_empty())
             .map(|c| format!("Tool \"{}\" failed. Additional guidance from postToolUseFailure hooks:\n{c}", call.name));
     }
@@ -205,11 +202,9 @@ async fn run_one(
         tool_call_id: call.id.clone(),
         permissions: Arc::new(SessionGate { run: ctx.gate(), tool_call_id: call.id.clone(), preapproved }),
         progress: Arc::new(move |partial: String| {
-            progress_handle.emitter().emit(
-                "tool.execution_partial_result",
-                json!({"toolCallId": progress_id, "partialOutput": partial}),
-                true,
-            );
+            progress_handle
+                .emitter()
+                .emit(t::ToolExecutionPartialData { tool_call_id: progress_id.clone(), partial_output: partial });
         }),
         cancel: ctx.cancel.clone(),
         env: ctx.deps.tool_env.clone(),
@@ -232,33 +227,39 @@ fn unknown_tool(name: &str, available: &[&str]) -> ToolOutput {
 }
 
 fn emit_complete(ctx: &RunCtx, call: &ToolCall, out: &ToolOutput, turn_id: &str, model: &str) {
-    let mut result = json!({
-        "content": out.text_for_llm,
-        "detailedContent": out.detailed_content.clone().unwrap_or_else(|| out.text_for_llm.clone()),
+    let contents = out.shell_exit.as_ref().map(|e| {
+        vec![t::ToolExecutionCompleteContent::ShellExit(t::ToolExecutionCompleteContentShellExit {
+            shell_id: e.shell_id.clone(),
+            exit_code: e.exit_code.into(),
+            cwd: Some(e.cwd.clone()),
+            output_preview: Some(e.output_preview.clone()),
+            ..Default::default()
+        })]
     });
-    if !out.contents.is_empty() {
-        result["contents"] = json!(out.contents);
-    }
-    let mut data = json!({
-        "toolCallId": call.id,
-        "success": out.success,
-        "result": result,
-        "toolTelemetry": if out.telemetry.is_null() { json!({}) } else { out.telemetry.clone() },
-        "turnId": turn_id,
-        "model": model,
+    let error = (!out.success).then(|| t::ToolExecutionCompleteError {
+        message: out.error_message.clone().unwrap_or_else(|| out.text_for_llm.clone()),
+        code: Some(out.error_code.clone().unwrap_or_else(|| "failure".into())),
+        remediation: None,
     });
-    if !out.success {
-        data["error"] = json!({
-            "message": out.error_message.clone().unwrap_or_else(|| out.text_for_llm.clone()),
-            "code": out.error_code.clone().unwrap_or_else(|| "failure".into()),
-        });
-    }
-    if let Value::Object(map) = &mut data {
-        for (k, v) in &out.extra_event_fields {
-            map.insert(k.clone(), v.clone());
-        }
-    }
-    ctx.emitter().emit("tool.execution_complete", data, false);
+    ctx.emitter().emit(t::ToolExecutionCompleteData {
+        tool_call_id: call.id.clone(),
+        success: out.success,
+        model: Some(model.to_string()),
+        result: Some(t::ToolExecutionCompleteResult {
+            content: out.text_for_llm.clone(),
+            detailed_content: Some(out.detailed_content.clone().unwrap_or_else(|| out.text_for_llm.clone())),
+            contents,
+            ..Default::default()
+        }),
+        error,
+        tool_telemetry: Some(out.telemetry.clone()),
+        turn_id: Some(turn_id.to_string()),
+        shell_execution: out
+            .shell_exit
+            .as_ref()
+            .map(|e| t::ToolExecutionCompleteShellExecution { exit_code: e.exit_code.into() }),
+        ..Default::default()
+    });
 }
 
 /// The permission gate built-in tools see: asks the session's clients. Tools run in tasks of
@@ -276,8 +277,7 @@ impl PermissionGate for SessionGate {
         if self.preapproved {
             return PermissionDecision::Approved;
         }
-        let mut body = req.to_json();
-        body["toolCallId"] = json!(self.tool_call_id);
-        self.run.ask(body, &self.tool_call_id).await
+        let request = crate::permission::wire_request(req, &self.tool_call_id);
+        self.run.ask(request, &self.tool_call_id).await
     }
 }

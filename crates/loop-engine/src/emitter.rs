@@ -5,12 +5,14 @@
 //! `events.jsonl` (or of `session.getMessages`) follows never points at an ephemeral event,
 //! which is on no disk.
 //!
-//! All work under the lock is synchronous (a small `write` and channel sends), so the lock is
-//! never held across an `.await`.
+//! Each event is serialized once; the log and every subscriber get the same JSON text. All
+//! work under the lock is synchronous (a small `write` and channel sends), so the lock is never
+//! held across an `.await`.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use protocol::event::{is_always_ephemeral, Event};
+use protocol::event::{Event, SessionEvent};
+use protocol::generated::types as t;
 use serde_json::Value;
 use store::EventLog;
 
@@ -18,8 +20,9 @@ use store::EventLog;
 pub trait EventSubscriber: Send + Sync {
     /// Identifies the subscriber for unsubscribe.
     fn subscriber_id(&self) -> u64;
-    /// Delivers one event. Returns `false` once the subscriber is gone; it is then dropped.
-    fn deliver(&self, session_id: &str, event: &Event) -> bool;
+    /// Delivers one event; `json` is the event as serialized for everyone. Returns `false` once
+    /// the subscriber is gone; it is then dropped.
+    fn deliver(&self, session_id: &str, event: &Event, json: &str) -> bool;
     /// The subscriber's way to answer server→client requests (hooks, user input, transforms),
     /// if it has one.
     fn requester(&self) -> Option<Arc<dyn ClientRequester>> {
@@ -44,7 +47,6 @@ struct Inner {
     persisted_count: usize,
     log: Option<EventLog>,
     subscribers: Vec<Arc<dyn EventSubscriber>>,
-    last_persisted_at: Option<String>,
 }
 
 impl Emitter {
@@ -56,17 +58,17 @@ impl Emitter {
         last_persisted_id: Option<String>,
         persisted_count: usize,
     ) -> Self {
-        let inner = Inner { last_persisted_id, persisted_count, log, subscribers: Vec::new(), last_persisted_at: None };
+        let inner = Inner { last_persisted_id, persisted_count, log, subscribers: Vec::new() };
         Self { session_id, inner: Mutex::new(inner) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        crate::lock(&self.inner)
     }
 
     /// How many events the session's log holds.
     pub fn persisted_count(&self) -> usize {
         self.lock().persisted_count
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        crate::lock(&self.inner)
     }
 
     pub fn subscribe(&self, sub: Arc<dyn EventSubscriber>) {
@@ -93,48 +95,66 @@ impl Emitter {
         self.lock().subscribers.len()
     }
 
-    pub fn last_persisted_at(&self) -> Option<String> {
-        self.lock().last_persisted_at.clone()
+    /// Emits one event, persisted unless its type is always ephemeral. Returns its id.
+    pub fn emit(&self, payload: impl Into<SessionEvent>) -> String {
+        self.emit_event(payload.into(), false)
     }
 
-    /// Emits one event. Persisted events are written first; if the write fails twice the
-    /// event is still delivered (a client must never hang) together with a `session.error`.
-    pub fn emit(&self, kind: &str, data: Value, ephemeral: bool) -> Event {
-        let ephemeral = ephemeral || is_always_ephemeral(kind);
-        let mut event = Event::new(kind, data, ephemeral);
+    /// Emits one event that is not persisted, whatever its type allows.
+    pub fn emit_ephemeral(&self, payload: impl Into<SessionEvent>) -> String {
+        self.emit_event(payload.into(), true)
+    }
+
+    /// Persisted events are written first; if the write fails twice the event is still
+    /// delivered (a client must never hang) together with a `session.error`.
+    fn emit_event(&self, payload: SessionEvent, ephemeral: bool) -> String {
+        let mut event = Event::new(payload, ephemeral);
         let mut inner = self.lock();
         event.parent_id = inner.last_persisted_id.clone();
+        let json = match serde_json::to_string(&event) {
+            Ok(json) => json,
+            Err(e) => {
+                // Generated payloads always serialize; this guards the impossible case loudly.
+                tracing::error!(session = %self.session_id, kind = event.kind(), error = %e, "event not serializable");
+                return event.id;
+            }
+        };
         let mut write_error = None;
-        if !ephemeral {
+        if !event.ephemeral {
             inner.last_persisted_id = Some(event.id.clone());
             inner.persisted_count += 1;
             if let Some(log) = inner.log.as_mut() {
-                if let Err(first) = log.append(&event) {
+                if let Err(first) = log.append_json(json.as_bytes()) {
                     tracing::warn!(session = %self.session_id, error = %first, "event log write failed; retrying");
-                    if let Err(second) = log.append(&event) {
+                    if let Err(second) = log.append_json(json.as_bytes()) {
                         write_error = Some(second.to_string());
                     }
                 }
             }
-            inner.last_persisted_at = Some(event.timestamp.clone());
         }
-        self.deliver_locked(&mut inner, &event);
+        self.deliver_locked(&mut inner, &event, &json);
         if let Some(err) = write_error {
             tracing::error!(session = %self.session_id, error = %err, "event not persisted");
             let mut warn = Event::new(
-                "session.error",
-                serde_json::json!({"errorType": "persistence", "message": format!("Failed to persist event {}: {err}", event.id)}),
+                t::ErrorData {
+                    error_type: "persistence".into(),
+                    message: format!("Failed to persist event {}: {err}", event.id),
+                    ..Default::default()
+                }
+                .into(),
                 true,
             );
             warn.parent_id = inner.last_persisted_id.clone();
-            self.deliver_locked(&mut inner, &warn);
+            if let Ok(json) = serde_json::to_string(&warn) {
+                self.deliver_locked(&mut inner, &warn, &json);
+            }
         }
-        event
+        event.id
     }
 
-    fn deliver_locked(&self, inner: &mut Inner, event: &Event) {
+    fn deliver_locked(&self, inner: &mut Inner, event: &Event, json: &str) {
         let sid = &self.session_id;
-        inner.subscribers.retain(|s| s.deliver(sid, event));
+        inner.subscribers.retain(|s| s.deliver(sid, event, json));
     }
 }
 
@@ -143,13 +163,13 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicU64, Ordering};
 
-    struct Collect(Mutex<Vec<Event>>, AtomicU64);
+    struct Collect(Mutex<Vec<(Event, String)>>, AtomicU64);
     impl EventSubscriber for Collect {
         fn subscriber_id(&self) -> u64 {
             self.1.load(Ordering::Relaxed)
         }
-        fn deliver(&self, _: &str, e: &Event) -> bool {
-            self.0.lock().unwrap().push(e.clone());
+        fn deliver(&self, _: &str, e: &Event, json: &str) -> bool {
+            self.0.lock().unwrap().push((e.clone(), json.to_string()));
             true
         }
     }
@@ -161,17 +181,30 @@ mod tests {
         let em = Emitter::new("s".into(), Some(EventLog::open(&path).unwrap()), None, 0);
         let c = Arc::new(Collect(Mutex::new(vec![]), AtomicU64::new(1)));
         em.subscribe(c.clone());
-        let a = em.emit("session.start", serde_json::json!({}), false);
-        let b = em.emit("session.idle", serde_json::json!({}), false);
-        let d = em.emit("user.message", serde_json::json!({"content":"x"}), false);
-        assert_eq!(a.parent_id, None);
-        assert_eq!(b.parent_id.as_deref(), Some(a.id.as_str()));
-        assert!(b.ephemeral, "session.idle is always ephemeral");
-        assert_eq!(d.parent_id.as_deref(), Some(a.id.as_str()), "the ephemeral idle is skipped");
+        let a = em.emit(t::AbortData { reason: t::AbortReason::UserInitiated });
+        let b = em.emit(t::IdleData::default());
+        let d = em.emit(t::UserMessageData { content: "x".into(), ..Default::default() });
+        let got = c.0.lock().unwrap().clone();
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0].0.parent_id, None);
+        assert_eq!(got[1].0.parent_id.as_deref(), Some(a.as_str()));
+        assert!(got[1].0.ephemeral, "session.idle is always ephemeral");
+        assert_eq!(got[2].0.parent_id.as_deref(), Some(a.as_str()), "the ephemeral idle is skipped");
+        assert_eq!((got[1].0.id.as_str(), got[2].0.id.as_str()), (b.as_str(), d.as_str()));
         assert_eq!(em.persisted_count(), 2);
-        assert_eq!(c.0.lock().unwrap().len(), 3);
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text.lines().count(), 2);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines, vec![got[0].1.as_str(), got[2].1.as_str()], "the log holds what clients got");
         assert!(!text.contains("session.idle"));
+    }
+
+    #[test]
+    fn an_optional_type_can_be_emitted_ephemeral() {
+        let em = Emitter::new("s".into(), None, None, 0);
+        let c = Arc::new(Collect(Mutex::new(vec![]), AtomicU64::new(1)));
+        em.subscribe(c.clone());
+        em.emit_ephemeral(t::WarningData { warning_type: "w".into(), message: "m".into(), ..Default::default() });
+        assert!(c.0.lock().unwrap()[0].0.ephemeral);
+        assert_eq!(em.persisted_count(), 0);
     }
 }

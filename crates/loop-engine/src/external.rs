@@ -2,9 +2,9 @@
 //! `external_tool.requested`; a client answers with `session.tools.handlePendingToolCall`.
 
 use llm_providers::ToolCall;
-use protocol::generated::types::ExternalToolResult;
+use protocol::generated::types::{self as t, ExternalToolResult};
 use protocol::methods::ExternalToolDef;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tools::{PermissionDecision, ToolOutput};
 
 use crate::handle::SessionInput;
@@ -21,12 +21,12 @@ pub(crate) async fn run(
     preapproved: bool,
 ) -> ToolOutput {
     if !def.skip_permission && !preapproved {
-        let req = json!({
-            "kind": "custom-tool",
-            "toolCallId": call.id,
-            "toolName": def.name,
-            "toolDescription": def.description,
-            "args": args,
+        let req = t::PermissionRequest::CustomTool(t::PermissionRequestCustomTool {
+            tool_call_id: Some(call.id.clone()),
+            tool_name: def.name.clone(),
+            tool_description: def.description.clone(),
+            args: Some(args.clone()),
+            skip_permission: None,
         });
         if let PermissionDecision::Denied { text_for_llm, code } = ctx.gate().ask(req, &call.id).await {
             return ToolOutput::fail_with(text_for_llm.clone(), text_for_llm, &code);
@@ -39,23 +39,20 @@ pub(crate) async fn run(
     if ctx.handle.tell(register).await.is_err() {
         return ToolOutput::interrupted();
     }
-    ctx.emitter().emit(
-        "external_tool.requested",
-        json!({
-            "requestId": request_id,
-            "sessionId": ctx.handle.id(),
-            "toolCallId": call.id,
-            "toolName": call.name,
-            "arguments": args,
-            "workingDirectory": settings.cwd.to_string_lossy(),
-        }),
-        false,
-    );
+    ctx.emitter().emit(t::ExternalToolRequestedData {
+        request_id: request_id.clone(),
+        session_id: ctx.handle.id().to_string(),
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        arguments: Some(args.clone()),
+        working_directory: Some(settings.cwd.to_string_lossy().into_owned()),
+        ..Default::default()
+    });
     let answer = tokio::select! {
         a = rx => a.ok(),
         _ = ctx.cancel.cancelled() => None,
     };
-    ctx.emitter().emit("external_tool.completed", json!({"requestId": request_id}), true);
+    ctx.emitter().emit(t::ExternalToolCompletedData { request_id: request_id.clone() });
     match answer {
         Some(PendingAnswer::ToolCall { result, error }) => interpret(&call.name, &args, result, error.as_deref()),
         Some(_) => interpret(&call.name, &args, None, Some("The client that handles this tool disconnected")),
@@ -95,8 +92,8 @@ pub(crate) fn interpret(
                 let message = r.error.unwrap_or_else(|| text.clone());
                 ToolOutput::fail_with(text, message, kind)
             };
-            if let Some(t) = r.tool_telemetry {
-                out.telemetry = Value::Object(t);
+            if let Some(telemetry) = r.tool_telemetry {
+                out.telemetry = telemetry;
             }
             out
         }
@@ -106,6 +103,7 @@ pub(crate) fn interpret(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn result(v: Value) -> Option<ExternalToolResult> {
         Some(serde_json::from_value(v).unwrap())

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::Value;
+use protocol::generated::types::{
+    AbortReason, Attachment, PermissionPromptRequest, SessionMode, UserMessageAgentMode, UserMessageDelivery,
+};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -19,11 +21,11 @@ use crate::EngineError;
 pub struct QueuedMessage {
     pub message_id: String,
     pub prompt: String,
-    pub attachments: Vec<Value>,
-    pub agent_mode: Option<String>,
+    pub attachments: Vec<Attachment>,
+    pub agent_mode: Option<UserMessageAgentMode>,
     pub request_headers: Vec<(String, String)>,
-    /// `idle`, `queued` or `steering`.
-    pub delivery: &'static str,
+    /// Set when the message is queued.
+    pub delivery: UserMessageDelivery,
 }
 
 /// What the actor publishes: the session's settings and state, as of its last change.
@@ -68,12 +70,12 @@ pub(crate) enum SessionInput {
         reply: oneshot::Sender<()>,
     },
     Abort {
-        reason: String,
+        reason: AbortReason,
         reply: oneshot::Sender<bool>,
     },
     SetMode {
-        mode: String,
-        reply: oneshot::Sender<Option<String>>,
+        mode: SessionMode,
+        reply: oneshot::Sender<Option<SessionMode>>,
     },
     SwitchModel {
         model: String,
@@ -94,7 +96,7 @@ pub(crate) enum SessionInput {
         reply: oneshot::Sender<bool>,
     },
     PendingPermissions {
-        reply: oneshot::Sender<Vec<(String, Value)>>,
+        reply: oneshot::Sender<Vec<(String, PermissionPromptRequest)>>,
     },
     /// The last client left and did not come back in time: answer what is pending ourselves.
     FailAllPending,
@@ -152,7 +154,8 @@ pub(crate) struct SessionParts {
     pub start_time: String,
     pub emitter: Arc<Emitter>,
     pub shells: Arc<tools::ShellManager>,
-    pub inputs: mpsc::Sender<SessionInput>,
+    /// Boxed: inputs differ a lot in size, and the channel's slots are allocated up front.
+    pub inputs: mpsc::Sender<Box<SessionInput>>,
     pub view: watch::Receiver<Arc<SessionView>>,
     /// Cancelled to stop the task: synchronous, so it also works where nobody can wait.
     pub stop: CancellationToken,
@@ -206,12 +209,12 @@ impl SessionHandle {
     /// reported as not found: it was unloaded or deleted in the meantime.
     async fn ask<R>(&self, make: impl FnOnce(oneshot::Sender<R>) -> SessionInput) -> Result<R, EngineError> {
         let (tx, rx) = oneshot::channel();
-        self.inner.inputs.send(make(tx)).await.map_err(|_| self.gone())?;
+        self.inner.inputs.send(Box::new(make(tx))).await.map_err(|_| self.gone())?;
         rx.await.map_err(|_| self.gone())
     }
 
     pub(crate) async fn tell(&self, input: SessionInput) -> Result<(), EngineError> {
-        self.inner.inputs.send(input).await.map_err(|_| self.gone())
+        self.inner.inputs.send(Box::new(input)).await.map_err(|_| self.gone())
     }
 
     fn gone(&self) -> EngineError {
@@ -224,13 +227,13 @@ impl SessionHandle {
     }
 
     /// Aborts the running loop. Returns whether anything was running.
-    pub async fn abort(&self, reason: &str) -> Result<bool, EngineError> {
-        self.ask(|reply| SessionInput::Abort { reason: reason.to_string(), reply }).await
+    pub async fn abort(&self, reason: AbortReason) -> Result<bool, EngineError> {
+        self.ask(|reply| SessionInput::Abort { reason, reply }).await
     }
 
     /// Sets the mode; returns the previous one when it changed.
-    pub async fn set_mode(&self, mode: &str) -> Result<Option<String>, EngineError> {
-        self.ask(|reply| SessionInput::SetMode { mode: mode.to_string(), reply }).await
+    pub async fn set_mode(&self, mode: SessionMode) -> Result<Option<SessionMode>, EngineError> {
+        self.ask(|reply| SessionInput::SetMode { mode, reply }).await
     }
 
     /// Switches the model; returns the previous one.
@@ -253,7 +256,7 @@ impl SessionHandle {
     }
 
     /// Permission prompts still waiting for an answer: `(requestId, prompt)`.
-    pub async fn pending_permissions(&self) -> Result<Vec<(String, Value)>, EngineError> {
+    pub async fn pending_permissions(&self) -> Result<Vec<(String, PermissionPromptRequest)>, EngineError> {
         self.ask(|reply| SessionInput::PendingPermissions { reply }).await
     }
 

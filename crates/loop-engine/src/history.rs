@@ -2,7 +2,8 @@
 //! (resume = replay).
 
 use llm_providers::{Message, ToolCall, ToolContent, UserContent};
-use protocol::event::Event;
+use protocol::event::{Event, SessionEvent};
+use protocol::generated::types::{self as t, SessionMode};
 use serde_json::Value;
 use tools::INTERRUPTED_TEXT;
 
@@ -11,7 +12,7 @@ use tools::INTERRUPTED_TEXT;
 pub struct Restored {
     pub messages: Vec<Message>,
     pub model: Option<String>,
-    pub mode: Option<String>,
+    pub mode: Option<SessionMode>,
     pub cwd: Option<String>,
     pub start_time: Option<String>,
     pub title: Option<String>,
@@ -35,40 +36,32 @@ pub fn replay(events: &[Event]) -> Restored {
 
     for e in events {
         r.last_event_id = Some(e.id.clone());
-        let d = &e.data;
-        match e.kind.as_str() {
-            "session.start" => {
-                r.model = str_field(d, "selectedModel");
-                r.start_time = str_field(d, "startTime");
-                r.cwd = d.get("context").and_then(|c| str_field(c, "cwd"));
+        match &e.payload {
+            SessionEvent::SessionStart(d) => {
+                r.model = d.selected_model.clone();
+                r.start_time = Some(d.start_time.clone());
+                r.cwd = d.context.as_ref().map(|c| c.cwd.clone());
             }
-            "session.context_changed" => r.cwd = str_field(d, "cwd").or(r.cwd.take()),
-            "session.model_change" => r.model = str_field(d, "newModel").or(r.model.take()),
-            "session.mode_changed" => r.mode = str_field(d, "newMode").or(r.mode.take()),
-            "user.message" => {
+            SessionEvent::SessionContextChanged(c) => r.cwd = Some(c.cwd.clone()),
+            SessionEvent::SessionModelChange(d) => r.model = Some(d.new_model.clone()),
+            SessionEvent::SessionModeChanged(d) => r.mode = Some(d.new_mode),
+            SessionEvent::UserMessage(d) => {
                 flush(&mut r, &mut open_calls, &mut results);
-                let text = str_field(d, "transformedContent").or_else(|| str_field(d, "content")).unwrap_or_default();
-                if r.title.is_none() {
-                    r.title = str_field(d, "content").filter(|s| !s.is_empty());
+                let text = d.transformed_content.clone().unwrap_or_else(|| d.content.clone());
+                if r.title.is_none() && !d.content.is_empty() {
+                    r.title = Some(d.content.clone());
                 }
                 r.user_message_count += 1;
                 r.messages.push(Message::User { content: UserContent::Text(text) });
             }
-            "assistant.message" => {
+            SessionEvent::AssistantMessage(d) => {
                 flush(&mut r, &mut open_calls, &mut results);
-                let content = str_field(d, "content").unwrap_or_default();
-                let calls: Vec<ToolCall> = d
-                    .get("toolRequests")
-                    .and_then(Value::as_array)
-                    .map(|reqs| reqs.iter().filter_map(tool_call_from_request).collect())
-                    .unwrap_or_default();
+                let calls: Vec<ToolCall> = d.tool_requests.iter().flatten().map(tool_call_from_request).collect();
                 open_calls.extend(calls.iter().map(|c| c.id.clone()));
-                r.messages.push(assistant_message(content, calls));
+                r.messages.push(assistant_message(d.content.clone(), calls));
             }
-            "tool.execution_complete" => {
-                if let Some(id) = str_field(d, "toolCallId") {
-                    results.insert(id, model_visible_result(d));
-                }
+            SessionEvent::ToolExecutionComplete(d) => {
+                results.insert(d.tool_call_id.clone(), model_visible_result(d));
             }
             _ => {}
         }
@@ -85,28 +78,21 @@ pub fn assistant_message(content: String, tool_calls: Vec<ToolCall>) -> Message 
 }
 
 /// The text the model saw for a completed tool call, as recorded in the event.
-pub fn model_visible_result(d: &Value) -> String {
-    d.get("result")
-        .and_then(|r| r.get("content"))
-        .and_then(Value::as_str)
-        .or_else(|| d.get("error").and_then(|e| e.get("message")).and_then(Value::as_str))
-        .unwrap_or("")
-        .to_string()
+pub fn model_visible_result(d: &t::ToolExecutionCompleteData) -> String {
+    d.result
+        .as_ref()
+        .map(|r| r.content.clone())
+        .or_else(|| d.error.as_ref().map(|e| e.message.clone()))
+        .unwrap_or_default()
 }
 
-fn tool_call_from_request(req: &Value) -> Option<ToolCall> {
-    let id = str_field(req, "toolCallId")?;
-    let name = str_field(req, "name")?;
-    let arguments = match req.get("arguments") {
+fn tool_call_from_request(req: &t::AssistantMessageToolRequest) -> ToolCall {
+    let arguments = match &req.arguments {
         Some(Value::String(s)) => s.clone(),
         Some(v @ Value::Object(_)) => v.to_string(),
         _ => "{}".to_string(),
     };
-    Some(ToolCall { id, name, arguments })
-}
-
-fn str_field(v: &Value, key: &str) -> Option<String> {
-    v.get(key).and_then(Value::as_str).map(str::to_string)
+    ToolCall { id: req.tool_call_id.clone(), name: req.name.clone(), arguments }
 }
 
 #[cfg(test)]
@@ -115,13 +101,17 @@ mod tests {
     use serde_json::json;
 
     fn ev(kind: &str, data: Value) -> Event {
-        Event::new(kind, data, false)
+        Event::from_parts(kind, data, false)
     }
 
     #[test]
     fn replays_turns_and_fills_interrupted_results() {
         let events = vec![
-            ev("session.start", json!({"selectedModel":"m1","startTime":"t","context":{"cwd":"/w"}})),
+            ev(
+                "session.start",
+                json!({"sessionId":"s","version":1,"producer":"p","copilotVersion":"v",
+                       "selectedModel":"m1","startTime":"t","context":{"cwd":"/w"}}),
+            ),
             ev("user.message", json!({"content":"hi","transformedContent":"<x>hi"})),
             ev(
                 "assistant.message",

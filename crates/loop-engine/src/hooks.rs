@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use protocol::generated::methods::HooksInvoke;
+use protocol::generated::types::{self as t, HookType};
+use protocol::hooks::{HookInput, HookOutput};
+use serde::Serialize;
 
 use crate::handle::SessionHandle;
 
@@ -13,42 +16,56 @@ const HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Invokes one hook. `None` when hooks are off, no client can answer, or the hook returned
 /// nothing; the loop then behaves as if no hook were registered.
-pub(crate) async fn invoke(session: &SessionHandle, hook_type: &str, mut input: Value) -> Option<Value> {
+pub(crate) async fn invoke<I: Serialize>(session: &SessionHandle, hook_type: HookType, input: I) -> Option<HookOutput> {
     let view = session.view();
     if !view.settings.hooks {
         return None;
     }
-    let cwd = view.settings.cwd.to_string_lossy().to_string();
     let client = session.emitter().requester()?;
-    if let Value::Object(map) = &mut input {
-        map.insert("sessionId".into(), json!(session.id()));
-        map.insert("timestamp".into(), json!(chrono::Utc::now().timestamp_millis()));
-        map.insert("cwd".into(), json!(cwd));
-    }
-    let invocation_id = uuid::Uuid::new_v4().to_string();
-    session.emitter().emit(
-        "hook.start",
-        json!({"hookInvocationId": invocation_id, "hookType": hook_type, "input": input}),
-        false,
-    );
-    let params = json!({"sessionId": session.id(), "hookType": hook_type, "input": input});
-    let result = tokio::time::timeout(HOOK_TIMEOUT, client.request("hooks.invoke", params)).await;
-    let (output, success, error) = match result {
-        Ok(Ok(v)) => (v.get("output").cloned().filter(|o| !o.is_null()), true, None),
-        Ok(Err(e)) => (None, false, Some(e)),
-        Err(_) => (None, false, Some("hook timed out".to_string())),
+    let input = HookInput {
+        session_id: session.id().to_string(),
+        timestamp: chrono::Utc::now().timestamp_millis(),
+        cwd: view.settings.cwd.to_string_lossy().into_owned(),
+        input,
     };
-    let mut end = json!({"hookInvocationId": invocation_id, "hookType": hook_type, "success": success});
-    if let Some(o) = &output {
-        end["output"] = o.clone();
+    let input = match serde_json::to_value(&input) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!(session = %session.id(), error = %e, "hook input not serializable");
+            return None;
+        }
+    };
+    let invocation_id = uuid::Uuid::new_v4().to_string();
+    session.emitter().emit(t::HookStartData {
+        hook_invocation_id: invocation_id.clone(),
+        hook_type: hook_type.as_str().into(),
+        input: Some(input.clone()),
+        ..Default::default()
+    });
+    let request = t::HookInvokeRequest { session_id: session.id().to_string(), hook_type, input };
+    let answer =
+        match tokio::time::timeout(HOOK_TIMEOUT, crate::client::request::<HooksInvoke>(&*client, &request)).await {
+            Ok(answer) => answer,
+            Err(_) => Err("hook timed out".to_string()),
+        };
+    let (output, error) = match answer {
+        Ok(r) => (r.output.filter(|o| !o.is_null()), None),
+        Err(e) => (None, Some(t::HookEndError { message: e, ..Default::default() })),
+    };
+    session.emitter().emit(t::HookEndData {
+        hook_invocation_id: invocation_id,
+        hook_type: hook_type.as_str().into(),
+        output: output.clone(),
+        success: error.is_none(),
+        error,
+        ..Default::default()
+    });
+    let output = output?;
+    match serde_json::from_value(output) {
+        Ok(parsed) => Some(parsed),
+        Err(e) => {
+            tracing::warn!(session = %session.id(), hook = hook_type.as_str(), error = %e, "hook output ignored");
+            None
+        }
     }
-    if let Some(e) = error {
-        end["error"] = json!({"message": e});
-    }
-    session.emitter().emit("hook.end", end, false);
-    output
-}
-
-pub(crate) fn str_field<'a>(output: &'a Option<Value>, key: &str) -> Option<&'a str> {
-    output.as_ref().and_then(|o| o.get(key)).and_then(Value::as_str)
 }

@@ -10,12 +10,15 @@
 mod actor;
 pub mod attachments;
 pub mod autopilot;
+mod client;
+mod conversation;
 mod dispatch;
 mod emitter;
 mod external;
 mod handle;
 pub mod history;
 mod hooks;
+mod model_call;
 mod pending;
 mod permission;
 mod run;
@@ -28,6 +31,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use llm_providers::{ModelClient, ModelInfo};
+use protocol::generated::types as t;
 use protocol::methods::{SessionConfigParams, SessionContext, SessionListEntry};
 use serde_json::{json, Value};
 use store::{EventLog, Layout, SessionIndex, SessionRow};
@@ -112,6 +116,32 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 pub(crate) fn now() -> String {
     protocol::now_iso()
+}
+
+/// The session's working directory as an event's `context`.
+pub(crate) fn cwd_context(s: &SessionSettings) -> t::WorkingDirectoryContext {
+    t::WorkingDirectoryContext { cwd: s.cwd.to_string_lossy().into_owned(), ..Default::default() }
+}
+
+/// `session.resume` for a session with these settings.
+pub(crate) fn resume_data(
+    s: &SessionSettings,
+    event_count: usize,
+    events_file_size_bytes: Option<u64>,
+    session_was_active: bool,
+    continue_pending_work: bool,
+) -> t::ResumeData {
+    t::ResumeData {
+        resume_time: now(),
+        event_count: event_count as u64,
+        events_file_size_bytes,
+        selected_model: Some(s.model.clone()),
+        context: Some(cwd_context(s)),
+        session_was_active: Some(session_was_active),
+        already_in_use: Some(false),
+        continue_pending_work: Some(continue_pending_work),
+        ..Default::default()
+    }
 }
 
 /// A fresh index row for a session; `updated_at` moves on as events arrive.
@@ -266,28 +296,27 @@ impl Engine {
             emitter.subscribe(sub);
         }
         self.deps.index.upsert(&index_row(&id, &settings, &start_time)).await?;
-        let mut start = json!({
-            "sessionId": id,
-            "version": 1,
-            "producer": "copilot-agent",
-            "copilotVersion": self.deps.version,
-            "startTime": start_time,
-            "selectedModel": settings.model,
-            "context": {"cwd": settings.cwd.to_string_lossy()},
-            "alreadyInUse": false,
-            "remoteSteerable": false,
-        });
-        if let Some(effort) = &settings.reasoning_effort {
-            start["reasoningEffort"] = json!(effort);
-        }
-        let conv = run::Conversation { messages: Vec::new(), title: None };
+        let start = t::StartData {
+            session_id: id.clone(),
+            version: 1,
+            producer: "copilot-agent".into(),
+            copilot_version: self.deps.version.clone(),
+            start_time: start_time.clone(),
+            selected_model: Some(settings.model.clone()),
+            reasoning_effort: settings.reasoning_effort.clone(),
+            context: Some(cwd_context(&settings)),
+            already_in_use: Some(false),
+            remote_steerable: Some(false),
+            ..Default::default()
+        };
+        let conv = run::Conversation::new(Vec::new(), None);
         let handle = self.spawn_session(id.clone(), emitter, settings.clone(), start_time.clone(), conv);
         lock(&self.sessions).insert(id.clone(), handle.clone());
         self.broadcast_lifecycle(json!({
             "type": "session.created", "sessionId": id,
             "metadata": {"startTime": start_time, "modifiedTime": start_time},
         }));
-        handle.emitter().emit("session.start", start, false);
+        handle.emitter().emit(start);
         write_workspace_yaml(&self.deps, &handle, &settings, None).await;
         Ok(handle)
     }
@@ -322,8 +351,8 @@ impl Engine {
         }
         let mut settings = SessionSettings::from_params(&base, &self.default_model, &self.default_cwd, self.allow_all);
         settings.resumed = true;
-        if let Some(mode) = &restored.mode {
-            settings.mode = mode.clone();
+        if let Some(mode) = restored.mode {
+            settings.mode = mode;
         }
         let log = EventLog::open(self.deps.layout.events_path(&id))?;
         let start_time = restored.start_time.clone().unwrap_or_else(now);
@@ -337,17 +366,14 @@ impl Engine {
                 self.deps.index.mark_user_message(&id, title).await?;
             }
         }
-        let resume_event = json!({
-            "resumeTime": now(),
-            "eventCount": loaded.events.len(),
-            "eventsFileSizeBytes": loaded.size_bytes,
-            "selectedModel": settings.model,
-            "context": {"cwd": settings.cwd.to_string_lossy()},
-            "sessionWasActive": false,
-            "alreadyInUse": false,
-            "continuePendingWork": params.continue_pending_work.unwrap_or(false),
-        });
-        let conv = run::Conversation { messages: restored.messages, title: restored.title };
+        let resume_event = resume_data(
+            &settings,
+            loaded.events.len(),
+            Some(loaded.size_bytes),
+            false,
+            params.continue_pending_work.unwrap_or(false),
+        );
+        let conv = run::Conversation::new(restored.messages, restored.title);
         let handle = self.spawn_session(id.clone(), emitter, settings, start_time, conv);
         let existing = {
             let mut sessions = lock(&self.sessions);
@@ -366,7 +392,7 @@ impl Engine {
             return Ok(first);
         }
         if !params.disable_resume.unwrap_or(false) {
-            handle.emitter().emit("session.resume", resume_event, false);
+            handle.emitter().emit(resume_event);
         }
         Ok(handle)
     }
@@ -376,7 +402,8 @@ impl Engine {
         let Some(handle) = self.get(id) else { return true };
         if handle.subscriber_count() <= 1 {
             // The last client is still attached, so it can answer its own sessionEnd hook.
-            hooks::invoke(&handle, "sessionEnd", json!({"reason": "user_exit"})).await;
+            let input = protocol::hooks::SessionEndInput { reason: "user_exit".into() };
+            hooks::invoke(&handle, t::HookType::SessionEnd, input).await;
         }
         if let Ok(true) = handle.detach(subscriber_id).await {
             self.forget(&handle);

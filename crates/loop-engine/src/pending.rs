@@ -4,15 +4,14 @@
 
 use std::collections::HashMap;
 
-use protocol::generated::types::{ExternalToolResult, PermissionDecision};
-use serde_json::Value;
+use protocol::generated::types::{ExternalToolResult, PermissionDecision, PermissionPromptRequest};
 use tokio::sync::oneshot;
 
 /// What a pending request is waiting for.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum PendingKind {
     /// Carries the user-facing prompt, for `session.permissions.pendingRequests`.
-    Permission(Value),
+    Permission(Option<Box<PermissionPromptRequest>>),
     ExternalTool,
 }
 
@@ -69,12 +68,12 @@ impl PendingRequests {
     }
 
     /// Permission prompts still waiting: `(requestId, prompt)`.
-    pub fn permission_prompts(&self) -> Vec<(String, Value)> {
-        let mut out: Vec<(String, Value)> = self
+    pub fn permission_prompts(&self) -> Vec<(String, PermissionPromptRequest)> {
+        let mut out: Vec<(String, PermissionPromptRequest)> = self
             .waiting
             .iter()
             .filter_map(|(id, (kind, _))| match kind {
-                PendingKind::Permission(prompt) => Some((id.clone(), prompt.clone())),
+                PendingKind::Permission(prompt) => prompt.as_deref().map(|p| (id.clone(), p.clone())),
                 PendingKind::ExternalTool => None,
             })
             .collect();
@@ -102,7 +101,12 @@ mod tests {
     fn fail_all_answers_no_client() {
         let mut p = PendingRequests::default();
         let (tx, mut rx) = oneshot::channel();
-        p.register("r".into(), PendingKind::Permission(serde_json::json!({})), tx);
+        let prompt = PermissionPromptRequest::Read(protocol::generated::types::PermissionPromptRequestRead {
+            intention: "i".into(),
+            path: "p".into(),
+            ..Default::default()
+        });
+        p.register("r".into(), PendingKind::Permission(Some(Box::new(prompt))), tx);
         assert_eq!(p.permission_prompts().len(), 1);
         p.fail_all();
         assert_eq!(rx.try_recv().ok(), Some(PendingAnswer::NoClient));

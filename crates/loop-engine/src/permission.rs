@@ -4,8 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use protocol::generated::types::PermissionDecision;
-use serde_json::{json, Value};
+use protocol::generated::types::{self as t, PermissionDecision, PermissionPromptRequest, PermissionRequest};
 use tokio_util::sync::CancellationToken;
 use tools::{PermissionDecision as Decision, INTERRUPTED_TEXT};
 
@@ -25,9 +24,8 @@ pub(crate) struct Gate {
 }
 
 impl Gate {
-    /// Asks the session's clients to approve `request` (a `permissionRequest` object with
-    /// `kind` and `toolCallId`).
-    pub async fn ask(&self, request: Value, tool_call_id: &str) -> Decision {
+    /// Asks the session's clients to approve `request`.
+    pub async fn ask(&self, request: PermissionRequest, tool_call_id: &str) -> Decision {
         let view = self.handle.view();
         if view.settings.approve_all {
             return Decision::Approved;
@@ -42,22 +40,19 @@ impl Gate {
         let request_id = uuid::Uuid::new_v4().to_string();
         let prompt = prompt_request(&request);
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let kind = PendingKind::Permission(prompt.clone());
-        let registered =
-            self.handle.tell(SessionInput::RunRegisterPending { request_id: request_id.clone(), kind, tx }).await;
-        if registered.is_err() {
+        let kind = PendingKind::Permission(prompt.clone().map(Box::new));
+        let register = SessionInput::RunRegisterPending { request_id: request_id.clone(), kind, tx };
+        if self.handle.tell(register).await.is_err() {
             return denied(INTERRUPTED_TEXT);
         }
-        self.handle.emitter().emit(
-            "permission.requested",
-            json!({
-                "requestId": request_id,
-                "permissionRequest": request,
-                "promptRequest": prompt,
-                "agentMode": view.settings.mode,
-            }),
-            false,
-        );
+        self.handle.emitter().emit(t::PermissionRequestedData {
+            request_id: request_id.clone(),
+            permission_request: request,
+            prompt_request: prompt,
+            agent_mode: Some(view.settings.mode),
+            risk_assessment: None,
+            resolved_by_hook: None,
+        });
         let answer = tokio::select! {
             a = rx => a.ok(),
             _ = self.cancel.cancelled() => None,
@@ -67,16 +62,12 @@ impl Gate {
             Some(_) => PermissionDecision::UserNotAvailable,
             None => {
                 let _ = self.handle.tell(SessionInput::RunForgetPending { request_id: request_id.clone() }).await;
-                self.handle.emitter().emit(
-                    "permission.completed",
-                    json!({"requestId": request_id, "toolCallId": tool_call_id, "result": {"kind": "cancelled"}}),
-                    false,
-                );
+                self.completed(request_id, tool_call_id, t::PermissionResult::Cancelled(Default::default()));
                 return denied(INTERRUPTED_TEXT);
             }
         };
         let (decision, recorded) = interpret(&answer);
-        if recorded.get("kind").and_then(Value::as_str) == Some("denied-interactively-by-user") {
+        if matches!(recorded, t::PermissionResult::DeniedInteractivelyByUser(_)) {
             // The recordings end at a call the user rejected: no further model call.
             self.user_rejected.store(true, Ordering::Release);
         }
@@ -85,66 +76,114 @@ impl Gate {
         if decision == Decision::Approved && for_session {
             let _ = self.handle.tell(SessionInput::RunApproveForSession { keys }).await;
         }
-        self.handle.emitter().emit(
-            "permission.completed",
-            json!({"requestId": request_id, "toolCallId": tool_call_id, "result": recorded}),
-            false,
-        );
+        self.completed(request_id, tool_call_id, recorded);
         decision
+    }
+
+    fn completed(&self, request_id: String, tool_call_id: &str, result: t::PermissionResult) {
+        self.handle.emitter().emit(t::PermissionCompletedData {
+            request_id,
+            tool_call_id: Some(tool_call_id.to_string()),
+            result,
+            decision_source: None,
+        });
+    }
+}
+
+/// The wire request for what a built-in tool asks.
+pub(crate) fn wire_request(req: tools::PermissionRequest, tool_call_id: &str) -> PermissionRequest {
+    let tool_call_id = Some(tool_call_id.to_string());
+    match req {
+        tools::PermissionRequest::Shell { full_command_text, intention, commands, possible_paths } => {
+            PermissionRequest::Shell(t::PermissionRequestShell {
+                tool_call_id,
+                full_command_text,
+                intention,
+                commands: commands
+                    .into_iter()
+                    .map(|c| t::PermissionRequestShellCommand { identifier: c.identifier, read_only: c.read_only })
+                    .collect(),
+                possible_paths,
+                possible_urls: Vec::new(),
+                has_write_file_redirection: false,
+                can_offer_session_approval: true,
+                ..Default::default()
+            })
+        }
+        tools::PermissionRequest::Write { intention, file_name, diff, new_file_contents } => {
+            PermissionRequest::Write(t::PermissionRequestWrite {
+                tool_call_id,
+                intention,
+                file_name,
+                diff,
+                new_file_contents: Some(new_file_contents),
+                can_offer_session_approval: true,
+                ..Default::default()
+            })
+        }
+        tools::PermissionRequest::Read { intention, path } => {
+            PermissionRequest::Read(t::PermissionRequestRead { tool_call_id, intention, path, ..Default::default() })
+        }
+        tools::PermissionRequest::Url { intention, url } => {
+            PermissionRequest::Url(t::PermissionRequestUrl { tool_call_id, intention, url, ..Default::default() })
+        }
     }
 }
 
 /// What an approval "for the session" covers: each shell command name, or the tool kind.
-pub(crate) fn approval_keys(req: &Value) -> Vec<String> {
-    let kind = req.get("kind").and_then(Value::as_str).unwrap_or("");
-    match kind {
-        "shell" => req
-            .get("commands")
-            .and_then(Value::as_array)
-            .map(|cs| {
-                cs.iter()
-                    .filter_map(|c| c.get("identifier").and_then(Value::as_str))
-                    .map(|id| format!("shell:{id}"))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        "custom-tool" => vec![format!("custom-tool:{}", req.get("toolName").and_then(Value::as_str).unwrap_or(""))],
-        "url" => vec![format!("url:{}", req.get("url").and_then(Value::as_str).unwrap_or(""))],
-        other => vec![other.to_string()],
+pub(crate) fn approval_keys(req: &PermissionRequest) -> Vec<String> {
+    match req {
+        PermissionRequest::Shell(s) => s.commands.iter().map(|c| format!("shell:{}", c.identifier)).collect(),
+        PermissionRequest::CustomTool(c) => vec![format!("custom-tool:{}", c.tool_name)],
+        PermissionRequest::Url(u) => vec![format!("url:{}", u.url)],
+        other => vec![other.tag().to_string()],
     }
 }
 
-/// The user-facing prompt derived from a permission request (schema `PermissionPromptRequest`:
-/// shell requests become `commands` prompts; others keep their kind with fewer fields).
-pub(crate) fn prompt_request(req: &Value) -> Value {
-    let kind = req.get("kind").and_then(Value::as_str).unwrap_or("");
-    let (prompt_kind, keep): (&str, &[&str]) = match kind {
-        "shell" => ("commands", &["toolCallId", "fullCommandText", "intention", "canOfferSessionApproval", "warning"]),
-        "write" => {
-            ("write", &["toolCallId", "intention", "fileName", "diff", "newFileContents", "canOfferSessionApproval"])
-        }
-        "read" => ("read", &["toolCallId", "intention", "path"]),
-        "url" => ("url", &["toolCallId", "intention", "url"]),
-        "mcp" => ("mcp", &["toolCallId", "serverName", "toolName", "toolTitle", "args"]),
-        "custom-tool" => ("custom-tool", &["toolCallId", "toolName", "toolDescription", "args"]),
-        other => (other, &["toolCallId"]),
-    };
-    let mut out = serde_json::Map::new();
-    out.insert("kind".into(), json!(prompt_kind));
-    for key in keep {
-        if let Some(v) = req.get(*key) {
-            out.insert((*key).to_string(), v.clone());
-        }
-    }
-    if kind == "shell" {
-        let ids: Vec<Value> = req
-            .get("commands")
-            .and_then(Value::as_array)
-            .map(|cs| cs.iter().filter_map(|c| c.get("identifier").cloned()).collect())
-            .unwrap_or_default();
-        out.insert("commandIdentifiers".into(), Value::Array(ids));
-    }
-    Value::Object(out)
+/// The user-facing prompt for a request (schema `PermissionPromptRequest`: shell requests
+/// become `commands` prompts; the others keep their kind with fewer fields). `None` for kinds
+/// Skipper never asks about.
+pub(crate) fn prompt_request(req: &PermissionRequest) -> Option<PermissionPromptRequest> {
+    Some(match req {
+        PermissionRequest::Shell(s) => PermissionPromptRequest::Commands(t::PermissionPromptRequestCommands {
+            tool_call_id: s.tool_call_id.clone(),
+            full_command_text: s.full_command_text.clone(),
+            intention: s.intention.clone(),
+            command_identifiers: s.commands.iter().map(|c| c.identifier.clone()).collect(),
+            can_offer_session_approval: s.can_offer_session_approval,
+            warning: s.warning.clone(),
+            ..Default::default()
+        }),
+        PermissionRequest::Write(w) => PermissionPromptRequest::Write(t::PermissionPromptRequestWrite {
+            tool_call_id: w.tool_call_id.clone(),
+            intention: w.intention.clone(),
+            file_name: w.file_name.clone(),
+            diff: w.diff.clone(),
+            new_file_contents: w.new_file_contents.clone(),
+            can_offer_session_approval: w.can_offer_session_approval,
+            ..Default::default()
+        }),
+        PermissionRequest::Read(r) => PermissionPromptRequest::Read(t::PermissionPromptRequestRead {
+            tool_call_id: r.tool_call_id.clone(),
+            intention: r.intention.clone(),
+            path: r.path.clone(),
+            ..Default::default()
+        }),
+        PermissionRequest::Url(u) => PermissionPromptRequest::Url(t::PermissionPromptRequestUrl {
+            tool_call_id: u.tool_call_id.clone(),
+            intention: u.intention.clone(),
+            url: u.url.clone(),
+            ..Default::default()
+        }),
+        PermissionRequest::CustomTool(c) => PermissionPromptRequest::CustomTool(t::PermissionPromptRequestCustomTool {
+            tool_call_id: c.tool_call_id.clone(),
+            tool_name: c.tool_name.clone(),
+            tool_description: c.tool_description.clone(),
+            args: c.args.clone(),
+            ..Default::default()
+        }),
+        _ => return None,
+    })
 }
 
 fn denied(text: &str) -> Decision {
@@ -152,20 +191,17 @@ fn denied(text: &str) -> Decision {
 }
 
 /// Maps a client's decision (today's kinds and the legacy result kinds) to what the tool sees
-/// and the normalised result recorded in `permission.completed`.
-pub(crate) fn interpret(answer: &PermissionDecision) -> (Decision, Value) {
+/// and the result recorded in `permission.completed`.
+pub(crate) fn interpret(answer: &PermissionDecision) -> (Decision, t::PermissionResult) {
     use PermissionDecision as D;
-    let rejected = |feedback: Option<&str>| {
+    let rejected = |feedback: Option<&String>| {
         let feedback = feedback.filter(|f| !f.is_empty());
         let text = match feedback {
             Some(fb) => format!("The user rejected this tool call. User feedback: {fb}"),
             None => "The user rejected this tool call.".to_string(),
         };
-        let mut recorded = json!({"kind": "denied-interactively-by-user"});
-        if let Some(fb) = feedback {
-            recorded["feedback"] = json!(fb);
-        }
-        (denied(&text), recorded)
+        let recorded = t::PermissionDeniedInteractivelyByUser { feedback: feedback.cloned(), force_reject: None };
+        (denied(&text), t::PermissionResult::DeniedInteractivelyByUser(recorded))
     };
     match answer {
         D::ApproveOnce(_)
@@ -174,21 +210,28 @@ pub(crate) fn interpret(answer: &PermissionDecision) -> (Decision, Value) {
         | D::ApprovedForSession(_)
         | D::ApproveForLocation(_)
         | D::ApprovedForLocation(_)
-        | D::ApprovePermanently(_) => (Decision::Approved, json!({"kind": "approved"})),
-        D::Reject(r) => rejected(r.feedback.as_deref()),
-        D::DeniedInteractivelyByUser(d) => rejected(d.feedback.as_deref()),
-        D::DeniedByRules(_) => (denied("Permission denied by rules"), json!({"kind": "denied-by-rules"})),
-        D::DeniedByContentExclusionPolicy(_) => (
-            denied("Permission denied by content exclusion policy"),
-            json!({"kind": "denied-by-content-exclusion-policy"}),
+        | D::ApprovePermanently(_) => (Decision::Approved, t::PermissionResult::Approved(Default::default())),
+        D::Reject(r) => rejected(r.feedback.as_ref()),
+        D::DeniedInteractivelyByUser(d) => rejected(d.feedback.as_ref()),
+        D::DeniedByRules(d) => (
+            denied("Permission denied by rules"),
+            t::PermissionResult::DeniedByRules(t::PermissionDeniedByRules { rules: d.rules.clone() }),
         ),
-        _ => (denied(NO_APPROVER_TEXT), json!({"kind": "denied-no-approval-rule-and-could-not-request-from-user"})),
+        D::DeniedByContentExclusionPolicy(d) => (
+            denied("Permission denied by content exclusion policy"),
+            t::PermissionResult::DeniedByContentExclusionPolicy(t::PermissionDeniedByContentExclusionPolicy {
+                path: d.path.clone(),
+                message: d.message.clone(),
+            }),
+        ),
+        _ => (denied(NO_APPROVER_TEXT), t::PermissionResult::DeniedNoApprovalRuleAndCouldNotRequestFromUser),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
 
     fn decision(v: Value) -> PermissionDecision {
         serde_json::from_value(v).unwrap()
@@ -205,9 +248,36 @@ mod tests {
                 code: "denied".into()
             }
         );
-        assert_eq!(rec, json!({"kind":"denied-interactively-by-user","feedback":"no way"}));
+        assert_eq!(
+            serde_json::to_value(rec).unwrap(),
+            json!({"kind":"denied-interactively-by-user","feedback":"no way"})
+        );
         let (d, rec) = interpret(&decision(json!({"kind":"user-not-available"})));
         assert_eq!(d, Decision::Denied { text_for_llm: NO_APPROVER_TEXT.into(), code: "denied".into() });
-        assert_eq!(rec["kind"], "denied-no-approval-rule-and-could-not-request-from-user");
+        assert_eq!(
+            serde_json::to_value(rec).unwrap()["kind"],
+            "denied-no-approval-rule-and-could-not-request-from-user"
+        );
+    }
+
+    #[test]
+    fn shell_requests_prompt_with_their_command_identifiers() {
+        let req = wire_request(
+            tools::PermissionRequest::Shell {
+                full_command_text: "ls && rm x".into(),
+                intention: "i".into(),
+                commands: vec![
+                    tools::ShellCommand { identifier: "ls".into(), read_only: true },
+                    tools::ShellCommand { identifier: "rm".into(), read_only: false },
+                ],
+                possible_paths: vec![],
+            },
+            "c1",
+        );
+        assert_eq!(approval_keys(&req), vec!["shell:ls", "shell:rm"]);
+        let prompt = serde_json::to_value(prompt_request(&req).unwrap()).unwrap();
+        assert_eq!(prompt["kind"], "commands");
+        assert_eq!(prompt["commandIdentifiers"], json!(["ls", "rm"]));
+        assert_eq!(prompt["toolCallId"], "c1");
     }
 }

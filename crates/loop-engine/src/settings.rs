@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use protocol::generated::types::SessionMode;
 use protocol::methods::{ExternalToolDef, SessionConfigParams, SystemMessageConfig};
 
 #[derive(Debug, Clone)]
@@ -19,8 +20,7 @@ pub struct SessionSettings {
     pub request_permission: bool,
     /// `session.permissions.setApproveAll` or `--allow-all-tools`.
     pub approve_all: bool,
-    /// `interactive`, `plan` or `autopilot`.
-    pub mode: String,
+    pub mode: SessionMode,
     /// The client registered hooks: the loop sends `hooks.invoke`.
     pub hooks: bool,
     /// The client answers `userInput.request`: the `ask_user` tool is offered.
@@ -56,7 +56,7 @@ impl SessionSettings {
             system_message: p.system_message.clone(),
             request_permission: p.request_permission.unwrap_or(true),
             approve_all: allow_all,
-            mode: "interactive".to_string(),
+            mode: SessionMode::Interactive,
             hooks: p.hooks.unwrap_or(false),
             request_user_input: p.request_user_input.unwrap_or(false),
             resumed: false,

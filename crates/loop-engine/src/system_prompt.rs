@@ -2,7 +2,9 @@
 //! fixed order, then shaped by the session's `systemMessage` config (append / replace /
 //! customize per section).
 
-use protocol::methods::SystemMessageConfig;
+use std::collections::BTreeMap;
+
+use protocol::methods::{SectionText, SystemMessageConfig};
 use serde_json::Value;
 
 /// Section ids in prompt order, as the SDKs name them.
@@ -28,8 +30,8 @@ pub fn build(config: Option<&SystemMessageConfig>, cwd: &str) -> String {
 
 /// Sections whose action is `transform`, with their rendered text: the client rewrites them
 /// (`systemMessage.transform`) before the first model call of a message.
-pub fn transform_requests(config: Option<&SystemMessageConfig>, cwd: &str) -> serde_json::Map<String, Value> {
-    let mut out = serde_json::Map::new();
+pub fn transform_requests(config: Option<&SystemMessageConfig>, cwd: &str) -> BTreeMap<String, SectionText> {
+    let mut out = BTreeMap::new();
     let Some(sections) = config.filter(|c| c.mode.as_deref() == Some("customize")).and_then(|c| c.sections.as_ref())
     else {
         return out;
@@ -37,7 +39,7 @@ pub fn transform_requests(config: Option<&SystemMessageConfig>, cwd: &str) -> se
     for (id, text) in SECTIONS {
         let wants = sections.get(*id).and_then(|o| o.get("action")).and_then(Value::as_str) == Some("transform");
         if wants {
-            out.insert((*id).to_string(), serde_json::json!({"content": render(text, cwd)}));
+            out.insert((*id).to_string(), SectionText { content: render(text, cwd) });
         }
     }
     out
@@ -121,7 +123,7 @@ mod tests {
         let c = cfg(json!({"mode":"customize","sections":{"tone":{"action":"transform"}}}));
         let reqs = transform_requests(Some(&c), "/w");
         assert_eq!(reqs.len(), 1);
-        assert!(reqs["tone"]["content"].as_str().unwrap().contains("<tone>"));
+        assert!(reqs["tone"].content.contains("<tone>"));
         let mut t = std::collections::HashMap::new();
         t.insert("tone".to_string(), "LOUD".to_string());
         let p = build_with(Some(&c), "/w", &t);

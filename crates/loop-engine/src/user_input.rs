@@ -1,6 +1,8 @@
 //! The `ask_user` tool: offered when the client handles `userInput.request`.
 
 use llm_providers::ToolSpec;
+use protocol::generated::types as t;
+use protocol::methods::{UserInputParams, UserInputRequest};
 use serde_json::{json, Value};
 use tools::ToolOutput;
 
@@ -29,29 +31,36 @@ pub(crate) async fn run(ctx: &RunCtx, tool_call_id: &str, args: &Value) -> ToolO
     let Some(question) = args.get("question").and_then(Value::as_str) else {
         return ToolOutput::fail("The `question` argument is required.");
     };
-    let choices = args.get("choices").and_then(Value::as_array).cloned();
+    let choices: Option<Vec<String>> = args
+        .get("choices")
+        .and_then(Value::as_array)
+        .map(|c| c.iter().filter_map(Value::as_str).map(str::to_string).collect());
     let allow_freeform = args.get("allow_freeform").and_then(Value::as_bool).unwrap_or(true);
     let Some(client) = ctx.emitter().requester() else {
         return ToolOutput::fail("No user is available to answer the question.");
     };
     let request_id = uuid::Uuid::new_v4().to_string();
-    let mut requested = json!({"requestId": request_id, "question": question, "allowFreeform": allow_freeform, "toolCallId": tool_call_id});
-    let mut params = json!({"sessionId": ctx.handle.id(), "question": question, "allowFreeform": allow_freeform});
-    if let Some(c) = &choices {
-        requested["choices"] = json!(c);
-        params["choices"] = json!(c);
-    }
-    ctx.emitter().emit("user_input.requested", requested, true);
-    let answer = client.request("userInput.request", params).await;
-    match answer {
-        Ok(v) => {
-            let text = v.get("answer").and_then(Value::as_str).unwrap_or("").to_string();
-            let freeform = v.get("wasFreeform").and_then(Value::as_bool).unwrap_or(false);
-            ctx.emitter().emit(
-                "user_input.completed",
-                json!({"requestId": request_id, "answer": text, "wasFreeform": freeform}),
-                true,
-            );
+    let params = UserInputParams {
+        session_id: ctx.handle.id().to_string(),
+        question: question.to_string(),
+        choices: choices.clone(),
+        allow_freeform,
+    };
+    ctx.emitter().emit(t::UserInputRequestedData {
+        request_id: request_id.clone(),
+        question: question.to_string(),
+        choices: choices.clone(),
+        allow_freeform: Some(allow_freeform),
+        tool_call_id: Some(tool_call_id.to_string()),
+    });
+    match crate::client::request::<UserInputRequest>(&*client, &params).await {
+        Ok(answer) => {
+            let (text, freeform) = (answer.answer, answer.was_freeform);
+            ctx.emitter().emit(t::UserInputCompletedData {
+                request_id,
+                answer: Some(text.clone()),
+                was_freeform: Some(freeform),
+            });
             if freeform {
                 ToolOutput::ok(format!("User responded: {text}"))
             } else {
@@ -59,7 +68,7 @@ pub(crate) async fn run(ctx: &RunCtx, tool_call_id: &str, args: &Value) -> ToolO
             }
         }
         Err(e) => {
-            ctx.emitter().emit("user_input.completed", json!({"requestId": request_id}), true);
+            ctx.emitter().emit(t::UserInputCompletedData { request_id, ..Default::default() });
             ToolOutput::fail(format!("Failed to get the user's answer: {e}"))
         }
     }

@@ -1,50 +1,17 @@
-//! The session event envelope. Payloads (`data`) are JSON objects whose field names follow
-//! `schemas/session-events.schema.json`; builders for the events Skipper emits live in
-//! `loop-engine`, next to the behaviour that produces them.
+//! The session event envelope around a typed payload ([`SessionEvent`], generated from
+//! `session-events.schema.json`): `type` and `data` from the payload, plus `id`, `timestamp`,
+//! `parentId`, `ephemeral` and `agentId`.
+//!
+//! Serialized in the key order the original writes (`type, data, id, timestamp, parentId`);
+//! `ephemeral` only when true. Reading never fails on an unknown type or a payload that does
+//! not fit its type: those are kept as [`SessionEvent::Other`].
 
+use serde::de::Deserializer;
+use serde::ser::{SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// One session event as it appears on the wire and in `events.jsonl`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Event {
-    #[serde(rename = "type")]
-    pub kind: String,
-    #[serde(default = "empty_object")]
-    pub data: Value,
-    pub id: String,
-    pub timestamp: String,
-    #[serde(rename = "parentId", default)]
-    pub parent_id: Option<String>,
-    /// `true` on transient events; absent (never `false`) on persisted ones.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub ephemeral: bool,
-    #[serde(rename = "agentId", default, skip_serializing_if = "Option::is_none")]
-    pub agent_id: Option<String>,
-}
-
-fn empty_object() -> Value {
-    Value::Object(Default::default())
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-impl Event {
-    /// A new event with a fresh id and the current time; `parent_id` is set by the emitter.
-    pub fn new(kind: impl Into<String>, data: Value, ephemeral: bool) -> Self {
-        Self {
-            kind: kind.into(),
-            data,
-            id: uuid::Uuid::new_v4().to_string(),
-            timestamp: crate::now_iso(),
-            parent_id: None,
-            ephemeral,
-            agent_id: None,
-        }
-    }
-}
+pub use crate::generated::events::{ephemeral_policy_of, SessionEvent, EVENT_TYPES};
 
 /// Whether an event type may be persisted, as the schema says (`ephemeral: {const: true}`
 /// marks the always-ephemeral ones).
@@ -56,53 +23,131 @@ pub enum EphemeralPolicy {
     Optional,
 }
 
-/// Event types that are never persisted, whatever the emitter says (events.md §7).
-pub const ALWAYS_EPHEMERAL: &[&str] = &[
-    "session.idle",
-    "session.title_changed",
-    "session.usage_info",
-    "assistant.message_start",
-    "assistant.message_delta",
-    "assistant.reasoning_delta",
-    "assistant.streaming_delta",
-    "assistant.tool_call_delta",
-    "assistant.usage",
-    "assistant.intent",
-    "assistant.idle",
-    "assistant.turn_retry",
-    "tool.execution_partial_result",
-    "tool.execution_progress",
-    "pending_messages.modified",
-    "user_input.requested",
-    "user_input.completed",
-    "elicitation.requested",
-    "elicitation.completed",
-    "exit_plan_mode.requested",
-    "exit_plan_mode.completed",
-    "external_tool.completed",
-    "session.tools_updated",
-    "session.background_tasks_changed",
-    "agent.interrupted",
-    "model.call_failure",
-    "session.autopilot_stopped",
-];
+/// One session event as it appears on the wire and in `events.jsonl`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub id: String,
+    pub timestamp: String,
+    pub parent_id: Option<String>,
+    /// `true` on transient events; absent (never `false`) on persisted ones.
+    pub ephemeral: bool,
+    pub agent_id: Option<String>,
+    pub payload: SessionEvent,
+}
 
-pub fn is_always_ephemeral(kind: &str) -> bool {
-    ALWAYS_EPHEMERAL.contains(&kind)
+impl Event {
+    /// A new event with a fresh id and the current time; `parent_id` is set by the emitter.
+    /// Always-ephemeral types are ephemeral whatever `ephemeral` says.
+    pub fn new(payload: SessionEvent, ephemeral: bool) -> Self {
+        let ephemeral = ephemeral || payload.ephemeral_policy() == EphemeralPolicy::Always;
+        Self {
+            id: uuid::Uuid::new_v4().to_string(),
+            timestamp: crate::now_iso(),
+            parent_id: None,
+            ephemeral,
+            agent_id: None,
+            payload,
+        }
+    }
+
+    /// An event from its type string and JSON data: typed when the type is known and the data
+    /// fits, [`SessionEvent::Other`] otherwise.
+    pub fn from_parts(kind: &str, data: Value, ephemeral: bool) -> Self {
+        Self::new(SessionEvent::from_parts(kind.to_string(), data), ephemeral)
+    }
+
+    /// The `type` string.
+    pub fn kind(&self) -> &str {
+        self.payload.kind()
+    }
+}
+
+/// The payload as `data`, serialized by the payload's own type.
+struct Data<'a>(&'a SessionEvent);
+
+impl Serialize for Data<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize_data(s)
+    }
+}
+
+impl Serialize for Event {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let len = 5 + usize::from(self.ephemeral) + usize::from(self.agent_id.is_some());
+        let mut st = s.serialize_struct("Event", len)?;
+        st.serialize_field("type", self.kind())?;
+        st.serialize_field("data", &Data(&self.payload))?;
+        st.serialize_field("id", &self.id)?;
+        st.serialize_field("timestamp", &self.timestamp)?;
+        st.serialize_field("parentId", &self.parent_id)?;
+        if self.ephemeral {
+            st.serialize_field("ephemeral", &true)?;
+        }
+        if let Some(agent) = &self.agent_id {
+            st.serialize_field("agentId", agent)?;
+        }
+        st.end()
+    }
+}
+
+#[derive(Deserialize)]
+struct Raw {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    data: Option<Value>,
+    id: String,
+    timestamp: String,
+    #[serde(rename = "parentId", default)]
+    parent_id: Option<String>,
+    #[serde(default)]
+    ephemeral: bool,
+    #[serde(rename = "agentId", default)]
+    agent_id: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = Raw::deserialize(d)?;
+        let data = raw.data.unwrap_or_else(|| Value::Object(Default::default()));
+        Ok(Self {
+            id: raw.id,
+            timestamp: raw.timestamp,
+            parent_id: raw.parent_id,
+            ephemeral: raw.ephemeral,
+            agent_id: raw.agent_id,
+            payload: SessionEvent::from_parts(raw.kind, data),
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::generated::types as t;
 
     #[test]
-    fn persisted_events_omit_ephemeral_key() {
-        let e = Event::new("user.message", serde_json::json!({"content":"hi"}), false);
+    fn persisted_events_omit_ephemeral_key_and_keep_the_original_key_order() {
+        let e = Event::new(t::TitleChangedData { title: "x".into() }.into(), false);
+        assert!(e.ephemeral, "session.title_changed is always ephemeral");
+        let e = Event::new(t::AbortData { reason: t::AbortReason::UserInitiated }.into(), false);
         let s = serde_json::to_string(&e).unwrap();
-        assert!(!s.contains("ephemeral"));
+        assert!(!s.contains("ephemeral"), "{s}");
+        assert!(s.starts_with(r#"{"type":"abort","data":{"reason":"user_initiated"},"id":"#), "{s}");
         assert!(s.contains("\"parentId\":null"));
-        let e = Event::new("session.idle", serde_json::json!({}), true);
-        assert!(serde_json::to_string(&e).unwrap().contains("\"ephemeral\":true"));
+        let idle = Event::new(t::IdleData::default().into(), false);
+        assert!(serde_json::to_string(&idle).unwrap().contains("\"ephemeral\":true"));
+    }
+
+    #[test]
+    fn round_trips_and_keeps_unknown_types() {
+        let e = Event::new(t::TitleChangedData { title: "x".into() }.into(), false);
+        let back: Event = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
+        assert_eq!(back, e);
+        let text = r#"{"type":"made.up","data":{"a":1},"id":"i","timestamp":"t","parentId":null}"#;
+        let e: Event = serde_json::from_str(text).unwrap();
+        assert_eq!(e.kind(), "made.up");
+        assert_eq!(serde_json::to_string(&e).unwrap(), text);
     }
 
     #[test]

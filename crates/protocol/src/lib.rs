@@ -19,6 +19,7 @@ pub mod event;
 pub mod extensions;
 pub mod frame;
 #[rustfmt::skip] pub mod generated;
+pub mod hooks;
 pub mod jsonrpc;
 pub mod methods;
 pub mod rpc;

@@ -156,6 +156,52 @@ method!(
     /// Changing the foreground session needs a TUI; headless answers with the original's error.
     SessionSetForeground, "session.setForeground", Server, ForegroundParams => SuccessResult);
 
+method!(
+    /// Server→client: asks the user a question (the `ask_user` tool).
+    UserInputRequest, "userInput.request", Client, UserInputParams => UserInputResult);
+method!(
+    /// Server→client: the client rewrites system prompt sections configured with `transform`.
+    SystemMessageTransform, "systemMessage.transform", Client, TransformParams => TransformResult);
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct UserInputParams {
+    pub session_id: String,
+    pub question: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices: Option<Vec<String>>,
+    pub allow_freeform: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct UserInputResult {
+    #[serde(default)]
+    pub answer: String,
+    #[serde(default)]
+    pub was_freeform: bool,
+}
+
+/// One system prompt section's text.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SectionText {
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TransformParams {
+    pub session_id: String,
+    /// Section id → its rendered text.
+    pub sections: std::collections::BTreeMap<String, SectionText>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TransformResult {
+    #[serde(default)]
+    pub sections: std::collections::BTreeMap<String, SectionText>,
+}
+
 impl SessionScoped for SessionIdParams {
     fn session_id(&self) -> &str {
         &self.session_id

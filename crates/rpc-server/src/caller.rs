@@ -102,10 +102,9 @@ impl EventSubscriber for Subscriber {
         self.0.id
     }
 
-    fn deliver(&self, session_id: &str, event: &Event) -> bool {
-        let Ok(event) = serde_json::to_vec(event) else { return true };
+    fn deliver(&self, session_id: &str, _event: &Event, json: &str) -> bool {
         let sid = jsonrpc::json_string(session_id);
-        let params = [b"{\"sessionId\":", sid.as_bytes(), b",\"event\":", &event, b"}"].concat();
+        let params = [b"{\"sessionId\":", sid.as_bytes(), b",\"event\":", json.as_bytes(), b"}"].concat();
         self.0.out.event(jsonrpc::notification_frame("session.event", &params))
     }
 

@@ -6,9 +6,9 @@ use std::io::Write;
 use std::sync::Arc;
 
 use loop_engine::{Engine, EventSubscriber, QueuedMessage};
-use protocol::event::Event;
+use protocol::event::{Event, SessionEvent};
+use protocol::generated::types as t;
 use protocol::methods::SessionConfigParams;
-use serde_json::Value;
 use tokio::sync::mpsc;
 
 pub struct RunOptions {
@@ -36,34 +36,32 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
         message_id: uuid::Uuid::new_v4().to_string(),
         prompt: opts.prompt.clone(),
         attachments: Vec::new(),
-        agent_mode: opts.autopilot.then(|| "autopilot".to_string()),
+        agent_mode: opts.autopilot.then_some(t::UserMessageAgentMode::Autopilot),
         request_headers: Vec::new(),
-        delivery: "idle",
+        delivery: t::UserMessageDelivery::Idle,
     };
     session.send(task, false).await?;
     let mut failed = false;
     let mut interrupted = false;
     let mut out = std::io::stdout().lock();
     loop {
-        let event = tokio::select! {
+        let (event, json) = tokio::select! {
             e = rx.recv() => match e { Some(e) => e, None => break },
             _ = tokio::signal::ctrl_c() => {
                 interrupted = true;
-                let _ = session.abort("user_abort").await;
+                let _ = session.abort(t::AbortReason::UserAbort).await;
                 continue;
             }
         };
         if opts.json {
-            writeln!(out, "{}", serde_json::to_string(&event)?)?;
+            writeln!(out, "{json}")?;
         } else {
             print_readable(&mut out, &event)?;
         }
-        match event.kind.as_str() {
-            "session.error" => failed = true,
-            "session.autopilot_stopped" => {
-                failed |= event.data.get("reason").and_then(Value::as_str) != Some("task_complete");
-            }
-            "session.idle" => break,
+        match &event.payload {
+            SessionEvent::SessionError(_) => failed = true,
+            SessionEvent::SessionAutopilotStopped(d) => failed |= d.reason != "task_complete",
+            SessionEvent::SessionIdle(_) => break,
             _ => {}
         }
     }
@@ -82,34 +80,34 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
 
 const RUNNER_SUBSCRIBER: u64 = 0;
 
-struct Forward(mpsc::UnboundedSender<Event>);
+struct Forward(mpsc::UnboundedSender<(Event, String)>);
 
 impl EventSubscriber for Forward {
     fn subscriber_id(&self) -> u64 {
         RUNNER_SUBSCRIBER
     }
-    fn deliver(&self, _session_id: &str, event: &Event) -> bool {
-        self.0.send(event.clone()).is_ok()
+    fn deliver(&self, _session_id: &str, event: &Event, json: &str) -> bool {
+        self.0.send((event.clone(), json.to_string())).is_ok()
     }
 }
 
 fn print_readable(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
-    let d = &e.data;
-    let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("");
-    match e.kind.as_str() {
-        "assistant.message" if !s("content").is_empty() => writeln!(out, "{}\n", s("content").trim_end()),
-        "tool.execution_start" => {
-            let args = d.get("arguments").map(|a| a.to_string()).unwrap_or_default();
+    match &e.payload {
+        SessionEvent::AssistantMessage(d) if !d.content.is_empty() => writeln!(out, "{}\n", d.content.trim_end()),
+        SessionEvent::ToolExecutionStart(d) => {
+            let args = d.arguments.as_ref().map(|a| a.to_string()).unwrap_or_default();
             let short: String = args.chars().take(120).collect();
-            writeln!(out, "● {} {}", s("toolName"), short)
+            writeln!(out, "● {} {}", d.tool_name, short)
         }
-        "tool.execution_complete" if d.get("success") == Some(&Value::Bool(false)) => {
-            let msg = d.get("error").and_then(|x| x.get("message")).and_then(Value::as_str).unwrap_or("failed");
+        SessionEvent::ToolExecutionComplete(d) if !d.success => {
+            let msg = d.error.as_ref().map_or("failed", |e| e.message.as_str());
             writeln!(out, "  ✗ {}", msg.lines().next().unwrap_or(""))
         }
-        "session.task_complete" => writeln!(out, "✓ Task complete: {}", s("summary")),
-        "session.error" => writeln!(out, "error: {}", s("message")),
-        "abort" => writeln!(out, "aborted"),
+        SessionEvent::SessionTaskComplete(d) => {
+            writeln!(out, "✓ Task complete: {}", d.summary.as_deref().unwrap_or(""))
+        }
+        SessionEvent::SessionError(d) => writeln!(out, "error: {}", d.message),
+        SessionEvent::Abort(_) => writeln!(out, "aborted"),
         _ => Ok(()),
     }
 }

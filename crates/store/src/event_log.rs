@@ -56,14 +56,21 @@ impl EventLog {
     /// ephemeral event reaching here is a caller bug, logged and persisted without the flag.
     pub fn append(&mut self, event: &Event) -> Result<(), StoreError> {
         let event: Cow<'_, Event> = if event.ephemeral {
-            tracing::warn!(kind = %event.kind, id = %event.id, "ephemeral event appended to log");
+            tracing::warn!(kind = %event.kind(), id = %event.id, "ephemeral event appended to log");
             let mut owned = event.clone();
             owned.ephemeral = false;
             Cow::Owned(owned)
         } else {
             Cow::Borrowed(event)
         };
-        let mut line = serde_json::to_vec(event.as_ref())?;
+        self.append_json(&serde_json::to_vec(event.as_ref())?)
+    }
+
+    /// Appends one persisted event already serialized (one line of compact JSON, without
+    /// `ephemeral`), so the emitter serializes each event once for the log and its clients.
+    pub fn append_json(&mut self, json: &[u8]) -> Result<(), StoreError> {
+        let mut line = Vec::with_capacity(json.len() + 1);
+        line.extend_from_slice(json);
         line.push(b'\n');
 
         if self.tail_suspect {
@@ -145,7 +152,7 @@ mod tests {
     use serde_json::json;
 
     fn event(kind: &str, n: u32) -> Event {
-        Event::new(kind, json!({ "n": n, "content": format!("msg {n}") }), false)
+        Event::from_parts(kind, json!({ "n": n, "content": format!("msg {n}") }), false)
     }
 
     #[test]
@@ -215,7 +222,7 @@ mod tests {
         let path = dir.path().join("events.jsonl");
         let mut log = EventLog::open(&path).unwrap();
         log.append(&event("user.message", 1)).unwrap();
-        log.append(&Event::new("session.idle", json!({}), true)).unwrap();
+        log.append(&Event::from_parts("session.idle", json!({}), true)).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains("ephemeral"));
         assert_eq!(EventLog::load(&path).unwrap().count, 2);

@@ -4,38 +4,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::bash::ShellManager;
 use crate::ToolOutput;
 
 /// A request for the user's approval, before a tool touches the world. The loop turns it into
-/// a `permission.requested` event (`permissionRequest` = [`PermissionRequest::to_json`] plus
-/// `toolCallId`).
+/// a `permission.requested` event.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PermissionRequest {
-    Shell {
-        full_command_text: String,
-        intention: String,
-        /// `[{identifier, readOnly}]`
-        commands: Vec<Value>,
-        possible_paths: Vec<String>,
-    },
-    Write {
-        intention: String,
-        file_name: String,
-        diff: String,
-        new_file_contents: String,
-    },
-    Read {
-        intention: String,
-        path: String,
-    },
-    Url {
-        intention: String,
-        url: String,
-    },
+    Shell { full_command_text: String, intention: String, commands: Vec<ShellCommand>, possible_paths: Vec<String> },
+    Write { intention: String, file_name: String, diff: String, new_file_contents: String },
+    Read { intention: String, path: String },
+    Url { intention: String, url: String },
 }
 
 impl PermissionRequest {
@@ -47,35 +28,13 @@ impl PermissionRequest {
             PermissionRequest::Url { .. } => "url",
         }
     }
+}
 
-    /// The `permissionRequest` object without `toolCallId` (the loop adds it).
-    pub fn to_json(&self) -> Value {
-        use serde_json::json;
-        match self {
-            PermissionRequest::Shell { full_command_text, intention, commands, possible_paths } => json!({
-                "kind": "shell",
-                "fullCommandText": full_command_text,
-                "intention": intention,
-                "commands": commands,
-                "possiblePaths": possible_paths,
-                "possibleUrls": [],
-                "hasWriteFileRedirection": false,
-                "canOfferSessionApproval": true,
-            }),
-            PermissionRequest::Write { intention, file_name, diff, new_file_contents } => json!({
-                "kind": "write",
-                "intention": intention,
-                "fileName": file_name,
-                "diff": diff,
-                "newFileContents": new_file_contents,
-                "canOfferSessionApproval": true,
-            }),
-            PermissionRequest::Read { intention, path } => {
-                json!({"kind": "read", "intention": intention, "path": path})
-            }
-            PermissionRequest::Url { intention, url } => json!({"kind": "url", "intention": intention, "url": url}),
-        }
-    }
+/// One command of a shell command line, as a permission prompt names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellCommand {
+    pub identifier: String,
+    pub read_only: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

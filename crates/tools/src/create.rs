@@ -7,14 +7,10 @@ use serde_json::{json, Value};
 
 use crate::args::required_str;
 use crate::diff::unified_diff;
+use crate::output::{FileEdit, FileEditKind};
 use crate::{PermissionRequest, Tool, ToolContext, ToolOutput};
 
 pub struct CreateTool;
-
-/// `fileEdits` for the completion event.
-pub(crate) fn file_edits_field(out: &mut ToolOutput, path: &str, kind: &str) {
-    out.extra_event_fields.insert("fileEdits".into(), json!([{"path": path, "kind": kind}]));
-}
 
 #[async_trait]
 impl Tool for CreateTool {
@@ -105,7 +101,7 @@ impl Tool for CreateTool {
         let count = file_text.encode_utf16().count();
         let mut out = ToolOutput::ok(format!("Created file {shown} with {count} characters"));
         out.detailed_content = Some(diff);
-        file_edits_field(&mut out, &shown, "create");
+        out.file_edit = Some(FileEdit { path: shown.clone(), kind: FileEditKind::Create });
         out
     }
 }
@@ -130,7 +126,7 @@ mod tests {
         let diff = out.detailed_content.unwrap();
         assert!(diff.starts_with(&format!("diff --git a{p} b{p}\n")), "{diff}");
         assert!(diff.contains("+Created by test"), "{diff}");
-        assert_eq!(out.extra_event_fields["fileEdits"], json!([{"path": p, "kind": "create"}]));
+        assert_eq!(out.file_edit, Some(FileEdit { path: p.clone(), kind: FileEditKind::Create }));
     }
 
     #[tokio::test]

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use crate::args::{optional_str, required_str};
-use crate::create::file_edits_field;
 use crate::diff::unified_diff;
+use crate::output::{FileEdit, FileEditKind};
 use crate::view::missing_path_output;
 use crate::{PermissionRequest, Tool, ToolContext, ToolOutput};
 
@@ -95,7 +95,7 @@ impl Tool for EditTool {
 
         let mut out = ToolOutput::ok(format!("File {shown} updated with changes."));
         out.detailed_content = Some(diff);
-        file_edits_field(&mut out, &shown, "edit");
+        out.file_edit = Some(FileEdit { path: shown.clone(), kind: FileEditKind::Edit });
         out
     }
 }
@@ -179,7 +179,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "Hi Universe\nGoodbye World\n");
         let diff = out.detailed_content.unwrap();
         assert!(diff.contains("-Hello World\n+Hi Universe\n"), "{diff}");
-        assert_eq!(out.extra_event_fields["fileEdits"], json!([{"path": p, "kind": "edit"}]));
+        assert_eq!(out.file_edit, Some(FileEdit { path: p.clone(), kind: FileEditKind::Edit }));
     }
 
     #[tokio::test]

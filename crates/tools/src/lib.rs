@@ -20,9 +20,9 @@ pub mod view;
 mod walk;
 
 pub use bash::{ShellInfo, ShellManager};
-pub use context::{PermissionDecision, PermissionGate, PermissionRequest, ProgressSink, ToolContext};
+pub use context::{PermissionDecision, PermissionGate, PermissionRequest, ProgressSink, ShellCommand, ToolContext};
 pub use large_output::{spill_if_large, LARGE_OUTPUT_THRESHOLD};
-pub use output::{ToolOutput, INTERRUPTED_TEXT};
+pub use output::{FileEdit, FileEditKind, ShellExit, ToolOutput, INTERRUPTED_TEXT};
 pub use registry::{unknown_tool_message, unknown_tool_text, Registry};
 
 use async_trait::async_trait;

@@ -16,24 +16,42 @@ pub struct ToolOutput {
     pub error_code: Option<String>,
     /// `result.detailedContent` (e.g. a unified diff for edits); defaults to `text_for_llm`.
     pub detailed_content: Option<String>,
-    /// `result.contents` entries (e.g. `{type:"shell_exit", ...}`).
-    pub contents: Vec<Value>,
+    /// A shell command that ran to its end (`bash`, `read_bash`).
+    pub shell_exit: Option<ShellExit>,
+    /// The file a tool created or changed.
+    pub file_edit: Option<FileEdit>,
     /// Images to attach for the model (`data:` URLs), e.g. from viewing an image file.
     pub image_data_urls: Vec<String>,
-    /// Extra fields merged into `tool.execution_complete.data` (e.g. `fileEdits`, `shellExecution`).
-    pub extra_event_fields: serde_json::Map<String, Value>,
-    /// `toolTelemetry` for the completion event.
-    pub telemetry: Value,
+    /// `toolTelemetry` for the completion event (free-form).
+    pub telemetry: serde_json::Map<String, Value>,
+}
+
+/// How a shell command ended.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ShellExit {
+    pub shell_id: String,
+    pub exit_code: i32,
+    pub cwd: String,
+    /// The start of what it printed.
+    pub output_preview: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileEditKind {
+    Create,
+    Edit,
+}
+
+/// A file a tool created or changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEdit {
+    pub path: String,
+    pub kind: FileEditKind,
 }
 
 impl ToolOutput {
     pub fn ok(text: impl Into<String>) -> Self {
-        Self {
-            text_for_llm: text.into(),
-            success: true,
-            telemetry: Value::Object(Default::default()),
-            ..Default::default()
-        }
+        Self { text_for_llm: text.into(), success: true, ..Default::default() }
     }
 
     /// A failure whose model-visible text and `error.message` are the same.
@@ -44,7 +62,6 @@ impl ToolOutput {
             error_code: Some("failure".into()),
             text_for_llm: text,
             success: false,
-            telemetry: Value::Object(Default::default()),
             ..Default::default()
         }
     }
@@ -56,7 +73,6 @@ impl ToolOutput {
             success: false,
             error_message: Some(message.into()),
             error_code: Some(code.into()),
-            telemetry: Value::Object(Default::default()),
             ..Default::default()
         }
     }

@@ -15,27 +15,44 @@ pub(crate) enum BodyFlavor {
 }
 
 /// The JSON body, in the key order the real CLI sends (the replaying test harness doesn't
-/// care, but captured traffic stays diffable).
-pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), Value::String(req.model.clone()));
-    body.insert("messages".into(), Value::Array(req.messages.iter().map(wire_message).collect()));
-    body.insert("temperature".into(), json!(0));
-    body.insert("top_p".into(), json!(0.95));
-    body.insert("frequency_penalty".into(), json!(0));
-    body.insert("presence_penalty".into(), json!(0));
+/// care, but captured traffic stays diffable). Written straight into bytes: each history
+/// message's JSON is made once and copied on every later call, so the cost of a call grows with
+/// what is new, not with the length of the conversation.
+pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Vec<u8> {
+    let history_bytes: usize = req.history.items().iter().map(|i| i.wire(encode_message).len() + 1).sum();
+    let mut out = Vec::with_capacity(history_bytes + req.system.len() + 4096);
+    out.extend_from_slice(b"{\"model\":");
+    write_json(&mut out, &req.model);
+    out.extend_from_slice(b",\"messages\":[");
+    out.extend_from_slice(encode_message(&Message::System { content: req.system.clone() }).as_bytes());
+    for item in req.history.items() {
+        out.push(b',');
+        out.extend_from_slice(item.wire(encode_message).as_bytes());
+    }
+    out.extend_from_slice(b"],\"temperature\":0,\"top_p\":0.95,\"frequency_penalty\":0,\"presence_penalty\":0");
     if flavor == BodyFlavor::Capi {
-        body.insert("snippy".into(), json!({"enabled": false}));
+        out.extend_from_slice(b",\"snippy\":{\"enabled\":false}");
     }
     // Some endpoints reject an empty `tools` array, so the key is left out instead.
     if !req.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(req.tools.iter().map(wire_tool).collect()));
+        out.extend_from_slice(b",\"tools\":");
+        write_json(&mut out, &Value::Array(req.tools.iter().map(wire_tool).collect()));
     }
     if req.stream {
-        body.insert("stream".into(), Value::Bool(true));
-        body.insert("stream_options".into(), json!({"include_usage": true}));
+        out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
     }
-    Value::Object(body)
+    out.push(b'}');
+    out
+}
+
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // Writing plain data into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// One message's wire JSON.
+fn encode_message(m: &Message) -> String {
+    wire_message(m).to_string()
 }
 
 fn wire_tool(tool: &ToolSpec) -> Value {
@@ -79,13 +96,17 @@ fn wire_tool_call(call: &ToolCall) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{ContentPart, ImageUrl, Initiator, ToolContent, UserContent};
+    use crate::types::{ContentPart, History, ImageUrl, Initiator, ToolContent, UserContent};
+
+    fn body_value(req: &ChatRequest, flavor: BodyFlavor) -> Value {
+        serde_json::from_slice(&request_body(req, flavor)).expect("the body is JSON")
+    }
 
     fn request(stream: bool, tools: Vec<ToolSpec>) -> ChatRequest {
         ChatRequest {
             model: "m".into(),
-            messages: vec![
-                Message::System { content: "sys".into() },
+            system: "sys".into(),
+            history: History::new(vec![
                 Message::User { content: UserContent::Text("hi".into()) },
                 Message::Assistant {
                     content: None,
@@ -103,7 +124,7 @@ mod tests {
                         ContentPart::ImageUrl { image_url: ImageUrl { url: "data:image/png;base64,AA".into() } },
                     ]),
                 },
-            ],
+            ]),
             tools,
             stream,
             initiator: Initiator::User,
@@ -115,7 +136,7 @@ mod tests {
 
     #[test]
     fn messages_in_openai_shape() {
-        let body = request_body(&request(false, vec![]), BodyFlavor::Capi);
+        let body = body_value(&request(false, vec![]), BodyFlavor::Capi);
         assert_eq!(
             body["messages"],
             json!([
@@ -135,8 +156,22 @@ mod tests {
     }
 
     #[test]
+    fn a_changed_message_is_encoded_again() {
+        let mut req = request(false, vec![]);
+        let before = body_value(&req, BodyFlavor::Capi);
+        req.history.update(1, |m| {
+            if let Message::Assistant { tool_calls, .. } = m {
+                tool_calls[0].arguments = "{\"path\":\"b\"}".into();
+            }
+        });
+        let after = body_value(&req, BodyFlavor::Capi);
+        assert_eq!(before["messages"][2]["tool_calls"][0]["function"]["arguments"], "{\"path\":\"a\"}");
+        assert_eq!(after["messages"][2]["tool_calls"][0]["function"]["arguments"], "{\"path\":\"b\"}");
+    }
+
+    #[test]
     fn body_fields_depend_on_stream_tools_and_flavor() {
-        let plain = request_body(&request(false, vec![]), BodyFlavor::Capi);
+        let plain = body_value(&request(false, vec![]), BodyFlavor::Capi);
         let keys: Vec<&str> = plain.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
         assert_eq!(
             keys,
@@ -144,7 +179,7 @@ mod tests {
         );
 
         let tool = ToolSpec { name: "bash".into(), description: "run".into(), parameters: json!({"type": "object"}) };
-        let streamed = request_body(&request(true, vec![tool]), BodyFlavor::OpenAi);
+        let streamed = body_value(&request(true, vec![tool]), BodyFlavor::OpenAi);
         assert!(streamed.get("snippy").is_none());
         assert_eq!(streamed["stream"], json!(true));
         assert_eq!(streamed["stream_options"], json!({"include_usage": true}));

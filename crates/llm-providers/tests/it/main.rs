@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use fake::{finish, role, text, tool_args, tool_start, usage, Ending, Fake, Reply};
 use llm_providers::copilot::CopilotConfig;
 use llm_providers::{
-    ChatRequest, ChatResponse, Initiator, Message, ModelClient, ModelEvent, ProviderError, RetryReason, ToolCall,
-    ToolContent, ToolSpec, Usage, UserContent,
+    ChatRequest, ChatResponse, History, Initiator, Message, ModelClient, ModelEvent, ProviderError, RetryReason,
+    ToolCall, ToolContent, ToolSpec, Usage, UserContent,
 };
 use serde_json::json;
 use tokio::sync::mpsc::unbounded_channel;
@@ -19,10 +19,8 @@ const CHAT: &str = "/chat/completions";
 fn request(stream: bool) -> ChatRequest {
     ChatRequest {
         model: "test-model".into(),
-        messages: vec![
-            Message::System { content: "system prompt".into() },
-            Message::User { content: UserContent::Text("hello".into()) },
-        ],
+        system: "system prompt".into(),
+        history: History::new(vec![Message::User { content: UserContent::Text("hello".into()) }]),
         tools: vec![],
         stream,
         initiator: Initiator::User,
@@ -482,7 +480,7 @@ async fn request_headers_and_body_shape() {
     fake.script(CHAT, [Reply::sse(&[finish(0, "stop")]), Reply::sse(&[finish(0, "stop")])]);
 
     let mut req = request(true);
-    req.messages.push(Message::Assistant {
+    req.history.push(Message::Assistant {
         content: None,
         tool_calls: vec![ToolCall {
             id: "call_1".into(),
@@ -490,7 +488,7 @@ async fn request_headers_and_body_shape() {
             arguments: "{\"path\":\"a.txt\"}".into(),
         }],
     });
-    req.messages.push(Message::Tool { tool_call_id: "call_1".into(), content: ToolContent::Text("contents".into()) });
+    req.history.push(Message::Tool { tool_call_id: "call_1".into(), content: ToolContent::Text("contents".into()) });
     req.initiator = Initiator::Agent;
     req.extra_headers = vec![("x-custom".into(), "yes".into())];
     req.tools = vec![ToolSpec {

@@ -59,6 +59,31 @@ fn emit_struct(out: &mut String, s: &Struct) {
         let _ = writeln!(out, "    pub {}: {},", f.ident, f.ty.render(""));
     }
     out.push_str("}\n");
+    if !s.default {
+        emit_constructor(out, s);
+    }
+}
+
+/// A struct without `Default` (a required field has no default value) gets `new` taking its
+/// required fields, so building one never means spelling out every optional field.
+fn emit_constructor(out: &mut String, s: &Struct) {
+    let required: Vec<_> = s.fields.iter().filter(|f| f.presence != Presence::Optional).collect();
+    let params: Vec<String> = required.iter().map(|f| format!("{}: {}", f.ident, f.ty.render(""))).collect();
+    let _ = writeln!(out, "\nimpl {} {{", s.name);
+    out.push_str("    /// The required fields; every optional one is `None`.\n");
+    if params.len() > 3 {
+        out.push_str("    #[allow(clippy::too_many_arguments)]\n");
+    }
+    let _ = writeln!(out, "    pub fn new({}) -> Self {{", params.join(", "));
+    out.push_str("        Self {\n");
+    for f in &s.fields {
+        if f.presence == Presence::Optional {
+            let _ = writeln!(out, "            {}: None,", f.ident);
+        } else {
+            let _ = writeln!(out, "            {},", f.ident);
+        }
+    }
+    out.push_str("        }\n    }\n}\n");
 }
 
 fn emit_string_enum(out: &mut String, e: &StringEnum) {

@@ -14,6 +14,15 @@ pub struct AbortData {
     pub reason: AbortReason,
 }
 
+impl AbortData {
+    /// The required fields; every optional one is `None`.
+    pub fn new(reason: AbortReason) -> Self {
+        Self {
+            reason,
+        }
+    }
+}
+
 /// Finite reason code describing why the current turn was aborted
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum AbortReason {
@@ -285,6 +294,27 @@ pub struct AgentInterruptedData {
     pub interrupted_agent_count: Option<u64>,
 }
 
+impl AgentInterruptedData {
+    /// The required fields; every optional one is `None`.
+    pub fn new(activity: AgentInterruptedActivity, elapsed_ms: f64, turn: u64) -> Self {
+        Self {
+            activity,
+            elapsed_ms,
+            turn,
+            model: None,
+            api_endpoint: None,
+            transport: None,
+            reasoning_effort: None,
+            cancel_phase: None,
+            output_ttft_ms: None,
+            tool_names: None,
+            tool_call_ids: None,
+            safe_tool_names: None,
+            interrupted_agent_count: None,
+        }
+    }
+}
+
 /// Payload emitted whenever the main agent's processing loop goes idle, including while related
 /// background work (running agents or in-flight attached shell commands) is still pending and the
 /// session-level idle event is therefore deferred
@@ -503,6 +533,16 @@ pub struct AssistantMessageToolRequestCaller {
     /// Provider-assigned identifier for the hosted caller.
     #[serde(rename = "callerId")]
     pub caller_id: String,
+}
+
+impl AssistantMessageToolRequestCaller {
+    /// The required fields; every optional one is `None`.
+    pub fn new(r#type: AssistantMessageToolRequestCallerType, caller_id: String) -> Self {
+        Self {
+            r#type,
+            caller_id,
+        }
+    }
 }
 
 /// Hosted program caller type
@@ -1318,6 +1358,20 @@ pub struct AttachmentGitHubReference {
     pub url: String,
 }
 
+impl AttachmentGitHubReference {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(number: u64, title: String, reference_type: AttachmentGitHubReferenceType, state: String, url: String) -> Self {
+        Self {
+            number,
+            title,
+            reference_type,
+            state,
+            url,
+        }
+    }
+}
+
 /// Type of GitHub reference
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum AttachmentGitHubReferenceType {
@@ -1541,6 +1595,21 @@ pub struct BinaryAssetReference {
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
+impl BinaryAssetReference {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(r#type: BinaryAssetReferenceType, asset_id: String, mime_type: String, byte_length: u64) -> Self {
+        Self {
+            r#type,
+            asset_id,
+            mime_type,
+            byte_length,
+            description: None,
+            metadata: None,
+        }
+    }
+}
+
 /// Binary result type discriminator. Use "image" for images and "resource" for other binary data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum BinaryAssetReferenceType {
@@ -1718,6 +1787,19 @@ pub struct CitationSource {
     /// File path relative to the agent's workspace root, when the source is a file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+}
+
+impl CitationSource {
+    /// The required fields; every optional one is `None`.
+    pub fn new(id: String, provider: CitationProvider) -> Self {
+        Self {
+            id,
+            provider,
+            title: None,
+            url: None,
+            path: None,
+        }
+    }
 }
 
 /// A contiguous span of generated assistant text and the source references that support it.
@@ -2045,6 +2127,19 @@ pub struct ExternalToolTextResultForLlmBinaryResultsForLlm {
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
+impl ExternalToolTextResultForLlmBinaryResultsForLlm {
+    /// The required fields; every optional one is `None`.
+    pub fn new(r#type: ExternalToolTextResultForLlmBinaryResultsForLlmType, data: String, mime_type: String) -> Self {
+        Self {
+            r#type,
+            data,
+            mime_type,
+            description: None,
+            metadata: None,
+        }
+    }
+}
+
 /// Binary result type discriminator. Use "image" for images and "resource" for other binary data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ExternalToolTextResultForLlmBinaryResultsForLlmType {
@@ -2143,6 +2238,15 @@ pub struct ExternalToolTextResultForLlmContentImage {
 pub struct ExternalToolTextResultForLlmContentResource {
     /// The embedded resource contents, either text or base64-encoded binary
     pub resource: ExternalToolTextResultForLlmContentResourceDetails,
+}
+
+impl ExternalToolTextResultForLlmContentResource {
+    /// The required fields; every optional one is `None`.
+    pub fn new(resource: ExternalToolTextResultForLlmContentResourceDetails) -> Self {
+        Self {
+            resource,
+        }
+    }
 }
 
 /// The embedded resource contents, either text or base64-encoded binary
@@ -2436,6 +2540,17 @@ pub struct HookInvokeRequest {
     #[serde(rename = "hookType")]
     pub hook_type: HookType,
     pub input: serde_json::Value,
+}
+
+impl HookInvokeRequest {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, hook_type: HookType, input: serde_json::Value) -> Self {
+        Self {
+            session_id,
+            hook_type,
+            input,
+        }
+    }
 }
 
 /// Optional output returned by an SDK callback hook.
@@ -2732,6 +2847,16 @@ pub struct ModeChangedData {
     /// The session mode the agent is operating in
     #[serde(rename = "newMode")]
     pub new_mode: SessionMode,
+}
+
+impl ModeChangedData {
+    /// The required fields; every optional one is `None`.
+    pub fn new(previous_mode: SessionMode, new_mode: SessionMode) -> Self {
+        Self {
+            previous_mode,
+            new_mode,
+        }
+    }
 }
 
 /// Outcome of a session mode change, including any model switch it triggered and follow-up the host
@@ -3074,6 +3199,39 @@ pub struct ModelCallFailureData {
     /// Experimental HydraFusion attribution for this failed concrete model call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fusion: Option<FusionAttribution>,
+}
+
+impl ModelCallFailureData {
+    /// The required fields; every optional one is `None`.
+    pub fn new(source: ModelCallFailureSource) -> Self {
+        Self {
+            model: None,
+            initiator: None,
+            api_call_id: None,
+            provider_call_id: None,
+            service_request_id: None,
+            rte: None,
+            status_code: None,
+            duration_ms: None,
+            api_endpoint: None,
+            transport: None,
+            failure_kind: None,
+            max_prompt_tokens: None,
+            max_output_tokens: None,
+            is_byok: None,
+            is_auto: None,
+            reasoning_effort: None,
+            interaction_type: None,
+            source,
+            error_message: None,
+            bad_request_kind: None,
+            error_code: None,
+            error_type: None,
+            quota_snapshots: None,
+            request_fingerprint: None,
+            fusion: None,
+        }
+    }
 }
 
 /// Boundary that produced a model call failure
@@ -3570,6 +3728,16 @@ pub struct ModelPolicy {
     pub terms: Option<String>,
 }
 
+impl ModelPolicy {
+    /// The required fields; every optional one is `None`.
+    pub fn new(state: ModelPolicyState) -> Self {
+        Self {
+            state,
+            terms: None,
+        }
+    }
+}
+
 /// Current policy state for this model
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ModelPolicyState {
@@ -3729,6 +3897,21 @@ pub struct OmittedBinaryResult {
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
+impl OmittedBinaryResult {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(r#type: OmittedBinaryType, mime_type: String, byte_length: u64, omitted_reason: OmittedBinaryOmittedReason) -> Self {
+        Self {
+            r#type,
+            mime_type,
+            byte_length,
+            omitted_reason,
+            description: None,
+            metadata: None,
+        }
+    }
+}
+
 /// Binary result type discriminator. Use "image" for images and "resource" for other binary data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum OmittedBinaryType {
@@ -3775,6 +3958,16 @@ pub struct PendingPermissionRequest {
     pub request: PermissionPromptRequest,
 }
 
+impl PendingPermissionRequest {
+    /// The required fields; every optional one is `None`.
+    pub fn new(request_id: String, request: PermissionPromptRequest) -> Self {
+        Self {
+            request_id,
+            request,
+        }
+    }
+}
+
 /// List of pending permission requests reconstructed from event history.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PendingPermissionRequestList {
@@ -3808,6 +4001,17 @@ pub struct PermissionApprovedForLocation {
     pub managed_approval_handled: Option<bool>,
 }
 
+impl PermissionApprovedForLocation {
+    /// The required fields; every optional one is `None`.
+    pub fn new(approval: UserToolSessionApproval, location_key: String) -> Self {
+        Self {
+            approval,
+            location_key,
+            managed_approval_handled: None,
+        }
+    }
+}
+
 /// Permission response variant that approves a request and remembers the provided approval for the
 /// rest of the session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -3817,6 +4021,16 @@ pub struct PermissionApprovedForSession {
     /// Whether a managed approval policy already handled this request
     #[serde(rename = "managedApprovalHandled", default, skip_serializing_if = "Option::is_none")]
     pub managed_approval_handled: Option<bool>,
+}
+
+impl PermissionApprovedForSession {
+    /// The required fields; every optional one is `None`.
+    pub fn new(approval: UserToolSessionApproval) -> Self {
+        Self {
+            approval,
+            managed_approval_handled: None,
+        }
+    }
 }
 
 /// Assisted-approval judge information attached to a permission request. Present only in assisted
@@ -3837,6 +4051,18 @@ pub struct PermissionAssistedApproval {
     /// Classified cause of an `error` recommendation. Absent for every other recommendation.
     #[serde(rename = "failureReason", default, skip_serializing_if = "Option::is_none")]
     pub failure_reason: Option<AssistedApprovalJudgeFailureReason>,
+}
+
+impl PermissionAssistedApproval {
+    /// The required fields; every optional one is `None`.
+    pub fn new(recommendation: AssistedApprovalRecommendation) -> Self {
+        Self {
+            recommendation,
+            reason: None,
+            model: None,
+            failure_reason: None,
+        }
+    }
 }
 
 /// Permission response variant indicating the request was cancelled before use, with an optional
@@ -3868,6 +4094,18 @@ pub struct PermissionCompletedData {
     /// person does, so this is the only field that distinguishes them.
     #[serde(rename = "decisionSource", default, skip_serializing_if = "Option::is_none")]
     pub decision_source: Option<PermissionDecisionSource>,
+}
+
+impl PermissionCompletedData {
+    /// The required fields; every optional one is `None`.
+    pub fn new(request_id: String, result: PermissionResult) -> Self {
+        Self {
+            request_id,
+            tool_call_id: None,
+            result,
+            decision_source: None,
+        }
+    }
 }
 
 /// The client's response to the pending permission prompt
@@ -3964,6 +4202,16 @@ pub struct PermissionDecisionApproveForLocation {
     /// Location key (git root or cwd) to persist the approval to
     #[serde(rename = "locationKey")]
     pub location_key: String,
+}
+
+impl PermissionDecisionApproveForLocation {
+    /// The required fields; every optional one is `None`.
+    pub fn new(approval: PermissionDecisionApproveForLocationApproval, location_key: String) -> Self {
+        Self {
+            approval,
+            location_key,
+        }
+    }
 }
 
 /// Approval to persist for this location
@@ -4282,12 +4530,31 @@ pub struct PermissionDecisionApprovedForLocation {
     pub location_key: String,
 }
 
+impl PermissionDecisionApprovedForLocation {
+    /// The required fields; every optional one is `None`.
+    pub fn new(approval: UserToolSessionApproval, location_key: String) -> Self {
+        Self {
+            approval,
+            location_key,
+        }
+    }
+}
+
 /// Permission-decision variant indicating approval was remembered for the session, with approval
 /// details.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PermissionDecisionApprovedForSession {
     /// The approval to add as a session-scoped rule
     pub approval: UserToolSessionApproval,
+}
+
+impl PermissionDecisionApprovedForSession {
+    /// The required fields; every optional one is `None`.
+    pub fn new(approval: UserToolSessionApproval) -> Self {
+        Self {
+            approval,
+        }
+    }
 }
 
 /// Permission-decision variant indicating the request was cancelled before use, with an optional
@@ -4313,6 +4580,18 @@ pub struct PermissionDecisionContext {
     /// no response path. Omit when the client cannot determine this authoritatively.
     #[serde(rename = "responseCapability", default, skip_serializing_if = "Option::is_none")]
     pub response_capability: Option<PermissionResponseCapability>,
+}
+
+impl PermissionDecisionContext {
+    /// The required fields; every optional one is `None`.
+    pub fn new(outcome: PermissionDecisionOutcome, source: PermissionDecisionSource, surface: PermissionDecisionSurface) -> Self {
+        Self {
+            outcome,
+            source,
+            surface,
+            response_capability: None,
+        }
+    }
 }
 
 /// Permission-decision variant indicating denial by content-exclusion policy, with path and
@@ -4773,6 +5052,32 @@ pub struct PermissionPromptRequestFactory {
     pub managed_approval_required: Option<bool>,
 }
 
+impl PermissionPromptRequestFactory {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(operation: FactoryPermissionOperation, name: String, description: String, phases: Vec<FactoryPermissionPhase>, approval_key: String, can_persist_approval: bool) -> Self {
+        Self {
+            tool_call_id: None,
+            operation,
+            name,
+            description,
+            phases,
+            max_concurrent_subagents: None,
+            max_total_subagents: None,
+            timeout_seconds: None,
+            max_ai_credits: None,
+            declared_max_concurrent_subagents: None,
+            declared_max_total_subagents: None,
+            declared_timeout_seconds: None,
+            declared_max_ai_credits: None,
+            approval_key,
+            can_persist_approval,
+            assisted_approval: None,
+            managed_approval_required: None,
+        }
+    }
+}
+
 /// Hook confirmation permission prompt
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PermissionPromptRequestHook {
@@ -4868,6 +5173,18 @@ pub struct PermissionPromptRequestPath {
     /// Assisted-approval judge information for this request; present only in assisted mode.
     #[serde(rename = "assistedApproval", default, skip_serializing_if = "Option::is_none")]
     pub assisted_approval: Option<PermissionAssistedApproval>,
+}
+
+impl PermissionPromptRequestPath {
+    /// The required fields; every optional one is `None`.
+    pub fn new(access_kind: PermissionPromptRequestPathAccessKind, paths: Vec<String>) -> Self {
+        Self {
+            tool_call_id: None,
+            access_kind,
+            paths,
+            assisted_approval: None,
+        }
+    }
 }
 
 /// Underlying permission kind that needs path approval
@@ -5188,6 +5505,30 @@ pub struct PermissionRequestFactory {
     /// Whether this factory is eligible for persistent approval
     #[serde(rename = "canPersistApproval")]
     pub can_persist_approval: bool,
+}
+
+impl PermissionRequestFactory {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(operation: FactoryPermissionOperation, name: String, description: String, phases: Vec<FactoryPermissionPhase>, approval_key: String, can_persist_approval: bool) -> Self {
+        Self {
+            tool_call_id: None,
+            operation,
+            name,
+            description,
+            phases,
+            max_concurrent_subagents: None,
+            max_total_subagents: None,
+            timeout_seconds: None,
+            max_ai_credits: None,
+            declared_max_concurrent_subagents: None,
+            declared_max_total_subagents: None,
+            declared_timeout_seconds: None,
+            declared_max_ai_credits: None,
+            approval_key,
+            can_persist_approval,
+        }
+    }
 }
 
 /// Hook confirmation permission request
@@ -5580,6 +5921,20 @@ pub struct PermissionRequestedData {
     pub resolved_by_hook: Option<bool>,
 }
 
+impl PermissionRequestedData {
+    /// The required fields; every optional one is `None`.
+    pub fn new(request_id: String, permission_request: PermissionRequest) -> Self {
+        Self {
+            request_id,
+            permission_request,
+            prompt_request: None,
+            agent_mode: None,
+            risk_assessment: None,
+            resolved_by_hook: None,
+        }
+    }
+}
+
 /// Response capability available to the client when it settled a permission request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PermissionResponseCapability {
@@ -5759,6 +6114,19 @@ pub struct PersistedBinaryImage {
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
+impl PersistedBinaryImage {
+    /// The required fields; every optional one is `None`.
+    pub fn new(r#type: PersistedBinaryImageType, data: String, mime_type: String) -> Self {
+        Self {
+            r#type,
+            data,
+            mime_type,
+            description: None,
+            metadata: None,
+        }
+    }
+}
+
 /// Binary result type discriminator. Use "image" for images and "resource" for other binary data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PersistedBinaryImageType {
@@ -5830,6 +6198,15 @@ pub struct PingResult {
 pub struct PlanChangedData {
     /// The type of operation performed on the plan file
     pub operation: PlanChangedOperation,
+}
+
+impl PlanChangedData {
+    /// The required fields; every optional one is `None`.
+    pub fn new(operation: PlanChangedOperation) -> Self {
+        Self {
+            operation,
+        }
+    }
 }
 
 /// The type of operation performed on the plan file
@@ -6344,6 +6721,27 @@ pub struct SessionModeSetParams {
     pub plan_exit_action: Option<String>,
 }
 
+impl SessionModeSetParams {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, mode: SessionMode) -> Self {
+        Self {
+            session_id,
+            mode,
+            expected_mode: None,
+            inherit_plan_base_from_session_id: None,
+            plan_model_configured: None,
+            plan_model: None,
+            plan_reasoning_effort: None,
+            plan_context_tier: None,
+            compaction_decision: None,
+            restore_plan_model: None,
+            persist_plan_selection: None,
+            picker_settings_context: None,
+            plan_exit_action: None,
+        }
+    }
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionModelGetCurrentParams {
@@ -6434,6 +6832,18 @@ pub struct SessionPermissionsHandlePendingPermissionRequestParams {
     /// preserve legacy behavior without attributing an origin.
     #[serde(rename = "decisionContext", default, skip_serializing_if = "Option::is_none")]
     pub decision_context: Option<PermissionDecisionContext>,
+}
+
+impl SessionPermissionsHandlePendingPermissionRequestParams {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, request_id: String, result: PermissionDecision) -> Self {
+        Self {
+            session_id,
+            request_id,
+            result,
+            decision_context: None,
+        }
+    }
 }
 
 /// No parameters; returns currently-pending permission requests for the session.
@@ -6674,6 +7084,31 @@ pub struct ShutdownData {
     pub tool_definitions_tokens: Option<u64>,
 }
 
+impl ShutdownData {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(shutdown_type: ShutdownType, total_api_duration_ms: u64, session_start_time: u64, code_changes: ShutdownCodeChanges, model_metrics: std::collections::BTreeMap<String, ShutdownModelMetric>) -> Self {
+        Self {
+            shutdown_type,
+            error_reason: None,
+            total_premium_requests: None,
+            total_nano_aiu: None,
+            token_details: None,
+            total_api_duration_ms,
+            session_start_time,
+            events_file_size_bytes: None,
+            code_changes,
+            model_metrics,
+            agent_metrics: None,
+            current_model: None,
+            current_tokens: None,
+            system_tokens: None,
+            conversation_tokens: None,
+            tool_definitions_tokens: None,
+        }
+    }
+}
+
 /// Per-model shutdown metrics with request counts, token usage, nano-AI units, and token details.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShutdownModelMetric {
@@ -6841,6 +7276,19 @@ pub struct SystemMessageData {
     /// Metadata about the prompt template and its construction
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<SystemMessageMetadata>,
+}
+
+impl SystemMessageData {
+    /// The required fields; every optional one is `None`.
+    pub fn new(content: String, role: SystemMessageRole) -> Self {
+        Self {
+            content,
+            interaction_id: None,
+            role,
+            name: None,
+            metadata: None,
+        }
+    }
 }
 
 /// Metadata about the prompt template and its construction
@@ -7073,6 +7521,15 @@ pub struct ToolExecutionCompleteContentImage {
 pub struct ToolExecutionCompleteContentResource {
     /// The embedded resource contents, either text or base64-encoded binary
     pub resource: ToolExecutionCompleteContentResourceDetails,
+}
+
+impl ToolExecutionCompleteContentResource {
+    /// The required fields; every optional one is `None`.
+    pub fn new(resource: ToolExecutionCompleteContentResourceDetails) -> Self {
+        Self {
+            resource,
+        }
+    }
 }
 
 /// The embedded resource contents, either text or base64-encoded binary

@@ -18,7 +18,7 @@ fn session_info(session: &SessionHandle) -> SessionInfo {
         native_session_id: session.id().to_string(),
         start_time: session.start_time().to_string(),
         is_remote: false,
-        mode: view.settings.mode.clone(),
+        mode: view.settings.mode.as_str().to_string(),
         workspace_path: session.workspace_path().to_string_lossy().into_owned(),
         capabilities: Capabilities::default(),
         model_state: ModelState { model_id: view.settings.model.clone() },
@@ -43,30 +43,33 @@ pub async fn resume(ctx: &Ctx, p: SessionConfigParams) -> Result<SessionInfo, Rp
 pub async fn send(ctx: &Ctx, p: t::SessionSendParams) -> Result<t::SendResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
     let message_id = uuid::Uuid::new_v4().to_string();
-    let attachments = match p.attachments {
-        Some(a) if !a.is_empty() => serde_json::to_value(a).map_err(|e| ctx.failed(e))?,
-        _ => serde_json::Value::Array(Vec::new()),
-    };
     let msg = QueuedMessage {
         message_id: message_id.clone(),
         prompt: p.prompt,
-        attachments: match attachments {
-            serde_json::Value::Array(items) => items,
-            _ => Vec::new(),
-        },
-        agent_mode: p.agent_mode.map(|m| m.as_str().to_string()),
+        attachments: p.attachments.unwrap_or_default(),
+        agent_mode: p.agent_mode.map(agent_mode),
         request_headers: p.request_headers.unwrap_or_default().into_iter().collect(),
-        delivery: "idle",
+        delivery: t::UserMessageDelivery::Idle,
     };
     let immediate = p.mode == Some(t::SendMode::Immediate);
     session.send(msg, immediate).await.map_err(|e| ctx.engine_error(&e))?;
     Ok(t::SendResult { message_id })
 }
 
+/// The mode `session.send {agentMode}` asks for, as `user.message` records it.
+fn agent_mode(mode: t::SendAgentMode) -> t::UserMessageAgentMode {
+    match mode {
+        t::SendAgentMode::Interactive => t::UserMessageAgentMode::Interactive,
+        t::SendAgentMode::Plan => t::UserMessageAgentMode::Plan,
+        t::SendAgentMode::Autopilot => t::UserMessageAgentMode::Autopilot,
+        t::SendAgentMode::Shell => t::UserMessageAgentMode::Shell,
+    }
+}
+
 pub async fn abort(ctx: &Ctx, p: t::SessionAbortParams) -> Result<t::AbortResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
     let reason = p.reason.unwrap_or(t::AbortReason::UserInitiated);
-    session.abort(reason.as_str()).await.map_err(|e| ctx.engine_error(&e))?;
+    session.abort(reason).await.map_err(|e| ctx.engine_error(&e))?;
     Ok(t::AbortResult { success: true, error: None })
 }
 
@@ -146,13 +149,8 @@ pub async fn pending_permissions(
 ) -> Result<t::PendingPermissionRequestList, RpcError> {
     let session = ctx.session(&p.session_id)?;
     let items = session.pending_permissions().await.map_err(|e| ctx.engine_error(&e))?;
-    let items = items
-        .into_iter()
-        .filter_map(|(request_id, prompt)| {
-            let request = serde_json::from_value(prompt).ok()?;
-            Some(t::PendingPermissionRequest { request_id, request })
-        })
-        .collect();
+    let items =
+        items.into_iter().map(|(request_id, request)| t::PendingPermissionRequest { request_id, request }).collect();
     Ok(t::PendingPermissionRequestList { items })
 }
 

@@ -31,13 +31,12 @@ pub async fn model_switch(ctx: &Ctx, p: t::SessionModelSwitchToParams) -> Result
 }
 
 pub async fn mode_get(ctx: &Ctx, p: t::SessionModeGetParams) -> Result<t::SessionMode, RpcError> {
-    let mode = ctx.session(&p.session_id)?.view().settings.mode.clone();
-    serde_json::from_value(serde_json::Value::String(mode)).map_err(|e| ctx.failed(e))
+    Ok(ctx.session(&p.session_id)?.view().settings.mode)
 }
 
 pub async fn mode_set(ctx: &Ctx, p: t::SessionModeSetParams) -> Result<t::ModeSetResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    session.set_mode(p.mode.as_str()).await.map_err(|e| ctx.engine_error(&e))?;
+    session.set_mode(p.mode).await.map_err(|e| ctx.engine_error(&e))?;
     Ok(t::ModeSetResult {
         status: "applied".into(),
         model_changed: false,

@@ -1,8 +1,8 @@
 //! Deriving index rows from what is on disk: the logs are the truth, `workspace.yaml` adds
 //! what events do not carry (client name, a user-set name).
 
-use protocol::event::Event;
-use serde_json::Value;
+use protocol::event::{Event, SessionEvent};
+use protocol::generated::types::WorkingDirectoryContext;
 
 use super::SessionRow;
 use crate::event_log::EventLog;
@@ -54,24 +54,21 @@ pub fn row_from_events(id: &str, events: &[Event], meta: Option<&WorkspaceMeta>)
         ..Default::default()
     };
     for event in events {
-        let data = &event.data;
-        match event.kind.as_str() {
-            "session.start" => {
-                if let Some(t) = str_field(data, "startTime") {
-                    row.created_at = t;
-                }
-                set_model(&mut row, data, "selectedModel");
-                apply_context(&mut row, &data["context"]);
+        match &event.payload {
+            SessionEvent::SessionStart(d) => {
+                row.created_at = d.start_time.clone();
+                set_model(&mut row, d.selected_model.as_ref());
+                apply_context(&mut row, d.context.as_ref());
             }
-            "session.resume" => {
-                set_model(&mut row, data, "selectedModel");
-                apply_context(&mut row, &data["context"]);
+            SessionEvent::SessionResume(d) => {
+                set_model(&mut row, d.selected_model.as_ref());
+                apply_context(&mut row, d.context.as_ref());
             }
-            "session.context_changed" => apply_context(&mut row, data),
-            "session.model_change" => set_model(&mut row, data, "newModel"),
-            "user.message" if !row.has_user_message => {
+            SessionEvent::SessionContextChanged(ctx) => apply_context(&mut row, Some(ctx)),
+            SessionEvent::SessionModelChange(d) => set_model(&mut row, Some(&d.new_model)),
+            SessionEvent::UserMessage(d) if !row.has_user_message => {
                 row.has_user_message = true;
-                row.title = str_field(data, "content");
+                row.title = Some(d.content.clone());
                 row.summary = row.title.clone();
             }
             _ => {}
@@ -89,23 +86,17 @@ pub fn row_from_events(id: &str, events: &[Event], meta: Option<&WorkspaceMeta>)
     Some(row)
 }
 
-fn str_field(data: &Value, key: &str) -> Option<String> {
-    data.get(key).and_then(Value::as_str).map(str::to_owned)
-}
-
-fn set_model(row: &mut SessionRow, data: &Value, key: &str) {
-    if let Some(model) = str_field(data, key) {
-        row.model = Some(model);
+fn set_model(row: &mut SessionRow, model: Option<&String>) {
+    if let Some(model) = model {
+        row.model = Some(model.clone());
     }
 }
 
 /// A context object replaces the whole git context: moving out of a repository clears it.
-fn apply_context(row: &mut SessionRow, ctx: &Value) {
-    let Some(cwd) = str_field(ctx, "cwd") else {
-        return;
-    };
-    row.cwd = cwd;
-    row.git_root = str_field(ctx, "gitRoot");
-    row.repository = str_field(ctx, "repository");
-    row.branch = str_field(ctx, "branch");
+fn apply_context(row: &mut SessionRow, ctx: Option<&WorkingDirectoryContext>) {
+    let Some(ctx) = ctx else { return };
+    row.cwd = ctx.cwd.clone();
+    row.git_root = ctx.git_root.clone();
+    row.repository = ctx.repository.clone();
+    row.branch = ctx.branch.clone();
 }

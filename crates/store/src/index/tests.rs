@@ -105,7 +105,7 @@ async fn open_creates_the_file_and_reopens_with_data() {
 }
 
 fn ev(kind: &str, data: serde_json::Value, ts: &str) -> Event {
-    let mut e = Event::new(kind, data, false);
+    let mut e = Event::from_parts(kind, data, false);
     e.timestamp = ts.into();
     e
 }
@@ -125,7 +125,8 @@ async fn rebuild_from_logs_rederives_rows() {
     let start = |id: &str| {
         ev(
             "session.start",
-            json!({"sessionId": id, "version": 1, "startTime": "2026-02-01T10:00:00.000Z",
+            json!({"sessionId": id, "version": 1, "producer": "copilot-agent", "copilotVersion": "1.0.102",
+                   "startTime": "2026-02-01T10:00:00.000Z",
                    "selectedModel": "m1", "context": {"cwd": "/p", "branch": "main"}}),
             "2026-02-01T10:00:00.010Z",
         )

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 pub use shell::{ShellInfo, ShellManager};
 
 use crate::args::{optional_bool, optional_number, optional_str, required_str, ArgError};
-use crate::{PermissionRequest, Tool, ToolContext, ToolOutput};
+use crate::{PermissionRequest, ShellCommand, ShellExit, Tool, ToolContext, ToolOutput};
 use pty::{find_shell, SpawnSpec};
 use shell::{ShellProcess, WaitOutcome};
 
@@ -50,14 +50,12 @@ fn completed_output(ctx: &ToolContext, process: &ShellProcess, output: &str, cod
     let text = format!("{body}\n<exited with exit code {code}>");
     let mut out = ToolOutput::ok(text).spill_if_large(&ctx.temp_dir);
     let preview: String = body.chars().take(PREVIEW_CHARS).collect();
-    out.contents.push(json!({
-        "type": "shell_exit",
-        "shellId": process.id,
-        "exitCode": code,
-        "cwd": process.cwd.display().to_string(),
-        "outputPreview": preview,
-    }));
-    out.extra_event_fields.insert("shellExecution".into(), json!({"exitCode": code}));
+    out.shell_exit = Some(ShellExit {
+        shell_id: process.id.clone(),
+        exit_code: code,
+        cwd: process.cwd.display().to_string(),
+        output_preview: preview,
+    });
     out
 }
 
@@ -238,8 +236,10 @@ impl Tool for BashTool {
             return ToolOutput::fail(format!("Working directory {} does not exist.", ctx.cwd.display()));
         }
 
-        let commands =
-            command_identifiers(&command).into_iter().map(|id| json!({"identifier": id, "readOnly": false})).collect();
+        let commands = command_identifiers(&command)
+            .into_iter()
+            .map(|identifier| ShellCommand { identifier, read_only: false })
+            .collect();
         let request = PermissionRequest::Shell {
             full_command_text: command.clone(),
             intention: description.clone(),

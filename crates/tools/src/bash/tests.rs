@@ -32,18 +32,16 @@ async fn echo_output_and_exit_marker() {
     let out = bash(&ctx, "echo hello && echo world").await;
     assert!(out.success);
     assert_eq!(out.text_for_llm, "hello\nworld\n<exited with exit code 0>");
-    assert_eq!(out.extra_event_fields["shellExecution"], json!({"exitCode": 0}));
-    let c = &out.contents[0];
-    assert_eq!(c["type"], "shell_exit");
-    assert_eq!(c["shellId"], "0");
-    assert_eq!(c["exitCode"], 0);
-    assert_eq!(c["cwd"], dir.path().display().to_string());
-    assert_eq!(c["outputPreview"], "hello\nworld");
+    let exit = out.shell_exit.clone().unwrap();
+    assert_eq!(exit.shell_id, "0");
+    assert_eq!(exit.exit_code, 0);
+    assert_eq!(exit.cwd, dir.path().display().to_string());
+    assert_eq!(exit.output_preview, "hello\nworld");
     // Completed shells are forgotten; ids keep counting.
     assert!(ctx.shells.list().is_empty());
     let out = bash(&ctx, "true").await;
     assert_eq!(out.text_for_llm, "\n<exited with exit code 0>");
-    assert_eq!(out.contents[0]["shellId"], "1");
+    assert_eq!(out.shell_exit.unwrap().shell_id, "1");
 }
 
 #[tokio::test]
@@ -61,7 +59,7 @@ async fn exit_codes() {
     let out = bash(&ctx, "echo hi; echo err >&2; exit 3").await;
     assert!(out.success, "a failing command is still a successful tool call");
     assert_eq!(out.text_for_llm, "hi\nerr\n<exited with exit code 3>");
-    assert_eq!(out.extra_event_fields["shellExecution"], json!({"exitCode": 3}));
+    assert_eq!(out.shell_exit.as_ref().map(|e| e.exit_code), Some(3));
     let out = bash(&ctx, "ls nosuchfile").await;
     assert_eq!(
         out.text_for_llm,
@@ -145,7 +143,7 @@ async fn initial_wait_then_read_bash() {
     assert_eq!(ctx.shells.running_shells().len(), 1);
     let out = ReadBashTool.run(json!({"shellId": "0", "delay": 5}), &ctx).await;
     assert_eq!(out.text_for_llm, "second\n<exited with exit code 0>");
-    assert_eq!(out.contents[0]["shellId"], "0");
+    assert_eq!(out.shell_exit.unwrap().shell_id, "0");
     assert!(ctx.shells.list().is_empty());
     let out = ReadBashTool.run(json!({"shellId": "0", "delay": 0}), &ctx).await;
     assert!(!out.success);
@@ -245,7 +243,7 @@ async fn large_output_is_spilled() {
     let saved = std::fs::read_to_string(path).unwrap();
     assert_eq!(saved, format!("{}\n<exited with exit code 0>", "x".repeat(30000)));
     assert!(text.ends_with(&format!("Preview (first 500 chars):\n{}", "x".repeat(500))));
-    assert_eq!(out.extra_event_fields["shellExecution"], json!({"exitCode": 0}));
+    assert_eq!(out.shell_exit.map(|e| e.exit_code), Some(0));
 }
 
 struct Deny(Mutex<Vec<PermissionRequest>>);
@@ -281,8 +279,8 @@ async fn denial_prevents_running() {
             full_command_text: command,
             intention: "Touch a file".into(),
             commands: vec![
-                json!({"identifier": "touch", "readOnly": false}),
-                json!({"identifier": "echo", "readOnly": false})
+                ShellCommand { identifier: "touch".into(), read_only: false },
+                ShellCommand { identifier: "echo".into(), read_only: false }
             ],
             possible_paths: vec![],
         }

@@ -1,0 +1,90 @@
+//! One model call, with its progress turned into ephemeral events as it streams: deltas of
+//! text, reasoning and tool calls, response size, and retries.
+
+use std::collections::HashMap;
+
+use llm_providers::{ChatRequest, ChatResponse, ModelEvent, ProviderError};
+use protocol::generated::types as t;
+
+use crate::run::RunCtx;
+
+/// Calls the model. Events go out as they arrive, before the call returns.
+pub(crate) async fn call_model(
+    ctx: &RunCtx,
+    req: ChatRequest,
+    turn_id: &str,
+    message_id: &str,
+    streaming: bool,
+) -> Result<ChatResponse, ProviderError> {
+    let model = req.model.clone();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let call = ctx.deps.model.chat(req, tx, ctx.cancel.clone());
+    tokio::pin!(call);
+    let mut started = false;
+    // Only a tool call's first fragment names it; later ones carry just its position.
+    let mut call_ids: HashMap<(usize, usize), String> = HashMap::new();
+    let emitter = ctx.emitter();
+    let mut on_event = |ev: ModelEvent| match ev {
+        ModelEvent::Retry { status, reason, message, .. } => {
+            let mut failure = t::ModelCallFailureData::new(t::ModelCallFailureSource::TopLevel);
+            failure.model = Some(model.clone());
+            failure.failure_kind =
+                Some(if status.is_some() { t::ModelCallFailureKind::Api } else { t::ModelCallFailureKind::Transport });
+            failure.error_message = Some(message);
+            failure.status_code = status.map(u64::from);
+            emitter.emit(failure);
+            emitter.emit(t::AssistantTurnRetryData {
+                turn_id: turn_id.to_string(),
+                model: Some(model.clone()),
+                reason: Some(reason.as_str().to_string()),
+            });
+        }
+        _ if !streaming => {}
+        ModelEvent::TextDelta { text, .. } => {
+            if !started {
+                started = true;
+                emitter.emit(t::AssistantMessageStartData { message_id: message_id.to_string(), phase: None });
+            }
+            emitter.emit(t::AssistantMessageDeltaData {
+                message_id: message_id.to_string(),
+                delta_content: text,
+                parent_tool_call_id: None,
+            });
+        }
+        ModelEvent::ReasoningDelta { text } => {
+            emitter.emit(t::AssistantReasoningDeltaData { reasoning_id: message_id.to_string(), delta_content: text });
+        }
+        ModelEvent::ToolCallDelta { choice, index, id, name, arguments } => {
+            if let Some(id) = id {
+                call_ids.insert((choice, index), id);
+            }
+            // A fragment of a call whose id never came cannot be attributed; the assembled
+            // call still reaches `assistant.message`.
+            if let Some(id) = call_ids.get(&(choice, index)) {
+                emitter.emit(t::AssistantToolCallDeltaData {
+                    tool_call_id: id.clone(),
+                    tool_name: name,
+                    tool_type: Some(t::AssistantMessageToolRequestType::Function),
+                    input_delta: arguments,
+                });
+            }
+        }
+        ModelEvent::Bytes { total } => {
+            emitter.emit(t::AssistantStreamingDeltaData { total_response_size_bytes: total });
+        }
+    };
+    let result = loop {
+        tokio::select! {
+            biased;
+            Some(ev) = rx.recv() => on_event(ev),
+            res = &mut call => break res,
+        }
+    };
+    while let Ok(ev) = rx.try_recv() {
+        on_event(ev);
+    }
+    if ctx.cancel.is_cancelled() {
+        return Err(ProviderError::Cancelled);
+    }
+    result
+}
