@@ -1,6 +1,6 @@
 //! `Content-Length: N\r\n\r\n<body>` framing, as vscode-jsonrpc and the SDKs speak it.
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 
 /// Default limit on one body. A larger declared length is refused (its body skipped unread).
 pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
@@ -64,7 +64,8 @@ impl FrameDecoder {
     /// Returns the next complete body, `Ok(None)` when more bytes are needed, or an error for
     /// a header block that can never become valid. After an error the bad header block has
     /// been discarded, so the caller may keep decoding.
-    pub fn next_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
+    /// The body shares the decoder's buffer (no copy is made of it).
+    pub fn next_frame(&mut self) -> Result<Option<Bytes>, FrameError> {
         if self.skip > 0 {
             return Ok(None);
         }
@@ -125,8 +126,7 @@ impl FrameDecoder {
             return Ok(None);
         }
         self.buf.advance(header_end + 4);
-        let body = self.buf.split_to(len).to_vec();
-        Ok(Some(body))
+        Ok(Some(self.buf.split_to(len).freeze()))
     }
 }
 
@@ -161,8 +161,8 @@ mod tests {
         for chunk in all.chunks(3) {
             dec.push(chunk);
         }
-        assert_eq!(dec.next_frame().unwrap().unwrap(), b"{\"a\":1}");
-        assert_eq!(dec.next_frame().unwrap().unwrap(), b"{\"b\":2}");
+        assert_eq!(dec.next_frame().unwrap().unwrap().as_ref(), b"{\"a\":1}");
+        assert_eq!(dec.next_frame().unwrap().unwrap().as_ref(), b"{\"b\":2}");
         assert_eq!(dec.next_frame().unwrap(), None);
     }
 
@@ -170,7 +170,7 @@ mod tests {
     fn accepts_content_type_and_lowercase() {
         let mut dec = FrameDecoder::default();
         dec.push(b"content-length: 2\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{}");
-        assert_eq!(dec.next_frame().unwrap().unwrap(), b"{}");
+        assert_eq!(dec.next_frame().unwrap().unwrap().as_ref(), b"{}");
     }
 
     #[test]
@@ -179,7 +179,7 @@ mod tests {
         dec.push(b"Content-Length: abc\r\n\r\n");
         dec.push(&encode(b"{}"));
         assert!(dec.next_frame().is_err());
-        assert_eq!(dec.next_frame().unwrap().unwrap(), b"{}");
+        assert_eq!(dec.next_frame().unwrap().unwrap().as_ref(), b"{}");
     }
 
     #[test]
@@ -195,7 +195,7 @@ mod tests {
                 Err(_) => errors += 1,
             }
         };
-        assert_eq!(body, b"{\"ok\":1}");
+        assert_eq!(body.as_ref(), b"{\"ok\":1}");
         assert!(errors >= 1);
         assert_eq!(dec.next_frame().unwrap(), None);
     }
@@ -206,14 +206,14 @@ mod tests {
         dec.push(b"garbage");
         dec.push(&encode(b"{}"));
         assert!(dec.next_frame().is_err());
-        assert_eq!(dec.next_frame().unwrap().unwrap(), b"{}");
+        assert_eq!(dec.next_frame().unwrap().unwrap().as_ref(), b"{}");
     }
 
     #[test]
     fn content_type_first_is_fine() {
         let mut dec = FrameDecoder::default();
         dec.push(b"Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
-        assert_eq!(dec.next_frame().unwrap().unwrap(), b"{}");
+        assert_eq!(dec.next_frame().unwrap().unwrap().as_ref(), b"{}");
     }
 
     #[test]
@@ -223,7 +223,7 @@ mod tests {
         dec.push(&bytes[..5]);
         assert_eq!(dec.next_frame().unwrap(), None);
         dec.push(&bytes[5..]);
-        assert_eq!(dec.next_frame().unwrap().unwrap(), b"{}");
+        assert_eq!(dec.next_frame().unwrap().unwrap().as_ref(), b"{}");
     }
 
     #[test]
@@ -247,7 +247,7 @@ mod tests {
             assert!(dec.buf.len() <= 64, "buffered {} bytes", dec.buf.len());
         }
         assert_eq!(errors, vec![FrameError::TooLarge { declared: 24, limit: 8 }]);
-        assert_eq!(bodies, vec![b"{}".to_vec()]);
+        assert_eq!(bodies, vec![bytes::Bytes::from_static(b"{}")]);
     }
 
     #[test]
@@ -260,7 +260,7 @@ mod tests {
         dec.push(b"Content-Length: -5\r\n\r\n");
         dec.push(&encode(b"{}"));
         assert!(matches!(dec.next_frame(), Err(FrameError::BadHeader(_))));
-        assert_eq!(dec.next_frame().unwrap().unwrap(), b"{}");
+        assert_eq!(dec.next_frame().unwrap().unwrap().as_ref(), b"{}");
     }
 
     #[test]
@@ -269,6 +269,6 @@ mod tests {
         dec.push(b"Content-Length: 11\r\n\r\n{\"a\"");
         assert_eq!(dec.next_frame().unwrap(), None);
         dec.push(b":12345}");
-        assert_eq!(dec.next_frame().unwrap().unwrap(), b"{\"a\":12345}");
+        assert_eq!(dec.next_frame().unwrap().unwrap().as_ref(), b"{\"a\":12345}");
     }
 }
