@@ -251,13 +251,16 @@ impl ModelClient for CopilotClient {
     ) -> Result<ChatResponse, ProviderError> {
         let url = format!("{}/chat/completions", self.base_url(&cancel).await?);
         let body = Bytes::from(request_body(&req, BodyFlavor::Capi));
+        let request_bytes = body.len() as u64;
         tracing::debug!(%url, model = %req.model, messages = req.history.len() + 1, stream = req.stream, "model call");
         let (req, events, url, body) = (&req, &events, &url, &body);
-        retry::run(&self.config.retry, Some(events), &cancel, move |attempt| async move {
+        let mut resp = retry::run(&self.config.retry, Some(events), &cancel, move |attempt| async move {
             let headers = self.chat_headers(req, attempt)?;
             self.chat_attempt(url, headers, body.clone(), req.stream, events).await
         })
-        .await
+        .await?;
+        resp.request_bytes = request_bytes;
+        Ok(resp)
     }
 }
 

@@ -259,6 +259,8 @@ pub struct ChatResponse {
     pub provider_call_id: Option<String>,
     pub model: Option<String>,
     pub duration_ms: u64,
+    /// Size of the request body sent.
+    pub request_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,12 +13,14 @@ pub(crate) struct Conversation {
     pub bytes: usize,
     /// Files the run's tools created or changed, collected by the actor after the run.
     pub files_modified: Vec<String>,
+    /// The system prompt last written to the log: an unchanged prompt is not written again.
+    pub last_system: Option<String>,
 }
 
 impl Conversation {
     pub fn new(messages: Vec<Message>, title: Option<String>) -> Self {
         let bytes = messages.iter().map(message_bytes).sum();
-        Self { history: History::new(messages), title, bytes, files_modified: Vec::new() }
+        Self { history: History::new(messages), title, bytes, files_modified: Vec::new(), last_system: None }
     }
 
     pub fn push(&mut self, message: Message) {

@@ -97,17 +97,22 @@ impl Emitter {
 
     /// Emits one event, persisted unless its type is always ephemeral. Returns its id.
     pub fn emit(&self, payload: impl Into<SessionEvent>) -> String {
-        self.emit_event(payload.into(), false)
+        self.emit_event(payload.into(), false, true)
     }
 
     /// Emits one event that is not persisted, whatever its type allows.
     pub fn emit_ephemeral(&self, payload: impl Into<SessionEvent>) -> String {
-        self.emit_event(payload.into(), true)
+        self.emit_event(payload.into(), true, true)
+    }
+
+    /// Writes one event to the log without delivering it (`session.usage_record`).
+    pub fn record(&self, payload: impl Into<SessionEvent>) -> String {
+        self.emit_event(payload.into(), false, false)
     }
 
     /// Persisted events are written first; if the write fails twice the event is still
     /// delivered (a client must never hang) together with a `session.error`.
-    fn emit_event(&self, payload: SessionEvent, ephemeral: bool) -> String {
+    fn emit_event(&self, payload: SessionEvent, ephemeral: bool, deliver: bool) -> String {
         let mut event = Event::new(payload, ephemeral);
         let mut inner = self.lock();
         event.parent_id = inner.last_persisted_id.clone();
@@ -132,7 +137,9 @@ impl Emitter {
                 }
             }
         }
-        self.deliver_locked(&mut inner, &event, &json);
+        if deliver {
+            self.deliver_locked(&mut inner, &event, &json);
+        }
         if let Some(err) = write_error {
             tracing::error!(session = %self.session_id, error = %err, "event not persisted");
             let mut warn = Event::new(

@@ -18,6 +18,8 @@ pub struct Restored {
     pub title: Option<String>,
     pub last_event_id: Option<String>,
     pub user_message_count: usize,
+    /// The last system prompt the log records.
+    pub last_system: Option<String>,
 }
 
 /// Rebuilds the conversation from persisted events. A tool call without a completion (crash,
@@ -45,6 +47,7 @@ pub fn replay(events: &[Event]) -> Restored {
             SessionEvent::SessionContextChanged(c) => r.cwd = Some(c.cwd.clone()),
             SessionEvent::SessionModelChange(d) => r.model = Some(d.new_model.clone()),
             SessionEvent::SessionModeChanged(d) => r.mode = Some(d.new_mode),
+            SessionEvent::SystemMessage(d) => r.last_system = Some(d.content.clone()),
             SessionEvent::UserMessage(d) => {
                 flush(&mut r, &mut open_calls, &mut results);
                 let text = d.transformed_content.clone().unwrap_or_else(|| d.content.clone());

@@ -31,6 +31,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use llm_providers::{ModelClient, ModelInfo};
+use protocol::event::SessionEvent;
 use protocol::generated::types as t;
 use protocol::methods::{SessionConfigParams, SessionContext, SessionListEntry};
 use serde_json::{json, Value};
@@ -373,7 +374,8 @@ impl Engine {
             false,
             params.continue_pending_work.unwrap_or(false),
         );
-        let conv = run::Conversation::new(restored.messages, restored.title);
+        let mut conv = run::Conversation::new(restored.messages, restored.title);
+        conv.last_system = restored.last_system;
         let handle = self.spawn_session(id.clone(), emitter, settings, start_time, conv);
         let existing = {
             let mut sessions = lock(&self.sessions);
@@ -461,7 +463,10 @@ impl Engine {
             EngineError::Store(store::StoreError::Io { path: id.to_string(), source: std::io::Error::other(e) })
         })?;
         match loaded {
-            Ok(l) => Ok(l.events),
+            // Usage records are the log's own bookkeeping; clients never see them.
+            Ok(l) => {
+                Ok(l.events.into_iter().filter(|e| !matches!(e.payload, SessionEvent::SessionUsageRecord(_))).collect())
+            }
             Err(store::StoreError::NotFound(_)) => Err(EngineError::SessionNotFound(id.to_string())),
             Err(e) => Err(e.into()),
         }

@@ -8,6 +8,7 @@ use llm_providers::{
     AssistantReply, ChatRequest, ChatResponse, ContentPart, ImageUrl, Initiator, Message, ProviderError, ToolCall,
     ToolContent, UserContent,
 };
+use protocol::extensions::{UsageRecord, UsageRecordData};
 use protocol::generated::types::{self as t, HookType, SessionMode, UserMessageDelivery};
 use protocol::hooks;
 use protocol::methods::{SystemMessageTransform, TransformParams};
@@ -129,15 +130,22 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
         let cwd = settings.cwd.to_string_lossy().to_string();
         let system = crate::system_prompt::build_with(settings.system_message.as_ref(), &cwd, &transformed);
         if !system_recorded {
-            // The original records the system prompt of each message's first model call.
+            // As the original: every message's first model call shows its system prompt; the
+            // log keeps it only when it differs from the one it last recorded.
             system_recorded = true;
-            ctx.emitter().emit(t::SystemMessageData {
+            let data = t::SystemMessageData {
                 content: system.clone(),
                 role: t::SystemMessageRole::System,
                 interaction_id: Some(interaction_id.clone()),
                 name: None,
                 metadata: None,
-            });
+            };
+            if conv.last_system.as_deref() == Some(system.as_str()) {
+                ctx.emitter().emit_ephemeral(data);
+            } else {
+                conv.last_system = Some(system.clone());
+                ctx.emitter().emit(data);
+            }
         }
         let turn_id = turn.to_string();
         ctx.emitter().emit(t::AssistantTurnStartData {
@@ -191,6 +199,23 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
             }
         };
 
+        let initiator = if turn == 0 { "user" } else { "agent" };
+        let reply = merge_replies(&resp);
+        ctx.emitter().record(UsageRecordData {
+            usage: UsageRecord {
+                model: resp.model.clone().unwrap_or_else(|| settings.model.clone()),
+                input_tokens: resp.usage.input_tokens,
+                output_tokens: resp.usage.output_tokens,
+                cache_read_tokens: resp.usage.cache_read_tokens,
+                cache_write_tokens: resp.usage.cache_write_tokens,
+                duration: resp.duration_ms,
+                initiator: initiator.into(),
+                request_body_bytes: resp.request_bytes,
+                api_call_id: resp.api_call_id.clone(),
+                provider_call_id: resp.provider_call_id.clone(),
+                finish_reason: reply.finish_reason.clone(),
+            },
+        });
         ctx.emitter().emit(t::AssistantUsageData {
             model: resp.model.clone().unwrap_or_else(|| settings.model.clone()),
             input_tokens: Some(resp.usage.input_tokens),
@@ -199,12 +224,11 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
             cache_write_tokens: Some(resp.usage.cache_write_tokens),
             cost: Some(0.0),
             duration: Some(resp.duration_ms),
-            initiator: Some(if turn == 0 { "user" } else { "agent" }.into()),
+            initiator: Some(initiator.into()),
             api_call_id: resp.api_call_id.clone(),
             provider_call_id: resp.provider_call_id.clone(),
             ..Default::default()
         });
-        let reply = merge_replies(&resp);
         let tool_requests = reply
             .tool_calls
             .iter()

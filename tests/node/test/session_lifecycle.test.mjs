@@ -133,10 +133,12 @@ test("getMessages returns only persisted events, starting with session.start, as
         .split("\n")
         .filter((l) => l.trim())
         .map((l) => JSON.parse(l));
+    // The log also keeps one usage record per model call, which clients never see.
+    assert.equal(onDisk.filter((e) => e.type === "session.usage_record").length, 1, "one usage record per model call");
     assert.deepEqual(
-        onDisk.map((e) => e.id),
+        onDisk.filter((e) => e.type !== "session.usage_record").map((e) => e.id),
         events.map((e) => e.id),
-        "events.jsonl holds exactly the persisted events"
+        "events.jsonl holds exactly the persisted events (and the usage records)"
     );
 });
 
@@ -283,7 +285,9 @@ test("resume from a new client process sees the history and continues the conver
     );
     assert.ok(!before.some((e) => e.id === resume.id), "fresh event id");
     assert.equal(typeof resume.data.resumeTime, "string");
-    assert.equal(resume.data.eventCount, iResume, "eventCount = events replayed from the log");
+    // eventCount counts the log's lines, usage records (not shown by getMessages) included.
+    const usageRecords = (await ctx.fake.requests()).length; // one model call so far
+    assert.equal(resume.data.eventCount, iResume + usageRecords, "eventCount = lines replayed from the log");
     assert.ok(
         history.some((e) => e.type === "user.message" && e.data.content === "What is 1+1?"),
         "history has the earlier user message"

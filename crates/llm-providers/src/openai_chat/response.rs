@@ -213,6 +213,7 @@ impl StreamAssembler {
             provider_call_id: None,
             model: self.model,
             duration_ms: 0,
+            request_bytes: 0,
         }
     }
 }
@@ -302,6 +303,7 @@ pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, ProviderErro
         provider_call_id: None,
         model: completion.model.filter(|s| !s.is_empty()),
         duration_ms: 0,
+        request_bytes: 0,
     })
 }
 

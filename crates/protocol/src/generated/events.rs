@@ -134,6 +134,8 @@ pub enum SessionEvent {
     AgentInterrupted(t::AgentInterruptedData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
+    /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
+    SessionUsageRecord(crate::extensions::UsageRecordData),
     /// A type not in the allowlist (read back from a log written by another version), or a
     /// payload that does not fit its type: kept as is.
     Other { kind: String, data: serde_json::Value },
@@ -191,6 +193,7 @@ impl SessionEvent {
             Self::ExternalToolCompleted(_) => "external_tool.completed",
             Self::AgentInterrupted(_) => "agent.interrupted",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
+            Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
         }
     }
@@ -252,6 +255,7 @@ impl SessionEvent {
             Self::ExternalToolCompleted(d) => d.serialize(s),
             Self::AgentInterrupted(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
+            Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
         }
     }
@@ -308,6 +312,7 @@ impl SessionEvent {
             "external_tool.completed" => typed(kind, data, Self::ExternalToolCompleted),
             "agent.interrupted" => typed(kind, data, Self::AgentInterrupted),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
+            "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
         }
     }
@@ -407,6 +412,7 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("external_tool.completed", EphemeralPolicy::Always),
     ("agent.interrupted", EphemeralPolicy::Always),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
+    ("session.usage_record", EphemeralPolicy::Optional),
 ];
 
 impl From<t::StartData> for SessionEvent {
@@ -694,5 +700,11 @@ impl From<t::AgentInterruptedData> for SessionEvent {
 impl From<crate::extensions::AutopilotStoppedData> for SessionEvent {
     fn from(data: crate::extensions::AutopilotStoppedData) -> Self {
         Self::SessionAutopilotStopped(data)
+    }
+}
+
+impl From<crate::extensions::UsageRecordData> for SessionEvent {
+    fn from(data: crate::extensions::UsageRecordData) -> Self {
+        Self::SessionUsageRecord(data)
     }
 }

@@ -49,12 +49,23 @@ async fn events_jsonl_has_one_persisted_event_per_line() {
         for t in ["session.idle", "assistant.message_delta", "assistant.usage", "session.usage_info"] {
             assert!(!types.contains(&t), "ephemeral `{t}` written to events.jsonl: {types:?}");
         }
-        // The log is exactly what getMessages returns.
+        // One usage record per model call, as the original writes them, between the turn's
+        // start and its message.
+        let at = |t: &str| types.iter().position(|x| *x == t).unwrap_or(usize::MAX);
+        assert_eq!(types.iter().filter(|t| **t == "session.usage_record").count(), 1, "{types:?}");
+        assert!(at("assistant.turn_start") < at("session.usage_record"), "{types:?}");
+        assert!(at("session.usage_record") < at("assistant.message"), "{types:?}");
+        // Each line's parent is the line before it.
+        for w in events.windows(2) {
+            assert_eq!(w[1]["parentId"], w[0]["id"], "parent chain broken at {}", w[1]["type"]);
+        }
+        // The log is what getMessages returns, less the usage records (the log's own bookkeeping).
         let msgs = c.get_messages(&sid).await.unwrap();
+        let shown: Vec<_> = events.iter().filter(|e| e["type"] != "session.usage_record").cloned().collect();
         let a: Vec<_> = msgs.iter().map(|e| e["id"].clone()).collect();
-        let b: Vec<_> = events.iter().map(|e| e["id"].clone()).collect();
-        assert_eq!(a, b, "getMessages ids == events.jsonl ids");
-        assert_eq!(msgs, events, "getMessages events == events.jsonl lines");
+        let b: Vec<_> = shown.iter().map(|e| e["id"].clone()).collect();
+        assert_eq!(a, b, "getMessages ids == events.jsonl ids without usage records");
+        assert_eq!(msgs, shown, "getMessages events == events.jsonl lines");
         let bad: Vec<String> = violations.iter().filter(|v| !v.unknown_type).map(|v| v.to_string()).collect();
         assert!(bad.is_empty(), "events.jsonl schema violations:\n{}", bad.join("\n"));
         c.assert_schema_clean();
@@ -109,7 +120,9 @@ async fn resume_in_a_new_process_after_a_torn_last_line() {
         // getMessages after resume: the old events, then session.resume and the new turn.
         let all = c.get_messages(&sid).await.unwrap();
         let ids: Vec<_> = all.iter().map(|e| e["id"].clone()).collect();
-        for (i, ev) in before.iter().enumerate() {
+        // `before` is the log as read from disk; getMessages leaves the usage records out.
+        let shown = before.iter().filter(|e| e["type"] != "session.usage_record");
+        for (i, ev) in shown.enumerate() {
             assert_eq!(ids.get(i), Some(&ev["id"]), "earlier events kept in order");
         }
         assert!(all.iter().any(|e| e["type"] == json!("session.resume")));
@@ -117,7 +130,8 @@ async fn resume_in_a_new_process_after_a_torn_last_line() {
         // The log is whole lines again after new appends.
         let (bad, after) = read_log_tolerant(&env, &sid);
         assert!(bad <= 1, "{bad} unparsable lines in events.jsonl");
-        let file_ids: Vec<_> = after.iter().map(|e| e["id"].clone()).collect();
+        let file_ids: Vec<_> =
+            after.iter().filter(|e| e["type"] != "session.usage_record").map(|e| e["id"].clone()).collect();
         assert_eq!(file_ids, ids, "every event after resume must be a whole line on disk (not glued to the torn line)");
         assert_all_clean(&[&first_client, &c]);
     })
