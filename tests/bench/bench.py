@@ -73,6 +73,10 @@ STALL_S = 0.010  # figure 3: a gap this long between two events of one turn coun
 N_DECAY_TURNS = q(1000, 200)  # figure 4
 DECAY_WINDOW = q(100, 20)
 N_DECAY_SESSIONS = 10
+# A model that answers 10 ms after each request arrives, however big: the fake's own parse time
+# (which grows with the history) then no longer changes how long the server waits, so the
+# per-turn figures show what the server's own work costs as the history grows.
+STEADY_MODEL = {"latency_ms": 10, "then": {"text": "ok"}}
 N_IDLE_SESSIONS = q(1000, 200)  # figure 5
 N_SEARCH_REPEATS = q(5, 1)  # figure 6 (after one warm-up run each)
 REF_STARTUP = q(10, 3)  # figure 7
@@ -197,6 +201,24 @@ def cpu_seconds(pid: int) -> float:
         return float("nan")
     fields = stat[stat.rfind(b")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+def cpu_ns(pid: int) -> int:
+    """On-CPU nanoseconds of `pid`'s live threads (`/proc/<pid>/task/*/schedstat`): the
+    scheduler's own accounting, fine enough to compare windows of a few hundred turns, where
+    `cpu_seconds` has the clock tick's 10 ms resolution. Threads that ended are not counted."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
 
 
 # ------------------------------------------------------------------------------------------
@@ -784,9 +806,12 @@ def fig_throughput(env: Env, target: Target, n: int) -> dict:
         s.close()
 
 
-def fig_decay(env: Env, target: Target, n: int, window: int, sessions: int) -> dict:
+def fig_decay(env: Env, target: Target, n: int, window: int, sessions: int,
+              reply: dict | None = None) -> dict:
     """Figure 4: `n` text turns in one long-lived server, round-robin over `sessions`
-    sessions; first `window` turns vs last `window` turns, RSS along the way."""
+    sessions; first `window` turns vs last `window` turns, RSS along the way. `reply` is what
+    the fake answers (default: `ok` at once)."""
+    reply = reply or {"text": "ok"}
     s = env.start(target)
     try:
         handshake(s)
@@ -795,20 +820,33 @@ def fig_decay(env: Env, target: Target, n: int, window: int, sessions: int) -> d
         fake_pid = env.fake.proc.pid
         cpu_marks: dict[int, tuple[float, float]] = {}
 
+        ns_marks: dict[int, int] = {}
+        first_body: list[int] = []
+
         def mark(i: int) -> None:
+            if i == 1:
+                reqs = env.fake.requests()
+                if reqs:
+                    first_body.append(len(json.dumps(reqs[-1]["body"])))
             if i == window:
                 rss_marks[f"after_turn_{i}"] = rss_kb(s.pid)
             if i in (window, n - window):
                 cpu_marks[i] = (cpu_seconds(s.pid), cpu_seconds(fake_pid))
+                ns_marks[i] = cpu_ns(s.pid)
             if i == n - 1:
                 # Keep only the last request captured: its size shows how big histories got.
                 env.fake.clear_requests()
 
         cpu0 = cpu_seconds(s.pid)
         cpu_marks[0] = (cpu0, cpu_seconds(fake_pid))
-        times, errors = run_text_turns(env, s, sids, n, {"text": "ok"}, on_turn=mark)
+        ns_marks[0] = cpu_ns(s.pid)
+        times, errors = run_text_turns(env, s, sids, n, reply, on_turn=mark)
         cpu = cpu_seconds(s.pid) - cpu0
         cpu_marks[n] = (cpu_seconds(s.pid), cpu_seconds(fake_pid))
+        ns_marks[n] = cpu_ns(s.pid)
+
+        def ns_ms_per_turn(a: int, b: int) -> float:
+            return round((ns_marks[b] - ns_marks[a]) / 1e6 / (b - a), 3)
 
         def cpu_ms_per_turn(a: int, b: int, which: int) -> float:
             return round((cpu_marks[b][which] - cpu_marks[a][which]) * 1000 / (b - a), 3)
@@ -816,6 +854,23 @@ def fig_decay(env: Env, target: Target, n: int, window: int, sessions: int) -> d
         last = env.fake.requests()
         body = last[-1]["body"] if last else {}
         first, final = times[:window], times[-window:]
+        control: dict[str, Any] = {}
+        if sessions == 1 and first_body:
+            # Control: a fresh session whose first message makes its requests as large as the
+            # last window's, from a short history. What the last window costs beyond this is
+            # what the history's length (not the bytes on the wire) costs.
+            pad = max(0, len(json.dumps(body)) - first_body[0])
+            csid = create_session(s)
+            env.fake.replies([reply])
+            turn(s, csid, prompt="x" * pad)
+            a = cpu_ns(s.pid)
+            ctimes, cerr = run_text_turns(env, s, [csid], window, reply)
+            control = {
+                "padding_bytes": pad,
+                "server_cpu_ms_per_turn": round((cpu_ns(s.pid) - a) / 1e6 / window, 3),
+                "send_to_idle": summary_ms(ctimes),
+                "session_errors": cerr,
+            }
         return {
             "turns": n,
             "sessions": sessions,
@@ -829,6 +884,9 @@ def fig_decay(env: Env, target: Target, n: int, window: int, sessions: int) -> d
             "server_cpu_ms_per_turn_last_window": cpu_ms_per_turn(n - window, n, 0),
             "fake_cpu_ms_per_turn_first_window": cpu_ms_per_turn(0, window, 1),
             "fake_cpu_ms_per_turn_last_window": cpu_ms_per_turn(n - window, n, 1),
+            "server_cpu_ns_ms_per_turn_first_window": ns_ms_per_turn(0, window),
+            "server_cpu_ns_ms_per_turn_last_window": ns_ms_per_turn(n - window, n),
+            "same_size_requests_control": control,
             "last_request_messages": len(body.get("messages", [])),
             "last_request_kb": round(len(json.dumps(body)) / 1024, 1),
             "session_errors": errors,
@@ -1089,7 +1147,8 @@ def report(results: dict) -> list[tuple[str, str, str]]:
         row("3", "  ev/s with those gaps left out", f"{d['events_per_second_without_stalls']:.0f}")
         row("3", "  CPU server / client", f"{d['server_cpu_s']:.2f} s / {d['client_cpu_s']:.2f} s "
                                           f"over {d['elapsed_s']:.2f} s")
-    for key, label in (("4_decay_one_session", "1 session"), ("4_decay_10_sessions", "10 sessions")):
+    for key, label in (("4_decay_one_session", "1 session"), ("4_decay_steady_model", "1 session, 10 ms model"),
+                       ("4_decay_10_sessions", "10 sessions")):
         if key in f:
             d = f[key]
             w = d["first_window"]["n"]
@@ -1105,6 +1164,14 @@ def report(results: dict) -> list[tuple[str, str, str]]:
                 f"{d['fake_cpu_ms_per_turn_first_window']:.2f} → {d['fake_cpu_ms_per_turn_last_window']:.2f}")
             row("4", f"{label}: last request size", f"{d['last_request_messages']} messages, "
                                                      f"{d['last_request_kb']} KiB")
+            a, b = d.get("server_cpu_ns_ms_per_turn_first_window"), d.get("server_cpu_ns_ms_per_turn_last_window")
+            if a and b:
+                row("4", f"{label}: server on-CPU ms/turn (schedstat)", f"{a:.3f} → {b:.3f} ({b / a:.2f}×)")
+            c = d.get("same_size_requests_control") or {}
+            if c.get("server_cpu_ms_per_turn"):
+                cc = c["server_cpu_ms_per_turn"]
+                row("4", f"{label}: same-size requests, short history",
+                    f"{cc:.3f} ms/turn; last window / this = {b / cc:.2f}×")
     if "5_idle_sessions" in f:
         d = f["5_idle_sessions"]
         row("5", f"{d['sessions']} idle sessions: RSS", f"{d['rss_before_kb'] / 1024:.1f} → "
@@ -1215,6 +1282,7 @@ def main() -> int:
         ("2", "2b_tool_turn", lambda: fig_tool_turns(env, sk, N_TOOL_CONVS)),
         ("3", "3_throughput", lambda: fig_throughput(env, sk, N_THROUGHPUT_TURNS)),
         ("4", "4_decay_one_session", lambda: fig_decay(env, sk, N_DECAY_TURNS, DECAY_WINDOW, 1)),
+        ("4", "4_decay_steady_model", lambda: fig_decay(env, sk, N_DECAY_TURNS, DECAY_WINDOW, 1, STEADY_MODEL)),
         ("4", "4_decay_10_sessions", lambda: fig_decay(env, sk, N_DECAY_TURNS, DECAY_WINDOW, N_DECAY_SESSIONS)),
         ("5", "5_idle_sessions", lambda: fig_idle_sessions(env, sk, N_IDLE_SESSIONS)),
         ("6", "6_search", lambda: fig_search(env, N_SEARCH_REPEATS)),

@@ -24,6 +24,9 @@ pub enum Reply {
     Hang,
     /// Waits before sending anything (slow first byte), then answers with `then`.
     Delay { ms: u64, then: Box<Reply> },
+    /// Answers `ms` after the request arrived, however long the fake took to read it: a model
+    /// whose latency does not depend on the request (the benchmarks' steady model).
+    Latency { ms: u64, then: Box<Reply> },
     /// Streams each chunk as one text delta, sleeping `delay_ms` before each chunk after the
     /// first (abort during streaming). Non-streaming requests get the joined text after the
     /// same total delay.
@@ -53,6 +56,7 @@ impl Reply {
     /// * `{"drop_mid_stream": "partial text"}`
     /// * `{"hang": true}`
     /// * `{"delay_ms": N, "then": {...}}`
+    /// * `{"latency_ms": N, "then": {...}}`
     /// * `{"slow_text": ["a", "b"], "delay_ms": N}`
     pub fn from_json(v: &Value) -> Result<Self> {
         let obj = v.as_object().context("a reply must be a JSON object")?;
@@ -94,6 +98,11 @@ impl Reply {
                 .context("`slow_text` must be a list of strings")?;
             let delay_ms = obj.get("delay_ms").and_then(Value::as_u64).unwrap_or(100);
             return Ok(Reply::SlowText { chunks, delay_ms });
+        }
+        if let Some(ms) = obj.get("latency_ms") {
+            let ms = ms.as_u64().context("`latency_ms` must be a number")?;
+            let then = obj.get("then").context("`latency_ms` needs `then`")?;
+            return Ok(Reply::Latency { ms, then: Box::new(Reply::from_json(then)?) });
         }
         if let Some(ms) = obj.get("delay_ms") {
             let ms = ms.as_u64().context("`delay_ms` must be a number")?;
@@ -146,6 +155,7 @@ pub fn reply_to_json(r: &Reply) -> Value {
         Reply::DropMidStream { partial_text } => json!({"drop_mid_stream": partial_text}),
         Reply::Hang => json!({"hang": true}),
         Reply::Delay { ms, then } => json!({"delay_ms": ms, "then": reply_to_json(then)}),
+        Reply::Latency { ms, then } => json!({"latency_ms": ms, "then": reply_to_json(then)}),
         Reply::SlowText { chunks, delay_ms } => json!({"slow_text": chunks, "delay_ms": delay_ms}),
     }
 }

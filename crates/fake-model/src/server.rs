@@ -274,6 +274,8 @@ enum Answer {
     Drop(String),
     Hang,
     Delay(u64, Box<Answer>),
+    /// Answer no earlier than this long after the request arrived.
+    Latency(u64, Box<Answer>),
     Slow(Vec<String>, u64),
     BadRequest(String),
 }
@@ -297,6 +299,7 @@ impl Answer {
             Reply::DropMidStream { partial_text } => Answer::Drop(partial_text),
             Reply::Hang => Answer::Hang,
             Reply::Delay { ms, then } => Answer::Delay(ms, Box::new(Answer::from_reply(s, *then, workdir))),
+            Reply::Latency { ms, then } => Answer::Latency(ms, Box::new(Answer::from_reply(s, *then, workdir))),
             Reply::SlowText { chunks, delay_ms } => Answer::Slow(chunks, delay_ms),
         }
     }
@@ -334,7 +337,7 @@ impl Answer {
         match self {
             Answer::Message { content, tool_calls } => Some((content.clone(), tool_calls.clone())),
             Answer::Slow(chunks, _) => Some((Some(chunks.concat()), Vec::new())),
-            Answer::Delay(_, then) => then.final_message(),
+            Answer::Delay(_, then) | Answer::Latency(_, then) => then.final_message(),
             _ => None,
         }
     }
@@ -352,6 +355,7 @@ fn error_kind(status: u16) -> &'static str {
 }
 
 async fn chat(State(s): S, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let received = tokio::time::Instant::now();
     let parsed = serde_json::from_slice::<Value>(&body);
     let captured_body = match &parsed {
         Ok(v) => v.clone(),
@@ -386,7 +390,7 @@ async fn chat(State(s): S, uri: Uri, headers: HeaderMap, body: Bytes) -> Respons
         "requestHeaders": header_json,
     }));
 
-    let ctx = RespondCtx { shared: s.clone(), completion_id, streaming, model, prompt_bytes: body.len() };
+    let ctx = RespondCtx { shared: s.clone(), completion_id, streaming, model, prompt_bytes: body.len(), received };
     respond(ctx, answer).await
 }
 
@@ -496,6 +500,7 @@ struct RespondCtx {
     streaming: bool,
     model: String,
     prompt_bytes: usize,
+    received: tokio::time::Instant,
 }
 
 impl RespondCtx {
@@ -597,6 +602,10 @@ fn respond(ctx: RespondCtx, answer: Answer) -> futures::future::BoxFuture<'stati
             }
             Answer::Delay(ms, then) => {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
+                respond(ctx, *then).await
+            }
+            Answer::Latency(ms, then) => {
+                tokio::time::sleep_until(ctx.received + Duration::from_millis(ms)).await;
                 respond(ctx, *then).await
             }
             Answer::Message { content, tool_calls } => {

@@ -272,6 +272,18 @@ async fn delay_and_slow_text() {
 }
 
 #[tokio::test]
+async fn latency_counts_from_the_request_s_arrival() {
+    let fake = FakeModel::start().await.unwrap();
+    let json = serde_json::json!({"latency_ms": 200, "then": {"text": "steady"}});
+    fake.push_reply(Reply::from_json(&json).unwrap());
+    let start = Instant::now();
+    let (content, _) = stream_reply(&fake, vec![user("hi")]).await;
+    assert_eq!(content, "steady");
+    assert!(start.elapsed() >= Duration::from_millis(200));
+    assert!(start.elapsed() < Duration::from_millis(1500), "{:?}", start.elapsed());
+}
+
+#[tokio::test]
 async fn scripted_hang_holds_request_open() {
     let fake = FakeModel::start().await.unwrap();
     fake.push_reply(Reply::Hang);
