@@ -62,12 +62,13 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
-/// A function tool offered to the model.
+/// A function tool offered to the model. The schema is shared: tools offer the same one on
+/// every call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
-    pub parameters: Value,
+    pub parameters: std::sync::Arc<Value>,
 }
 
 /// Who caused this call: the user's message (`user`) or the tool loop (`agent`).

@@ -11,15 +11,20 @@ pub const MAX_NUDGES: u32 = 5;
 pub const NUDGE_TEXT: &str = include_str!("../../../prompts/autopilot_nudge.md");
 
 pub fn task_complete_spec() -> ToolSpec {
-    ToolSpec {
+    // Offered on every model call: built once.
+    static SPEC: std::sync::OnceLock<ToolSpec> = std::sync::OnceLock::new();
+    SPEC.get_or_init(|| {
+        ToolSpec {
         name: TASK_COMPLETE.into(),
         description: "Declare the task finished. Call this only once all of the work is done, with a short summary of the outcome.".into(),
-        parameters: json!({
+        parameters: std::sync::Arc::new(json!({
             "type": "object",
             "properties": {"summary": {"type": "string", "description": "What was done."}},
             "required": ["summary"],
-        }),
+        })),
     }
+    })
+    .clone()
 }
 
 pub fn run_task_complete(args: &Value) -> ToolOutput {

@@ -55,10 +55,16 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings) -> Vec<ToolSpec> {
         specs.push(ToolSpec {
             name: e.name.clone(),
             description: e.description.clone(),
-            parameters: e.parameters.clone().unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+            parameters: e.parameters.clone().unwrap_or_else(empty_schema),
         });
     }
     specs
+}
+
+/// The schema of an SDK tool that declares none.
+fn empty_schema() -> Arc<Value> {
+    static EMPTY: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| Arc::new(json!({"type": "object", "properties": {}}))).clone()
 }
 
 pub(crate) async fn run_calls(

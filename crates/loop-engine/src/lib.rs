@@ -33,8 +33,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use llm_providers::{ModelClient, ModelInfo};
 use protocol::event::SessionEvent;
 use protocol::generated::types as t;
-use protocol::methods::{SessionConfigParams, SessionContext, SessionListEntry};
-use serde_json::{json, Value};
+use protocol::methods::{
+    LifecycleMetadata, LifecycleNotification, SessionConfigParams, SessionContext, SessionListEntry,
+};
 use store::{EventLog, Layout, SessionIndex, SessionRow};
 
 pub use emitter::{ClientRequester, Emitter, EventSubscriber};
@@ -59,7 +60,7 @@ pub enum EngineError {
 /// Receives `session.lifecycle` notifications (created, deleted, ...).
 pub trait LifecycleSubscriber: Send + Sync {
     fn subscriber_id(&self) -> u64;
-    fn notify(&self, params: &Value) -> bool;
+    fn notify(&self, notification: &LifecycleNotification) -> bool;
 }
 
 pub struct EngineConfig {
@@ -224,7 +225,7 @@ impl Engine {
         lock(&self.lifecycle).retain(|s| s.subscriber_id() != id);
     }
 
-    fn broadcast_lifecycle(&self, params: Value) {
+    fn broadcast_lifecycle(&self, params: LifecycleNotification) {
         lock(&self.lifecycle).retain(|s| s.notify(&params));
     }
 
@@ -313,10 +314,11 @@ impl Engine {
         let conv = run::Conversation::new(Vec::new(), None);
         let handle = self.spawn_session(id.clone(), emitter, settings.clone(), start_time.clone(), conv);
         lock(&self.sessions).insert(id.clone(), handle.clone());
-        self.broadcast_lifecycle(json!({
-            "type": "session.created", "sessionId": id,
-            "metadata": {"startTime": start_time, "modifiedTime": start_time},
-        }));
+        self.broadcast_lifecycle(LifecycleNotification {
+            kind: "session.created".into(),
+            session_id: id.clone(),
+            metadata: Some(LifecycleMetadata { start_time: start_time.clone(), modified_time: start_time.clone() }),
+        });
         handle.emitter().emit(start);
         write_workspace_yaml(&self.deps, &handle, &settings, None).await;
         Ok(handle)
@@ -450,7 +452,11 @@ impl Engine {
         }
         self.deps.layout.delete_session_dir(id)?;
         self.deps.index.delete(id).await?;
-        self.broadcast_lifecycle(json!({"type": "session.deleted", "sessionId": id}));
+        self.broadcast_lifecycle(LifecycleNotification {
+            kind: "session.deleted".into(),
+            session_id: id.to_string(),
+            metadata: None,
+        });
         Ok(())
     }
 

@@ -11,11 +11,14 @@ use crate::run::RunCtx;
 pub const ASK_USER: &str = "ask_user";
 
 pub fn spec() -> ToolSpec {
-    ToolSpec {
+    // Offered on every model call: built once.
+    static SPEC: std::sync::OnceLock<ToolSpec> = std::sync::OnceLock::new();
+    SPEC.get_or_init(|| {
+        ToolSpec {
         name: ASK_USER.into(),
         description: "Ask the user a question and wait for the answer. Offer choices when there are clear options."
             .into(),
-        parameters: json!({
+        parameters: std::sync::Arc::new(json!({
             "type": "object",
             "properties": {
                 "question": {"type": "string", "description": "The question to ask."},
@@ -23,8 +26,10 @@ pub fn spec() -> ToolSpec {
                 "allow_freeform": {"type": "boolean", "description": "Whether the user may answer in their own words (default true)."},
             },
             "required": ["question"],
-        }),
+        })),
     }
+    })
+    .clone()
 }
 
 pub(crate) async fn run(ctx: &RunCtx, tool_call_id: &str, args: &Value) -> ToolOutput {

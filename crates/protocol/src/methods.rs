@@ -41,8 +41,9 @@ pub struct ExternalToolDef {
     pub name: String,
     #[serde(default)]
     pub description: String,
+    /// Shared: offered again on every model call.
     #[serde(default)]
-    pub parameters: Option<Value>,
+    pub parameters: Option<std::sync::Arc<Value>>,
     #[serde(default)]
     pub overrides_built_in_tool: bool,
     #[serde(default)]
@@ -200,6 +201,26 @@ pub struct TransformParams {
 pub struct TransformResult {
     #[serde(default)]
     pub sections: std::collections::BTreeMap<String, SectionText>,
+}
+
+/// `session.lifecycle` (server→client notification, to every connection): a session was
+/// created or deleted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LifecycleNotification {
+    /// `session.created` or `session.deleted`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<LifecycleMetadata>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LifecycleMetadata {
+    pub start_time: String,
+    pub modified_time: String,
 }
 
 impl SessionScoped for SessionIdParams {

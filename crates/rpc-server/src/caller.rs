@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use loop_engine::{ClientRequester, EventSubscriber, LifecycleSubscriber};
 use protocol::event::Event;
 use protocol::jsonrpc::{self, Id, RpcError};
+use protocol::methods::LifecycleNotification;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -118,7 +119,7 @@ impl LifecycleSubscriber for Subscriber {
         self.0.id
     }
 
-    fn notify(&self, params: &Value) -> bool {
+    fn notify(&self, params: &LifecycleNotification) -> bool {
         match serde_json::to_vec(params) {
             Ok(params) => self.0.out.event(jsonrpc::notification_frame("session.lifecycle", &params)),
             Err(_) => true,

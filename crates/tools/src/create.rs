@@ -3,7 +3,7 @@
 use std::io::{ErrorKind, Write as _};
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::args::required_str;
 use crate::diff::unified_diff;
@@ -24,15 +24,8 @@ impl Tool for CreateTool {
          paths."
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string"},
-                "file_text": {"type": "string"}
-            },
-            "required": ["path", "file_text"]
-        })
+    fn parameters(&self) -> std::sync::Arc<Value> {
+        crate::schema::parameters!("create")
     }
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
@@ -113,6 +106,7 @@ mod tests {
 
     use super::*;
     use crate::{PermissionDecision, PermissionGate};
+    use serde_json::json;
 
     #[tokio::test]
     async fn creates_file() {

@@ -3,7 +3,7 @@
 use std::io::ErrorKind;
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::args::{optional_str, required_str};
 use crate::diff::unified_diff;
@@ -29,16 +29,8 @@ impl Tool for EditTool {
          Prefer absolute paths."
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string"},
-                "old_str": {"type": "string"},
-                "new_str": {"type": "string"}
-            },
-            "required": ["path"]
-        })
+    fn parameters(&self) -> std::sync::Arc<Value> {
+        crate::schema::parameters!("edit")
     }
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
@@ -161,6 +153,7 @@ mod tests {
 
     use super::*;
     use crate::{PermissionDecision, PermissionGate};
+    use serde_json::json;
 
     fn setup(content: &str) -> (tempfile::TempDir, ToolContext, String) {
         let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,7 @@
 //! `glob`: lists files whose path matches a glob pattern, honouring ignore rules.
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{paths, required_str};
@@ -25,15 +25,8 @@ impl Tool for GlobTool {
          per line, relative to the searched directory."
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string"},
-                "paths": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
-            },
-            "required": ["pattern"]
-        })
+    fn parameters(&self) -> std::sync::Arc<Value> {
+        crate::schema::parameters!("glob")
     }
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
@@ -126,6 +119,7 @@ fn find(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn tree() -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().unwrap();

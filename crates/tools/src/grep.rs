@@ -5,7 +5,7 @@ use std::io;
 use async_trait::async_trait;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{optional_bool, optional_count, optional_str, paths, required_str, ArgError};
@@ -53,25 +53,8 @@ impl Tool for GrepTool {
          head_limit keeps only the first N result lines."
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string"},
-                "paths": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
-                "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"]},
-                "glob": {"type": "string"},
-                "type": {"type": "string"},
-                "-i": {"type": "boolean"},
-                "-A": {"type": "number"},
-                "-B": {"type": "number"},
-                "-C": {"type": "number"},
-                "-n": {"type": "boolean"},
-                "head_limit": {"type": "number"},
-                "multiline": {"type": "boolean"}
-            },
-            "required": ["pattern"]
-        })
+    fn parameters(&self) -> std::sync::Arc<Value> {
+        crate::schema::parameters!("grep")
     }
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
@@ -304,6 +287,7 @@ mod tests {
 
     use super::*;
     use crate::{PermissionDecision, PermissionGate};
+    use serde_json::json;
 
     fn tree() -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().unwrap();

@@ -16,6 +16,7 @@ pub mod grep;
 pub mod large_output;
 pub mod output;
 pub mod registry;
+mod schema;
 pub mod view;
 mod walk;
 
@@ -32,8 +33,8 @@ use serde_json::Value;
 pub trait Tool: Send + Sync {
     fn name(&self) -> &str;
     fn description(&self) -> &str;
-    /// JSON Schema of the arguments, as offered to the model.
-    fn parameters(&self) -> Value;
+    /// JSON Schema of the arguments, as offered to the model (shared: made once).
+    fn parameters(&self) -> std::sync::Arc<Value>;
     /// Runs the tool. Never panics on bad arguments: returns a failed [`ToolOutput`].
     async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput;
 }

@@ -91,7 +91,7 @@ mod tests {
                 .iter()
                 .find(|t| t["name"] == tool.name())
                 .unwrap_or_else(|| panic!("{} not in reference", tool.name()));
-            assert_eq!(tool.parameters(), expected["parameters"], "{}", tool.name());
+            assert_eq!(*tool.parameters(), expected["parameters"], "{}", tool.name());
             assert!(!tool.description().is_empty());
         }
     }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use async_trait::async_trait;
 use base64::Engine as _;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::args::{optional_bool, required_str, ArgError};
 use crate::{PermissionRequest, Tool, ToolContext, ToolOutput};
@@ -45,16 +45,8 @@ impl Tool for ViewTool {
          taken from the working directory."
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string"},
-                "view_range": {"type": "array", "items": {"type": "integer"}},
-                "forceReadLargeFiles": {"type": "boolean"}
-            },
-            "required": ["path"]
-        })
+    fn parameters(&self) -> std::sync::Arc<Value> {
+        crate::schema::parameters!("view")
     }
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
@@ -237,6 +229,7 @@ mod tests {
 
     use super::*;
     use crate::{PermissionDecision, PermissionGate};
+    use serde_json::json;
 
     async fn view(ctx: &ToolContext, args: Value) -> ToolOutput {
         ViewTool.run(args, ctx).await

@@ -36,7 +36,8 @@ pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Vec<u8> {
     // Some endpoints reject an empty `tools` array, so the key is left out instead.
     if !req.tools.is_empty() {
         out.extend_from_slice(b",\"tools\":");
-        write_json(&mut out, &Value::Array(req.tools.iter().map(wire_tool).collect()));
+        let tools: Vec<WireTool<'_>> = req.tools.iter().map(wire_tool).collect();
+        write_json(&mut out, &tools);
     }
     if req.stream {
         out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
@@ -55,15 +56,27 @@ fn encode_message(m: &Message) -> String {
     wire_message(m).to_string()
 }
 
-fn wire_tool(tool: &ToolSpec) -> Value {
-    json!({
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.parameters,
-        }
-    })
+/// `{"type":"function","function":{name, description, parameters}}`, serialized straight
+/// from the spec (its schema is shared, not copied).
+#[derive(serde::Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+fn wire_tool(tool: &ToolSpec) -> WireTool<'_> {
+    WireTool {
+        kind: "function",
+        function: WireFunction { name: &tool.name, description: &tool.description, parameters: &tool.parameters },
+    }
 }
 
 /// One message in OpenAI shape. The internal `ToolCall` is flat; the wire nests it under
@@ -178,7 +191,11 @@ mod tests {
             ["model", "messages", "temperature", "top_p", "frequency_penalty", "presence_penalty", "snippy"]
         );
 
-        let tool = ToolSpec { name: "bash".into(), description: "run".into(), parameters: json!({"type": "object"}) };
+        let tool = ToolSpec {
+            name: "bash".into(),
+            description: "run".into(),
+            parameters: std::sync::Arc::new(json!({"type": "object"})),
+        };
         let streamed = body_value(&request(true, vec![tool]), BodyFlavor::OpenAi);
         assert!(streamed.get("snippy").is_none());
         assert_eq!(streamed["stream"], json!(true));

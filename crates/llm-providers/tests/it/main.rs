@@ -494,7 +494,7 @@ async fn request_headers_and_body_shape() {
     req.tools = vec![ToolSpec {
         name: "view".into(),
         description: "View a file".into(),
-        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        parameters: std::sync::Arc::new(json!({"type": "object", "properties": {"path": {"type": "string"}}})),
     }];
     chat(&fake, req).await.0.expect("agent call");
     chat(&fake, request(true)).await.0.expect("user call");

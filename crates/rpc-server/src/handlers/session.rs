@@ -172,7 +172,7 @@ pub async fn set_tools(ctx: &Ctx, p: t::SessionToolsSetParams) -> Result<t::Tool
         .map(|d| ExternalToolDef {
             name: d.name,
             description: d.description,
-            parameters: d.parameters.map(serde_json::Value::Object),
+            parameters: d.parameters.map(|p| std::sync::Arc::new(serde_json::Value::Object(p))),
             overrides_built_in_tool: d.overrides_built_in_tool.unwrap_or(false),
             skip_permission: d.skip_permission.unwrap_or(false),
         })

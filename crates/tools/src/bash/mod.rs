@@ -8,7 +8,7 @@ mod shell;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub use shell::{ShellInfo, ShellManager};
 
@@ -190,19 +190,8 @@ impl Tool for BashTool {
          the command does."
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string"},
-                "description": {"type": "string"},
-                "shellId": {"type": "string"},
-                "mode": {"type": "string", "enum": ["sync", "async"]},
-                "detach": {"type": "boolean"},
-                "initial_wait": {"type": "number"}
-            },
-            "required": ["command", "description"]
-        })
+    fn parameters(&self) -> std::sync::Arc<Value> {
+        crate::schema::parameters!("bash")
     }
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
@@ -308,15 +297,8 @@ impl Tool for ReadBashTool {
          the command has finished."
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "shellId": {"type": "string"},
-                "delay": {"type": "number"}
-            },
-            "required": ["shellId", "delay"]
-        })
+    fn parameters(&self) -> std::sync::Arc<Value> {
+        crate::schema::parameters!("read_bash")
     }
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
@@ -360,12 +342,8 @@ impl Tool for StopBashTool {
          it started."
     }
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {"shellId": {"type": "string"}},
-            "required": ["shellId"]
-        })
+    fn parameters(&self) -> std::sync::Arc<Value> {
+        crate::schema::parameters!("stop_bash")
     }
 
     async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput {
@@ -403,8 +381,8 @@ impl Tool for ListBashTool {
          not been read yet, with their shellId, status and command."
     }
 
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {}, "required": []})
+    fn parameters(&self) -> std::sync::Arc<Value> {
+        crate::schema::parameters!("list_bash")
     }
 
     async fn run(&self, _args: Value, ctx: &ToolContext) -> ToolOutput {
