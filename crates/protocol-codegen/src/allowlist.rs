@@ -18,6 +18,17 @@ pub struct Allowlist {
     pub types: NameList,
     #[serde(default)]
     pub events: EventList,
+    #[serde(default)]
+    pub relax: Relax,
+}
+
+/// Departures from the schemas the SDKs need, each with its reason in the allowlist.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Relax {
+    /// `Type.field`s the schemas require but the SDKs omit: generated as optional.
+    #[serde(default)]
+    pub optional: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -109,6 +109,9 @@ struct Mapper<'s> {
     fallbacks: Vec<ValueUse>,
     opaque: Vec<ValueUse>,
     notes: Vec<String>,
+    /// `Type.field`s generated optional though the schemas require them, and those met.
+    relaxed: BTreeSet<String>,
+    relaxed_used: BTreeSet<String>,
 }
 
 pub fn build(schemas: &Schemas, allow: &Allowlist) -> Result<Model> {
@@ -125,6 +128,8 @@ pub fn build(schemas: &Schemas, allow: &Allowlist) -> Result<Model> {
         fallbacks: Vec::new(),
         opaque: Vec::new(),
         notes: Vec::new(),
+        relaxed: allow.relax.optional.iter().cloned().collect(),
+        relaxed_used: BTreeSet::new(),
     };
 
     let mut methods = Vec::new();
@@ -187,6 +192,10 @@ pub fn build(schemas: &Schemas, allow: &Allowlist) -> Result<Model> {
 
     while let Some(name) = m.queue.pop_front() {
         m.map_def(&name)?;
+    }
+
+    if let Some(stale) = m.relaxed.difference(&m.relaxed_used).next() {
+        bail!("allowlist [relax] names `{stale}`, which is not a required field of a generated struct");
     }
 
     // Sorted, so the lists in types.rs only change where the model does.
@@ -495,7 +504,12 @@ impl<'s> Mapper<'s> {
                 continue;
             }
             let mapped = self.map(ps, &Site::field(name, prop))?;
-            let presence = match (required.contains(prop.as_str()), mapped.nullable) {
+            let key = format!("{name}.{prop}");
+            let relaxed = self.relaxed.contains(&key) && required.contains(prop.as_str());
+            if relaxed {
+                self.relaxed_used.insert(key);
+            }
+            let presence = match (required.contains(prop.as_str()) && !relaxed, mapped.nullable) {
                 (true, false) => Presence::Required,
                 (true, true) => Presence::RequiredNullable,
                 (false, _) => Presence::Optional,

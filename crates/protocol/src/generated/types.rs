@@ -1192,8 +1192,8 @@ pub struct AttachmentDirectory {
     /// Absolute directory path
     pub path: String,
     /// User-facing display name for the attachment
-    #[serde(rename = "displayName")]
-    pub display_name: String,
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
     /// Frozen rendered line this attachment contributed to the \<tagged_files\> prompt block (e.g.
     /// "* /path (12 items)"). Captured at send time so resumed history reproduces the exact text
     /// the model saw, independent of later filesystem changes.
@@ -1232,8 +1232,8 @@ pub struct AttachmentFile {
     /// Absolute file path
     pub path: String,
     /// User-facing display name for the attachment
-    #[serde(rename = "displayName")]
-    pub display_name: String,
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
     /// Optional line range to scope the attachment to a specific section of the file
     #[serde(rename = "lineRange", default, skip_serializing_if = "Option::is_none")]
     pub line_range: Option<AttachmentFileLineRange>,
