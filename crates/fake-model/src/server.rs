@@ -269,8 +269,16 @@ type Call = (String, String, String);
 /// What one model request is answered with, after ids and placeholders are resolved.
 #[derive(Debug, Clone)]
 enum Answer {
-    Message { content: Option<String>, tool_calls: Vec<Call> },
-    Error { status: u16, retry_after: Option<u64>, message: String, code: String },
+    Message {
+        content: Option<String>,
+        tool_calls: Vec<Call>,
+    },
+    Error {
+        status: u16,
+        retry_after: Option<u64>,
+        message: String,
+        code: String,
+    },
     Drop(String),
     Hang,
     Delay(u64, Box<Answer>),

@@ -360,9 +360,6 @@ impl Engine {
         let log = EventLog::open(self.deps.layout.events_path(&id))?;
         let start_time = restored.start_time.clone().unwrap_or_else(now);
         let emitter = Emitter::new(id.clone(), Some(log), restored.last_event_id.clone(), loaded.events.len());
-        if let Some(sub) = subscriber {
-            emitter.subscribe(sub);
-        }
         if self.deps.index.get(&id).await?.is_none() {
             self.deps.index.upsert(&index_row(&id, &settings, &start_time)).await?;
             if let Some(title) = &restored.title {
@@ -382,7 +379,7 @@ impl Engine {
         let existing = {
             let mut sessions = lock(&self.sessions);
             match sessions.get(&id) {
-                // Two resumes of one cold session raced: keep the first.
+                // A resume or create of the same id raced this one: keep the first.
                 Some(first) => Some(first.clone()),
                 None => {
                     sessions.insert(id.clone(), handle.clone());
@@ -391,9 +388,13 @@ impl Engine {
             }
         };
         if let Some(first) = existing {
+            // Another connection loaded (or created) it meanwhile: join that one.
             handle.shutdown();
-            first.resume(params.clone(), None).await?;
+            first.resume(params.clone(), subscriber).await?;
             return Ok(first);
+        }
+        if let Some(sub) = subscriber {
+            handle.subscribe(sub);
         }
         if !params.disable_resume.unwrap_or(false) {
             handle.emitter().emit(resume_event);

@@ -5,6 +5,12 @@ use bytes::{Buf, Bytes, BytesMut};
 /// Default limit on one body. A larger declared length is refused (its body skipped unread).
 pub const MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
 
+/// The largest refused body the decoder skips as it arrives. A longer declared length is not
+/// a body anyone is sending (`Content-Length: 1000000000000000`): waiting for it would swallow
+/// every later frame, so only its header is dropped and decoding resynchronises at the next
+/// header.
+pub const MAX_SKIP_BYTES: u64 = 1 << 32;
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {
     #[error("malformed frame header: {0}")]
@@ -108,6 +114,9 @@ impl FrameDecoder {
         }
         if let Some(declared) = length.filter(|l| *l > self.limit) {
             self.buf.advance(header_end + 4);
+            if declared as u64 > MAX_SKIP_BYTES {
+                return Err(FrameError::TooLarge { declared, limit: self.limit });
+            }
             let n = declared.min(self.buf.len());
             self.buf.advance(n);
             self.skip = declared - n;
@@ -126,9 +135,20 @@ impl FrameDecoder {
             return Ok(None);
         }
         self.buf.advance(header_end + 4);
-        Ok(Some(self.buf.split_to(len).freeze()))
+        let body = self.buf.split_to(len).freeze();
+        if len >= RELEASE_AFTER {
+            // The rest of the buffer still shares the body's allocation and would reclaim all
+            // of it on the next read: a connection would keep its largest frame's memory for
+            // good. The remainder (what was read past this frame) moves to a buffer of its own,
+            // so the allocation goes when the body does.
+            self.buf = BytesMut::from(&self.buf[..]);
+        }
+        Ok(Some(body))
     }
 }
+
+/// Bodies from this size on do not leave their allocation to the decoder's buffer.
+const RELEASE_AFTER: usize = 1024 * 1024;
 
 const HEADER_NAME: &[u8] = b"content-length";
 
@@ -256,11 +276,36 @@ mod tests {
         dec.push(b"Content-Length: 99999999999999\r\n\r\n{}");
         assert!(matches!(dec.next_frame(), Err(FrameError::TooLarge { .. })));
         assert!(dec.buf.capacity() < 1 << 20);
+        // Nobody sends that many bytes: the next frame is not swallowed as its body.
+        let mut dec = FrameDecoder::default();
+        dec.push(b"Content-Length: 1000000000000000\r\n\r\n");
+        dec.push(&encode(b"{}"));
+        assert!(matches!(dec.next_frame(), Err(FrameError::TooLarge { declared: 1_000_000_000_000_000, .. })));
+        assert_eq!(dec.next_frame().unwrap().unwrap().as_ref(), b"{}");
+        assert!(dec.buf.capacity() < 1 << 20);
         let mut dec = FrameDecoder::default();
         dec.push(b"Content-Length: -5\r\n\r\n");
         dec.push(&encode(b"{}"));
         assert!(matches!(dec.next_frame(), Err(FrameError::BadHeader(_))));
         assert_eq!(dec.next_frame().unwrap().unwrap().as_ref(), b"{}");
+    }
+
+    #[test]
+    fn a_large_body_does_not_leave_its_allocation_behind() {
+        let mut dec = FrameDecoder::default();
+        let big = vec![b'x'; 4 * RELEASE_AFTER];
+        let mut stream = encode(&big);
+        stream.extend(encode(b"{}"));
+        for chunk in stream.chunks(64 * 1024) {
+            dec.push(chunk);
+        }
+        let body = dec.next_frame().unwrap().unwrap();
+        assert_eq!(body.len(), big.len());
+        drop(body);
+        assert!(dec.buf.capacity() < RELEASE_AFTER, "decoder kept {} bytes", dec.buf.capacity());
+        assert_eq!(dec.next_frame().unwrap().unwrap().as_ref(), b"{}");
+        dec.push(&encode(b"{}"));
+        assert!(dec.buf.capacity() < RELEASE_AFTER, "decoder reclaimed {} bytes", dec.buf.capacity());
     }
 
     #[test]

@@ -91,18 +91,29 @@ pub struct Params<'a>(Option<&'a RawValue>);
 
 impl<'a> Params<'a> {
     /// The JSON text of the params object. Absent and `null` params are the empty object (every
-    /// method whose params are all optional accepts them); arrays and scalars are refused, since
-    /// every method takes named params.
+    /// method whose params are all optional accepts them), and so are `[]` and `[null]`: what
+    /// vscode-jsonrpc sends for a call without arguments. Other arrays and scalars are refused,
+    /// since every method takes named params.
     pub fn object_text(&self) -> Result<&'a str, &'static str> {
         let Some(raw) = self.0 else { return Ok("{}") };
         let text = raw.get();
         match text.as_bytes().first() {
             Some(b'{') => Ok(text),
             Some(b'n') => Ok("{}"),
+            Some(b'[') if no_arguments(text) => Ok("{}"),
             Some(b'[') => Err("params must be an object, not an array"),
             _ => Err("params must be an object"),
         }
     }
+}
+
+/// `[]` or `[null]`, whitespace aside.
+fn no_arguments(text: &str) -> bool {
+    if text.len() > 32 {
+        return false;
+    }
+    let inner: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    inner == "[]" || inner == "[null]"
 }
 
 #[derive(Deserialize)]
@@ -134,19 +145,25 @@ fn invalid(id: Option<Id>, message: &str) -> DecodeError {
 pub fn decode(body: &[u8]) -> Result<Incoming<'_>, DecodeError> {
     let parse_error =
         |e: serde_json::Error| DecodeError { id: None, error: RpcError::new(PARSE_ERROR, format!("Parse error: {e}")) };
+    // JSON is UTF-8. Checked for the whole body up front: serde_json only validates the
+    // strings it decodes, so invalid bytes inside an ignored field would otherwise pass.
+    let body = std::str::from_utf8(body).map_err(|e| DecodeError {
+        id: None,
+        error: RpcError::new(PARSE_ERROR, format!("Parse error: invalid UTF-8 ({e})")),
+    })?;
     // Serde would also read a struct from an array; JSON-RPC messages are objects only.
-    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+    match body.bytes().find(|b| !b.is_ascii_whitespace()) {
         Some(b'{') => {}
         Some(b'[') => {
-            serde_json::from_slice::<serde::de::IgnoredAny>(body).map_err(parse_error)?;
+            serde_json::from_str::<serde::de::IgnoredAny>(body).map_err(parse_error)?;
             return Err(invalid(None, "batches are not supported"));
         }
         _ => {
-            serde_json::from_slice::<serde::de::IgnoredAny>(body).map_err(parse_error)?;
+            serde_json::from_str::<serde::de::IgnoredAny>(body).map_err(parse_error)?;
             return Err(invalid(None, "expected a JSON object"));
         }
     }
-    let env: Envelope<'_> = serde_json::from_slice(body).map_err(parse_error)?;
+    let env: Envelope<'_> = serde_json::from_str(body).map_err(parse_error)?;
     let id = match env.id {
         None => None,
         Some(raw) if raw.get() == "null" => None,
@@ -250,6 +267,18 @@ mod tests {
     }
 
     #[test]
+    fn invalid_utf8_anywhere_is_a_parse_error() {
+        for body in [
+            &b"{\"id\":1,\"method\":\"ping\",\"extra\":\"\xed\xa0\x80\"}"[..],
+            b"{\"id\":1,\"method\":\"ping\",\"params\":{\"message\":\"\xff\"}}",
+            b"\xff",
+        ] {
+            let e = decode(body).unwrap_err();
+            assert_eq!((e.id, e.error.code), (None, PARSE_ERROR), "{:?}", e.error);
+        }
+    }
+
+    #[test]
     fn deep_nesting_is_refused_where_it_is_parsed_not_a_crash() {
         let nested = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
         // The envelope keeps params raw, so only the method's own parse meets the nesting,
@@ -275,6 +304,11 @@ mod tests {
             panic!()
         };
         assert!(params.object_text().is_err());
+        for empty in ["[]", "[ null ]"] {
+            let body = format!(r#"{{"id":1,"method":"ping","params":{empty}}}"#);
+            let Ok(Incoming::Request { params, .. }) = decode(body.as_bytes()) else { panic!() };
+            assert_eq!(params.object_text(), Ok("{}"), "{empty}: a call without arguments");
+        }
         let Ok(Incoming::Request { params, .. }) = decode(br#"{"id":1,"method":"ping","params":"x"}"#) else {
             panic!()
         };

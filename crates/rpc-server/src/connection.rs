@@ -48,6 +48,12 @@ where
     let mut decoder = FrameDecoder::new(limits.max_frame_bytes);
     let mut buf = vec![0u8; 64 * 1024];
     loop {
+        // A client that does not read its answers is not read from either until they drain
+        // (its writes block), so unanswered responses cannot pile up without bound.
+        tokio::select! {
+            _ = out.backlog_within(limits.max_queued_event_bytes) => {}
+            _ = server.shutdown.cancelled() => break,
+        }
         let n = tokio::select! {
             r = reader.read(&mut buf) => match r {
                 Ok(0) | Err(_) => break,

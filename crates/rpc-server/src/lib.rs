@@ -39,7 +39,8 @@ pub struct AuthInfo {
 pub struct Limits {
     /// Largest frame body accepted; a larger one is skipped unread and answered `-32700`.
     pub max_frame_bytes: usize,
-    /// Events waiting for a client that does not read them; past it the connection is closed.
+    /// Bytes waiting for a client that does not read them. An event that would go past it
+    /// closes the connection; while more than this waits, no further requests are read.
     pub max_queued_event_bytes: usize,
     /// Requests queued for one session on one connection; past it: `-32005`, retry later.
     pub lane_capacity: usize,

@@ -2,10 +2,12 @@
 //! events waiting in it.
 //!
 //! The policy for a client that reads slower than its sessions produce events: once more
-//! than `max_queued_event_bytes` of frames wait for it, the connection is closed with a
-//! logged reason. Its sessions go on (another client, or the same one reconnecting, can
+//! than `max_queued_event_bytes` of frames wait for it, the next event closes the connection
+//! with a logged reason. Its sessions go on (another client, or the same one reconnecting, can
 //! resume them). Responses are never refused: there is one per request, and requests in
-//! flight are bounded by the lanes and the parallel-request limit.
+//! flight are bounded by the lanes and the parallel-request limit. A client that sends
+//! requests but does not read the answers is slowed down instead: the reader stops taking
+//! requests while more than that many bytes wait ([`Outbound::backlog_within`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -26,6 +28,8 @@ struct Inner {
     /// Cancelled when the connection must end (peer gone, or too far behind).
     closed: CancellationToken,
     conn_id: u64,
+    /// Signalled whenever the writer has written a batch (the backlog shrank).
+    written: tokio::sync::Notify,
 }
 
 impl Outbound {
@@ -41,7 +45,14 @@ impl Outbound {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let (tx, rx) = mpsc::unbounded_channel();
-        let inner = Arc::new(Inner { tx, queued: AtomicUsize::new(0), max_queued_event_bytes, closed, conn_id });
+        let inner = Arc::new(Inner {
+            tx,
+            queued: AtomicUsize::new(0),
+            max_queued_event_bytes,
+            closed,
+            conn_id,
+            written: tokio::sync::Notify::new(),
+        });
         let task = tokio::spawn(write_loop(Arc::downgrade(&inner), inner.closed.clone(), rx, writer));
         (Self { inner }, task)
     }
@@ -55,7 +66,9 @@ impl Outbound {
     /// is closed instead, and `false` tells the session to drop this subscriber.
     pub fn event(&self, frame: Vec<u8>) -> bool {
         let queued = self.inner.queued.load(Ordering::Acquire);
-        if queued > 0 && queued + frame.len() > self.inner.max_queued_event_bytes {
+        // Judged on what already waits: one event larger than the limit still goes to a client
+        // that keeps up, so the bound is the limit plus one event.
+        if queued > self.inner.max_queued_event_bytes {
             if !self.inner.closed.is_cancelled() {
                 tracing::warn!(
                     connection = self.inner.conn_id,
@@ -76,6 +89,21 @@ impl Outbound {
         }
         self.inner.queued.fetch_add(frame.len(), Ordering::AcqRel);
         self.inner.tx.send(frame).is_ok()
+    }
+
+    /// Returns once at most `limit` bytes wait to be written (or the connection is closing).
+    pub async fn backlog_within(&self, limit: usize) {
+        loop {
+            // Registered before the check, so a write finishing in between is not missed.
+            let written = self.inner.written.notified();
+            if self.inner.queued.load(Ordering::Acquire) <= limit || self.inner.closed.is_cancelled() {
+                return;
+            }
+            tokio::select! {
+                _ = written => {}
+                _ = self.inner.closed.cancelled() => return,
+            }
+        }
     }
 
     #[cfg(test)]
@@ -121,6 +149,7 @@ async fn write_loop<W>(
         };
         if let Some(inner) = inner.upgrade() {
             inner.queued.fetch_sub(batch.len(), Ordering::AcqRel);
+            inner.written.notify_waiters();
         }
         if !written {
             break;

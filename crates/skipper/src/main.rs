@@ -33,7 +33,18 @@ struct LimitDefaults {
 
 impl LimitDefaults {
     fn with_env(&self, env: &HashMap<String, String>) -> rpc_server::Limits {
-        let var = |name: &str, default: usize| env.get(name).and_then(|v| v.parse().ok()).unwrap_or(default);
+        // A value that is not a positive byte count is refused loudly: `0` would refuse every
+        // frame (or every event), and a typo would otherwise pass unnoticed.
+        let var = |name: &str, default: usize| match env.get(name) {
+            None => default,
+            Some(v) => match v.trim().parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    tracing::warn!(variable = name, value = %v, default, "not a positive number of bytes; using the default");
+                    default
+                }
+            },
+        };
         rpc_server::Limits {
             max_frame_bytes: var("SKIPPER_MAX_FRAME_BYTES", self.max_frame_bytes),
             max_queued_event_bytes: var("SKIPPER_MAX_QUEUED_EVENT_BYTES", self.max_queued_event_bytes),
@@ -194,6 +205,17 @@ fn spawn_signal_handler(server: Arc<Server>) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn limits_from_the_environment() {
+        let d = super::defaults().expect("defaults").limits;
+        let env = |v: &str| [("SKIPPER_MAX_FRAME_BYTES".to_string(), v.to_string())].into_iter().collect();
+        assert_eq!(d.with_env(&env("1048576")).max_frame_bytes, 1048576);
+        assert_eq!(d.with_env(&env(" 4096 ")).max_frame_bytes, 4096);
+        for bad in ["0", "-1", "1MB", "", "99999999999999999999999"] {
+            assert_eq!(d.with_env(&env(bad)).max_frame_bytes, d.max_frame_bytes, "{bad:?}");
+        }
+    }
+
     #[test]
     fn compiled_in_defaults_parse() {
         let d = super::defaults();

@@ -482,6 +482,21 @@ impl RpcClient {
         self.lock().responses.clone()
     }
 
+    /// Server-initiated messages from the `start`-th on (clones only those).
+    pub fn inbound_from(&self, start: usize) -> Vec<Value> {
+        self.lock().inbound.get(start..).map(<[Value]>::to_vec).unwrap_or_default()
+    }
+
+    /// How many responses arrived so far (cheap: no clone).
+    pub fn response_count(&self) -> usize {
+        self.lock().responses.len()
+    }
+
+    /// Responses from the `start`-th on (clones only those).
+    pub fn responses_from(&self, start: usize) -> Vec<Value> {
+        self.lock().responses.get(start..).map(<[Value]>::to_vec).unwrap_or_default()
+    }
+
     pub fn raw_bytes(&self) -> Vec<u8> {
         self.lock().raw.clone()
     }

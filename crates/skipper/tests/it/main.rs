@@ -7,6 +7,7 @@
 
 mod conversation;
 mod harness;
+mod hostile;
 mod persistence;
 mod protocol;
 mod runner;
