@@ -88,7 +88,9 @@ fn resolve(cwd: &Path, p: &str) -> std::path::PathBuf {
 
 fn file_line(path: &Path, range: Option<&AttachmentFileLineRange>) -> String {
     let total = std::fs::read_to_string(path).map(|s| s.lines().count().max(1)).unwrap_or(0);
-    let (start, end) = range.map_or((1, total as u64), |r| (r.start, r.end));
+    // Without a range the original gives the file's length only (the recordings show both).
+    let Some(r) = range else { return format!("* {} ({total} lines)", path.display()) };
+    let (start, end) = (r.start, r.end);
     if start == end {
         format!("* {} (line {start} of {total} lines)", path.display())
     } else {
@@ -120,15 +122,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("attached-file.txt");
         std::fs::write(&f, "hello\n").unwrap();
-        let r = render(
-            "Read it.",
-            &[typed(json!({"type":"file","path": f, "displayName":"attached-file.txt"}))],
-            dir.path(),
-        );
+        let with_range = json!({"type":"file","path": f, "displayName":"attached-file.txt",
+                                 "lineRange": {"start": 1, "end": 1}});
+        let r = render("Read it.", &[typed(with_range)], dir.path());
         assert_eq!(
             r.text,
             format!("Read it.\n\n\n\n<tagged_files>\n* {} (line 1 of 1 lines)\n</tagged_files>", f.display())
         );
+        // No range, no display name (the Node SDK sends neither): the file's length only.
+        let r = render("Read it.", &[typed(json!({"type":"file","path": f}))], dir.path());
+        assert_eq!(r.text, format!("Read it.\n\n\n\n<tagged_files>\n* {} (1 lines)\n</tagged_files>", f.display()));
     }
 
     #[test]

@@ -60,6 +60,19 @@ test("file attachment (with lineRange) rendered as <tagged_files>, kept on user.
     assert.ok(text.includes("<tagged_files>"), "the attachment is rendered into the user message");
 });
 
+test("file attachment without lineRange or displayName: the file's length only", T, async (t) => {
+    const { user, ctx } = await sendWith(t, {
+        snapshot: "session_config/should_accept_message_attachments.yaml",
+        prepare: (dir) => writeFile(join(dir, "attached.txt"), "This file is attached"),
+        prompt: "Summarize the attached file",
+        attachments: (dir) => [{ type: "file", path: join(dir, "attached.txt") }],
+    });
+    assert.equal(user.data.attachments?.[0]?.displayName, undefined, "no display name was sent, none is made up");
+    const reqs = await ctx.fake.requests();
+    const text = JSON.stringify(reqs[0].body.messages.find((m) => m.role === "user").content);
+    assert.ok(text.includes("attached.txt (1 lines)"), text);
+});
+
 test("directory attachment rendered with its item count, kept on user.message", T, async (t) => {
     let dirPath;
     const { answer, user } = await sendWith(t, {
