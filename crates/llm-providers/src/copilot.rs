@@ -3,20 +3,20 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
-use reqwest::{Response, StatusCode};
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, USER_AGENT};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
-use crate::openai_chat::{error_message, parse_completion, request_body, BodyFlavor, StreamAssembler, StreamStep};
-use crate::retry::{self, parse_retry_after, AttemptError, RetryPolicy};
-use crate::sse::SseParser;
+use crate::http::{ensure_success, insert};
+use crate::openai_chat::{chat_attempt, request_body, BodyFlavor};
+use crate::retry::{self, RetryPolicy};
+use crate::transport::{HttpRequest, HttpTransport, ReqwestTransport};
 use crate::types::{ChatRequest, ChatResponse, Initiator, ModelEvent, ModelInfo, ProviderError};
 use crate::ModelClient;
 
@@ -97,7 +97,7 @@ fn trim_base(url: &str) -> String {
 
 pub struct CopilotClient {
     config: CopilotConfig,
-    http: reqwest::Client,
+    http: Arc<dyn HttpTransport>,
     /// Base discovered from the account; resolved once, and only when `api_url` is unset. A
     /// failed lookup leaves it empty so the next call tries again.
     discovered_base: OnceCell<String>,
@@ -105,16 +105,17 @@ pub struct CopilotClient {
 
 impl CopilotClient {
     pub fn new(config: CopilotConfig) -> Result<Self, ProviderError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| ProviderError::Network(format!("cannot initialise HTTP client: {}", error_chain(&e))))?;
-        Ok(Self::with_http_client(config, http))
+        Ok(Self::with_http_client(config, ReqwestTransport::default_client()?))
     }
 
     /// With a caller-built HTTP client (custom proxy, CA roots, or none of the environment's
     /// proxy settings in tests).
     pub fn with_http_client(config: CopilotConfig, http: reqwest::Client) -> Self {
+        Self::with_transport(config, Arc::new(ReqwestTransport::new(http)))
+    }
+
+    /// With requests sent some other way (through the SDK client, for one).
+    pub fn with_transport(config: CopilotConfig, http: Arc<dyn HttpTransport>) -> Self {
         Self { config, http, discovered_base: OnceCell::new() }
     }
 
@@ -135,9 +136,9 @@ impl CopilotClient {
         let headers = self.common_headers()?;
         let (url, headers) = (&url, &headers);
         let base = retry::run(&self.config.retry, None, cancel, move |_| async move {
-            let resp = self.http.get(url).headers(headers.clone()).send().await.map_err(network_error)?;
+            let resp = self.http.send(HttpRequest::get(url.as_str(), headers.clone())).await?;
             let resp = ensure_success(resp, "Copilot account lookup").await?;
-            let body = resp.bytes().await.map_err(network_error)?;
+            let body = resp.bytes().await?;
             let user: Value = serde_json::from_slice(&body)
                 .map_err(|e| ProviderError::Protocol(format!("malformed /copilot_internal/user response: {e}")))?;
             user.pointer("/endpoints/api").and_then(Value::as_str).filter(|s| !s.is_empty()).map(trim_base).ok_or_else(
@@ -190,40 +191,6 @@ impl CopilotClient {
         }
         Ok(headers)
     }
-
-    async fn chat_attempt(
-        &self,
-        url: &str,
-        headers: HeaderMap,
-        body: Bytes,
-        stream: bool,
-        events: &UnboundedSender<ModelEvent>,
-    ) -> Result<ChatResponse, AttemptError> {
-        let started = Instant::now();
-        let resp = self.http.post(url).headers(headers).body(body).send().await.map_err(network_error)?;
-        let provider_call_id = header_str(&resp, "x-github-request-id");
-        let resp = ensure_success(resp, "Model request").await?;
-        let content_type = header_str(&resp, CONTENT_TYPE.as_str()).unwrap_or_default();
-        // Trust what the server sent over what was asked for: some endpoints ignore `stream`.
-        let is_sse = content_type.contains("event-stream") || (stream && !content_type.contains("json"));
-        let mut response = if is_sse {
-            read_stream(resp, events).await?
-        } else {
-            let body = resp.bytes().await.map_err(|e| {
-                ProviderError::Truncated(format!("reading the response body failed: {}", error_chain(&e)))
-            })?;
-            parse_completion(&body)?
-        };
-        response.provider_call_id = provider_call_id;
-        response.duration_ms = started.elapsed().as_millis() as u64;
-        tracing::debug!(
-            duration_ms = response.duration_ms,
-            request_id = response.provider_call_id.as_deref().unwrap_or(""),
-            replies = response.replies.len(),
-            "model call complete"
-        );
-        Ok(response)
-    }
 }
 
 #[async_trait]
@@ -235,9 +202,9 @@ impl ModelClient for CopilotClient {
         let headers = self.common_headers()?;
         let (url, headers) = (&url, &headers);
         retry::run(&self.config.retry, None, &cancel, move |_| async move {
-            let resp = self.http.get(url).headers(headers.clone()).send().await.map_err(network_error)?;
+            let resp = self.http.send(HttpRequest::get(url.as_str(), headers.clone())).await?;
             let resp = ensure_success(resp, "Model list request").await?;
-            let body = resp.bytes().await.map_err(network_error)?;
+            let body = resp.bytes().await?;
             Ok(parse_models(&body)?)
         })
         .await
@@ -256,116 +223,13 @@ impl ModelClient for CopilotClient {
         let (req, events, url, body) = (&req, &events, &url, &body);
         let mut resp = retry::run(&self.config.retry, Some(events), &cancel, move |attempt| async move {
             let headers = self.chat_headers(req, attempt)?;
-            self.chat_attempt(url, headers, body.clone(), req.stream, events).await
+            let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_session(&req.session_id);
+            chat_attempt(self.http.as_ref(), request, req.stream, events, "x-github-request-id").await
         })
         .await?;
         resp.request_bytes = request_bytes;
         Ok(resp)
     }
-}
-
-/// Read an SSE body to the end (or `[DONE]`), forwarding progress. A body that stops before
-/// the reply is known to be complete is `Truncated`.
-async fn read_stream(mut resp: Response, events: &UnboundedSender<ModelEvent>) -> Result<ChatResponse, AttemptError> {
-    let mut parser = SseParser::new();
-    let mut assembler = StreamAssembler::new();
-    let mut total = 0u64;
-    let truncated = |assembler: &StreamAssembler, why: String| AttemptError {
-        error: ProviderError::Truncated(why),
-        retry_after: None,
-        emitted_output: assembler.emitted_output(),
-    };
-    'read: loop {
-        let at_eof = match resp.chunk().await {
-            Ok(Some(bytes)) => {
-                total += bytes.len() as u64;
-                let _ = events.send(ModelEvent::Bytes { total });
-                parser.push(&bytes);
-                false
-            }
-            Ok(None) => {
-                parser.finish();
-                true
-            }
-            // Everything needed already arrived; a connection torn down afterwards is harmless.
-            Err(_) if assembler.is_complete() => break 'read,
-            Err(e) => {
-                return Err(truncated(
-                    &assembler,
-                    format!("connection failed after {total} bytes: {}", error_chain(&e)),
-                ))
-            }
-        };
-        while let Some(event) = parser.next_event() {
-            let step = assembler.apply(&event.data, events).map_err(|error| AttemptError {
-                error,
-                retry_after: None,
-                emitted_output: assembler.emitted_output(),
-            })?;
-            if step == StreamStep::Done {
-                break 'read;
-            }
-        }
-        if at_eof {
-            break;
-        }
-    }
-    if !assembler.is_complete() {
-        return Err(truncated(&assembler, format!("connection closed after {total} bytes with no finish_reason")));
-    }
-    Ok(assembler.into_response())
-}
-
-/// Pass a 2xx response through; turn anything else into `ProviderError::Http` with the
-/// server's own message and any `retry-after` hint.
-async fn ensure_success(resp: Response, what: &str) -> Result<Response, AttemptError> {
-    let status = resp.status();
-    if status.is_success() {
-        return Ok(resp);
-    }
-    let provider_call_id = header_str(&resp, "x-github-request-id");
-    let retry_after = retry_after(&resp);
-    // The body only adds detail; a failure reading it must not hide the status.
-    let body = resp.bytes().await.unwrap_or_default();
-    let detail = server_message(status, &body);
-    tracing::warn!(status = status.as_u16(), %detail, "{what} failed");
-    Err(AttemptError {
-        error: ProviderError::Http {
-            status: status.as_u16(),
-            message: format!("{what} failed with HTTP {}: {detail}", status.as_u16()),
-            provider_call_id,
-        },
-        retry_after,
-        emitted_output: false,
-    })
-}
-
-fn server_message(status: StatusCode, body: &[u8]) -> String {
-    const MAX: usize = 1000;
-    if let Ok(json) = serde_json::from_slice::<Value>(body) {
-        if json.get("error").is_some() || json.get("message").is_some() {
-            return error_message(&json);
-        }
-    }
-    let text = String::from_utf8_lossy(body);
-    let text = text.trim();
-    if text.is_empty() {
-        return status.canonical_reason().unwrap_or("no details").to_string();
-    }
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
-}
-
-fn retry_after(resp: &Response) -> Option<Duration> {
-    // `retry-after-ms` (OpenAI-style) is more precise when present.
-    if let Some(ms) = header_str(resp, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_millis(ms as u64));
-        }
-    }
-    header_str(resp, "retry-after").and_then(|v| parse_retry_after(&v, SystemTime::now()))
 }
 
 fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
@@ -397,38 +261,6 @@ fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
             })
         })
         .collect())
-}
-
-fn insert(headers: &mut HeaderMap, name: &str, value: &str) {
-    match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
-        (Ok(name), Ok(value)) => {
-            headers.insert(name, value);
-        }
-        _ => tracing::warn!(header = name, "skipping request header with an invalid name or value"),
-    }
-}
-
-fn header_str(resp: &Response, name: &str) -> Option<String> {
-    resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
-}
-
-fn network_error(e: reqwest::Error) -> AttemptError {
-    ProviderError::Network(error_chain(&e)).into()
-}
-
-/// reqwest's top-level message ("error sending request") hides the cause; append the chain.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = cause.source();
-    }
-    out
 }
 
 #[cfg(test)]
@@ -468,17 +300,5 @@ mod tests {
         assert_eq!(models[0].capabilities, serde_json::json!({}));
         assert_eq!(models[1].context_window(), Some(5));
         assert!(models[1].policy.is_some());
-    }
-
-    #[test]
-    fn server_messages() {
-        assert_eq!(
-            server_message(StatusCode::TOO_MANY_REQUESTS, br#"{"error":{"message":"rate limited"}}"#),
-            "rate limited"
-        );
-        assert_eq!(server_message(StatusCode::UNAUTHORIZED, br#"{"message":"Bad credentials"}"#), "Bad credentials");
-        assert_eq!(server_message(StatusCode::BAD_GATEWAY, b"  upstream down\n"), "upstream down");
-        assert_eq!(server_message(StatusCode::BAD_GATEWAY, b""), "Bad Gateway");
-        assert_eq!(server_message(StatusCode::BAD_REQUEST, br#"{"other":1}"#), r#"{"other":1}"#);
     }
 }

@@ -9,9 +9,13 @@ pub mod types;
 pub use types::*;
 
 pub mod copilot;
+mod http;
+pub mod openai;
 mod openai_chat;
+pub mod provider;
 pub mod retry;
 pub mod sse;
+pub mod transport;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc::UnboundedSender;

@@ -24,6 +24,9 @@ pub struct RetryPolicy {
     /// Upper bound for a server-requested `retry-after`, so a hostile or buggy header can't
     /// park a session for hours.
     pub max_retry_after: Duration,
+    /// How many times a 401 is retried (a rotating credential may have just expired). The
+    /// Copilot API never recovers from one; BYOK providers are given two more tries.
+    pub auth_retries: u32,
 }
 
 impl Default for RetryPolicy {
@@ -33,11 +36,18 @@ impl Default for RetryPolicy {
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(8),
             max_retry_after: Duration::from_secs(60),
+            auth_retries: 0,
         }
     }
 }
 
 impl RetryPolicy {
+    /// What a bring-your-own-key provider gets, as the original CLI does: a 5xx retried five
+    /// times, a 401 twice.
+    pub fn byok() -> Self {
+        Self { max_attempts: 6, auth_retries: 2, ..Self::default() }
+    }
+
     /// Backoff before retry number `retry` (0 = first retry), with jitter in [delay/2, delay]
     /// so many sessions hitting the same rate limit don't retry in lockstep.
     pub fn backoff(&self, retry: u32) -> Duration {
@@ -72,6 +82,7 @@ impl From<ProviderError> for AttemptError {
 pub fn retry_reason(err: &ProviderError, emitted_output: bool) -> Option<RetryReason> {
     match err {
         ProviderError::Http { status: 429, .. } => Some(RetryReason::RateLimit),
+        ProviderError::Http { status: 401, .. } => Some(RetryReason::Auth),
         ProviderError::Http { status: 500 | 502 | 503 | 504, .. } => Some(RetryReason::ServerError),
         ProviderError::Network(_) => Some(RetryReason::Network),
         ProviderError::Truncated(_) if !emitted_output => Some(RetryReason::Network),
@@ -110,6 +121,7 @@ where
 {
     let max_attempts = policy.max_attempts.max(1);
     let mut n = 0u32;
+    let mut auth_failures = 0u32;
     loop {
         if cancel.is_cancelled() {
             return Err(ProviderError::Cancelled);
@@ -126,6 +138,12 @@ where
         let Some(reason) = retry_reason(&failure.error, failure.emitted_output) else {
             return Err(failure.error);
         };
+        if reason == RetryReason::Auth {
+            auth_failures += 1;
+            if auth_failures > policy.auth_retries {
+                return Err(failure.error);
+            }
+        }
         if n + 1 >= max_attempts {
             tracing::warn!(attempts = n + 1, error = %failure.error, "model call failed; no attempts left");
             return Err(failure.error);
@@ -169,6 +187,7 @@ mod tests {
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(2),
             max_retry_after: Duration::from_millis(5),
+            auth_retries: 0,
         }
     }
 
@@ -178,7 +197,8 @@ mod tests {
         for s in [500, 502, 503, 504] {
             assert_eq!(retry_reason(&http(s), true), Some(RetryReason::ServerError));
         }
-        for s in [400, 401, 403, 404, 413, 422, 501] {
+        assert_eq!(retry_reason(&http(401), false), Some(RetryReason::Auth));
+        for s in [400, 403, 404, 413, 422, 501] {
             assert_eq!(retry_reason(&http(s), false), None, "{s}");
         }
         assert_eq!(retry_reason(&ProviderError::Network("x".into()), false), Some(RetryReason::Network));
@@ -256,6 +276,21 @@ mod tests {
         .await;
         assert_eq!(calls.load(Ordering::SeqCst), 3);
         assert_eq!(out.err().and_then(|e| e.status_code()), Some(504));
+    }
+
+    #[tokio::test]
+    async fn auth_failures_get_their_own_budget() {
+        for (auth_retries, expected_calls) in [(0, 1), (2, 3)] {
+            let policy = RetryPolicy { max_attempts: 6, auth_retries, ..tiny() };
+            let calls = AtomicU32::new(0);
+            let out: Result<(), _> = run(&policy, None, &CancellationToken::new(), |_| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                async { Err(http(401).into()) }
+            })
+            .await;
+            assert_eq!(calls.load(Ordering::SeqCst), expected_calls);
+            assert_eq!(out.err().and_then(|e| e.status_code()), Some(401));
+        }
     }
 
     #[tokio::test]

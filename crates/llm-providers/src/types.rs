@@ -18,6 +18,10 @@ pub enum Message {
         content: Option<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// The provider's own reasoning items, sent back verbatim on the next call to the same
+        /// provider (multi-turn reasoning needs them); another provider never sees them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<ReasoningBlocks>,
     },
     Tool {
         tool_call_id: String,
@@ -84,7 +88,17 @@ pub enum Initiator {
 #[derive(Debug)]
 pub struct HistoryItem {
     message: Message,
-    wire: std::sync::OnceLock<Box<str>>,
+    /// The wire form in the first format it was sent in. A session that moves to a provider
+    /// with another format encodes afresh each call (rare enough not to cache twice).
+    wire: std::sync::OnceLock<(WireFormat, Box<str>)>,
+}
+
+/// The request formats a history message can be encoded in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WireFormat {
+    ChatCompletions,
+    Responses,
+    Anthropic,
 }
 
 impl Clone for HistoryItem {
@@ -108,9 +122,14 @@ impl HistoryItem {
         &self.message
     }
 
-    /// The message's wire form, made by `encode` the first time.
-    pub(crate) fn wire(&self, encode: impl FnOnce(&Message) -> String) -> &str {
-        self.wire.get_or_init(|| encode(&self.message).into_boxed_str())
+    /// The message's wire form in `format`, made by `encode` the first time.
+    pub(crate) fn wire(&self, format: WireFormat, encode: impl Fn(&Message) -> String) -> std::borrow::Cow<'_, str> {
+        let (cached_format, text) = self.wire.get_or_init(|| (format, encode(&self.message).into_boxed_str()));
+        if *cached_format == format {
+            std::borrow::Cow::Borrowed(text)
+        } else {
+            std::borrow::Cow::Owned(encode(&self.message))
+        }
     }
 }
 
@@ -219,6 +238,8 @@ pub enum RetryReason {
     RateLimit,
     ServerError,
     Network,
+    /// A 401 from a provider whose credential may rotate.
+    Auth,
 }
 
 impl RetryReason {
@@ -227,15 +248,29 @@ impl RetryReason {
             RetryReason::RateLimit => "rate_limit",
             RetryReason::ServerError => "server_error",
             RetryReason::Network => "network",
+            RetryReason::Auth => "authentication",
         }
     }
+}
+
+/// Reasoning as the provider returned it (Anthropic `thinking` / `redacted_thinking` blocks,
+/// OpenAI Responses `reasoning` items with `encrypted_content`), kept verbatim and in order:
+/// signatures and ids depend on the exact content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReasoningBlocks {
+    /// Which wire API produced them (`anthropic`, `openai-responses`, ...).
+    pub provider: String,
+    pub blocks: Vec<Value>,
 }
 
 /// One assistant message of a reply. CAPI may answer with several choices; each is one message.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AssistantReply {
     pub content: String,
+    /// Readable reasoning text (or its summary), for `assistant.reasoning`.
     pub reasoning: Option<String>,
+    /// Opaque reasoning to send back on the next call.
+    pub reasoning_blocks: Option<ReasoningBlocks>,
     pub tool_calls: Vec<ToolCall>,
     pub finish_reason: Option<String>,
 }

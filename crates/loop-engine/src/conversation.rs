@@ -81,7 +81,7 @@ pub(crate) fn message_bytes(m: &Message) -> usize {
         Message::System { content } => content.len(),
         Message::User { content: UserContent::Text(t) } => t.len(),
         Message::User { content: UserContent::Parts(p) } => parts(p),
-        Message::Assistant { content, tool_calls } => {
+        Message::Assistant { content, tool_calls, .. } => {
             content.as_ref().map_or(0, String::len)
                 + tool_calls.iter().map(|c| c.id.len() + c.name.len() + c.arguments.len()).sum::<usize>()
         }
@@ -102,7 +102,7 @@ mod tests {
     fn size_follows_pushes_and_rewrites() {
         let mut c = Conversation::new(vec![Message::User { content: UserContent::Text("hello".into()) }], None);
         assert_eq!(c.bytes, 5);
-        c.push(Message::Assistant { content: None, tool_calls: vec![call("c1", "{}")] });
+        c.push(Message::Assistant { content: None, tool_calls: vec![call("c1", "{}")], reasoning: None });
         let before = c.bytes;
         c.rewrite_call_arguments(&[("c1".into(), "{\"a\":1}".into())]);
         assert_eq!(c.bytes, before + 5);
@@ -113,7 +113,11 @@ mod tests {
     #[test]
     fn repair_answers_every_open_call_once() {
         let mut c = Conversation::new(vec![], None);
-        c.push(Message::Assistant { content: None, tool_calls: vec![call("a", "{}"), call("b", "{}")] });
+        c.push(Message::Assistant {
+            content: None,
+            tool_calls: vec![call("a", "{}"), call("b", "{}")],
+            reasoning: None,
+        });
         c.push(Message::Tool { tool_call_id: "a".into(), content: ToolContent::Text("ok".into()) });
         c.repair();
         c.repair();

@@ -1,7 +1,7 @@
 //! The model-visible conversation, and its reconstruction from a session's event log
 //! (resume = replay).
 
-use llm_providers::{Message, ToolCall, ToolContent, UserContent};
+use llm_providers::{Message, ReasoningBlocks, ToolCall, ToolContent, UserContent};
 use protocol::event::{Event, SessionEvent};
 use protocol::generated::types::{self as t, SessionMode};
 use serde_json::Value;
@@ -61,7 +61,11 @@ pub fn replay(events: &[Event]) -> Restored {
                 flush(&mut r, &mut open_calls, &mut results);
                 let calls: Vec<ToolCall> = d.tool_requests.iter().flatten().map(tool_call_from_request).collect();
                 open_calls.extend(calls.iter().map(|c| c.id.clone()));
-                r.messages.push(assistant_message(d.content.clone(), calls));
+                let reasoning = d.reasoning_blocks.as_ref().map(|b| ReasoningBlocks {
+                    provider: b.provider.clone(),
+                    blocks: b.blocks.clone().unwrap_or_default(),
+                });
+                r.messages.push(assistant_message(d.content.clone(), calls, reasoning));
             }
             SessionEvent::ToolExecutionComplete(d) => {
                 results.insert(d.tool_call_id.clone(), model_visible_result(d));
@@ -75,9 +79,9 @@ pub fn replay(events: &[Event]) -> Restored {
 
 /// An assistant message as sent back to the model: text-only replies carry a string; a reply
 /// with only tool calls carries `null` content.
-pub fn assistant_message(content: String, tool_calls: Vec<ToolCall>) -> Message {
+pub fn assistant_message(content: String, tool_calls: Vec<ToolCall>, reasoning: Option<ReasoningBlocks>) -> Message {
     let content = if content.is_empty() && !tool_calls.is_empty() { None } else { Some(content) };
-    Message::Assistant { content, tool_calls }
+    Message::Assistant { content, tool_calls, reasoning }
 }
 
 /// The text the model saw for a completed tool call, as recorded in the event.
@@ -132,7 +136,7 @@ mod tests {
         assert_eq!(r.title.as_deref(), Some("hi"));
         assert_eq!(r.messages.len(), 5);
         assert_eq!(r.messages[0], Message::User { content: UserContent::Text("<x>hi".into()) });
-        let Message::Assistant { content, tool_calls } = &r.messages[1] else { panic!() };
+        let Message::Assistant { content, tool_calls, .. } = &r.messages[1] else { panic!() };
         assert_eq!(content, &None);
         assert_eq!(tool_calls[0].arguments, r#"{"command":"ls"}"#);
         assert_eq!(

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use llm_providers::{
-    AssistantReply, ChatRequest, ChatResponse, ContentPart, ImageUrl, Initiator, Message, ProviderError, ToolCall,
-    ToolContent, UserContent,
+    AssistantReply, ChatRequest, ChatResponse, ContentPart, ImageUrl, Initiator, Message, ProviderError,
+    ReasoningBlocks, ToolCall, ToolContent, UserContent,
 };
 use protocol::extensions::{UsageRecord, UsageRecordData};
 use protocol::generated::types::{self as t, HookType, SessionMode, UserMessageDelivery};
@@ -260,9 +260,17 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
             output_tokens: Some(resp.usage.output_tokens),
             api_call_id: resp.api_call_id.clone(),
             reasoning_text: reply.reasoning.clone(),
+            reasoning_blocks: reply.reasoning_blocks.as_ref().map(|b| t::AssistantMessageReasoningBlocks {
+                provider: b.provider.clone(),
+                blocks: Some(b.blocks.clone()),
+            }),
             ..Default::default()
         });
-        conv.push(crate::history::assistant_message(reply.content.clone(), reply.tool_calls.clone()));
+        conv.push(crate::history::assistant_message(
+            reply.content.clone(),
+            reply.tool_calls.clone(),
+            reply.reasoning_blocks.clone(),
+        ));
 
         if reply.tool_calls.is_empty() {
             end_turn(ctx, &turn_id);
@@ -475,6 +483,12 @@ fn merge_replies(resp: &ChatResponse) -> AssistantReply {
         out.tool_calls.extend(r.tool_calls.iter().cloned());
         if let Some(reason) = &r.reasoning {
             out.reasoning.get_or_insert_with(String::new).push_str(reason);
+        }
+        if let Some(blocks) = &r.reasoning_blocks {
+            let merged = out
+                .reasoning_blocks
+                .get_or_insert_with(|| ReasoningBlocks { provider: blocks.provider.clone(), blocks: Vec::new() });
+            merged.blocks.extend(blocks.blocks.iter().cloned());
         }
         out.finish_reason = r.finish_reason.clone().or(out.finish_reason.take());
     }

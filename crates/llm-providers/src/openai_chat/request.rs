@@ -2,7 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::types::{ChatRequest, Message, ToolCall, ToolSpec};
+use crate::types::{ChatRequest, Message, ToolCall, ToolSpec, WireFormat};
 
 /// Which dialect of the body to produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -10,7 +10,6 @@ pub(crate) enum BodyFlavor {
     /// GitHub Copilot API: adds the CAPI-only `snippy` field.
     Capi,
     /// Plain OpenAI-compatible endpoints, which may reject unknown fields.
-    #[allow(dead_code)] // used once BYOK providers land
     OpenAi,
 }
 
@@ -19,7 +18,8 @@ pub(crate) enum BodyFlavor {
 /// message's JSON is made once and copied on every later call, so the cost of a call grows with
 /// what is new, not with the length of the conversation.
 pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Vec<u8> {
-    let history_bytes: usize = req.history.items().iter().map(|i| i.wire(encode_message).len() + 1).sum();
+    let history_bytes: usize =
+        req.history.items().iter().map(|i| i.wire(WireFormat::ChatCompletions, encode_message).len() + 1).sum();
     let mut out = Vec::with_capacity(history_bytes + req.system.len() + 4096);
     out.extend_from_slice(b"{\"model\":");
     write_json(&mut out, &req.model);
@@ -27,7 +27,7 @@ pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Vec<u8> {
     out.extend_from_slice(encode_message(&Message::System { content: req.system.clone() }).as_bytes());
     for item in req.history.items() {
         out.push(b',');
-        out.extend_from_slice(item.wire(encode_message).as_bytes());
+        out.extend_from_slice(item.wire(WireFormat::ChatCompletions, encode_message).as_bytes());
     }
     out.extend_from_slice(b"],\"temperature\":0,\"top_p\":0.95,\"frequency_penalty\":0,\"presence_penalty\":0");
     if flavor == BodyFlavor::Capi {
@@ -84,7 +84,7 @@ fn wire_tool(tool: &ToolSpec) -> WireTool<'_> {
 /// derives (which already match the wire).
 pub(crate) fn wire_message(message: &Message) -> Value {
     match message {
-        Message::Assistant { content, tool_calls } => {
+        Message::Assistant { content, tool_calls, .. } => {
             let mut m = Map::new();
             m.insert("role".into(), Value::String("assistant".into()));
             m.insert("content".into(), content.clone().map_or(Value::Null, Value::String));
@@ -128,9 +128,10 @@ mod tests {
                         name: "view".into(),
                         arguments: "{\"path\":\"a\"}".into(),
                     }],
+                    reasoning: None,
                 },
                 Message::Tool { tool_call_id: "call_1".into(), content: ToolContent::Text("ok".into()) },
-                Message::Assistant { content: Some("done".into()), tool_calls: vec![] },
+                Message::Assistant { content: Some("done".into()), tool_calls: vec![], reasoning: None },
                 Message::User {
                     content: UserContent::Parts(vec![
                         ContentPart::Text { text: "look".into() },

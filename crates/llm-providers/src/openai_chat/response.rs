@@ -200,6 +200,7 @@ impl StreamAssembler {
             .choices
             .into_values()
             .map(|c| AssistantReply {
+                reasoning_blocks: None,
                 content: c.content,
                 reasoning: (!c.reasoning.is_empty()).then_some(c.reasoning),
                 tool_calls: c.calls.into_values().map(|p| finish_call(p.id, p.name, p.arguments)).collect(),
@@ -289,6 +290,7 @@ pub(crate) fn parse_completion(body: &[u8]) -> Result<ChatResponse, ProviderErro
                 })
                 .collect();
             AssistantReply {
+                reasoning_blocks: None,
                 content: message.content.unwrap_or_default(),
                 reasoning: message.reasoning_text.or(message.reasoning_content).filter(|r| !r.is_empty()),
                 tool_calls,

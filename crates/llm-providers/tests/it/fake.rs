@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 pub struct Captured {
     pub method: String,
     pub path: String,
+    pub query: Option<String>,
     pub headers: HashMap<String, String>,
     pub body: Value,
 }
@@ -163,6 +164,7 @@ pub fn fast_retries(max_attempts: u32) -> RetryPolicy {
         base_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(5),
         max_retry_after: Duration::from_millis(50),
+        auth_retries: 0,
     }
 }
 
@@ -182,6 +184,7 @@ async fn handle(
     inner.requests.lock().expect("lock").push(Captured {
         method: method.to_string(),
         path: path.clone(),
+        query: uri.query().map(str::to_string),
         headers: headers
             .iter()
             .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or_default().to_string()))

@@ -1,5 +1,6 @@
 //! CopilotClient against a scripted HTTP fake.
 
+mod byok_chat;
 mod fake;
 
 use std::time::{Duration, Instant};
@@ -487,6 +488,7 @@ async fn request_headers_and_body_shape() {
             name: "view".into(),
             arguments: "{\"path\":\"a.txt\"}".into(),
         }],
+        reasoning: None,
     });
     req.history.push(Message::Tool { tool_call_id: "call_1".into(), content: ToolContent::Text("contents".into()) });
     req.initiator = Initiator::Agent;

@@ -1,0 +1,106 @@
+//! HTTP plumbing every provider shares: turning a non-2xx answer into `ProviderError::Http`
+//! with the server's message and `retry-after`, network errors with their causes, headers.
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::openai_chat::error_message;
+use crate::retry::{parse_retry_after, AttemptError};
+use crate::transport::HttpResponse;
+use crate::types::ProviderError;
+
+/// Pass a 2xx response through; turn anything else into `ProviderError::Http` with the
+/// server's own message and any `retry-after` hint.
+pub(crate) async fn ensure_success(resp: HttpResponse, what: &str) -> Result<HttpResponse, AttemptError> {
+    let status = resp.status;
+    if status.is_success() {
+        return Ok(resp);
+    }
+    let provider_call_id = resp.header("x-github-request-id");
+    let retry_after = retry_after(&resp);
+    // The body only adds detail; a failure reading it must not hide the status.
+    let body = resp.bytes().await.unwrap_or_default();
+    let detail = server_message(status, &body);
+    tracing::warn!(status = status.as_u16(), %detail, "{what} failed");
+    Err(AttemptError {
+        error: ProviderError::Http {
+            status: status.as_u16(),
+            message: format!("{what} failed with HTTP {}: {detail}", status.as_u16()),
+            provider_call_id,
+        },
+        retry_after,
+        emitted_output: false,
+    })
+}
+
+pub(crate) fn server_message(status: StatusCode, body: &[u8]) -> String {
+    const MAX: usize = 1000;
+    if let Ok(json) = serde_json::from_slice::<Value>(body) {
+        if json.get("error").is_some() || json.get("message").is_some() {
+            return error_message(&json);
+        }
+    }
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        return status.canonical_reason().unwrap_or("no details").to_string();
+    }
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+pub(crate) fn retry_after(resp: &HttpResponse) -> Option<Duration> {
+    // `retry-after-ms` (OpenAI-style) is more precise when present.
+    if let Some(ms) = resp.header("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
+        if ms.is_finite() && ms >= 0.0 {
+            return Some(Duration::from_millis(ms as u64));
+        }
+    }
+    resp.header("retry-after").and_then(|v| parse_retry_after(&v, SystemTime::now()))
+}
+
+pub(crate) fn insert(headers: &mut HeaderMap, name: &str, value: &str) {
+    match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
+        (Ok(name), Ok(value)) => {
+            headers.insert(name, value);
+        }
+        _ => tracing::warn!(header = name, "skipping request header with an invalid name or value"),
+    }
+}
+
+/// reqwest's top-level message ("error sending request") hides the cause; append the chain.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_messages() {
+        assert_eq!(
+            server_message(StatusCode::TOO_MANY_REQUESTS, br#"{"error":{"message":"rate limited"}}"#),
+            "rate limited"
+        );
+        assert_eq!(server_message(StatusCode::UNAUTHORIZED, br#"{"message":"Bad credentials"}"#), "Bad credentials");
+        assert_eq!(server_message(StatusCode::BAD_GATEWAY, b"  upstream down\n"), "upstream down");
+        assert_eq!(server_message(StatusCode::BAD_GATEWAY, b""), "Bad Gateway");
+        assert_eq!(server_message(StatusCode::BAD_REQUEST, br#"{"other":1}"#), r#"{"other":1}"#);
+    }
+}
