@@ -210,6 +210,27 @@ impl ModelClient for CopilotClient {
         .await
     }
 
+    async fn endpoint(&self) -> Result<Option<crate::Endpoint>, ProviderError> {
+        let base_url = self.base_url(&CancellationToken::new()).await?;
+        let token = self.token()?.to_string();
+        let headers = vec![
+            ("Authorization".to_string(), format!("Bearer {token}")),
+            ("Copilot-Integration-Id".to_string(), self.config.integration_id.clone()),
+            ("Editor-Version".to_string(), format!("copilot/{}", self.config.version)),
+            ("User-Agent".to_string(), self.config.user_agent()),
+            ("X-GitHub-Api-Version".to_string(), GITHUB_API_VERSION.to_string()),
+            ("X-Interaction-Id".to_string(), uuid::Uuid::new_v4().to_string()),
+            ("Openai-Intent".to_string(), "conversation-agent".to_string()),
+        ];
+        Ok(Some(crate::Endpoint {
+            kind: crate::provider::ProviderKind::OpenAi,
+            wire_api: Some(crate::provider::WireApi::Completions),
+            base_url,
+            api_key: Some(crate::provider::Secret::new(token)),
+            headers,
+        }))
+    }
+
     async fn chat(
         &self,
         req: ChatRequest,

@@ -24,7 +24,8 @@ pub(crate) async fn ensure_success(resp: HttpResponse, what: &str) -> Result<Htt
     // The body only adds detail; a failure reading it must not hide the status.
     let body = resp.bytes().await.unwrap_or_default();
     let detail = server_message(status, &body);
-    tracing::warn!(status = status.as_u16(), %detail, "{what} failed");
+    // The detail is the server's text, which may echo a credential: callers log it once redacted.
+    tracing::warn!(status = status.as_u16(), "{what} failed");
     Err(AttemptError {
         error: ProviderError::Http {
             status: status.as_u16(),

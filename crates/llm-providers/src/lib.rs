@@ -5,6 +5,8 @@
 //!
 //! This crate knows nothing of sessions, events or JSON-RPC.
 
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod types;
 pub use types::*;
 
@@ -35,4 +37,65 @@ pub trait ModelClient: Send + Sync {
         events: UnboundedSender<ModelEvent>,
         cancel: CancellationToken,
     ) -> Result<ChatResponse, ProviderError>;
+
+    /// Where calls go and with which credentials, for a caller that wants to talk to the same
+    /// backend itself (`session.provider.getEndpoint`). `None`: nothing to tell.
+    async fn endpoint(&self) -> Result<Option<Endpoint>, ProviderError> {
+        Ok(None)
+    }
+}
+
+/// A model backend as `session.provider.getEndpoint` describes it.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub kind: provider::ProviderKind,
+    /// `None` for Anthropic, which has one wire API.
+    pub wire_api: Option<provider::WireApi>,
+    pub base_url: String,
+    pub api_key: Option<provider::Secret>,
+    /// Headers every request must carry (credentials included, as they are sent).
+    pub headers: Vec<(String, String)>,
+}
+
+/// The client for a bring-your-own-key provider: its family and wire API pick the format.
+pub fn provider_client(
+    config: provider::ProviderConfig,
+    http: std::sync::Arc<dyn transport::HttpTransport>,
+) -> std::sync::Arc<dyn ModelClient> {
+    use provider::{ProviderKind, WireApi};
+    match (config.kind, config.wire_api) {
+        (ProviderKind::Anthropic, _) | (_, WireApi::Responses) => std::sync::Arc::new(UnavailableClient::new(format!(
+            "{} uses a wire API this build does not speak yet",
+            config.label
+        ))),
+        _ => std::sync::Arc::new(openai::ChatCompletionsClient::new(config, http)),
+    }
+}
+
+/// A model service that cannot be used (offline with no provider, say): every call fails
+/// with the reason, so a session reports it instead of hanging.
+pub struct UnavailableClient {
+    reason: String,
+}
+
+impl UnavailableClient {
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self { reason: reason.into() }
+    }
+}
+
+#[async_trait]
+impl ModelClient for UnavailableClient {
+    async fn list_models(&self) -> Result<Vec<ModelInfo>, ProviderError> {
+        Ok(Vec::new())
+    }
+
+    async fn chat(
+        &self,
+        _req: ChatRequest,
+        _events: UnboundedSender<ModelEvent>,
+        _cancel: CancellationToken,
+    ) -> Result<ChatResponse, ProviderError> {
+        Err(ProviderError::Auth(self.reason.clone()))
+    }
 }

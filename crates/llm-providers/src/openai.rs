@@ -51,6 +51,10 @@ impl ModelClient for ChatCompletionsClient {
         Ok(self.config.models.clone())
     }
 
+    async fn endpoint(&self) -> Result<Option<crate::Endpoint>, ProviderError> {
+        Ok(Some(self.config.endpoint()))
+    }
+
     async fn chat(
         &self,
         mut req: ChatRequest,
@@ -75,7 +79,9 @@ impl ModelClient for ChatCompletionsClient {
                 insert(&mut headers, name, value);
             }
             let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_session(&req.session_id);
-            chat_attempt(self.http.as_ref(), request, req.stream, events, "x-request-id").await
+            chat_attempt(self.http.as_ref(), request, req.stream, events, "x-request-id")
+                .await
+                .map_err(|f| self.config.redact_attempt(f))
         })
         .await;
         let mut resp = result.map_err(|e| self.config.describe_failure(e))?;

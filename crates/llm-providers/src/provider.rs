@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 
-use crate::retry::RetryPolicy;
+use crate::retry::{AttemptError, RetryPolicy};
 use crate::types::{ModelInfo, ProviderError};
 
 /// The provider families the SDKs name (`type`).
@@ -182,6 +182,18 @@ impl ProviderConfig {
         Ok(headers)
     }
 
+    /// This provider as `session.provider.getEndpoint` shows it: custom headers only (a token
+    /// source is not asked just to describe the endpoint).
+    pub fn endpoint(&self) -> crate::Endpoint {
+        crate::Endpoint {
+            kind: self.kind,
+            wire_api: (self.kind != ProviderKind::Anthropic).then_some(self.wire_api),
+            base_url: self.base_url.clone(),
+            api_key: self.bearer_token.clone().or_else(|| self.api_key.clone()),
+            headers: self.headers.clone(),
+        }
+    }
+
     /// What a 401/403 tells the user: which provider, and what to check. Never the key.
     pub fn auth_failure_hint(&self) -> String {
         format!("authentication with {} failed; check {}", self.label, self.credential_hint)
@@ -211,6 +223,13 @@ impl ProviderConfig {
             other => other,
         };
         self.redact(err)
+    }
+
+    /// A failed attempt with the credentials taken out of its message (it is shown to the
+    /// session as a retry notice).
+    pub(crate) fn redact_attempt(&self, mut failure: AttemptError) -> AttemptError {
+        failure.error = self.redact(failure.error);
+        failure
     }
 
     fn redact(&self, err: ProviderError) -> ProviderError {
@@ -255,7 +274,7 @@ pub fn configured_model(
     ModelInfo {
         id: id.to_string(),
         name: name.to_string(),
-        capabilities: serde_json::json!({ "limits": limits, "supports": { "tool_calls": true, "streaming": true } }),
+        capabilities: serde_json::json!({ "limits": limits, "supports": {} }),
         policy: Some(serde_json::json!({ "state": "enabled" })),
         billing: None,
         supported_reasoning_efforts: None,

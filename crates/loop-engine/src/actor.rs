@@ -169,6 +169,13 @@ impl Actor {
                 self.publish();
                 let _ = reply.send(());
             }
+            SessionInput::AddProviders { providers, models, reply } => {
+                let added = self.view.settings.providers.add(providers, models);
+                if added.is_ok() {
+                    self.publish();
+                }
+                let _ = reply.send(added);
+            }
             SessionInput::Answer { request_id, answer, reply } => {
                 let _ = reply.send(self.pending.resolve(&request_id, answer));
             }

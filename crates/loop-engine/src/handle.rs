@@ -90,6 +90,11 @@ pub(crate) enum SessionInput {
         tools: Vec<protocol::methods::ExternalToolDef>,
         reply: oneshot::Sender<()>,
     },
+    AddProviders {
+        providers: Vec<protocol::generated::types::NamedProviderConfig>,
+        models: Vec<protocol::generated::types::ProviderModelConfig>,
+        reply: oneshot::Sender<Result<Vec<llm_providers::ModelInfo>, String>>,
+    },
     Answer {
         request_id: String,
         answer: PendingAnswer,
@@ -192,6 +197,11 @@ impl SessionHandle {
         &self.inner.emitter
     }
 
+    /// The emitter, shareable (a provider's token source keeps it to reach the client).
+    pub(crate) fn emitter_arc(&self) -> &Arc<Emitter> {
+        &self.inner.emitter
+    }
+
     pub(crate) fn shells(&self) -> &Arc<tools::ShellManager> {
         &self.inner.shells
     }
@@ -248,6 +258,17 @@ impl SessionHandle {
     /// Replaces the session's SDK-implemented tools; the model sees them from its next request.
     pub async fn set_tools(&self, tools: Vec<protocol::methods::ExternalToolDef>) -> Result<(), EngineError> {
         self.ask(|reply| SessionInput::SetTools { tools, reply }).await
+    }
+
+    /// Registers more bring-your-own-key providers and models; returns the models added.
+    pub async fn add_providers(
+        &self,
+        providers: Vec<protocol::generated::types::NamedProviderConfig>,
+        models: Vec<protocol::generated::types::ProviderModelConfig>,
+    ) -> Result<Vec<llm_providers::ModelInfo>, EngineError> {
+        self.ask(|reply| SessionInput::AddProviders { providers, models, reply })
+            .await?
+            .map_err(EngineError::InvalidProviders)
     }
 
     /// Answers a pending request. `false` when no such request is waiting.

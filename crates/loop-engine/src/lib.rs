@@ -10,6 +10,7 @@
 mod actor;
 pub mod attachments;
 pub mod autopilot;
+pub mod byok;
 mod client;
 mod conversation;
 mod dispatch;
@@ -55,6 +56,8 @@ pub enum EngineError {
     Store(#[from] store::StoreError),
     #[error("{0}")]
     Model(#[from] llm_providers::ProviderError),
+    #[error("Invalid provider configuration: {0}")]
+    InvalidProviders(String),
 }
 
 /// Receives `session.lifecycle` notifications (created, deleted, ...).
@@ -72,6 +75,8 @@ pub struct EngineConfig {
     /// Environment for tool subprocesses.
     pub tool_env: Vec<(String, String)>,
     pub model: Arc<dyn ModelClient>,
+    /// How sessions' own providers reach the network.
+    pub http: Arc<dyn llm_providers::transport::HttpTransport>,
     pub builtins: tools::Registry,
     /// How long pending client work (permissions, SDK tools) waits for a client to come back
     /// after the last one disconnected, before it is answered as "no one available".
@@ -83,6 +88,7 @@ pub(crate) struct Deps {
     pub layout: Layout,
     pub index: SessionIndex,
     pub model: Arc<dyn ModelClient>,
+    pub http: Arc<dyn llm_providers::transport::HttpTransport>,
     pub builtins: tools::Registry,
     pub tool_env: Vec<(String, String)>,
     pub version: String,
@@ -191,6 +197,7 @@ impl Engine {
                 layout,
                 index,
                 model: config.model,
+                http: config.http,
                 builtins: config.builtins,
                 tool_env: config.tool_env,
                 version: config.version,
@@ -239,6 +246,41 @@ impl Engine {
         Ok(models)
     }
 
+    /// The models a session can use: its own providers' models, then (unless one provider
+    /// serves the whole session) the engine's catalogue. A catalogue that cannot be fetched
+    /// leaves just the session's own.
+    pub async fn session_models(&self, session: &SessionHandle) -> Result<Vec<ModelInfo>, EngineError> {
+        let providers = session.view().settings.providers.clone();
+        let mut out = providers.model_list();
+        if providers.single.is_none() {
+            match self.list_models().await {
+                Ok(models) => out.extend(models),
+                Err(e) if !out.is_empty() => tracing::warn!(error = %e, "model catalogue unavailable"),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The backend the session's current model is served by (`session.provider.getEndpoint`).
+    pub async fn provider_endpoint(
+        &self,
+        session: &SessionHandle,
+    ) -> Result<Option<llm_providers::Endpoint>, EngineError> {
+        let settings = session.view().settings.clone();
+        let route = byok::route(
+            &settings.providers,
+            &settings.model,
+            &byok::RouteCtx {
+                default_client: &self.deps.model,
+                http: &self.deps.http,
+                emitter: session.emitter_arc(),
+                session_id: session.id(),
+            },
+        );
+        Ok(route.client.endpoint().await?)
+    }
+
     pub fn get(&self, id: &str) -> Option<SessionHandle> {
         lock(&self.sessions).get(id).cloned()
     }
@@ -284,6 +326,7 @@ impl Engine {
         params: &SessionConfigParams,
         subscriber: Option<Arc<dyn EventSubscriber>>,
     ) -> Result<SessionHandle, EngineError> {
+        settings::providers_from_params(params).map_err(EngineError::InvalidProviders)?;
         let id = params.session_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let layout = &self.deps.layout;
         if self.get(&id).is_some() || layout.events_path(&id).exists() {
@@ -330,6 +373,7 @@ impl Engine {
         subscriber: Option<Arc<dyn EventSubscriber>>,
     ) -> Result<SessionHandle, EngineError> {
         let id = params.session_id.clone().ok_or_else(|| EngineError::SessionNotFound(String::new()))?;
+        settings::providers_from_params(params).map_err(EngineError::InvalidProviders)?;
         if let Some(handle) = self.get(&id) {
             handle.resume(params.clone(), subscriber).await?;
             return Ok(handle);

@@ -3,22 +3,26 @@
 
 use std::collections::HashMap;
 
-use llm_providers::{ChatRequest, ChatResponse, ModelEvent, ProviderError};
+use llm_providers::{ChatRequest, ChatResponse, ModelClient, ModelEvent, ProviderError};
 use protocol::generated::types as t;
 
 use crate::run::RunCtx;
 
 /// Calls the model. Events go out as they arrive, before the call returns.
+/// `model` is the session's name for the model (what events show); `req.model` is the name the
+/// provider knows it by.
 pub(crate) async fn call_model(
     ctx: &RunCtx,
+    client: &dyn ModelClient,
     req: ChatRequest,
+    model: &str,
     turn_id: &str,
     message_id: &str,
     streaming: bool,
 ) -> Result<ChatResponse, ProviderError> {
-    let model = req.model.clone();
+    let model = model.to_string();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let call = ctx.deps.model.chat(req, tx, ctx.cancel.clone());
+    let call = client.chat(req, tx, ctx.cancel.clone());
     tokio::pin!(call);
     let mut started = false;
     // Only a tool call's first fragment names it; later ones carry just its position.

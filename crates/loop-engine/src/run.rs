@@ -155,8 +155,18 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
         });
         let tool_specs = dispatch::tool_specs(&ctx.deps, settings);
         let offered: Vec<String> = tool_specs.iter().map(|t| t.name.clone()).collect();
+        let route = crate::byok::route(
+            &settings.providers,
+            &settings.model,
+            &crate::byok::RouteCtx {
+                default_client: &ctx.deps.model,
+                http: &ctx.deps.http,
+                emitter: ctx.handle.emitter_arc(),
+                session_id: ctx.handle.id(),
+            },
+        );
         let req = ChatRequest {
-            model: settings.model.clone(),
+            model: route.model.clone(),
             system,
             history: conv.history.clone(),
             tools: tool_specs,
@@ -166,10 +176,20 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
             session_id: ctx.handle.id().to_string(),
             extra_headers: msg.request_headers.clone(),
         };
-        emit_usage_info(ctx, conv, &req);
+        let token_limit = route.prompt_limit.unwrap_or_else(|| ctx.deps.context_window(&settings.model));
+        emit_usage_info(ctx, conv, &req, token_limit);
 
         let message_id = uuid::Uuid::new_v4().to_string();
-        let result = crate::model_call::call_model(ctx, req, &turn_id, &message_id, settings.streaming).await;
+        let result = crate::model_call::call_model(
+            ctx,
+            route.client.as_ref(),
+            req,
+            &settings.model,
+            &turn_id,
+            &message_id,
+            settings.streaming,
+        )
+        .await;
         let resp = match result {
             Ok(resp) => resp,
             Err(ProviderError::Cancelled) => {
@@ -456,7 +476,7 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
     conv.push(Message::User { content });
 }
 
-fn emit_usage_info(ctx: &RunCtx, conv: &Conversation, req: &ChatRequest) {
+fn emit_usage_info(ctx: &RunCtx, conv: &Conversation, req: &ChatRequest, token_limit: u64) {
     // An estimate (4 bytes per token) is what clients need: positive and growing. The history's
     // size is kept as it grows rather than summed again every turn.
     let tool_bytes: usize =
@@ -464,7 +484,7 @@ fn emit_usage_info(ctx: &RunCtx, conv: &Conversation, req: &ChatRequest) {
     let system_bytes = req.system.len();
     let bytes = conv.bytes + system_bytes;
     ctx.emitter().emit(t::UsageInfoData {
-        token_limit: ctx.deps.context_window(&req.model),
+        token_limit,
         current_tokens: ((bytes + tool_bytes) / 4) as u64,
         messages_length: (req.history.len() + 1) as u64,
         system_tokens: Some((system_bytes / 4) as u64),

@@ -27,6 +27,17 @@ pub struct SessionSettings {
     pub request_user_input: bool,
     /// This session was resumed (for the `sessionStart` hook's `source`).
     pub resumed: bool,
+    /// Bring-your-own-key providers (re-sent on every resume; never persisted).
+    pub providers: crate::byok::SessionProviders,
+}
+
+/// The providers `p` configures, checked.
+pub fn providers_from_params(p: &SessionConfigParams) -> Result<crate::byok::SessionProviders, String> {
+    crate::byok::SessionProviders::new(
+        p.provider.clone(),
+        p.providers.clone().unwrap_or_default(),
+        p.models.clone().unwrap_or_default(),
+    )
 }
 
 /// `excludedTools` plus the default agent's `excludedTools`.
@@ -44,8 +55,10 @@ impl SessionSettings {
         default_cwd: &std::path::Path,
         allow_all: bool,
     ) -> Self {
+        // Checked by the engine before a session is made; a bad config never gets here.
+        let providers = providers_from_params(p).unwrap_or_default();
         Self {
-            model: p.model.clone().unwrap_or_else(|| default_model.to_string()),
+            model: p.model.clone().or_else(|| providers.default_model()).unwrap_or_else(|| default_model.to_string()),
             reasoning_effort: p.reasoning_effort.clone(),
             cwd: p.working_directory.as_ref().map(PathBuf::from).unwrap_or_else(|| default_cwd.to_path_buf()),
             client_name: p.client_name.clone().unwrap_or_else(|| "sdk".to_string()),
@@ -60,14 +73,16 @@ impl SessionSettings {
             hooks: p.hooks.unwrap_or(false),
             request_user_input: p.request_user_input.unwrap_or(false),
             resumed: false,
+            providers,
         }
     }
 
     /// Applies resume params on top of restored settings: what the caller sends wins, what it
     /// omits keeps its restored value (model) or resets (tools, handlers: re-sent on resume).
     pub fn apply_resume(&mut self, p: &SessionConfigParams) {
-        if let Some(m) = &p.model {
-            self.model = m.clone();
+        self.providers = providers_from_params(p).unwrap_or_default();
+        if let Some(m) = p.model.clone().or_else(|| self.providers.default_model()) {
+            self.model = m;
         }
         if p.reasoning_effort.is_some() {
             self.reasoning_effort = p.reasoning_effort.clone();

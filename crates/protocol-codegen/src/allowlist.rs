@@ -29,6 +29,10 @@ pub struct Relax {
     /// `Type.field`s the schemas require but the SDKs omit: generated as optional.
     #[serde(default)]
     pub optional: Vec<String>,
+    /// `Type.field`s holding credentials: generated as `crate::secret::SecretString`, whose
+    /// `Debug` never shows the value, so logging a params struct cannot leak a key.
+    #[serde(default)]
+    pub secret: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -112,6 +112,9 @@ struct Mapper<'s> {
     /// `Type.field`s generated optional though the schemas require them, and those met.
     relaxed: BTreeSet<String>,
     relaxed_used: BTreeSet<String>,
+    /// `Type.field`s generated as secrets, and those met.
+    secret: BTreeSet<String>,
+    secret_used: BTreeSet<String>,
 }
 
 pub fn build(schemas: &Schemas, allow: &Allowlist) -> Result<Model> {
@@ -130,6 +133,8 @@ pub fn build(schemas: &Schemas, allow: &Allowlist) -> Result<Model> {
         notes: Vec::new(),
         relaxed: allow.relax.optional.iter().cloned().collect(),
         relaxed_used: BTreeSet::new(),
+        secret: allow.relax.secret.iter().cloned().collect(),
+        secret_used: BTreeSet::new(),
     };
 
     let mut methods = Vec::new();
@@ -196,6 +201,9 @@ pub fn build(schemas: &Schemas, allow: &Allowlist) -> Result<Model> {
 
     if let Some(stale) = m.relaxed.difference(&m.relaxed_used).next() {
         bail!("allowlist [relax] names `{stale}`, which is not a required field of a generated struct");
+    }
+    if let Some(stale) = m.secret.difference(&m.secret_used).next() {
+        bail!("allowlist [relax] secret names `{stale}`, which is not a string field of a generated struct");
     }
 
     // Sorted, so the lists in types.rs only change where the model does.
@@ -503,8 +511,12 @@ impl<'s> Mapper<'s> {
             if Some(prop.as_str()) == skip {
                 continue;
             }
-            let mapped = self.map(ps, &Site::field(name, prop))?;
+            let mut mapped = self.map(ps, &Site::field(name, prop))?;
             let key = format!("{name}.{prop}");
+            if self.secret.contains(&key) && matches!(mapped.ty, Ty::String) {
+                self.secret_used.insert(key.clone());
+                mapped.ty = Ty::External("crate::secret::SecretString".into());
+            }
             let relaxed = self.relaxed.contains(&key) && required.contains(prop.as_str());
             if relaxed {
                 self.relaxed_used.insert(key);

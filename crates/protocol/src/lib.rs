@@ -23,6 +23,7 @@ pub mod hooks;
 pub mod jsonrpc;
 pub mod methods;
 pub mod rpc;
+pub mod secret;
 
 /// Protocol version the SDKs require (they accept exactly 3).
 pub const PROTOCOL_VERSION: u32 = 3;

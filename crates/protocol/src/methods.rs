@@ -72,6 +72,11 @@ pub struct SessionConfigParams {
     /// resume only: do not emit `session.resume`.
     pub disable_resume: Option<bool>,
     pub continue_pending_work: Option<bool>,
+    /// One bring-your-own-key provider for the whole session (not persisted: re-sent on resume).
+    pub provider: Option<crate::generated::types::ProviderConfig>,
+    /// Named providers; `models` route `provider/id` selections to them.
+    pub providers: Option<Vec<crate::generated::types::NamedProviderConfig>>,
+    pub models: Option<Vec<crate::generated::types::ProviderModelConfig>>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

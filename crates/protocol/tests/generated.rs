@@ -187,6 +187,6 @@ fn method_descriptors() {
     let (): <RuntimeShutdown as RpcMethod>::Result = parse(Value::Null).unwrap();
 
     assert_eq!(protocol::generated::methods::HooksInvoke::SCOPE, Scope::Client);
-    assert_eq!(METHOD_NAMES.len(), 22);
+    assert_eq!(METHOD_NAMES.len(), 25);
     assert!(METHOD_NAMES.contains(&"session.permissions.handlePendingPermissionRequest"));
 }

@@ -31,6 +31,9 @@ pub struct AuthInfo {
     /// `token` (from `--auth-token-env`) or `env` (GH_TOKEN and friends).
     pub auth_type: String,
     pub host: String,
+    /// `COPILOT_ALLOW_GET_PROVIDER_ENDPOINT`: `session.provider.getEndpoint` may hand out the
+    /// session's credentials.
+    pub expose_provider_endpoint: bool,
 }
 
 /// What one connection may hold. Past each bound the client gets a clear error (or, for a

@@ -5,7 +5,7 @@
 use protocol::generated::methods as g;
 use protocol::methods as h;
 
-use crate::handlers::{server, session, session_state};
+use crate::handlers::{providers, server, session, session_state};
 use crate::table::method_table;
 
 method_table! {
@@ -53,6 +53,12 @@ method_table! {
     SessionPlanRead: g::SessionPlanRead => session_state::plan_read, lane |p| Some(&p.session_id), aliases [];
     SessionPlanUpdate: g::SessionPlanUpdate => session_state::plan_update, lane |p| Some(&p.session_id), aliases [];
     SessionPlanDelete: g::SessionPlanDelete => session_state::plan_delete, lane |p| Some(&p.session_id), aliases [];
+
+    // Sessions: models and bring-your-own-key providers.
+    SessionModelList: g::SessionModelList => providers::model_list, lane |p| Some(&p.session_id), aliases [];
+    SessionProviderAdd: g::SessionProviderAdd => providers::provider_add, lane |p| Some(&p.session_id), aliases [];
+    SessionProviderGetEndpoint: g::SessionProviderGetEndpoint
+        => providers::provider_endpoint, lane |p| Some(&p.session_id), aliases [];
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
 //! The `skipper` binary: flags, logging, wiring the engine to a transport.
 
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 mod cli;
+mod provider_env;
 mod runner;
 
 use std::collections::HashMap;
@@ -10,6 +13,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use llm_providers::copilot::{CopilotClient, CopilotConfig};
+use llm_providers::transport::{HttpTransport, ReqwestTransport};
+use llm_providers::{ModelClient, UnavailableClient};
 use loop_engine::{Engine, EngineConfig};
 use rpc_server::{AuthInfo, Server};
 
@@ -117,21 +122,35 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
         .or_else(|| env.get("GH_HOST"))
         .map(|h| if h.starts_with("http") { h.clone() } else { format!("https://{h}") })
         .unwrap_or_else(|| "https://github.com".into());
-    let model_client = Arc::new(
-        CopilotClient::new(CopilotConfig::from_env_map(&env, token.clone(), VERSION.to_string()))
-            .context("creating the model client")?,
-    );
+    let requested_model = cli.model.clone().or_else(|| env.get("COPILOT_MODEL").cloned().filter(|m| !m.is_empty()));
+    let http: Arc<dyn HttpTransport> =
+        Arc::new(ReqwestTransport::new(ReqwestTransport::default_client().context("creating the HTTP client")?));
+    let env_provider =
+        provider_env::from_env(&env, requested_model.as_deref()).context("reading COPILOT_PROVIDER_* settings")?;
+    let offline = env.get("COPILOT_OFFLINE").is_some_and(|v| v == "true" || v == "1");
+    let model_client: Arc<dyn ModelClient> = match env_provider {
+        Some(provider) => llm_providers::provider_client(provider, http.clone()),
+        None if offline => Arc::new(UnavailableClient::new(
+            "COPILOT_OFFLINE is set and no provider is configured (set COPILOT_PROVIDER_BASE_URL)",
+        )),
+        None => Arc::new(CopilotClient::with_transport(
+            CopilotConfig::from_env_map(&env, token.clone(), VERSION.to_string()),
+            http.clone(),
+        )),
+    };
     let default_cwd = match &cli.cwd {
         Some(c) => PathBuf::from(c),
         None => std::env::current_dir().context("reading the current directory")?,
     };
     let defaults = defaults()?;
     let limits = defaults.limits.with_env(&env);
-    let default_model =
-        cli.model.clone().or_else(|| env.get("COPILOT_MODEL").cloned()).unwrap_or(defaults.default_model);
+    let default_model = requested_model.or_else(|| provider_env::default_model(&env)).unwrap_or(defaults.default_model);
     let allow_all = cli.allow_all_tools || env.get("COPILOT_ALLOW_ALL").is_some_and(|v| v == "true" || v == "1");
-    let tool_env =
-        env.iter().filter(|(k, _)| !SECRET_VARS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let tool_env = env
+        .iter()
+        .filter(|(k, _)| !SECRET_VARS.contains(&k.as_str()) && !provider_env::SECRET_VARS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let engine = Engine::open(EngineConfig {
         home,
         version: VERSION.to_string(),
@@ -140,6 +159,7 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
         allow_all_tools: allow_all,
         tool_env,
         model: model_client,
+        http,
         builtins: tools::Registry::builtins(),
         pending_grace: std::time::Duration::from_millis(
             env.get("SKIPPER_PENDING_GRACE_MS").and_then(|v| v.parse().ok()).unwrap_or(defaults.pending_grace_ms),
@@ -164,7 +184,14 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
     }
     let server = Server::new(
         engine,
-        AuthInfo { token_present: token.is_some(), auth_type: auth_type.into(), host },
+        AuthInfo {
+            token_present: token.is_some(),
+            auth_type: auth_type.into(),
+            host,
+            expose_provider_endpoint: env
+                .get("COPILOT_ALLOW_GET_PROVIDER_ENDPOINT")
+                .is_some_and(|v| v == "true" || v == "1"),
+        },
         env.get("COPILOT_CONNECTION_TOKEN").cloned().filter(|t| !t.is_empty()),
         limits,
     );

@@ -261,6 +261,50 @@ impl crate::rpc::RpcMethod for HooksInvoke {
     type Result = t::HookInvokeResponse;
 }
 
+/// `session.model.list`: Lists models available to this session using its own auth and integration
+/// context. Connected hosts (CLI TUI, GitHub App) should call this through the session client so
+/// remote sessions return the remote CLI's available models rather than the caller's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionModelList;
+
+impl crate::rpc::RpcMethod for SessionModelList {
+    const NAME: &'static str = "session.model.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionModelListParams;
+    type Result = t::SessionModelList;
+}
+
+/// `session.provider.add`: Adds BYOK providers and/or models to the session's registry at runtime,
+/// extending the additive registry built from the session's `providers`/`models` options. Both
+/// fields are optional, so a call may add providers only, models only, or both. Within a single
+/// call providers are registered before models, so a model may reference a provider added in the
+/// same call; across calls a model may reference any provider already registered (from session
+/// creation or a prior add). A model whose referenced provider is not registered by the end of the
+/// call is rejected. Newly added models become selectable via `model.list` / `model.switchTo` and
+/// are inherited by sub-agents spawned afterwards.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionProviderAdd;
+
+impl crate::rpc::RpcMethod for SessionProviderAdd {
+    const NAME: &'static str = "session.provider.add";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionProviderAddParams;
+    type Result = t::ProviderAddResult;
+}
+
+/// `session.provider.getEndpoint`: Returns the provider endpoint and credentials the session is
+/// currently configured to talk to, so the caller can make inference calls directly against the
+/// same backend the session uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionProviderGetEndpoint;
+
+impl crate::rpc::RpcMethod for SessionProviderGetEndpoint {
+    const NAME: &'static str = "session.provider.getEndpoint";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionProviderGetEndpointParams;
+    type Result = t::ProviderEndpoint;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -286,6 +330,12 @@ impl crate::rpc::SessionScoped for t::SessionModeSetParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionModelGetCurrentParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionModelListParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -333,6 +383,18 @@ impl crate::rpc::SessionScoped for t::SessionPlanUpdateParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionProviderAddParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionProviderGetEndpointParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionSendParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -375,4 +437,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.plan.update",
     "session.plan.delete",
     "hooks.invoke",
+    "session.model.list",
+    "session.provider.add",
+    "session.provider.getEndpoint",
 ];

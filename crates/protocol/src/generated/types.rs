@@ -3842,6 +3842,41 @@ pub struct ModelsListRequest {
     pub git_hub_token: Option<String>,
 }
 
+/// External SDK input for a named custom model provider. Ingested by the native protocol boundary
+/// before host dispatch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NamedProviderConfig {
+    /// Unique provider name used to qualify model selection IDs.
+    pub name: String,
+    /// Provider protocol family.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub r#type: Option<ProviderConfigType>,
+    /// Wire API used to communicate with the provider.
+    #[serde(rename = "wireApi", default, skip_serializing_if = "Option::is_none")]
+    pub wire_api: Option<ProviderConfigWireApi>,
+    /// Transport used to communicate with the provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<ProviderConfigTransport>,
+    /// Base URL for provider API requests.
+    #[serde(rename = "baseUrl")]
+    pub base_url: String,
+    /// Static API key used to authenticate provider requests.
+    #[serde(rename = "apiKey", default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<crate::secret::SecretString>,
+    /// Static bearer token used to authenticate provider requests.
+    #[serde(rename = "bearerToken", default, skip_serializing_if = "Option::is_none")]
+    pub bearer_token: Option<crate::secret::SecretString>,
+    /// Azure authentication configuration for the provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub azure: Option<ProviderConfigAzure>,
+    /// Additional HTTP headers included with provider requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<std::collections::BTreeMap<String, String>>,
+    /// Whether the host supplies bearer tokens dynamically.
+    #[serde(rename = "hasBearerTokenProvider", default, skip_serializing_if = "Option::is_none")]
+    pub has_bearer_token_provider: Option<bool>,
+}
+
 /// Why the binary data is absent: it exceeded the inline size limit, or its asset was unavailable
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum OmittedBinaryOmittedReason {
@@ -6315,6 +6350,377 @@ pub struct ProtocolExternalToolDefinition {
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
+pub type ProtocolSystemMessageConfig = serde_json::Value;
+
+/// The selectable model entries synthesized for the models added by this call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderAddResult {
+    /// Synthesized selectable model entries for the newly added BYOK models, each under its
+    /// provider-qualified selection id (`provider/id`). Empty when only providers were added.
+    pub models: Vec<serde_json::Value>,
+}
+
+/// Custom model-provider configuration (BYOK).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderConfig {
+    /// Provider type. Defaults to "openai" for generic OpenAI-compatible APIs.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub r#type: Option<ProviderConfigType>,
+    /// Wire API format (openai/azure only). Defaults to "completions".
+    #[serde(rename = "wireApi", default, skip_serializing_if = "Option::is_none")]
+    pub wire_api: Option<ProviderConfigWireApi>,
+    /// Provider transport. Defaults to "http".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<ProviderConfigTransport>,
+    /// API endpoint URL.
+    #[serde(rename = "baseUrl")]
+    pub base_url: String,
+    /// API key. Optional for local providers like Ollama.
+    #[serde(rename = "apiKey", default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<crate::secret::SecretString>,
+    /// Bearer token for authentication. Sets the Authorization header directly. Takes precedence
+    /// over apiKey when both are set.
+    #[serde(rename = "bearerToken", default, skip_serializing_if = "Option::is_none")]
+    pub bearer_token: Option<crate::secret::SecretString>,
+    /// Azure-specific provider options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub azure: Option<ProviderConfigAzure>,
+    /// Well-known model ID used for capability lookup. When set, agent behavior config and token
+    /// limits are inferred from this model.
+    #[serde(rename = "modelId", default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+    /// Overrides for model capabilities when they cannot be inferred from modelId.
+    #[serde(rename = "modelCapabilities", default, skip_serializing_if = "Option::is_none")]
+    pub model_capabilities: Option<ModelCapabilitiesOverride>,
+    /// Provider name used for model and telemetry attribution.
+    #[serde(rename = "providerName", default, skip_serializing_if = "Option::is_none")]
+    pub provider_name: Option<String>,
+    /// The model identifier sent to the provider API for inference (the "wire" model), as opposed
+    /// to modelId which is the well-known base.
+    #[serde(rename = "wireModel", default, skip_serializing_if = "Option::is_none")]
+    pub wire_model: Option<String>,
+    /// Maximum prompt/input tokens for the model.
+    #[serde(rename = "maxPromptTokens", default, skip_serializing_if = "Option::is_none")]
+    pub max_prompt_tokens: Option<f64>,
+    /// Maximum context window tokens for the model.
+    #[serde(rename = "maxContextWindowTokens", default, skip_serializing_if = "Option::is_none")]
+    pub max_context_window_tokens: Option<f64>,
+    /// Maximum output tokens for the model.
+    #[serde(rename = "maxOutputTokens", default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<f64>,
+    /// Custom HTTP headers to include in all outbound requests to the provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<std::collections::BTreeMap<String, String>>,
+    /// When true, the SDK client supplies bearer tokens on demand: the runtime calls the
+    /// client-session `providerToken.getToken` callback before each request and applies the
+    /// returned token as an `Authorization: Bearer <token>` header. This is the bearer/OAuth scheme
+    /// used by Azure AD / managed-identity tokens and provider OAuth access tokens (including
+    /// Anthropic's), not a provider-specific API-key header such as Anthropic's `x-api-key`. The
+    /// token-acquiring function itself stays on the SDK side and is never serialized; only this
+    /// flag crosses the wire. When set alongside `apiKey`/`bearerToken`, the callback takes
+    /// precedence: the runtime applies the token returned by `providerToken.getToken` as the
+    /// `Authorization: Bearer` header for each request and does not send the static credential.
+    #[serde(rename = "hasBearerTokenProvider", default, skip_serializing_if = "Option::is_none")]
+    pub has_bearer_token_provider: Option<bool>,
+}
+
+/// Azure-specific provider options.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderConfigAzure {
+    /// API version. When set, uses the versioned deployment route. When omitted, uses the GA
+    /// versionless v1 route.
+    #[serde(rename = "apiVersion", default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+}
+
+/// Provider transport. Defaults to "http".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProviderConfigTransport {
+    /// HTTP request/streaming transport.
+    #[serde(rename = "http")]
+    Http,
+    /// WebSocket transport.
+    #[serde(rename = "websockets")]
+    Websockets,
+}
+
+impl ProviderConfigTransport {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Http, Self::Websockets];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Http => "http",
+            Self::Websockets => "websockets",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderConfigTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Provider type. Defaults to "openai" for generic OpenAI-compatible APIs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProviderConfigType {
+    /// Generic OpenAI-compatible API.
+    #[serde(rename = "openai")]
+    Openai,
+    /// Azure OpenAI Service endpoint.
+    #[serde(rename = "azure")]
+    Azure,
+    /// Anthropic API endpoint.
+    #[serde(rename = "anthropic")]
+    Anthropic,
+}
+
+impl ProviderConfigType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Openai, Self::Azure, Self::Anthropic];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::Azure => "azure",
+            Self::Anthropic => "anthropic",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderConfigType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Wire API format (openai/azure only). Defaults to "completions".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProviderConfigWireApi {
+    /// OpenAI Chat Completions wire format.
+    #[serde(rename = "completions")]
+    Completions,
+    /// OpenAI Responses API wire format.
+    #[serde(rename = "responses")]
+    Responses,
+}
+
+impl ProviderConfigWireApi {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Completions, Self::Responses];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Completions => "completions",
+            Self::Responses => "responses",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderConfigWireApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A snapshot of the provider endpoint the session is currently configured to talk to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderEndpoint {
+    /// Provider family. Matches the `type` field of a BYOK provider config.
+    #[serde(rename = "type")]
+    pub r#type: ProviderEndpointType,
+    /// Wire API to be used, when required for the provider type.
+    #[serde(rename = "wireApi", default, skip_serializing_if = "Option::is_none")]
+    pub wire_api: Option<ProviderEndpointWireApi>,
+    /// Transport to be used for provider requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<ProviderEndpointTransport>,
+    /// Base URL to pass to the LLM client library.
+    #[serde(rename = "baseUrl")]
+    pub base_url: String,
+    /// A credential the caller should use with this endpoint. Omitted only when the endpoint
+    /// accepts unauthenticated requests.
+    #[serde(rename = "apiKey", default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// HTTP headers the caller must include on every outbound request.
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// Short-lived, rotating credential the caller must send on every request, in addition to
+    /// `apiKey` if one is present. Omitted when the endpoint does not require one.
+    #[serde(rename = "sessionToken", default, skip_serializing_if = "Option::is_none")]
+    pub session_token: Option<ProviderSessionToken>,
+}
+
+impl ProviderEndpoint {
+    /// The required fields; every optional one is `None`.
+    pub fn new(r#type: ProviderEndpointType, base_url: String, headers: std::collections::BTreeMap<String, String>) -> Self {
+        Self {
+            r#type,
+            wire_api: None,
+            transport: None,
+            base_url,
+            api_key: None,
+            headers,
+            session_token: None,
+        }
+    }
+}
+
+/// Transport to be used for provider requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProviderEndpointTransport {
+    /// HTTP request/streaming transport.
+    #[serde(rename = "http")]
+    Http,
+    /// WebSocket transport.
+    #[serde(rename = "websockets")]
+    Websockets,
+}
+
+impl ProviderEndpointTransport {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Http, Self::Websockets];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Http => "http",
+            Self::Websockets => "websockets",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderEndpointTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Provider family. Matches the `type` field of a BYOK provider config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProviderEndpointType {
+    /// OpenAI-compatible endpoint (use the OpenAI client library).
+    #[serde(rename = "openai")]
+    Openai,
+    /// Azure OpenAI endpoint (use the OpenAI client library with the Azure base URL).
+    #[serde(rename = "azure")]
+    Azure,
+    /// Anthropic endpoint (use the Anthropic client library).
+    #[serde(rename = "anthropic")]
+    Anthropic,
+}
+
+impl ProviderEndpointType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Openai, Self::Azure, Self::Anthropic];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::Azure => "azure",
+            Self::Anthropic => "anthropic",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderEndpointType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Wire API to be used, when required for the provider type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProviderEndpointWireApi {
+    /// Classic chat-completions request shape.
+    #[serde(rename = "completions")]
+    Completions,
+    /// Newer responses request shape.
+    #[serde(rename = "responses")]
+    Responses,
+}
+
+impl ProviderEndpointWireApi {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Completions, Self::Responses];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Completions => "completions",
+            Self::Responses => "responses",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderEndpointWireApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A BYOK model definition referencing a named provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderModelConfig {
+    /// Provider-local model id, unique within its provider. The session-wide selection id (shown in
+    /// the model list and passed to switchTo) is the provider-qualified `provider/id`.
+    pub id: String,
+    /// Name of the configured provider that serves this model.
+    pub provider: String,
+    /// The model name sent to the provider API for inference. Defaults to `id`.
+    #[serde(rename = "wireModel", default, skip_serializing_if = "Option::is_none")]
+    pub wire_model: Option<String>,
+    /// Well-known base model id used for behavior/capability/config lookup. Defaults to `id`.
+    #[serde(rename = "modelId", default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+    /// Display name for model pickers. Defaults to the provider-qualified selection id
+    /// (`provider/id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Maximum prompt/input tokens for the model.
+    #[serde(rename = "maxPromptTokens", default, skip_serializing_if = "Option::is_none")]
+    pub max_prompt_tokens: Option<f64>,
+    /// Maximum context window tokens for the model.
+    #[serde(rename = "maxContextWindowTokens", default, skip_serializing_if = "Option::is_none")]
+    pub max_context_window_tokens: Option<f64>,
+    /// Maximum output tokens for the model.
+    #[serde(rename = "maxOutputTokens", default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<f64>,
+    /// Optional capability overrides (vision, tool_calls, reasoning, etc.).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<ModelCapabilitiesOverride>,
+    /// System-message configuration used when the runtime builds the standard prompt for this
+    /// provider-qualified model, including general-purpose subagents. It uses the same object
+    /// hierarchy as session-level systemMessage configuration, except transform actions are
+    /// rejected because the current callback protocol is not model-scoped. When present, it
+    /// overrides the session-wide configuration on those prompt paths. Selected custom-agent and
+    /// specialized-subagent prompts remain authoritative.
+    #[serde(rename = "systemMessage", default, skip_serializing_if = "Option::is_none")]
+    pub system_message: Option<ProtocolSystemMessageConfig>,
+}
+
+/// Short-lived, rotating credential the caller must send on every request, in addition to `apiKey`
+/// if one is present. Omitted when the endpoint does not require one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderSessionToken {
+    /// The short-lived token value.
+    pub token: String,
+    /// HTTP header name the token must be sent under.
+    pub header: String,
+    /// The model the token is bound to, when applicable. When set, the token is only valid for
+    /// requests against this model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// When the token expires, if known. Callers should refresh by calling `getEndpoint` again
+    /// before this time, or reactively on any 401/403 response from `baseUrl`.
+    #[serde(rename = "expiresAt", default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+}
+
 /// Reasoning summary mode to request for supported model clients
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ReasoningSummary {
@@ -6750,6 +7156,53 @@ pub struct SessionModelGetCurrentParams {
     pub session_id: String,
 }
 
+/// The list of models available to this session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionModelList {
+    /// Available models, ordered with the most preferred default first. Includes both Copilot
+    /// (CAPI) models and any registry BYOK models; a BYOK model appears under its
+    /// provider-qualified selection id (`provider/id`).
+    pub list: Vec<serde_json::Value>,
+    /// Cost categories for the full CAPI catalog, including picker-disabled models that Auto may
+    /// select. Metadata only; entries absent from `list` are not manually selectable.
+    #[serde(rename = "modelPriceCategories", default, skip_serializing_if = "Option::is_none")]
+    pub model_price_categories: Option<Vec<SessionModelPriceCategory>>,
+    /// Per-quota snapshots returned alongside the model list, keyed by quota type.
+    #[serde(rename = "quotaSnapshots", default, skip_serializing_if = "Option::is_none")]
+    pub quota_snapshots: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Optional listing options.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionModelListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// If true, bypasses the per-session model list cache and re-fetches from CAPI.
+    #[serde(rename = "skipCache", default, skip_serializing_if = "Option::is_none")]
+    pub skip_cache: Option<bool>,
+}
+
+/// Cost-category metadata for a CAPI model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionModelPriceCategory {
+    /// CAPI model identifier.
+    pub id: String,
+    /// Cost category assigned to the model.
+    #[serde(rename = "priceCategory")]
+    pub price_category: ModelPickerPriceCategory,
+}
+
+impl SessionModelPriceCategory {
+    /// The required fields; every optional one is `None`.
+    pub fn new(id: String, price_category: ModelPickerPriceCategory) -> Self {
+        Self {
+            id,
+            price_category,
+        }
+    }
+}
+
 /// Target model identifier and optional reasoning effort, summary, capability overrides, and
 /// context tier.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -6891,6 +7344,36 @@ pub struct SessionPlanUpdateParams {
     pub session_id: String,
     /// The new content for the plan file
     pub content: String,
+}
+
+/// BYOK providers and/or models to add to the session's registry at runtime. Both fields are
+/// optional; provide providers, models, or both.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionProviderAddParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Named BYOK provider connections to register, additive to any providers already in the
+    /// registry. Each name must be unique across the registry and must not contain '/'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub providers: Option<Vec<NamedProviderConfig>>,
+    /// BYOK model definitions to register. Each must reference a provider that is already
+    /// registered or included in this same call. Selection ids (`provider/id`) must be unique
+    /// across the registry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub models: Option<Vec<ProviderModelConfig>>,
+}
+
+/// Optional model identifier to scope the endpoint snapshot to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionProviderGetEndpointParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Model identifier the caller intends to use against the returned endpoint. Used to pick the
+    /// correct wire shape. Omit to use whichever model the session is currently using.
+    #[serde(rename = "modelId", default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
 }
 
 /// Parameters for sending a user message to the session
@@ -8579,7 +9062,7 @@ impl std::fmt::Display for WorkingDirectoryContextHostType {
 // serde_json::Value in this file
 //
 // Fallbacks (the schema construct has no better mapping):
-// (none)
+// - ProtocolSystemMessageConfig: anyOf whose branches serde cannot tell apart
 //
 // Open by the schema (no type: any JSON value):
 // - AssistantMessageToolRequest.arguments: no type in the schema (any JSON)

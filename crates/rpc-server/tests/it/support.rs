@@ -40,12 +40,20 @@ impl Env {
             allow_all_tools: false,
             tool_env: Vec::new(),
             model,
+            http: Arc::new(llm_providers::transport::ReqwestTransport::new(
+                llm_providers::transport::ReqwestTransport::default_client().expect("http client"),
+            )),
             builtins: tools::Registry::builtins(),
             pending_grace: Duration::from_secs(1),
         })
         .await
         .expect("engine");
-        let auth = AuthInfo { token_present: true, auth_type: "token".into(), host: "https://github.com".into() };
+        let auth = AuthInfo {
+            token_present: true,
+            auth_type: "token".into(),
+            host: "https://github.com".into(),
+            expose_provider_endpoint: false,
+        };
         let server = Server::new(Arc::new(engine), auth, token.map(str::to_string), limits);
         Self { _fake: fake, server, _root: root }
     }

@@ -294,6 +294,9 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("hooks", &["boolean"], json!(true)),
             prop("disableResume", &["boolean"], json!(true)),
             prop("continuePendingWork", &["boolean"], json!(true)),
+            prop("provider", &["object"], json!({"baseUrl": "http://127.0.0.1:1"})),
+            prop("providers", &["array"], json!([])),
+            prop("models", &["array"], json!([])),
         ],
         required: Vec::new(),
     };

@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod byok;
 mod conversation;
 mod harness;
 mod hostile;
