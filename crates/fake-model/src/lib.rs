@@ -44,8 +44,9 @@ pub use snapshot::Snapshot;
 /// HTTP endpoints:
 /// * `GET /copilot_internal/user`, `GET /models`, `POST /chat/completions` (also
 ///   `/v1/chat/completions`, `/openai/v1/chat/completions`,
-///   `/openai/deployments/{d}/chat/completions`), memory stubs under `/agents/*/memory/*`;
-///   anything else → 404 JSON.
+///   `/openai/deployments/{d}/chat/completions`), `POST /responses` (OpenAI Responses API; also
+///   `/v1/responses`, `/openai/v1/responses`, `/openai/responses`), memory stubs under
+///   `/agents/*/memory/*`; anything else → 404 JSON.
 /// * control: `POST /_fake/load {"snapshot","workdir"?}`, `POST /_fake/workdir {"workdir"}`,
 ///   `POST /_fake/replies {"replies":[…]}`, `GET /_fake/requests`, `DELETE /_fake/requests`,
 ///   `GET /_fake/exchanges`, `POST /_fake/reset`, `POST /_fake/models {"models":[…]|null}`,
@@ -137,7 +138,8 @@ impl FakeModel {
     }
 
     /// Request/response pairs in the harness' `/exchanges` shape:
-    /// `{"request": body, "response": chat.completion | null, "requestHeaders": {…}}`.
+    /// `{"request": body, "response": chat.completion | null, "requestHeaders": {…}}` (on the
+    /// Responses endpoints, `response` is the Responses `response` object).
     pub fn exchanges(&self) -> Vec<Value> {
         self.shared.lock().exchanges.clone()
     }

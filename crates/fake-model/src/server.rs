@@ -15,6 +15,8 @@ use axum::{middleware, Json, Router};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch, Notify};
 
+mod responses;
+
 use crate::normalize::{expand_tool_name, expand_workdir, merge_assistant_runs, normalize_messages, NormMessage, Side};
 use crate::reply::{reply_to_json, Reply};
 use crate::snapshot::{Match, Snapshot, StoredError};
@@ -121,6 +123,11 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/chat/completions", post(chat))
         .route("/openai/v1/chat/completions", post(chat))
         .route("/openai/deployments/{deployment}/chat/completions", post(chat))
+        // The OpenAI Responses API (`wireApi: "responses"`), OpenAI and Azure routes.
+        .route("/responses", post(responses::responses))
+        .route("/v1/responses", post(responses::responses))
+        .route("/openai/v1/responses", post(responses::responses))
+        .route("/openai/responses", post(responses::responses))
         .route("/agents/{*rest}", get(memory).post(memory))
         .route("/_fake/load", post(ctl_load))
         .route("/_fake/workdir", post(ctl_workdir))
@@ -362,21 +369,33 @@ fn error_kind(status: u16) -> &'static str {
     }
 }
 
-async fn chat(State(s): S, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
-    let received = tokio::time::Instant::now();
-    let parsed = serde_json::from_slice::<Value>(&body);
+/// Captures a model request as it arrived (a body that is not JSON is kept as text). Returns
+/// the parsed body, the captured body and the headers, for `/exchanges`.
+fn record_request(
+    s: &Shared,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> (serde_json::Result<Value>, Value, Value) {
+    let parsed = serde_json::from_slice::<Value>(body);
     let captured_body = match &parsed {
         Ok(v) => v.clone(),
-        Err(_) => Value::String(String::from_utf8_lossy(&body).into_owned()),
+        Err(_) => Value::String(String::from_utf8_lossy(body).into_owned()),
     };
     let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| uri.path().to_string());
-    let header_json = headers_to_json(&headers);
+    let header_json = headers_to_json(headers);
     s.lock().requests.push(json!({
         "path": path,
         "headers": header_json.clone(),
         "body": captured_body.clone(),
     }));
     s.captured.notify_waiters();
+    (parsed, captured_body, header_json)
+}
+
+async fn chat(State(s): S, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let received = tokio::time::Instant::now();
+    let (parsed, captured_body, header_json) = record_request(&s, &uri, &headers, &body);
 
     let req = match parsed {
         Ok(v @ Value::Object(_)) => v,

@@ -15,6 +15,7 @@ mod http;
 pub mod openai;
 mod openai_chat;
 pub mod provider;
+pub mod responses;
 pub mod retry;
 pub mod sse;
 pub mod transport;

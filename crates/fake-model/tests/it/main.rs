@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod responses;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 

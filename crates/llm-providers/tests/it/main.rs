@@ -2,6 +2,7 @@
 
 mod byok_chat;
 mod fake;
+mod responses;
 
 use std::time::{Duration, Instant};
 
