@@ -65,10 +65,11 @@ pub fn provider_client(
 ) -> std::sync::Arc<dyn ModelClient> {
     use provider::{ProviderKind, WireApi};
     match (config.kind, config.wire_api) {
-        (ProviderKind::Anthropic, _) | (_, WireApi::Responses) => std::sync::Arc::new(UnavailableClient::new(format!(
+        (ProviderKind::Anthropic, _) => std::sync::Arc::new(UnavailableClient::new(format!(
             "{} uses a wire API this build does not speak yet",
             config.label
         ))),
+        (_, WireApi::Responses) => std::sync::Arc::new(responses::ResponsesClient::new(config, http)),
         _ => std::sync::Arc::new(openai::ChatCompletionsClient::new(config, http)),
     }
 }

@@ -78,6 +78,10 @@ impl ModelClient for ResponsesClient {
         Ok(self.config.models.clone())
     }
 
+    async fn endpoint(&self) -> Result<Option<crate::Endpoint>, ProviderError> {
+        Ok(Some(self.config.endpoint()))
+    }
+
     async fn chat(
         &self,
         req: ChatRequest,
@@ -102,7 +106,9 @@ impl ModelClient for ResponsesClient {
                 insert(&mut headers, name, value);
             }
             let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_session(&req.session_id);
-            transport::attempt(self.http.as_ref(), request, req.stream, events).await
+            transport::attempt(self.http.as_ref(), request, req.stream, events)
+                .await
+                .map_err(|f| self.config.redact_attempt(f))
         })
         .await;
         let mut resp = result.map_err(|e| self.config.describe_failure(e))?;

@@ -95,7 +95,6 @@ pub struct HistoryItem {
 
 /// The request formats a history message can be encoded in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code)] // the Responses and Anthropic encoders land next
 pub(crate) enum WireFormat {
     ChatCompletions,
     Responses,

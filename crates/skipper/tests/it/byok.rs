@@ -325,3 +325,67 @@ async fn provider_endpoint_is_opt_in_and_describes_the_backend() {
     })
     .await;
 }
+
+/// One streamed tool round trip through the provider `provider(fake_url)` describes; returns
+/// the bodies the fake received at `path`.
+async fn tool_round_trip(provider: impl Fn(&str) -> Value, path: &str) -> Vec<Value> {
+    let env = TestEnv::start().await;
+    let note = env.workdir().join("note.txt");
+    std::fs::write(&note, "the note says 42\n").unwrap();
+    env.fake.push_replies([
+        Reply::tool_call("view", json!({"path": note.to_string_lossy()})),
+        Reply::text("The note says 42."),
+    ]);
+    let c = &env.client;
+    let sid = c.create_session(json!({"provider": provider(&env.fake.url()), "streaming": true})).await;
+    let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+    c.send(&sid, "What does the note say?").await;
+    c.wait_for_event(&sid, "session.idle", T).await;
+    approver.abort();
+    assert_eq!(c.count(&sid, "session.error"), 0, "{:?}", c.events_of_type(&sid, "session.error"));
+    let messages = c.events_of_type(&sid, "assistant.message");
+    assert_eq!(messages.last().unwrap()["data"]["content"], json!("The note says 42."));
+    let deltas: String = c
+        .events_of_type(&sid, "assistant.message_delta")
+        .iter()
+        .filter_map(|d| d["data"]["deltaContent"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(deltas, "The note says 42.", "streamed deltas add up to the message");
+    let done = c.events_of_type(&sid, "tool.execution_complete");
+    assert_eq!(done[0]["data"]["success"], json!(true), "{done:?}");
+    c.assert_schema_clean();
+    requests_to(&env.fake, path).into_iter().map(|r| r["body"].clone()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_responses_wire_api_carries_a_tool_round_trip() {
+    with_timeout(60, async {
+        let provider = |url: &str| json!({"type": "openai", "wireApi": "responses", "baseUrl": format!("{url}/v1"), "apiKey": "k"});
+        let bodies = tool_round_trip(provider, "/v1/responses").await;
+        assert_eq!(bodies.len(), 2);
+        assert_eq!(bodies[0]["stream"], json!(true));
+        assert_eq!(bodies[0]["store"], json!(false));
+        let input = bodies[1]["input"].as_array().unwrap();
+        let kinds: Vec<&str> = input.iter().filter_map(|i| i["type"].as_str()).collect();
+        assert!(kinds.contains(&"function_call") && kinds.contains(&"function_call_output"), "{kinds:?}");
+        let output = input.iter().find(|i| i["type"] == json!("function_call_output")).unwrap();
+        assert!(output["output"].as_str().unwrap().contains("the note says 42"), "{output}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_azure_completions_api_carries_a_tool_round_trip() {
+    with_timeout(60, async {
+        let provider = |url: &str| {
+            json!({"type": "azure", "baseUrl": url, "apiKey": "azure-key", "wireModel": "gpt-4o-dep",
+                   "azure": {"apiVersion": "2024-10-21"}})
+        };
+        let bodies =
+            tool_round_trip(provider, "/openai/deployments/gpt-4o-dep/chat/completions?api-version=2024-10-21").await;
+        assert_eq!(bodies.len(), 2);
+        let tools = crate::conversation::tool_messages(&bodies[1]);
+        assert!(tools[0].1.contains("the note says 42"), "{tools:?}");
+    })
+    .await;
+}
