@@ -53,6 +53,8 @@ pub use snapshot::Snapshot;
 ///   `POST /_fake/user {"token","response"}`.
 /// * official-harness aliases: `POST /config {"filePath","workDir"}`, `GET /exchanges`,
 ///   `POST /copilot-user-config {"token","response"}`, `POST /stop`.
+/// * `POST /v1/messages`: the Anthropic Messages API over the same replies and snapshots,
+///   answered as Anthropic SSE events or a `message` object (errors in Anthropic's shape).
 pub struct FakeModel {
     addr: SocketAddr,
     shared: Arc<server::Shared>,

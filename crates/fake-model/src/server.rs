@@ -21,6 +21,8 @@ use crate::normalize::{expand_tool_name, expand_workdir, merge_assistant_runs, n
 use crate::reply::{reply_to_json, Reply};
 use crate::snapshot::{Match, Snapshot, StoredError};
 
+mod anthropic;
+
 /// Models listed by `/models` when no snapshot (or override) provides a list.
 pub const DEFAULT_MODELS: &[&str] = &["claude-sonnet-4.5", "gpt-4.1"];
 const DEFAULT_MODEL: &str = "claude-sonnet-4.5";
@@ -118,6 +120,8 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/copilot_internal/user", get(user))
         .route("/models", get(models))
+        // The Anthropic Messages API (BYOK `type: "anthropic"`).
+        .route("/v1/messages", post(anthropic::messages))
         // Every path a BYOK OpenAI/Azure provider may use ends in the same handler.
         .route("/chat/completions", post(chat))
         .route("/v1/chat/completions", post(chat))

@@ -10,6 +10,7 @@
 pub mod types;
 pub use types::*;
 
+pub mod anthropic;
 pub mod copilot;
 mod http;
 pub mod openai;

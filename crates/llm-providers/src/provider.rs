@@ -289,6 +289,7 @@ fn sensitive(mut value: HeaderValue) -> HeaderValue {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[tokio::test]

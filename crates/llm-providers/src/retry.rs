@@ -83,7 +83,8 @@ pub fn retry_reason(err: &ProviderError, emitted_output: bool) -> Option<RetryRe
     match err {
         ProviderError::Http { status: 429, .. } => Some(RetryReason::RateLimit),
         ProviderError::Http { status: 401, .. } => Some(RetryReason::Auth),
-        ProviderError::Http { status: 500 | 502 | 503 | 504, .. } => Some(RetryReason::ServerError),
+        // 529: Anthropic's "overloaded", as transient as a 503.
+        ProviderError::Http { status: 500 | 502 | 503 | 504 | 529, .. } => Some(RetryReason::ServerError),
         ProviderError::Network(_) => Some(RetryReason::Network),
         ProviderError::Truncated(_) if !emitted_output => Some(RetryReason::Network),
         _ => None,
@@ -194,7 +195,7 @@ mod tests {
     #[test]
     fn classification() {
         assert_eq!(retry_reason(&http(429), false), Some(RetryReason::RateLimit));
-        for s in [500, 502, 503, 504] {
+        for s in [500, 502, 503, 504, 529] {
             assert_eq!(retry_reason(&http(s), true), Some(RetryReason::ServerError));
         }
         assert_eq!(retry_reason(&http(401), false), Some(RetryReason::Auth));

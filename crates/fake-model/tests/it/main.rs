@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use fake_model::{FakeModel, Reply};
 use serde_json::{json, Value};
 
+mod anthropic;
+
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }

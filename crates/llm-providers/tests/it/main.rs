@@ -1,5 +1,6 @@
 //! CopilotClient against a scripted HTTP fake.
 
+mod anthropic;
 mod byok_chat;
 mod fake;
 mod responses;
