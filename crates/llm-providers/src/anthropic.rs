@@ -61,6 +61,10 @@ impl ModelClient for AnthropicClient {
         Ok(self.config.models.clone())
     }
 
+    async fn endpoint(&self) -> Result<Option<crate::Endpoint>, ProviderError> {
+        Ok(Some(self.config.endpoint()))
+    }
+
     async fn chat(
         &self,
         req: ChatRequest,
@@ -87,7 +91,7 @@ impl ModelClient for AnthropicClient {
                 insert(&mut headers, name, value);
             }
             let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_session(&req.session_id);
-            attempt(self.http.as_ref(), request, events).await
+            attempt(self.http.as_ref(), request, events).await.map_err(|f| self.config.redact_attempt(f))
         })
         .await;
         let mut resp = result.map_err(|e| self.config.describe_failure(e))?;

@@ -66,10 +66,7 @@ pub fn provider_client(
 ) -> std::sync::Arc<dyn ModelClient> {
     use provider::{ProviderKind, WireApi};
     match (config.kind, config.wire_api) {
-        (ProviderKind::Anthropic, _) => std::sync::Arc::new(UnavailableClient::new(format!(
-            "{} uses a wire API this build does not speak yet",
-            config.label
-        ))),
+        (ProviderKind::Anthropic, _) => std::sync::Arc::new(anthropic::AnthropicClient::new(config, http)),
         (_, WireApi::Responses) => std::sync::Arc::new(responses::ResponsesClient::new(config, http)),
         _ => std::sync::Arc::new(openai::ChatCompletionsClient::new(config, http)),
     }

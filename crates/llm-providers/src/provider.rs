@@ -289,7 +289,6 @@ fn sensitive(mut value: HeaderValue) -> HeaderValue {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[tokio::test]

@@ -97,11 +97,7 @@ pub struct HistoryItem {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WireFormat {
     ChatCompletions,
-    // Its client lands separately; until then nothing encodes in it.
-    #[allow(dead_code)]
     Responses,
-    // Its client lands separately; until then nothing encodes in it.
-    #[allow(dead_code)]
     Anthropic,
 }
 

@@ -22,21 +22,13 @@ use futures::future::BoxFuture;
 use serde_json::{json, Map, Value};
 
 use super::{
-    channel_body, decide, headers_to_json, json_response, split_chars, split_text, sse_response, Answer, Call, Shared,
+    channel_body, decide, json_response, record_request, split_chars, split_text, sse_response, Answer, Call, Shared,
     DEFAULT_MODEL, STREAM_CHUNK_CHARS,
 };
 
 pub(crate) async fn messages(State(s): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let received = tokio::time::Instant::now();
-    let parsed = serde_json::from_slice::<Value>(&body);
-    let captured_body = match &parsed {
-        Ok(v) => v.clone(),
-        Err(_) => Value::String(String::from_utf8_lossy(&body).into_owned()),
-    };
-    let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| uri.path().to_string());
-    let header_json = headers_to_json(&headers);
-    s.lock().requests.push(json!({"path": path, "headers": header_json.clone(), "body": captured_body.clone()}));
-    s.captured.notify_waiters();
+    let (parsed, captured_body, header_json) = record_request(&s, &uri, &headers, &body);
 
     let req = match parsed {
         Ok(v @ Value::Object(_)) => v,

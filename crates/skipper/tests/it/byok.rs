@@ -389,3 +389,85 @@ async fn the_azure_completions_api_carries_a_tool_round_trip() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_anthropic_messages_api_carries_a_tool_round_trip() {
+    with_timeout(60, async {
+        let provider =
+            |url: &str| json!({"type": "anthropic", "baseUrl": url, "apiKey": "ant-key", "wireModel": "claude-x"});
+        let bodies = tool_round_trip(provider, "/v1/messages").await;
+        assert_eq!(bodies.len(), 2);
+        assert_eq!(bodies[0]["model"], json!("claude-x"));
+        assert_eq!(bodies[0]["stream"], json!(true));
+        let messages = bodies[1]["messages"].as_array().unwrap();
+        let blocks: Vec<&Value> = messages.iter().flat_map(|m| m["content"].as_array().unwrap().iter()).collect();
+        let tool_use = blocks.iter().find(|b| b["type"] == json!("tool_use")).expect("tool_use sent back");
+        let result = blocks.iter().find(|b| b["type"] == json!("tool_result")).expect("tool_result");
+        assert_eq!(result["tool_use_id"], tool_use["id"]);
+        assert!(result.to_string().contains("the note says 42"), "{result}");
+    })
+    .await;
+}
+
+/// The persisted events of one scripted conversation, with what differs between runs (ids,
+/// times, call ids, sizes and durations of the wire) taken out.
+async fn event_shape(provider: impl Fn(&str) -> Value) -> Vec<Value> {
+    let env = TestEnv::start().await;
+    env.fake.push_replies([Reply::tool_call("glob", json!({"pattern": "*.md"})), Reply::text("Done: 4.")]);
+    let c = &env.client;
+    let sid = c.create_session(json!({"provider": provider(&env.fake.url()), "streaming": true})).await;
+    let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+    c.send(&sid, "2+2?").await;
+    c.wait_for_event(&sid, "session.idle", T).await;
+    approver.abort();
+    c.get_messages(&sid)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            let mut data = e["data"].clone();
+            if let Some(d) = data.as_object_mut() {
+                for volatile in [
+                    "sessionId",
+                    "startTime",
+                    "messageId",
+                    "interactionId",
+                    "toolCallId",
+                    "requestId",
+                    "apiCallId",
+                    "providerCallId",
+                    "duration",
+                    "inputTokens",
+                    "outputTokens",
+                    "cost",
+                    "timestamp",
+                    "context",
+                    "copilotVersion",
+                    "toolRequests",
+                    "reasoningOpaque",
+                    "encryptedContent",
+                    "transformedContent",
+                    "originatingMessageId",
+                ] {
+                    d.remove(volatile);
+                }
+            }
+            let text = json!({"type": e["type"], "data": data}).to_string();
+            serde_json::from_str(&text.replace(&*env.workdir().to_string_lossy(), "${workdir}")).unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_wire_api_yields_the_same_session_events() {
+    with_timeout(120, async {
+        let completions = event_shape(|url| json!({"type": "openai", "baseUrl": format!("{url}/v1")})).await;
+        let responses = event_shape(|url| json!({"type": "openai", "wireApi": "responses", "baseUrl": url})).await;
+        let anthropic = event_shape(|url| json!({"type": "anthropic", "baseUrl": url})).await;
+        let types: Vec<&Value> = completions.iter().map(|e| &e["type"]).collect();
+        assert!(types.contains(&&json!("tool.execution_complete")), "{types:?}");
+        assert_eq!(completions, responses, "chat completions vs responses");
+        assert_eq!(completions, anthropic, "chat completions vs anthropic");
+    })
+    .await;
+}
