@@ -90,7 +90,7 @@ impl ModelClient for AnthropicClient {
             for (name, value) in &req.extra_headers {
                 insert(&mut headers, name, value);
             }
-            let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_session(&req.session_id);
+            let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_call(req);
             attempt(self.http.as_ref(), request, events).await.map_err(|f| self.config.redact_attempt(f))
         })
         .await;

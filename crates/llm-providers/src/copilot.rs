@@ -244,7 +244,7 @@ impl ModelClient for CopilotClient {
         let (req, events, url, body) = (&req, &events, &url, &body);
         let mut resp = retry::run(&self.config.retry, Some(events), &cancel, move |attempt| async move {
             let headers = self.chat_headers(req, attempt)?;
-            let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_session(&req.session_id);
+            let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_call(req);
             chat_attempt(self.http.as_ref(), request, req.stream, events, "x-github-request-id").await
         })
         .await?;

@@ -105,7 +105,7 @@ impl ModelClient for ResponsesClient {
             for (name, value) in &req.extra_headers {
                 insert(&mut headers, name, value);
             }
-            let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_session(&req.session_id);
+            let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_call(req);
             transport::attempt(self.http.as_ref(), request, req.stream, events)
                 .await
                 .map_err(|f| self.config.redact_attempt(f))

@@ -8,11 +8,11 @@ use std::pin::Pin;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
-use reqwest::header::HeaderMap;
-use reqwest::{Method, StatusCode};
+pub use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+pub use reqwest::{Method, StatusCode};
 
 use crate::http::error_chain;
-use crate::types::ProviderError;
+use crate::types::{ChatRequest, Initiator, ProviderError};
 
 /// A response body arriving in pieces. An `Err` item ends it: the connection failed.
 pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, ProviderError>> + Send>>;
@@ -23,23 +23,44 @@ pub struct HttpRequest {
     pub url: String,
     pub headers: HeaderMap,
     pub body: Bytes,
-    /// The session the call serves, when there is one (the SDK path reports it).
+    /// What the call serves; empty outside a session (catalogue lookups). A transport that hands
+    /// the request to someone else (the SDK client) reports it.
+    pub context: RequestContext,
+}
+
+/// Who issued a request: the session, its agent, the user message being answered, and why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestContext {
     pub session_id: Option<String>,
+    /// Stable across the session's turns (the root agent of the session).
+    pub agent_id: Option<String>,
+    /// One user message's loop; the same across retries.
+    pub invocation_id: Option<String>,
+    /// `conversation-user` for the call a user message starts, `conversation-agent` after tools.
+    pub interaction_type: Option<&'static str>,
 }
 
 impl HttpRequest {
     pub fn get(url: impl Into<String>, headers: HeaderMap) -> Self {
-        Self { method: Method::GET, url: url.into(), headers, body: Bytes::new(), session_id: None }
+        Self { method: Method::GET, url: url.into(), headers, body: Bytes::new(), context: RequestContext::default() }
     }
 
     pub fn post(url: impl Into<String>, headers: HeaderMap, body: Bytes) -> Self {
-        Self { method: Method::POST, url: url.into(), headers, body, session_id: None }
+        Self { method: Method::POST, url: url.into(), headers, body, context: RequestContext::default() }
     }
 
-    pub fn for_session(mut self, session_id: &str) -> Self {
-        if !session_id.is_empty() {
-            self.session_id = Some(session_id.to_string());
-        }
+    /// Marks the request as one model call of `req`'s session.
+    pub fn for_call(mut self, req: &ChatRequest) -> Self {
+        let nonempty = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        self.context = RequestContext {
+            session_id: nonempty(&req.session_id),
+            agent_id: nonempty(&req.session_id),
+            invocation_id: nonempty(&req.interaction_id),
+            interaction_type: Some(match req.initiator {
+                Initiator::User => "conversation-user",
+                Initiator::Agent => "conversation-agent",
+            }),
+        };
         self
     }
 }
@@ -112,4 +133,30 @@ impl HttpTransport for ReqwestTransport {
         let body = resp.bytes_stream().map(|piece| piece.map_err(|e| ProviderError::Network(error_chain(&e))));
         Ok(HttpResponse { status, headers, body: Box::pin(body) })
     }
+}
+
+/// Headers as name → values (lowercase names), the form they cross JSON-RPC in.
+pub fn header_lists(headers: &HeaderMap) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut out: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+    for (name, value) in headers {
+        // A value that is not text cannot be carried; no header we send has one.
+        if let Ok(value) = value.to_str() {
+            out.entry(name.as_str().to_string()).or_default().push(value.to_string());
+        }
+    }
+    out
+}
+
+/// The reverse of [`header_lists`]; names or values HTTP would not accept are dropped.
+pub fn header_map(lists: &std::collections::BTreeMap<String, Vec<String>>) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    for (name, values) in lists {
+        let Ok(name) = HeaderName::from_bytes(name.as_bytes()) else { continue };
+        for value in values {
+            if let Ok(value) = HeaderValue::from_str(value) {
+                out.append(name.clone(), value);
+            }
+        }
+    }
+    out
 }

@@ -75,6 +75,7 @@ where
     }
     drop(reader_state);
     caller.fail_outstanding();
+    server.inference.connection_closed(id);
     server.engine.unsubscribe_lifecycle(id);
     server.engine.drop_subscriber(id);
     drop((caller, out));

@@ -13,6 +13,7 @@ pub mod caller;
 pub mod connection;
 mod errors;
 mod handlers;
+pub mod inference;
 mod lanes;
 pub mod methods;
 mod outbound;
@@ -70,10 +71,19 @@ pub struct Server {
     /// Cancelled by `runtime.shutdown`.
     pub shutdown: CancellationToken,
     pub limits: Limits,
+    /// Hands model requests to an SDK client that asked to serve them (`llmInference.*`); the
+    /// engine's providers send through it.
+    pub inference: Arc<inference::InferenceBridge>,
 }
 
 impl Server {
-    pub fn new(engine: Arc<Engine>, auth: AuthInfo, connection_token: Option<String>, limits: Limits) -> Arc<Self> {
-        Arc::new(Self { engine, auth, connection_token, shutdown: CancellationToken::new(), limits })
+    pub fn new(
+        engine: Arc<Engine>,
+        auth: AuthInfo,
+        connection_token: Option<String>,
+        limits: Limits,
+        inference: Arc<inference::InferenceBridge>,
+    ) -> Arc<Self> {
+        Arc::new(Self { engine, auth, connection_token, shutdown: CancellationToken::new(), limits, inference })
     }
 }

@@ -5,7 +5,7 @@
 use protocol::generated::methods as g;
 use protocol::methods as h;
 
-use crate::handlers::{providers, server, session, session_state};
+use crate::handlers::{inference, providers, server, session, session_state};
 use crate::table::method_table;
 
 method_table! {
@@ -18,6 +18,13 @@ method_table! {
     ToolsList: g::ToolsList => server::tools_list, lane |_p| None, aliases [];
     AccountGetQuota: g::AccountGetQuota => server::quota, lane |_p| None, aliases [];
     RuntimeShutdown: g::RuntimeShutdown => server::runtime_shutdown, lane |_p| None, aliases [];
+
+    // SDK-hosted inference: a client performs the model's HTTP requests.
+    LlmInferenceSetProvider: g::LlmInferenceSetProvider => inference::set_provider, lane |_p| None, aliases [];
+    LlmInferenceHttpResponseStart: g::LlmInferenceHttpResponseStart
+        => inference::response_start, lane |_p| None, aliases [];
+    LlmInferenceHttpResponseChunk: g::LlmInferenceHttpResponseChunk
+        => inference::response_chunk, lane |_p| None, aliases [];
 
     // Sessions: lifecycle.
     SessionCreate: h::SessionCreate => session::create, lane |p| p.session_id.as_deref(), aliases [];

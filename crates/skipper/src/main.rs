@@ -123,8 +123,12 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
         .map(|h| if h.starts_with("http") { h.clone() } else { format!("https://{h}") })
         .unwrap_or_else(|| "https://github.com".into());
     let requested_model = cli.model.clone().or_else(|| env.get("COPILOT_MODEL").cloned().filter(|m| !m.is_empty()));
-    let http: Arc<dyn HttpTransport> =
+    let network: Arc<dyn HttpTransport> =
         Arc::new(ReqwestTransport::new(ReqwestTransport::default_client().context("creating the HTTP client")?));
+    // Every model request goes through the bridge: to the network, or to an SDK client that
+    // registered with `llmInference.setProvider`.
+    let inference = rpc_server::inference::InferenceBridge::new(network);
+    let http: Arc<dyn HttpTransport> = inference.clone();
     let env_provider =
         provider_env::from_env(&env, requested_model.as_deref()).context("reading COPILOT_PROVIDER_* settings")?;
     let offline = env.get("COPILOT_OFFLINE").is_some_and(|v| v == "true" || v == "1");
@@ -194,6 +198,7 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
         },
         env.get("COPILOT_CONNECTION_TOKEN").cloned().filter(|t| !t.is_empty()),
         limits,
+        inference,
     );
     spawn_signal_handler(server.clone());
 

@@ -305,6 +305,91 @@ impl crate::rpc::RpcMethod for SessionProviderGetEndpoint {
     type Result = t::ProviderEndpoint;
 }
 
+/// `llmInference.setProvider`: Registers an SDK client as the LLM inference callback provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LlmInferenceSetProvider;
+
+impl crate::rpc::RpcMethod for LlmInferenceSetProvider {
+    const NAME: &'static str = "llmInference.setProvider";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::LlmInferenceSetProviderResult;
+}
+
+/// `llmInference.httpResponseStart`: Delivers the response head (status + headers) for an in-flight
+/// request, correlated by the requestId the runtime supplied in httpRequestStart. Must be called
+/// exactly once per request before any httpResponseChunk frames.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LlmInferenceHttpResponseStart;
+
+impl crate::rpc::RpcMethod for LlmInferenceHttpResponseStart {
+    const NAME: &'static str = "llmInference.httpResponseStart";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::LlmInferenceHttpResponseStartRequest;
+    type Result = t::LlmInferenceHttpResponseStartResult;
+}
+
+/// `llmInference.httpResponseChunk`: Delivers a body byte range (or a terminal transport error) for
+/// an in-flight response, correlated by requestId. Set `end` true on the last chunk. When `error`
+/// is set the response terminates with a transport-level failure and the runtime raises an
+/// APIConnectionError.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LlmInferenceHttpResponseChunk;
+
+impl crate::rpc::RpcMethod for LlmInferenceHttpResponseChunk {
+    const NAME: &'static str = "llmInference.httpResponseChunk";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::LlmInferenceHttpResponseChunkRequest;
+    type Result = t::LlmInferenceHttpResponseChunkResult;
+}
+
+/// `llmInference.httpRequestStart`: Announces an outbound model-layer HTTP request the runtime
+/// wants the SDK client to service. Carries the request head only; the body always follows as one
+/// or more httpRequestChunk frames keyed by the same requestId, even when the body is empty (a
+/// single chunk with end=true).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LlmInferenceHttpRequestStart;
+
+impl crate::rpc::RpcMethod for LlmInferenceHttpRequestStart {
+    const NAME: &'static str = "llmInference.httpRequestStart";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Client;
+    type Params = t::LlmInferenceHttpRequestStartRequest;
+    type Result = t::LlmInferenceHttpRequestStartResult;
+}
+
+/// `llmInference.httpRequestChunk`: Delivers a body byte range (or a cancellation signal) for a
+/// request previously announced via httpRequestStart, correlated by requestId. The runtime fires at
+/// least one chunk per request — when there is no body, a single chunk with empty data and
+/// end=true. Mid-stream the runtime may send a chunk with cancel=true to abort the request; the SDK
+/// then stops issuing httpResponseChunk frames and may emit a terminal httpResponseChunk with error
+/// set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LlmInferenceHttpRequestChunk;
+
+impl crate::rpc::RpcMethod for LlmInferenceHttpRequestChunk {
+    const NAME: &'static str = "llmInference.httpRequestChunk";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Client;
+    type Params = t::LlmInferenceHttpRequestChunkRequest;
+    type Result = t::LlmInferenceHttpRequestChunkResult;
+}
+
+/// `providerToken.getToken`: Asks the SDK client to get a bearer token for a BYOK provider whose
+/// config set `hasBearerTokenProvider: true`. Session-scoped: the runtime calls it back on the
+/// connection that most recently supplied that provider's config for the session (the creating
+/// connection, or a resuming connection if the session was resumed — distinct providers may be
+/// owned by different connections), passing the provider name, and uses the returned token as the
+/// Authorization header for the outbound model request. The runtime does no caching — it calls
+/// this once per outbound request; the SDK consumer owns token acquisition, caching, and refresh.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProviderTokenGetToken;
+
+impl crate::rpc::RpcMethod for ProviderTokenGetToken {
+    const NAME: &'static str = "providerToken.getToken";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Client;
+    type Params = t::ProviderTokenGetTokenParams;
+    type Result = t::ProviderTokenAcquireResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -440,4 +525,10 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.model.list",
     "session.provider.add",
     "session.provider.getEndpoint",
+    "llmInference.setProvider",
+    "llmInference.httpResponseStart",
+    "llmInference.httpResponseChunk",
+    "llmInference.httpRequestStart",
+    "llmInference.httpRequestChunk",
+    "providerToken.getToken",
 ];

@@ -2744,6 +2744,217 @@ pub struct JsonSchemaResponseFormat {
     pub strict: Option<bool>,
 }
 
+/// HTTP headers as a map from lowercased header name to a list of values. Multi-valued headers
+/// (e.g. Set-Cookie) preserve all values.
+pub type LlmInferenceHeaders = std::collections::BTreeMap<String, Vec<String>>;
+
+/// A request body chunk or cancellation signal.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmInferenceHttpRequestChunkRequest {
+    /// Matches the requestId from the originating httpRequestStart frame.
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Body byte range. UTF-8 text when `binary` is absent or false; base64-encoded bytes when
+    /// `binary` is true. May be empty.
+    pub data: String,
+    /// When true, `data` is base64-encoded bytes. When absent or false, `data` is UTF-8 text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<bool>,
+    /// When true, this is the final body chunk for the request. The SDK may rely on having received
+    /// an end-marked chunk before treating the request body as complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<bool>,
+    /// When true, the runtime is cancelling the in-flight request (e.g. upstream consumer aborted).
+    /// `data` is ignored. Implies end-of-request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<bool>,
+    /// Optional human-readable reason for the cancellation, propagated for logging.
+    #[serde(rename = "cancelReason", default, skip_serializing_if = "Option::is_none")]
+    pub cancel_reason: Option<String>,
+    /// Identity of the agent invocation (one agentic loop) this body chunk belongs to, matching the
+    /// `agentInvocationId` semantics on httpRequestStart. Carried per chunk so a persistent
+    /// transport can attribute successive turns correctly: when a WebSocket connection is reused
+    /// across turns, the httpRequestStart identity reflects only the turn that opened the
+    /// connection, so each later turn stamps its own invocation id here. Absent when the runtime
+    /// has no invocation context for the request, or on the plain-HTTP transport where every
+    /// request has its own httpRequestStart.
+    #[serde(rename = "agentInvocationId", default, skip_serializing_if = "Option::is_none")]
+    pub agent_invocation_id: Option<String>,
+}
+
+/// Acknowledgement. The SDK is free to ignore the ack and treat chunk delivery as fire-and-forget.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmInferenceHttpRequestChunkResult {}
+
+/// The head of an outbound model-layer HTTP request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmInferenceHttpRequestStartRequest {
+    /// Opaque runtime-minted id, unique per in-flight request. The SDK uses this to correlate
+    /// httpRequestChunk frames and to address its httpResponseStart / httpResponseChunk replies
+    /// back to the runtime.
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Id of the runtime session that triggered this request, when one is in scope. Absent for
+    /// requests issued outside any session (e.g. startup model-catalog or capability resolution).
+    /// This is a payload field — not a dispatch key — because the client-global API is
+    /// registered process-wide rather than per session.
+    #[serde(rename = "sessionId", default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// HTTP method, e.g. GET, POST.
+    pub method: String,
+    /// Absolute request URL.
+    pub url: String,
+    /// HTTP request headers, preserving multiple values per name.
+    pub headers: LlmInferenceHeaders,
+    /// Transport the runtime would otherwise use for this request. `http` (the default when absent)
+    /// covers plain HTTP and SSE responses; `websocket` indicates a full-duplex message channel
+    /// where each body chunk maps to one WebSocket message and the `binary` flag distinguishes text
+    /// from binary frames. The SDK consumer uses this to decide whether to service the request with
+    /// an HTTP client or a WebSocket client. It is the one piece of request metadata the consumer
+    /// cannot reliably infer from the URL or headers alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<LlmInferenceHttpRequestStartTransport>,
+    /// Stable identity of the agent trajectory that issued this request. Present when the request
+    /// originates from an agent turn; absent for requests outside any agent context. This is the
+    /// same identity used by lifecycle and bridged session events and remains constant across turns
+    /// and retries.
+    #[serde(rename = "agentId", default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// Stable identity of the immediate parent trajectory. Present for child trajectories such as
+    /// subagents and conversation-sampling requests; absent for root-agent and non-agent requests.
+    #[serde(rename = "parentAgentId", default, skip_serializing_if = "Option::is_none")]
+    pub parent_agent_id: Option<String>,
+    /// Identity of the agent invocation (one agentic loop) that issued this request. It remains
+    /// fixed across physical retries within the invocation and is distinct from the stable
+    /// trajectory `agentId`. A caller-supplied invocation id always takes precedence (this covers
+    /// auxiliary calls that have no model call id). Otherwise, first-party CAPI requests fall back
+    /// to the runtime's agent task id — the same value the runtime emits as the `X-Agent-Task-Id`
+    /// header — while custom-provider requests fall back to the model call id.
+    #[serde(rename = "agentInvocationId", default, skip_serializing_if = "Option::is_none")]
+    pub agent_invocation_id: Option<String>,
+    /// Coarse classification of the interaction that produced this request. Open string for
+    /// forward-compatibility; known values include `conversation-agent`, `conversation-subagent`,
+    /// `conversation-sampling`, `conversation-background`, `conversation-compaction`, and
+    /// `conversation-user`. Absent when the runtime did not classify the request. Comes from the
+    /// runtime's per-request agent context independently of transport; on the CAPI transport the
+    /// runtime derives the upstream `X-Interaction-Type` header from this same context.
+    #[serde(rename = "interactionType", default, skip_serializing_if = "Option::is_none")]
+    pub interaction_type: Option<String>,
+}
+
+/// Acknowledgement. Returning successfully simply means the SDK accepted the start frame; it does
+/// not imply the request will succeed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmInferenceHttpRequestStartResult {}
+
+/// Transport the runtime would otherwise use for this request. `http` (the default when absent)
+/// covers plain HTTP and SSE responses; `websocket` indicates a full-duplex message channel where
+/// each body chunk maps to one WebSocket message and the `binary` flag distinguishes text from
+/// binary frames. The SDK consumer uses this to decide whether to service the request with an HTTP
+/// client or a WebSocket client. It is the one piece of request metadata the consumer cannot
+/// reliably infer from the URL or headers alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum LlmInferenceHttpRequestStartTransport {
+    /// Plain HTTP or SSE response. Each body chunk is an opaque byte range; the response is a
+    /// status line, headers, and a (possibly streamed) body.
+    #[serde(rename = "http")]
+    Http,
+    /// Full-duplex WebSocket channel. Each body chunk maps to exactly one WebSocket message and the
+    /// `binary` flag distinguishes text from binary frames; request and response chunks flow
+    /// concurrently.
+    #[serde(rename = "websocket")]
+    Websocket,
+}
+
+impl LlmInferenceHttpRequestStartTransport {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Http, Self::Websocket];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Http => "http",
+            Self::Websocket => "websocket",
+        }
+    }
+}
+
+impl std::fmt::Display for LlmInferenceHttpRequestStartTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Set to terminate the response with a transport-level failure. Implies end-of-stream; any further
+/// chunks for this requestId are ignored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmInferenceHttpResponseChunkError {
+    /// Human-readable failure description.
+    pub message: String,
+    /// Optional machine-readable error code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+/// A response body chunk or terminal error.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmInferenceHttpResponseChunkRequest {
+    /// Matches the requestId from the originating httpRequestStart frame.
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Body byte range. UTF-8 text when `binary` is absent or false; base64-encoded bytes when
+    /// `binary` is true. May be empty (e.g. when the response body is empty: send a single chunk
+    /// with empty data and end=true).
+    pub data: String,
+    /// When true, `data` is base64-encoded bytes. When absent or false, `data` is UTF-8 text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary: Option<bool>,
+    /// When true, this is the final body chunk for the response. The runtime treats the response
+    /// body as complete after receiving an end-marked chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<bool>,
+    /// Set to terminate the response with a transport-level failure. Implies end-of-stream; any
+    /// further chunks for this requestId are ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<LlmInferenceHttpResponseChunkError>,
+}
+
+/// Whether the chunk was accepted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmInferenceHttpResponseChunkResult {
+    /// True when the chunk was matched to a pending request; false when unknown.
+    pub accepted: bool,
+}
+
+/// Response head.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmInferenceHttpResponseStartRequest {
+    /// Matches the requestId from the originating httpRequestStart frame.
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// HTTP status code.
+    pub status: i64,
+    /// Optional HTTP status reason phrase.
+    #[serde(rename = "statusText", default, skip_serializing_if = "Option::is_none")]
+    pub status_text: Option<String>,
+    /// HTTP response headers, preserving multiple values per name.
+    pub headers: LlmInferenceHeaders,
+}
+
+/// Whether the start frame was accepted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmInferenceHttpResponseStartResult {
+    /// True when the response start was matched to a pending request; false when unknown.
+    pub accepted: bool,
+}
+
+/// Indicates whether the calling client was registered as the LLM inference provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LlmInferenceSetProviderResult {
+    /// Whether the provider was set successfully
+    pub success: bool,
+}
+
 /// Identifier of the session event that was emitted for the log message.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LogResult {
@@ -6719,6 +6930,29 @@ pub struct ProviderSessionToken {
     /// before this time, or reactively on any 401/403 response from `baseUrl`.
     #[serde(rename = "expiresAt", default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
+}
+
+/// A bearer token supplied by the SDK client for a BYOK provider. The runtime sets it as
+/// `Authorization: Bearer <token>` on the outbound request and does no caching; the SDK consumer
+/// owns token caching and refresh.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderTokenAcquireResult {
+    /// The bearer token value (without the `Bearer ` prefix).
+    pub token: String,
+}
+
+/// Asks the SDK client to acquire a bearer token for a BYOK provider whose config set
+/// `hasBearerTokenProvider: true`. Issued by the runtime before each outbound model request; the
+/// runtime does no caching, so this is sent once per request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderTokenGetTokenParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the BYOK provider needing a token. For the legacy whole-session provider this is the
+    /// implicit provider name; for named providers it is the configured provider name.
+    #[serde(rename = "providerName")]
+    pub provider_name: String,
 }
 
 /// Reasoning summary mode to request for supported model clients

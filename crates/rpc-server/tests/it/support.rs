@@ -54,7 +54,11 @@ impl Env {
             host: "https://github.com".into(),
             expose_provider_endpoint: false,
         };
-        let server = Server::new(Arc::new(engine), auth, token.map(str::to_string), limits);
+        let network = Arc::new(llm_providers::transport::ReqwestTransport::new(
+            llm_providers::transport::ReqwestTransport::default_client().expect("http client"),
+        ));
+        let inference = rpc_server::inference::InferenceBridge::new(network);
+        let server = Server::new(Arc::new(engine), auth, token.map(str::to_string), limits, inference);
         Self { _fake: fake, server, _root: root }
     }
 

@@ -9,6 +9,7 @@ mod byok;
 mod conversation;
 mod harness;
 mod hostile;
+mod inference;
 mod persistence;
 mod protocol;
 mod runner;
