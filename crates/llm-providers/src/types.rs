@@ -196,6 +196,9 @@ pub struct ChatRequest {
     pub session_id: String,
     /// Extra request headers (`session.send requestHeaders`).
     pub extra_headers: Vec<(String, String)>,
+    /// The session's reasoning effort (`low`, `medium`, `high`, ...). Providers that take one
+    /// ask the model to reason (and sample at temperature 1, as reasoning requires).
+    pub reasoning_effort: Option<String>,
 }
 
 /// Progress while a reply streams in.

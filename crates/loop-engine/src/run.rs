@@ -175,6 +175,7 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
             interaction_id: interaction_id.clone(),
             session_id: ctx.handle.id().to_string(),
             extra_headers: msg.request_headers.clone(),
+            reasoning_effort: settings.reasoning_effort.clone(),
         };
         let token_limit = route.prompt_limit.unwrap_or_else(|| ctx.deps.context_window(&settings.model));
         emit_usage_info(ctx, conv, &req, token_limit);

@@ -61,7 +61,16 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> V
         write_json(&mut out, &tools);
     }
     // Always streamed, as the original does; a non-streaming session ignores the deltas.
-    out.extend_from_slice(b",\"temperature\":0,\"stream\":true}");
+    if req.reasoning_effort.is_some() {
+        // With any effort the original turns extended thinking on with the smallest budget
+        // the API allows (whatever the effort), at the temperature thinking requires.
+        out.extend_from_slice(
+            b",\"temperature\":1,\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024,\"display\":\"summarized\"}",
+        );
+        out.extend_from_slice(b",\"stream\":true}");
+    } else {
+        out.extend_from_slice(b",\"temperature\":0,\"stream\":true}");
+    }
     out
 }
 
@@ -306,6 +315,7 @@ mod tests {
             interaction_id: "i".into(),
             session_id: "s".into(),
             extra_headers: vec![],
+            reasoning_effort: None,
         }
     }
 
@@ -519,5 +529,16 @@ mod tests {
         assert_eq!(m[0], json!({"role": "user", "content": [{"type": "text", "text": LEADING_USER_TEXT}]}));
         assert_eq!(m[1]["role"], "assistant");
         assert_eq!(m.as_array().map(Vec::len), Some(3));
+    }
+
+    #[test]
+    fn a_reasoning_effort_turns_thinking_on() {
+        let mut req = request(vec![user("hi")], vec![]);
+        assert!(body(&req).get("thinking").is_none());
+        req.reasoning_effort = Some("low".into());
+        let b = body(&req);
+        assert_eq!(b["thinking"], json!({"type": "enabled", "budget_tokens": 1024, "display": "summarized"}));
+        assert_eq!(b["temperature"], 1);
+        assert_eq!(b["stream"], true);
     }
 }

@@ -29,7 +29,18 @@ pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Vec<u8> {
         out.push(b',');
         out.extend_from_slice(item.wire(WireFormat::ChatCompletions, encode_message).as_bytes());
     }
-    out.extend_from_slice(b"],\"temperature\":0,\"top_p\":0.95,\"frequency_penalty\":0,\"presence_penalty\":0");
+    match (&req.reasoning_effort, flavor) {
+        // A reasoning request, as the original sends one to a provider: the effort, and the
+        // temperature reasoning models insist on (they reject the sampling knobs).
+        (Some(effort), BodyFlavor::OpenAi) => {
+            out.extend_from_slice(b"],\"reasoning_effort\":");
+            write_json(&mut out, effort);
+            out.extend_from_slice(b",\"temperature\":1");
+        }
+        _ => {
+            out.extend_from_slice(b"],\"temperature\":0,\"top_p\":0.95,\"frequency_penalty\":0,\"presence_penalty\":0")
+        }
+    }
     if flavor == BodyFlavor::Capi {
         out.extend_from_slice(b",\"snippy\":{\"enabled\":false}");
     }
@@ -145,6 +156,7 @@ mod tests {
             interaction_id: "i".into(),
             session_id: "s".into(),
             extra_headers: vec![],
+            reasoning_effort: None,
         }
     }
 
@@ -205,5 +217,19 @@ mod tests {
             streamed["tools"],
             json!([{"type": "function", "function": {"name": "bash", "description": "run", "parameters": {"type": "object"}}}])
         );
+    }
+
+    #[test]
+    fn a_reasoning_effort_asks_a_provider_to_reason_at_temperature_one() {
+        let mut req = request(false, vec![]);
+        req.reasoning_effort = Some("high".into());
+        let body = body_value(&req, BodyFlavor::OpenAi);
+        assert_eq!(body["reasoning_effort"], "high");
+        assert_eq!(body["temperature"], 1);
+        assert!(body.get("top_p").is_none() && body.get("frequency_penalty").is_none(), "{body}");
+        // The Copilot API body stays as it was.
+        let capi = body_value(&req, BodyFlavor::Capi);
+        assert!(capi.get("reasoning_effort").is_none());
+        assert_eq!(capi["temperature"], 0);
     }
 }

@@ -39,7 +39,14 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Op
         let tools: Vec<WireTool<'_>> = req.tools.iter().map(wire_tool).collect();
         write_json(&mut out, &tools);
     }
-    out.extend_from_slice(b",\"reasoning\":{\"summary\":\"auto\"}");
+    match &req.reasoning_effort {
+        Some(effort) => {
+            out.extend_from_slice(b",\"reasoning\":{\"effort\":");
+            write_json(&mut out, effort);
+            out.extend_from_slice(b",\"summary\":\"auto\"}");
+        }
+        None => out.extend_from_slice(b",\"reasoning\":{\"summary\":\"auto\"}"),
+    }
     // A cache key groups a session's calls on the same cache shard; an empty one means nothing.
     if !req.session_id.is_empty() {
         out.extend_from_slice(b",\"prompt_cache_key\":");
@@ -174,6 +181,7 @@ mod tests {
             interaction_id: "i".into(),
             session_id: "session-7".into(),
             extra_headers: vec![],
+            reasoning_effort: None,
         }
     }
 
@@ -346,5 +354,13 @@ mod tests {
         let mut req = request(vec![], false, vec![]);
         req.session_id.clear();
         assert!(body_value(&req, None).get("prompt_cache_key").is_none());
+    }
+
+    #[test]
+    fn a_reasoning_effort_goes_into_the_reasoning_object() {
+        let mut req = request(vec![Message::User { content: UserContent::Text("hi".into()) }], false, vec![]);
+        assert_eq!(body_value(&req, None)["reasoning"], json!({"summary": "auto"}));
+        req.reasoning_effort = Some("medium".into());
+        assert_eq!(body_value(&req, None)["reasoning"], json!({"effort": "medium", "summary": "auto"}));
     }
 }
