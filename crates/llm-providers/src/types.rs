@@ -165,6 +165,18 @@ impl History {
         self.items.iter().map(HistoryItem::message)
     }
 
+    /// Replaces the first `n` messages with `head`; the rest keep their cached wire forms.
+    pub fn replace_front(&mut self, n: usize, head: Message) {
+        let items = std::sync::Arc::make_mut(&mut self.items);
+        let n = n.min(items.len());
+        items.splice(..n, std::iter::once(HistoryItem::new(head)));
+    }
+
+    /// Keeps the first `n` messages only.
+    pub fn truncate(&mut self, n: usize) {
+        std::sync::Arc::make_mut(&mut self.items).truncate(n);
+    }
+
     /// Changes message `index` (its wire form is made again when next sent).
     pub fn update(&mut self, index: usize, change: impl FnOnce(&mut Message)) {
         if let Some(item) = std::sync::Arc::make_mut(&mut self.items).get_mut(index) {
@@ -199,6 +211,37 @@ pub struct ChatRequest {
     /// The session's reasoning effort (`low`, `medium`, `high`, ...). Providers that take one
     /// ask the model to reason (and sample at temperature 1, as reasoning requires).
     pub reasoning_effort: Option<String>,
+    /// Why the call is made; a summary call offers the tools but forbids calling them.
+    pub purpose: Purpose,
+}
+
+/// Why a model call is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Purpose {
+    /// A turn of the conversation.
+    #[default]
+    Turn,
+    /// A summary of the conversation for compaction: the tools stay in the request (the prompt
+    /// cache holds them) with `tool_choice: none`.
+    Compaction,
+}
+
+impl ChatRequest {
+    /// The `x-interaction-type` of this call.
+    pub fn interaction_type(&self) -> &'static str {
+        interaction_type(self.purpose, self.initiator)
+    }
+}
+
+/// The `x-interaction-type` of a call made for `purpose`, caused by `initiator`.
+pub fn interaction_type(purpose: Purpose, initiator: Initiator) -> &'static str {
+    {
+        match (purpose, initiator) {
+            (Purpose::Compaction, _) => "conversation-compaction",
+            (Purpose::Turn, Initiator::User) => "conversation-user",
+            (Purpose::Turn, Initiator::Agent) => "conversation-agent",
+        }
+    }
 }
 
 /// Progress while a reply streams in.

@@ -12,6 +12,7 @@ pub mod attachments;
 pub mod autopilot;
 pub mod byok;
 mod client;
+pub mod compaction;
 mod conversation;
 mod dispatch;
 mod emitter;
@@ -58,6 +59,9 @@ pub enum EngineError {
     Model(#[from] llm_providers::ProviderError),
     #[error("Invalid provider configuration: {0}")]
     InvalidProviders(String),
+    /// A compaction or summary the client asked for did not happen.
+    #[error("{0}")]
+    Compaction(String),
 }
 
 /// Receives `session.lifecycle` notifications (created, deleted, ...).
@@ -315,6 +319,7 @@ impl Engine {
             inputs: tx,
             view: view_rx,
             stop: tokio_util::sync::CancellationToken::new(),
+            compaction: Default::default(),
         });
         let actor = actor::Actor::new(handle.clone(), self.deps.clone(), view, view_tx, conv);
         tokio::spawn(actor.run(rx));
@@ -419,6 +424,7 @@ impl Engine {
         );
         let mut conv = run::Conversation::new(restored.messages, restored.title);
         conv.last_system = restored.last_system;
+        conv.prompts = restored.prompts;
         let handle = self.spawn_session(id.clone(), emitter, settings, start_time, conv);
         let existing = {
             let mut sessions = lock(&self.sessions);

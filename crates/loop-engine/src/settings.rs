@@ -29,6 +29,8 @@ pub struct SessionSettings {
     pub resumed: bool,
     /// Bring-your-own-key providers (re-sent on every resume; never persisted).
     pub providers: crate::byok::SessionProviders,
+    /// Automatic compaction (`infiniteSessions`).
+    pub infinite: crate::compaction::InfiniteSessions,
 }
 
 /// The providers `p` configures, checked.
@@ -74,6 +76,7 @@ impl SessionSettings {
             request_user_input: p.request_user_input.unwrap_or(false),
             resumed: false,
             providers,
+            infinite: crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref()),
         }
     }
 
@@ -103,6 +106,9 @@ impl SessionSettings {
         self.request_permission = p.request_permission.unwrap_or(true);
         self.hooks = p.hooks.unwrap_or(false);
         self.request_user_input = p.request_user_input.unwrap_or(false);
+        if p.infinite_sessions.is_some() {
+            self.infinite = crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref());
+        }
         self.resumed = true;
     }
 

@@ -60,6 +60,9 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> V
         let tools: Vec<WireTool<'_>> = req.tools.iter().map(wire_tool).collect();
         write_json(&mut out, &tools);
     }
+    if req.purpose == crate::types::Purpose::Compaction && !req.tools.is_empty() {
+        out.extend_from_slice(b",\"tool_choice\":{\"type\":\"none\"}");
+    }
     // Always streamed, as the original does; a non-streaming session ignores the deltas.
     if req.reasoning_effort.is_some() {
         // With any effort the original turns extended thinking on with the smallest budget
@@ -315,6 +318,7 @@ mod tests {
             interaction_id: "i".into(),
             session_id: "s".into(),
             extra_headers: vec![],
+            purpose: Default::default(),
             reasoning_effort: None,
         }
     }

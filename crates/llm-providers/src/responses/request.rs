@@ -39,6 +39,9 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Op
         let tools: Vec<WireTool<'_>> = req.tools.iter().map(wire_tool).collect();
         write_json(&mut out, &tools);
     }
+    if req.purpose == crate::types::Purpose::Compaction && !req.tools.is_empty() {
+        out.extend_from_slice(b",\"tool_choice\":\"none\"");
+    }
     match &req.reasoning_effort {
         Some(effort) => {
             out.extend_from_slice(b",\"reasoning\":{\"effort\":");
@@ -181,6 +184,7 @@ mod tests {
             interaction_id: "i".into(),
             session_id: "session-7".into(),
             extra_headers: vec![],
+            purpose: Default::default(),
             reasoning_effort: None,
         }
     }
