@@ -8,11 +8,16 @@ compacted messages.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
 
-from copilot.generated.rpc import SessionHistoryCompactRequest, WorkspacesReadCheckpointRequest
+from copilot.generated.rpc import (
+    HistoryTruncateRequest,
+    SessionHistoryCompactRequest,
+    WorkspacesReadCheckpointRequest,
+)
 from copilot.session import PermissionHandler
 
 from conftest import Ctx, wait_for
@@ -170,3 +175,77 @@ async def test_handoff_summary_asks_the_model_without_tools(ctx: Ctx, client):
     await session.send_and_wait("Say bye", timeout=30)
     roles = [m["role"] for m in ctx.fake.requests()[-1]["body"]["messages"]]
     assert roles == ["system", "user", "assistant", "user"]
+
+
+async def test_truncate_drops_an_event_and_everything_after_it(ctx: Ctx, client):
+    session = await client.create_session(on_permission_request=APPROVE)
+    raw: list = []
+    session.on(raw.append)
+    ctx.fake.replies({"text": "One."}, {"text": "Two."})
+    await session.send_and_wait("first", timeout=30)
+    await session.send_and_wait("second", timeout=30)
+    before = await session.get_events()
+    second = next(e for e in before if e.type.value == "user.message" and e.data.content == "second")
+    at = [e.id for e in before].index(second.id)
+    log_path = ctx.copilot_home / "session-state" / session.session_id / "events.jsonl"
+    log_ids = [json.loads(line)["id"] for line in log_path.read_text().splitlines()]
+
+    result = await session.rpc.history.truncate(HistoryTruncateRequest(event_id=str(second.id)))
+    assert result.events_removed == len(log_ids) - log_ids.index(str(second.id))
+    after = await session.get_events()
+    assert [e.id for e in after] == [e.id for e in before[:at]]
+    rewind = [e for e in raw if e.type.value == "session.snapshot_rewind"]
+    assert rewind and rewind[0].data.events_removed == result.events_removed
+
+    with pytest.raises(Exception, match="Event nope not found in session"):
+        await session.rpc.history.truncate(HistoryTruncateRequest(event_id="nope"))
+
+    # The model no longer sees what was cut; new events chain onto what is left.
+    ctx.fake.replies({"text": "Three."})
+    await session.send_and_wait("third", timeout=30)
+    messages = ctx.fake.requests()[-1]["body"]["messages"]
+    contents = [m["content"] for m in messages[1:]]
+    assert contents[0].endswith("first") and contents[1] == "One." and contents[2].endswith("third")
+    assert len(contents) == 3
+    parsed = [json.loads(line) for line in log_path.read_text().splitlines()]
+    assert all(b["parentId"] == a["id"] for a, b in zip(parsed, parsed[1:]))
+
+
+async def test_a_context_overflow_is_compacted_and_sent_again(ctx: Ctx, client):
+    session = await client.create_session(on_permission_request=APPROVE)
+    events: list = []
+    session.on(events.append)
+    ctx.fake.replies(
+        {"text": "One."},
+        {"error": {"status": 400, "message": "prompt is too long: 250000 tokens > 200000 maximum"}},
+        {"text": "<overview>o</overview>\n<checkpoint_title>Overflow</checkpoint_title>"},
+        {"text": "Two."},
+    )
+    await session.send_and_wait("first", timeout=30)
+    answer = await session.send_and_wait("second", timeout=30)
+    assert answer.data.content == "Two."
+    assert not of_type(events, "session.error")
+    [start] = of_type(events, "session.compaction_start")
+    assert start.data.trigger.value == "context_limit_retry"
+    [done] = of_type(events, "session.compaction_complete")
+    assert done.data.success and done.data.checkpoint_number == 1
+    messages = ctx.fake.requests()[-1]["body"]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert messages[1]["content"].startswith("The conversation history has been summarized")
+    assert "<user_message>\nsecond\n</user_message>" in messages[1]["content"]
+
+
+async def test_a_manual_compaction_can_be_aborted(ctx: Ctx, client):
+    session = await client.create_session(on_permission_request=APPROVE)
+    ctx.fake.replies({"text": "One."}, {"hang": True})
+    await session.send_and_wait("first", timeout=30)
+    compacting = asyncio.create_task(session.rpc.history.compact())
+    await wait_for(lambda: len(ctx.fake.requests()) == 2, 10, "the summary call")
+    assert (await session.rpc.history.cancel_background_compaction()).cancelled is False
+    assert (await session.rpc.history.abort_manual_compaction()).aborted is True
+    with pytest.raises(Exception, match="cancelled"):
+        await asyncio.wait_for(compacting, 10)
+    # Nothing changed: the next turn sees the whole conversation.
+    ctx.fake.replies({"text": "Two."})
+    await session.send_and_wait("second", timeout=30)
+    assert [m["role"] for m in ctx.fake.requests()[-1]["body"]["messages"]] == ["system", "user", "assistant", "user"]

@@ -394,8 +394,28 @@ impl ProviderError {
             ProviderError::Http { status: 403, .. } => "authorization",
             ProviderError::Http { status: 402, .. } => "quota",
             ProviderError::Http { status: 429, .. } => "rate_limit",
-            ProviderError::Http { status: 413, .. } => "context_limit",
+            _ if self.is_context_overflow() => "context_limit",
             _ => "query",
+        }
+    }
+
+    /// The request was too big for the model's context window (or the service's body limit).
+    pub fn is_context_overflow(&self) -> bool {
+        const MARKERS: [&str; 6] = [
+            "context_length_exceeded",
+            "maximum context length",
+            "prompt is too long",
+            "model_max_prompt_tokens_exceeded",
+            "exceeds the context window",
+            "too many tokens",
+        ];
+        match self {
+            ProviderError::Http { status: 413, .. } => true,
+            ProviderError::Http { status: 400, message, .. } => {
+                let lower = message.to_ascii_lowercase();
+                MARKERS.iter().any(|m| lower.contains(m))
+            }
+            _ => false,
         }
     }
 

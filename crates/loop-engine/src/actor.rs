@@ -148,6 +148,10 @@ impl Actor {
         self.handle.emitter().emit(payload)
     }
 
+    fn emit_ephemeral(&self, payload: impl Into<protocol::event::SessionEvent>) -> String {
+        self.handle.emitter().emit_ephemeral(payload)
+    }
+
     /// Publishes the view after a change, for readers and for the run's next turn.
     fn publish(&self) {
         self.view_tx.send_replace(Arc::new(self.view.clone()));
@@ -258,6 +262,9 @@ impl Actor {
                 }
             }
             SessionInput::Handoff { reply } => self.handoff(reply),
+            SessionInput::Truncate { event_id, reply } => {
+                let _ = reply.send(self.truncate(&event_id));
+            }
             SessionInput::RunRegisterPending { request_id, kind, tx } => {
                 self.pending.register(request_id, kind, tx);
             }
@@ -474,6 +481,33 @@ impl Actor {
         } else {
             compaction::start(&self.deps, &self.handle, conv, &shape, req);
         }
+    }
+
+    /// Cuts the log before `event_id` and rebuilds the model's context from what is left.
+    fn truncate(&mut self, event_id: &str) -> Result<t::HistoryTruncateResult, String> {
+        let Some(conv) = self.conv.as_mut() else {
+            return Err("Cannot truncate history while the session is processing a message.".into());
+        };
+        let cut = self.handle.emitter().truncate_log(event_id).map_err(|e| e.to_string())?;
+        let Some((kept, removed)) = cut else { return Err(format!("Event {event_id} not found in session")) };
+        if let Some(f) = conv.compaction.take() {
+            self.handle.compaction().finished();
+            f.abandon();
+        }
+        let restored = crate::history::replay(&kept);
+        let mut fresh = Conversation::new(restored.messages, restored.title);
+        fresh.last_system = restored.last_system;
+        fresh.prompts = restored.prompts;
+        *conv = fresh;
+        self.emit_ephemeral(t::SnapshotRewindData {
+            up_to_event_id: event_id.to_string(),
+            events_removed: removed as u64,
+        });
+        Ok(t::HistoryTruncateResult {
+            events_removed: removed as u64,
+            checkpoint_cleanup_failed: Some(false),
+            checkpoint_cleanup_error: None,
+        })
     }
 
     /// Asks the model for a handoff summary on its own task; the session goes on meanwhile.

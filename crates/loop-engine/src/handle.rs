@@ -133,6 +133,11 @@ pub(crate) enum SessionInput {
         trigger: Option<protocol::generated::types::CompactionTrigger>,
         reply: crate::compaction::ManualReply,
     },
+    /// `session.history.truncate`: drop an event and everything after it.
+    Truncate {
+        event_id: String,
+        reply: oneshot::Sender<Result<protocol::generated::types::HistoryTruncateResult, String>>,
+    },
     /// `session.history.summarizeForHandoff`: a summary for another agent; changes nothing.
     Handoff {
         reply: oneshot::Sender<Result<String, String>>,
@@ -325,6 +330,15 @@ impl SessionHandle {
     ) -> Result<protocol::generated::types::HistoryCompactResult, EngineError> {
         let rx = self.ask(|reply| SessionInput::Compact { custom_instructions, trigger, reply }).await;
         rx?.map_err(EngineError::Compaction)
+    }
+
+    /// Removes event `event_id` and every later one from the log, and the model's context
+    /// with them. Refused while a message is being processed.
+    pub async fn truncate(
+        &self,
+        event_id: String,
+    ) -> Result<protocol::generated::types::HistoryTruncateResult, EngineError> {
+        self.ask(|reply| SessionInput::Truncate { event_id, reply }).await?.map_err(EngineError::Compaction)
     }
 
     /// Cancels the background compaction under way; returns whether there was one.

@@ -121,6 +121,8 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
     let mut nudges: u32 = 0;
     let mut stop_blocks: u32 = 0;
     let mut system_recorded = false;
+    // A context overflow is answered with one compaction per message, not a loop of them.
+    let mut overflow_compacted = false;
     loop {
         for steer in ctx.take_steering().await {
             push_user_message(ctx, conv, &steer, &interaction_id).await;
@@ -206,6 +208,23 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
             Err(ProviderError::Cancelled) => {
                 end_turn(ctx, &turn_id);
                 return StopReason::Aborted;
+            }
+            Err(err) if err.is_context_overflow() && !overflow_compacted && settings.infinite.enabled => {
+                // Too big for the model: summarize now and send the smaller context once more.
+                overflow_compacted = true;
+                end_turn(ctx, &turn_id);
+                let system = crate::system_prompt::build_with(settings.system_message.as_ref(), &cwd, &transformed);
+                let tools = dispatch::tool_specs(&ctx.deps, settings);
+                let shape = crate::compaction::CallShape {
+                    system: &system,
+                    tools: &tools,
+                    route: &route,
+                    token_limit,
+                    model: &settings.model,
+                    interaction_id: &interaction_id,
+                };
+                crate::compaction::compact_now(&ctx.deps, &ctx.handle, conv, &shape, &ctx.cancel).await;
+                continue;
             }
             Err(err) => {
                 end_turn(ctx, &turn_id);

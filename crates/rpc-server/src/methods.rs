@@ -67,7 +67,10 @@ method_table! {
     SessionProviderGetEndpoint: g::SessionProviderGetEndpoint
         => providers::provider_endpoint, lane |p| Some(&p.session_id), aliases [];
 
-    // Sessions: compaction and checkpoints. Off the session's lane: a compaction or a summary
+    // Sessions: history.
+    SessionHistoryTruncate: g::SessionHistoryTruncate
+        => history::truncate, lane |p| Some(&p.session_id), aliases [];
+    // Compaction and checkpoints. Off the session's lane: a compaction or a summary
     // waits for the model, and must not hold up the session's other requests (nor its abort).
     SessionHistoryCompact: g::SessionHistoryCompact
         => history::compact, lane |_p| None, aliases ["session.compaction.compact"];

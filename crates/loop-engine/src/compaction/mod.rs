@@ -258,6 +258,23 @@ pub(crate) async fn before_call(
     }
 }
 
+/// The model refused the context as too long: compact everything now (or finish the compaction
+/// under way) before the call is sent again.
+pub(crate) async fn compact_now(
+    deps: &Arc<Deps>,
+    handle: &SessionHandle,
+    conv: &mut Conversation,
+    call: &CallShape<'_>,
+    cancel: &CancellationToken,
+) {
+    if conv.compaction.is_none() && !nothing_to_compact(conv) {
+        let req =
+            Request { trigger: Some(t::CompactionTrigger::ContextLimitRetry), custom_instructions: None, manual: None };
+        start(deps, handle, conv, call, req);
+    }
+    wait_and_apply(handle, conv, cancel).await;
+}
+
 /// Waits for the compaction under way (unless `cancel` fires first: it then stays under way)
 /// and applies it.
 async fn wait_and_apply(handle: &SessionHandle, conv: &mut Conversation, cancel: &CancellationToken) {

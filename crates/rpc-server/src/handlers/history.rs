@@ -1,4 +1,4 @@
-//! Per-session history methods: compaction, handoff summaries, checkpoints.
+//! Per-session history methods: compaction, truncation, handoff summaries, checkpoints.
 
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
@@ -12,6 +12,11 @@ pub async fn compact(ctx: &Ctx, p: t::SessionHistoryCompactParams) -> Result<t::
         t::SessionHistoryCompactParamsTrigger::ModelSwitch => t::CompactionTrigger::ModelSwitch,
     });
     session.compact(p.custom_instructions, trigger).await.map_err(|e| ctx.engine_error(&e))
+}
+
+pub async fn truncate(ctx: &Ctx, p: t::SessionHistoryTruncateParams) -> Result<t::HistoryTruncateResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    session.truncate(p.event_id).await.map_err(|e| ctx.engine_error(&e))
 }
 
 pub async fn summarize_for_handoff(
