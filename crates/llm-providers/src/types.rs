@@ -48,8 +48,27 @@ pub enum ToolContent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
-    Text { text: String },
-    ImageUrl { image_url: ImageUrl },
+    Text {
+        text: String,
+    },
+    ImageUrl {
+        image_url: ImageUrl,
+    },
+    /// A document (a PDF, ...), in OpenAI's `file` part shape.
+    File {
+        file: FilePart,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FilePart {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    /// `data:<mime>;base64,<data>`
+    pub file_data: String,
+    /// Ask the model to cite passages of the document (Anthropic's document citations).
+    #[serde(skip)]
+    pub citations: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -96,6 +96,7 @@ pub(crate) fn message_bytes(m: &Message) -> usize {
             .map(|c| match c {
                 ContentPart::Text { text } => text.len(),
                 ContentPart::ImageUrl { image_url } => image_url.url.len(),
+                ContentPart::File { file } => file.file_data.len(),
             })
             .sum()
     };

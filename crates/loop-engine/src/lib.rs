@@ -175,13 +175,14 @@ pub(crate) async fn write_workspace_yaml(
     s: &SessionSettings,
     title: Option<&str>,
 ) {
+    let summaries = deps.layout.list_checkpoints(session.id()).await.map_or(0, |c| c.len() as u32);
     let meta = store::layout::WorkspaceMeta {
         id: session.id().to_string(),
         cwd: s.cwd.to_string_lossy().to_string(),
         client_name: Some(s.client_name.clone()),
         name: title.map(str::to_string),
         user_named: false,
-        summary_count: 0,
+        summary_count: summaries,
         fork_count: 0,
         created_at: session.start_time().to_string(),
         updated_at: now(),

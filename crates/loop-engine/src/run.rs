@@ -468,7 +468,8 @@ fn end_turn(ctx: &RunCtx, turn_id: &str) {
 async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMessage, interaction_id: &str) {
     let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
     let view = ctx.view();
-    let rendered = crate::attachments::render(&msg.prompt, &msg.attachments, &view.settings.cwd);
+    let rendered =
+        crate::attachments::render(&msg.prompt, &msg.attachments, &view.settings.cwd, view.settings.enable_citations);
     let mut transformed = format!("<current_datetime>{now}</current_datetime>\n\n{}", rendered.text);
     let input =
         hooks::UserPromptTransformedInput { prompt: msg.prompt.clone(), transformed_prompt: transformed.clone() };

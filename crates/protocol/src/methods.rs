@@ -79,6 +79,8 @@ pub struct SessionConfigParams {
     pub models: Option<Vec<crate::generated::types::ProviderModelConfig>>,
     /// Automatic compaction of the model's context.
     pub infinite_sessions: Option<InfiniteSessionsConfig>,
+    /// Attached documents ask the model to cite them.
+    pub enable_citations: Option<bool>,
 }
 
 /// `infiniteSessions`: thresholds are fractions of the model's context window.

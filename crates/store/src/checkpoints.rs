@@ -90,6 +90,20 @@ impl Layout {
         }
     }
 
+    /// Records in `workspace.yaml` how many summaries the session has (a session without one
+    /// yet keeps none).
+    async fn set_summary_count(&self, id: &str, count: u32) -> Result<(), StoreError> {
+        let (layout, id) = (self.clone(), id.to_string());
+        let update = move || -> Result<(), StoreError> {
+            let Some(mut meta) = layout.read_workspace_yaml(&id)? else { return Ok(()) };
+            meta.summary_count = count;
+            layout.write_workspace_yaml_blocking(&id, &meta)
+        };
+        tokio::task::spawn_blocking(update)
+            .await
+            .map_err(|e| StoreError::Io { path: "blocking task".into(), source: std::io::Error::other(e) })?
+    }
+
     /// Writes the next checkpoint and lists it in `index.md`; returns its number and path.
     pub async fn write_checkpoint(
         &self,
@@ -107,6 +121,7 @@ impl Layout {
         rows.push(Checkpoint { number, title: title.to_string(), filename });
         let index = dir.join("index.md");
         tokio::fs::write(&index, render_index(&rows)).await.map_err(io_err(&index))?;
+        self.set_summary_count(id, rows.len() as u32).await?;
         Ok((number, path))
     }
 }
@@ -132,6 +147,8 @@ mod tests {
         assert!(layout.list_checkpoints("s1").await.unwrap().is_empty());
         assert_eq!(layout.read_checkpoint("s1", 1).await.unwrap(), None);
 
+        let meta = crate::WorkspaceMeta { id: "s1".into(), cwd: "/w".into(), ..Default::default() };
+        layout.write_workspace_yaml("s1", &meta).await.unwrap();
         let (n1, p1) = layout.write_checkpoint("s1", "First title", "<overview>s1</overview>").await.unwrap();
         let (n2, _) = layout.write_checkpoint("s1", "A | piped\ntitle", "two").await.unwrap();
         assert_eq!((n1, n2), (1, 2));
@@ -149,6 +166,7 @@ mod tests {
         assert!(index.starts_with("# Checkpoint History\n"), "{index}");
         assert!(index.contains("| 1 | First title | 001-first-title.md |\n"), "{index}");
         assert_eq!(layout.read_checkpoint("s1", 2).await.unwrap().as_deref(), Some("two"));
+        assert_eq!(layout.read_workspace_yaml("s1").unwrap().unwrap().summary_count, 2);
         assert_eq!(layout.read_checkpoint("s1", 0).await.unwrap(), None);
         assert_eq!(layout.read_checkpoint("s1", 4_294_967_294).await.unwrap(), None);
     }

@@ -298,6 +298,7 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("providers", &["array"], json!([])),
             prop("models", &["array"], json!([])),
             prop("infiniteSessions", &["object"], json!({"enabled": false})),
+            prop("enableCitations", &["boolean"], json!(true)),
         ],
         required: Vec::new(),
     };
