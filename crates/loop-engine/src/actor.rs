@@ -262,6 +262,10 @@ impl Actor {
                 }
             }
             SessionInput::Handoff { reply } => self.handoff(reply),
+            SessionInput::UpdateOptions { patch, reply } => {
+                self.update_options(patch);
+                let _ = reply.send(());
+            }
             SessionInput::Truncate { event_id, reply } => {
                 let _ = reply.send(self.truncate(&event_id));
             }
@@ -480,6 +484,44 @@ impl Actor {
             compaction::nothing(&self.handle, &shape, conv, req);
         } else {
             compaction::start(&self.deps, &self.handle, conv, &shape, req);
+        }
+    }
+
+    fn update_options(&mut self, p: crate::handle::OptionsPatch) {
+        let s = &mut self.view.settings;
+        let model_change = p.model.filter(|m| *m != s.model).map(|m| (std::mem::replace(&mut s.model, m.clone()), m));
+        if p.reasoning_effort.is_some() {
+            s.reasoning_effort = p.reasoning_effort.clone();
+        }
+        if let Some(c) = p.client_name {
+            s.client_name = c;
+        }
+        let cwd_changed = p.working_directory.filter(|d| *d != s.cwd).map(|d| s.cwd = d).is_some();
+        if let Some(v) = p.streaming {
+            s.streaming = v;
+        }
+        if p.available_tools.is_some() {
+            s.available_tools = p.available_tools;
+        }
+        if let Some(t) = p.excluded_tools {
+            s.excluded_tools = t;
+        }
+        if let Some(disabled) = p.ask_user_disabled {
+            s.request_user_input = !disabled;
+        }
+        let context = crate::cwd_context(s);
+        self.publish();
+        if let Some((previous, new)) = model_change {
+            self.emit(t::ModelChangeData {
+                previous_model: Some(previous),
+                new_model: new,
+                reasoning_effort: p.reasoning_effort,
+                source: Some(t::ModelChangeSource::Sdk),
+                ..Default::default()
+            });
+        }
+        if cwd_changed {
+            self.emit(context);
         }
     }
 

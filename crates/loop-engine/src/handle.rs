@@ -38,6 +38,20 @@ pub struct SessionView {
     pub running: bool,
 }
 
+/// The options a client may change on a live session (`session.options.update`); `None`
+/// leaves a setting as it is.
+#[derive(Debug, Clone, Default)]
+pub struct OptionsPatch {
+    pub model: Option<String>,
+    pub reasoning_effort: Option<String>,
+    pub client_name: Option<String>,
+    pub working_directory: Option<PathBuf>,
+    pub streaming: Option<bool>,
+    pub available_tools: Option<Vec<String>>,
+    pub excluded_tools: Option<Vec<String>>,
+    pub ask_user_disabled: Option<bool>,
+}
+
 /// `session.log` levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
@@ -126,6 +140,11 @@ pub(crate) enum SessionInput {
     Detach {
         subscriber_id: u64,
         reply: oneshot::Sender<bool>,
+    },
+    /// `session.options.update`.
+    UpdateOptions {
+        patch: OptionsPatch,
+        reply: oneshot::Sender<()>,
     },
     /// `session.history.compact`: summarize the conversation now (after the running message).
     Compact {
@@ -319,6 +338,11 @@ impl SessionHandle {
 
     pub async fn plan(&self, op: PlanOp) -> Result<PlanResult, EngineError> {
         self.ask(|reply| SessionInput::Plan { op, reply }).await?.map_err(EngineError::Store)
+    }
+
+    /// Changes the session's options; the next model call uses them.
+    pub async fn update_options(&self, patch: OptionsPatch) -> Result<(), EngineError> {
+        self.ask(|reply| SessionInput::UpdateOptions { patch, reply }).await
     }
 
     /// Compacts the conversation: the model summarizes it and the summary replaces it in the

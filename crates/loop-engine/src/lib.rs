@@ -41,7 +41,7 @@ use protocol::methods::{
 use store::{EventLog, Layout, SessionIndex, SessionRow};
 
 pub use emitter::{ClientRequester, Emitter, EventSubscriber};
-pub use handle::{LogLevel, PlanOp, PlanResult, QueuedMessage, SessionHandle, SessionView};
+pub use handle::{LogLevel, OptionsPatch, PlanOp, PlanResult, QueuedMessage, SessionHandle, SessionView};
 pub use pending::PendingAnswer;
 pub use settings::SessionSettings;
 

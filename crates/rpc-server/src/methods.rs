@@ -60,6 +60,8 @@ method_table! {
     SessionPlanRead: g::SessionPlanRead => session_state::plan_read, lane |p| Some(&p.session_id), aliases [];
     SessionPlanUpdate: g::SessionPlanUpdate => session_state::plan_update, lane |p| Some(&p.session_id), aliases [];
     SessionPlanDelete: g::SessionPlanDelete => session_state::plan_delete, lane |p| Some(&p.session_id), aliases [];
+    SessionOptionsUpdate: g::SessionOptionsUpdate
+        => session_state::options_update, lane |p| Some(&p.session_id), aliases [];
 
     // Sessions: models and bring-your-own-key providers.
     SessionModelList: g::SessionModelList => providers::model_list, lane |p| Some(&p.session_id), aliases [];

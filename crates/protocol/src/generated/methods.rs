@@ -470,6 +470,17 @@ impl crate::rpc::RpcMethod for SessionWorkspacesReadCheckpoint {
     type Result = t::WorkspacesReadCheckpointResult;
 }
 
+/// `session.options.update`: Patches the genuinely-mutable subset of session options.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionOptionsUpdate;
+
+impl crate::rpc::RpcMethod for SessionOptionsUpdate {
+    const NAME: &'static str = "session.options.update";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionOptionsUpdateParams;
+    type Result = t::SessionUpdateOptionsResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -537,6 +548,12 @@ impl crate::rpc::SessionScoped for t::SessionModelListParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionModelSwitchToParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionOptionsUpdateParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -660,4 +677,5 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.history.abortManualCompaction",
     "session.workspaces.listCheckpoints",
     "session.workspaces.readCheckpoint",
+    "session.options.update",
 ];

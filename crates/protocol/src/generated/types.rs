@@ -1640,6 +1640,27 @@ impl std::fmt::Display for BinaryAssetReferenceType {
     }
 }
 
+/// Options scoped to the built-in CAPI (Copilot API) provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapiSessionOptions {
+    /// Routing preference for sessions whose model is `auto`. On create or cold resume, this
+    /// establishes the preference sent as `tier` on CAPI `/auto` requests; when omitted on cold
+    /// resume, the runtime restores the last committed preference. On resident resume, a different
+    /// value requests a safe switch after resume succeeds and cannot change an in-flight turn.
+    /// Successful switches are persisted for later cold resume. When no preference is supplied or
+    /// restored, CAPI default routing is used. `fast` is an integrator-only latency preset, not a
+    /// first-party GitHub Copilot product preference.
+    #[serde(rename = "autoTier", default, skip_serializing_if = "Option::is_none")]
+    pub auto_tier: Option<AutoTier>,
+    /// Whether to use WebSocket transport for the CAPI Responses API. Enabled by default when the
+    /// model advertises `ws:/responses` support; set to `false` to force the HTTP Responses
+    /// transport in environments where WebSockets are blocked (e.g. behind a proxy). Setting this
+    /// to `false` is equivalent to the `COPILOT_CLI_DISABLE_WEBSOCKET_RESPONSES` environment
+    /// variable.
+    #[serde(rename = "enableWebSocketResponses", default, skip_serializing_if = "Option::is_none")]
+    pub enable_web_socket_responses: Option<bool>,
+}
+
 /// A source supplied by a tool that should be made available to the model as citable content.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CitableSource {
@@ -4477,6 +4498,217 @@ impl OmittedBinaryType {
 }
 
 impl std::fmt::Display for OmittedBinaryType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Content-exclusion policy supplied to `session.options.update`, with rules, last-updated data,
+/// and scope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OptionsUpdateAdditionalContentExclusionPolicy {
+    /// Content-exclusion rules to apply.
+    pub rules: Vec<OptionsUpdateAdditionalContentExclusionPolicyRule>,
+    /// Opaque policy update timestamp supplied by the host.
+    pub last_updated_at: serde_json::Value,
+    /// Allowed values for the `OptionsUpdateAdditionalContentExclusionPolicyScope` enumeration.
+    pub scope: OptionsUpdateAdditionalContentExclusionPolicyScope,
+}
+
+impl OptionsUpdateAdditionalContentExclusionPolicy {
+    /// The required fields; every optional one is `None`.
+    pub fn new(rules: Vec<OptionsUpdateAdditionalContentExclusionPolicyRule>, last_updated_at: serde_json::Value, scope: OptionsUpdateAdditionalContentExclusionPolicyScope) -> Self {
+        Self {
+            rules,
+            last_updated_at,
+            scope,
+        }
+    }
+}
+
+/// Single content-exclusion rule supplied to `session.options.update`, with paths, match
+/// conditions, and source.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OptionsUpdateAdditionalContentExclusionPolicyRule {
+    /// Path patterns covered by this rule.
+    pub paths: Vec<String>,
+    /// Conditions of which at least one must match.
+    #[serde(rename = "ifAnyMatch", default, skip_serializing_if = "Option::is_none")]
+    pub if_any_match: Option<Vec<String>>,
+    /// Conditions none of which may match.
+    #[serde(rename = "ifNoneMatch", default, skip_serializing_if = "Option::is_none")]
+    pub if_none_match: Option<Vec<String>>,
+    /// Source descriptor for a `session.options.update` content-exclusion rule, with source name
+    /// and type.
+    pub source: OptionsUpdateAdditionalContentExclusionPolicyRuleSource,
+}
+
+/// Source descriptor for a `session.options.update` content-exclusion rule, with source name and
+/// type.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OptionsUpdateAdditionalContentExclusionPolicyRuleSource {
+    /// Name of the policy source.
+    pub name: String,
+    /// Type of the policy source.
+    #[serde(rename = "type")]
+    pub r#type: String,
+}
+
+/// Allowed values for the `OptionsUpdateAdditionalContentExclusionPolicyScope` enumeration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OptionsUpdateAdditionalContentExclusionPolicyScope {
+    /// The content exclusion policy applies to the current repository.
+    #[serde(rename = "repo")]
+    Repo,
+    /// The content exclusion policy applies across all repositories.
+    #[serde(rename = "all")]
+    All,
+}
+
+impl OptionsUpdateAdditionalContentExclusionPolicyScope {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Repo, Self::All];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Repo => "repo",
+            Self::All => "all",
+        }
+    }
+}
+
+impl std::fmt::Display for OptionsUpdateAdditionalContentExclusionPolicyScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Context tier for models with tiered pricing. The session uses this to derive effective
+/// `modelCapabilitiesOverrides` so compaction, truncation, token display, and request limits honor
+/// the selected tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OptionsUpdateContextTier {
+    /// Use the model's default context tier and its standard token limits / pricing.
+    #[serde(rename = "default")]
+    Default,
+    /// Use the model's long-context tier (when available) so larger inputs are accepted and
+    /// tier-specific pricing applies.
+    #[serde(rename = "long_context")]
+    LongContext,
+}
+
+impl OptionsUpdateContextTier {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Default, Self::LongContext];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::LongContext => "long_context",
+        }
+    }
+}
+
+impl std::fmt::Display for OptionsUpdateContextTier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How env values are passed to MCP servers (`direct` inlines literal values; `indirect` resolves
+/// at launch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OptionsUpdateEnvValueMode {
+    /// Pass MCP server environment values as literal strings.
+    #[serde(rename = "direct")]
+    Direct,
+    /// Resolve MCP server environment values from host-side references.
+    #[serde(rename = "indirect")]
+    Indirect,
+}
+
+impl OptionsUpdateEnvValueMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Direct, Self::Indirect];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Direct => "direct",
+            Self::Indirect => "indirect",
+        }
+    }
+}
+
+impl std::fmt::Display for OptionsUpdateEnvValueMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Reasoning summary mode for supported model clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OptionsUpdateReasoningSummary {
+    /// Do not request reasoning summaries from the model.
+    #[serde(rename = "none")]
+    None,
+    /// Request a concise summary of model reasoning.
+    #[serde(rename = "concise")]
+    Concise,
+    /// Request a detailed summary of model reasoning.
+    #[serde(rename = "detailed")]
+    Detailed,
+}
+
+impl OptionsUpdateReasoningSummary {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::None, Self::Concise, Self::Detailed];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Concise => "concise",
+            Self::Detailed => "detailed",
+        }
+    }
+}
+
+impl std::fmt::Display for OptionsUpdateReasoningSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Controls how availableTools (allowlist) and excludedTools (denylist) combine when both are set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OptionsUpdateToolFilterPrecedence {
+    /// If availableTools is set, it is the only constraint that applies (excludedTools is ignored).
+    /// Preserves CLI / pre-existing client behavior. Default.
+    #[serde(rename = "available")]
+    Available,
+    /// A tool is enabled if and only if it matches the allowlist (or the allowlist is unset) AND it
+    /// does not match the denylist. Makes 'all except X' expressible by combining the two lists.
+    #[serde(rename = "excluded")]
+    Excluded,
+}
+
+impl OptionsUpdateToolFilterPrecedence {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Available, Self::Excluded];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Available => "available",
+            Self::Excluded => "excluded",
+        }
+    }
+}
+
+impl std::fmt::Display for OptionsUpdateToolFilterPrecedence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
@@ -7411,6 +7643,253 @@ pub struct ResumeData {
     pub continue_pending_work: Option<bool>,
 }
 
+/// Resolved sandbox configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxConfig {
+    /// Whether sandboxing is enabled for the session.
+    pub enabled: bool,
+    /// User-managed sandbox policy fragment merged into the auto-discovered base policy.
+    #[serde(rename = "userPolicy", default, skip_serializing_if = "Option::is_none")]
+    pub user_policy: Option<SandboxConfigUserPolicy>,
+    /// Whether to auto-add the current working directory to readwritePaths. Default: true.
+    #[serde(rename = "addCurrentWorkingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub add_current_working_directory: Option<bool>,
+    /// Whether MCP servers the session launches are confined by the sandbox. Only an explicit
+    /// `false` opts out; doing so also lets remote-MCP egress leave the sandbox, so the flag and
+    /// `enabled` are always read together. Ignored while `enabled` is false. Default: true (enabled
+    /// by default; set to false to opt out).
+    #[serde(rename = "sandboxMcpServers", default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_mcp_servers: Option<bool>,
+    /// Whether language servers the session launches are confined by the sandbox. Only an explicit
+    /// `false` opts out. Ignored while `enabled` is false. Default: true (enabled by default; set
+    /// to false to opt out).
+    #[serde(rename = "sandboxLspServers", default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_lsp_servers: Option<bool>,
+    /// Whether the agent may request that an individual command run outside the sandbox, which the
+    /// host then approves or denies through the usual permission flow. A host capability flag
+    /// rather than part of the policy: it is stripped from the effective spawn policy and only has
+    /// an effect while `enabled` is true. Fail-closed, unlike the opt-out flags on this object:
+    /// omitting it offers no bypass. Default: false (opt-in).
+    #[serde(rename = "allowBypass", default, skip_serializing_if = "Option::is_none")]
+    pub allow_bypass: Option<bool>,
+    /// Set by the runtime when a managed policy forced `sandboxMcpServers` on and took the local
+    /// opt-out away. Provenance rather than policy: it lets a sandbox startup failure point at the
+    /// administrator instead of a setting the next managed merge would override, and it is ignored
+    /// when comparing two configs for change. Only the managed merge may set it; a caller-supplied
+    /// value is stripped.
+    #[serde(rename = "managedMcpRoutingLocked", default, skip_serializing_if = "Option::is_none")]
+    pub managed_mcp_routing_locked: Option<bool>,
+    /// The `sandboxLspServers` counterpart of `managedMcpRoutingLocked`.
+    #[serde(rename = "managedLspRoutingLocked", default, skip_serializing_if = "Option::is_none")]
+    pub managed_lsp_routing_locked: Option<bool>,
+    /// Credential-injection capability flags.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<SandboxConfigAuth>,
+    /// Whether to auto-grant read access to tool directories discovered on PATH and in toolchain
+    /// environment variables (GOROOT, JAVA_HOME, VIRTUAL_ENV, and similar), and to common
+    /// developer-tool caches, config, and toolchains. Writable grants cover scratch caches, the
+    /// Unix GitHub CLI cache, and Cargo's registry, git store, and lock/tracker files. A relocated
+    /// CARGO_HOME gets the same narrow split: registry and git are read-write; bin is read-only;
+    /// the home root, config.toml, and credentials.toml stay ungranted. Set to false to disable
+    /// every grant listed above; user-installed toolchains and caches then need explicit
+    /// userPolicy.filesystem readonlyPaths and readwritePaths entries. The working directory (see
+    /// addCurrentWorkingDirectory), temporary storage, session log paths, and system locations
+    /// follow their own rules and stay granted. Default: true (enabled by default; set to false to
+    /// opt out).
+    #[serde(rename = "allowDevToolAccess", default, skip_serializing_if = "Option::is_none")]
+    pub allow_dev_tool_access: Option<bool>,
+}
+
+/// Credential-injection capability flags applied while the sandbox is enabled. For the same
+/// capability independent of sandboxing, and matched to the credential's GitHub host, see
+/// `shell.credentials`; the two are additive.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxConfigAuth {
+    /// Whether to inject git credentials as an `http.<url>.extraheader` so authenticated HTTPS git
+    /// works inside the sandbox without the shell-based credential helper the sandbox blocks.
+    /// github.com is served by the Copilot token; every other forge (Azure DevOps, GitHub
+    /// Enterprise Server, GitLab, ...) by a credential the host resolves from the user's own helper
+    /// before the sandbox is applied. Default: false (opt-in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<bool>,
+    /// Whether to export `GH_TOKEN` so the `gh` CLI authenticates inside the sandbox without the OS
+    /// keyring the sandbox blocks. Default: false (opt-in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gh: Option<bool>,
+}
+
+/// Origin of the sandbox choice supplied by an internal client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxConfigSource {
+    /// The client applied the default because no sandbox preference was configured.
+    #[serde(rename = "never_configured")]
+    NeverConfigured,
+    /// The user's persisted settings enabled the sandbox.
+    #[serde(rename = "user_enabled")]
+    UserEnabled,
+    /// The user's persisted settings disabled the sandbox.
+    #[serde(rename = "user_disabled")]
+    UserDisabled,
+    /// A command-line flag selected the sandbox state for this session.
+    #[serde(rename = "session_flag")]
+    SessionFlag,
+    /// The user disabled the sandbox for the current session.
+    #[serde(rename = "session_disabled")]
+    SessionDisabled,
+    /// The client disabled the sandbox because the host cannot enforce it.
+    #[serde(rename = "unsupported_host")]
+    UnsupportedHost,
+    /// A repository policy selected the sandbox state.
+    #[serde(rename = "repository_policy")]
+    RepositoryPolicy,
+}
+
+impl SandboxConfigSource {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::NeverConfigured,
+        Self::UserEnabled,
+        Self::UserDisabled,
+        Self::SessionFlag,
+        Self::SessionDisabled,
+        Self::UnsupportedHost,
+        Self::RepositoryPolicy,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::NeverConfigured => "never_configured",
+            Self::UserEnabled => "user_enabled",
+            Self::UserDisabled => "user_disabled",
+            Self::SessionFlag => "session_flag",
+            Self::SessionDisabled => "session_disabled",
+            Self::UnsupportedHost => "unsupported_host",
+            Self::RepositoryPolicy => "repository_policy",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxConfigSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// User-managed sandbox policy fragment merged into the auto-discovered base policy.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxConfigUserPolicy {
+    /// Filesystem rules to merge into the base policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filesystem: Option<SandboxConfigUserPolicyFilesystem>,
+    /// Network rules to merge into the base policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<SandboxConfigUserPolicyNetwork>,
+    /// macOS seatbelt options to merge into the base policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seatbelt: Option<SandboxConfigUserPolicySeatbelt>,
+    /// Deprecated legacy location for `seatbelt`; read only when the top-level `seatbelt` is
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experimental: Option<SandboxConfigUserPolicyExperimental>,
+}
+
+/// Platform-specific experimental policy fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxConfigUserPolicyExperimental {
+    /// macOS seatbelt experimental options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seatbelt: Option<SandboxConfigUserPolicyExperimentalSeatbelt>,
+}
+
+/// macOS seatbelt experimental options.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxConfigUserPolicyExperimentalSeatbelt {
+    /// Whether the macOS seatbelt profile may access the keychain.
+    #[serde(rename = "keychainAccess", default, skip_serializing_if = "Option::is_none")]
+    pub keychain_access: Option<bool>,
+}
+
+/// Filesystem rules to merge into the base policy.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxConfigUserPolicyFilesystem {
+    /// Paths granted read/write access.
+    #[serde(rename = "readwritePaths", default, skip_serializing_if = "Option::is_none")]
+    pub readwrite_paths: Option<Vec<String>>,
+    /// Paths granted read-only access.
+    #[serde(rename = "readonlyPaths", default, skip_serializing_if = "Option::is_none")]
+    pub readonly_paths: Option<Vec<String>>,
+    /// Paths explicitly denied.
+    #[serde(rename = "deniedPaths", default, skip_serializing_if = "Option::is_none")]
+    pub denied_paths: Option<Vec<String>>,
+    /// Whether to clear the policy when the session exits.
+    #[serde(rename = "clearPolicyOnExit", default, skip_serializing_if = "Option::is_none")]
+    pub clear_policy_on_exit: Option<bool>,
+}
+
+/// Network rules to merge into the base policy.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxConfigUserPolicyNetwork {
+    /// Hosts allowed through the built-in sandbox proxy. A non-empty list denies unmatched hosts;
+    /// an absent or empty list allows all hosts not blocked. Supports exact hostnames, IP
+    /// addresses, and *.example.com for strict subdomains. Host rules do not override the outbound
+    /// or local-network toggles.
+    #[serde(rename = "allowedHosts", default, skip_serializing_if = "Option::is_none")]
+    pub allowed_hosts: Option<Vec<String>>,
+    /// Hosts denied by the built-in sandbox proxy. Deny rules take precedence over allowedHosts. A
+    /// domain also denies all its subdomains. IP addresses match exactly; *.example.com matches
+    /// strict subdomains, and * denies every host.
+    #[serde(rename = "blockedHosts", default, skip_serializing_if = "Option::is_none")]
+    pub blocked_hosts: Option<Vec<String>>,
+    /// Whether outbound network traffic is allowed at all.
+    #[serde(rename = "allowOutbound", default, skip_serializing_if = "Option::is_none")]
+    pub allow_outbound: Option<bool>,
+    /// Whether traffic to local/loopback addresses is allowed.
+    #[serde(rename = "allowLocalNetwork", default, skip_serializing_if = "Option::is_none")]
+    pub allow_local_network: Option<bool>,
+    /// HTTP(S) proxy for sandboxed traffic. With host rules, this is the built-in local proxy's
+    /// upstream; credentials stay in the runtime, and Linux and macOS restrict the child to the
+    /// local listener. Without host rules, Linux restricts egress to this endpoint but rejects
+    /// credentials, and macOS proxying is cooperative. Windows enforcement depends on the
+    /// application's networking stack. Configure credentials in the separate username/password
+    /// fields. The transient local listener URL is never persisted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<SandboxConfigUserPolicyNetworkProxy>,
+}
+
+/// HTTP proxy configuration for sandboxed traffic.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxConfigUserPolicyNetworkProxy {
+    /// Proxy URL (e.g. http://proxy.example.com:8080). The port is optional and defaults to the
+    /// scheme's standard port when omitted; an explicit port must be between 1 and 65535.
+    /// Credentials must not be embedded here — a `user:pass@` authority is rejected; put them in
+    /// the separate `username`/`password` fields. A credential-free http:// loopback proxy URL is
+    /// routed through the localhost proxy automatically; loopback covers localhost and any
+    /// *.localhost subdomain, the whole 127.0.0.0/8 range, ::1, and IPv4-mapped loopback
+    /// (::ffff:127.0.0.1). An https:// URL, or one with a username/password set, is used as-is.
+    pub url: String,
+    /// Optional username for proxy authentication. Combined with the URL (and `password`) into
+    /// `user:pass@host` when the sandboxed process routes through the proxy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// Optional password for proxy authentication, combined with the URL at spawn time. The
+    /// persisted value may be a literal password, a `${secret:…}` reference resolved from the OS
+    /// keychain, or a `${VAR}`/`$VAR` environment reference; it is resolved just before the
+    /// sandboxed process routes through the proxy. The /sandbox dialog stores a real password in
+    /// the OS keychain and persists only a `${secret:…}` placeholder (never plaintext in
+    /// settings.json); the field is masked in the dialog and redacted by /settings show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+}
+
+/// macOS seatbelt-specific options.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxConfigUserPolicySeatbelt {
+    /// Whether the macOS seatbelt profile may access the keychain.
+    #[serde(rename = "keychainAccess", default, skip_serializing_if = "Option::is_none")]
+    pub keychain_access: Option<bool>,
+}
+
 /// The UI mode the agent was in when this message was sent. Defaults to the session's current mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SendAgentMode {
@@ -7497,6 +7976,84 @@ pub struct SessionAbortParams {
     /// Finite reason code describing why the current turn was aborted
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<AbortReason>,
+}
+
+/// Session capability enabled for this session
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionCapability {
+    /// TUI-specific prompt hints such as keyboard shortcuts.
+    #[serde(rename = "tui-hints")]
+    TuiHints,
+    /// Plan-mode handling and instructions.
+    #[serde(rename = "plan-mode")]
+    PlanMode,
+    /// Memory tool and memories prompt section.
+    #[serde(rename = "memory")]
+    Memory,
+    /// Copilot CLI documentation tool and prompt section.
+    #[serde(rename = "cli-documentation")]
+    CliDocumentation,
+    /// Interactive ask_user tool support.
+    #[serde(rename = "ask-user")]
+    AskUser,
+    /// Interactive CLI identity and behavior.
+    #[serde(rename = "interactive-mode")]
+    InteractiveMode,
+    /// Automatic hidden system notifications.
+    #[serde(rename = "system-notifications")]
+    SystemNotifications,
+    /// SDK elicitation support.
+    #[serde(rename = "elicitation")]
+    Elicitation,
+    /// Cross-session history tools and session-store SQL prompt/tool metadata.
+    #[serde(rename = "session-store")]
+    SessionStore,
+    /// MCP Apps UI passthrough.
+    #[serde(rename = "mcp-apps")]
+    McpApps,
+    /// Host-provided canvas rendering support.
+    #[serde(rename = "canvas-renderer")]
+    CanvasRenderer,
+}
+
+impl SessionCapability {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::TuiHints,
+        Self::PlanMode,
+        Self::Memory,
+        Self::CliDocumentation,
+        Self::AskUser,
+        Self::InteractiveMode,
+        Self::SystemNotifications,
+        Self::Elicitation,
+        Self::SessionStore,
+        Self::McpApps,
+        Self::CanvasRenderer,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::TuiHints => "tui-hints",
+            Self::PlanMode => "plan-mode",
+            Self::Memory => "memory",
+            Self::CliDocumentation => "cli-documentation",
+            Self::AskUser => "ask-user",
+            Self::InteractiveMode => "interactive-mode",
+            Self::SystemNotifications => "system-notifications",
+            Self::Elicitation => "elicitation",
+            Self::SessionStore => "session-store",
+            Self::McpApps => "mcp-apps",
+            Self::CanvasRenderer => "canvas-renderer",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionCapability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Identifies the target session.
@@ -7589,6 +8146,107 @@ pub struct SessionHistoryTruncateParams {
     /// Event ID to truncate to. This event and all events after it are removed from the session.
     #[serde(rename = "eventId")]
     pub event_id: String,
+}
+
+/// Installed plugin record for a session, with marketplace, version, install time, enabled state,
+/// cache path, and source.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionInstalledPlugin {
+    /// Plugin name
+    pub name: String,
+    /// Marketplace the plugin came from (empty string for direct repo installs)
+    pub marketplace: String,
+    /// Installed version, if known
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Installation timestamp (ISO-8601)
+    pub installed_at: String,
+    /// Whether the plugin is currently enabled
+    pub enabled: bool,
+    /// Path where the plugin is cached locally
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_path: Option<String>,
+    /// Source descriptor for direct repo installs (when marketplace is empty)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SessionInstalledPluginSource>,
+    /// Per-plugin source fingerprint (a SHA-256 hash of the plugin's catalog source spec plus its
+    /// resolved source subtree — NOT a Git commit SHA) captured at marketplace install/update
+    /// time. Auto-update compares it against the freshly recomputed fingerprint to detect a content
+    /// change that does not bump the version. Absent for pre-existing installs and for direct
+    /// (non-marketplace) installs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_sha: Option<String>,
+    /// Absolute path of the marketplace directory a live plugin was resolved from. Present only on
+    /// live, never-persisted records — those synthesized at session start for a directory/local
+    /// marketplace, whose cache_path points at the real plugin directory on disk rather than a copy
+    /// under the installed-plugins cache. Its presence is what marks a record as live, and no
+    /// record carrying it is ever written to the persisted installedPlugins key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installed_from: Option<String>,
+}
+
+/// Source descriptor for direct repo installs (when marketplace is empty)
+///
+/// Untagged: the variants are tried in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SessionInstalledPluginSource {
+    String(String),
+    /// Source descriptor for a direct GitHub plugin install, with `owner/repo`, optional ref or
+    /// full commit SHA, and optional subpath.
+    SessionInstalledPluginSourceGitHub(SessionInstalledPluginSourceGitHub),
+    /// Source descriptor for a direct URL plugin install, with URL, optional ref or full commit
+    /// SHA, and optional subpath.
+    SessionInstalledPluginSourceUrl(SessionInstalledPluginSourceUrl),
+    /// Source descriptor for a direct local plugin install, with a local filesystem path.
+    SessionInstalledPluginSourceLocal(SessionInstalledPluginSourceLocal),
+}
+
+/// Source descriptor for a direct GitHub plugin install, with `owner/repo`, optional ref or full
+/// commit SHA, and optional subpath.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionInstalledPluginSourceGitHub {
+    /// Constant value. Always "github".
+    pub source: String,
+    /// GitHub repository in `owner/repo` form.
+    pub repo: String,
+    /// Optional Git ref to resolve.
+    #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+    pub r#ref: Option<String>,
+    /// Optional full 40-character hexadecimal commit SHA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha: Option<String>,
+    /// Optional repository-relative path to the plugin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// Source descriptor for a direct local plugin install, with a local filesystem path.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionInstalledPluginSourceLocal {
+    /// Constant value. Always "local".
+    pub source: String,
+    /// Local filesystem path to the plugin.
+    pub path: String,
+}
+
+/// Source descriptor for a direct URL plugin install, with URL, optional ref or full commit SHA,
+/// and optional subpath.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionInstalledPluginSourceUrl {
+    /// Constant value. Always "url".
+    pub source: String,
+    /// URL of the plugin source.
+    pub url: String,
+    /// Optional Git ref to resolve.
+    #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+    pub r#ref: Option<String>,
+    /// Optional full 40-character hexadecimal commit SHA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha: Option<String>,
+    /// Optional source-relative path to the plugin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 /// Optional session limits.
@@ -7890,6 +8548,224 @@ pub struct SessionModelSwitchToParams {
     pub picker_persistence: Option<ModelPickerPersistenceRequest>,
 }
 
+/// Patch of mutable session options to apply to the running session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionOptionsUpdateParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The model ID to use for assistant turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Per-property model capability overrides for the selected model.
+    #[serde(rename = "modelCapabilitiesOverrides", default, skip_serializing_if = "Option::is_none")]
+    pub model_capabilities_overrides: Option<ModelCapabilitiesOverride>,
+    /// Reasoning effort for the selected model. CAPI values are model-defined and validated against
+    /// the selected model; BYOK providers may define additional values. When omitted, no effort
+    /// override is applied.
+    #[serde(rename = "reasoningEffort", default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Reasoning summary mode for supported model clients.
+    #[serde(rename = "reasoningSummary", default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_summary: Option<OptionsUpdateReasoningSummary>,
+    /// Output verbosity level for supported models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verbosity: Option<Verbosity>,
+    /// Identifier of the client driving the session.
+    #[serde(rename = "clientName", default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+    /// Identifier sent to LSP-style integrations.
+    #[serde(rename = "lspClientName", default, skip_serializing_if = "Option::is_none")]
+    pub lsp_client_name: Option<String>,
+    /// Stable integration identifier used for analytics and rate-limit attribution.
+    #[serde(rename = "integrationId", default, skip_serializing_if = "Option::is_none")]
+    pub integration_id: Option<String>,
+    /// Map of feature-flag IDs to their boolean enabled state.
+    #[serde(rename = "featureFlags", default, skip_serializing_if = "Option::is_none")]
+    pub feature_flags: Option<std::collections::BTreeMap<String, bool>>,
+    /// Whether experimental capabilities are enabled.
+    #[serde(rename = "isExperimentalMode", default, skip_serializing_if = "Option::is_none")]
+    pub is_experimental_mode: Option<bool>,
+    /// Custom model-provider configuration (BYOK).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ProviderConfig>,
+    /// Options scoped to the built-in CAPI (Copilot API) provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capi: Option<CapiSessionOptions>,
+    /// Absolute working-directory path for shell tools.
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+    /// Allowlist of tool names available to this session.
+    #[serde(rename = "availableTools", default, skip_serializing_if = "Option::is_none")]
+    pub available_tools: Option<Vec<String>>,
+    /// Denylist of tool names for this session.
+    #[serde(rename = "excludedTools", default, skip_serializing_if = "Option::is_none")]
+    pub excluded_tools: Option<Vec<String>>,
+    /// Built-in subagent names to include in this session. When specified, only these built-ins are
+    /// available, subject to runtime availability and exclusions. Custom agents with the same name
+    /// remain available. Set to null to remove the allowlist restriction.
+    #[serde(rename = "includedBuiltinAgents", default, skip_serializing_if = "Option::is_none")]
+    pub included_builtin_agents: Option<Vec<String>>,
+    /// Built-in subagent names to exclude from this session. Excluded built-ins are hidden from
+    /// agent discovery and cannot be dispatched unless a custom agent with the same name is
+    /// available.
+    #[serde(rename = "excludedBuiltinAgents", default, skip_serializing_if = "Option::is_none")]
+    pub excluded_builtin_agents: Option<Vec<String>>,
+    /// Controls how availableTools (allowlist) and excludedTools (denylist) combine when both are
+    /// set.
+    #[serde(rename = "toolFilterPrecedence", default, skip_serializing_if = "Option::is_none")]
+    pub tool_filter_precedence: Option<OptionsUpdateToolFilterPrecedence>,
+    /// Whether shell-script safety heuristics are enabled.
+    #[serde(rename = "enableScriptSafety", default, skip_serializing_if = "Option::is_none")]
+    pub enable_script_safety: Option<bool>,
+    /// Per-session settings for built-in shell tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<ShellOptions>,
+    /// Use shell.initProfile instead. Shell init profile (`None` or `NonInteractive`).
+    ///
+    /// Deprecated.
+    #[serde(rename = "shellInitProfile", default, skip_serializing_if = "Option::is_none")]
+    pub shell_init_profile: Option<String>,
+    /// PowerShell process flags applied to built-in and user-requested shell commands.
+    #[serde(rename = "shellProcessFlags", default, skip_serializing_if = "Option::is_none")]
+    pub shell_process_flags: Option<Vec<String>>,
+    /// Resolved sandbox configuration.
+    #[serde(rename = "sandboxConfig", default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_config: Option<SandboxConfig>,
+    /// Origin of the sandbox choice. The runtime uses this only for internal telemetry provenance;
+    /// managed policy is derived independently.
+    #[serde(rename = "sandboxConfigSource", default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_config_source: Option<SandboxConfigSource>,
+    /// Whether interactive shell sessions are logged.
+    #[serde(rename = "logInteractiveShells", default, skip_serializing_if = "Option::is_none")]
+    pub log_interactive_shells: Option<bool>,
+    /// How env values are passed to MCP servers (`direct` inlines literal values; `indirect`
+    /// resolves at launch).
+    #[serde(rename = "envValueMode", default, skip_serializing_if = "Option::is_none")]
+    pub env_value_mode: Option<OptionsUpdateEnvValueMode>,
+    /// Whether to include instructions from every MCP server in the system prompt instead of only
+    /// allowlisted servers.
+    #[serde(rename = "allowAllMcpServerInstructions", default, skip_serializing_if = "Option::is_none")]
+    pub allow_all_mcp_server_instructions: Option<bool>,
+    /// Additional directories to search for skills.
+    #[serde(rename = "skillDirectories", default, skip_serializing_if = "Option::is_none")]
+    pub skill_directories: Option<Vec<String>>,
+    /// Built-in skill names to include in this session. When specified, only these runtime-bundled
+    /// skills are available. Skills from other sources with the same name remain available. Set to
+    /// null to remove the allowlist restriction.
+    #[serde(rename = "includedBuiltinSkills", default, skip_serializing_if = "Option::is_none")]
+    pub included_builtin_skills: Option<Vec<String>>,
+    /// Skill IDs that should be excluded from this session.
+    #[serde(rename = "disabledSkills", default, skip_serializing_if = "Option::is_none")]
+    pub disabled_skills: Option<Vec<String>>,
+    /// Whether to discover custom instructions on demand after successful file views (AGENTS.md /
+    /// CLAUDE.md / .github/copilot-instructions.md surfacing). Combined with
+    /// `skipCustomInstructions`.
+    #[serde(rename = "enableOnDemandInstructionDiscovery", default, skip_serializing_if = "Option::is_none")]
+    pub enable_on_demand_instruction_discovery: Option<bool>,
+    /// Maximum decoded byte size of a single model-facing binary tool result (e.g. an image)
+    /// persisted inline in session events and re-presented to the model on later turns / resume.
+    /// Larger results are persisted as a metadata-only marker and shown to the model as a short
+    /// text note. Defaults to 10 MB.
+    #[serde(rename = "maxInlineBinaryBytes", default, skip_serializing_if = "Option::is_none")]
+    pub max_inline_binary_bytes: Option<u64>,
+    /// Full set of installed plugins for the session. Replaces the existing list; the runtime
+    /// invalidates the skills cache only when the list materially changes.
+    #[serde(rename = "installedPlugins", default, skip_serializing_if = "Option::is_none")]
+    pub installed_plugins: Option<Vec<SessionInstalledPlugin>>,
+    /// Whether to default custom agents to local-only execution.
+    #[serde(rename = "customAgentsLocalOnly", default, skip_serializing_if = "Option::is_none")]
+    pub custom_agents_local_only: Option<bool>,
+    /// When true, the selected custom agent's prompt is not injected into the user message (skill
+    /// context is still injected). Used by automation triggers where the agent prompt is already in
+    /// the problem statement.
+    #[serde(rename = "suppressCustomAgentPrompt", default, skip_serializing_if = "Option::is_none")]
+    pub suppress_custom_agent_prompt: Option<bool>,
+    /// Whether to skip loading custom instruction sources.
+    #[serde(rename = "skipCustomInstructions", default, skip_serializing_if = "Option::is_none")]
+    pub skip_custom_instructions: Option<bool>,
+    /// Instruction source IDs to exclude from the system prompt.
+    #[serde(rename = "disabledInstructionSources", default, skip_serializing_if = "Option::is_none")]
+    pub disabled_instruction_sources: Option<Vec<String>>,
+    /// Whether to include the `Co-authored-by` trailer in commit messages.
+    #[serde(rename = "coauthorEnabled", default, skip_serializing_if = "Option::is_none")]
+    pub coauthor_enabled: Option<bool>,
+    /// Optional path for trajectory output.
+    #[serde(rename = "trajectoryFile", default, skip_serializing_if = "Option::is_none")]
+    pub trajectory_file: Option<String>,
+    /// Whether to stream model responses.
+    #[serde(rename = "enableStreaming", default, skip_serializing_if = "Option::is_none")]
+    pub enable_streaming: Option<bool>,
+    /// Override URL for the Copilot API endpoint.
+    #[serde(rename = "copilotUrl", default, skip_serializing_if = "Option::is_none")]
+    pub copilot_url: Option<String>,
+    /// Whether to disable the `ask_user` tool (encourages autonomous behavior).
+    #[serde(rename = "askUserDisabled", default, skip_serializing_if = "Option::is_none")]
+    pub ask_user_disabled: Option<bool>,
+    /// Whether to allow auto-mode continuation across turns.
+    #[serde(rename = "continueOnAutoMode", default, skip_serializing_if = "Option::is_none")]
+    pub continue_on_auto_mode: Option<bool>,
+    /// Whether the session is running in an interactive UI.
+    #[serde(rename = "runningInInteractiveMode", default, skip_serializing_if = "Option::is_none")]
+    pub running_in_interactive_mode: Option<bool>,
+    /// Whether to surface reasoning-summary events from the model.
+    #[serde(rename = "enableReasoningSummaries", default, skip_serializing_if = "Option::is_none")]
+    pub enable_reasoning_summaries: Option<bool>,
+    /// Runtime context discriminator (e.g., `cli`, `actions`).
+    #[serde(rename = "agentContext", default, skip_serializing_if = "Option::is_none")]
+    pub agent_context: Option<String>,
+    /// Override directory for the session-events log. When unset, the runtime's default events log
+    /// directory is used.
+    #[serde(rename = "eventsLogDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub events_log_directory: Option<String>,
+    /// Whether subagent callback events should be forwarded into the session event log sink.
+    #[serde(rename = "eventsLogIncludesSubagents", default, skip_serializing_if = "Option::is_none")]
+    pub events_log_includes_subagents: Option<bool>,
+    /// Additional content-exclusion policies to merge into the session's policy set.
+    #[serde(rename = "additionalContentExclusionPolicies", default, skip_serializing_if = "Option::is_none")]
+    pub additional_content_exclusion_policies: Option<Vec<OptionsUpdateAdditionalContentExclusionPolicy>>,
+    /// Whether to expose the `manage_schedule` tool to the agent. The runtime always owns the
+    /// per-session schedule registry; this flag only controls tool exposure (typically gated to
+    /// staff users).
+    #[serde(rename = "manageScheduleEnabled", default, skip_serializing_if = "Option::is_none")]
+    pub manage_schedule_enabled: Option<bool>,
+    /// Replaces the session's capability set with the given list. Use to enable or disable
+    /// capabilities mid-session (e.g., remove `memory` for reproducible scripted runs). Omit the
+    /// field to leave the existing capability set unchanged.
+    #[serde(rename = "sessionCapabilities", default, skip_serializing_if = "Option::is_none")]
+    pub session_capabilities: Option<Vec<SessionCapability>>,
+    /// Whether to skip embedding retrieval pipeline initialization and execution.
+    #[serde(rename = "skipEmbeddingRetrieval", default, skip_serializing_if = "Option::is_none")]
+    pub skip_embedding_retrieval: Option<bool>,
+    /// Organization-level custom instructions to inject into the system prompt.
+    #[serde(rename = "organizationCustomInstructions", default, skip_serializing_if = "Option::is_none")]
+    pub organization_custom_instructions: Option<String>,
+    /// Whether to enable loading of `.github/hooks/` filesystem hooks. Separate from the SDK
+    /// callback hook mechanism.
+    #[serde(rename = "enableFileHooks", default, skip_serializing_if = "Option::is_none")]
+    pub enable_file_hooks: Option<bool>,
+    /// Whether to enable host git operations (context resolution, child repo scanning, git info in
+    /// system prompt).
+    #[serde(rename = "enableHostGitOperations", default, skip_serializing_if = "Option::is_none")]
+    pub enable_host_git_operations: Option<bool>,
+    /// Whether to enable cross-session store writes and reads.
+    #[serde(rename = "enableSessionStore", default, skip_serializing_if = "Option::is_none")]
+    pub enable_session_store: Option<bool>,
+    /// Whether skill loading is enabled. Explicit false disables every source, including a bound
+    /// SDK provider; changing the value invalidates the loaded skill snapshot. When omitted,
+    /// creation falls back to enableConfigDiscovery unless an SDK skill provider is registered.
+    #[serde(rename = "enableSkills", default, skip_serializing_if = "Option::is_none")]
+    pub enable_skills: Option<bool>,
+    /// Context tier for models with tiered pricing. The session uses this to derive effective
+    /// `modelCapabilitiesOverrides` so compaction, truncation, token display, and request limits
+    /// honor the selected tier.
+    #[serde(rename = "contextTier", default, skip_serializing_if = "Option::is_none")]
+    pub context_tier: Option<OptionsUpdateContextTier>,
+    /// Optional session limits. Pass null to clear the session limits.
+    #[serde(rename = "sessionLimits", default, skip_serializing_if = "Option::is_none")]
+    pub session_limits: Option<SessionLimitsConfig>,
+}
+
 /// Pending permission request ID and the decision to apply (approve/reject and scope).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionPermissionsHandlePendingPermissionRequestParams {
@@ -8095,6 +8971,16 @@ pub struct SessionToolsSetParams {
     pub tools: Vec<ProtocolExternalToolDefinition>,
 }
 
+/// Indicates whether the session options patch was applied successfully.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionUpdateOptionsResult {
+    /// Whether the operation succeeded
+    pub success: bool,
+    /// Number of hooks loaded from installed plugins, returned when installedPlugins is updated
+    #[serde(rename = "pluginHookCount", default, skip_serializing_if = "Option::is_none")]
+    pub plugin_hook_count: Option<u64>,
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionWorkspacesListCheckpointsParams {
@@ -8111,6 +8997,156 @@ pub struct SessionWorkspacesReadCheckpointParams {
     pub session_id: String,
     /// Checkpoint number to read
     pub number: u64,
+}
+
+/// Command-scoped GitHub credential injection for the shell commands an agent runs.
+///
+/// Each channel is opt-in and independent, and injection is scoped to the individual command spawn:
+/// the credential is resolved from the session's *current* authentication at every spawn and
+/// reaches only spawns whose script actually invokes `git` or `gh`. Because nothing is retained
+/// between spawns, replacing the session credential (`session.gitHubAuth.setCredentials`) changes
+/// what the next spawned command presents — which seeding a credential into the runtime process's
+/// own environment cannot do, since a child's environment is fixed at `exec`.
+///
+/// The credential is matched to the host it authenticates to, so a github.com credential is never
+/// presented to a GitHub Enterprise host and vice versa. Where a channel cannot express that
+/// boundary it injects nothing rather than crossing it -- see `gh` below.
+///
+/// This is independent of `sandboxConfig`: it is a decision about which identity the agent
+/// presents, not about what the agent may touch, and it works on every platform whether or not an
+/// OS sandboxing backend is available. `sandboxConfig.auth` remains the sandbox-scoped spelling and
+/// is additive with this one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShellCredentials {
+    /// Whether to authenticate the agent's `git` commands as the session's GitHub credential, by
+    /// injecting an `http.<host>.extraheader` (plus `insteadOf` rewrites so SSH-spelled remotes for
+    /// that host use the authenticated HTTPS transport). Applied only to a spawn that runs a
+    /// remote-contacting `git` subcommand. Default: false (opt-in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<bool>,
+    /// Whether to authenticate the agent's `gh` commands as the session's GitHub credential, by
+    /// exporting `GH_TOKEN` to a spawn that runs `gh`. Any inherited `gh` credential is removed
+    /// from spawns that do not, so the credential stays command-scoped.
+    ///
+    /// Applies to a github.com credential only. `gh` picks its credential variable from the host a
+    /// command targets rather than the one the credential belongs to, and the command can choose
+    /// that target, so `GH_ENTERPRISE_TOKEN` would offer a single-tenant enterprise credential to
+    /// every other enterprise host. A session whose credential is enterprise-scoped therefore runs
+    /// `gh` unauthenticated; its `git` commands are unaffected, because `http.<host>.extraheader`
+    /// is scoped to one host by construction. Default: false (opt-in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gh: Option<bool>,
+}
+
+/// Controls automatic non-interactive profile loading where supported. Explicit initScripts are
+/// unaffected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ShellInitProfile {
+    /// Disable automatic non-interactive profile loading. Explicit initScripts still run.
+    #[serde(rename = "none")]
+    None,
+    /// Allow automatic non-interactive profile loading when supported. Explicit initScripts still
+    /// run.
+    #[serde(rename = "non-interactive")]
+    NonInteractive,
+}
+
+impl ShellInitProfile {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::None, Self::NonInteractive];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::NonInteractive => "non-interactive",
+        }
+    }
+}
+
+impl std::fmt::Display for ShellInitProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A host-provided script sourced before each built-in shell command when its shell target matches
+/// the active shell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShellInitScript {
+    /// Path to the script to source.
+    pub path: String,
+    /// Built-in shell that may source this script.
+    pub shell: ShellInitScriptShell,
+}
+
+impl ShellInitScript {
+    /// The required fields; every optional one is `None`.
+    pub fn new(path: String, shell: ShellInitScriptShell) -> Self {
+        Self {
+            path,
+            shell,
+        }
+    }
+}
+
+/// Supported built-in shells for initialization scripts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ShellInitScriptShell {
+    /// Source the script in the built-in Bash shell on macOS and Linux.
+    #[serde(rename = "bash")]
+    Bash,
+    /// Source the script in the built-in PowerShell shell on Windows.
+    #[serde(rename = "powershell")]
+    Powershell,
+}
+
+impl ShellInitScriptShell {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Bash, Self::Powershell];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Bash => "bash",
+            Self::Powershell => "powershell",
+        }
+    }
+}
+
+impl std::fmt::Display for ShellInitScriptShell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Per-session settings for built-in shell tools.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShellOptions {
+    /// Controls automatic non-interactive profile loading where supported. Explicit initScripts are
+    /// unaffected.
+    #[serde(rename = "initProfile", default, skip_serializing_if = "Option::is_none")]
+    pub init_profile: Option<ShellInitProfile>,
+    /// Ordered host-provided script paths sourced before each built-in shell command when the
+    /// entry's shell target matches the active shell. Use these for rc files, environment setup
+    /// scripts, or other custom scripts. A script that returns a nonzero status is reported, and
+    /// later scripts and the user command continue while the shell remains running. Because scripts
+    /// are sourced into the command shell, `exit`, `exec`, failures under `set -e`, or other
+    /// shell-terminating behavior can prevent continuation. Script standard output is preserved;
+    /// Bash script stderr is discarded, PowerShell exception messages are replaced, and
+    /// runtime-generated failure notices omit configured script paths. When sandboxing is enabled,
+    /// each script must already be readable under the active sandbox filesystem policy. Pass an
+    /// empty array to clear the list.
+    #[serde(rename = "initScripts", default, skip_serializing_if = "Option::is_none")]
+    pub init_scripts: Option<Vec<ShellInitScript>>,
+    /// Flags passed to the active built-in shell process on startup, replacing its default flags.
+    /// When omitted, the built-in Bash shell uses `--norc --noprofile`, and the built-in PowerShell
+    /// shell uses `-NoProfile -NoLogo`.
+    #[serde(rename = "processFlags", default, skip_serializing_if = "Option::is_none")]
+    pub process_flags: Option<Vec<String>>,
+    /// Command-scoped GitHub credential injection for shell commands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<ShellCredentials>,
 }
 
 /// Usage attributed to one agent instance at session shutdown.
@@ -9749,6 +10785,7 @@ pub struct WorkspacesReadCheckpointResult {
 // - HookInvokeResponse.output: no type in the schema (any JSON)
 // - HookStartData.input: no type in the schema (any JSON)
 // - JsonSchemaResponseFormat.schema: no type in the schema (any JSON)
+// - OptionsUpdateAdditionalContentExclusionPolicy.last_updated_at: no type in the schema (any JSON)
 // - PermissionPromptRequestCustomTool.args: no type in the schema (any JSON)
 // - PermissionPromptRequestHook.toolArgs: no type in the schema (any JSON)
 // - PermissionPromptRequestMcp.args: no type in the schema (any JSON)

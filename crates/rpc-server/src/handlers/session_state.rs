@@ -68,3 +68,24 @@ pub async fn plan_delete(ctx: &Ctx, p: t::SessionPlanDeleteParams) -> Result<(),
     session.plan(PlanOp::Delete).await.map_err(|e| ctx.engine_error(&e))?;
     Ok(())
 }
+
+/// Applies the options Skipper has; the rest of the schema's long list (telemetry, LSP,
+/// plugins, feature flags, ...) is accepted and has no effect here.
+pub async fn options_update(
+    ctx: &Ctx,
+    p: t::SessionOptionsUpdateParams,
+) -> Result<t::SessionUpdateOptionsResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let patch = loop_engine::OptionsPatch {
+        model: p.model,
+        reasoning_effort: p.reasoning_effort,
+        client_name: p.client_name,
+        working_directory: p.working_directory.map(std::path::PathBuf::from),
+        streaming: p.enable_streaming,
+        available_tools: p.available_tools,
+        excluded_tools: p.excluded_tools,
+        ask_user_disabled: p.ask_user_disabled,
+    };
+    session.update_options(patch).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::SessionUpdateOptionsResult { success: true, ..Default::default() })
+}
