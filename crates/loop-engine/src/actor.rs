@@ -262,6 +262,9 @@ impl Actor {
                 }
             }
             SessionInput::Handoff { reply } => self.handoff(reply),
+            SessionInput::Name { op, reply } => {
+                let _ = reply.send(self.name(op).await);
+            }
             SessionInput::UpdateOptions { patch, reply } => {
                 self.update_options(patch);
                 let _ = reply.send(());
@@ -485,6 +488,43 @@ impl Actor {
         } else {
             compaction::start(&self.deps, &self.handle, conv, &shape, req);
         }
+    }
+
+    async fn name(&mut self, op: crate::handle::NameOp) -> Result<crate::handle::NameResult, String> {
+        use crate::handle::{NameOp, NameResult};
+        let (name, user_named) = match op {
+            NameOp::Get => {
+                let title = self.conv.as_ref().and_then(|c| c.title.clone());
+                return Ok(NameResult::Name(self.view.name.clone().or(title)));
+            }
+            NameOp::Set(name) => {
+                let name = name.trim().to_string();
+                if name.is_empty() {
+                    return Err("Session name cannot be empty.".into());
+                }
+                if name.chars().count() > 100 {
+                    return Err("Session name must be at most 100 characters.".into());
+                }
+                (name, true)
+            }
+            NameOp::SetAuto(summary) => {
+                let summary = summary.trim().to_string();
+                if summary.is_empty() || self.view.user_named {
+                    return Ok(NameResult::Applied(false));
+                }
+                (summary, false)
+            }
+        };
+        self.view.name = Some(name.clone());
+        self.view.user_named |= user_named;
+        self.publish();
+        self.emit(t::TitleChangedData { title: name.clone() });
+        if let Err(e) = self.deps.index.rename(self.handle.id(), &name).await {
+            tracing::warn!(session = %self.handle.id(), error = %e, "index update failed");
+        }
+        let user_named = self.view.user_named;
+        crate::write_workspace_yaml_named(&self.deps, &self.handle, &self.view.settings, Some(&name), user_named).await;
+        Ok(NameResult::Applied(true))
     }
 
     fn update_options(&mut self, p: crate::handle::OptionsPatch) {

@@ -36,6 +36,27 @@ pub struct SessionView {
     pub approvals: Vec<String>,
     /// A message is being processed (the session is not idle).
     pub running: bool,
+    /// The name a client gave the session (`session.name.set`), or an automatic one
+    /// (`setAuto`); `None` until then (the first prompt names it meanwhile).
+    pub name: Option<String>,
+    /// `name` was set by a user: automatic names no longer replace it.
+    pub user_named: bool,
+}
+
+/// `session.name.*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameOp {
+    Get,
+    Set(String),
+    /// An automatic summary: applied unless a user named the session.
+    SetAuto(String),
+}
+
+/// What a [`NameOp`] gives back: the name (`Get`), or whether it was applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameResult {
+    Name(Option<String>),
+    Applied(bool),
 }
 
 /// The options a client may change on a live session (`session.options.update`); `None`
@@ -140,6 +161,10 @@ pub(crate) enum SessionInput {
     Detach {
         subscriber_id: u64,
         reply: oneshot::Sender<bool>,
+    },
+    Name {
+        op: NameOp,
+        reply: oneshot::Sender<Result<NameResult, String>>,
     },
     /// `session.options.update`.
     UpdateOptions {
@@ -338,6 +363,11 @@ impl SessionHandle {
 
     pub async fn plan(&self, op: PlanOp) -> Result<PlanResult, EngineError> {
         self.ask(|reply| SessionInput::Plan { op, reply }).await?.map_err(EngineError::Store)
+    }
+
+    /// Reads or changes the session's name (`session.name.*`).
+    pub async fn name(&self, op: NameOp) -> Result<NameResult, EngineError> {
+        self.ask(|reply| SessionInput::Name { op, reply }).await?.map_err(EngineError::Compaction)
     }
 
     /// Changes the session's options; the next model call uses them.

@@ -41,7 +41,9 @@ use protocol::methods::{
 use store::{EventLog, Layout, SessionIndex, SessionRow};
 
 pub use emitter::{ClientRequester, Emitter, EventSubscriber};
-pub use handle::{LogLevel, OptionsPatch, PlanOp, PlanResult, QueuedMessage, SessionHandle, SessionView};
+pub use handle::{
+    LogLevel, NameOp, NameResult, OptionsPatch, PlanOp, PlanResult, QueuedMessage, SessionHandle, SessionView,
+};
 pub use pending::PendingAnswer;
 pub use settings::SessionSettings;
 
@@ -175,13 +177,24 @@ pub(crate) async fn write_workspace_yaml(
     s: &SessionSettings,
     title: Option<&str>,
 ) {
+    write_workspace_yaml_named(deps, session, s, title, false).await
+}
+
+/// `workspace.yaml` with the session's name; `user_named` when a client chose it.
+pub(crate) async fn write_workspace_yaml_named(
+    deps: &Deps,
+    session: &SessionHandle,
+    s: &SessionSettings,
+    title: Option<&str>,
+    user_named: bool,
+) {
     let summaries = deps.layout.list_checkpoints(session.id()).await.map_or(0, |c| c.len() as u32);
     let meta = store::layout::WorkspaceMeta {
         id: session.id().to_string(),
         cwd: s.cwd.to_string_lossy().to_string(),
         client_name: Some(s.client_name.clone()),
         name: title.map(str::to_string),
-        user_named: false,
+        user_named,
         summary_count: summaries,
         fork_count: 0,
         created_at: session.start_time().to_string(),
@@ -309,7 +322,9 @@ impl Engine {
         conv: run::Conversation,
     ) -> SessionHandle {
         let (tx, rx) = tokio::sync::mpsc::channel(actor::INPUT_CAPACITY);
-        let view = SessionView { settings, approvals: Vec::new(), running: false };
+        let name =
+            self.deps.layout.read_workspace_yaml(&id).ok().flatten().filter(|m| m.user_named).and_then(|m| m.name);
+        let view = SessionView { settings, approvals: Vec::new(), running: false, user_named: name.is_some(), name };
         let (view_tx, view_rx) = tokio::sync::watch::channel(Arc::new(view.clone()));
         let handle = SessionHandle::new(handle::SessionParts {
             workspace_path: self.deps.layout.session_dir(&id),

@@ -480,11 +480,16 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
     if conv.title.is_none() {
         let title: String = msg.prompt.chars().take(80).collect();
         conv.title = Some(title.clone());
-        ctx.emitter().emit(t::TitleChangedData { title: title.clone() });
-        if let Err(e) = ctx.deps.index.mark_user_message(ctx.handle.id(), &title).await {
+        // A session a client already named keeps its name.
+        let named = view.name.clone();
+        let shown = named.clone().unwrap_or_else(|| title.clone());
+        if named.is_none() {
+            ctx.emitter().emit(t::TitleChangedData { title: title.clone() });
+        }
+        if let Err(e) = ctx.deps.index.mark_user_message(ctx.handle.id(), &shown).await {
             tracing::warn!(session = %ctx.handle.id(), error = %e, "index update failed");
         }
-        crate::write_workspace_yaml(&ctx.deps, &ctx.handle, &view.settings, Some(&title)).await;
+        crate::write_workspace_yaml_named(&ctx.deps, &ctx.handle, &view.settings, Some(&shown), view.user_named).await;
     }
     ctx.emitter().emit(t::UserMessageData {
         content: msg.prompt.clone(),

@@ -60,6 +60,9 @@ method_table! {
     SessionPlanRead: g::SessionPlanRead => session_state::plan_read, lane |p| Some(&p.session_id), aliases [];
     SessionPlanUpdate: g::SessionPlanUpdate => session_state::plan_update, lane |p| Some(&p.session_id), aliases [];
     SessionPlanDelete: g::SessionPlanDelete => session_state::plan_delete, lane |p| Some(&p.session_id), aliases [];
+    SessionNameGet: g::SessionNameGet => session_state::name_get, lane |p| Some(&p.session_id), aliases [];
+    SessionNameSet: g::SessionNameSet => session_state::name_set, lane |p| Some(&p.session_id), aliases [];
+    SessionNameSetAuto: g::SessionNameSetAuto => session_state::name_set_auto, lane |p| Some(&p.session_id), aliases [];
     SessionOptionsUpdate: g::SessionOptionsUpdate
         => session_state::options_update, lane |p| Some(&p.session_id), aliases [];
 

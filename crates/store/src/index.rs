@@ -138,6 +138,16 @@ impl SessionIndex {
     }
 
     /// The row whether or not it is listed; `getMetadata` must check `has_user_message`.
+    /// A client named the session: its title and summary become the name.
+    pub async fn rename(&self, id: &str, name: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("UPDATE sessions SET title = ?1, summary = ?1 WHERE id = ?2")
+            .bind(name)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
     pub async fn get(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1");
         Ok(sqlx::query_as(&sql).bind(id).fetch_optional(&self.pool).await?)

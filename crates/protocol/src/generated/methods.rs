@@ -481,6 +481,40 @@ impl crate::rpc::RpcMethod for SessionOptionsUpdate {
     type Result = t::SessionUpdateOptionsResult;
 }
 
+/// `session.name.get`: Gets the session's friendly name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionNameGet;
+
+impl crate::rpc::RpcMethod for SessionNameGet {
+    const NAME: &'static str = "session.name.get";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionNameGetParams;
+    type Result = t::NameGetResult;
+}
+
+/// `session.name.set`: Sets the session's friendly name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionNameSet;
+
+impl crate::rpc::RpcMethod for SessionNameSet {
+    const NAME: &'static str = "session.name.set";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionNameSetParams;
+    type Result = ();
+}
+
+/// `session.name.setAuto`: Persists an auto-generated session summary as the session's name when no
+/// user-set name exists.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionNameSetAuto;
+
+impl crate::rpc::RpcMethod for SessionNameSetAuto {
+    const NAME: &'static str = "session.name.setAuto";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionNameSetAutoParams;
+    type Result = t::NameSetAutoResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -548,6 +582,24 @@ impl crate::rpc::SessionScoped for t::SessionModelListParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionModelSwitchToParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionNameGetParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionNameSetAutoParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionNameSetParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -678,4 +730,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.workspaces.listCheckpoints",
     "session.workspaces.readCheckpoint",
     "session.options.update",
+    "session.name.get",
+    "session.name.set",
+    "session.name.setAuto",
 ];

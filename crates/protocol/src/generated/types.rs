@@ -4368,6 +4368,21 @@ pub struct ModelsListRequest {
     pub git_hub_token: Option<String>,
 }
 
+/// The session's friendly name, or null when not yet set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NameGetResult {
+    /// The session name (user-set or auto-generated), or null if not yet set
+    pub name: Option<String>,
+}
+
+/// Indicates whether the auto-generated summary was applied as the session's name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NameSetAutoResult {
+    /// Whether the auto-generated summary was persisted. False if the session already has a
+    /// user-set name, the summary normalized to empty, or the session does not have a workspace.
+    pub applied: bool,
+}
+
 /// External SDK input for a named custom model provider. Ingested by the native protocol boundary
 /// before host dispatch.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -8546,6 +8561,35 @@ pub struct SessionModelSwitchToParams {
     /// Optional settings context and explicit-override flags used to persist a picker selection.
     #[serde(rename = "pickerPersistence", default, skip_serializing_if = "Option::is_none")]
     pub picker_persistence: Option<ModelPickerPersistenceRequest>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionNameGetParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Auto-generated session summary to apply as the session's name when no user-set name exists.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionNameSetAutoParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Auto-generated session summary. Empty/whitespace-only values are ignored; values are trimmed
+    /// before persisting.
+    pub summary: String,
+}
+
+/// New friendly name to apply to the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionNameSetParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// New session name (1–100 characters, trimmed of leading/trailing whitespace)
+    pub name: String,
 }
 
 /// Patch of mutable session options to apply to the running session.

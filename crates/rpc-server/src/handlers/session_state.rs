@@ -89,3 +89,23 @@ pub async fn options_update(
     session.update_options(patch).await.map_err(|e| ctx.engine_error(&e))?;
     Ok(t::SessionUpdateOptionsResult { success: true, ..Default::default() })
 }
+
+pub async fn name_get(ctx: &Ctx, p: t::SessionNameGetParams) -> Result<t::NameGetResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    match session.name(loop_engine::NameOp::Get).await.map_err(|e| ctx.engine_error(&e))? {
+        loop_engine::NameResult::Name(name) => Ok(t::NameGetResult { name }),
+        loop_engine::NameResult::Applied(_) => Ok(t::NameGetResult { name: None }),
+    }
+}
+
+pub async fn name_set(ctx: &Ctx, p: t::SessionNameSetParams) -> Result<(), RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    session.name(loop_engine::NameOp::Set(p.name)).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(())
+}
+
+pub async fn name_set_auto(ctx: &Ctx, p: t::SessionNameSetAutoParams) -> Result<t::NameSetAutoResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let applied = session.name(loop_engine::NameOp::SetAuto(p.summary)).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::NameSetAutoResult { applied: matches!(applied, loop_engine::NameResult::Applied(true)) })
+}
