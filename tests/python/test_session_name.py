@@ -1,11 +1,16 @@
-"""Issue 11, `session.name.*`: a client names a session; automatic names give way to it; the name
-survives a new process and shows in the session list."""
+"""Issue 11, `session.name.*` (a client names a session; automatic names give way to it; the name
+survives a new process and shows in the session list) and `session.suspend`."""
 
 from __future__ import annotations
 
-import pytest
+import asyncio
 
+import pytest
+from pydantic import BaseModel, Field
+
+from copilot import define_tool
 from copilot.generated.rpc import NameSetAutoRequest, NameSetRequest
+from copilot.rpc import PermissionDecisionApproveOnce
 from copilot.session import PermissionHandler
 
 from conftest import Ctx, wait_for
@@ -61,3 +66,38 @@ async def test_an_unnamed_session_is_called_by_its_first_prompt(ctx: Ctx, client
     ctx.fake.replies({"text": "Hi."})
     await session.send_and_wait("Say hi", timeout=30)
     assert (await session.rpc.name.get()).name == "Say hi"
+
+
+class ValueParams(BaseModel):
+    value: str = Field(description="A value")
+
+
+async def test_suspend_stops_a_turn_waiting_for_permission(ctx: Ctx, client):
+    ran: list[str] = []
+    asked = asyncio.Event()
+    release = asyncio.get_running_loop().create_future()
+
+    @define_tool("transform_value", description="Transforms a value")
+    def transform_value(params: ValueParams) -> str:
+        ran.append(params.value)
+        return params.value.upper()
+
+    async def on_permission(request, _invocation):
+        asked.set()
+        return await release
+
+    session = await client.create_session(on_permission_request=on_permission, tools=[transform_value])
+    events: list = []
+    session.on(events.append)
+    ctx.fake.replies({"tool_calls": [{"name": "transform_value", "arguments": {"value": "omega"}}]}, {"text": "later"})
+    await session.send("Transform omega")
+    await asyncio.wait_for(asked.wait(), 10)
+    await session.rpc.suspend()
+    await wait_for(lambda: any(e.type.value == "session.idle" for e in events), 10, "idle after suspend")
+    release.set_result(PermissionDecisionApproveOnce())
+    await asyncio.sleep(0.2)
+    assert ran == [], "a suspended turn must not run the tool"
+    assert any(e.type.value == "abort" for e in events)
+    # The session stays usable (and resumable): the next message runs normally.
+    answer = await session.send_and_wait("Anything else?", timeout=30)
+    assert answer.data.content == "later"

@@ -262,6 +262,11 @@ impl Actor {
                 }
             }
             SessionInput::Handoff { reply } => self.handoff(reply),
+            SessionInput::Suspend { reply } => {
+                self.abort(t::AbortReason::UserInitiated);
+                self.pending.fail_all();
+                let _ = reply.send(());
+            }
             SessionInput::Name { op, reply } => {
                 let _ = reply.send(self.name(op).await);
             }

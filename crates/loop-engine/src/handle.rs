@@ -162,6 +162,10 @@ pub(crate) enum SessionInput {
         subscriber_id: u64,
         reply: oneshot::Sender<bool>,
     },
+    /// `session.suspend`: stop what runs, answer what waits; the session stays resumable.
+    Suspend {
+        reply: oneshot::Sender<()>,
+    },
     Name {
         op: NameOp,
         reply: oneshot::Sender<Result<NameResult, String>>,
@@ -363,6 +367,12 @@ impl SessionHandle {
 
     pub async fn plan(&self, op: PlanOp) -> Result<PlanResult, EngineError> {
         self.ask(|reply| SessionInput::Plan { op, reply }).await?.map_err(EngineError::Store)
+    }
+
+    /// Stops the running message (pending permission prompts and client tools are answered as
+    /// unavailable) and drops queued ones; everything persisted stays for a later resume.
+    pub async fn suspend(&self) -> Result<(), EngineError> {
+        self.ask(|reply| SessionInput::Suspend { reply }).await
     }
 
     /// Reads or changes the session's name (`session.name.*`).

@@ -63,6 +63,7 @@ method_table! {
     SessionNameGet: g::SessionNameGet => session_state::name_get, lane |p| Some(&p.session_id), aliases [];
     SessionNameSet: g::SessionNameSet => session_state::name_set, lane |p| Some(&p.session_id), aliases [];
     SessionNameSetAuto: g::SessionNameSetAuto => session_state::name_set_auto, lane |p| Some(&p.session_id), aliases [];
+    SessionSuspend: g::SessionSuspend => session_state::suspend, lane |_p| None, aliases [];
     SessionOptionsUpdate: g::SessionOptionsUpdate
         => session_state::options_update, lane |p| Some(&p.session_id), aliases [];
 

@@ -515,6 +515,17 @@ impl crate::rpc::RpcMethod for SessionNameSetAuto {
     type Result = t::NameSetAutoResult;
 }
 
+/// `session.suspend`: Suspends the session while preserving persisted state for later resume.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionSuspend;
+
+impl crate::rpc::RpcMethod for SessionSuspend {
+    const NAME: &'static str = "session.suspend";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionSuspendParams;
+    type Result = ();
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -665,6 +676,12 @@ impl crate::rpc::SessionScoped for t::SessionSendParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionSuspendParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionToolsHandlePendingToolCallParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -733,4 +750,5 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.name.get",
     "session.name.set",
     "session.name.setAuto",
+    "session.suspend",
 ];

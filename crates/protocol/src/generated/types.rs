@@ -8986,6 +8986,14 @@ pub struct SessionSendParams {
     pub wait: Option<bool>,
 }
 
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSuspendParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Pending external tool call request ID, with the tool result or an error describing why it
 /// failed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

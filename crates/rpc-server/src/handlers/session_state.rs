@@ -109,3 +109,7 @@ pub async fn name_set_auto(ctx: &Ctx, p: t::SessionNameSetAutoParams) -> Result<
     let applied = session.name(loop_engine::NameOp::SetAuto(p.summary)).await.map_err(|e| ctx.engine_error(&e))?;
     Ok(t::NameSetAutoResult { applied: matches!(applied, loop_engine::NameResult::Applied(true)) })
 }
+
+pub async fn suspend(ctx: &Ctx, p: t::SessionSuspendParams) -> Result<(), RpcError> {
+    ctx.session(&p.session_id)?.suspend().await.map_err(|e| ctx.engine_error(&e))
+}
