@@ -1,0 +1,415 @@
+//! `skipper serve`: health, readiness and metrics over HTTP, the `/rpc` WebSocket with its
+//! bearer token, the SDK TCP port with `connect`'s token, and tenant isolation — all through
+//! the real binary, against `fake-model`.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fake_model::Reply;
+use futures::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::harness::{with_timeout, Dirs, RpcClient};
+
+const T: Duration = Duration::from_secs(20);
+const ALPHA: &str = "alpha-secret-token";
+const BETA: &str = "beta-secret-token";
+
+fn sha256_hex(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// A running `skipper serve` with tenants alpha and beta, on free ports.
+struct Serve {
+    _child: Child,
+    fake: fake_model::FakeModel,
+    dirs: Arc<Dirs>,
+    http: String,
+    sdk: String,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Serve {
+    async fn start() -> Self {
+        let fake = fake_model::FakeModel::start().await.expect("fake model");
+        let dirs = Dirs::new();
+        fake.set_workdir(&dirs.workdir);
+        let config = dirs.home.join("server.toml");
+        let text = format!(
+            "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\n\n[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\n",
+            sha256_hex(ALPHA),
+            sha256_hex(BETA)
+        );
+        std::fs::write(&config, text).expect("config");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_skipper"));
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--sdk-listen", "127.0.0.1:0", "--config"]);
+        cmd.arg(&config).arg("--home").arg(&dirs.copilot_home);
+        cmd.env_clear();
+        cmd.env("PATH", std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()));
+        cmd.env("HOME", &dirs.home);
+        cmd.env("COPILOT_API_URL", fake.url());
+        cmd.env("COPILOT_DEBUG_GITHUB_API_URL", fake.url());
+        cmd.env("GH_TOKEN", "fake");
+        if let Ok(v) = std::env::var("SKIPPER_LOG") {
+            cmd.env("SKIPPER_LOG", v);
+        }
+        cmd.current_dir(&dirs.workdir);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        let mut child = cmd.spawn().expect("spawning skipper serve");
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        if let Some(mut err) = child.stderr.take() {
+            let sink = stderr.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 8192];
+                while let Ok(n) = err.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    sink.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            });
+        }
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let line = tokio::time::timeout(T, async {
+            loop {
+                match lines.next_line().await.expect("reading stdout") {
+                    Some(l) if l.contains("listening") => break l,
+                    Some(_) => continue,
+                    None => panic!(
+                        "skipper serve exited before listening: {}",
+                        String::from_utf8_lossy(&stderr.lock().unwrap())
+                    ),
+                }
+            }
+        })
+        .await
+        .expect("no `listening` line");
+        let addr_after = |prefix: &str| {
+            let rest = &line[line.find(prefix).unwrap_or_else(|| panic!("{prefix} in {line}")) + prefix.len()..];
+            rest.split_whitespace().next().unwrap().to_string()
+        };
+        let (http, sdk) = (addr_after("http://"), addr_after("tcp://"));
+        Self { _child: child, fake, dirs, http, sdk, stderr }
+    }
+
+    fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    /// An SDK TCP connection, not yet `connect`ed.
+    async fn tcp(&self) -> Arc<RpcClient> {
+        let stream = TcpStream::connect(&self.sdk).await.expect("connecting to --sdk-listen");
+        let (r, w) = stream.into_split();
+        RpcClient::new(r, w)
+    }
+
+    /// An SDK TCP connection authenticated with `token`.
+    async fn tenant(&self, token: &str) -> Arc<RpcClient> {
+        let c = self.tcp().await;
+        c.ok("connect", json!({"token": token})).await;
+        c
+    }
+
+    fn workspace(&self, tenant: &str) -> PathBuf {
+        self.dirs.copilot_home.join("workspaces").join(tenant)
+    }
+
+    async fn get(&self, path: &str) -> (u16, String) {
+        http_get(&self.http, path).await
+    }
+
+    async fn metrics(&self) -> String {
+        let (status, body) = self.get("/metrics").await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+}
+
+/// A plain HTTP/1.1 GET; the status and the body.
+async fn http_get(addr: &str, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).await.expect("connecting to --listen");
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await.unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+/// The value of one sample line (`name{labels} value`) in a Prometheus exposition.
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|rest| rest.strip_prefix(' ')))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no sample {series} in:\n{text}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn health_readiness_and_metrics_follow_real_turns() {
+    with_timeout(60, async {
+        let s = Serve::start().await;
+        assert_eq!(s.get("/healthz").await.0, 200);
+        assert_eq!(s.get("/readyz").await.0, 200);
+        let before = s.metrics().await;
+        assert_eq!(sample(&before, "skipper_sessions_active"), 0.0);
+        assert_eq!(sample(&before, "skipper_turns_total"), 0.0);
+        assert_eq!(sample(&before, "skipper_model_latency_seconds_count"), 0.0);
+        assert_eq!(sample(&before, "skipper_errors_total{kind=\"auth\"}"), 0.0);
+
+        let file = s.workspace("alpha").join("notes.txt");
+        let c = s.tenant(ALPHA).await;
+        std::fs::write(&file, "one line").unwrap();
+        s.fake.push_reply(Reply::tool_call("view", json!({"path": file.to_string_lossy()})));
+        s.fake.push_reply(Reply::text("Read it"));
+        s.fake.push_reply(Reply::error(400, None, "bad request from the fake"));
+        let sid = c.create_session(json!({"requestPermission": true})).await;
+        let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        c.send(&sid, "read the notes").await;
+        c.wait_for_event(&sid, "session.idle", T).await;
+        c.send(&sid, "again").await;
+        c.wait_for_nth_event(&sid, "session.idle", 2, T).await;
+        approver.abort();
+        let _ = s.tcp().await.call("connect", json!({"token": "wrong"})).await;
+
+        let after = s.metrics().await;
+        assert_eq!(sample(&after, "skipper_sessions_active"), 1.0, "{after}");
+        assert_eq!(sample(&after, "skipper_turns_total"), 3.0, "two turns for the tool, one failed call");
+        assert_eq!(sample(&after, "skipper_model_latency_seconds_count"), 3.0);
+        assert_eq!(sample(&after, "skipper_tool_duration_seconds_count{tool=\"view\"}"), 1.0, "{after}");
+        assert_eq!(sample(&after, "skipper_errors_total{kind=\"model\"}"), 1.0, "{after}");
+        assert_eq!(sample(&after, "skipper_errors_total{kind=\"auth\"}"), 1.0, "{after}");
+    })
+    .await;
+}
+
+/// A WebSocket JSON-RPC client: one object per text frame.
+struct Ws {
+    stream: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>,
+    next_id: i64,
+    /// Everything that was not the answer being waited for.
+    seen: Vec<Value>,
+}
+
+impl Ws {
+    async fn open(addr: &str, token: Option<&str>) -> Result<Self, u16> {
+        let mut req = format!("ws://{addr}/rpc").into_client_request().unwrap();
+        if let Some(t) = token {
+            req.headers_mut().insert("Authorization", format!("Bearer {t}").parse().unwrap());
+        }
+        match tokio_tungstenite::connect_async(req).await {
+            Ok((stream, _)) => Ok(Self { stream, next_id: 1, seen: Vec::new() }),
+            Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => Err(resp.status().as_u16()),
+            Err(e) => panic!("WebSocket connect failed: {e}"),
+        }
+    }
+
+    /// Reads one text frame as one JSON value (failing the test on anything else).
+    async fn read(&mut self) -> Value {
+        loop {
+            let msg = tokio::time::timeout(T, self.stream.next()).await.expect("a frame in time");
+            match msg.expect("socket open").expect("frame") {
+                Message::Text(t) => {
+                    assert!(!t.starts_with("Content-Length"), "no headers on a WebSocket: {t}");
+                    return serde_json::from_str(&t).unwrap_or_else(|e| panic!("one JSON object per frame: {e}: {t}"));
+                }
+                Message::Ping(_) | Message::Pong(_) => continue,
+                other => panic!("unexpected frame {other:?}"),
+            }
+        }
+    }
+
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.stream.send(Message::Text(req.to_string().into())).await.unwrap();
+        loop {
+            let v = self.read().await;
+            if v.get("id") == Some(&json!(id)) && v.get("method").is_none() {
+                return v;
+            }
+            self.seen.push(v);
+        }
+    }
+
+    async fn wait_event(&mut self, sid: &str, ty: &str) -> Value {
+        let matches = |v: &Value| {
+            v["method"] == json!("session.event")
+                && v["params"]["sessionId"] == json!(sid)
+                && v["params"]["event"]["type"] == json!(ty)
+        };
+        if let Some(v) = self.seen.iter().find(|v| matches(v)) {
+            return v.clone();
+        }
+        loop {
+            let v = self.read().await;
+            self.seen.push(v.clone());
+            if matches(&v) {
+                return v;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_websocket_needs_a_bearer_token_then_speaks_json_rpc_per_frame() {
+    with_timeout(60, async {
+        let s = Serve::start().await;
+        assert_eq!(Ws::open(&s.http, None).await.err(), Some(401));
+        assert_eq!(Ws::open(&s.http, Some("not-a-tenant")).await.err(), Some(401));
+        let mut ws = Ws::open(&s.http, Some(ALPHA)).await.expect("upgrade with alpha's token");
+        // The header authenticated the connection: no `connect` needed.
+        let pong = ws.call("ping", json!({"message": "ws"})).await;
+        assert_eq!(pong["result"]["message"], json!("pong: ws"), "{pong}");
+        s.fake.push_reply(Reply::text("Hello over a WebSocket"));
+        let created = ws.call("session.create", json!({})).await;
+        let sid = created["result"]["sessionId"].as_str().expect("session id").to_string();
+        let start = ws.wait_event(&sid, "session.start").await;
+        let cwd = PathBuf::from(start["params"]["event"]["data"]["context"]["cwd"].as_str().unwrap());
+        assert_eq!(cwd, s.workspace("alpha").canonicalize().unwrap(), "sessions run in the tenant's workspace");
+        let sent = ws.call("session.send", json!({"sessionId": sid, "prompt": "hi"})).await;
+        assert!(sent["result"]["messageId"].is_string(), "{sent}");
+        let msg = ws.wait_event(&sid, "assistant.message").await;
+        assert_eq!(msg["params"]["event"]["data"]["content"], json!("Hello over a WebSocket"));
+        ws.wait_event(&sid, "session.idle").await;
+        // A malformed frame is answered with a parse error and the socket stays usable.
+        ws.stream.send(Message::Text("{not json".into())).await.unwrap();
+        let err = ws.read().await;
+        assert_eq!(err["error"]["code"], json!(-32700), "{err}");
+        assert_eq!(ws.call("ping", json!({})).await["result"]["message"], json!("pong"));
+        // The session is alpha's: beta's SDK connection does not see it.
+        let beta = s.tenant(BETA).await;
+        let listed = beta.ok("session.list", json!({})).await;
+        assert_eq!(listed["sessions"], json!([]), "{listed}");
+
+        // Server→client requests and their answers are frames too: detaching a session with
+        // hooks asks the client for its sessionEnd hook before answering the detach.
+        let hooked = ws.call("session.create", json!({"hooks": true})).await;
+        let hsid = hooked["result"]["sessionId"].as_str().expect("session id").to_string();
+        let detach =
+            json!({"jsonrpc": "2.0", "id": "detach-1", "method": "session.detach", "params": {"sessionId": hsid}});
+        ws.stream.send(Message::Text(detach.to_string().into())).await.unwrap();
+        let hook = loop {
+            let v = ws.read().await;
+            assert_ne!(v["id"], json!("detach-1"), "the detach waits for the hook's answer: {v}");
+            if v["method"] == json!("hooks.invoke") {
+                break v;
+            }
+        };
+        assert_eq!(hook["params"]["sessionId"], json!(hsid), "{hook}");
+        let answer = json!({"jsonrpc": "2.0", "id": hook["id"], "result": {}});
+        ws.stream.send(Message::Text(answer.to_string().into())).await.unwrap();
+        let detached = loop {
+            let v = ws.read().await;
+            if v["id"] == json!("detach-1") {
+                break v;
+            }
+        };
+        assert_eq!(detached["result"]["success"], json!(true), "{detached}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sdk_port_requires_connect_with_a_tenant_token_first() {
+    with_timeout(60, async {
+        let s = Serve::start().await;
+        let c = s.tcp().await;
+        for (method, params) in [("ping", json!({})), ("session.create", json!({})), ("session.list", json!({}))] {
+            let e = c.call(method, params).await.expect_err("refused before connect");
+            assert_eq!(e.code, -32001, "{method}: {e}");
+        }
+        let missing = c.call("connect", json!({})).await.expect_err("connect without a token");
+        assert_eq!(missing.code, -32002, "never -32601: an SDK would fall back to ping: {missing}");
+        let wrong = c.call("connect", json!({"token": "guess"})).await.expect_err("a wrong token");
+        assert_eq!(wrong.code, -32002, "{wrong}");
+        assert!(!wrong.raw.to_string().contains("guess"), "the token is not echoed: {}", wrong.raw);
+        assert_eq!(c.call("ping", json!({})).await.expect_err("still refused").code, -32001);
+        let ok = c.ok("connect", json!({"token": ALPHA})).await;
+        assert_eq!(ok["ok"], json!(true), "{ok}");
+        c.ok("ping", json!({})).await;
+        // Authenticated as alpha, the connection cannot become beta.
+        assert_eq!(c.call("connect", json!({"token": BETA})).await.expect_err("switch").code, -32002);
+        assert!(!s.stderr_text().contains(ALPHA) && !s.stderr_text().contains("guess"), "tokens are never logged");
+    })
+    .await;
+}
+
+/// A method's params naming a given session id.
+type ParamsFor = fn(&str) -> Value;
+
+/// `(result or error)` of a response with `from` replaced by `to`, for comparing answers.
+fn answer(resp: &Value, from: &str, to: &str) -> String {
+    let part = resp.get("error").or_else(|| resp.get("result")).unwrap_or(&Value::Null);
+    part.to_string().replace(from, to)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_tenants_sessions_are_answered_as_unknown_ids() {
+    with_timeout(90, async {
+        let s = Serve::start().await;
+        let alpha = s.tenant(ALPHA).await;
+        let beta = s.tenant(BETA).await;
+        s.fake.push_reply(Reply::text("alpha's answer"));
+        let sid = alpha.create_session(json!({})).await;
+        alpha.send(&sid, "alpha's secret prompt").await;
+        alpha.wait_for_event(&sid, "session.idle", T).await;
+        let beta_sid = beta.create_session(json!({})).await;
+        let unknown = "00000000-0000-4000-8000-000000000000";
+
+        let calls: Vec<(&str, ParamsFor)> = vec![
+            ("session.send", |id| json!({"sessionId": id, "prompt": "steal"})),
+            ("session.abort", |id| json!({"sessionId": id})),
+            ("session.log", |id| json!({"sessionId": id, "message": "x"})),
+            ("session.getMessages", |id| json!({"sessionId": id})),
+            ("session.getMetadata", |id| json!({"sessionId": id})),
+            ("session.model.getCurrent", |id| json!({"sessionId": id})),
+            ("session.mode.get", |id| json!({"sessionId": id})),
+            ("session.plan.read", |id| json!({"sessionId": id})),
+            ("session.permissions.pendingRequests", |id| json!({"sessionId": id})),
+            ("session.resume", |id| json!({"sessionId": id})),
+            ("session.detach", |id| json!({"sessionId": id})),
+            ("session.delete", |id| json!({"sessionId": id})),
+        ];
+        for (method, params) in &calls {
+            let foreign = beta.request_raw(method, params(&sid), T).await;
+            let missing = beta.request_raw(method, params(unknown), T).await;
+            assert_eq!(
+                answer(&foreign, &sid, "ID"),
+                answer(&missing, unknown, "ID"),
+                "{method}: {foreign} vs {missing}"
+            );
+        }
+        // Listing and the last id show only the caller's own sessions.
+        s.fake.push_reply(Reply::text("beta's answer"));
+        beta.send(&beta_sid, "beta's prompt").await;
+        beta.wait_for_event(&beta_sid, "session.idle", T).await;
+        let ids = |v: Value| -> Vec<String> {
+            v["sessions"].as_array().unwrap().iter().map(|e| e["sessionId"].as_str().unwrap().to_string()).collect()
+        };
+        assert_eq!(ids(beta.ok("session.list", json!({})).await), vec![beta_sid.clone()]);
+        assert_eq!(ids(alpha.ok("session.list", json!({})).await), vec![sid.clone()]);
+        assert_eq!(beta.ok("session.getLastId", json!({})).await["sessionId"], json!(beta_sid));
+        assert_eq!(alpha.ok("session.getLastId", json!({})).await["sessionId"], json!(sid));
+        // Nothing beta tried touched alpha's session; beta never heard of it.
+        let events = alpha.get_messages(&sid).await.expect("alpha still has its session");
+        assert!(events.iter().all(|e| !e.to_string().contains("steal")), "beta's send did not land");
+        assert!(beta.inbound().iter().all(|m| !m.to_string().contains(&sid)), "no notification names alpha's session");
+        // A tenant's sessions stay in its workspace.
+        let outside = beta.call("session.create", json!({"workingDirectory": "/"})).await.expect_err("outside");
+        assert_eq!(outside.code, -32602, "{outside}");
+        let escape = beta.call("session.create", json!({"workingDirectory": "../alpha"})).await.expect_err("..");
+        assert_eq!(escape.code, -32602, "{escape}");
+    })
+    .await;
+}
