@@ -29,7 +29,7 @@ fn sha256_hex(token: &str) -> String {
 
 /// A running `skipper serve` with tenants alpha and beta, on free ports.
 struct Serve {
-    _child: Child,
+    child: Child,
     fake: fake_model::FakeModel,
     dirs: Arc<Dirs>,
     http: String,
@@ -38,31 +38,24 @@ struct Serve {
 }
 
 impl Serve {
+    /// With tenants alpha and beta.
     async fn start() -> Self {
-        let fake = fake_model::FakeModel::start().await.expect("fake model");
-        let dirs = Dirs::new();
-        fake.set_workdir(&dirs.workdir);
-        let config = dirs.home.join("server.toml");
-        let text = format!(
+        let config = format!(
             "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\n\n[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\n",
             sha256_hex(ALPHA),
             sha256_hex(BETA)
         );
-        std::fs::write(&config, text).expect("config");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_skipper"));
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--sdk-listen", "127.0.0.1:0", "--config"]);
-        cmd.arg(&config).arg("--home").arg(&dirs.copilot_home);
-        cmd.env_clear();
-        cmd.env("PATH", std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()));
-        cmd.env("HOME", &dirs.home);
-        cmd.env("COPILOT_API_URL", fake.url());
-        cmd.env("COPILOT_DEBUG_GITHUB_API_URL", fake.url());
-        cmd.env("GH_TOKEN", "fake");
-        if let Ok(v) = std::env::var("SKIPPER_LOG") {
-            cmd.env("SKIPPER_LOG", v);
+        Self::start_with(&config, &[]).await
+    }
+
+    async fn start_with(config: &str, env: &[(&str, &str)]) -> Self {
+        let fake = fake_model::FakeModel::start().await.expect("fake model");
+        let dirs = Dirs::new();
+        fake.set_workdir(&dirs.workdir);
+        let mut cmd = serve_command(&dirs, &fake.url(), config, "127.0.0.1:0");
+        for (k, v) in env {
+            cmd.env(k, v);
         }
-        cmd.current_dir(&dirs.workdir);
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
         let mut child = cmd.spawn().expect("spawning skipper serve");
         let stderr = Arc::new(Mutex::new(Vec::new()));
         if let Some(mut err) = child.stderr.take() {
@@ -97,7 +90,7 @@ impl Serve {
             rest.split_whitespace().next().unwrap().to_string()
         };
         let (http, sdk) = (addr_after("http://"), addr_after("tcp://"));
-        Self { _child: child, fake, dirs, http, sdk, stderr }
+        Self { child, fake, dirs, http, sdk, stderr }
     }
 
     fn stderr_text(&self) -> String {
@@ -131,6 +124,28 @@ impl Serve {
         assert_eq!(status, 200, "{body}");
         body
     }
+}
+
+/// `skipper serve` on free ports (HTTP on `listen`, SDK TCP on loopback) with `config` as its
+/// configuration file.
+fn serve_command(dirs: &Dirs, model_url: &str, config: &str, listen: &str) -> Command {
+    let config_path = dirs.home.join("server.toml");
+    std::fs::write(&config_path, config).expect("config");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_skipper"));
+    cmd.args(["serve", "--listen", listen, "--sdk-listen", "127.0.0.1:0", "--config"]);
+    cmd.arg(&config_path).arg("--home").arg(&dirs.copilot_home);
+    cmd.env_clear();
+    cmd.env("PATH", std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()));
+    cmd.env("HOME", &dirs.home);
+    cmd.env("COPILOT_API_URL", model_url);
+    cmd.env("COPILOT_DEBUG_GITHUB_API_URL", model_url);
+    cmd.env("GH_TOKEN", "fake");
+    if let Ok(v) = std::env::var("SKIPPER_LOG") {
+        cmd.env("SKIPPER_LOG", v);
+    }
+    cmd.current_dir(&dirs.workdir);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    cmd
 }
 
 /// A plain HTTP/1.1 GET; the status and the body.
@@ -410,6 +425,50 @@ async fn another_tenants_sessions_are_answered_as_unknown_ids() {
         assert_eq!(outside.code, -32602, "{outside}");
         let escape = beta.call("session.create", json!({"workingDirectory": "../alpha"})).await.expect_err("..");
         assert_eq!(escape.code, -32602, "{escape}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_no_tenants_configured_the_default_tenant_uses_skipper_token_on_loopback_only() {
+    with_timeout(60, async {
+        let config = "[cluster]\nnode_id = \"a\"\n";
+        let s = Serve::start_with(config, &[("SKIPPER_TOKEN", "the-default-token")]).await;
+        assert_eq!(s.tcp().await.call("connect", json!({"token": "other"})).await.expect_err("wrong").code, -32002);
+        let c = s.tenant("the-default-token").await;
+        let sid = c.create_session(json!({})).await;
+        assert_eq!(
+            c.ok("session.getMessages", json!({"sessionId": sid})).await["events"][0]["type"],
+            json!("session.start")
+        );
+        assert!(s.workspace("default").is_dir(), "the default tenant's workspace is under home");
+
+        // The same configuration refuses to listen beyond loopback.
+        let fake = fake_model::FakeModel::start().await.expect("fake model");
+        let dirs = Dirs::new();
+        let mut cmd = serve_command(&dirs, &fake.url(), config, "0.0.0.0:0");
+        cmd.env("SKIPPER_TOKEN", "the-default-token");
+        let out = tokio::time::timeout(T, cmd.output()).await.expect("exits in time").expect("runs");
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("no tenants are configured"), "{stderr}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_stops_the_server_cleanly() {
+    with_timeout(60, async {
+        let mut s = Serve::start().await;
+        let c = s.tenant(ALPHA).await;
+        c.create_session(json!({})).await;
+        let pid = s.child.id().expect("running").to_string();
+        let killed = Command::new("kill").args(["-TERM", &pid]).status().await.expect("kill");
+        assert!(killed.success());
+        let status = tokio::time::timeout(T, s.child.wait()).await.expect("exits after SIGTERM").expect("status");
+        assert!(status.success(), "{status:?}: {}", s.stderr_text());
+        c.wait_until(T, "the connection to close", |c| c.is_closed().then_some(())).await;
     })
     .await;
 }
