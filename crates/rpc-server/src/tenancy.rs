@@ -53,6 +53,9 @@ pub enum TenancyError {
     DuplicateToken(String, String),
     #[error("tenant {0} is configured twice")]
     DuplicateName(String),
+    /// One tenant's sessions could reach into the other's files.
+    #[error("the workspaces of tenants {0} and {1} overlap")]
+    OverlappingWorkspaces(String, String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -83,6 +86,14 @@ impl Tenancy {
             let tenant = Arc::new(Tenant { name: spec.name, workspace });
             if let Some(other) = by_token.insert(spec.token_sha256, tenant.clone()) {
                 return Err(TenancyError::DuplicateToken(other.name.clone(), tenant.name.clone()));
+            }
+        }
+        let tenants: Vec<&Arc<Tenant>> = by_token.values().collect();
+        for a in &tenants {
+            for b in &tenants {
+                if !Arc::ptr_eq(a, b) && a.workspace.starts_with(&b.workspace) {
+                    return Err(TenancyError::OverlappingWorkspaces(b.name.clone(), a.name.clone()));
+                }
             }
         }
         let owners = index.owners().await?.into_iter().map(|(id, tenant)| (id, Arc::from(tenant))).collect();
@@ -197,6 +208,17 @@ mod tests {
         assert!(t.owns(&a, "s1") && !t.owns(&b, "s1") && !t.owns(&a, "unknown"));
         t.release("s1").await.unwrap();
         assert!(!t.owns(&a, "s1"));
+    }
+
+    #[tokio::test]
+    async fn nested_workspaces_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let specs = vec![
+            TenantSpec { name: "a".into(), token_sha256: token_digest("a"), workspace: dir.path().join("x") },
+            TenantSpec { name: "b".into(), token_sha256: token_digest("b"), workspace: dir.path().join("x/y") },
+        ];
+        let opened = Tenancy::open(specs, SessionIndex::open_in_memory().await.unwrap()).await;
+        assert!(matches!(opened, Err(TenancyError::OverlappingWorkspaces(..))));
     }
 
     #[tokio::test]

@@ -144,6 +144,8 @@ struct EngineOptions {
     allow_all_tools: bool,
     /// `skipper serve`: the model client and the tools are timed.
     metrics: Option<Arc<serve::metrics::Metrics>>,
+    /// `skipper serve`: file tools reach only inside these workspaces.
+    confine_to: Option<Vec<PathBuf>>,
 }
 
 struct EngineSetup {
@@ -199,9 +201,13 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
         .filter(|(k, _)| !SECRET_VARS.contains(&k.as_str()) && !provider_env::SECRET_VARS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    let mut builtins = tools::Registry::builtins();
+    if let Some(roots) = opts.confine_to {
+        builtins = serve::confine::confine(&builtins, roots);
+    }
     let (model_client, builtins) = match &opts.metrics {
-        Some(m) => (m.model(model_client), m.tools(&tools::Registry::builtins())),
-        None => (model_client, tools::Registry::builtins()),
+        Some(m) => (m.model(model_client), m.tools(&builtins)),
+        None => (model_client, builtins),
     };
     let engine = Engine::open(EngineConfig {
         home: opts.home,
@@ -244,6 +250,7 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
             auth_token_env: cli.auth_token_env.clone(),
             allow_all_tools: cli.allow_all_tools,
             metrics: None,
+            confine_to: None,
         },
         &env,
     )

@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod config;
+pub mod confine;
 mod http;
 pub mod metrics;
 pub mod tenants_cmd;
@@ -38,6 +39,15 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     let specs = tenant_specs(&config, &home, &env, &args)?;
     tracing::info!(node_id = %config.cluster.node_id, lease_ttl_s = config.cluster.lease_ttl_s, "cluster settings");
 
+    // The tenancy's index is a second pool on the engine's SQLite file (WAL: readers and one
+    // writer at a time, with a busy timeout), so the engine needs no knowledge of tenants. It
+    // opens first: the tools are confined to the workspaces it prepares.
+    let index =
+        store::SessionIndex::open(store::Layout::new(&home).db_path()).await.context("opening the session index")?;
+    let tenancy = Arc::new(Tenancy::open(specs, index).await.context("preparing the tenants")?);
+    for t in tenancy.tenants() {
+        tracing::info!(tenant = %t.name, workspace = %t.workspace.display(), "tenant");
+    }
     let metrics = metrics::Metrics::new();
     let setup = crate::build_engine(
         crate::EngineOptions {
@@ -47,18 +57,11 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             auth_token_env: None,
             allow_all_tools: false,
             metrics: Some(metrics.clone()),
+            confine_to: Some(tenancy.tenants().map(|t| t.workspace.clone()).collect()),
         },
         &env,
     )
     .await?;
-    // The tenancy's index is a second pool on the engine's SQLite file (WAL: readers and one
-    // writer at a time, with a busy timeout), so the engine needs no knowledge of tenants.
-    let index =
-        store::SessionIndex::open(setup.engine.layout().db_path()).await.context("opening the session index")?;
-    let tenancy = Arc::new(Tenancy::open(specs, index).await.context("preparing the tenants")?);
-    for t in tenancy.tenants() {
-        tracing::info!(tenant = %t.name, workspace = %t.workspace.display(), "tenant");
-    }
     let server = Server::shared(setup.engine, setup.auth, setup.limits, setup.inference, tenancy.clone());
     crate::spawn_signal_handler(server.clone());
 

@@ -472,3 +472,38 @@ async fn sigterm_stops_the_server_cleanly() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn file_tools_stay_inside_the_tenants_workspace_even_when_everything_is_approved() {
+    with_timeout(60, async {
+        let s = Serve::start().await;
+        let secret = s.workspace("beta").join("secret.txt");
+        std::fs::create_dir_all(s.workspace("beta")).unwrap();
+        std::fs::write(&secret, "TOP-SECRET-OF-BETA").unwrap();
+        let own = s.workspace("alpha").join("mine.txt");
+        std::fs::write(&own, "alpha's own").unwrap();
+        s.fake.push_reply(Reply::ToolCalls(vec![
+            ("view".into(), json!({"path": secret.to_string_lossy()}).to_string()),
+            ("view".into(), json!({"path": "../beta/secret.txt"}).to_string()),
+            ("view".into(), json!({"path": "mine.txt"}).to_string()),
+        ]));
+        s.fake.push_reply(Reply::text("done"));
+        let c = s.tenant(ALPHA).await;
+        let sid = c.create_session(json!({"requestPermission": true})).await;
+        let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        c.send(&sid, "read beta's secret").await;
+        c.wait_for_event(&sid, "session.idle", T).await;
+        approver.abort();
+        let done = c.events_of_type(&sid, "tool.execution_complete");
+        let success: Vec<_> = done.iter().map(|e| e["data"]["success"].clone()).collect();
+        assert_eq!(success, vec![json!(false), json!(false), json!(true)], "{done:?}");
+        assert!(done[0]["data"]["error"]["message"].as_str().unwrap().contains("outside this session's workspace"));
+        let requests = s.fake.requests();
+        let seen_by_model = requests.last().unwrap().to_string();
+        assert!(!seen_by_model.contains("TOP-SECRET-OF-BETA"), "the model never saw it");
+        assert!(seen_by_model.contains("alpha's own"));
+        // Only the allowed read was offered for approval.
+        assert_eq!(c.count(&sid, "permission.requested"), 1);
+    })
+    .await;
+}
