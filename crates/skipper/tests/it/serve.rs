@@ -507,3 +507,46 @@ async fn file_tools_stay_inside_the_tenants_workspace_even_when_everything_is_ap
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_clients_sending_to_one_session_are_served_in_order_and_both_see_everything() {
+    with_timeout(60, async {
+        let s = Serve::start().await;
+        let (a, b) = (s.tenant(ALPHA).await, s.tenant(ALPHA).await);
+        let sid = a.create_session(json!({})).await;
+        b.ok("session.resume", json!({"sessionId": sid})).await;
+        // The first reply is slow, so the second message arrives while the first runs.
+        s.fake.push_reply(Reply::Latency { ms: 300, then: Box::new(Reply::text("first answer")) });
+        s.fake.push_reply(Reply::text("second answer"));
+        let (ma, mb) = tokio::join!(a.send(&sid, "from a"), b.send(&sid, "from b"));
+        assert_ne!(ma, mb);
+        let settled = |c: &RpcClient| {
+            let msgs = c.events_of_type(&sid, "assistant.message");
+            (msgs.len() == 2 && c.events(&sid).last().is_some_and(|e| e["type"] == json!("session.idle"))).then_some(())
+        };
+        a.wait_until(T, "both replies on a", settled).await;
+        b.wait_until(T, "both replies on b", settled).await;
+        // One conversation: each prompt is answered before the next one starts, never interleaved.
+        let story: Vec<String> = a
+            .events(&sid)
+            .iter()
+            .filter_map(|e| match e["type"].as_str()? {
+                "user.message" => Some(format!("user:{}", e["data"]["content"].as_str()?)),
+                "assistant.message" => Some(format!("assistant:{}", e["data"]["content"].as_str()?)),
+                _ => None,
+            })
+            .collect();
+        let first = story.first().cloned().unwrap_or_default();
+        let other = if first == "user:from a" { "user:from b" } else { "user:from a" };
+        assert_eq!(
+            story,
+            vec![first.clone(), "assistant:first answer".into(), other.into(), "assistant:second answer".into()]
+        );
+        // Both clients saw the same events, in the same order, from the resume on.
+        let ids = |c: &RpcClient| -> Vec<Value> { c.events(&sid).iter().map(|e| e["id"].clone()).collect() };
+        let (ia, ib) = (ids(&a), ids(&b));
+        let from = ia.iter().position(|id| *id == ib[0]).expect("b's first event is one a saw");
+        assert_eq!(ia[from..], ib[..], "both clients see every event, in one order");
+    })
+    .await;
+}
