@@ -94,9 +94,20 @@ fn serve_main(args: &[String]) -> anyhow::Result<()> {
     let env: HashMap<String, String> = std::env::vars().collect();
     let filter = tracing_subscriber::EnvFilter::try_from_env("SKIPPER_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&serve_args.log_level));
-    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(std::io::stderr).init();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(std::io::stderr);
+    match serve_args.log_format {
+        serve::args::LogFormat::Text => logs.init(),
+        serve::args::LogFormat::Json => logs.json().init(),
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
-    let code = runtime.block_on(serve::run(serve_args, env))?;
+    let code = match runtime.block_on(serve::run(serve_args, env)) {
+        Ok(code) => code,
+        Err(e) => {
+            // Through the logger, so that a JSON log stays JSON to its last line.
+            tracing::error!(error = %format!("{e:#}"), "skipper serve stopped");
+            1
+        }
+    };
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     std::process::exit(code);
 }

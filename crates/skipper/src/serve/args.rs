@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -31,6 +31,15 @@ pub struct ServeArgs {
     /// Log filter for stderr (`error`, `warn`, `info`, `debug`, or a tracing filter); SKIPPER_LOG wins.
     #[arg(long, default_value = "info")]
     pub log_level: String,
+    /// `text` (readable lines) or `json` (one object per line, for log collectors).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 impl ServeArgs {

@@ -36,8 +36,8 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     check_database_url(args.database_url.as_deref(), &home)?;
     let config_path = args.config.clone().unwrap_or_else(|| PathBuf::from(ServeArgs::DEFAULT_CONFIG));
     let config = ServerConfig::load(&config_path, args.config.is_some())?;
-    let specs = tenant_specs(&config, &home, &env, &args)?;
     tracing::info!(node_id = %config.cluster.node_id, lease_ttl_s = config.cluster.lease_ttl_s, "cluster settings");
+    let specs = tenant_specs(&config, &home, &env, &args)?;
 
     // The tenancy's index is a second pool on the engine's SQLite file (WAL: readers and one
     // writer at a time, with a busy timeout), so the engine needs no knowledge of tenants. It

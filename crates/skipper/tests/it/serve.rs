@@ -129,11 +129,15 @@ impl Serve {
 /// `skipper serve` on free ports (HTTP on `listen`, SDK TCP on loopback) with `config` as its
 /// configuration file.
 fn serve_command(dirs: &Dirs, model_url: &str, config: &str, listen: &str) -> Command {
+    serve_command_with(dirs, model_url, config, listen, &[])
+}
+
+fn serve_command_with(dirs: &Dirs, model_url: &str, config: &str, listen: &str, extra: &[&str]) -> Command {
     let config_path = dirs.home.join("server.toml");
     std::fs::write(&config_path, config).expect("config");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_skipper"));
     cmd.args(["serve", "--listen", listen, "--sdk-listen", "127.0.0.1:0", "--config"]);
-    cmd.arg(&config_path).arg("--home").arg(&dirs.copilot_home);
+    cmd.arg(&config_path).arg("--home").arg(&dirs.copilot_home).args(extra);
     cmd.env_clear();
     cmd.env("PATH", std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()));
     cmd.env("HOME", &dirs.home);
@@ -453,6 +457,21 @@ async fn with_no_tenants_configured_the_default_tenant_uses_skipper_token_on_loo
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("no tenants are configured"), "{stderr}");
         assert!(!String::from_utf8_lossy(&out.stdout).contains("listening"));
+
+        // --log-format json: every stderr line is one JSON object.
+        let mut cmd = serve_command_with(&dirs, &fake.url(), config, "0.0.0.0:0", &["--log-format", "json"]);
+        cmd.env("SKIPPER_TOKEN", "the-default-token");
+        cmd.env("SKIPPER_LOG", "info");
+        let out = tokio::time::timeout(T, cmd.output()).await.expect("exits in time").expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let logged: Vec<Value> = stderr
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        assert!(logged.iter().any(|l| l["fields"]["message"] == json!("cluster settings")), "{stderr}");
+        assert_eq!(logged.len(), stderr.lines().count(), "only JSON lines: {stderr}");
+        assert!(stderr.contains("no tenants are configured"), "the reason it stopped is logged: {stderr}");
     })
     .await;
 }
