@@ -13,6 +13,27 @@ pub struct ServerConfig {
     pub tenants: Vec<TenantConfig>,
     #[serde(default)]
     pub cluster: ClusterConfig,
+    #[serde(default)]
+    pub limits: ServeLimits,
+}
+
+/// Bounds of the server as a whole (each connection's own are `config/defaults.toml`'s).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeLimits {
+    /// WebSocket and SDK TCP connections open at once; past it: 503 / a `-32005` error.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        Self { max_connections: default_max_connections() }
+    }
+}
+
+fn default_max_connections() -> usize {
+    1024
 }
 
 #[derive(Debug, Deserialize)]
@@ -66,6 +87,9 @@ impl ServerConfig {
         for t in &config.tenants {
             check_name(&t.name)?;
             parse_digest(&t.token_sha256).with_context(|| format!("tenant {}: token_sha256", t.name))?;
+        }
+        if config.limits.max_connections == 0 {
+            bail!("limits.max_connections must be at least 1");
         }
         if config.cluster.lease_ttl_s == 0 {
             bail!("cluster.lease_ttl_s must be at least 1");

@@ -19,6 +19,8 @@ pub struct App {
     pub server: Arc<Server>,
     pub tenancy: Arc<Tenancy>,
     pub metrics: Arc<Metrics>,
+    /// Connections open at once, WebSocket and SDK TCP together.
+    pub slots: Arc<tokio::sync::Semaphore>,
 }
 
 pub fn router(app: App) -> Router {
@@ -77,12 +79,16 @@ async fn rpc(
         Ok(u) => u,
         Err(rejection) => return rejection.into_response(),
     };
+    let Ok(slot) = app.slots.clone().try_acquire_owned() else {
+        tracing::warn!("WebSocket refused: too many connections");
+        return (StatusCode::SERVICE_UNAVAILABLE, "too many connections; retry later\n").into_response();
+    };
     let limit = app.server.limits.max_frame_bytes;
     let server = app.server.clone();
-    upgrade
-        .max_message_size(limit)
-        .max_frame_size(limit)
-        .on_upgrade(move |socket| rpc_server::websocket::serve_websocket(server, socket, tenant))
+    upgrade.max_message_size(limit).max_frame_size(limit).on_upgrade(move |socket| async move {
+        rpc_server::websocket::serve_websocket(server, socket, tenant).await;
+        drop(slot);
+    })
 }
 
 #[cfg(test)]

@@ -70,12 +70,13 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
         .await
         .with_context(|| format!("binding --sdk-listen {}", args.sdk_listen))?;
     let (http_addr, sdk_addr) = (http.local_addr()?, sdk.local_addr()?);
-    let app = http::router(http::App { server: server.clone(), tenancy, metrics });
+    let slots = Arc::new(tokio::sync::Semaphore::new(config.limits.max_connections));
+    let app = http::router(http::App { server: server.clone(), tenancy, metrics, slots: slots.clone() });
     let shutdown = server.shutdown.clone();
     let http_task = tokio::spawn(async move {
         axum::serve(http, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
     });
-    let sdk_task = tokio::spawn(rpc_server::transport::serve_tcp(server.clone(), sdk));
+    let sdk_task = tokio::spawn(rpc_server::transport::serve_tcp_limited(server.clone(), sdk, slots));
     // Both sockets are bound and listening: connections are accepted (queued by the kernel)
     // from here on, so the line may be printed.
     {

@@ -152,6 +152,22 @@ fn serve_command_with(dirs: &Dirs, model_url: &str, config: &str, listen: &str, 
     cmd
 }
 
+/// Reads one `Content-Length` frame's body as JSON.
+async fn read_frame(stream: &mut TcpStream) -> Value {
+    let mut raw = Vec::new();
+    let mut byte = [0u8; 1];
+    while !raw.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(T, stream.read(&mut byte)).await.expect("a frame in time").unwrap();
+        assert_eq!(n, 1, "closed before a whole frame: {}", String::from_utf8_lossy(&raw));
+        raw.push(byte[0]);
+    }
+    let header = String::from_utf8_lossy(&raw);
+    let len: usize = header.trim().strip_prefix("Content-Length: ").and_then(|l| l.parse().ok()).expect("length");
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).await.unwrap();
+    serde_json::from_slice(&body).unwrap()
+}
+
 /// A plain HTTP/1.1 GET; the status and the body.
 async fn http_get(addr: &str, path: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).await.expect("connecting to --listen");
@@ -566,6 +582,51 @@ async fn two_clients_sending_to_one_session_are_served_in_order_and_both_see_eve
         let (ia, ib) = (ids(&a), ids(&b));
         let from = ia.iter().position(|id| *id == ib[0]).expect("b's first event is one a saw");
         assert_eq!(ia[from..], ib[..], "both clients see every event, in one order");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn past_the_connection_limit_clients_are_told_and_refused() {
+    with_timeout(60, async {
+        let config = format!(
+            "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\n\n[limits]\nmax_connections = 2\n",
+            sha256_hex(ALPHA)
+        );
+        let s = Serve::start_with(&config, &[]).await;
+        let first = s.tenant(ALPHA).await;
+        let mut ws = Ws::open(&s.http, Some(ALPHA)).await.expect("the second connection fits");
+        assert_eq!(ws.call("ping", json!({})).await["result"]["message"], json!("pong"));
+        // The third is told why, then closed.
+        let mut third = TcpStream::connect(&s.sdk).await.unwrap();
+        let body = read_frame(&mut third).await;
+        assert_eq!(body["error"]["code"], json!(-32005), "{body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("too many connections"), "{body}");
+        let mut rest = Vec::new();
+        tokio::time::timeout(T, third.read_to_end(&mut rest)).await.expect("then closed").unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(Ws::open(&s.http, Some(ALPHA)).await.err(), Some(503));
+        // The ones inside keep working; once one leaves, a new client gets in.
+        first.ok("ping", json!({})).await;
+        first.close().await;
+        let admitted = tokio::time::timeout(T, async {
+            loop {
+                // The first answer on a new connection: the response to `connect`, or the refusal.
+                let mut c = TcpStream::connect(&s.sdk).await.unwrap();
+                let req =
+                    json!({"jsonrpc": "2.0", "id": 1, "method": "connect", "params": {"token": ALPHA}}).to_string();
+                c.write_all(format!("Content-Length: {}\r\n\r\n{req}", req.len()).as_bytes()).await.unwrap();
+                let first = read_frame(&mut c).await;
+                if first["id"] == json!(1) {
+                    break first;
+                }
+                // Refused while the server has not yet seen the first client go.
+                assert_eq!(first["error"]["code"], json!(-32005), "{first}");
+            }
+        })
+        .await
+        .expect("a slot frees up once a client leaves");
+        assert_eq!(admitted["result"]["ok"], json!(true), "{admitted}");
     })
     .await;
 }
