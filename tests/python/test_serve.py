@@ -18,12 +18,19 @@ from copilot.session import PermissionHandler
 from conftest import SKIPPER_BIN, Ctx
 
 TOKEN = "python-tenant-token"
+OTHER_TOKEN = "another-tenant-token"
 
 
 def _start_serve(ctx: Ctx) -> tuple[subprocess.Popen, str, Path]:
     config = ctx.root / "server.toml"
-    digest = hashlib.sha256(TOKEN.encode()).hexdigest()
-    config.write_text(f'[[tenants]]\nname = "py"\ntoken_sha256 = "{digest}"\n', encoding="utf-8")
+    tenants = [("py", TOKEN), ("other", OTHER_TOKEN)]
+    config.write_text(
+        "".join(
+            f'[[tenants]]\nname = "{name}"\ntoken_sha256 = "{hashlib.sha256(token.encode()).hexdigest()}"\n'
+            for name, token in tenants
+        ),
+        encoding="utf-8",
+    )
     stderr_path = ctx.root / "serve.stderr"
     with open(stderr_path, "wb") as stderr:
         proc = subprocess.Popen(
@@ -98,3 +105,24 @@ async def test_a_wrong_token_is_refused(ctx: Ctx, serve: str, make_client):
         await client.start()
     assert "not-the-token" not in str(refused.value)
     assert ctx.fake.requests() == []
+
+
+async def test_another_tenant_cannot_see_or_resume_the_session(ctx: Ctx, serve: str, make_client):
+    ctx.fake.replies({"text": "private answer"})
+    owner = make_client(uri=serve, connection_token=TOKEN)
+    await owner.start()
+    session = await owner.create_session(on_permission_request=PermissionHandler.approve_all)
+    await session.send_and_wait("private prompt", timeout=30)
+
+    other = make_client(uri=serve, connection_token=OTHER_TOKEN)
+    await other.start()
+    assert await other.list_sessions() == []
+    with pytest.raises(Exception) as foreign:
+        await other.resume_session(session.session_id, on_permission_request=PermissionHandler.approve_all)
+    unknown_id = "00000000-0000-4000-8000-000000000000"
+    with pytest.raises(Exception) as unknown:
+        await other.resume_session(unknown_id, on_permission_request=PermissionHandler.approve_all)
+    # Answered exactly as an id that does not exist.
+    assert str(foreign.value).replace(session.session_id, "ID") == str(unknown.value).replace(unknown_id, "ID")
+    # The owner still has it.
+    assert [s.session_id for s in await owner.list_sessions()] == [session.session_id]
