@@ -178,9 +178,10 @@ impl CopilotClient {
         headers.insert("openai-intent", HeaderValue::from_static("conversation-agent"));
         // A retry is not a new user request; CAPI bills premium requests by this header.
         let initiator = if attempt > 0 { Initiator::Agent } else { req.initiator };
-        let (initiator, interaction_type) = match initiator {
-            Initiator::User => ("user", "conversation-user"),
-            Initiator::Agent => ("agent", "conversation-agent"),
+        let interaction_type = crate::types::interaction_type(req.purpose, initiator);
+        let initiator = match initiator {
+            Initiator::User => "user",
+            Initiator::Agent => "agent",
         };
         headers.insert("x-initiator", HeaderValue::from_static(initiator));
         headers.insert("x-interaction-type", HeaderValue::from_static(interaction_type));

@@ -12,7 +12,7 @@ pub use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 pub use reqwest::{Method, StatusCode};
 
 use crate::http::error_chain;
-use crate::types::{ChatRequest, Initiator, ProviderError};
+use crate::types::{ChatRequest, ProviderError};
 
 /// A response body arriving in pieces. An `Err` item ends it: the connection failed.
 pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, ProviderError>> + Send>>;
@@ -36,7 +36,8 @@ pub struct RequestContext {
     pub agent_id: Option<String>,
     /// One user message's loop; the same across retries.
     pub invocation_id: Option<String>,
-    /// `conversation-user` for the call a user message starts, `conversation-agent` after tools.
+    /// `conversation-user` for the call a user message starts, `conversation-agent` after tools,
+    /// `conversation-compaction` for a summary.
     pub interaction_type: Option<&'static str>,
 }
 
@@ -56,10 +57,7 @@ impl HttpRequest {
             session_id: nonempty(&req.session_id),
             agent_id: nonempty(&req.session_id),
             invocation_id: nonempty(&req.interaction_id),
-            interaction_type: Some(match req.initiator {
-                Initiator::User => "conversation-user",
-                Initiator::Agent => "conversation-agent",
-            }),
+            interaction_type: Some(req.interaction_type()),
         };
         self
     }

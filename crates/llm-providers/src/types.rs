@@ -48,8 +48,27 @@ pub enum ToolContent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
-    Text { text: String },
-    ImageUrl { image_url: ImageUrl },
+    Text {
+        text: String,
+    },
+    ImageUrl {
+        image_url: ImageUrl,
+    },
+    /// A document (a PDF, ...), in OpenAI's `file` part shape.
+    File {
+        file: FilePart,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FilePart {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    /// `data:<mime>;base64,<data>`
+    pub file_data: String,
+    /// Ask the model to cite passages of the document (Anthropic's document citations).
+    #[serde(skip)]
+    pub citations: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -165,6 +184,18 @@ impl History {
         self.items.iter().map(HistoryItem::message)
     }
 
+    /// Replaces the first `n` messages with `head`; the rest keep their cached wire forms.
+    pub fn replace_front(&mut self, n: usize, head: Message) {
+        let items = std::sync::Arc::make_mut(&mut self.items);
+        let n = n.min(items.len());
+        items.splice(..n, std::iter::once(HistoryItem::new(head)));
+    }
+
+    /// Keeps the first `n` messages only.
+    pub fn truncate(&mut self, n: usize) {
+        std::sync::Arc::make_mut(&mut self.items).truncate(n);
+    }
+
     /// Changes message `index` (its wire form is made again when next sent).
     pub fn update(&mut self, index: usize, change: impl FnOnce(&mut Message)) {
         if let Some(item) = std::sync::Arc::make_mut(&mut self.items).get_mut(index) {
@@ -199,6 +230,37 @@ pub struct ChatRequest {
     /// The session's reasoning effort (`low`, `medium`, `high`, ...). Providers that take one
     /// ask the model to reason (and sample at temperature 1, as reasoning requires).
     pub reasoning_effort: Option<String>,
+    /// Why the call is made; a summary call offers the tools but forbids calling them.
+    pub purpose: Purpose,
+}
+
+/// Why a model call is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Purpose {
+    /// A turn of the conversation.
+    #[default]
+    Turn,
+    /// A summary of the conversation for compaction: the tools stay in the request (the prompt
+    /// cache holds them) with `tool_choice: none`.
+    Compaction,
+}
+
+impl ChatRequest {
+    /// The `x-interaction-type` of this call.
+    pub fn interaction_type(&self) -> &'static str {
+        interaction_type(self.purpose, self.initiator)
+    }
+}
+
+/// The `x-interaction-type` of a call made for `purpose`, caused by `initiator`.
+pub fn interaction_type(purpose: Purpose, initiator: Initiator) -> &'static str {
+    {
+        match (purpose, initiator) {
+            (Purpose::Compaction, _) => "conversation-compaction",
+            (Purpose::Turn, Initiator::User) => "conversation-user",
+            (Purpose::Turn, Initiator::Agent) => "conversation-agent",
+        }
+    }
 }
 
 /// Progress while a reply streams in.
@@ -351,8 +413,28 @@ impl ProviderError {
             ProviderError::Http { status: 403, .. } => "authorization",
             ProviderError::Http { status: 402, .. } => "quota",
             ProviderError::Http { status: 429, .. } => "rate_limit",
-            ProviderError::Http { status: 413, .. } => "context_limit",
+            _ if self.is_context_overflow() => "context_limit",
             _ => "query",
+        }
+    }
+
+    /// The request was too big for the model's context window (or the service's body limit).
+    pub fn is_context_overflow(&self) -> bool {
+        const MARKERS: [&str; 6] = [
+            "context_length_exceeded",
+            "maximum context length",
+            "prompt is too long",
+            "model_max_prompt_tokens_exceeded",
+            "exceeds the context window",
+            "too many tokens",
+        ];
+        match self {
+            ProviderError::Http { status: 413, .. } => true,
+            ProviderError::Http { status: 400, message, .. } => {
+                let lower = message.to_ascii_lowercase();
+                MARKERS.iter().any(|m| lower.contains(m))
+            }
+            _ => false,
         }
     }
 

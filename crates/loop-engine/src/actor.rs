@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::autopilot::StopReason;
+use crate::compaction;
 use crate::handle::{LogLevel, PlanOp, PlanResult, QueuedMessage, SessionHandle, SessionInput, SessionView};
 use crate::pending::PendingRequests;
 use crate::run::{Conversation, RunCtx};
@@ -54,11 +55,16 @@ pub(crate) struct Actor {
     pending: PendingRequests,
     /// Files the session's tools created or changed (`session.shutdown` reports them).
     files_modified: Vec<String>,
+    /// A compaction a client asked for, waiting for the conversation to come home.
+    deferred_compaction: Option<compaction::Request>,
+    /// The history as a run took it: what a handoff summary covers while the run holds it.
+    last_history: llm_providers::History,
 }
 
 enum Step {
     Input(Option<Box<SessionInput>>),
     RunDone(RunDone),
+    Compacted(Result<compaction::Summary, compaction::Failure>),
     Stop,
 }
 
@@ -87,6 +93,8 @@ impl Actor {
             conv: Some(conv),
             pending: PendingRequests::default(),
             files_modified: Vec::new(),
+            deferred_compaction: None,
+            last_history: Default::default(),
         }
     }
 
@@ -98,6 +106,7 @@ impl Actor {
                 biased;
                 _ = stop.cancelled() => Step::Stop,
                 done = poll_run(&mut running) => Step::RunDone(done),
+                result = compaction::finished(&mut self.conv) => Step::Compacted(result),
                 input = inputs.recv() => Step::Input(input),
             };
             let flow = match step {
@@ -108,10 +117,19 @@ impl Actor {
                     self.finish_run(done).await;
                     Flow::Continue
                 }
+                Step::Compacted(result) => {
+                    if let Some(conv) = self.conv.as_mut() {
+                        if let Some(f) = conv.compaction.take() {
+                            compaction::apply(&self.handle, conv, f, result);
+                        }
+                    }
+                    Flow::Continue
+                }
             };
             if matches!(flow, Flow::Exit) {
                 break;
             }
+            self.start_deferred_compaction();
             if running.is_none() {
                 running = self.start_next();
             }
@@ -119,12 +137,19 @@ impl Actor {
         if let Some(batch) = &self.batch {
             batch.cancel.cancel();
         }
+        if let Some(f) = self.conv.as_mut().and_then(|c| c.compaction.take()) {
+            f.abandon();
+        }
         self.pending.fail_all();
         self.handle.shells().kill_all();
     }
 
     fn emit(&self, payload: impl Into<protocol::event::SessionEvent>) -> String {
         self.handle.emitter().emit(payload)
+    }
+
+    fn emit_ephemeral(&self, payload: impl Into<protocol::event::SessionEvent>) -> String {
+        self.handle.emitter().emit_ephemeral(payload)
     }
 
     /// Publishes the view after a change, for readers and for the run's next turn.
@@ -228,6 +253,18 @@ impl Actor {
                 let _ = reply.send(true);
                 return Flow::Exit;
             }
+            SessionInput::Compact { custom_instructions, trigger, reply } => {
+                if self.deferred_compaction.is_some() {
+                    let _ = reply.send(Err("A compaction is already in progress.".into()));
+                } else {
+                    self.deferred_compaction =
+                        Some(compaction::Request { trigger, custom_instructions, manual: Some(reply) });
+                }
+            }
+            SessionInput::Handoff { reply } => self.handoff(reply),
+            SessionInput::Truncate { event_id, reply } => {
+                let _ = reply.send(self.truncate(&event_id));
+            }
             SessionInput::RunRegisterPending { request_id, kind, tx } => {
                 self.pending.register(request_id, kind, tx);
             }
@@ -329,6 +366,7 @@ impl Actor {
         }
         let msg = self.queue.pop_front()?;
         let mut conv = self.conv.take()?;
+        self.last_history = conv.history.clone();
         let ctx = RunCtx::new(self.handle.clone(), self.deps.clone(), batch.cancel.clone());
         Some(Box::pin(async move {
             let message_id = msg.message_id.clone();
@@ -395,6 +433,95 @@ impl Actor {
             tracing::warn!(session = %self.handle.id(), error = %e, "index touch failed");
         }
         self.emit(t::IdleData { aborted: aborted.then_some(true), mode: Some(self.view.settings.mode) });
+    }
+}
+
+impl Actor {
+    /// What a compaction started here summarizes for: the session's next model call.
+    fn call_parts(&self) -> (String, Vec<llm_providers::ToolSpec>, crate::byok::Route, u64) {
+        let settings = &self.view.settings;
+        let cwd = settings.cwd.to_string_lossy().to_string();
+        let system = crate::system_prompt::build(settings.system_message.as_ref(), &cwd);
+        let tools = crate::dispatch::tool_specs(&self.deps, settings);
+        let route = crate::byok::route(
+            &settings.providers,
+            &settings.model,
+            &crate::byok::RouteCtx {
+                default_client: &self.deps.model,
+                http: &self.deps.http,
+                emitter: self.handle.emitter_arc(),
+                session_id: self.handle.id(),
+            },
+        );
+        let limit = route.prompt_limit.unwrap_or_else(|| self.deps.context_window(&settings.model));
+        (system, tools, route, limit)
+    }
+
+    /// Starts the compaction a client asked for once the conversation is home and no other
+    /// compaction is under way.
+    fn start_deferred_compaction(&mut self) {
+        let Some(conv) = self.conv.as_mut() else { return };
+        if conv.compaction.is_some() {
+            return;
+        }
+        let Some(req) = self.deferred_compaction.take() else { return };
+        let (system, tools, route, token_limit) = self.call_parts();
+        let interaction_id = uuid::Uuid::new_v4().to_string();
+        let Some(conv) = self.conv.as_mut() else { return };
+        let shape = compaction::CallShape {
+            system: &system,
+            tools: &tools,
+            route: &route,
+            token_limit,
+            model: &self.view.settings.model,
+            interaction_id: &interaction_id,
+        };
+        if compaction::nothing_to_compact(conv) {
+            compaction::nothing(&self.handle, &shape, conv, req);
+        } else {
+            compaction::start(&self.deps, &self.handle, conv, &shape, req);
+        }
+    }
+
+    /// Cuts the log before `event_id` and rebuilds the model's context from what is left.
+    fn truncate(&mut self, event_id: &str) -> Result<t::HistoryTruncateResult, String> {
+        let Some(conv) = self.conv.as_mut() else {
+            return Err("Cannot truncate history while the session is processing a message.".into());
+        };
+        let cut = self.handle.emitter().truncate_log(event_id).map_err(|e| e.to_string())?;
+        let Some((kept, removed)) = cut else { return Err(format!("Event {event_id} not found in session")) };
+        if let Some(f) = conv.compaction.take() {
+            self.handle.compaction().finished();
+            f.abandon();
+        }
+        let restored = crate::history::replay(&kept);
+        let mut fresh = Conversation::new(restored.messages, restored.title);
+        fresh.last_system = restored.last_system;
+        fresh.prompts = restored.prompts;
+        *conv = fresh;
+        self.emit_ephemeral(t::SnapshotRewindData {
+            up_to_event_id: event_id.to_string(),
+            events_removed: removed as u64,
+        });
+        Ok(t::HistoryTruncateResult {
+            events_removed: removed as u64,
+            checkpoint_cleanup_failed: Some(false),
+            checkpoint_cleanup_error: None,
+        })
+    }
+
+    /// Asks the model for a handoff summary on its own task; the session goes on meanwhile.
+    fn handoff(&self, reply: tokio::sync::oneshot::Sender<Result<String, String>>) {
+        let history = self.conv.as_ref().map_or_else(|| self.last_history.clone(), |c| c.history.clone());
+        if history.is_empty() {
+            let _ = reply.send(Ok(String::new()));
+            return;
+        }
+        let (_, _, route, _) = self.call_parts();
+        let req = compaction::handoff_request(history, &route.model, self.handle.id());
+        tokio::spawn(async move {
+            let _ = reply.send(compaction::handoff(route.client, req).await);
+        });
     }
 }
 

@@ -1,10 +1,10 @@
 //! How `session.send` attachments reach the model, in the forms the recorded conversations
 //! show: selections before the prompt, `<tagged_files>` and `<github_references>` after it,
-//! blobs as image parts.
+//! blobs as image parts (documents as file parts).
 
 use std::path::Path;
 
-use llm_providers::{ContentPart, ImageUrl};
+use llm_providers::{ContentPart, FilePart, ImageUrl};
 use protocol::generated::types::{Attachment, AttachmentFileLineRange, AttachmentSelection};
 
 /// Blocks are separated from the prompt by three blank lines, as the original renders them.
@@ -18,7 +18,8 @@ pub struct Rendered {
     pub extra_parts: Vec<ContentPart>,
 }
 
-pub fn render(prompt: &str, attachments: &[Attachment], cwd: &Path) -> Rendered {
+/// `citations`: documents ask the model to cite them (the session's `enableCitations`).
+pub fn render(prompt: &str, attachments: &[Attachment], cwd: &Path, citations: bool) -> Rendered {
     let mut before: Vec<String> = Vec::new();
     let mut tagged: Vec<String> = Vec::new();
     let mut refs: Vec<String> = Vec::new();
@@ -37,9 +38,13 @@ pub fn render(prompt: &str, attachments: &[Attachment], cwd: &Path) -> Rendered 
                     if let Some(name) = &b.display_name {
                         extra_parts.push(ContentPart::Text { text: name.clone() });
                     }
-                    extra_parts.push(ContentPart::ImageUrl {
-                        image_url: ImageUrl { url: format!("data:{};base64,{data}", b.mime_type) },
-                    });
+                    let url = format!("data:{};base64,{data}", b.mime_type);
+                    if b.mime_type.starts_with("image/") {
+                        extra_parts.push(ContentPart::ImageUrl { image_url: ImageUrl { url } });
+                    } else {
+                        let filename = b.display_name.clone();
+                        extra_parts.push(ContentPart::File { file: FilePart { filename, file_data: url, citations } });
+                    }
                 }
             }
             Attachment::GithubReference(r) => refs.push(format!(
@@ -124,13 +129,13 @@ mod tests {
         std::fs::write(&f, "hello\n").unwrap();
         let with_range = json!({"type":"file","path": f, "displayName":"attached-file.txt",
                                  "lineRange": {"start": 1, "end": 1}});
-        let r = render("Read it.", &[typed(with_range)], dir.path());
+        let r = render("Read it.", &[typed(with_range)], dir.path(), false);
         assert_eq!(
             r.text,
             format!("Read it.\n\n\n\n<tagged_files>\n* {} (line 1 of 1 lines)\n</tagged_files>", f.display())
         );
         // No range, no display name (the Node SDK sends neither): the file's length only.
-        let r = render("Read it.", &[typed(json!({"type":"file","path": f}))], dir.path());
+        let r = render("Read it.", &[typed(json!({"type":"file","path": f}))], dir.path(), false);
         assert_eq!(r.text, format!("Read it.\n\n\n\n<tagged_files>\n* {} (1 lines)\n</tagged_files>", f.display()));
     }
 
@@ -138,13 +143,13 @@ mod tests {
     fn selection_goes_first_and_reference_last() {
         let sel = json!({"type":"selection","filePath":"/x/selected-file.cs","displayName":"selected-file.cs",
             "text":"string Value = \"S\";","selection":{"start":{"line":1,"character":0},"end":{"line":1,"character":5}}});
-        let r = render("Summarize.", &[typed(sel)], Path::new("/"));
+        let r = render("Summarize.", &[typed(sel)], Path::new("/"), false);
         assert!(r.text.starts_with("<ide_selection>\nThe user has"));
         assert!(r.text.contains(
             "File: selected-file.cs (line 2)\n```\nstring Value = \"S\";\n```\n</ide_selection>\n\n\n\nSummarize."
         ));
         let gh = json!({"type":"github_reference","number":1234,"title":"T","referenceType":"issue","state":"open","url":"https://u"});
-        let r = render("P", &[typed(gh)], Path::new("/"));
+        let r = render("P", &[typed(gh)], Path::new("/"), false);
         assert_eq!(r.text, "P\n\n\n\n<github_references>\n#1234 - T [issue] [open] (https://u)\n</github_references>");
     }
 
@@ -154,8 +159,26 @@ mod tests {
             "Describe",
             &[typed(json!({"type":"blob","data":"AAAA","mimeType":"image/png","displayName":"p.png"}))],
             Path::new("/"),
+            true,
         );
         assert_eq!(r.text, "Describe");
         assert_eq!(r.extra_parts.len(), 2);
+        assert!(
+            matches!(&r.extra_parts[1], ContentPart::ImageUrl { image_url } if image_url.url == "data:image/png;base64,AAAA")
+        );
+    }
+
+    #[test]
+    fn a_document_blob_becomes_a_file_part_asking_for_citations_when_enabled() {
+        let pdf = json!({"type":"blob","data":"JVBE","mimeType":"application/pdf","displayName":"s.pdf"});
+        for citations in [false, true] {
+            let r = render("Summarize", &[typed(pdf.clone())], Path::new("/"), citations);
+            let expected = FilePart {
+                filename: Some("s.pdf".into()),
+                file_data: "data:application/pdf;base64,JVBE".into(),
+                citations,
+            };
+            assert_eq!(r.extra_parts.last(), Some(&ContentPart::File { file: expected }));
+        }
     }
 }

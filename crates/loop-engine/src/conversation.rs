@@ -15,12 +15,34 @@ pub(crate) struct Conversation {
     pub files_modified: Vec<String>,
     /// The system prompt last written to the log: an unchanged prompt is not written again.
     pub last_system: Option<String>,
+    /// The user's prompts as typed, in order: a compaction summary lists them.
+    pub prompts: Vec<String>,
+    /// A compaction under way.
+    pub compaction: Option<crate::compaction::InFlight>,
+    /// The history length a failed background compaction covered: the next waits for growth.
+    pub failed_mark: Option<usize>,
 }
 
 impl Conversation {
     pub fn new(messages: Vec<Message>, title: Option<String>) -> Self {
         let bytes = messages.iter().map(message_bytes).sum();
-        Self { history: History::new(messages), title, bytes, files_modified: Vec::new(), last_system: None }
+        Self {
+            history: History::new(messages),
+            title,
+            bytes,
+            files_modified: Vec::new(),
+            last_system: None,
+            prompts: Vec::new(),
+            compaction: None,
+            failed_mark: None,
+        }
+    }
+
+    /// The first `n` messages give way to `head` (a compaction summary).
+    pub fn replace_front(&mut self, n: usize, head: Message) {
+        let removed: usize = self.history.messages().take(n).map(message_bytes).sum();
+        self.bytes = self.bytes.saturating_sub(removed) + message_bytes(&head);
+        self.history.replace_front(n, head);
     }
 
     pub fn push(&mut self, message: Message) {
@@ -74,6 +96,7 @@ pub(crate) fn message_bytes(m: &Message) -> usize {
             .map(|c| match c {
                 ContentPart::Text { text } => text.len(),
                 ContentPart::ImageUrl { image_url } => image_url.url.len(),
+                ContentPart::File { file } => file.file_data.len(),
             })
             .sum()
     };
@@ -108,6 +131,18 @@ mod tests {
         assert_eq!(c.bytes, before + 5);
         let Some(Message::Assistant { tool_calls, .. }) = c.history.messages().last() else { panic!() };
         assert_eq!(tool_calls[0].arguments, "{\"a\":1}");
+    }
+
+    #[test]
+    fn a_summary_replaces_the_front_and_keeps_the_rest() {
+        let text = |t: &str| Message::User { content: UserContent::Text(t.into()) };
+        let mut c = Conversation::new(vec![text("aaaa"), text("bbbb"), text("cc")], None);
+        c.replace_front(2, text("s"));
+        assert_eq!(c.history.messages().cloned().collect::<Vec<_>>(), vec![text("s"), text("cc")]);
+        assert_eq!(c.bytes, 3);
+        c.replace_front(9, text("all"));
+        assert_eq!(c.history.len(), 1);
+        assert_eq!(c.bytes, 3);
     }
 
     #[test]

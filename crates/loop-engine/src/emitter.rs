@@ -110,6 +110,17 @@ impl Emitter {
         self.emit_event(payload.into(), false, false)
     }
 
+    /// Cuts the log before `event_id` (see [`EventLog::truncate_before`]); the next event's
+    /// parent is the last one left. `None` when the log has no such event.
+    pub fn truncate_log(&self, event_id: &str) -> Result<Option<(Vec<Event>, usize)>, store::StoreError> {
+        let mut inner = self.lock();
+        let Some(log) = inner.log.as_mut() else { return Ok(None) };
+        let Some((kept, removed)) = log.truncate_before(event_id)? else { return Ok(None) };
+        inner.last_persisted_id = kept.last().map(|e| e.id.clone());
+        inner.persisted_count = kept.len();
+        Ok(Some((kept, removed)))
+    }
+
     /// Persisted events are written first; if the write fails twice the event is still
     /// delivered (a client must never hang) together with a `session.error`.
     fn emit_event(&self, payload: SessionEvent, ephemeral: bool, deliver: bool) -> String {

@@ -127,6 +127,21 @@ pub(crate) enum SessionInput {
         subscriber_id: u64,
         reply: oneshot::Sender<bool>,
     },
+    /// `session.history.compact`: summarize the conversation now (after the running message).
+    Compact {
+        custom_instructions: Option<String>,
+        trigger: Option<protocol::generated::types::CompactionTrigger>,
+        reply: crate::compaction::ManualReply,
+    },
+    /// `session.history.truncate`: drop an event and everything after it.
+    Truncate {
+        event_id: String,
+        reply: oneshot::Sender<Result<protocol::generated::types::HistoryTruncateResult, String>>,
+    },
+    /// `session.history.summarizeForHandoff`: a summary for another agent; changes nothing.
+    Handoff {
+        reply: oneshot::Sender<Result<String, String>>,
+    },
     /// From the run: remember a request it will wait for, before it offers it to clients.
     RunRegisterPending {
         request_id: String,
@@ -164,6 +179,8 @@ pub(crate) struct SessionParts {
     pub view: watch::Receiver<Arc<SessionView>>,
     /// Cancelled to stop the task: synchronous, so it also works where nobody can wait.
     pub stop: CancellationToken,
+    /// The compaction under way, for cancelling it from outside.
+    pub compaction: crate::compaction::Control,
 }
 
 impl SessionHandle {
@@ -200,6 +217,10 @@ impl SessionHandle {
     /// The emitter, shareable (a provider's token source keeps it to reach the client).
     pub(crate) fn emitter_arc(&self) -> &Arc<Emitter> {
         &self.inner.emitter
+    }
+
+    pub(crate) fn compaction(&self) -> &crate::compaction::Control {
+        &self.inner.compaction
     }
 
     pub(crate) fn shells(&self) -> &Arc<tools::ShellManager> {
@@ -298,6 +319,41 @@ impl SessionHandle {
 
     pub async fn plan(&self, op: PlanOp) -> Result<PlanResult, EngineError> {
         self.ask(|reply| SessionInput::Plan { op, reply }).await?.map_err(EngineError::Store)
+    }
+
+    /// Compacts the conversation: the model summarizes it and the summary replaces it in the
+    /// model's context. Waits for a running message to finish first.
+    pub async fn compact(
+        &self,
+        custom_instructions: Option<String>,
+        trigger: Option<protocol::generated::types::CompactionTrigger>,
+    ) -> Result<protocol::generated::types::HistoryCompactResult, EngineError> {
+        let rx = self.ask(|reply| SessionInput::Compact { custom_instructions, trigger, reply }).await;
+        rx?.map_err(EngineError::Compaction)
+    }
+
+    /// Removes event `event_id` and every later one from the log, and the model's context
+    /// with them. Refused while a message is being processed.
+    pub async fn truncate(
+        &self,
+        event_id: String,
+    ) -> Result<protocol::generated::types::HistoryTruncateResult, EngineError> {
+        self.ask(|reply| SessionInput::Truncate { event_id, reply }).await?.map_err(EngineError::Compaction)
+    }
+
+    /// Cancels the background compaction under way; returns whether there was one.
+    pub fn cancel_background_compaction(&self) -> bool {
+        self.inner.compaction.cancel(false)
+    }
+
+    /// Aborts the manual compaction under way; returns whether there was one.
+    pub fn abort_manual_compaction(&self) -> bool {
+        self.inner.compaction.cancel(true)
+    }
+
+    /// A summary of the conversation for a handoff (empty when there is no conversation).
+    pub async fn summarize_for_handoff(&self) -> Result<String, EngineError> {
+        self.ask(|reply| SessionInput::Handoff { reply }).await?.map_err(EngineError::Compaction)
     }
 
     pub(crate) async fn resume(

@@ -20,6 +20,8 @@ pub struct Restored {
     pub user_message_count: usize,
     /// The last system prompt the log records.
     pub last_system: Option<String>,
+    /// The user's prompts as typed (a later compaction summary lists them).
+    pub prompts: Vec<String>,
 }
 
 /// Rebuilds the conversation from persisted events. A tool call without a completion (crash,
@@ -28,6 +30,8 @@ pub fn replay(events: &[Event]) -> Restored {
     let mut r = Restored::default();
     let mut open_calls: Vec<String> = Vec::new();
     let mut results: std::collections::HashMap<String, String> = Default::default();
+    // Where the compaction under way started: (messages, prompts) it covers.
+    let mut compaction_mark: Option<(usize, usize)> = None;
 
     fn flush(r: &mut Restored, open: &mut Vec<String>, results: &mut std::collections::HashMap<String, String>) {
         for id in open.drain(..) {
@@ -55,6 +59,9 @@ pub fn replay(events: &[Event]) -> Restored {
                     r.title = Some(d.content.clone());
                 }
                 r.user_message_count += 1;
+                if !d.content.is_empty() {
+                    r.prompts.push(d.content.clone());
+                }
                 r.messages.push(Message::User { content: UserContent::Text(text) });
             }
             SessionEvent::AssistantMessage(d) => {
@@ -69,6 +76,22 @@ pub fn replay(events: &[Event]) -> Restored {
             }
             SessionEvent::ToolExecutionComplete(d) => {
                 results.insert(d.tool_call_id.clone(), model_visible_result(d));
+            }
+            // A compaction covers the messages before its start; the summary replaces them
+            // once it completes (messages added meanwhile stay after it).
+            SessionEvent::SessionCompactionStart(_) => {
+                flush(&mut r, &mut open_calls, &mut results);
+                compaction_mark = Some((r.messages.len(), r.prompts.len()));
+            }
+            SessionEvent::SessionCompactionComplete(d) => {
+                if let (true, Some(summary), Some((mark, prompts))) =
+                    (d.success, d.summary_content.as_deref(), compaction_mark.take())
+                {
+                    flush(&mut r, &mut open_calls, &mut results);
+                    let wrapper = crate::compaction::text::wrapper(true, &r.prompts[..prompts], summary);
+                    let mark = mark.min(r.messages.len());
+                    r.messages.splice(..mark, std::iter::once(Message::User { content: UserContent::Text(wrapper) }));
+                }
             }
             _ => {}
         }
@@ -147,5 +170,31 @@ mod tests {
             r.messages[3],
             Message::Tool { tool_call_id: "c2".into(), content: ToolContent::Text(INTERRUPTED_TEXT.into()) }
         );
+    }
+
+    #[test]
+    fn a_completed_compaction_replaces_what_it_covered() {
+        let events = vec![
+            ev("user.message", json!({"content":"first"})),
+            ev("assistant.message", json!({"messageId":"a","content":"one"})),
+            ev("user.message", json!({"content":"second"})),
+            ev("session.compaction_start", json!({})),
+            // Written while the summary was being made: stays after it.
+            ev("assistant.message", json!({"messageId":"b","content":"two"})),
+            ev("session.compaction_complete", json!({"success":true,"summaryContent":"S"})),
+            ev("session.compaction_start", json!({})),
+            ev("session.compaction_complete", json!({"success":false,"error":"boom"})),
+            ev("user.message", json!({"content":"third"})),
+        ];
+        let r = replay(&events);
+        assert_eq!(r.prompts, vec!["first", "second", "third"]);
+        assert_eq!(r.messages.len(), 3, "{:?}", r.messages);
+        let Message::User { content: UserContent::Text(summary) } = &r.messages[0] else { panic!() };
+        assert!(summary.starts_with("Some of the conversation history has been summarized"), "{summary}");
+        assert!(summary.contains("<user_message>\nfirst\n</user_message>\n<user_message>\nsecond\n</user_message>"));
+        assert!(!summary.contains("third"));
+        assert!(summary.ends_with("<summary>\nS\n</summary>\n"));
+        let Message::Assistant { content, .. } = &r.messages[1] else { panic!() };
+        assert_eq!(content.as_deref(), Some("two"));
     }
 }

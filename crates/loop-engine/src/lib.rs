@@ -12,6 +12,7 @@ pub mod attachments;
 pub mod autopilot;
 pub mod byok;
 mod client;
+pub mod compaction;
 mod conversation;
 mod dispatch;
 mod emitter;
@@ -58,6 +59,9 @@ pub enum EngineError {
     Model(#[from] llm_providers::ProviderError),
     #[error("Invalid provider configuration: {0}")]
     InvalidProviders(String),
+    /// A compaction or summary the client asked for did not happen.
+    #[error("{0}")]
+    Compaction(String),
 }
 
 /// Receives `session.lifecycle` notifications (created, deleted, ...).
@@ -171,13 +175,14 @@ pub(crate) async fn write_workspace_yaml(
     s: &SessionSettings,
     title: Option<&str>,
 ) {
+    let summaries = deps.layout.list_checkpoints(session.id()).await.map_or(0, |c| c.len() as u32);
     let meta = store::layout::WorkspaceMeta {
         id: session.id().to_string(),
         cwd: s.cwd.to_string_lossy().to_string(),
         client_name: Some(s.client_name.clone()),
         name: title.map(str::to_string),
         user_named: false,
-        summary_count: 0,
+        summary_count: summaries,
         fork_count: 0,
         created_at: session.start_time().to_string(),
         updated_at: now(),
@@ -315,6 +320,7 @@ impl Engine {
             inputs: tx,
             view: view_rx,
             stop: tokio_util::sync::CancellationToken::new(),
+            compaction: Default::default(),
         });
         let actor = actor::Actor::new(handle.clone(), self.deps.clone(), view, view_tx, conv);
         tokio::spawn(actor.run(rx));
@@ -419,6 +425,7 @@ impl Engine {
         );
         let mut conv = run::Conversation::new(restored.messages, restored.title);
         conv.last_system = restored.last_system;
+        conv.prompts = restored.prompts;
         let handle = self.spawn_session(id.clone(), emitter, settings, start_time, conv);
         let existing = {
             let mut sessions = lock(&self.sessions);

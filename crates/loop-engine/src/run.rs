@@ -121,6 +121,8 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
     let mut nudges: u32 = 0;
     let mut stop_blocks: u32 = 0;
     let mut system_recorded = false;
+    // A context overflow is answered with one compaction per message, not a loop of them.
+    let mut overflow_compacted = false;
     loop {
         for steer in ctx.take_steering().await {
             push_user_message(ctx, conv, &steer, &interaction_id).await;
@@ -165,6 +167,16 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
                 session_id: ctx.handle.id(),
             },
         );
+        let token_limit = route.prompt_limit.unwrap_or_else(|| ctx.deps.context_window(&settings.model));
+        let shape = crate::compaction::CallShape {
+            system: &system,
+            tools: &tool_specs,
+            route: &route,
+            token_limit,
+            model: &settings.model,
+            interaction_id: &interaction_id,
+        };
+        crate::compaction::before_call(&ctx.deps, &ctx.handle, conv, &shape, settings.infinite, &ctx.cancel).await;
         let req = ChatRequest {
             model: route.model.clone(),
             system,
@@ -175,9 +187,9 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
             interaction_id: interaction_id.clone(),
             session_id: ctx.handle.id().to_string(),
             extra_headers: msg.request_headers.clone(),
+            purpose: Default::default(),
             reasoning_effort: settings.reasoning_effort.clone(),
         };
-        let token_limit = route.prompt_limit.unwrap_or_else(|| ctx.deps.context_window(&settings.model));
         emit_usage_info(ctx, conv, &req, token_limit);
 
         let message_id = uuid::Uuid::new_v4().to_string();
@@ -196,6 +208,23 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
             Err(ProviderError::Cancelled) => {
                 end_turn(ctx, &turn_id);
                 return StopReason::Aborted;
+            }
+            Err(err) if err.is_context_overflow() && !overflow_compacted && settings.infinite.enabled => {
+                // Too big for the model: summarize now and send the smaller context once more.
+                overflow_compacted = true;
+                end_turn(ctx, &turn_id);
+                let system = crate::system_prompt::build_with(settings.system_message.as_ref(), &cwd, &transformed);
+                let tools = dispatch::tool_specs(&ctx.deps, settings);
+                let shape = crate::compaction::CallShape {
+                    system: &system,
+                    tools: &tools,
+                    route: &route,
+                    token_limit,
+                    model: &settings.model,
+                    interaction_id: &interaction_id,
+                };
+                crate::compaction::compact_now(&ctx.deps, &ctx.handle, conv, &shape, &ctx.cancel).await;
+                continue;
             }
             Err(err) => {
                 end_turn(ctx, &turn_id);
@@ -439,7 +468,8 @@ fn end_turn(ctx: &RunCtx, turn_id: &str) {
 async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMessage, interaction_id: &str) {
     let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
     let view = ctx.view();
-    let rendered = crate::attachments::render(&msg.prompt, &msg.attachments, &view.settings.cwd);
+    let rendered =
+        crate::attachments::render(&msg.prompt, &msg.attachments, &view.settings.cwd, view.settings.enable_citations);
     let mut transformed = format!("<current_datetime>{now}</current_datetime>\n\n{}", rendered.text);
     let input =
         hooks::UserPromptTransformedInput { prompt: msg.prompt.clone(), transformed_prompt: transformed.clone() };
@@ -467,6 +497,9 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
         agent_mode: msg.agent_mode,
         ..Default::default()
     });
+    if !msg.prompt.is_empty() {
+        conv.prompts.push(msg.prompt.clone());
+    }
     let content = if rendered.extra_parts.is_empty() {
         UserContent::Text(transformed)
     } else {
@@ -478,19 +511,16 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
 }
 
 fn emit_usage_info(ctx: &RunCtx, conv: &Conversation, req: &ChatRequest, token_limit: u64) {
-    // An estimate (4 bytes per token) is what clients need: positive and growing. The history's
-    // size is kept as it grows rather than summed again every turn.
-    let tool_bytes: usize =
-        req.tools.iter().map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len()).sum();
-    let system_bytes = req.system.len();
-    let bytes = conv.bytes + system_bytes;
+    // An estimate is what clients need: positive and growing. The history's size is kept as it
+    // grows rather than summed again every turn.
+    let tokens = crate::compaction::Tokens::estimate(&req.system, conv.bytes, &req.tools);
     ctx.emitter().emit(t::UsageInfoData {
         token_limit,
-        current_tokens: ((bytes + tool_bytes) / 4) as u64,
+        current_tokens: tokens.current(),
         messages_length: (req.history.len() + 1) as u64,
-        system_tokens: Some((system_bytes / 4) as u64),
-        conversation_tokens: Some((conv.bytes / 4) as u64),
-        tool_definitions_tokens: Some((tool_bytes / 4) as u64),
+        system_tokens: Some(tokens.system),
+        conversation_tokens: Some(tokens.conversation),
+        tool_definitions_tokens: Some(tokens.tools),
         is_initial: None,
     });
 }

@@ -29,6 +29,10 @@ pub struct SessionSettings {
     pub resumed: bool,
     /// Bring-your-own-key providers (re-sent on every resume; never persisted).
     pub providers: crate::byok::SessionProviders,
+    /// Automatic compaction (`infiniteSessions`).
+    pub infinite: crate::compaction::InfiniteSessions,
+    /// Attached documents ask the model for citations (`enableCitations`).
+    pub enable_citations: bool,
 }
 
 /// The providers `p` configures, checked.
@@ -74,6 +78,8 @@ impl SessionSettings {
             request_user_input: p.request_user_input.unwrap_or(false),
             resumed: false,
             providers,
+            infinite: crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref()),
+            enable_citations: p.enable_citations.unwrap_or(false),
         }
     }
 
@@ -103,6 +109,12 @@ impl SessionSettings {
         self.request_permission = p.request_permission.unwrap_or(true);
         self.hooks = p.hooks.unwrap_or(false);
         self.request_user_input = p.request_user_input.unwrap_or(false);
+        if let Some(c) = p.enable_citations {
+            self.enable_citations = c;
+        }
+        if p.infinite_sessions.is_some() {
+            self.infinite = crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref());
+        }
         self.resumed = true;
     }
 

@@ -77,6 +77,19 @@ pub struct SessionConfigParams {
     /// Named providers; `models` route `provider/id` selections to them.
     pub providers: Option<Vec<crate::generated::types::NamedProviderConfig>>,
     pub models: Option<Vec<crate::generated::types::ProviderModelConfig>>,
+    /// Automatic compaction of the model's context.
+    pub infinite_sessions: Option<InfiniteSessionsConfig>,
+    /// Attached documents ask the model to cite them.
+    pub enable_citations: Option<bool>,
+}
+
+/// `infiniteSessions`: thresholds are fractions of the model's context window.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InfiniteSessionsConfig {
+    pub enabled: Option<bool>,
+    pub background_compaction_threshold: Option<f64>,
+    pub buffer_exhaustion_threshold: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

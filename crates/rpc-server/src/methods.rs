@@ -5,7 +5,7 @@
 use protocol::generated::methods as g;
 use protocol::methods as h;
 
-use crate::handlers::{inference, providers, server, session, session_state};
+use crate::handlers::{history, inference, providers, server, session, session_state};
 use crate::table::method_table;
 
 method_table! {
@@ -66,6 +66,24 @@ method_table! {
     SessionProviderAdd: g::SessionProviderAdd => providers::provider_add, lane |p| Some(&p.session_id), aliases [];
     SessionProviderGetEndpoint: g::SessionProviderGetEndpoint
         => providers::provider_endpoint, lane |p| Some(&p.session_id), aliases [];
+
+    // Sessions: history.
+    SessionHistoryTruncate: g::SessionHistoryTruncate
+        => history::truncate, lane |p| Some(&p.session_id), aliases [];
+    // Compaction and checkpoints. Off the session's lane: a compaction or a summary
+    // waits for the model, and must not hold up the session's other requests (nor its abort).
+    SessionHistoryCompact: g::SessionHistoryCompact
+        => history::compact, lane |_p| None, aliases ["session.compaction.compact"];
+    SessionHistorySummarizeForHandoff: g::SessionHistorySummarizeForHandoff
+        => history::summarize_for_handoff, lane |_p| None, aliases [];
+    SessionHistoryCancelBackgroundCompaction: g::SessionHistoryCancelBackgroundCompaction
+        => history::cancel_background, lane |_p| None, aliases [];
+    SessionHistoryAbortManualCompaction: g::SessionHistoryAbortManualCompaction
+        => history::abort_manual, lane |_p| None, aliases [];
+    SessionWorkspacesListCheckpoints: g::SessionWorkspacesListCheckpoints
+        => history::list_checkpoints, lane |_p| None, aliases [];
+    SessionWorkspacesReadCheckpoint: g::SessionWorkspacesReadCheckpoint
+        => history::read_checkpoint, lane |_p| None, aliases [];
 }
 
 #[cfg(test)]

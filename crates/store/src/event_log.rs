@@ -117,6 +117,37 @@ impl EventLog {
         Ok(loaded)
     }
 
+    /// Cuts the log just before the event `event_id`: it and every later event are removed.
+    /// Returns the events that remain and how many went, or `None` when no event has that id
+    /// (the log is then untouched). Appends continue at the new end.
+    pub fn truncate_before(&mut self, event_id: &str) -> Result<Option<(Vec<Event>, usize)>, StoreError> {
+        let bytes = std::fs::read(&self.path).map_err(io_err(&self.path))?;
+        let mut kept = Vec::new();
+        let mut offset = 0usize;
+        let mut cut: Option<usize> = None;
+        let mut removed = 0usize;
+        for line in bytes.split_inclusive(|&b| b == b'\n') {
+            let start = offset;
+            offset += line.len();
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let Ok(event) = serde_json::from_slice::<Event>(line) else { continue };
+            if cut.is_none() && event.id == event_id {
+                cut = Some(start);
+            }
+            if cut.is_some() {
+                removed += 1;
+            } else {
+                kept.push(event);
+            }
+        }
+        let Some(at) = cut else { return Ok(None) };
+        self.file.set_len(at as u64).map_err(io_err(&self.path))?;
+        self.file.sync_data().map_err(io_err(&self.path))?;
+        Ok(Some((kept, removed)))
+    }
+
     /// Makes sure the file is empty or ends with `\n`.
     fn repair_tail(&mut self) -> Result<(), StoreError> {
         let len = self.file.metadata().map_err(io_err(&self.path))?.len();
@@ -187,6 +218,27 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    #[test]
+    fn truncation_cuts_at_an_event_and_appends_continue_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let written: Vec<Event> = (0..5).map(|n| event("user.message", n)).collect();
+        let mut log = EventLog::open(&path).unwrap();
+        for e in &written {
+            log.append(e).unwrap();
+        }
+        assert!(log.truncate_before("no-such-id").unwrap().is_none());
+        assert_eq!(EventLog::load(&path).unwrap().count, 5, "an unknown id changes nothing");
+
+        let (kept, removed) = log.truncate_before(&written[2].id).unwrap().unwrap();
+        assert_eq!((kept.as_slice(), removed), (&written[..2], 3));
+        let next = event("user.message", 9);
+        log.append(&next).unwrap();
+        let loaded = EventLog::load(&path).unwrap();
+        assert_eq!(loaded.events, vec![written[0].clone(), written[1].clone(), next]);
+        assert_eq!(loaded.skipped, 0);
     }
 
     #[test]

@@ -5,12 +5,15 @@
 //! - [`index`]: the SQLite `sessions` table behind `session.list` / `getLastId` / `getMetadata`.
 //!   It can be rebuilt from the logs.
 //! - [`layout`]: paths under `$COPILOT_HOME`, and `workspace.yaml`.
+//! - [`checkpoints`]: compaction summaries under `checkpoints/`, listed in `index.md`.
 
+pub mod checkpoints;
 pub mod event_log;
 mod files;
 pub mod index;
 pub mod layout;
 
+pub use checkpoints::Checkpoint;
 pub use event_log::{EventLog, LoadedLog};
 pub use index::{ListFilter, SessionIndex, SessionRow};
 pub use layout::{Layout, WorkspaceMeta};

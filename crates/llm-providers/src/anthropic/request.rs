@@ -60,6 +60,9 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> V
         let tools: Vec<WireTool<'_>> = req.tools.iter().map(wire_tool).collect();
         write_json(&mut out, &tools);
     }
+    if req.purpose == crate::types::Purpose::Compaction && !req.tools.is_empty() {
+        out.extend_from_slice(b",\"tool_choice\":{\"type\":\"none\"}");
+    }
     // Always streamed, as the original does; a non-streaming session ignores the deltas.
     if req.reasoning_effort.is_some() {
         // With any effort the original turns extended thinking on with the smallest budget
@@ -174,6 +177,15 @@ enum Block<'a> {
         kind: &'static str,
         source: ImageSource<'a>,
     },
+    Document {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        title: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        citations: Option<Value>,
+    },
     ToolUse {
         #[serde(rename = "type")]
         kind: &'static str,
@@ -261,6 +273,12 @@ fn part_block(part: &ContentPart) -> Option<Block<'_>> {
         ContentPart::ImageUrl { image_url } => {
             image_source(&image_url.url).map(|source| Block::Image { kind: "image", source })
         }
+        ContentPart::File { file } => image_source(&file.file_data).map(|source| Block::Document {
+            kind: "document",
+            source,
+            title: file.filename.as_deref(),
+            citations: file.citations.then(|| serde_json::json!({"enabled": true})),
+        }),
     }
 }
 
@@ -315,6 +333,7 @@ mod tests {
             interaction_id: "i".into(),
             session_id: "s".into(),
             extra_headers: vec![],
+            purpose: Default::default(),
             reasoning_effort: None,
         }
     }
@@ -404,6 +423,30 @@ mod tests {
             json!([
                 {"type": "tool_result", "tool_use_id": "t1", "content": "ok"},
                 {"type": "text", "text": "steer"},
+            ])
+        );
+    }
+
+    #[test]
+    fn documents_become_document_blocks_citing_when_asked() {
+        let file = |citations: bool| ContentPart::File {
+            file: crate::types::FilePart {
+                filename: Some("source.pdf".into()),
+                file_data: "data:application/pdf;base64,JVBERi0=".into(),
+                citations,
+            },
+        };
+        let m = messages(vec![Message::User {
+            content: UserContent::Parts(vec![ContentPart::Text { text: "sum up".into() }, file(true), file(false)]),
+        }]);
+        assert_eq!(
+            m[0]["content"],
+            json!([
+                {"type": "text", "text": "sum up"},
+                {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="},
+                 "title": "source.pdf", "citations": {"enabled": true}},
+                {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="},
+                 "title": "source.pdf"},
             ])
         );
     }

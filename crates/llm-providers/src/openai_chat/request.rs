@@ -2,7 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::types::{ChatRequest, Message, ToolCall, ToolSpec, WireFormat};
+use crate::types::{ChatRequest, Message, Purpose, ToolCall, ToolSpec, WireFormat};
 
 /// Which dialect of the body to produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +46,9 @@ pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Vec<u8> {
     }
     // Some endpoints reject an empty `tools` array, so the key is left out instead.
     if !req.tools.is_empty() {
+        if req.purpose == Purpose::Compaction {
+            out.extend_from_slice(b",\"tool_choice\":\"none\"");
+        }
         out.extend_from_slice(b",\"tools\":");
         let tools: Vec<WireTool<'_>> = req.tools.iter().map(wire_tool).collect();
         write_json(&mut out, &tools);
@@ -157,7 +160,24 @@ mod tests {
             session_id: "s".into(),
             extra_headers: vec![],
             reasoning_effort: None,
+            purpose: Purpose::Turn,
         }
+    }
+
+    #[test]
+    fn a_summary_call_offers_tools_but_forbids_them() {
+        let tool =
+            ToolSpec { name: "view".into(), description: "d".into(), parameters: json!({"type": "object"}).into() };
+        let mut req = request(false, vec![tool]);
+        assert!(body_value(&req, BodyFlavor::Capi).get("tool_choice").is_none());
+        req.purpose = Purpose::Compaction;
+        let body = body_value(&req, BodyFlavor::Capi);
+        assert_eq!(body["tool_choice"], "none");
+        assert_eq!(body["tools"][0]["function"]["name"], "view");
+        assert_eq!(req.interaction_type(), "conversation-compaction");
+        // Without tools there is nothing to forbid: some endpoints reject a lone tool_choice.
+        req.tools.clear();
+        assert!(body_value(&req, BodyFlavor::Capi).get("tool_choice").is_none());
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Op
         let tools: Vec<WireTool<'_>> = req.tools.iter().map(wire_tool).collect();
         write_json(&mut out, &tools);
     }
+    if req.purpose == crate::types::Purpose::Compaction && !req.tools.is_empty() {
+        out.extend_from_slice(b",\"tool_choice\":\"none\"");
+    }
     match &req.reasoning_effort {
         Some(effort) => {
             out.extend_from_slice(b",\"reasoning\":{\"effort\":");
@@ -135,13 +138,13 @@ pub(crate) fn input_items(message: &Message) -> Vec<Value> {
                 .iter()
                 .filter_map(|p| match p {
                     ContentPart::Text { text } => Some(text.as_str()),
-                    ContentPart::ImageUrl { .. } => None,
+                    ContentPart::ImageUrl { .. } | ContentPart::File { .. } => None,
                 })
                 .collect();
             let mut items =
                 vec![json!({"type": "function_call_output", "call_id": tool_call_id, "output": text.join("\n")})];
             let images: Vec<Value> =
-                parts.iter().filter(|p| matches!(p, ContentPart::ImageUrl { .. })).map(input_part).collect();
+                parts.iter().filter(|p| !matches!(p, ContentPart::Text { .. })).map(input_part).collect();
             if !images.is_empty() {
                 items.push(json!({"type": "message", "role": "user", "content": images}));
             }
@@ -158,6 +161,9 @@ fn input_part(part: &ContentPart) -> Value {
     match part {
         ContentPart::Text { text } => json!({"type": "input_text", "text": text}),
         ContentPart::ImageUrl { image_url } => json!({"type": "input_image", "image_url": image_url.url}),
+        ContentPart::File { file } => {
+            json!({"type": "input_file", "filename": file.filename.as_deref().unwrap_or("file"), "file_data": file.file_data})
+        }
     }
 }
 
@@ -181,6 +187,7 @@ mod tests {
             interaction_id: "i".into(),
             session_id: "session-7".into(),
             extra_headers: vec![],
+            purpose: Default::default(),
             reasoning_effort: None,
         }
     }

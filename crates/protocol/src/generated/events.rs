@@ -132,6 +132,15 @@ pub enum SessionEvent {
     ExternalToolCompleted(t::ExternalToolCompletedData),
     /// `agent.interrupted`: Metadata for work the user interrupted while the agent was running
     AgentInterrupted(t::AgentInterruptedData),
+    /// `session.compaction_start`: Context window breakdown at the start of LLM-powered
+    /// conversation compaction
+    SessionCompactionStart(t::CompactionStartData),
+    /// `session.compaction_complete`: Conversation compaction results including success status,
+    /// metrics, and optional error details
+    SessionCompactionComplete(t::CompactionCompleteData),
+    /// `session.snapshot_rewind`: Session rewind details including target event and count of
+    /// removed events
+    SessionSnapshotRewind(t::SnapshotRewindData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -192,6 +201,9 @@ impl SessionEvent {
             Self::ExternalToolRequested(_) => "external_tool.requested",
             Self::ExternalToolCompleted(_) => "external_tool.completed",
             Self::AgentInterrupted(_) => "agent.interrupted",
+            Self::SessionCompactionStart(_) => "session.compaction_start",
+            Self::SessionCompactionComplete(_) => "session.compaction_complete",
+            Self::SessionSnapshotRewind(_) => "session.snapshot_rewind",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -254,6 +266,9 @@ impl SessionEvent {
             Self::ExternalToolRequested(d) => d.serialize(s),
             Self::ExternalToolCompleted(d) => d.serialize(s),
             Self::AgentInterrupted(d) => d.serialize(s),
+            Self::SessionCompactionStart(d) => d.serialize(s),
+            Self::SessionCompactionComplete(d) => d.serialize(s),
+            Self::SessionSnapshotRewind(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -311,6 +326,9 @@ impl SessionEvent {
             "external_tool.requested" => typed(kind, data, Self::ExternalToolRequested),
             "external_tool.completed" => typed(kind, data, Self::ExternalToolCompleted),
             "agent.interrupted" => typed(kind, data, Self::AgentInterrupted),
+            "session.compaction_start" => typed(kind, data, Self::SessionCompactionStart),
+            "session.compaction_complete" => typed(kind, data, Self::SessionCompactionComplete),
+            "session.snapshot_rewind" => typed(kind, data, Self::SessionSnapshotRewind),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -357,6 +375,7 @@ pub fn ephemeral_policy_of(kind: &str) -> EphemeralPolicy {
         | "user_input.completed"
         | "external_tool.completed"
         | "agent.interrupted"
+        | "session.snapshot_rewind"
         | "session.autopilot_stopped" => EphemeralPolicy::Always,
         _ => EphemeralPolicy::Optional,
     }
@@ -411,6 +430,9 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("external_tool.requested", EphemeralPolicy::Optional),
     ("external_tool.completed", EphemeralPolicy::Always),
     ("agent.interrupted", EphemeralPolicy::Always),
+    ("session.compaction_start", EphemeralPolicy::Optional),
+    ("session.compaction_complete", EphemeralPolicy::Optional),
+    ("session.snapshot_rewind", EphemeralPolicy::Always),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -694,6 +716,24 @@ impl From<t::ExternalToolCompletedData> for SessionEvent {
 impl From<t::AgentInterruptedData> for SessionEvent {
     fn from(data: t::AgentInterruptedData) -> Self {
         Self::AgentInterrupted(data)
+    }
+}
+
+impl From<t::CompactionStartData> for SessionEvent {
+    fn from(data: t::CompactionStartData) -> Self {
+        Self::SessionCompactionStart(data)
+    }
+}
+
+impl From<t::CompactionCompleteData> for SessionEvent {
+    fn from(data: t::CompactionCompleteData) -> Self {
+        Self::SessionCompactionComplete(data)
+    }
+}
+
+impl From<t::SnapshotRewindData> for SessionEvent {
+    fn from(data: t::SnapshotRewindData) -> Self {
+        Self::SessionSnapshotRewind(data)
     }
 }
 

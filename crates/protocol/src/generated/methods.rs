@@ -390,7 +390,117 @@ impl crate::rpc::RpcMethod for ProviderTokenGetToken {
     type Result = t::ProviderTokenAcquireResult;
 }
 
+/// `session.history.compact`: Compacts the session history to reduce context usage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionHistoryCompact;
+
+impl crate::rpc::RpcMethod for SessionHistoryCompact {
+    const NAME: &'static str = "session.history.compact";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionHistoryCompactParams;
+    type Result = t::HistoryCompactResult;
+}
+
+/// `session.history.truncate`: Truncates persisted session history to a specific event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionHistoryTruncate;
+
+impl crate::rpc::RpcMethod for SessionHistoryTruncate {
+    const NAME: &'static str = "session.history.truncate";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionHistoryTruncateParams;
+    type Result = t::HistoryTruncateResult;
+}
+
+/// `session.history.summarizeForHandoff`: Produces a markdown summary of the session's conversation
+/// context for hand-off scenarios.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionHistorySummarizeForHandoff;
+
+impl crate::rpc::RpcMethod for SessionHistorySummarizeForHandoff {
+    const NAME: &'static str = "session.history.summarizeForHandoff";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionHistorySummarizeForHandoffParams;
+    type Result = t::HistorySummarizeForHandoffResult;
+}
+
+/// `session.history.cancelBackgroundCompaction`: Cancels any in-progress background compaction on a
+/// local session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionHistoryCancelBackgroundCompaction;
+
+impl crate::rpc::RpcMethod for SessionHistoryCancelBackgroundCompaction {
+    const NAME: &'static str = "session.history.cancelBackgroundCompaction";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionHistoryCancelBackgroundCompactionParams;
+    type Result = t::HistoryCancelBackgroundCompactionResult;
+}
+
+/// `session.history.abortManualCompaction`: Aborts any in-progress manual compaction on a local
+/// session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionHistoryAbortManualCompaction;
+
+impl crate::rpc::RpcMethod for SessionHistoryAbortManualCompaction {
+    const NAME: &'static str = "session.history.abortManualCompaction";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionHistoryAbortManualCompactionParams;
+    type Result = t::HistoryAbortManualCompactionResult;
+}
+
+/// `session.workspaces.listCheckpoints`: Lists workspace checkpoints in chronological order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesListCheckpoints;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesListCheckpoints {
+    const NAME: &'static str = "session.workspaces.listCheckpoints";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesListCheckpointsParams;
+    type Result = t::WorkspacesListCheckpointsResult;
+}
+
+/// `session.workspaces.readCheckpoint`: Reads the content of a workspace checkpoint by number.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesReadCheckpoint;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesReadCheckpoint {
+    const NAME: &'static str = "session.workspaces.readCheckpoint";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesReadCheckpointParams;
+    type Result = t::WorkspacesReadCheckpointResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionHistoryAbortManualCompactionParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionHistoryCancelBackgroundCompactionParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionHistoryCompactParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionHistorySummarizeForHandoffParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionHistoryTruncateParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -498,6 +608,18 @@ impl crate::rpc::SessionScoped for t::SessionToolsSetParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionWorkspacesListCheckpointsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkspacesReadCheckpointParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 /// Every allowlisted method name.
 pub const METHOD_NAMES: &[&str] = &[
     "connect",
@@ -531,4 +653,11 @@ pub const METHOD_NAMES: &[&str] = &[
     "llmInference.httpRequestStart",
     "llmInference.httpRequestChunk",
     "providerToken.getToken",
+    "session.history.compact",
+    "session.history.truncate",
+    "session.history.summarizeForHandoff",
+    "session.history.cancelBackgroundCompaction",
+    "session.history.abortManualCompaction",
+    "session.workspaces.listCheckpoints",
+    "session.workspaces.readCheckpoint",
 ];

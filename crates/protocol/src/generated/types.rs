@@ -1827,6 +1827,216 @@ pub struct Citations {
     pub spans: Vec<CitationSpan>,
 }
 
+/// Token usage breakdown for the compaction LLM call (aligned with assistant.usage format)
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompactionCompleteCompactionTokensUsed {
+    /// Input tokens consumed by the compaction LLM call
+    #[serde(rename = "inputTokens", default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Output tokens produced by the compaction LLM call
+    #[serde(rename = "outputTokens", default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// Cached input tokens reused in the compaction LLM call
+    #[serde(rename = "cacheReadTokens", default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    /// Tokens written to prompt cache in the compaction LLM call
+    #[serde(rename = "cacheWriteTokens", default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
+    /// Per-request cost and usage data from the CAPI copilot_usage response field
+    #[serde(rename = "copilotUsage", default, skip_serializing_if = "Option::is_none")]
+    pub copilot_usage: Option<CompactionCompleteCompactionTokensUsedCopilotUsage>,
+    /// Duration of the compaction LLM call in milliseconds
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<u64>,
+    /// Model identifier used for the compaction LLM call
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// Per-request cost and usage data from the CAPI copilot_usage response field
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompactionCompleteCompactionTokensUsedCopilotUsage {
+    /// Default billing model for token details that do not identify their own model
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Itemized token usage breakdown
+    #[serde(rename = "tokenDetails", default, skip_serializing_if = "Option::is_none")]
+    pub token_details: Option<Vec<CompactionCompleteCompactionTokensUsedCopilotUsageTokenDetail>>,
+    /// Total cost in nano-AI units for this request
+    #[serde(rename = "totalNanoAiu")]
+    pub total_nano_aiu: f64,
+}
+
+/// Token usage detail for a single billing category
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompactionCompleteCompactionTokensUsedCopilotUsageTokenDetail {
+    /// Number of tokens in this billing batch
+    #[serde(rename = "batchSize")]
+    pub batch_size: u64,
+    /// Cost per batch of tokens
+    #[serde(rename = "costPerBatch")]
+    pub cost_per_batch: u64,
+    /// Model responsible for this billing entry
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Total token count for this entry
+    #[serde(rename = "tokenCount")]
+    pub token_count: u64,
+    /// Token category (e.g., "input", "output")
+    #[serde(rename = "tokenType")]
+    pub token_type: String,
+}
+
+/// Conversation compaction results including success status, metrics, and optional error details
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompactionCompleteData {
+    /// Whether compaction completed successfully
+    pub success: bool,
+    /// Error message if compaction failed
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Total tokens in conversation before compaction
+    #[serde(rename = "preCompactionTokens", default, skip_serializing_if = "Option::is_none")]
+    pub pre_compaction_tokens: Option<u64>,
+    /// Total tokens in conversation after compaction
+    #[serde(rename = "postCompactionTokens", default, skip_serializing_if = "Option::is_none")]
+    pub post_compaction_tokens: Option<u64>,
+    /// Number of messages before compaction
+    #[serde(rename = "preCompactionMessagesLength", default, skip_serializing_if = "Option::is_none")]
+    pub pre_compaction_messages_length: Option<u64>,
+    /// Number of messages removed during compaction
+    #[serde(rename = "messagesRemoved", default, skip_serializing_if = "Option::is_none")]
+    pub messages_removed: Option<u64>,
+    /// Number of tokens removed during compaction
+    #[serde(rename = "tokensRemoved", default, skip_serializing_if = "Option::is_none")]
+    pub tokens_removed: Option<u64>,
+    /// User-supplied focus instructions provided to a manual `/compact` invocation. Omitted for
+    /// automatic compaction and for manual compaction with no focus text.
+    #[serde(rename = "customInstructions", default, skip_serializing_if = "Option::is_none")]
+    pub custom_instructions: Option<String>,
+    /// LLM-generated summary of the compacted conversation history
+    #[serde(rename = "summaryContent", default, skip_serializing_if = "Option::is_none")]
+    pub summary_content: Option<String>,
+    /// Authoritative active-factory reminder appended to the compacted context
+    #[serde(rename = "activeFactorySummary", default, skip_serializing_if = "Option::is_none")]
+    pub active_factory_summary: Option<String>,
+    /// Canonical model identifier used for model-specific behavior when replaying compaction
+    #[serde(rename = "behaviorModelId", default, skip_serializing_if = "Option::is_none")]
+    pub behavior_model_id: Option<String>,
+    /// Checkpoint snapshot number created for recovery
+    #[serde(rename = "checkpointNumber", default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_number: Option<u64>,
+    /// File path where the checkpoint was stored
+    #[serde(rename = "checkpointPath", default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_path: Option<String>,
+    /// Token usage breakdown for the compaction LLM call (aligned with assistant.usage format)
+    #[serde(rename = "compactionTokensUsed", default, skip_serializing_if = "Option::is_none")]
+    pub compaction_tokens_used: Option<CompactionCompleteCompactionTokensUsed>,
+    /// GitHub request tracing ID (x-github-request-id header) for the compaction LLM call
+    #[serde(rename = "requestId", default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// Copilot service request ID (x-copilot-service-request-id header) for the compaction LLM call
+    #[serde(rename = "serviceRequestId", default, skip_serializing_if = "Option::is_none")]
+    pub service_request_id: Option<String>,
+    /// Token count from system message(s) after compaction
+    #[serde(rename = "systemTokens", default, skip_serializing_if = "Option::is_none")]
+    pub system_tokens: Option<u64>,
+    /// Token count from non-system messages (user, assistant, tool) after compaction
+    #[serde(rename = "conversationTokens", default, skip_serializing_if = "Option::is_none")]
+    pub conversation_tokens: Option<u64>,
+    /// Token count from tool definitions after compaction
+    #[serde(rename = "toolDefinitionsTokens", default, skip_serializing_if = "Option::is_none")]
+    pub tool_definitions_tokens: Option<u64>,
+    /// For failed compaction only: the HTTP status code of the compaction LLM call failure, when it
+    /// carried one. Absent for successful compaction and for failures without an HTTP status (e.g.
+    /// an empty model response or a transport error).
+    #[serde(rename = "statusCode", default, skip_serializing_if = "Option::is_none")]
+    pub status_code: Option<u64>,
+    /// Model context window token limit the compaction was targeting, when known
+    #[serde(rename = "tokenLimit", default, skip_serializing_if = "Option::is_none")]
+    pub token_limit: Option<u64>,
+    /// What initiated this compaction, when known
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<CompactionTrigger>,
+}
+
+/// Context window breakdown at the start of LLM-powered conversation compaction
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompactionStartData {
+    /// Model identifier used for compaction, when known
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Token count from system message(s) at compaction start
+    #[serde(rename = "systemTokens", default, skip_serializing_if = "Option::is_none")]
+    pub system_tokens: Option<u64>,
+    /// Token count from non-system messages (user, assistant, tool) at compaction start
+    #[serde(rename = "conversationTokens", default, skip_serializing_if = "Option::is_none")]
+    pub conversation_tokens: Option<u64>,
+    /// Token count from tool definitions at compaction start
+    #[serde(rename = "toolDefinitionsTokens", default, skip_serializing_if = "Option::is_none")]
+    pub tool_definitions_tokens: Option<u64>,
+    /// Total context tokens (system + conversation + tool definitions) at compaction start, when
+    /// known
+    #[serde(rename = "currentTokens", default, skip_serializing_if = "Option::is_none")]
+    pub current_tokens: Option<u64>,
+    /// Model context window token limit the compaction is targeting, when known
+    #[serde(rename = "tokenLimit", default, skip_serializing_if = "Option::is_none")]
+    pub token_limit: Option<u64>,
+    /// What initiated this compaction, when known
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<CompactionTrigger>,
+}
+
+/// What initiated a conversation compaction
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CompactionTrigger {
+    /// Background compaction started automatically because context utilization crossed the
+    /// background threshold.
+    #[serde(rename = "threshold")]
+    Threshold,
+    /// Compaction forced by a context-limit model response (e.g. HTTP 413) before retrying the
+    /// request.
+    #[serde(rename = "context_limit_retry")]
+    ContextLimitRetry,
+    /// User-requested compaction, e.g. the /compact command or the history.compact API.
+    #[serde(rename = "manual")]
+    Manual,
+    /// Emergency compaction triggered by high process memory usage.
+    #[serde(rename = "memory_pressure")]
+    MemoryPressure,
+    /// Compaction requested while switching to a model with a smaller context window.
+    #[serde(rename = "model_switch")]
+    ModelSwitch,
+}
+
+impl CompactionTrigger {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Threshold,
+        Self::ContextLimitRetry,
+        Self::Manual,
+        Self::MemoryPressure,
+        Self::ModelSwitch,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Threshold => "threshold",
+            Self::ContextLimitRetry => "context_limit_retry",
+            Self::Manual => "manual",
+            Self::MemoryPressure => "memory_pressure",
+            Self::ModelSwitch => "model_switch",
+        }
+    }
+}
+
+impl std::fmt::Display for CompactionTrigger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Identity of the integrating host, declared once on the `server.connect` handshake so telemetry
 /// from this connection is attributed to a single, consistent surface. All fields are optional;
 /// omit them to keep the default attribution.
@@ -2492,6 +2702,90 @@ pub struct GitHubRepoRef {
 pub struct HandlePendingToolCallResult {
     /// Whether the tool call result was handled successfully
     pub success: bool,
+}
+
+/// Indicates whether an in-progress manual compaction was aborted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryAbortManualCompactionResult {
+    /// Whether an in-progress manual compaction was aborted. False when no manual compaction was
+    /// running, when its abort controller was already aborted, or when the session is remote.
+    pub aborted: bool,
+}
+
+/// Indicates whether an in-progress background compaction was cancelled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryCancelBackgroundCompactionResult {
+    /// Whether an in-progress background compaction was cancelled. False when no compaction was
+    /// running, when the session is remote, or when the underlying processor was unavailable.
+    pub cancelled: bool,
+}
+
+/// Post-compaction context window usage breakdown
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryCompactContextWindow {
+    /// Maximum token count for the model's context window
+    #[serde(rename = "tokenLimit")]
+    pub token_limit: u64,
+    /// Current total tokens in the context window (system + conversation + tool definitions)
+    #[serde(rename = "currentTokens")]
+    pub current_tokens: u64,
+    /// Current number of messages in the conversation
+    #[serde(rename = "messagesLength")]
+    pub messages_length: u64,
+    /// Token count from system message(s)
+    #[serde(rename = "systemTokens", default, skip_serializing_if = "Option::is_none")]
+    pub system_tokens: Option<u64>,
+    /// Token count from non-system messages (user, assistant, tool)
+    #[serde(rename = "conversationTokens", default, skip_serializing_if = "Option::is_none")]
+    pub conversation_tokens: Option<u64>,
+    /// Token count from tool definitions
+    #[serde(rename = "toolDefinitionsTokens", default, skip_serializing_if = "Option::is_none")]
+    pub tool_definitions_tokens: Option<u64>,
+}
+
+/// Compaction outcome with the number of tokens and messages removed, summary text, and the
+/// resulting context window breakdown.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryCompactResult {
+    /// Whether compaction completed successfully
+    pub success: bool,
+    /// Number of tokens freed by compaction
+    #[serde(rename = "tokensRemoved")]
+    pub tokens_removed: u64,
+    /// Number of messages removed during compaction
+    #[serde(rename = "messagesRemoved")]
+    pub messages_removed: u64,
+    /// Summary text produced by compaction. Omitted when compaction did not produce a summary (e.g.
+    /// failure path).
+    #[serde(rename = "summaryContent", default, skip_serializing_if = "Option::is_none")]
+    pub summary_content: Option<String>,
+    /// Post-compaction context window usage breakdown
+    #[serde(rename = "contextWindow", default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<HistoryCompactContextWindow>,
+}
+
+/// Markdown summary of the conversation context (empty when not available).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistorySummarizeForHandoffResult {
+    /// Markdown summary of the conversation context produced by an LLM. Empty string when there are
+    /// no messages or when the session does not support local summarization.
+    pub summary: String,
+}
+
+/// Number of events that were removed by the truncation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryTruncateResult {
+    /// Number of events that were removed
+    #[serde(rename = "eventsRemoved")]
+    pub events_removed: u64,
+    /// True when conversation truncation succeeded but post-truncation workspace checkpoint cleanup
+    /// failed. History is already truncated; callers may still prune snapshots but should report a
+    /// checkpoint-cleanup rather than a truncation failure.
+    #[serde(rename = "checkpointCleanupFailed", default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_cleanup_failed: Option<bool>,
+    /// Failure detail when checkpointCleanupFailed is true.
+    #[serde(rename = "checkpointCleanupError", default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_cleanup_error: Option<String>,
 }
 
 /// Hook invocation completion details including output, success status, and error information
@@ -7205,6 +7499,98 @@ pub struct SessionAbortParams {
     pub reason: Option<AbortReason>,
 }
 
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionHistoryAbortManualCompactionParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionHistoryCancelBackgroundCompactionParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Optional compaction parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionHistoryCompactParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Optional user-provided instructions to focus the compaction summary
+    #[serde(rename = "customInstructions", default, skip_serializing_if = "Option::is_none")]
+    pub custom_instructions: Option<String>,
+    /// What initiated this compaction request, recorded as the `trigger` on the persisted
+    /// `session.compaction_start` / `session.compaction_complete` events. When absent, the
+    /// compaction is persisted without trigger attribution (initiator unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<SessionHistoryCompactParamsTrigger>,
+    /// Context window token limit this compaction is targeting, recorded as the `tokenLimit` on the
+    /// persisted `session.compaction_start` / `session.compaction_complete` events. Set it when the
+    /// compaction targets a window other than the compacting model's own, e.g. switching to a model
+    /// with a smaller context window: the compaction still runs on the current model, so the limit
+    /// that motivated it would otherwise be lost. When absent, the events record the compacting
+    /// model's own resolved limit. Attribution metadata only - it does not change how much the
+    /// compaction removes.
+    #[serde(rename = "tokenLimit", default, skip_serializing_if = "Option::is_none")]
+    pub token_limit: Option<u64>,
+}
+
+/// What initiated this compaction request, recorded as the `trigger` on the persisted
+/// `session.compaction_start` / `session.compaction_complete` events. When absent, the compaction
+/// is persisted without trigger attribution (initiator unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionHistoryCompactParamsTrigger {
+    /// User-requested compaction, e.g. the /compact command or a direct history.compact call.
+    #[serde(rename = "manual")]
+    Manual,
+    /// Compaction requested while switching to a model with a smaller context window.
+    #[serde(rename = "model_switch")]
+    ModelSwitch,
+}
+
+impl SessionHistoryCompactParamsTrigger {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Manual, Self::ModelSwitch];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Manual => "manual",
+            Self::ModelSwitch => "model_switch",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionHistoryCompactParamsTrigger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionHistorySummarizeForHandoffParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifier of the event to truncate to; this event and all later events are removed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionHistoryTruncateParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Event ID to truncate to. This event and all events after it are removed from the session.
+    #[serde(rename = "eventId")]
+    pub event_id: String,
+}
+
 /// Optional session limits.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionLimitsConfig {
@@ -7709,6 +8095,24 @@ pub struct SessionToolsSetParams {
     pub tools: Vec<ProtocolExternalToolDefinition>,
 }
 
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesListCheckpointsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Checkpoint number to read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesReadCheckpointParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Checkpoint number to read
+    pub number: u64,
+}
+
 /// Usage attributed to one agent instance at session shutdown.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShutdownAgentMetric {
@@ -7916,6 +8320,17 @@ impl std::fmt::Display for ShutdownType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Session rewind details including target event and count of removed events
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotRewindData {
+    /// Event ID that was rewound to; this event and all after it were removed
+    #[serde(rename = "upToEventId")]
+    pub up_to_event_id: String,
+    /// Number of events that were removed by the rewind
+    #[serde(rename = "eventsRemoved")]
+    pub events_removed: u64,
 }
 
 /// Session initialization metadata including context and configuration
@@ -9291,6 +9706,32 @@ impl std::fmt::Display for WorkingDirectoryContextHostType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Workspace checkpoint metadata with assigned number, human-readable title, and checkpoint
+/// filename.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesCheckpoints {
+    /// Checkpoint number assigned by the workspace manager
+    pub number: u64,
+    /// Human-readable checkpoint title
+    pub title: String,
+    /// Filename of the checkpoint within the workspace checkpoints directory
+    pub filename: String,
+}
+
+/// Workspace checkpoints in chronological order; empty when the workspace is not enabled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesListCheckpointsResult {
+    /// Workspace checkpoints in chronological order. Empty when workspace is not enabled.
+    pub checkpoints: Vec<WorkspacesCheckpoints>,
+}
+
+/// Checkpoint content as a UTF-8 string, or null when the checkpoint or workspace is missing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesReadCheckpointResult {
+    /// Checkpoint content as a UTF-8 string, or null when the checkpoint or workspace is missing
+    pub content: Option<String>,
 }
 
 // serde_json::Value in this file

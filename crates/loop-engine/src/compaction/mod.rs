@@ -1,0 +1,455 @@
+//! Compaction: when the conversation nears the model's context window (infinite sessions), or
+//! when a client asks, the model summarizes the conversation; the summary replaces the messages
+//! it covers in the model's context, and is kept as a checkpoint in the session's workspace.
+//! The event log keeps everything: only what the model is sent shrinks.
+//!
+//! A compaction runs beside the session as a task ([`InFlight`]) over a snapshot of the
+//! history; turns go on meanwhile. It travels with the [`Conversation`]: the run applies it
+//! before a model call once it is done (or waits for it when the context is nearly full, or
+//! when a client asked for it), the actor applies it when the session is idle.
+
+mod control;
+mod job;
+pub(crate) mod text;
+
+use std::sync::Arc;
+
+use llm_providers::{Message, ToolSpec, UserContent};
+use protocol::generated::types as t;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::byok::Route;
+use crate::conversation::Conversation;
+use crate::emitter::Emitter;
+use crate::handle::SessionHandle;
+use crate::Deps;
+
+pub(crate) use control::Control;
+pub(crate) use job::{Failure, Summary};
+
+/// Fewer messages than this are not worth summarizing in the background.
+const MIN_MESSAGES: usize = 3;
+
+/// `infiniteSessions` of a session: automatic compaction and its thresholds (fractions of the
+/// model's context window).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InfiniteSessions {
+    pub enabled: bool,
+    /// Compact in the background from this fill level on.
+    pub background_threshold: f64,
+    /// From this fill level on, a model call waits for a running compaction.
+    pub buffer_threshold: f64,
+}
+
+impl Default for InfiniteSessions {
+    fn default() -> Self {
+        Self { enabled: true, background_threshold: 0.80, buffer_threshold: 0.95 }
+    }
+}
+
+impl InfiniteSessions {
+    pub fn from_params(p: Option<&protocol::methods::InfiniteSessionsConfig>) -> Self {
+        let d = Self::default();
+        let Some(p) = p else { return d };
+        let fraction = |v: Option<f64>, default: f64| v.filter(|v| v.is_finite() && *v > 0.0).unwrap_or(default);
+        Self {
+            enabled: p.enabled.unwrap_or(d.enabled),
+            background_threshold: fraction(p.background_compaction_threshold, d.background_threshold),
+            buffer_threshold: fraction(p.buffer_exhaustion_threshold, d.buffer_threshold),
+        }
+    }
+}
+
+/// The context's size in tokens, estimated from its bytes (about four per token) as the
+/// original does before a model has reported usage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tokens {
+    pub system: u64,
+    pub conversation: u64,
+    pub tools: u64,
+}
+
+impl Tokens {
+    pub fn estimate(system: &str, conversation_bytes: usize, tools: &[ToolSpec]) -> Self {
+        let tool_bytes: usize =
+            tools.iter().map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len()).sum();
+        Self {
+            system: (system.len() / 4) as u64,
+            conversation: (conversation_bytes / 4) as u64,
+            tools: (tool_bytes / 4) as u64,
+        }
+    }
+
+    pub fn current(&self) -> u64 {
+        self.system + self.conversation + self.tools
+    }
+
+    fn over(&self, fraction: f64, limit: u64) -> bool {
+        self.current() as f64 >= fraction * limit as f64
+    }
+}
+
+/// Who gets a manual compaction's outcome.
+pub(crate) type ManualReply = oneshot::Sender<Result<t::HistoryCompactResult, String>>;
+
+/// A compaction under way.
+pub(crate) struct InFlight {
+    /// Set for a compaction a client asked for (it waits for the outcome).
+    manual: Option<ManualReply>,
+    trigger: Option<t::CompactionTrigger>,
+    custom_instructions: Option<String>,
+    /// How many history messages the summary covers (the history's length when it started).
+    mark: usize,
+    /// How many of the user's prompts were sent by then.
+    prompts: usize,
+    pre: Tokens,
+    token_limit: u64,
+    model: String,
+    job: tokio::task::JoinHandle<Result<Summary, job::Failure>>,
+}
+
+impl InFlight {
+    pub fn is_manual(&self) -> bool {
+        self.manual.is_some()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.job.is_finished()
+    }
+
+    /// The session is going away: the work stops, a client waiting for it is told.
+    pub fn abandon(self) {
+        self.job.abort();
+        if let Some(reply) = self.manual {
+            let _ = reply.send(Err("The session ended before the compaction finished.".into()));
+        }
+    }
+}
+
+/// The model call of a handoff summary: the conversation under the handoff instructions, no
+/// tools.
+pub(crate) fn handoff_request(
+    mut history: llm_providers::History,
+    model: &str,
+    session_id: &str,
+) -> llm_providers::ChatRequest {
+    history.push(Message::User { content: UserContent::Text(text::handoff_request().to_string()) });
+    llm_providers::ChatRequest {
+        model: model.to_string(),
+        system: text::handoff_system().to_string(),
+        history,
+        tools: Vec::new(),
+        stream: true,
+        initiator: llm_providers::Initiator::Agent,
+        interaction_id: uuid::Uuid::new_v4().to_string(),
+        session_id: session_id.to_string(),
+        extra_headers: Vec::new(),
+        reasoning_effort: None,
+        purpose: llm_providers::Purpose::Turn,
+    }
+}
+
+/// Runs a handoff summary call; its answer's text is the summary.
+pub(crate) async fn handoff(
+    client: Arc<dyn llm_providers::ModelClient>,
+    req: llm_providers::ChatRequest,
+) -> Result<String, String> {
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let resp = client.chat(req, tx, CancellationToken::new()).await.map_err(|e| e.to_string())?;
+    Ok(resp.replies.iter().map(|r| r.content.as_str()).collect())
+}
+
+/// What a compaction needs to know about the call it summarizes for.
+pub(crate) struct CallShape<'a> {
+    pub system: &'a str,
+    pub tools: &'a [ToolSpec],
+    pub route: &'a Route,
+    pub token_limit: u64,
+    /// The session's name for the model (events show it).
+    pub model: &'a str,
+    pub interaction_id: &'a str,
+}
+
+/// Why a compaction starts.
+pub(crate) struct Request {
+    pub trigger: Option<t::CompactionTrigger>,
+    pub custom_instructions: Option<String>,
+    pub manual: Option<ManualReply>,
+}
+
+/// Whether the history holds anything a summary would replace.
+pub(crate) fn nothing_to_compact(conv: &Conversation) -> bool {
+    let mut messages = conv.history.messages();
+    match (messages.next(), messages.next()) {
+        (None, _) => true,
+        (Some(Message::User { content: UserContent::Text(first) }), None) => text::is_wrapper(first),
+        _ => false,
+    }
+}
+
+/// Starts a compaction of everything in the history so far. Emits `session.compaction_start`.
+pub(crate) fn start(
+    deps: &Arc<Deps>,
+    handle: &SessionHandle,
+    conv: &mut Conversation,
+    call: &CallShape<'_>,
+    req: Request,
+) {
+    let pre = Tokens::estimate(call.system, conv.bytes, call.tools);
+    handle.emitter().emit(t::CompactionStartData {
+        model: Some(call.model.to_string()),
+        system_tokens: Some(pre.system),
+        conversation_tokens: Some(pre.conversation),
+        tool_definitions_tokens: Some(pre.tools),
+        current_tokens: Some(pre.current()),
+        token_limit: Some(call.token_limit),
+        trigger: req.trigger,
+    });
+    let cancel = CancellationToken::new();
+    handle.compaction().started(req.manual.is_some(), cancel.clone());
+    let job = job::spawn(job::Params {
+        client: call.route.client.clone(),
+        layout: deps.layout.clone(),
+        session_id: handle.id().to_string(),
+        request: job::summary_request(conv, call, handle.id(), req.custom_instructions.as_deref()),
+        estimated_input: pre.current() + (text::summary_request(req.custom_instructions.as_deref()).len() / 4) as u64,
+        cancel,
+    });
+    conv.compaction = Some(InFlight {
+        manual: req.manual,
+        trigger: req.trigger,
+        custom_instructions: req.custom_instructions,
+        mark: conv.history.len(),
+        prompts: conv.prompts.len(),
+        pre,
+        token_limit: call.token_limit,
+        model: call.model.to_string(),
+        job,
+    });
+}
+
+/// Before a model call of a run: applies a compaction that is done (or must be waited for),
+/// and starts one when the context passed the session's threshold.
+pub(crate) async fn before_call(
+    deps: &Arc<Deps>,
+    handle: &SessionHandle,
+    conv: &mut Conversation,
+    call: &CallShape<'_>,
+    limits: InfiniteSessions,
+    cancel: &CancellationToken,
+) {
+    let tokens = Tokens::estimate(call.system, conv.bytes, call.tools);
+    if let Some(f) = &conv.compaction {
+        let full = limits.enabled && tokens.over(limits.buffer_threshold, call.token_limit);
+        if f.is_finished() || f.is_manual() || full {
+            wait_and_apply(handle, conv, cancel).await;
+        }
+    }
+    let tokens = Tokens::estimate(call.system, conv.bytes, call.tools);
+    let grown = conv.history.len() >= conv.failed_mark.map_or(MIN_MESSAGES, |m| m + MIN_MESSAGES);
+    if limits.enabled
+        && conv.compaction.is_none()
+        && grown
+        && tokens.over(limits.background_threshold, call.token_limit)
+    {
+        let req = Request { trigger: Some(t::CompactionTrigger::Threshold), custom_instructions: None, manual: None };
+        start(deps, handle, conv, call, req);
+    }
+}
+
+/// The model refused the context as too long: compact everything now (or finish the compaction
+/// under way) before the call is sent again.
+pub(crate) async fn compact_now(
+    deps: &Arc<Deps>,
+    handle: &SessionHandle,
+    conv: &mut Conversation,
+    call: &CallShape<'_>,
+    cancel: &CancellationToken,
+) {
+    if conv.compaction.is_none() && !nothing_to_compact(conv) {
+        let req =
+            Request { trigger: Some(t::CompactionTrigger::ContextLimitRetry), custom_instructions: None, manual: None };
+        start(deps, handle, conv, call, req);
+    }
+    wait_and_apply(handle, conv, cancel).await;
+}
+
+/// Waits for the compaction under way (unless `cancel` fires first: it then stays under way)
+/// and applies it.
+async fn wait_and_apply(handle: &SessionHandle, conv: &mut Conversation, cancel: &CancellationToken) {
+    let Some(mut f) = conv.compaction.take() else { return };
+    let result = tokio::select! {
+        r = &mut f.job => r,
+        _ = cancel.cancelled() => {
+            conv.compaction = Some(f);
+            return;
+        }
+    };
+    apply(handle, conv, f, job::joined(result));
+}
+
+/// The compaction under way, once it is done (never, when there is none): for the actor, which
+/// applies it while the session is idle.
+pub(crate) async fn finished(conv: &mut Option<Conversation>) -> Result<Summary, job::Failure> {
+    match conv.as_mut().and_then(|c| c.compaction.as_mut()) {
+        Some(f) => job::joined((&mut f.job).await),
+        None => std::future::pending().await,
+    }
+}
+
+/// Replaces the summarized messages with the summary (or records the failure), emits
+/// `session.compaction_complete` and answers a client waiting for it.
+pub(crate) fn apply(
+    handle: &SessionHandle,
+    conv: &mut Conversation,
+    f: InFlight,
+    result: Result<Summary, job::Failure>,
+) {
+    handle.compaction().finished();
+    let emitter: &Emitter = handle.emitter();
+    let summary = match result {
+        Ok(s) => s,
+        Err(failure) => {
+            if f.manual.is_none() {
+                conv.failed_mark = Some(f.mark);
+            }
+            emitter.emit(t::CompactionCompleteData {
+                success: false,
+                error: Some(failure.message.clone()),
+                custom_instructions: f.custom_instructions.clone(),
+                token_limit: Some(f.token_limit),
+                trigger: f.trigger,
+                status_code: failure.status.map(u64::from),
+                ..Default::default()
+            });
+            if let Some(reply) = f.manual {
+                let _ = reply.send(Err(failure.message));
+            }
+            return;
+        }
+    };
+    conv.failed_mark = None;
+    let pre_len = conv.history.len();
+    // Measured now: the history may have grown while the summary was being written.
+    let pre_tokens = Tokens { conversation: (conv.bytes / 4) as u64, ..f.pre }.current();
+    let partial = pre_len > f.mark;
+    let prompts = &conv.prompts[..f.prompts.min(conv.prompts.len())];
+    let wrapper = text::wrapper(partial, prompts, &summary.text);
+    conv.replace_front(f.mark, Message::User { content: UserContent::Text(wrapper) });
+    let post = Tokens { conversation: (conv.bytes / 4) as u64, ..f.pre };
+    let messages_removed = pre_len.saturating_sub(conv.history.len()) as u64;
+    let tokens_removed = pre_tokens.saturating_sub(post.current());
+    emitter.emit(t::CompactionCompleteData {
+        success: true,
+        pre_compaction_tokens: Some(pre_tokens),
+        post_compaction_tokens: Some(post.current()),
+        pre_compaction_messages_length: Some(pre_len as u64),
+        messages_removed: Some(messages_removed),
+        tokens_removed: Some(tokens_removed),
+        custom_instructions: f.custom_instructions.clone(),
+        summary_content: Some(summary.text.clone()),
+        behavior_model_id: Some(f.model.clone()),
+        checkpoint_number: summary.checkpoint.as_ref().map(|(n, _)| u64::from(*n)),
+        checkpoint_path: summary.checkpoint.as_ref().map(|(_, p)| p.to_string_lossy().into_owned()),
+        compaction_tokens_used: Some(t::CompactionCompleteCompactionTokensUsed {
+            input_tokens: Some(summary.usage.input_tokens),
+            output_tokens: Some(summary.usage.output_tokens),
+            cache_read_tokens: Some(summary.usage.cache_read_tokens),
+            cache_write_tokens: Some(summary.usage.cache_write_tokens),
+            duration: Some(summary.duration_ms),
+            model: Some(summary.model.clone().unwrap_or_else(|| f.model.clone())),
+            ..Default::default()
+        }),
+        request_id: summary.api_call_id.clone(),
+        system_tokens: Some(post.system),
+        conversation_tokens: Some(post.conversation),
+        tool_definitions_tokens: Some(post.tools),
+        token_limit: Some(f.token_limit),
+        trigger: f.trigger,
+        ..Default::default()
+    });
+    if let Some(reply) = f.manual {
+        let _ = reply.send(Ok(t::HistoryCompactResult {
+            success: true,
+            tokens_removed,
+            messages_removed,
+            summary_content: Some(summary.text),
+            context_window: Some(t::HistoryCompactContextWindow {
+                token_limit: f.token_limit,
+                current_tokens: post.current(),
+                messages_length: conv.history.len() as u64,
+                system_tokens: Some(post.system),
+                conversation_tokens: Some(post.conversation),
+                tool_definitions_tokens: Some(post.tools),
+            }),
+        }));
+    }
+}
+
+/// A manual compaction that found nothing to summarize: the events the original emits, and
+/// the error the client gets.
+pub(crate) fn nothing(handle: &SessionHandle, call: &CallShape<'_>, conv: &Conversation, req: Request) {
+    let tokens = Tokens::estimate(call.system, conv.bytes, call.tools);
+    let emitter = handle.emitter();
+    emitter.emit(t::CompactionStartData {
+        model: Some(call.model.to_string()),
+        system_tokens: Some(tokens.system),
+        conversation_tokens: Some(tokens.conversation),
+        tool_definitions_tokens: Some(tokens.tools),
+        current_tokens: Some(tokens.current()),
+        token_limit: Some(call.token_limit),
+        trigger: req.trigger,
+    });
+    emitter.emit(t::CompactionCompleteData {
+        success: false,
+        error: Some(NOTHING.into()),
+        custom_instructions: req.custom_instructions,
+        token_limit: Some(call.token_limit),
+        trigger: req.trigger,
+        ..Default::default()
+    });
+    if let Some(reply) = req.manual {
+        let _ = reply.send(Err(NOTHING.into()));
+    }
+}
+
+pub(crate) const NOTHING: &str = "Nothing to compact.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::methods::InfiniteSessionsConfig;
+
+    #[test]
+    fn thresholds_default_to_the_originals_and_ignore_nonsense() {
+        assert_eq!(InfiniteSessions::from_params(None), InfiniteSessions::default());
+        let p = InfiniteSessionsConfig {
+            enabled: Some(false),
+            background_compaction_threshold: Some(0.5),
+            buffer_exhaustion_threshold: Some(f64::NAN),
+        };
+        let s = InfiniteSessions::from_params(Some(&p));
+        assert!(!s.enabled);
+        assert_eq!((s.background_threshold, s.buffer_threshold), (0.5, 0.95));
+    }
+
+    #[test]
+    fn only_a_lone_summary_is_nothing_to_compact() {
+        let user = |t: &str| Message::User { content: UserContent::Text(t.into()) };
+        assert!(nothing_to_compact(&Conversation::new(vec![], None)));
+        assert!(nothing_to_compact(&Conversation::new(vec![user(&text::wrapper(false, &[], "s"))], None)));
+        assert!(!nothing_to_compact(&Conversation::new(vec![user("hi")], None)));
+        let two = vec![user(&text::wrapper(false, &[], "s")), user("hi")];
+        assert!(!nothing_to_compact(&Conversation::new(two, None)));
+    }
+
+    #[test]
+    fn tokens_are_estimated_from_bytes() {
+        let tools =
+            [ToolSpec { name: "ab".into(), description: "cd".into(), parameters: serde_json::json!({}).into() }];
+        let t = Tokens::estimate(&"x".repeat(40), 400, &tools);
+        assert_eq!((t.system, t.conversation, t.tools, t.current()), (10, 100, 1, 111));
+        assert!(t.over(0.5, 200) && !t.over(0.6, 200));
+    }
+}
