@@ -412,6 +412,13 @@ async fn another_tenants_sessions_are_answered_as_unknown_ids() {
             ("session.mode.get", |id| json!({"sessionId": id})),
             ("session.plan.read", |id| json!({"sessionId": id})),
             ("session.permissions.pendingRequests", |id| json!({"sessionId": id})),
+            ("session.history.compact", |id| json!({"sessionId": id})),
+            (
+                "session.history.truncate",
+                |id| json!({"sessionId": id, "eventId": "00000000-0000-4000-8000-000000000001"}),
+            ),
+            ("session.history.cancelBackgroundCompaction", |id| json!({"sessionId": id})),
+            ("session.workspaces.listCheckpoints", |id| json!({"sessionId": id})),
             ("session.resume", |id| json!({"sessionId": id})),
             ("session.detach", |id| json!({"sessionId": id})),
             ("session.delete", |id| json!({"sessionId": id})),
