@@ -52,11 +52,11 @@ impl Metrics {
         let sessions_active = Gauge::default();
         registry.register("sessions_active", "Sessions loaded in memory", sessions_active.clone());
         let turns = Counter::default();
-        registry.register("turns", "Model calls made (one per turn)", turns.clone());
+        registry.register("turns", "Turns run (one model call each; compaction summaries not counted)", turns.clone());
         let model_latency = duration_histogram();
         registry.register_with_unit(
             "model_latency",
-            "Duration of one model call, request to last streamed token",
+            "Duration of one model call (turns and compaction summaries), request to last streamed token",
             prometheus_client::registry::Unit::Seconds,
             model_latency.clone(),
         );
@@ -133,10 +133,14 @@ impl ModelClient for MeteredModel {
         events: UnboundedSender<ModelEvent>,
         cancel: CancellationToken,
     ) -> Result<ChatResponse, ProviderError> {
+        // A compaction summary is a model call but not a turn of the conversation.
+        let is_turn = req.purpose == llm_providers::Purpose::Turn;
         let start = Instant::now();
         let result = self.inner.chat(req, events, cancel).await;
         let m = &self.metrics;
-        m.turns.inc();
+        if is_turn {
+            m.turns.inc();
+        }
         m.model_latency.observe(start.elapsed().as_secs_f64());
         // An abort is the client's choice, not a failure of the model.
         if matches!(&result, Err(e) if !matches!(e, ProviderError::Cancelled)) {
