@@ -2,7 +2,8 @@
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
 export CARGO_TERM_COLOR := "never"
-port := env_var_or_default("SKIPPER_PORT", "4321")
+listen := env_var_or_default("SKIPPER_LISTEN", "127.0.0.1:8080")
+sdk_listen := env_var_or_default("SKIPPER_SDK_LISTEN", "127.0.0.1:4321")
 
 default: test
 
@@ -10,9 +11,11 @@ default: test
 build:
     cargo build --release --workspace --bins
 
-# Start the server: TCP on 127.0.0.1, state in $COPILOT_HOME (default ~/.copilot, SQLite index).
+# Start the team server: HTTP + WebSocket on 127.0.0.1:8080, SDK TCP on 127.0.0.1:4321, tenants
+# from config/server.toml (none: tenant `default`, token $SKIPPER_TOKEN or ~/.copilot/serve-token),
+# state in $COPILOT_HOME (default ~/.copilot, SQLite index).
 serve: build
-    ./target/release/skipper --headless --port {{port}}
+    ./target/release/skipper serve --listen {{listen}} --sdk-listen {{sdk_listen}}
 
 # Everything: Rust unit+integration tests, then the official SDK suites against the binary.
 test: build test-rust test-sdk

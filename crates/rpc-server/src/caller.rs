@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use loop_engine::{ClientRequester, EventSubscriber, LifecycleSubscriber};
 use protocol::event::Event;
@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::outbound::Outbound;
+use crate::tenancy::{Tenancy, Tenant};
 
 type Waiting = HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>;
 
@@ -24,6 +25,10 @@ pub struct Caller {
     /// Our requests to the client awaiting an answer, by integer id (from 1, per connection).
     outstanding: Mutex<Waiting>,
     next_request_id: AtomicI64,
+    /// On a shared server: the tenants and their sessions; `None` on a single-user server.
+    tenancy: Option<Arc<Tenancy>>,
+    /// On a shared server: who this connection authenticated as (set once).
+    tenant: OnceLock<Arc<Tenant>>,
 }
 
 fn closed() -> RpcError {
@@ -31,13 +36,39 @@ fn closed() -> RpcError {
 }
 
 impl Caller {
-    pub(crate) fn new(id: u64, out: Outbound, authenticated: bool) -> Self {
+    pub(crate) fn new(id: u64, out: Outbound, authenticated: bool, tenancy: Option<Arc<Tenancy>>) -> Self {
         Self {
             id,
             out,
             authenticated: AtomicBool::new(authenticated),
             outstanding: Mutex::new(HashMap::new()),
             next_request_id: AtomicI64::new(1),
+            tenancy,
+            tenant: OnceLock::new(),
+        }
+    }
+
+    /// The tenant this connection authenticated as (shared server only).
+    pub fn tenant(&self) -> Option<&Arc<Tenant>> {
+        self.tenant.get()
+    }
+
+    /// Authenticates the connection as `tenant`. `false` if it already is another tenant.
+    pub fn set_tenant(&self, tenant: Arc<Tenant>) -> bool {
+        let current = self.tenant.get_or_init(|| tenant.clone());
+        let same = Arc::ptr_eq(current, &tenant);
+        if same {
+            self.set_authenticated();
+        }
+        same
+    }
+
+    /// Whether this caller may see a session: on a single-user server every session; on a
+    /// shared one only its tenant's (others are answered as unknown ids).
+    pub fn can_see(&self, session_id: &str) -> bool {
+        match &self.tenancy {
+            None => true,
+            Some(tenancy) => self.tenant().is_some_and(|t| tenancy.owns(t, session_id)),
         }
     }
 
@@ -120,6 +151,9 @@ impl LifecycleSubscriber for Subscriber {
     }
 
     fn notify(&self, params: &LifecycleNotification) -> bool {
+        if !self.0.can_see(&params.session_id) {
+            return true; // another tenant's session: not even its existence is told
+        }
         match serde_json::to_vec(params) {
             Ok(params) => self.0.out.event(jsonrpc::notification_frame("session.lifecycle", &params)),
             Err(_) => true,

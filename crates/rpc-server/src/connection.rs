@@ -10,32 +10,52 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use futures::FutureExt;
-use protocol::frame::FrameDecoder;
 use protocol::jsonrpc::{self, Id, Incoming, RpcError};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::caller::Caller;
+use crate::framing::{BadFrame, ContentLengthSink, ContentLengthSource, MessageSink, MessageSource};
 use crate::lanes::{LaneFull, Lanes};
 use crate::methods::Call;
 use crate::outbound::Outbound;
 use crate::table::{lookup, Ctx};
+use crate::tenancy::Tenant;
 use crate::Server;
 
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
-/// Serves one connection until the peer closes its side (or the server shuts down).
-pub async fn serve<R, W>(server: Arc<Server>, mut reader: R, writer: W)
+/// Serves one `Content-Length`-framed connection (stdio, TCP) until the peer closes its side
+/// (or the server shuts down).
+pub async fn serve<R, W>(server: Arc<Server>, reader: R, writer: W)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let max_frame_bytes = server.limits.max_frame_bytes;
+    serve_messages(server, ContentLengthSource::new(reader, max_frame_bytes), ContentLengthSink::new(writer), None)
+        .await;
+}
+
+/// Serves one connection over any framing. `tenant`: the connection authenticated at the
+/// transport already (a WebSocket's `Authorization` header); otherwise, on a shared server or
+/// with a connection token, the first request must be a successful `connect`.
+pub async fn serve_messages<S: MessageSource, K: MessageSink>(
+    server: Arc<Server>,
+    mut source: S,
+    sink: K,
+    tenant: Option<Arc<Tenant>>,
+) {
     let id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
     let limits = server.limits;
     let closed = CancellationToken::new();
-    let (out, writer_task) = Outbound::start(id, writer, limits.max_queued_event_bytes, closed.clone());
-    let caller = Arc::new(Caller::new(id, out.clone(), server.connection_token.is_none()));
+    let (out, writer_task) = Outbound::start_with_sink(id, sink, limits.max_queued_event_bytes, closed.clone());
+    let open = server.tenancy.is_none() && server.connection_token.is_none();
+    let caller = Arc::new(Caller::new(id, out.clone(), open, server.tenancy.clone()));
+    if let Some(tenant) = tenant {
+        caller.set_tenant(tenant);
+    }
     server.engine.subscribe_lifecycle(caller.lifecycle_subscriber());
 
     let mut reader_state = Reader {
@@ -45,8 +65,6 @@ where
         lanes: Lanes::new(limits.lane_capacity),
         parallel: Arc::new(Semaphore::new(limits.max_parallel_requests)),
     };
-    let mut decoder = FrameDecoder::new(limits.max_frame_bytes);
-    let mut buf = vec![0u8; 64 * 1024];
     loop {
         // A client that does not read its answers is not read from either until they drain
         // (its writes block), so unanswered responses cannot pile up without bound.
@@ -54,22 +72,18 @@ where
             _ = out.backlog_within(limits.max_queued_event_bytes) => {}
             _ = server.shutdown.cancelled() => break,
         }
-        let n = tokio::select! {
-            r = reader.read(&mut buf) => match r {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
+        let message = tokio::select! {
+            m = source.next_message() => match m {
+                None => break,
+                Some(m) => m,
             },
             _ = closed.cancelled() => break,
             _ = server.shutdown.cancelled() => break,
         };
-        decoder.push(&buf[..n]);
-        loop {
-            match decoder.next_frame() {
-                Ok(Some(body)) => reader_state.on_body(&body),
-                Ok(None) => break,
-                Err(e) => {
-                    out.response(jsonrpc::error_frame(None, &RpcError::new(jsonrpc::PARSE_ERROR, e.to_string())));
-                }
+        match message {
+            Ok(body) => reader_state.on_body(&body),
+            Err(BadFrame(e)) => {
+                out.response(jsonrpc::error_frame(None, &RpcError::new(jsonrpc::PARSE_ERROR, e)));
             }
         }
     }

@@ -3,6 +3,10 @@
 //! frames, routes requests through the method table ([`methods`]) and writes responses and
 //! `session.event` notifications in order.
 //!
+//! The framing is pluggable ([`framing`]): `Content-Length` on byte streams, one message per
+//! text frame on a WebSocket ([`websocket`]). On a shared server ([`tenancy`]) every connection
+//! authenticates as a tenant and sees only that tenant's sessions.
+//!
 //! Requests that name a `sessionId` run in that session's lane (ordered); others run in
 //! parallel. A malformed frame, an unknown method or bad params get a JSON-RPC error and the
 //! connection stays up. Every queue is bounded ([`Limits`]).
@@ -12,13 +16,16 @@
 pub mod caller;
 pub mod connection;
 mod errors;
+pub mod framing;
 mod handlers;
 pub mod inference;
 mod lanes;
 pub mod methods;
 mod outbound;
 pub mod table;
+pub mod tenancy;
 pub mod transport;
+pub mod websocket;
 
 use std::sync::Arc;
 
@@ -74,6 +81,9 @@ pub struct Server {
     /// Hands model requests to an SDK client that asked to serve them (`llmInference.*`); the
     /// engine's providers send through it.
     pub inference: Arc<inference::InferenceBridge>,
+    /// A shared server's tenants (`skipper serve`): every connection authenticates as one, and
+    /// sees only its sessions. `None`: a single-user server.
+    pub tenancy: Option<Arc<tenancy::Tenancy>>,
 }
 
 impl Server {
@@ -84,6 +94,34 @@ impl Server {
         limits: Limits,
         inference: Arc<inference::InferenceBridge>,
     ) -> Arc<Self> {
-        Arc::new(Self { engine, auth, connection_token, shutdown: CancellationToken::new(), limits, inference })
+        Arc::new(Self {
+            engine,
+            auth,
+            connection_token,
+            shutdown: CancellationToken::new(),
+            limits,
+            inference,
+            tenancy: None,
+        })
+    }
+
+    /// A shared server: connections authenticate as one of `tenancy`'s tenants (by `connect`'s
+    /// token, or at the transport), and each sees only its own sessions.
+    pub fn shared(
+        engine: Arc<Engine>,
+        auth: AuthInfo,
+        limits: Limits,
+        inference: Arc<inference::InferenceBridge>,
+        tenancy: Arc<tenancy::Tenancy>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            engine,
+            auth,
+            connection_token: None,
+            shutdown: CancellationToken::new(),
+            limits,
+            inference,
+            tenancy: Some(tenancy),
+        })
     }
 }

@@ -12,9 +12,14 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+#[cfg(test)]
+use tokio::io::AsyncWrite;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+#[cfg(test)]
+use crate::framing::ContentLengthSink;
+use crate::framing::MessageSink;
 
 #[derive(Clone)]
 pub(crate) struct Outbound {
@@ -33,8 +38,10 @@ struct Inner {
 }
 
 impl Outbound {
-    /// Starts the writer task on `writer`. The task ends when the connection is closed, or
-    /// once every clone of the returned queue is gone and what was queued has been written.
+    /// Starts the writer task on a byte stream (`Content-Length` framing). The task ends when
+    /// the connection is closed, or once every clone of the returned queue is gone and what was
+    /// queued has been written.
+    #[cfg(test)]
     pub fn start<W>(
         conn_id: u64,
         writer: W,
@@ -44,6 +51,16 @@ impl Outbound {
     where
         W: AsyncWrite + Unpin + Send + 'static,
     {
+        Self::start_with_sink(conn_id, ContentLengthSink::new(writer), max_queued_event_bytes, closed)
+    }
+
+    /// Starts the writer task on any transport's sink (see [`Outbound::start`]).
+    pub fn start_with_sink<S: MessageSink>(
+        conn_id: u64,
+        sink: S,
+        max_queued_event_bytes: usize,
+        closed: CancellationToken,
+    ) -> (Self, tokio::task::JoinHandle<()>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
             tx,
@@ -53,7 +70,7 @@ impl Outbound {
             conn_id,
             written: tokio::sync::Notify::new(),
         });
-        let task = tokio::spawn(write_loop(Arc::downgrade(&inner), inner.closed.clone(), rx, writer));
+        let task = tokio::spawn(write_loop(Arc::downgrade(&inner), inner.closed.clone(), rx, sink));
         (Self { inner }, task)
     }
 
@@ -118,17 +135,15 @@ impl Outbound {
     }
 }
 
-async fn write_loop<W>(
+async fn write_loop<S: MessageSink>(
     inner: std::sync::Weak<Inner>,
     closed: CancellationToken,
     mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
-    mut writer: W,
-) where
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    // Frames already queued go out in one write and one flush: a turn emits bursts of events,
-    // and each separate write is a syscall and (on stdout) a thread hop.
-    let mut batch: Vec<u8> = Vec::with_capacity(64 * 1024);
+    mut sink: S,
+) {
+    // Frames already queued go out together (the sink writes and flushes them at once): a turn
+    // emits bursts of events.
+    let mut batch: Vec<Vec<u8>> = Vec::new();
     loop {
         let first = tokio::select! {
             f = rx.recv() => f,
@@ -136,26 +151,27 @@ async fn write_loop<W>(
         };
         let Some(first) = first else { break };
         batch.clear();
-        batch.extend_from_slice(&first);
-        while batch.len() < 256 * 1024 {
+        let mut bytes = first.len();
+        batch.push(first);
+        while bytes < 256 * 1024 {
             match rx.try_recv() {
-                Ok(more) => batch.extend_from_slice(&more),
+                Ok(more) => {
+                    bytes += more.len();
+                    batch.push(more);
+                }
                 Err(_) => break,
             }
         }
         let written = tokio::select! {
-            r = async { writer.write_all(&batch).await?; writer.flush().await } => r.is_ok(),
+            r = sink.send_all(&batch) => r.is_ok(),
             _ = closed.cancelled() => false,
         };
         if let Some(inner) = inner.upgrade() {
-            inner.queued.fetch_sub(batch.len(), Ordering::AcqRel);
+            inner.queued.fetch_sub(bytes, Ordering::AcqRel);
             inner.written.notify_waiters();
         }
         if !written {
             break;
-        }
-        if batch.capacity() > 4 * 1024 * 1024 {
-            batch = Vec::with_capacity(64 * 1024); // one huge response must not pin its buffer
         }
     }
     // Nothing more goes out; the reader notices and ends the connection.

@@ -19,9 +19,40 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// The loaded session a request names, or "Session not found".
+    /// The loaded session a request names, or "Session not found" — also for a session the
+    /// caller may not see (another tenant's), which is answered exactly as an unknown id.
     pub fn session(&self, id: &str) -> Result<loop_engine::SessionHandle, RpcError> {
+        if !self.visible(id) {
+            return Err(self.not_found(id));
+        }
         self.server.engine.require(id).map_err(|e| self.engine_error(&e))
+    }
+
+    /// Whether the caller may see this session (always, on a single-user server).
+    pub fn visible(&self, id: &str) -> bool {
+        self.caller.can_see(id)
+    }
+
+    /// The answer to a request naming an unknown session.
+    pub fn not_found(&self, id: &str) -> RpcError {
+        self.engine_error(&loop_engine::EngineError::SessionNotFound(id.to_string()))
+    }
+
+    /// Claims a session for a tenant before creating it (see [`crate::tenancy::Tenancy::claim`]).
+    pub async fn tenancy_claim(&self, tenant: &crate::tenancy::Tenant, id: &str) -> Result<bool, RpcError> {
+        match &self.server.tenancy {
+            Some(t) => t.claim(tenant, id).await.map_err(|e| self.failed(e)),
+            None => Ok(false),
+        }
+    }
+
+    /// Drops a session's ownership; a failure is logged (the id stays taken, nothing leaks).
+    pub async fn tenancy_release(&self, id: &str) {
+        if let Some(t) = &self.server.tenancy {
+            if let Err(e) = t.release(id).await {
+                tracing::warn!(session = %id, error = %e, "releasing session ownership failed");
+            }
+        }
     }
 
     pub fn engine_error(&self, e: &loop_engine::EngineError) -> RpcError {

@@ -2,7 +2,11 @@
 
 use std::sync::Arc;
 
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use protocol::jsonrpc::{self, RpcError};
 
 use crate::Server;
 
@@ -28,6 +32,42 @@ pub async fn serve_tcp(server: Arc<Server>, listener: TcpListener) {
                     let _ = stream.set_nodelay(true);
                     let (r, w) = stream.into_split();
                     tokio::spawn(crate::connection::serve(server.clone(), r, w));
+                }
+                Err(e) => tracing::warn!(error = %e, "accept failed"),
+            },
+            _ = server.shutdown.cancelled() => break,
+        }
+    }
+}
+
+/// Like [`serve_tcp`], with at most `slots` connections at once (shared with other transports,
+/// e.g. a WebSocket endpoint). Past it a new connection gets one `-32005` error (id `null`)
+/// saying why, and is closed: the server does not grow without bound, and the client is told.
+pub async fn serve_tcp_limited(server: Arc<Server>, listener: TcpListener, slots: Arc<Semaphore>) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((mut stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    match slots.clone().try_acquire_owned() {
+                        Ok(slot) => {
+                            tracing::debug!(%peer, "connection accepted");
+                            let server = server.clone();
+                            tokio::spawn(async move {
+                                let (r, w) = stream.into_split();
+                                crate::connection::serve(server, r, w).await;
+                                drop(slot);
+                            });
+                        }
+                        Err(_) => {
+                            tracing::warn!(%peer, "connection refused: too many connections");
+                            tokio::spawn(async move {
+                                let err = RpcError::overloaded("too many connections");
+                                let _ = stream.write_all(&jsonrpc::error_frame(None, &err)).await;
+                                let _ = stream.shutdown().await;
+                            });
+                        }
+                    }
                 }
                 Err(e) => tracing::warn!(error = %e, "accept failed"),
             },

@@ -5,6 +5,7 @@
 mod cli;
 mod provider_env;
 mod runner;
+mod serve;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -67,12 +68,47 @@ const SECRET_VARS: &[&str] =
     &["COPILOT_SDK_AUTH_TOKEN", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "COPILOT_CONNECTION_TOKEN"];
 
 fn main() -> anyhow::Result<()> {
-    let cli = cli::parse(std::env::args().collect());
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("serve") => return serve_main(&args),
+        Some("tenants") => {
+            use clap::Parser;
+            let tenants = serve::args::TenantsArgs::parse_from(args.iter().skip(1));
+            return serve::tenants_cmd::run(tenants, &mut std::io::stdout().lock());
+        }
+        _ => {}
+    }
+    let cli = cli::parse(args);
     let env: HashMap<String, String> = std::env::vars().collect();
     init_logging(&cli);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     let code = runtime.block_on(run(cli, env))?;
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    std::process::exit(code);
+}
+
+/// `skipper serve …`: strict flags, logs to stderr.
+fn serve_main(args: &[String]) -> anyhow::Result<()> {
+    use clap::Parser;
+    let serve_args = serve::args::ServeArgs::parse_from(args.iter().skip(1));
+    let env: HashMap<String, String> = std::env::vars().collect();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SKIPPER_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&serve_args.log_level));
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false).with_writer(std::io::stderr);
+    match serve_args.log_format {
+        serve::args::LogFormat::Text => logs.init(),
+        serve::args::LogFormat::Json => logs.json().init(),
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
+    let code = match runtime.block_on(serve::run(serve_args, env)) {
+        Ok(code) => code,
+        Err(e) => {
+            // Through the logger, so that a JSON log stays JSON to its last line.
+            tracing::error!(error = %format!("{e:#}"), "skipper serve stopped");
+            1
+        }
+    };
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     std::process::exit(code);
 }
 
@@ -102,13 +138,38 @@ fn epoch_ms() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0)
 }
 
-async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32> {
-    let home = env
-        .get("COPILOT_HOME")
+/// `$COPILOT_HOME`, else `~/.copilot`.
+fn default_home(env: &HashMap<String, String>) -> anyhow::Result<PathBuf> {
+    env.get("COPILOT_HOME")
         .map(PathBuf::from)
         .or_else(|| env.get("HOME").map(|h| PathBuf::from(h).join(".copilot")))
-        .context("neither COPILOT_HOME nor HOME is set")?;
-    let (token, auth_type) = match &cli.auth_token_env {
+        .context("neither COPILOT_HOME nor HOME is set")
+}
+
+/// What the engine is built from, besides the environment.
+struct EngineOptions {
+    home: PathBuf,
+    default_cwd: PathBuf,
+    model: Option<String>,
+    auth_token_env: Option<String>,
+    allow_all_tools: bool,
+    /// `skipper serve`: the model client and the tools are timed.
+    metrics: Option<Arc<serve::metrics::Metrics>>,
+    /// `skipper serve`: file tools reach only inside these workspaces.
+    confine_to: Option<Vec<PathBuf>>,
+}
+
+struct EngineSetup {
+    engine: Arc<Engine>,
+    inference: Arc<rpc_server::inference::InferenceBridge>,
+    auth: AuthInfo,
+    limits: rpc_server::Limits,
+}
+
+/// The engine every mode shares: model client from the environment (GitHub token or
+/// `COPILOT_PROVIDER_*`), the session store under `home`, the built-in tools.
+async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> anyhow::Result<EngineSetup> {
+    let (token, auth_type) = match &opts.auth_token_env {
         Some(var) => (env.get(var).cloned().filter(|t| !t.is_empty()), "token"),
         None => (
             ["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"]
@@ -122,7 +183,7 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
         .or_else(|| env.get("GH_HOST"))
         .map(|h| if h.starts_with("http") { h.clone() } else { format!("https://{h}") })
         .unwrap_or_else(|| "https://github.com".into());
-    let requested_model = cli.model.clone().or_else(|| env.get("COPILOT_MODEL").cloned().filter(|m| !m.is_empty()));
+    let requested_model = opts.model.clone().or_else(|| env.get("COPILOT_MODEL").cloned().filter(|m| !m.is_empty()));
     let network: Arc<dyn HttpTransport> =
         Arc::new(ReqwestTransport::new(ReqwestTransport::default_client().context("creating the HTTP client")?));
     // Every model request goes through the bridge: to the network, or to an SDK client that
@@ -130,7 +191,7 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
     let inference = rpc_server::inference::InferenceBridge::new(network);
     let http: Arc<dyn HttpTransport> = inference.clone();
     let env_provider =
-        provider_env::from_env(&env, requested_model.as_deref()).context("reading COPILOT_PROVIDER_* settings")?;
+        provider_env::from_env(env, requested_model.as_deref()).context("reading COPILOT_PROVIDER_* settings")?;
     let offline = env.get("COPILOT_OFFLINE").is_some_and(|v| v == "true" || v == "1");
     let model_client: Arc<dyn ModelClient> = match env_provider {
         Some(provider) => llm_providers::provider_client(provider, http.clone()),
@@ -138,40 +199,74 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
             "COPILOT_OFFLINE is set and no provider is configured (set COPILOT_PROVIDER_BASE_URL)",
         )),
         None => Arc::new(CopilotClient::with_transport(
-            CopilotConfig::from_env_map(&env, token.clone(), VERSION.to_string()),
+            CopilotConfig::from_env_map(env, token.clone(), VERSION.to_string()),
             http.clone(),
         )),
     };
-    let default_cwd = match &cli.cwd {
-        Some(c) => PathBuf::from(c),
-        None => std::env::current_dir().context("reading the current directory")?,
-    };
     let defaults = defaults()?;
-    let limits = defaults.limits.with_env(&env);
-    let default_model = requested_model.or_else(|| provider_env::default_model(&env)).unwrap_or(defaults.default_model);
-    let allow_all = cli.allow_all_tools || env.get("COPILOT_ALLOW_ALL").is_some_and(|v| v == "true" || v == "1");
+    let limits = defaults.limits.with_env(env);
+    let default_model = requested_model.or_else(|| provider_env::default_model(env)).unwrap_or(defaults.default_model);
+    let allow_all = opts.allow_all_tools || env.get("COPILOT_ALLOW_ALL").is_some_and(|v| v == "true" || v == "1");
     let tool_env = env
         .iter()
         .filter(|(k, _)| !SECRET_VARS.contains(&k.as_str()) && !provider_env::SECRET_VARS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    let mut builtins = tools::Registry::builtins();
+    if let Some(roots) = opts.confine_to {
+        builtins = serve::confine::confine(&builtins, roots);
+    }
+    let (model_client, builtins) = match &opts.metrics {
+        Some(m) => (m.model(model_client), m.tools(&builtins)),
+        None => (model_client, builtins),
+    };
     let engine = Engine::open(EngineConfig {
-        home,
+        home: opts.home,
         version: VERSION.to_string(),
         default_model,
-        default_cwd,
+        default_cwd: opts.default_cwd,
         allow_all_tools: allow_all,
         tool_env,
         model: model_client,
         http,
-        builtins: tools::Registry::builtins(),
+        builtins,
         pending_grace: std::time::Duration::from_millis(
             env.get("SKIPPER_PENDING_GRACE_MS").and_then(|v| v.parse().ok()).unwrap_or(defaults.pending_grace_ms),
         ),
     })
     .await
     .context("opening the session store")?;
-    let engine = Arc::new(engine);
+    let auth = AuthInfo {
+        token_present: token.is_some(),
+        auth_type: auth_type.into(),
+        host,
+        expose_provider_endpoint: env
+            .get("COPILOT_ALLOW_GET_PROVIDER_ENDPOINT")
+            .is_some_and(|v| v == "true" || v == "1"),
+    };
+    Ok(EngineSetup { engine: Arc::new(engine), inference, auth, limits })
+}
+
+async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32> {
+    let home = default_home(&env)?;
+    let default_cwd = match &cli.cwd {
+        Some(c) => PathBuf::from(c),
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    let setup = build_engine(
+        EngineOptions {
+            home,
+            default_cwd,
+            model: cli.model.clone(),
+            auth_token_env: cli.auth_token_env.clone(),
+            allow_all_tools: cli.allow_all_tools,
+            metrics: None,
+            confine_to: None,
+        },
+        &env,
+    )
+    .await?;
+    let EngineSetup { engine, inference, auth, limits } = setup;
     if let Some(prompt) = cli.prompt.clone() {
         let cwd = match &cli.cwd {
             Some(c) => c.clone(),
@@ -188,14 +283,7 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
     }
     let server = Server::new(
         engine,
-        AuthInfo {
-            token_present: token.is_some(),
-            auth_type: auth_type.into(),
-            host,
-            expose_provider_endpoint: env
-                .get("COPILOT_ALLOW_GET_PROVIDER_ENDPOINT")
-                .is_some_and(|v| v == "true" || v == "1"),
-        },
+        auth,
         env.get("COPILOT_CONNECTION_TOKEN").cloned().filter(|t| !t.is_empty()),
         limits,
         inference,

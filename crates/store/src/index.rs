@@ -14,6 +14,7 @@ use sqlx::{Executor, Sqlite};
 use crate::layout::{create_private_dir, Layout};
 use crate::StoreError;
 
+mod owners;
 mod rebuild;
 
 pub use rebuild::row_from_events;

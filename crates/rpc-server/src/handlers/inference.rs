@@ -7,6 +7,11 @@ use protocol::rpc::NoParams;
 use crate::table::Ctx;
 
 pub async fn set_provider(ctx: &Ctx, _p: NoParams) -> Result<t::LlmInferenceSetProviderResult, RpcError> {
+    if ctx.server.tenancy.is_some() {
+        // The bridge serves every session of the process: on a shared server one tenant would
+        // see (and answer) the model requests of all the others.
+        return Err(ctx.failed("SDK-hosted inference is not available on a shared server"));
+    }
     ctx.server.inference.set_provider(&ctx.caller).map_err(|e| ctx.failed(e))?;
     Ok(t::LlmInferenceSetProviderResult { success: true })
 }

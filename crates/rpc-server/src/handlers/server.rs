@@ -9,7 +9,24 @@ use protocol::PROTOCOL_VERSION;
 use crate::table::Ctx;
 
 pub async fn connect(ctx: &Ctx, p: t::ConnectRequest) -> Result<t::ConnectResult, RpcError> {
-    if let Some(expected) = &ctx.server.connection_token {
+    if let Some(tenancy) = &ctx.server.tenancy {
+        // The token selects the tenant. A connection that authenticated at the transport (a
+        // WebSocket's header) may connect without one, or with its own; never as another.
+        let selected = p.token.as_deref().and_then(|token| tenancy.authenticate(token));
+        let ok = match (selected, ctx.caller.tenant()) {
+            (Some(tenant), _) => ctx.caller.set_tenant(tenant),
+            (None, Some(_)) => p.token.is_none(),
+            (None, None) => {
+                if p.token.is_none() {
+                    tenancy.record_auth_failure();
+                }
+                false
+            }
+        };
+        if !ok {
+            return Err(RpcError::new(jsonrpc::AUTHENTICATION_FAILED, "AUTHENTICATION_FAILED"));
+        }
+    } else if let Some(expected) = &ctx.server.connection_token {
         if p.token.as_deref() != Some(expected.as_str()) {
             return Err(RpcError::new(jsonrpc::AUTHENTICATION_FAILED, "AUTHENTICATION_FAILED"));
         }
@@ -93,6 +110,10 @@ pub async fn quota(_ctx: &Ctx, _p: t::AccountGetQuotaRequest) -> Result<t::Accou
 }
 
 pub async fn runtime_shutdown(ctx: &Ctx, _p: NoParams) -> Result<(), RpcError> {
+    if ctx.server.tenancy.is_some() {
+        // One tenant must not stop everyone's server; operators use SIGTERM.
+        return Err(ctx.failed("a shared server is not shut down by its clients"));
+    }
     ctx.server.engine.shutdown_all();
     // Let the response reach the client before the transports stop.
     let shutdown = ctx.server.shutdown.clone();

@@ -25,19 +25,56 @@ fn session_info(session: &SessionHandle) -> SessionInfo {
     }
 }
 
-pub async fn create(ctx: &Ctx, p: SessionConfigParams) -> Result<SessionInfo, RpcError> {
-    let session =
-        ctx.server.engine.create(&p, Some(ctx.caller.subscriber())).await.map_err(|e| ctx.engine_error(&e))?;
-    Ok(session_info(&session))
+pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo, RpcError> {
+    let Some(tenant) = tenant_of(ctx) else {
+        let session =
+            ctx.server.engine.create(&p, Some(ctx.caller.subscriber())).await.map_err(|e| ctx.engine_error(&e))?;
+        return Ok(session_info(&session));
+    };
+    // A tenant's session runs in its workspace, and is claimed before it exists so that its
+    // `session.created` notification already reaches (only) its owner.
+    let cwd = tenant.confine(p.working_directory.as_deref()).map_err(|e| RpcError::invalid_params(ctx.method, e))?;
+    p.working_directory = Some(cwd.to_string_lossy().into_owned());
+    let id = p.session_id.get_or_insert_with(|| uuid::Uuid::new_v4().to_string()).clone();
+    let claimed = ctx.tenancy_claim(&tenant, &id).await?;
+    let created = ctx.server.engine.create(&p, Some(ctx.caller.subscriber())).await;
+    match created {
+        Ok(session) => Ok(session_info(&session)),
+        Err(e) => {
+            if claimed {
+                ctx.tenancy_release(&id).await;
+            }
+            Err(ctx.engine_error(&e))
+        }
+    }
 }
 
-pub async fn resume(ctx: &Ctx, p: SessionConfigParams) -> Result<SessionInfo, RpcError> {
-    if p.session_id.is_none() {
+pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo, RpcError> {
+    let Some(id) = p.session_id.clone() else {
         return Err(RpcError::invalid_params(ctx.method, "sessionId: missing field `sessionId`"));
+    };
+    if let Some(tenant) = tenant_of(ctx) {
+        if !ctx.visible(&id) {
+            // What the engine answers for an id it has no log of, checks in the same order.
+            loop_engine::settings::providers_from_params(&p)
+                .map_err(|e| ctx.engine_error(&loop_engine::EngineError::InvalidProviders(e)))?;
+            let unknown = loop_engine::EngineError::Load(store::StoreError::NotFound(id));
+            return Err(ctx.engine_error(&unknown));
+        }
+        if p.working_directory.is_some() {
+            let cwd =
+                tenant.confine(p.working_directory.as_deref()).map_err(|e| RpcError::invalid_params(ctx.method, e))?;
+            p.working_directory = Some(cwd.to_string_lossy().into_owned());
+        }
     }
     let session =
         ctx.server.engine.resume(&p, Some(ctx.caller.subscriber())).await.map_err(|e| ctx.engine_error(&e))?;
     Ok(session_info(&session))
+}
+
+/// The caller's tenant on a shared server (`None` on a single-user one).
+fn tenant_of(ctx: &Ctx) -> Option<std::sync::Arc<crate::tenancy::Tenant>> {
+    ctx.server.tenancy.as_ref().and(ctx.caller.tenant().cloned())
 }
 
 pub async fn send(ctx: &Ctx, p: t::SessionSendParams) -> Result<t::SendResult, RpcError> {
@@ -74,18 +111,34 @@ pub async fn abort(ctx: &Ctx, p: t::SessionAbortParams) -> Result<t::AbortResult
 }
 
 pub async fn get_messages(ctx: &Ctx, p: SessionIdParams) -> Result<GetMessagesResult, RpcError> {
+    if !ctx.visible(&p.session_id) {
+        return Err(ctx.not_found(&p.session_id));
+    }
     let events = ctx.server.engine.messages(&p.session_id).await.map_err(|e| ctx.engine_error(&e))?;
     Ok(GetMessagesResult { events })
 }
 
 pub async fn detach(ctx: &Ctx, p: SessionIdParams) -> Result<SuccessResult, RpcError> {
+    if !ctx.visible(&p.session_id) {
+        return Ok(SuccessResult { success: true, error: None }); // as for a session not loaded
+    }
     let ok = ctx.server.engine.detach(&p.session_id, ctx.caller.id).await;
     Ok(SuccessResult { success: ok, error: None })
 }
 
 pub async fn delete(ctx: &Ctx, p: SessionIdParams) -> Result<SuccessResult, RpcError> {
-    match ctx.server.engine.delete(&p.session_id).await {
-        Ok(()) => Ok(SuccessResult { success: true, error: None }),
+    let deleted = if ctx.visible(&p.session_id) {
+        ctx.server.engine.delete(&p.session_id).await
+    } else {
+        Err(loop_engine::EngineError::SessionNotFound(p.session_id.clone()))
+    };
+    match deleted {
+        Ok(()) => {
+            if tenant_of(ctx).is_some() {
+                ctx.tenancy_release(&p.session_id).await;
+            }
+            Ok(SuccessResult { success: true, error: None })
+        }
         Err(e) => Ok(SuccessResult { success: false, error: Some(e.to_string()) }),
     }
 }
@@ -93,16 +146,26 @@ pub async fn delete(ctx: &Ctx, p: SessionIdParams) -> Result<SuccessResult, RpcE
 pub async fn list(ctx: &Ctx, p: ListParams) -> Result<SessionListResult, RpcError> {
     let f = p.filter.unwrap_or_default();
     let filter = store::ListFilter { cwd: f.cwd, git_root: f.git_root, repository: f.repository, branch: f.branch };
-    let sessions = ctx.server.engine.list(&filter).await.map_err(|e| ctx.engine_error(&e))?;
+    let mut sessions = ctx.server.engine.list(&filter).await.map_err(|e| ctx.engine_error(&e))?;
+    sessions.retain(|s| ctx.visible(&s.session_id));
     Ok(SessionListResult { sessions })
 }
 
 pub async fn last_id(ctx: &Ctx, _p: NoParams) -> Result<LastIdResult, RpcError> {
+    if ctx.server.tenancy.is_some() {
+        // The most recent of the caller's own: the list is ordered by recency.
+        let sessions = ctx.server.engine.list(&store::ListFilter::default()).await.map_err(|e| ctx.engine_error(&e))?;
+        let session_id = sessions.into_iter().map(|s| s.session_id).find(|id| ctx.visible(id));
+        return Ok(LastIdResult { session_id });
+    }
     let session_id = ctx.server.engine.last_id().await.map_err(|e| ctx.engine_error(&e))?;
     Ok(LastIdResult { session_id })
 }
 
 pub async fn metadata(ctx: &Ctx, p: SessionIdParams) -> Result<MetadataResult, RpcError> {
+    if !ctx.visible(&p.session_id) {
+        return Ok(MetadataResult { session: None });
+    }
     let session = ctx.server.engine.metadata(&p.session_id).await.map_err(|e| ctx.engine_error(&e))?;
     Ok(MetadataResult { session })
 }

@@ -15,3 +15,4 @@ mod protocol;
 mod runner;
 mod schema;
 mod schema_selftest;
+mod serve;

@@ -1,0 +1,248 @@
+//! Tenants of a shared server (`skipper serve`): a token's SHA-256 selects the tenant, each
+//! session belongs to the tenant that created it, and each tenant's sessions run under its own
+//! workspace root.
+//!
+//! Isolation is "invisible, not forbidden": a session of another tenant is answered exactly as
+//! an unknown id is ([`crate::table::Ctx::visible`]), so nothing tells a caller that it exists.
+//! Ownership is kept in memory (checked on every session-scoped request, and synchronously by
+//! the lifecycle notifications) and persisted in the session index's `session_owners` table.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use sha2::{Digest, Sha256};
+use store::{SessionIndex, StoreError};
+
+/// One tenant: a name and the directory its sessions run under (canonical, existing).
+#[derive(Debug)]
+pub struct Tenant {
+    pub name: String,
+    pub workspace: PathBuf,
+}
+
+impl Tenant {
+    /// The working directory for a session of this tenant: the workspace root when none is
+    /// asked for; a relative one is taken from the root. After resolving `..` and symlinks it
+    /// must be the root or below it.
+    pub fn confine(&self, requested: Option<&str>) -> Result<PathBuf, String> {
+        let Some(requested) = requested.filter(|r| !r.is_empty()) else { return Ok(self.workspace.clone()) };
+        // One message for "missing" and "outside": it must not tell what exists elsewhere.
+        let refused = || format!("workingDirectory {requested:?} is not a directory in this tenant's workspace");
+        let resolved = self.workspace.join(requested).canonicalize().map_err(|_| refused())?;
+        if !resolved.starts_with(&self.workspace) || !resolved.is_dir() {
+            return Err(refused());
+        }
+        Ok(resolved)
+    }
+}
+
+/// A tenant as configured: the SHA-256 of its token, never the token.
+pub struct TenantSpec {
+    pub name: String,
+    pub token_sha256: [u8; 32],
+    pub workspace: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TenancyError {
+    #[error("tenant {name}: workspace {path}: {source}")]
+    Workspace { name: String, path: String, source: std::io::Error },
+    #[error("tenants {0} and {1} have the same token")]
+    DuplicateToken(String, String),
+    #[error("tenant {0} is configured twice")]
+    DuplicateName(String),
+    /// One tenant's sessions could reach into the other's files.
+    #[error("the workspaces of tenants {0} and {1} overlap")]
+    OverlappingWorkspaces(String, String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub struct Tenancy {
+    by_token: HashMap<[u8; 32], Arc<Tenant>>,
+    index: SessionIndex,
+    /// Session id → owning tenant's name; the persisted `session_owners` table, in memory.
+    owners: Mutex<HashMap<String, Arc<str>>>,
+    auth_failures: AtomicU64,
+}
+
+/// SHA-256 of a token's UTF-8 bytes, as configured (`token_sha256`).
+pub fn token_digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+impl Tenancy {
+    /// Creates each tenant's workspace if missing and loads who owns which session.
+    pub async fn open(specs: Vec<TenantSpec>, index: SessionIndex) -> Result<Self, TenancyError> {
+        let mut by_token: HashMap<[u8; 32], Arc<Tenant>> = HashMap::new();
+        let mut names = std::collections::HashSet::new();
+        for spec in specs {
+            if !names.insert(spec.name.clone()) {
+                return Err(TenancyError::DuplicateName(spec.name));
+            }
+            let workspace = prepare_workspace(&spec.name, &spec.workspace)?;
+            let tenant = Arc::new(Tenant { name: spec.name, workspace });
+            if let Some(other) = by_token.insert(spec.token_sha256, tenant.clone()) {
+                return Err(TenancyError::DuplicateToken(other.name.clone(), tenant.name.clone()));
+            }
+        }
+        let tenants: Vec<&Arc<Tenant>> = by_token.values().collect();
+        for a in &tenants {
+            for b in &tenants {
+                if !Arc::ptr_eq(a, b) && a.workspace.starts_with(&b.workspace) {
+                    return Err(TenancyError::OverlappingWorkspaces(b.name.clone(), a.name.clone()));
+                }
+            }
+        }
+        let owners = index.owners().await?.into_iter().map(|(id, tenant)| (id, Arc::from(tenant))).collect();
+        Ok(Self { by_token, index, owners: Mutex::new(owners), auth_failures: AtomicU64::new(0) })
+    }
+
+    pub fn tenants(&self) -> impl Iterator<Item = &Arc<Tenant>> {
+        self.by_token.values()
+    }
+
+    /// The tenant a token selects. A failure is counted (metrics), never logged with the token.
+    pub fn authenticate(&self, token: &str) -> Option<Arc<Tenant>> {
+        let found = self.by_token.get(&token_digest(token)).cloned();
+        if found.is_none() {
+            self.record_auth_failure();
+        }
+        found
+    }
+
+    pub fn record_auth_failure(&self) {
+        self.auth_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Refused authentications since start.
+    pub fn auth_failures(&self) -> u64 {
+        self.auth_failures.load(Ordering::Relaxed)
+    }
+
+    fn owners(&self) -> MutexGuard<'_, HashMap<String, Arc<str>>> {
+        // Only short map operations happen under this lock; a poisoned one is still consistent.
+        self.owners.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `tenant` owns `session_id`. Sessions with no owner belong to no tenant.
+    pub fn owns(&self, tenant: &Tenant, session_id: &str) -> bool {
+        self.owners().get(session_id).is_some_and(|owner| **owner == *tenant.name)
+    }
+
+    /// Claims `session_id` for `tenant` before it is created. `Ok(false)`: it already has an
+    /// owner (this tenant or another), and nothing changed.
+    pub async fn claim(&self, tenant: &Tenant, session_id: &str) -> Result<bool, StoreError> {
+        {
+            let mut owners = self.owners();
+            if owners.contains_key(session_id) {
+                return Ok(false);
+            }
+            owners.insert(session_id.to_string(), Arc::from(tenant.name.as_str()));
+        }
+        match self.index.claim_owner(session_id, &tenant.name).await {
+            Ok(true) => Ok(true),
+            // Another process claimed it in the database meanwhile (not possible with one node,
+            // but the table is the truth): take back the in-memory claim.
+            Ok(false) => {
+                self.owners().remove(session_id);
+                Ok(false)
+            }
+            Err(e) => {
+                self.owners().remove(session_id);
+                Err(e)
+            }
+        }
+    }
+
+    /// Drops the ownership of a deleted session (or of a creation that failed).
+    pub async fn release(&self, session_id: &str) -> Result<(), StoreError> {
+        self.owners().remove(session_id);
+        self.index.release_owner(session_id).await
+    }
+
+    /// Whether the database answers (`/readyz`).
+    pub async fn ready(&self) -> bool {
+        self.index.ping().await.is_ok()
+    }
+}
+
+fn prepare_workspace(name: &str, path: &Path) -> Result<PathBuf, TenancyError> {
+    let err = |source| TenancyError::Workspace { name: name.to_string(), path: path.display().to_string(), source };
+    std::fs::create_dir_all(path).map_err(err)?;
+    path.canonicalize().map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn tenancy(root: &Path) -> Tenancy {
+        let specs = vec![
+            TenantSpec { name: "alpha".into(), token_sha256: token_digest("a-token"), workspace: root.join("a") },
+            TenantSpec { name: "beta".into(), token_sha256: token_digest("b-token"), workspace: root.join("b") },
+        ];
+        Tenancy::open(specs, SessionIndex::open_in_memory().await.unwrap()).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn tokens_select_tenants_and_failures_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tenancy(dir.path()).await;
+        assert_eq!(t.authenticate("a-token").unwrap().name, "alpha");
+        assert_eq!(t.authenticate("b-token").unwrap().name, "beta");
+        assert!(t.authenticate("a-token ").is_none());
+        assert!(t.authenticate("").is_none());
+        assert_eq!(t.auth_failures(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_session_belongs_to_the_first_claimant_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tenancy(dir.path()).await;
+        let (a, b) = (t.authenticate("a-token").unwrap(), t.authenticate("b-token").unwrap());
+        assert!(t.claim(&a, "s1").await.unwrap());
+        assert!(!t.claim(&b, "s1").await.unwrap());
+        assert!(t.owns(&a, "s1") && !t.owns(&b, "s1") && !t.owns(&a, "unknown"));
+        t.release("s1").await.unwrap();
+        assert!(!t.owns(&a, "s1"));
+    }
+
+    #[tokio::test]
+    async fn nested_workspaces_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let specs = vec![
+            TenantSpec { name: "a".into(), token_sha256: token_digest("a"), workspace: dir.path().join("x") },
+            TenantSpec { name: "b".into(), token_sha256: token_digest("b"), workspace: dir.path().join("x/y") },
+        ];
+        let opened = Tenancy::open(specs, SessionIndex::open_in_memory().await.unwrap()).await;
+        assert!(matches!(opened, Err(TenancyError::OverlappingWorkspaces(..))));
+    }
+
+    #[tokio::test]
+    async fn readiness_follows_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tenancy(dir.path()).await;
+        assert!(t.ready().await);
+        t.index.close().await;
+        assert!(!t.ready().await, "a closed database is not ready");
+    }
+
+    #[tokio::test]
+    async fn working_directories_stay_inside_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tenancy(dir.path()).await;
+        let a = t.authenticate("a-token").unwrap();
+        std::fs::create_dir_all(a.workspace.join("sub")).unwrap();
+        assert_eq!(a.confine(None).unwrap(), a.workspace);
+        assert_eq!(a.confine(Some("sub")).unwrap(), a.workspace.join("sub"));
+        assert_eq!(a.confine(Some(a.workspace.join("sub").to_str().unwrap())).unwrap(), a.workspace.join("sub"));
+        assert!(a.confine(Some("..")).is_err());
+        assert!(a.confine(Some("sub/../../b")).is_err());
+        assert!(a.confine(Some("/")).is_err());
+        std::os::unix::fs::symlink(dir.path(), a.workspace.join("escape")).unwrap();
+        assert!(a.confine(Some("escape")).is_err(), "a symlink out of the workspace is refused");
+    }
+}

@@ -1,0 +1,159 @@
+//! `skipper serve`'s configuration file (TOML, `config/server.toml` by default): the tenants
+//! and the cluster settings. Tokens are never in it, only their SHA-256.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    #[serde(default)]
+    pub tenants: Vec<TenantConfig>,
+    #[serde(default)]
+    pub cluster: ClusterConfig,
+    #[serde(default)]
+    pub limits: ServeLimits,
+}
+
+/// Bounds of the server as a whole (each connection's own are `config/defaults.toml`'s).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeLimits {
+    /// WebSocket and SDK TCP connections open at once; past it: 503 / a `-32005` error.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        Self { max_connections: default_max_connections() }
+    }
+}
+
+fn default_max_connections() -> usize {
+    1024
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    pub name: String,
+    /// Lowercase hex SHA-256 of the token's UTF-8 bytes.
+    pub token_sha256: String,
+    /// Where the tenant's sessions run; default `<home>/workspaces/<name>`.
+    pub workspace: Option<PathBuf>,
+}
+
+/// Several nodes sharing one database: parsed and validated now, used once leases land.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    #[serde(default = "default_node_id")]
+    pub node_id: String,
+    #[serde(default = "default_lease_ttl_s")]
+    pub lease_ttl_s: u64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        Self { node_id: default_node_id(), lease_ttl_s: default_lease_ttl_s() }
+    }
+}
+
+fn default_node_id() -> String {
+    "a".into()
+}
+
+fn default_lease_ttl_s() -> u64 {
+    10
+}
+
+impl ServerConfig {
+    /// Reads `path`. A missing file is an empty configuration when it is the default path
+    /// (a fresh checkout elsewhere), an error when it was asked for explicitly.
+    pub fn load(path: &Path, explicit: bool) -> anyhow::Result<Self> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => return Ok(Self::default()),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        Self::parse(&text).with_context(|| format!("in {}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let config: Self = toml::from_str(text)?;
+        for t in &config.tenants {
+            check_name(&t.name)?;
+            parse_digest(&t.token_sha256).with_context(|| format!("tenant {}: token_sha256", t.name))?;
+        }
+        if config.limits.max_connections == 0 {
+            bail!("limits.max_connections must be at least 1");
+        }
+        if config.cluster.lease_ttl_s == 0 {
+            bail!("cluster.lease_ttl_s must be at least 1");
+        }
+        Ok(config)
+    }
+}
+
+/// A tenant name is a directory name under `workspaces/`: letters, digits, `-`, `_`.
+pub fn check_name(name: &str) -> anyhow::Result<()> {
+    let ok =
+        !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !ok {
+        bail!("tenant name {name:?}: use 1 to 64 letters, digits, '-' or '_'");
+    }
+    Ok(())
+}
+
+/// 64 lowercase hex digits → 32 bytes.
+pub fn parse_digest(hex_text: &str) -> anyhow::Result<[u8; 32]> {
+    if hex_text.len() != 64 || !hex_text.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)) {
+        bail!("expected 64 lowercase hex digits (the SHA-256 of the token)");
+    }
+    let mut out = [0u8; 32];
+    hex::decode_to_slice(hex_text, &mut out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIGEST: &str = "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae";
+
+    #[test]
+    fn tenants_and_cluster_parse() {
+        let c = ServerConfig::parse(&format!(
+            "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{DIGEST}\"\nworkspace = \"/srv/alpha\"\n\n\
+             [[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{DIGEST}\"\n\n[cluster]\nnode_id = \"b\"\nlease_ttl_s = 5\n"
+        ))
+        .unwrap();
+        assert_eq!(c.tenants.len(), 2);
+        assert_eq!(c.tenants[0].workspace.as_deref(), Some(Path::new("/srv/alpha")));
+        assert_eq!((c.cluster.node_id.as_str(), c.cluster.lease_ttl_s), ("b", 5));
+        assert_eq!(parse_digest(DIGEST).unwrap()[0], 0x2c);
+    }
+
+    #[test]
+    fn bad_entries_are_refused_with_a_reason() {
+        let upper = DIGEST.to_uppercase();
+        for bad in [
+            format!("[[tenants]]\nname = \"../x\"\ntoken_sha256 = \"{DIGEST}\"\n"),
+            format!("[[tenants]]\nname = \"a\"\ntoken_sha256 = \"{upper}\"\n"),
+            "[[tenants]]\nname = \"a\"\ntoken_sha256 = \"abc\"\n".to_string(),
+            "[[tenants]]\nname = \"a\"\ntoken = \"clear\"\n".to_string(),
+            "[cluster]\nlease_ttl_s = 0\n".to_string(),
+        ] {
+            assert!(ServerConfig::parse(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_committed_default_parses() {
+        let c = ServerConfig::parse(include_str!("../../../../config/server.toml")).unwrap();
+        assert!(c.tenants.is_empty(), "the committed default configures no tenant (./x serve uses the default one)");
+    }
+}

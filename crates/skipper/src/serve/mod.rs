@@ -1,0 +1,212 @@
+//! `skipper serve`: the self-hosted team server. One engine, shared by tenants; JSON-RPC over a
+//! WebSocket (`GET /rpc`) and over raw TCP for the SDKs (`--sdk-listen`), health and metrics
+//! over HTTP. See issue 10 and the README.
+
+pub mod args;
+pub mod config;
+pub mod confine;
+mod http;
+pub mod metrics;
+pub mod tenants_cmd;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use rpc_server::tenancy::{token_digest, Tenancy, TenantSpec};
+use rpc_server::Server;
+use tokio::net::TcpListener;
+
+use args::ServeArgs;
+use config::ServerConfig;
+
+/// Where the default tenant's token comes from when no tenant is configured.
+const TOKEN_VAR: &str = "SKIPPER_TOKEN";
+
+pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Result<i32> {
+    let home = match &args.home {
+        Some(h) => h.clone(),
+        None => crate::default_home(&env)?,
+    };
+    std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
+    let home = home.canonicalize().with_context(|| format!("resolving {}", home.display()))?;
+    check_database_url(args.database_url.as_deref(), &home)?;
+    let config_path = args.config.clone().unwrap_or_else(|| PathBuf::from(ServeArgs::DEFAULT_CONFIG));
+    let config = ServerConfig::load(&config_path, args.config.is_some())?;
+    tracing::info!(node_id = %config.cluster.node_id, lease_ttl_s = config.cluster.lease_ttl_s, "cluster settings");
+    let specs = tenant_specs(&config, &home, &env, &args)?;
+
+    // The tenancy's index is a second pool on the engine's SQLite file (WAL: readers and one
+    // writer at a time, with a busy timeout), so the engine needs no knowledge of tenants. It
+    // opens first: the tools are confined to the workspaces it prepares.
+    let index =
+        store::SessionIndex::open(store::Layout::new(&home).db_path()).await.context("opening the session index")?;
+    let tenancy = Arc::new(Tenancy::open(specs, index).await.context("preparing the tenants")?);
+    for t in tenancy.tenants() {
+        tracing::info!(tenant = %t.name, workspace = %t.workspace.display(), "tenant");
+    }
+    let metrics = metrics::Metrics::new();
+    let setup = crate::build_engine(
+        crate::EngineOptions {
+            home: home.clone(),
+            default_cwd: home.join("workspaces"),
+            model: None,
+            auth_token_env: None,
+            allow_all_tools: false,
+            metrics: Some(metrics.clone()),
+            confine_to: Some(tenancy.tenants().map(|t| t.workspace.clone()).collect()),
+        },
+        &env,
+    )
+    .await?;
+    let server = Server::shared(setup.engine, setup.auth, setup.limits, setup.inference, tenancy.clone());
+    crate::spawn_signal_handler(server.clone());
+
+    let http = TcpListener::bind(args.listen).await.with_context(|| format!("binding --listen {}", args.listen))?;
+    let sdk = TcpListener::bind(args.sdk_listen)
+        .await
+        .with_context(|| format!("binding --sdk-listen {}", args.sdk_listen))?;
+    let (http_addr, sdk_addr) = (http.local_addr()?, sdk.local_addr()?);
+    let slots = Arc::new(tokio::sync::Semaphore::new(config.limits.max_connections));
+    let app = http::router(http::App { server: server.clone(), tenancy, metrics, slots: slots.clone() });
+    let shutdown = server.shutdown.clone();
+    let http_task = tokio::spawn(async move {
+        axum::serve(http, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
+    });
+    let sdk_task = tokio::spawn(rpc_server::transport::serve_tcp_limited(server.clone(), sdk, slots));
+    // Both sockets are bound and listening: connections are accepted (queued by the kernel)
+    // from here on, so the line may be printed.
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "skipper serve listening on http://{http_addr} (WebSocket /rpc) and tcp://{sdk_addr} (SDK)")?;
+        out.flush()?;
+    }
+    let http_result = http_task.await;
+    server.shutdown.cancel();
+    let _ = sdk_task.await;
+    server.engine.shutdown_all();
+    match http_result {
+        Ok(Ok(())) => Ok(0),
+        Ok(Err(e)) => Err(e).context("HTTP server"),
+        Err(e) => Err(anyhow::anyhow!("HTTP server task: {e}")),
+    }
+}
+
+/// Only the SQLite index under --home exists in this version; PostgreSQL comes with the
+/// several-nodes work. A URL naming anything else is refused rather than silently ignored.
+fn check_database_url(url: Option<&str>, home: &Path) -> anyhow::Result<()> {
+    let Some(url) = url else { return Ok(()) };
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        bail!("--database-url: PostgreSQL is not supported yet; use the default SQLite index");
+    }
+    let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) else {
+        bail!("--database-url: expected sqlite://PATH");
+    };
+    let expected = store::Layout::new(home).db_path();
+    let given = Path::new(path);
+    let given = given.canonicalize().unwrap_or_else(|_| given.to_path_buf());
+    if given != expected {
+        bail!("--database-url: the SQLite index must be {} (under --home) in this version", expected.display());
+    }
+    Ok(())
+}
+
+/// The configured tenants, or the default one (`default`, token from SKIPPER_TOKEN or a file
+/// under home), which listens on loopback only.
+fn tenant_specs(
+    config: &ServerConfig,
+    home: &Path,
+    env: &HashMap<String, String>,
+    args: &ServeArgs,
+) -> anyhow::Result<Vec<TenantSpec>> {
+    let workspace_of = |name: &str, configured: Option<&PathBuf>| match configured {
+        Some(w) => w.clone(),
+        None => home.join("workspaces").join(name),
+    };
+    if !config.tenants.is_empty() {
+        return config
+            .tenants
+            .iter()
+            .map(|t| {
+                Ok(TenantSpec {
+                    name: t.name.clone(),
+                    token_sha256: config::parse_digest(&t.token_sha256)?,
+                    workspace: workspace_of(&t.name, t.workspace.as_ref()),
+                })
+            })
+            .collect();
+    }
+    if !is_loopback(args.listen) || !is_loopback(args.sdk_listen) {
+        bail!("no tenants are configured: refusing to listen beyond loopback (add [[tenants]] to the config)");
+    }
+    let token = match env.get(TOKEN_VAR).filter(|t| !t.is_empty()) {
+        Some(t) => t.clone(),
+        None => {
+            let path = home.join("serve-token");
+            let token = stored_token(&path)?;
+            eprintln!(
+                "no tenants configured: tenant `default`, its token is in {} (or set {TOKEN_VAR})",
+                path.display()
+            );
+            token
+        }
+    };
+    Ok(vec![TenantSpec {
+        name: "default".into(),
+        token_sha256: token_digest(&token),
+        workspace: workspace_of("default", None),
+    }])
+}
+
+fn is_loopback(addr: SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
+
+/// The token kept in `path` (created, readable by the owner only, on first use).
+fn stored_token(path: &Path) -> anyhow::Result<String> {
+    if let Ok(text) = std::fs::read_to_string(path) {
+        let token = text.trim().to_string();
+        if !token.is_empty() {
+            return Ok(token);
+        }
+    }
+    let token = tenants_cmd::fresh_token();
+    let mut file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)
+    }
+    .with_context(|| format!("creating {}", path.display()))?;
+    writeln!(file, "{token}").with_context(|| format!("writing {}", path.display()))?;
+    Ok(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_default_sqlite_index_is_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        let db = home.join("skipper-index.db");
+        assert!(check_database_url(None, &home).is_ok());
+        assert!(check_database_url(Some(&format!("sqlite://{}", db.display())), &home).is_ok());
+        assert!(check_database_url(Some("sqlite:///elsewhere.db"), &home).is_err());
+        assert!(check_database_url(Some("postgres://u@h/db"), &home).is_err());
+        assert!(check_database_url(Some("mysql://x"), &home).is_err());
+    }
+
+    #[test]
+    fn the_stored_token_is_private_and_stable() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("serve-token");
+        let first = stored_token(&path).unwrap();
+        assert_eq!(first.len(), 64);
+        assert_eq!(stored_token(&path).unwrap(), first);
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+}

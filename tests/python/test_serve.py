@@ -1,0 +1,128 @@
+"""Issue 10: the official Python SDK against the team server, `skipper serve`, over its SDK TCP
+port (`RuntimeConnection.for_uri(addr, connection_token=…)`): the token goes in `connect` and
+selects the tenant."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import selectors
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from copilot.session import PermissionHandler
+
+from conftest import SKIPPER_BIN, Ctx
+
+TOKEN = "python-tenant-token"
+OTHER_TOKEN = "another-tenant-token"
+
+
+def _start_serve(ctx: Ctx) -> tuple[subprocess.Popen, str, Path]:
+    config = ctx.root / "server.toml"
+    tenants = [("py", TOKEN), ("other", OTHER_TOKEN)]
+    config.write_text(
+        "".join(
+            f'[[tenants]]\nname = "{name}"\ntoken_sha256 = "{hashlib.sha256(token.encode()).hexdigest()}"\n'
+            for name, token in tenants
+        ),
+        encoding="utf-8",
+    )
+    stderr_path = ctx.root / "serve.stderr"
+    with open(stderr_path, "wb") as stderr:
+        proc = subprocess.Popen(
+            [
+                str(SKIPPER_BIN), "serve",
+                "--listen", "127.0.0.1:0", "--sdk-listen", "127.0.0.1:0",
+                "--config", str(config), "--home", str(ctx.copilot_home),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=ctx.env(GH_TOKEN="fake-token-for-e2e-tests"),
+            cwd=ctx.work_dir,
+        )
+    assert proc.stdout is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + 15
+    buf = b""
+    try:
+        # The readiness line, not a sleep: it is printed once both ports accept connections.
+        while b"listening" not in buf or not buf.endswith(b"\n"):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not sel.select(timeout=remaining):
+                raise RuntimeError("skipper serve printed no `listening` line within 15 s")
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            if not chunk:
+                raise RuntimeError("skipper serve exited: " + stderr_path.read_text(errors="replace"))
+            buf += chunk
+    finally:
+        sel.close()
+    line = next(l for l in buf.decode().splitlines() if "listening" in l)
+    sdk = line.split("tcp://", 1)[1].split()[0]
+    return proc, sdk, stderr_path
+
+
+@pytest.fixture
+def serve(ctx: Ctx):
+    proc, sdk, stderr_path = _start_serve(ctx)
+    yield sdk
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+    if proc.stdout:
+        proc.stdout.close()
+    print("----- skipper serve stderr -----")
+    print(stderr_path.read_text(errors="replace")[-20000:])
+
+
+async def test_sdk_runs_a_turn_on_the_team_server(ctx: Ctx, serve: str, make_client):
+    ctx.fake.replies({"text": "Hello from the team server"})
+    client = make_client(uri=serve, connection_token=TOKEN)
+    await client.start()
+    session = await client.create_session(on_permission_request=PermissionHandler.approve_all)
+    response = await session.send_and_wait("Say hello", timeout=30)
+    assert response is not None
+    assert response.data.content == "Hello from the team server"
+    # The turn ran in the tenant's workspace, and the session is listed for the tenant.
+    [request] = ctx.fake.requests()
+    assert request["body"]["messages"][-1]["content"].endswith("Say hello")
+    sessions = await client.list_sessions()
+    assert [s.session_id for s in sessions] == [session.session_id]
+    assert Path(sessions[0].context.working_directory) == (ctx.copilot_home / "workspaces" / "py").resolve()
+
+
+async def test_a_wrong_token_is_refused(ctx: Ctx, serve: str, make_client):
+    client = make_client(uri=serve, connection_token="not-the-token")
+    with pytest.raises(Exception) as refused:
+        await client.start()
+    assert "not-the-token" not in str(refused.value)
+    assert ctx.fake.requests() == []
+
+
+async def test_another_tenant_cannot_see_or_resume_the_session(ctx: Ctx, serve: str, make_client):
+    ctx.fake.replies({"text": "private answer"})
+    owner = make_client(uri=serve, connection_token=TOKEN)
+    await owner.start()
+    session = await owner.create_session(on_permission_request=PermissionHandler.approve_all)
+    await session.send_and_wait("private prompt", timeout=30)
+
+    other = make_client(uri=serve, connection_token=OTHER_TOKEN)
+    await other.start()
+    assert await other.list_sessions() == []
+    with pytest.raises(Exception) as foreign:
+        await other.resume_session(session.session_id, on_permission_request=PermissionHandler.approve_all)
+    unknown_id = "00000000-0000-4000-8000-000000000000"
+    with pytest.raises(Exception) as unknown:
+        await other.resume_session(unknown_id, on_permission_request=PermissionHandler.approve_all)
+    # Answered exactly as an id that does not exist.
+    assert str(foreign.value).replace(session.session_id, "ID") == str(unknown.value).replace(unknown_id, "ID")
+    # The owner still has it.
+    assert [s.session_id for s in await owner.list_sessions()] == [session.session_id]
