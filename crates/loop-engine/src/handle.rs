@@ -130,6 +130,13 @@ pub(crate) enum SessionInput {
         op: PlanOp,
         reply: oneshot::Sender<Result<PlanResult, store::StoreError>>,
     },
+    /// `session.workspaces.createFile`: the write and its `session.workspace_file_changed`
+    /// event happen together, in the session's order.
+    WriteWorkspaceFile {
+        path: String,
+        content: String,
+        reply: oneshot::Sender<Result<(), store::StoreError>>,
+    },
     /// A warm `session.resume`: new settings, another subscriber, the `session.resume` event.
     Resume {
         params: Box<protocol::methods::SessionConfigParams>,
@@ -338,6 +345,11 @@ impl SessionHandle {
 
     pub async fn plan(&self, op: PlanOp) -> Result<PlanResult, EngineError> {
         self.ask(|reply| SessionInput::Plan { op, reply }).await?.map_err(EngineError::Store)
+    }
+
+    /// Creates or replaces a file in the session's workspace files directory.
+    pub async fn write_workspace_file(&self, path: String, content: String) -> Result<(), EngineError> {
+        self.ask(|reply| SessionInput::WriteWorkspaceFile { path, content, reply }).await?.map_err(EngineError::Store)
     }
 
     /// Changes the session's options; the next model call uses them.
