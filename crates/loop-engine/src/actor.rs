@@ -226,6 +226,9 @@ impl Actor {
             SessionInput::Plan { op, reply } => {
                 let _ = reply.send(self.plan(op).await);
             }
+            SessionInput::WriteWorkspaceFile { path, content, reply } => {
+                let _ = reply.send(self.write_workspace_file(&path, content).await);
+            }
             SessionInput::Resume { params, subscriber, reply } => {
                 self.view.settings.apply_resume(&params);
                 self.publish();
@@ -357,6 +360,14 @@ impl Actor {
                 Ok(PlanResult::Changed)
             }
         }
+    }
+
+    async fn write_workspace_file(&mut self, path: &str, content: String) -> Result<(), store::StoreError> {
+        let (path, existed) = self.deps.layout.write_workspace_file(self.handle.id(), path, content).await?;
+        let operation =
+            if existed { t::WorkspaceFileChangedOperation::Update } else { t::WorkspaceFileChangedOperation::Create };
+        self.emit(t::WorkspaceFileChangedData { path, operation });
+        Ok(())
     }
 
     fn emit_shutdown(&self) {

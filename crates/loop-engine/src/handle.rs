@@ -151,6 +151,13 @@ pub(crate) enum SessionInput {
         op: PlanOp,
         reply: oneshot::Sender<Result<PlanResult, store::StoreError>>,
     },
+    /// `session.workspaces.createFile`: the write and its `session.workspace_file_changed`
+    /// event happen together, in the session's order.
+    WriteWorkspaceFile {
+        path: String,
+        content: String,
+        reply: oneshot::Sender<Result<(), store::StoreError>>,
+    },
     /// A warm `session.resume`: new settings, another subscriber, the `session.resume` event.
     Resume {
         params: Box<protocol::methods::SessionConfigParams>,
@@ -378,6 +385,11 @@ impl SessionHandle {
     /// Reads or changes the session's name (`session.name.*`).
     pub async fn name(&self, op: NameOp) -> Result<NameResult, EngineError> {
         self.ask(|reply| SessionInput::Name { op, reply }).await?.map_err(EngineError::Compaction)
+    }
+
+    /// Creates or replaces a file in the session's workspace files directory.
+    pub async fn write_workspace_file(&self, path: String, content: String) -> Result<(), EngineError> {
+        self.ask(|reply| SessionInput::WriteWorkspaceFile { path, content, reply }).await?.map_err(EngineError::Store)
     }
 
     /// Changes the session's options; the next model call uses them.

@@ -5,7 +5,7 @@
 use protocol::generated::methods as g;
 use protocol::methods as h;
 
-use crate::handlers::{history, inference, providers, server, session, session_state};
+use crate::handlers::{history, inference, providers, server, session, session_state, workspaces};
 use crate::table::method_table;
 
 method_table! {
@@ -90,6 +90,24 @@ method_table! {
         => history::list_checkpoints, lane |_p| None, aliases [];
     SessionWorkspacesReadCheckpoint: g::SessionWorkspacesReadCheckpoint
         => history::read_checkpoint, lane |_p| None, aliases [];
+
+    // Sessions: workspace files (`files/`); the seed's `session.workspace.*` names too.
+    SessionWorkspacesListFiles: g::SessionWorkspacesListFiles
+        => workspaces::list_files, lane |p| Some(&p.session_id), aliases ["session.workspace.listFiles"];
+    SessionWorkspacesReadFile: g::SessionWorkspacesReadFile
+        => workspaces::read_file, lane |p| Some(&p.session_id), aliases ["session.workspace.readFile"];
+    SessionWorkspacesCreateFile: g::SessionWorkspacesCreateFile
+        => workspaces::create_file, lane |p| Some(&p.session_id), aliases ["session.workspace.createFile"];
+    SessionWorkspacesCreateDirectory: g::SessionWorkspacesCreateDirectory
+        => workspaces::create_directory, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkspacesStatFile: g::SessionWorkspacesStatFile
+        => workspaces::stat_file, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkspacesRemovePath: g::SessionWorkspacesRemovePath
+        => workspaces::remove_path, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkspacesRenamePath: g::SessionWorkspacesRenamePath
+        => workspaces::rename_path, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkspacesGetWorkspace: g::SessionWorkspacesGetWorkspace
+        => workspaces::get_workspace, lane |p| Some(&p.session_id), aliases [];
 }
 
 #[cfg(test)]

@@ -6,17 +6,20 @@
 //!   It can be rebuilt from the logs.
 //! - [`layout`]: paths under `$COPILOT_HOME`, and `workspace.yaml`.
 //! - [`checkpoints`]: compaction summaries under `checkpoints/`, listed in `index.md`.
+//! - [`workspace_files`]: the client-managed files under `files/`, confined to that directory.
 
 pub mod checkpoints;
 pub mod event_log;
 mod files;
 pub mod index;
 pub mod layout;
+pub mod workspace_files;
 
 pub use checkpoints::Checkpoint;
 pub use event_log::{EventLog, LoadedLog};
 pub use index::{ListFilter, SessionIndex, SessionRow};
 pub use layout::{Layout, WorkspaceMeta};
+pub use workspace_files::WorkspaceStat;
 
 use std::path::Path;
 
@@ -33,6 +36,15 @@ pub enum StoreError {
     /// The id would escape `session-state/` or collide with its housekeeping entries.
     #[error("Invalid session id: {0:?}")]
     InvalidSessionId(String),
+    /// A client's workspace path is absolute, climbs above the files directory with `..`, or
+    /// passes a symlink that leads out of it.
+    #[error("Path {0:?} resolves outside the workspace files directory")]
+    OutsideWorkspace(String),
+    /// The path names the workspace files directory itself where an entry is needed.
+    #[error("Path {0:?} does not name an entry in the workspace files directory")]
+    InvalidWorkspacePath(String),
+    #[error("No such file or directory in the workspace files directory: {0}")]
+    NoSuchWorkspacePath(String),
     #[error("cannot encode event: {0}")]
     Encode(#[from] serde_json::Error),
 }

@@ -141,6 +141,9 @@ pub enum SessionEvent {
     /// `session.snapshot_rewind`: Session rewind details including target event and count of
     /// removed events
     SessionSnapshotRewind(t::SnapshotRewindData),
+    /// `session.workspace_file_changed`: Workspace file change details including path and operation
+    /// type
+    SessionWorkspaceFileChanged(t::WorkspaceFileChangedData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -204,6 +207,7 @@ impl SessionEvent {
             Self::SessionCompactionStart(_) => "session.compaction_start",
             Self::SessionCompactionComplete(_) => "session.compaction_complete",
             Self::SessionSnapshotRewind(_) => "session.snapshot_rewind",
+            Self::SessionWorkspaceFileChanged(_) => "session.workspace_file_changed",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -269,6 +273,7 @@ impl SessionEvent {
             Self::SessionCompactionStart(d) => d.serialize(s),
             Self::SessionCompactionComplete(d) => d.serialize(s),
             Self::SessionSnapshotRewind(d) => d.serialize(s),
+            Self::SessionWorkspaceFileChanged(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -329,6 +334,7 @@ impl SessionEvent {
             "session.compaction_start" => typed(kind, data, Self::SessionCompactionStart),
             "session.compaction_complete" => typed(kind, data, Self::SessionCompactionComplete),
             "session.snapshot_rewind" => typed(kind, data, Self::SessionSnapshotRewind),
+            "session.workspace_file_changed" => typed(kind, data, Self::SessionWorkspaceFileChanged),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -433,6 +439,7 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("session.compaction_start", EphemeralPolicy::Optional),
     ("session.compaction_complete", EphemeralPolicy::Optional),
     ("session.snapshot_rewind", EphemeralPolicy::Always),
+    ("session.workspace_file_changed", EphemeralPolicy::Optional),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -734,6 +741,12 @@ impl From<t::CompactionCompleteData> for SessionEvent {
 impl From<t::SnapshotRewindData> for SessionEvent {
     fn from(data: t::SnapshotRewindData) -> Self {
         Self::SessionSnapshotRewind(data)
+    }
+}
+
+impl From<t::WorkspaceFileChangedData> for SessionEvent {
+    fn from(data: t::WorkspaceFileChangedData) -> Self {
+        Self::SessionWorkspaceFileChanged(data)
     }
 }
 

@@ -526,6 +526,99 @@ impl crate::rpc::RpcMethod for SessionSuspend {
     type Result = ();
 }
 
+/// `session.workspaces.listFiles`: Lists files stored in the session workspace files directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesListFiles;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesListFiles {
+    const NAME: &'static str = "session.workspaces.listFiles";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesListFilesParams;
+    type Result = t::WorkspacesListFilesResult;
+}
+
+/// `session.workspaces.readFile`: Reads a file from the session workspace files directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesReadFile;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesReadFile {
+    const NAME: &'static str = "session.workspaces.readFile";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesReadFileParams;
+    type Result = t::WorkspacesReadFileResult;
+}
+
+/// `session.workspaces.createFile`: Creates or overwrites a file in the session workspace files
+/// directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesCreateFile;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesCreateFile {
+    const NAME: &'static str = "session.workspaces.createFile";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesCreateFileParams;
+    type Result = ();
+}
+
+/// `session.workspaces.createDirectory`: Creates a directory in the session workspace files
+/// directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesCreateDirectory;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesCreateDirectory {
+    const NAME: &'static str = "session.workspaces.createDirectory";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesCreateDirectoryParams;
+    type Result = ();
+}
+
+/// `session.workspaces.statFile`: Returns metadata for a file or directory in the session workspace
+/// files directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesStatFile;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesStatFile {
+    const NAME: &'static str = "session.workspaces.statFile";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesStatFileParams;
+    type Result = t::WorkspacesStatFileResult;
+}
+
+/// `session.workspaces.removePath`: Removes a file or directory from the session workspace files
+/// directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesRemovePath;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesRemovePath {
+    const NAME: &'static str = "session.workspaces.removePath";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesRemovePathParams;
+    type Result = ();
+}
+
+/// `session.workspaces.renamePath`: Renames a file or directory within the session workspace files
+/// directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesRenamePath;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesRenamePath {
+    const NAME: &'static str = "session.workspaces.renamePath";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesRenamePathParams;
+    type Result = ();
+}
+
+/// `session.workspaces.getWorkspace`: Gets current workspace metadata for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesGetWorkspace;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesGetWorkspace {
+    const NAME: &'static str = "session.workspaces.getWorkspace";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesGetWorkspaceParams;
+    type Result = t::WorkspacesGetWorkspaceResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -694,13 +787,61 @@ impl crate::rpc::SessionScoped for t::SessionToolsSetParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionWorkspacesCreateDirectoryParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkspacesCreateFileParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkspacesGetWorkspaceParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionWorkspacesListCheckpointsParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionWorkspacesListFilesParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionWorkspacesReadCheckpointParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkspacesReadFileParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkspacesRemovePathParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkspacesRenamePathParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkspacesStatFileParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -751,4 +892,12 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.name.set",
     "session.name.setAuto",
     "session.suspend",
+    "session.workspaces.listFiles",
+    "session.workspaces.readFile",
+    "session.workspaces.createFile",
+    "session.workspaces.createDirectory",
+    "session.workspaces.statFile",
+    "session.workspaces.removePath",
+    "session.workspaces.renamePath",
+    "session.workspaces.getWorkspace",
 ];

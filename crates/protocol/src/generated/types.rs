@@ -9033,9 +9033,50 @@ pub struct SessionUpdateOptionsResult {
     pub plugin_hook_count: Option<u64>,
 }
 
+/// Directory to create within the session workspace files directory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesCreateDirectoryParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Slash-separated relative path within the workspace files directory
+    pub path: String,
+    /// Whether to create missing parent directories. Defaults to false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recursive: Option<bool>,
+}
+
+/// Relative path and UTF-8 content for the workspace file to create or overwrite.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesCreateFileParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Slash-separated relative path within the workspace files directory
+    pub path: String,
+    /// File content to write as a UTF-8 string
+    pub content: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesGetWorkspaceParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionWorkspacesListCheckpointsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesListFilesParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
@@ -9049,6 +9090,54 @@ pub struct SessionWorkspacesReadCheckpointParams {
     pub session_id: String,
     /// Checkpoint number to read
     pub number: u64,
+}
+
+/// Relative path of the workspace file to read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesReadFileParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Slash-separated relative path within the workspace files directory
+    pub path: String,
+}
+
+/// File or directory to remove from the session workspace files directory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesRemovePathParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Slash-separated relative path within the workspace files directory
+    pub path: String,
+    /// Whether to remove directory contents recursively. Defaults to false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recursive: Option<bool>,
+    /// Whether a missing path should be treated as success. Defaults to false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force: Option<bool>,
+}
+
+/// Source and destination paths for a rename within the session workspace files directory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesRenamePathParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Slash-separated source path relative to the workspace files directory
+    pub source: String,
+    /// Slash-separated destination path relative to the workspace files directory
+    pub destination: String,
+}
+
+/// Relative path of the workspace file or directory to inspect.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesStatFileParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Slash-separated relative path within the workspace files directory
+    pub path: String,
 }
 
 /// Command-scoped GitHub credential injection for the shell commands an agent runs.
@@ -10796,6 +10885,55 @@ impl std::fmt::Display for WorkingDirectoryContextHostType {
     }
 }
 
+/// Workspace file change details including path and operation type
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceFileChangedData {
+    /// Relative path within the session workspace files directory
+    pub path: String,
+    /// Whether the file was newly created or updated
+    pub operation: WorkspaceFileChangedOperation,
+}
+
+impl WorkspaceFileChangedData {
+    /// The required fields; every optional one is `None`.
+    pub fn new(path: String, operation: WorkspaceFileChangedOperation) -> Self {
+        Self {
+            path,
+            operation,
+        }
+    }
+}
+
+/// Whether the file was newly created or updated
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WorkspaceFileChangedOperation {
+    /// The workspace file was created.
+    #[serde(rename = "create")]
+    Create,
+    /// The workspace file was updated.
+    #[serde(rename = "update")]
+    Update,
+}
+
+impl WorkspaceFileChangedOperation {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Create, Self::Update];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Update => "update",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkspaceFileChangedOperation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Workspace checkpoint metadata with assigned number, human-readable title, and checkpoint
 /// filename.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -10808,6 +10946,73 @@ pub struct WorkspacesCheckpoints {
     pub filename: String,
 }
 
+/// Current workspace metadata for the session, including its absolute filesystem path when
+/// available.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesGetWorkspaceResult {
+    /// Current workspace metadata, or null if not available
+    pub workspace: Option<WorkspacesGetWorkspaceResultWorkspace>,
+    /// Absolute filesystem path to the workspace directory. Omitted when the session has no
+    /// workspace (e.g. remote sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// Current workspace metadata, or null if not available
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesGetWorkspaceResultWorkspace {
+    /// Stable workspace identifier.
+    pub id: String,
+    /// Current working directory associated with the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Git repository root associated with the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_root: Option<String>,
+    /// Repository identifier associated with the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// Allowed values for the `WorkspacesWorkspaceDetailsHostType` enumeration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_type: Option<WorkspacesWorkspaceDetailsHostType>,
+    /// Current Git branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Workspace display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Name of the client that created the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+    /// Whether the workspace name was explicitly chosen by the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_named: Option<bool>,
+    /// Number of persisted summaries in the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_count: Option<u64>,
+    /// Timestamp when the workspace was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// Timestamp when the workspace was last updated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    /// Whether the workspace session can be steered remotely.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_steerable: Option<bool>,
+    /// Mission Control task identifier associated with the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mc_task_id: Option<String>,
+    /// Mission Control session identifier associated with the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mc_session_id: Option<String>,
+    /// Most recent Mission Control event identifier observed for the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mc_last_event_id: Option<String>,
+    /// Whether the per-session Chronicle upgrade prompt was dismissed for the workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chronicle_sync_dismissed: Option<bool>,
+}
+
 /// Workspace checkpoints in chronological order; empty when the workspace is not enabled.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkspacesListCheckpointsResult {
@@ -10815,11 +11020,74 @@ pub struct WorkspacesListCheckpointsResult {
     pub checkpoints: Vec<WorkspacesCheckpoints>,
 }
 
+/// Relative paths of files stored in the session workspace files directory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesListFilesResult {
+    /// Slash-separated relative file paths in the workspace files directory
+    pub files: Vec<String>,
+}
+
 /// Checkpoint content as a UTF-8 string, or null when the checkpoint or workspace is missing.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkspacesReadCheckpointResult {
     /// Checkpoint content as a UTF-8 string, or null when the checkpoint or workspace is missing
     pub content: Option<String>,
+}
+
+/// Contents of the requested workspace file as a UTF-8 string.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesReadFileResult {
+    /// File content as a UTF-8 string
+    pub content: String,
+}
+
+/// Filesystem metadata for a path in the session workspace files directory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesStatFileResult {
+    /// Whether the path identifies a regular file
+    #[serde(rename = "isFile")]
+    pub is_file: bool,
+    /// Whether the path identifies a directory
+    #[serde(rename = "isDirectory")]
+    pub is_directory: bool,
+    /// Size in bytes
+    pub size: f64,
+    /// Last modification time in Unix epoch milliseconds
+    #[serde(rename = "mtimeMs")]
+    pub mtime_ms: f64,
+    /// Creation time in Unix epoch milliseconds
+    #[serde(rename = "birthtimeMs")]
+    pub birthtime_ms: f64,
+}
+
+/// Allowed values for the `WorkspacesWorkspaceDetailsHostType` enumeration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WorkspacesWorkspaceDetailsHostType {
+    /// Workspace repository is hosted on GitHub.
+    #[serde(rename = "github")]
+    Github,
+    /// Workspace repository is hosted on Azure DevOps.
+    #[serde(rename = "ado")]
+    Ado,
+}
+
+impl WorkspacesWorkspaceDetailsHostType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Github, Self::Ado];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Github => "github",
+            Self::Ado => "ado",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 // serde_json::Value in this file

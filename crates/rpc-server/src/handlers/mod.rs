@@ -7,3 +7,4 @@ pub mod providers;
 pub mod server;
 pub mod session;
 pub mod session_state;
+pub mod workspaces;

@@ -380,8 +380,12 @@ async fn method_sweep_gets_correct_errors_for_every_bad_input() {
         let methods = rpc_server::methods::METHODS;
         for entry in methods {
             let m = entry.name;
-            // The seed's name of a method the schema knows by its current name.
-            let canonical = if m == "session.compaction.compact" { "session.history.compact" } else { m };
+            // The seed's names of methods the schema knows by their current names.
+            let seed_workspace = m.strip_prefix("session.workspace.").map(|rest| format!("session.workspaces.{rest}"));
+            let canonical = match m {
+                "session.compaction.compact" => "session.history.compact",
+                _ => seed_workspace.as_deref().unwrap_or(m),
+            };
             let shape = match (schema.shape(canonical), hand_shape(m)) {
                 (Some(s), None) => s,
                 (None, Some((ty, s))) => {

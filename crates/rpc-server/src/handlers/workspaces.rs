@@ -1,0 +1,105 @@
+//! `session.workspaces.*` file methods: the session's client-managed files under
+//! `session-state/<id>/files/`. Reads and housekeeping go to the store directly; `createFile`
+//! goes through the session, which emits `session.workspace_file_changed` with the write.
+
+use protocol::generated::types as t;
+use protocol::jsonrpc::RpcError;
+
+use crate::table::Ctx;
+
+pub async fn list_files(
+    ctx: &Ctx,
+    p: t::SessionWorkspacesListFilesParams,
+) -> Result<t::WorkspacesListFilesResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let files = ctx.server.engine.layout().list_workspace_files(session.id()).await.map_err(|e| ctx.failed(e))?;
+    Ok(t::WorkspacesListFilesResult { files })
+}
+
+pub async fn read_file(
+    ctx: &Ctx,
+    p: t::SessionWorkspacesReadFileParams,
+) -> Result<t::WorkspacesReadFileResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let content =
+        ctx.server.engine.layout().read_workspace_file(session.id(), &p.path).await.map_err(|e| ctx.failed(e))?;
+    Ok(t::WorkspacesReadFileResult { content })
+}
+
+pub async fn create_file(ctx: &Ctx, p: t::SessionWorkspacesCreateFileParams) -> Result<(), RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    session.write_workspace_file(p.path, p.content).await.map_err(|e| ctx.engine_error(&e))
+}
+
+pub async fn create_directory(ctx: &Ctx, p: t::SessionWorkspacesCreateDirectoryParams) -> Result<(), RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let recursive = p.recursive.unwrap_or(false);
+    ctx.server.engine.layout().create_workspace_dir(session.id(), &p.path, recursive).await.map_err(|e| ctx.failed(e))
+}
+
+pub async fn stat_file(
+    ctx: &Ctx,
+    p: t::SessionWorkspacesStatFileParams,
+) -> Result<t::WorkspacesStatFileResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let st = ctx.server.engine.layout().stat_workspace_path(session.id(), &p.path).await.map_err(|e| ctx.failed(e))?;
+    Ok(t::WorkspacesStatFileResult {
+        is_file: st.is_file,
+        is_directory: st.is_directory,
+        // Sizes beyond 2^53 lose precision, as they do in the original's JavaScript numbers.
+        size: st.size as f64,
+        mtime_ms: st.mtime_ms,
+        birthtime_ms: st.birthtime_ms,
+    })
+}
+
+pub async fn remove_path(ctx: &Ctx, p: t::SessionWorkspacesRemovePathParams) -> Result<(), RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let (recursive, force) = (p.recursive.unwrap_or(false), p.force.unwrap_or(false));
+    ctx.server
+        .engine
+        .layout()
+        .remove_workspace_path(session.id(), &p.path, recursive, force)
+        .await
+        .map_err(|e| ctx.failed(e))
+}
+
+pub async fn rename_path(ctx: &Ctx, p: t::SessionWorkspacesRenamePathParams) -> Result<(), RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    ctx.server
+        .engine
+        .layout()
+        .rename_workspace_path(session.id(), &p.source, &p.destination)
+        .await
+        .map_err(|e| ctx.failed(e))
+}
+
+/// The session's `workspace.yaml` and its directory. A session whose metadata is not written
+/// yet still has a workspace: it is described by its id alone.
+pub async fn get_workspace(
+    ctx: &Ctx,
+    p: t::SessionWorkspacesGetWorkspaceParams,
+) -> Result<t::WorkspacesGetWorkspaceResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let layout = ctx.server.engine.layout();
+    let meta = layout.workspace_meta(session.id()).await.map_err(|e| ctx.failed(e))?;
+    let workspace = match meta {
+        Some(m) => t::WorkspacesGetWorkspaceResultWorkspace {
+            id: m.id,
+            cwd: Some(m.cwd).filter(|c| !c.is_empty()),
+            git_root: m.git_root,
+            repository: m.repository,
+            branch: m.branch,
+            name: m.name,
+            client_name: m.client_name,
+            user_named: Some(m.user_named),
+            summary_count: Some(u64::from(m.summary_count)),
+            created_at: Some(m.created_at).filter(|s| !s.is_empty()),
+            updated_at: Some(m.updated_at).filter(|s| !s.is_empty()),
+            ..Default::default()
+        },
+        None => t::WorkspacesGetWorkspaceResultWorkspace { id: session.id().to_string(), ..Default::default() },
+    };
+    let path = layout.session_dir(session.id()).to_string_lossy().into_owned();
+    Ok(t::WorkspacesGetWorkspaceResult { workspace: Some(workspace), path: Some(path) })
+}
