@@ -265,6 +265,13 @@ impl Actor {
                 }
             }
             SessionInput::Handoff { reply } => self.handoff(reply),
+            SessionInput::Shutdown { shutdown_type, reply } => {
+                self.abort(t::AbortReason::UserInitiated);
+                self.pending.fail_all();
+                self.emit_shutdown_of(shutdown_type);
+                let _ = reply.send(());
+                return Flow::Exit;
+            }
             SessionInput::Suspend { reply } => {
                 self.abort(t::AbortReason::UserInitiated);
                 self.pending.fail_all();
@@ -371,11 +378,15 @@ impl Actor {
     }
 
     fn emit_shutdown(&self) {
+        self.emit_shutdown_of(t::ShutdownType::Routine);
+    }
+
+    fn emit_shutdown_of(&self, shutdown_type: t::ShutdownType) {
         let start = chrono::DateTime::parse_from_rfc3339(self.handle.start_time()).map(|t| t.timestamp_millis());
         let files_modified = self.files_modified.clone();
         let code_changes = t::ShutdownCodeChanges { lines_added: 0, lines_removed: 0, files_modified };
         let start = start.ok().and_then(|ms| u64::try_from(ms).ok()).unwrap_or(0);
-        let mut data = t::ShutdownData::new(t::ShutdownType::Routine, 0, start, code_changes, Default::default());
+        let mut data = t::ShutdownData::new(shutdown_type, 0, start, code_changes, Default::default());
         data.total_premium_requests = Some(0.0);
         data.current_model = Some(self.view.settings.model.clone());
         self.emit(data);

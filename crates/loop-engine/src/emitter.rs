@@ -39,6 +39,8 @@ pub trait ClientRequester: Send + Sync {
 pub struct Emitter {
     session_id: String,
     inner: Mutex<Inner>,
+    /// Wakes `session.eventLog.read` long-polls after each event.
+    emitted: tokio::sync::Notify,
 }
 
 struct Inner {
@@ -47,6 +49,40 @@ struct Inner {
     persisted_count: usize,
     log: Option<EventLog>,
     subscribers: Vec<Arc<dyn EventSubscriber>>,
+    /// Events emitted so far by this process, ephemeral ones included.
+    seq: u64,
+    /// Recent events for `session.eventLog.read`: made when a client first reads the log, so
+    /// sessions nobody polls keep nothing.
+    ring: Option<Ring>,
+}
+
+/// The most recent events, bounded in count and bytes.
+#[derive(Default)]
+struct Ring {
+    entries: std::collections::VecDeque<RingEntry>,
+    bytes: usize,
+}
+
+const RING_EVENTS: usize = 1000;
+const RING_BYTES: usize = 1 << 20;
+
+/// One event as the ring keeps it.
+#[derive(Clone)]
+pub struct RingEntry {
+    pub seq: u64,
+    pub ephemeral: bool,
+    pub kind: String,
+    pub json: Arc<str>,
+}
+
+/// What a ring read found after a position.
+pub struct RingRead {
+    pub entries: Vec<RingEntry>,
+    /// The position after the last event looked at.
+    pub next: u64,
+    pub has_more: bool,
+    /// Events after the position were already dropped from the ring.
+    pub expired: bool,
 }
 
 impl Emitter {
@@ -58,8 +94,8 @@ impl Emitter {
         last_persisted_id: Option<String>,
         persisted_count: usize,
     ) -> Self {
-        let inner = Inner { last_persisted_id, persisted_count, log, subscribers: Vec::new() };
-        Self { session_id, inner: Mutex::new(inner) }
+        let inner = Inner { last_persisted_id, persisted_count, log, subscribers: Vec::new(), seq: 0, ring: None };
+        Self { session_id, inner: Mutex::new(inner), emitted: tokio::sync::Notify::new() }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -69,6 +105,44 @@ impl Emitter {
     /// How many events the session's log holds.
     pub fn persisted_count(&self) -> usize {
         self.lock().persisted_count
+    }
+
+    /// The log's length and the position of the latest event, read together; starts keeping
+    /// recent events for readers of the log.
+    pub fn read_position(&self) -> (usize, u64) {
+        let mut inner = self.lock();
+        inner.ring.get_or_insert_with(Ring::default);
+        (inner.persisted_count, inner.seq)
+    }
+
+    /// Up to `max` events after position `after` that pass `keep`.
+    pub fn ring_after(&self, after: u64, max: usize, keep: impl Fn(&RingEntry) -> bool) -> RingRead {
+        let mut inner = self.lock();
+        let seq = inner.seq;
+        let ring = inner.ring.get_or_insert_with(Ring::default);
+        let oldest = ring.entries.front().map_or(seq + 1, |e| e.seq);
+        let expired = after + 1 < oldest && after < seq;
+        let mut out = RingRead { entries: Vec::new(), next: seq, has_more: false, expired };
+        let mut last = after;
+        for e in ring.entries.iter().filter(|e| e.seq > after) {
+            if keep(e) {
+                if out.entries.len() == max {
+                    out.has_more = true;
+                    break;
+                }
+                out.entries.push(e.clone());
+            }
+            last = e.seq;
+        }
+        if out.has_more {
+            out.next = last;
+        }
+        out
+    }
+
+    /// Resolves after the next event; create it before looking, so no event slips between.
+    pub fn emitted(&self) -> tokio::sync::futures::Notified<'_> {
+        self.emitted.notified()
     }
 
     pub fn subscribe(&self, sub: Arc<dyn EventSubscriber>) {
@@ -148,6 +222,23 @@ impl Emitter {
                 }
             }
         }
+        inner.seq += 1;
+        let seq = inner.seq;
+        if let Some(ring) = inner.ring.as_mut() {
+            let entry = RingEntry {
+                seq,
+                ephemeral: event.ephemeral,
+                kind: event.kind().to_string(),
+                json: json.as_str().into(),
+            };
+            ring.bytes += entry.json.len();
+            ring.entries.push_back(entry);
+            while ring.entries.len() > RING_EVENTS || (ring.bytes > RING_BYTES && ring.entries.len() > 1) {
+                if let Some(old) = ring.entries.pop_front() {
+                    ring.bytes -= old.json.len();
+                }
+            }
+        }
         if deliver {
             self.deliver_locked(&mut inner, &event, &json);
         }
@@ -167,6 +258,8 @@ impl Emitter {
                 self.deliver_locked(&mut inner, &warn, &json);
             }
         }
+        drop(inner);
+        self.emitted.notify_waiters();
         event.id
     }
 
@@ -224,5 +317,28 @@ mod tests {
         em.emit_ephemeral(t::WarningData { warning_type: "w".into(), message: "m".into(), ..Default::default() });
         assert!(c.0.lock().unwrap()[0].0.ephemeral);
         assert_eq!(em.persisted_count(), 0);
+    }
+
+    #[test]
+    fn the_ring_starts_with_its_first_reader_and_stays_bounded() {
+        let em = Emitter::new("s".into(), None, None, 0);
+        em.emit(t::IdleData::default());
+        let (_, start) = em.read_position();
+        assert_eq!(start, 1, "positions count every event, kept or not");
+        let none = em.ring_after(start, 10, |_| true);
+        assert!(none.entries.is_empty() && !none.expired && none.next == start);
+
+        for _ in 0..RING_EVENTS + 5 {
+            em.emit(t::IdleData::default());
+        }
+        let all = em.ring_after(start, usize::MAX, |_| true);
+        assert_eq!(all.entries.len(), RING_EVENTS, "the oldest were dropped");
+        assert!(all.expired, "the reader missed events that are gone");
+        let recent = all.entries[0].seq;
+        let page = em.ring_after(recent - 1, 2, |_| true);
+        assert_eq!((page.entries.len(), page.has_more, page.next), (2, true, recent + 1));
+        assert!(page.entries.iter().all(|e| e.ephemeral && e.kind == "session.idle"));
+        let filtered = em.ring_after(recent - 1, 10, |e| e.kind == "nothing");
+        assert!(filtered.entries.is_empty() && !filtered.has_more);
     }
 }

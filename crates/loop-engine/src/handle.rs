@@ -169,6 +169,11 @@ pub(crate) enum SessionInput {
         subscriber_id: u64,
         reply: oneshot::Sender<bool>,
     },
+    /// `session.shutdown`: stop what runs, emit `session.shutdown` of this type, unload.
+    Shutdown {
+        shutdown_type: protocol::generated::types::ShutdownType,
+        reply: oneshot::Sender<()>,
+    },
     /// `session.suspend`: stop what runs, answer what waits; the session stays resumable.
     Suspend {
         reply: oneshot::Sender<()>,
@@ -236,6 +241,8 @@ pub(crate) struct SessionParts {
     pub stop: CancellationToken,
     /// The compaction under way, for cancelling it from outside.
     pub compaction: crate::compaction::Control,
+    /// `session.eventLog.registerInterest` registrations: handle → event type.
+    pub interests: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl SessionHandle {
@@ -374,6 +381,30 @@ impl SessionHandle {
 
     pub async fn plan(&self, op: PlanOp) -> Result<PlanResult, EngineError> {
         self.ask(|reply| SessionInput::Plan { op, reply }).await?.map_err(EngineError::Store)
+    }
+
+    /// Ends the session in this process (its state stays on disk): what runs stops, what waits
+    /// is answered as unavailable, `session.shutdown` goes out. The engine forgets it.
+    pub(crate) async fn end(&self, shutdown_type: protocol::generated::types::ShutdownType) -> Result<(), EngineError> {
+        self.ask(|reply| SessionInput::Shutdown { shutdown_type, reply }).await
+    }
+
+    /// Registers a client's interest in an event type; returns the registration's handle.
+    pub fn register_interest(&self, event_type: String) -> String {
+        let handle = uuid::Uuid::new_v4().to_string();
+        crate::lock(&self.inner.interests).insert(handle.clone(), event_type);
+        handle
+    }
+
+    /// Releases a registration (an unknown or released handle is fine).
+    pub fn release_interest(&self, handle: &str) {
+        crate::lock(&self.inner.interests).remove(handle);
+    }
+
+    /// Whether some client registered interest in `event_type` (features that can hand work
+    /// to a client, such as MCP OAuth, ask this).
+    pub fn has_interest(&self, event_type: &str) -> bool {
+        crate::lock(&self.inner.interests).values().any(|t| t == event_type)
     }
 
     /// Stops the running message (pending permission prompts and client tools are answered as

@@ -16,6 +16,7 @@ pub mod compaction;
 mod conversation;
 mod dispatch;
 mod emitter;
+pub mod event_reader;
 mod external;
 mod handle;
 pub mod history;
@@ -336,6 +337,7 @@ impl Engine {
             view: view_rx,
             stop: tokio_util::sync::CancellationToken::new(),
             compaction: Default::default(),
+            interests: Default::default(),
         });
         let actor = actor::Actor::new(handle.clone(), self.deps.clone(), view, view_tx, conv);
         tokio::spawn(actor.run(rx));
@@ -480,6 +482,16 @@ impl Engine {
             self.forget(&handle);
         }
         true
+    }
+
+    /// `session.shutdown`: ends a loaded session here (its state stays on disk for a resume).
+    pub async fn shutdown_session(&self, id: &str, shutdown_type: t::ShutdownType) -> Result<(), EngineError> {
+        let handle = self.require(id)?;
+        let input = protocol::hooks::SessionEndInput { reason: "user_exit".into() };
+        hooks::invoke(&handle, t::HookType::SessionEnd, input).await;
+        handle.end(shutdown_type).await?;
+        self.forget(&handle);
+        Ok(())
     }
 
     /// Removes an unloaded session from the registry (unless a new one took its id).

@@ -90,14 +90,34 @@ pub fn as_ref(schema: &Value) -> Result<Option<&str>> {
     }
 }
 
+/// The whole event union, where a method's params or result carry events, stays JSON
+/// (`serde_json::Value`): events are typed once, by the generated `SessionEvent` of the events
+/// schema and `protocol::event::Event`; a second typed union of every event would double the
+/// generated code for a field that only passes events through.
+fn open_event_union(schema: &mut Value) {
+    const UNION: &str = "session-events.schema.json#/definitions/SessionEvent";
+    match schema {
+        Value::Object(map) => {
+            if map.get("$ref").and_then(Value::as_str) == Some(UNION) {
+                map.remove("$ref");
+                return;
+            }
+            map.values_mut().for_each(open_event_union);
+        }
+        Value::Array(items) => items.iter_mut().for_each(open_event_union),
+        _ => {}
+    }
+}
+
 pub fn description(schema: &Value) -> Option<String> {
     schema.get("description").and_then(Value::as_str).map(str::to_owned)
 }
 
 impl Schemas {
     pub fn load(dir: &Path) -> Result<Self> {
-        let api = read_json(&dir.join(API_FILE))?;
+        let mut api = read_json(&dir.join(API_FILE))?;
         let events = read_json(&dir.join(EVENTS_FILE))?;
+        open_event_union(&mut api);
         Self::from_values(&api, &events)
     }
 

@@ -63,6 +63,17 @@ method_table! {
     SessionNameGet: g::SessionNameGet => session_state::name_get, lane |p| Some(&p.session_id), aliases [];
     SessionNameSet: g::SessionNameSet => session_state::name_set, lane |p| Some(&p.session_id), aliases [];
     SessionNameSetAuto: g::SessionNameSetAuto => session_state::name_set_auto, lane |p| Some(&p.session_id), aliases [];
+    SessionShutdown: g::SessionShutdown => session_state::shutdown, lane |p| Some(&p.session_id), aliases [];
+    SessionModelSetReasoningEffort: g::SessionModelSetReasoningEffort
+        => session_state::set_reasoning_effort, lane |p| Some(&p.session_id), aliases [];
+    SessionMetadataIsProcessing: g::SessionMetadataIsProcessing
+        => session_state::is_processing, lane |_p| None, aliases [];
+    SessionEventLogRegisterInterest: g::SessionEventLogRegisterInterest
+        => session_state::register_interest, lane |_p| None, aliases [];
+    SessionEventLogReleaseInterest: g::SessionEventLogReleaseInterest
+        => session_state::release_interest, lane |_p| None, aliases [];
+    SessionEventLogTail: g::SessionEventLogTail => session_state::event_log_tail, lane |_p| None, aliases [];
+    SessionEventLogRead: g::SessionEventLogRead => session_state::event_log_read, lane |_p| None, aliases [];
     SessionSuspend: g::SessionSuspend => session_state::suspend, lane |_p| None, aliases [];
     SessionOptionsUpdate: g::SessionOptionsUpdate
         => session_state::options_update, lane |p| Some(&p.session_id), aliases [];

@@ -619,7 +619,115 @@ impl crate::rpc::RpcMethod for SessionWorkspacesGetWorkspace {
     type Result = t::WorkspacesGetWorkspaceResult;
 }
 
+/// `session.shutdown`: Shuts down the session and persists its final state. Awaits any deferred
+/// sessionEnd hooks before resolving so user-supplied hook scripts complete before the runtime
+/// tears down.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionShutdown;
+
+impl crate::rpc::RpcMethod for SessionShutdown {
+    const NAME: &'static str = "session.shutdown";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionShutdownParams;
+    type Result = ();
+}
+
+/// `session.model.setReasoningEffort`: Updates the session's reasoning effort without changing the
+/// selected model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionModelSetReasoningEffort;
+
+impl crate::rpc::RpcMethod for SessionModelSetReasoningEffort {
+    const NAME: &'static str = "session.model.setReasoningEffort";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionModelSetReasoningEffortParams;
+    type Result = t::ModelSetReasoningEffortResult;
+}
+
+/// `session.metadata.isProcessing`: Reports whether the local session is currently processing
+/// user/agent messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMetadataIsProcessing;
+
+impl crate::rpc::RpcMethod for SessionMetadataIsProcessing {
+    const NAME: &'static str = "session.metadata.isProcessing";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMetadataIsProcessingParams;
+    type Result = t::MetadataIsProcessingResult;
+}
+
+/// `session.eventLog.registerInterest`: Registers consumer interest in an event type for runtime
+/// gating purposes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionEventLogRegisterInterest;
+
+impl crate::rpc::RpcMethod for SessionEventLogRegisterInterest {
+    const NAME: &'static str = "session.eventLog.registerInterest";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionEventLogRegisterInterestParams;
+    type Result = t::RegisterEventInterestResult;
+}
+
+/// `session.eventLog.releaseInterest`: Releases a consumer's previously-registered interest in an
+/// event type.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionEventLogReleaseInterest;
+
+impl crate::rpc::RpcMethod for SessionEventLogReleaseInterest {
+    const NAME: &'static str = "session.eventLog.releaseInterest";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionEventLogReleaseInterestParams;
+    type Result = t::EventLogReleaseInterestResult;
+}
+
+/// `session.eventLog.read`: Reads a batch of session events from a cursor, optionally waiting for
+/// new events. Supports tail-first reads via `direction: backward`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionEventLogRead;
+
+impl crate::rpc::RpcMethod for SessionEventLogRead {
+    const NAME: &'static str = "session.eventLog.read";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionEventLogReadParams;
+    type Result = t::EventsReadResult;
+}
+
+/// `session.eventLog.tail`: Returns a snapshot of the current tail cursor without consuming events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionEventLogTail;
+
+impl crate::rpc::RpcMethod for SessionEventLogTail {
+    const NAME: &'static str = "session.eventLog.tail";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionEventLogTailParams;
+    type Result = t::EventLogTailResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionEventLogReadParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionEventLogRegisterInterestParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionEventLogReleaseInterestParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionEventLogTailParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -661,6 +769,12 @@ impl crate::rpc::SessionScoped for t::SessionLogParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionMetadataIsProcessingParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionModeGetParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -680,6 +794,12 @@ impl crate::rpc::SessionScoped for t::SessionModelGetCurrentParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionModelListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionModelSetReasoningEffortParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -764,6 +884,12 @@ impl crate::rpc::SessionScoped for t::SessionProviderGetEndpointParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionSendParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionShutdownParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -900,4 +1026,11 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.workspaces.removePath",
     "session.workspaces.renamePath",
     "session.workspaces.getWorkspace",
+    "session.shutdown",
+    "session.model.setReasoningEffort",
+    "session.metadata.isProcessing",
+    "session.eventLog.registerInterest",
+    "session.eventLog.releaseInterest",
+    "session.eventLog.read",
+    "session.eventLog.tail",
 ];

@@ -2252,6 +2252,182 @@ pub struct ErrorData {
     pub url: Option<String>,
 }
 
+/// Indicates whether the operation succeeded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventLogReleaseInterestResult {
+    /// Whether the operation succeeded
+    pub success: bool,
+}
+
+/// Snapshot of the current tail cursor without returning any events. Use this when a consumer wants
+/// to subscribe to live events going forward without first paginating through the entire persisted
+/// history (which would happen if `read` were called without a cursor on a long-lived session).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventLogTailResult {
+    /// Opaque cursor pointing at the current tail of the session's persisted-events history. Pass
+    /// back to `read` to receive only events that arrive AFTER this snapshot. When the session has
+    /// no events, this returns the same sentinel as an unset cursor (i.e. equivalent to omitting
+    /// the cursor on a first read).
+    pub cursor: String,
+}
+
+/// Either '*' to receive all event types, or a non-empty list of event types to receive
+///
+/// Untagged: the variants are tried in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EventLogTypes {
+    String(String),
+    Array(Vec<String>),
+}
+
+/// Agent-scope filter: 'primary' returns only main-agent events plus events whose type starts with
+/// 'subagent.' (matching the typed-subscription default behavior); 'all' returns events from all
+/// agents (matching wildcard-subscription behavior). Default is 'all' to preserve wildcard
+/// semantics for catch-up callers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EventsAgentScope {
+    /// Return main-agent events and typed subagent lifecycle events.
+    #[serde(rename = "primary")]
+    Primary,
+    /// Return events from all agents.
+    #[serde(rename = "all")]
+    All,
+}
+
+impl EventsAgentScope {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Primary, Self::All];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Primary => "primary",
+            Self::All => "all",
+        }
+    }
+}
+
+impl std::fmt::Display for EventsAgentScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Cursor status: 'ok' means the read succeeded against the requested history; 'expired' means the
+/// requested continuation is unavailable. Recovery is endpoint-specific: session.eventLog.read
+/// returns a boundary window of remaining active history that may overlap prior pages, while
+/// sessions.readPersistedEvents returns an empty terminal page and never switches journal
+/// generations. An expired persisted read is not successful completion; a complete persisted
+/// snapshot requires cursorStatus 'ok' and hasMore false.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EventsCursorStatus {
+    /// The read succeeded against the requested history.
+    #[serde(rename = "ok")]
+    Ok,
+    /// The requested continuation is unavailable; see the endpoint's recovery semantics.
+    #[serde(rename = "expired")]
+    Expired,
+}
+
+impl EventsCursorStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Ok, Self::Expired];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Expired => "expired",
+        }
+    }
+}
+
+impl std::fmt::Display for EventsCursorStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Direction to page through the session's persisted event history. 'forward' pages from the cursor
+/// toward newer events; 'backward' returns the newest window first (tail-first) and pages toward
+/// older events. Events within a returned batch are always chronological (oldest-to-newest), even
+/// for a backward read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EventsReadDirection {
+    /// Page from the cursor toward newer events (default).
+    #[serde(rename = "forward")]
+    Forward,
+    /// Tail-first: return the newest events and page toward older events.
+    #[serde(rename = "backward")]
+    Backward,
+}
+
+impl EventsReadDirection {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Forward, Self::Backward];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Forward => "forward",
+            Self::Backward => "backward",
+        }
+    }
+}
+
+impl std::fmt::Display for EventsReadDirection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Batch of session events returned by a read, with cursor and continuation metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventsReadResult {
+    /// Session events for this batch, merged into a single stream in creation order: durable
+    /// (persisted) events and ephemeral events interleave exactly as they were emitted. Set
+    /// `includeEphemeral: false` to receive only durable events. Ephemeral events are never
+    /// replayable once pruned from the in-memory ring, so a consumer that needs them should keep
+    /// reading with a non-zero `waitMs`. For a backward (tail-first) read, the returned window
+    /// contains persisted events only, still in chronological (oldest-to-newest) append order.
+    pub events: Vec<serde_json::Value>,
+    /// Opaque cursor for the next read. Pass back unchanged in the next read.cursor to continue
+    /// from where this read left off. Always present, even when no events were returned. For a
+    /// backward read this cursor pages toward OLDER events; keep passing `direction: backward` with
+    /// it (the cursor is also self-describing, so backward paging continues correctly).
+    pub cursor: String,
+    /// True when more events are available in the read's direction. For a backward read, true means
+    /// older persisted events remain before the returned window. A persisted-event page may contain
+    /// fewer than `max` events because of its byte budget while still reporting hasMore true;
+    /// continue according to this flag rather than the event count.
+    #[serde(rename = "hasMore")]
+    pub has_more: bool,
+    /// Cursor status: 'ok' means the cursor was applied successfully. For session.eventLog.read,
+    /// 'expired' means the cursor referred to an event that no longer exists in active history and
+    /// the read fell back to a boundary of the remaining history: the beginning for a forward read
+    /// or the newest window for a backward read. That fallback may overlap already rendered events,
+    /// so active-session consumers should reset, rebase, or deduplicate before continuing.
+    /// sessions.readPersistedEvents has stricter snapshot semantics: 'expired' returns an empty
+    /// terminal page and never switches to a replacement journal generation. Other persisted-read
+    /// I/O failures are RPC errors with diagnostics, not cursor expiry.
+    #[serde(rename = "cursorStatus")]
+    pub cursor_status: EventsCursorStatus,
+}
+
+impl EventsReadResult {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(events: Vec<serde_json::Value>, cursor: String, has_more: bool, cursor_status: EventsCursorStatus) -> Self {
+        Self {
+            events,
+            cursor,
+            has_more,
+            cursor_status,
+        }
+    }
+}
+
 /// External tool completion notification signaling UI dismissal
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExternalToolCompletedData {
@@ -3364,6 +3540,15 @@ impl std::fmt::Display for McpServerTransport {
     }
 }
 
+/// Indicates whether the local session is currently processing a turn or background continuation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetadataIsProcessingResult {
+    /// Whether the session is currently processing user/agent messages. False for non-local
+    /// sessions (which don't run a local agentic loop). Reflects an in-flight turn or background
+    /// continuation.
+    pub processing: bool,
+}
+
 /// Agent mode change details including previous and new modes
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModeChangedData {
@@ -4296,6 +4481,16 @@ impl std::fmt::Display for ModelPolicyState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Update the session's reasoning effort without changing the selected model. Use `switchTo`
+/// instead when you also need to change the model. The runtime stores the effort on the session and
+/// applies it to subsequent turns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelSetReasoningEffortResult {
+    /// Reasoning effort level recorded on the session after the update
+    #[serde(rename = "reasoningEffort")]
+    pub reasoning_effort: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -7530,6 +7725,15 @@ impl std::fmt::Display for ReasoningSummary {
     }
 }
 
+/// Opaque handle representing an event-type interest registration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RegisterEventInterestResult {
+    /// Opaque handle for this registration. Pass to releaseInterest to release. Each call to
+    /// registerInterest produces a fresh handle, even when the same eventType is registered
+    /// multiple times.
+    pub handle: String,
+}
+
 /// What the user must do to recover from a failure, named as an action rather than as one client's
 /// affordance. The runtime cannot know which affordance a client offers — a slash command, a
 /// settings pane, a link — so the accompanying message stays host-agnostic and each client
@@ -8071,6 +8275,111 @@ impl std::fmt::Display for SessionCapability {
     }
 }
 
+/// Cursor, batch size, and optional long-poll/filter parameters for reading session events.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionEventLogReadParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Opaque cursor returned by a previous read. Omit on the first call to start from the
+    /// beginning of the session's persisted history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// Maximum number of events to return in this batch (1–1000, default 200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<u64>,
+    /// Milliseconds to wait for new events when the cursor is at the tail of history. 0 (default)
+    /// returns immediately even if no events are available. Capped at 30000ms. Ephemeral events
+    /// that arrive during the wait are delivered in this batch but are NOT replayable on a
+    /// subsequent read (use a non-zero waitMs in your next call to capture future ephemerals as
+    /// they happen). This applies to forward reads only: a backward read always returns immediately
+    /// and ignores `waitMs`, because backward paging covers persisted history only while new events
+    /// append at the tail (the opposite end from a backward page), so no blocking or ephemeral
+    /// delivery can occur.
+    #[serde(rename = "waitMs", default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
+    /// Either '*' to receive all event types, or a non-empty list of event types to receive
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub types: Option<EventLogTypes>,
+    /// Agent-scope filter: 'primary' returns only main-agent events plus events whose type starts
+    /// with 'subagent.' (matching the typed-subscription default behavior); 'all' returns events
+    /// from all agents (matching wildcard-subscription behavior). Default is 'all' to preserve
+    /// wildcard semantics for catch-up callers.
+    #[serde(rename = "agentScope", default, skip_serializing_if = "Option::is_none")]
+    pub agent_scope: Option<EventsAgentScope>,
+    /// Optional non-empty list of subagent identifiers. When provided, only events owned by one of
+    /// these agents are returned; ownership recognizes the event envelope's agentId plus legacy
+    /// data.agentId and data.parentToolCallId markers. This filter takes precedence over
+    /// agentScope.
+    #[serde(rename = "agentIds", default, skip_serializing_if = "Option::is_none")]
+    pub agent_ids: Option<Vec<String>>,
+    /// Direction to page through the session's persisted event history. 'forward' (default) pages
+    /// from the cursor toward newer events (or from the start of history when no cursor is given).
+    /// 'backward' enables tail-first reads: with no cursor it returns the NEWEST `max` events, and
+    /// the returned cursor pages toward OLDER events on subsequent backward reads. Events within a
+    /// returned batch are always in chronological (oldest-to-newest) order, even for a backward
+    /// read. Backward reads cover PERSISTED history only; ephemeral events are never returned by a
+    /// backward read. `direction` selects the INITIAL read only: the returned cursor is
+    /// self-describing, so a continuation read pages in the cursor's own direction regardless of
+    /// the `direction` passed alongside it — a forward cursor always pages forward and a backward
+    /// cursor always pages backward. Pass the direction that matches the cursor to avoid confusion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<EventsReadDirection>,
+    /// When false, skip ephemeral events entirely and return only durable (persisted) events.
+    /// History-backfill callers that discard ephemerals anyway should set this so the read is
+    /// bounded by the durable log length instead of racing the ephemeral ring on a busy session.
+    /// Defaults to true (ephemerals are interleaved with durable events in creation order). Ignored
+    /// by backward reads, which always cover persisted history only.
+    #[serde(rename = "includeEphemeral", default, skip_serializing_if = "Option::is_none")]
+    pub include_ephemeral: Option<bool>,
+}
+
+/// Event type to register consumer interest for, used by runtime gating logic.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionEventLogRegisterInterestParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The event type the consumer wants the runtime to treat as 'observed' for behavior-switching
+    /// gating. Some runtime code paths inspect whether any consumer is interested in a specific
+    /// event type and choose a different implementation accordingly (e.g. `mcp.oauth_required`:
+    /// when interest is registered the runtime delegates interactive OAuth token acquisition to the
+    /// consumer via `mcp.oauth_required` events; when no interest is registered the runtime still
+    /// attempts non-interactive reconnect from cached or refreshable tokens, and only marks the
+    /// server `needs-auth` if usable credentials are unavailable — it does not open a browser or
+    /// start interactive OAuth without a consumer). SDK clients that long-poll events do NOT
+    /// automatically appear as listeners to these gating checks — they must explicitly call
+    /// `registerInterest` for each event type they want the runtime to count as having a consumer.
+    /// Multiple registrations for the same event type from the same or different consumers are
+    /// tracked independently and must each be released. See: `mcp.oauth_required`,
+    /// `sampling.requested`, `auto_mode_switch.requested`, `session_limits_exhausted.requested`,
+    /// `user_input.requested`, `elicitation.requested`, `command.queued`,
+    /// `exit_plan_mode.requested`.
+    #[serde(rename = "eventType")]
+    pub event_type: String,
+}
+
+/// Opaque handle previously returned by `registerInterest` to release.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionEventLogReleaseInterestParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Handle returned by a previous `registerInterest` call. Idempotent: releasing an unknown or
+    /// already-released handle is a no-op (returns success). When the last outstanding handle for
+    /// an event type is released, the runtime reverts to its 'no consumer' code path for that event
+    /// type.
+    pub handle: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionEventLogTailParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionHistoryAbortManualCompactionParams {
@@ -8334,6 +8643,14 @@ pub struct SessionLogParams {
     pub tip: Option<String>,
 }
 
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMetadataIsProcessingParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// The session mode the agent is operating in
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SessionMode {
@@ -8494,6 +8811,18 @@ impl SessionModelPriceCategory {
             price_category,
         }
     }
+}
+
+/// Reasoning effort level to apply to the currently selected model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionModelSetReasoningEffortParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Reasoning effort level to apply to the currently selected model. The host is responsible for
+    /// validating the value against the model's supported levels before calling.
+    #[serde(rename = "reasoningEffort")]
+    pub reasoning_effort: String,
 }
 
 /// Target model identifier and optional reasoning effort, summary, capability overrides, and
@@ -8984,6 +9313,28 @@ pub struct SessionSendParams {
     /// await the event stream explicitly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<bool>,
+}
+
+/// Parameters for shutting down the session
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionShutdownParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Why the session is being shut down. Defaults to "routine" when omitted.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub r#type: Option<ShutdownType>,
+    /// Optional human-readable reason. Typically the message of the error that triggered shutdown
+    /// when type is 'error'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Dispatch deferred sessionEnd hooks in the background with their full per-hook timeoutSec
+    /// instead of awaiting them under the short shared shutdown budget. Set this when the host
+    /// process keeps running after the session closes (for example the CLI's /clear), so a slow
+    /// hook neither blocks the close nor is aborted. Hooks still detached when the process later
+    /// exits are terminated with it. Defaults to false.
+    #[serde(rename = "detachSessionEndHooks", default, skip_serializing_if = "Option::is_none")]
+    pub detach_session_end_hooks: Option<bool>,
 }
 
 /// Identifies the target session.

@@ -113,3 +113,69 @@ pub async fn name_set_auto(ctx: &Ctx, p: t::SessionNameSetAutoParams) -> Result<
 pub async fn suspend(ctx: &Ctx, p: t::SessionSuspendParams) -> Result<(), RpcError> {
     ctx.session(&p.session_id)?.suspend().await.map_err(|e| ctx.engine_error(&e))
 }
+
+pub async fn shutdown(ctx: &Ctx, p: t::SessionShutdownParams) -> Result<(), RpcError> {
+    ctx.session(&p.session_id)?;
+    let kind = p.r#type.unwrap_or(t::ShutdownType::Routine);
+    ctx.server.engine.shutdown_session(&p.session_id, kind).await.map_err(|e| ctx.engine_error(&e))
+}
+
+pub async fn set_reasoning_effort(
+    ctx: &Ctx,
+    p: t::SessionModelSetReasoningEffortParams,
+) -> Result<t::ModelSetReasoningEffortResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let patch = loop_engine::OptionsPatch { reasoning_effort: Some(p.reasoning_effort.clone()), ..Default::default() };
+    session.update_options(patch).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::ModelSetReasoningEffortResult { reasoning_effort: p.reasoning_effort })
+}
+
+pub async fn is_processing(
+    ctx: &Ctx,
+    p: t::SessionMetadataIsProcessingParams,
+) -> Result<t::MetadataIsProcessingResult, RpcError> {
+    Ok(t::MetadataIsProcessingResult { processing: ctx.session(&p.session_id)?.view().running })
+}
+
+pub async fn register_interest(
+    ctx: &Ctx,
+    p: t::SessionEventLogRegisterInterestParams,
+) -> Result<t::RegisterEventInterestResult, RpcError> {
+    Ok(t::RegisterEventInterestResult { handle: ctx.session(&p.session_id)?.register_interest(p.event_type) })
+}
+
+pub async fn release_interest(
+    ctx: &Ctx,
+    p: t::SessionEventLogReleaseInterestParams,
+) -> Result<t::EventLogReleaseInterestResult, RpcError> {
+    ctx.session(&p.session_id)?.release_interest(&p.handle);
+    Ok(t::EventLogReleaseInterestResult { success: true })
+}
+
+pub async fn event_log_tail(ctx: &Ctx, p: t::SessionEventLogTailParams) -> Result<t::EventLogTailResult, RpcError> {
+    Ok(t::EventLogTailResult { cursor: ctx.session(&p.session_id)?.event_tail() })
+}
+
+/// Forward reads (the default direction); waits are capped at the schema's 30 s.
+pub async fn event_log_read(ctx: &Ctx, p: t::SessionEventLogReadParams) -> Result<t::EventsReadResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let types = match p.types {
+        Some(t::EventLogTypes::Array(list)) => Some(list),
+        Some(t::EventLogTypes::String(s)) if s != "*" => Some(vec![s]),
+        _ => None,
+    };
+    let req = loop_engine::event_reader::ReadRequest {
+        cursor: p.cursor,
+        max: p.max.unwrap_or(200).clamp(1, 1000) as usize,
+        wait: std::time::Duration::from_millis(p.wait_ms.unwrap_or(0).min(30_000)),
+        types,
+        include_ephemeral: p.include_ephemeral.unwrap_or(true),
+    };
+    let batch = session.read_events(req).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::EventsReadResult {
+        events: batch.events,
+        cursor: batch.cursor,
+        has_more: batch.has_more,
+        cursor_status: if batch.expired { t::EventsCursorStatus::Expired } else { t::EventsCursorStatus::Ok },
+    })
+}
