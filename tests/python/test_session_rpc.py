@@ -13,6 +13,7 @@ from copilot.generated.rpc import (
     NameSetRequest,
     RegisterEventInterestParams,
     ReleaseEventInterestParams,
+    SessionsForkRequest,
     ShutdownRequest,
 )
 from copilot.session import PermissionHandler
@@ -101,3 +102,36 @@ async def test_shutdown_ends_the_session_here_and_keeps_it_resumable(ctx: Ctx, c
     ctx.fake.replies({"text": "Two."})
     answer = await resumed.send_and_wait("second", timeout=30)
     assert answer.data.content == "Two."
+
+
+async def test_fork_copies_history_up_to_an_event(ctx: Ctx, client):
+    session = await client.create_session(on_permission_request=APPROVE)
+    ctx.fake.replies({"text": "One."}, {"text": "Two."})
+    await session.send_and_wait("first", timeout=30)
+    await session.send_and_wait("second", timeout=30)
+    source = await session.get_events()
+    second = next(e for e in source if e.type.value == "user.message" and e.data.content == "second")
+
+    fork = await client.rpc.sessions.fork(SessionsForkRequest(session_id=session.session_id, to_event_id=str(second.id), name="Branch"))
+    assert fork.session_id != session.session_id and fork.name == "Branch"
+    forked = await client.resume_session(fork.session_id, on_permission_request=APPROVE)
+    events = await forked.get_events()
+    prompts = [e.data.content for e in events if e.type.value == "user.message"]
+    assert prompts == ["first"]
+    assert events[0].data.session_id == fork.session_id
+    assert (await forked.rpc.name.get()).name == "Branch"
+    # The fork goes on from its own history; the source is untouched.
+    ctx.fake.replies({"text": "Forked."})
+    await forked.send_and_wait("in the fork", timeout=30)
+    roles = [m["role"] for m in ctx.fake.requests()[-1]["body"]["messages"]]
+    assert roles == ["system", "user", "assistant", "user"]
+    assert not any(e.type.value == "user.message" and e.data.content == "in the fork" for e in await session.get_events())
+
+    whole = await client.rpc.sessions.fork(SessionsForkRequest(session_id=session.session_id))
+    resumed = await client.resume_session(whole.session_id, on_permission_request=APPROVE)
+    assert [e.data.content for e in await resumed.get_events() if e.type.value == "user.message"] == ["first", "second"]
+
+    with pytest.raises(Exception, match="not found"):
+        await client.rpc.sessions.fork(SessionsForkRequest(session_id=session.session_id, to_event_id="nope"))
+    with pytest.raises(Exception, match="not found or has no persisted events"):
+        await client.rpc.sessions.fork(SessionsForkRequest(session_id="missing"))

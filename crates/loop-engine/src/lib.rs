@@ -484,6 +484,76 @@ impl Engine {
         true
     }
 
+    /// `sessions.fork`: a new session whose log is `source`'s up to (not including) event
+    /// `to_event`, or all of it. Returns the new id; the fork is resumed like any session.
+    pub async fn fork(
+        &self,
+        source: &str,
+        to_event: Option<&str>,
+        new_id: Option<String>,
+        name: Option<String>,
+    ) -> Result<String, EngineError> {
+        let layout = self.deps.layout.clone();
+        Layout::check_id(source)?;
+        let path = layout.events_path(source);
+        let loaded = tokio::task::spawn_blocking(move || EventLog::load(path))
+            .await
+            .map_err(|e| EngineError::Compaction(format!("reading the event log failed: {e}")))?;
+        let events = match loaded {
+            Ok(l) if !l.events.is_empty() => l.events,
+            Ok(_) | Err(store::StoreError::NotFound(_)) => {
+                return Err(EngineError::Compaction(format!("Session {source} not found or has no persisted events")))
+            }
+            Err(e) => return Err(EngineError::Load(e)),
+        };
+        let end = match to_event {
+            Some(id) => events
+                .iter()
+                .position(|e| e.id == id)
+                .ok_or_else(|| EngineError::Compaction(format!("Event {id} not found in session {source}")))?,
+            None => events.len(),
+        };
+        let id = new_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        if self.get(&id).is_some() || layout.events_path(&id).exists() {
+            return Err(EngineError::SessionExists(id));
+        }
+        let mut kept = events;
+        kept.truncate(end);
+        let cwd = kept.iter().find_map(|e| match &e.payload {
+            protocol::event::SessionEvent::SessionStart(d) => d.context.as_ref().map(|c| c.cwd.clone()),
+            _ => None,
+        });
+        let meta = name.map(|name| store::WorkspaceMeta {
+            id: id.clone(),
+            cwd: cwd.unwrap_or_default(),
+            name: Some(name),
+            user_named: true,
+            created_at: now(),
+            updated_at: now(),
+            ..Default::default()
+        });
+        let new_id = id.clone();
+        tokio::task::spawn_blocking(move || -> Result<(), store::StoreError> {
+            layout.ensure_session_dir(&new_id)?;
+            let mut log = EventLog::open(layout.events_path(&new_id))?;
+            for mut e in kept {
+                // The copy names its own session; every event keeps its id and parent.
+                if let protocol::event::SessionEvent::SessionStart(d) = &mut e.payload {
+                    d.session_id = new_id.clone();
+                }
+                log.append(&e)?;
+            }
+            log.sync()?;
+            match meta {
+                Some(meta) => layout.write_workspace_yaml_blocking(&new_id, &meta),
+                None => Ok(()),
+            }
+        })
+        .await
+        .map_err(|e| EngineError::Compaction(format!("writing the fork failed: {e}")))??;
+        Ok(id)
+    }
+
     /// `session.shutdown`: ends a loaded session here (its state stays on disk for a resume).
     pub async fn shutdown_session(&self, id: &str, shutdown_type: t::ShutdownType) -> Result<(), EngineError> {
         let handle = self.require(id)?;

@@ -35,6 +35,7 @@ method_table! {
     SessionList: h::SessionList => session::list, lane |_p| None, aliases [];
     SessionGetLastId: h::SessionGetLastId => session::last_id, lane |_p| None, aliases [];
     SessionGetMetadata: h::SessionGetMetadata => session::metadata, lane |p| Some(&p.session_id), aliases [];
+    SessionsFork: g::SessionsFork => session::fork, lane |_p| None, aliases [];
     SessionGetForeground: h::SessionGetForeground => session::get_foreground, lane |_p| None, aliases [];
     SessionSetForeground: h::SessionSetForeground => session::set_foreground, lane |_p| None, aliases [];
 

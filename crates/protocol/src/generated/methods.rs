@@ -703,6 +703,17 @@ impl crate::rpc::RpcMethod for SessionEventLogTail {
     type Result = t::EventLogTailResult;
 }
 
+/// `sessions.fork`: Creates a new session by forking persisted history from an existing session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsFork;
+
+impl crate::rpc::RpcMethod for SessionsFork {
+    const NAME: &'static str = "sessions.fork";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsForkRequest;
+    type Result = t::SessionsForkResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1033,4 +1044,5 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.eventLog.releaseInterest",
     "session.eventLog.read",
     "session.eventLog.tail",
+    "sessions.fork",
 ];

@@ -9491,6 +9491,33 @@ pub struct SessionWorkspacesStatFileParams {
     pub path: String,
 }
 
+/// Source session identifier to fork from, optional event-ID boundary, and optional friendly name
+/// for the new session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsForkRequest {
+    /// Source session ID to fork from
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Optional event ID boundary. When provided, the fork includes only events before this ID
+    /// (exclusive). When omitted, all events are included.
+    #[serde(rename = "toEventId", default, skip_serializing_if = "Option::is_none")]
+    pub to_event_id: Option<String>,
+    /// Optional friendly name to assign to the forked session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// Identifier and optional friendly name assigned to the newly forked session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsForkResult {
+    /// The new forked session's ID
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Friendly name assigned to the forked session, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
 /// Command-scoped GitHub credential injection for the shell commands an agent runs.
 ///
 /// Each channel is opt-in and independent, and injection is scoped to the individual command spawn:

@@ -253,3 +253,28 @@ pub async fn answer_tool_call(
     let success = session.answer(&p.request_id, answer).await.map_err(|e| ctx.engine_error(&e))?;
     Ok(t::HandlePendingToolCallResult { success })
 }
+
+/// `sessions.fork`: on a shared server the source must be the caller's, and the fork is theirs.
+pub async fn fork(ctx: &Ctx, p: t::SessionsForkRequest) -> Result<t::SessionsForkResult, RpcError> {
+    let tenant = tenant_of(ctx);
+    if tenant.is_some() && !ctx.visible(&p.session_id) {
+        let unknown = format!("Session {} not found or has no persisted events", p.session_id);
+        return Err(ctx.engine_error(&loop_engine::EngineError::Compaction(unknown)));
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let claimed = match &tenant {
+        Some(t) => ctx.tenancy_claim(t, &id).await?,
+        None => false,
+    };
+    let forked =
+        ctx.server.engine.fork(&p.session_id, p.to_event_id.as_deref(), Some(id.clone()), p.name.clone()).await;
+    match forked {
+        Ok(session_id) => Ok(t::SessionsForkResult { session_id, name: p.name }),
+        Err(e) => {
+            if claimed {
+                ctx.tenancy_release(&id).await;
+            }
+            Err(ctx.engine_error(&e))
+        }
+    }
+}
