@@ -9,6 +9,7 @@ import pytest
 
 from copilot.generated.rpc import (
     EventLogReadRequest,
+    MetadataSetWorkingDirectoryRequest,
     ModelSetReasoningEffortRequest,
     NameSetRequest,
     RegisterEventInterestParams,
@@ -135,3 +136,32 @@ async def test_fork_copies_history_up_to_an_event(ctx: Ctx, client):
         await client.rpc.sessions.fork(SessionsForkRequest(session_id=session.session_id, to_event_id="nope"))
     with pytest.raises(Exception, match="not found or has no persisted events"):
         await client.rpc.sessions.fork(SessionsForkRequest(session_id="missing"))
+
+
+async def test_metadata_snapshot_and_working_directory(ctx: Ctx, client):
+    first = ctx.work_dir / "first"
+    second = ctx.work_dir / "second"
+    first.mkdir()
+    second.mkdir()
+    session = await client.create_session(on_permission_request=APPROVE, working_directory=str(first))
+    events: list = []
+    session.on(events.append)
+    snap = await session.rpc.metadata.snapshot()
+    assert snap.session_id == session.session_id and snap.workspace.id == session.session_id
+    assert snap.current_mode.value == "interactive" and snap.is_remote is False and snap.already_in_use is False
+    assert snap.working_directory == str(first) and snap.workspace_path
+
+    with pytest.raises(Exception, match="existing absolute path"):
+        await session.rpc.metadata.set_working_directory(MetadataSetWorkingDirectoryRequest(working_directory="relative"))
+    moved = await session.rpc.metadata.set_working_directory(MetadataSetWorkingDirectoryRequest(working_directory=str(second)))
+    assert moved.working_directory == str(second)
+    assert (await session.rpc.metadata.snapshot()).working_directory == str(second)
+
+    # A report for another directory is ignored; one for the session's is emitted as given.
+    await raw_request(client, "session.metadata.recordContextChange",
+                      {"sessionId": session.session_id, "context": {"cwd": str(first), "branch": "ignored"}})
+    await raw_request(client, "session.metadata.recordContextChange",
+                      {"sessionId": session.session_id, "context": {"cwd": str(second), "branch": "topic", "repository": "o/r"}})
+    changed = [e.data for e in events if e.type.value == "session.context_changed"]
+    assert [c.branch for c in changed] == [None, "topic"], "the move, then the recorded context"
+    assert changed[1].repository == "o/r"

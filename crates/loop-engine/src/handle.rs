@@ -389,6 +389,11 @@ impl SessionHandle {
         self.ask(|reply| SessionInput::Shutdown { shutdown_type, reply }).await
     }
 
+    /// A host reports the session's working-directory context (branch, repository, ...).
+    pub fn record_context(&self, context: protocol::generated::types::WorkingDirectoryContext) {
+        self.emitter().emit(context);
+    }
+
     /// Registers a client's interest in an event type; returns the registration's handle.
     pub fn register_interest(&self, event_type: String) -> String {
         let handle = uuid::Uuid::new_v4().to_string();

@@ -73,6 +73,12 @@ method_table! {
         => session_state::register_interest, lane |_p| None, aliases [];
     SessionEventLogReleaseInterest: g::SessionEventLogReleaseInterest
         => session_state::release_interest, lane |_p| None, aliases [];
+    SessionMetadataSnapshot: g::SessionMetadataSnapshot
+        => session_state::metadata_snapshot, lane |_p| None, aliases [];
+    SessionMetadataSetWorkingDirectory: g::SessionMetadataSetWorkingDirectory
+        => session_state::set_working_directory, lane |p| Some(&p.session_id), aliases [];
+    SessionMetadataRecordContextChange: g::SessionMetadataRecordContextChange
+        => session_state::record_context_change, lane |p| Some(&p.session_id), aliases [];
     SessionEventLogTail: g::SessionEventLogTail => session_state::event_log_tail, lane |_p| None, aliases [];
     SessionEventLogRead: g::SessionEventLogRead => session_state::event_log_read, lane |_p| None, aliases [];
     SessionSuspend: g::SessionSuspend => session_state::suspend, lane |_p| None, aliases [];

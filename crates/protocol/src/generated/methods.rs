@@ -714,6 +714,48 @@ impl crate::rpc::RpcMethod for SessionsFork {
     type Result = t::SessionsForkResult;
 }
 
+/// `session.metadata.snapshot`: Returns a snapshot of the session's identifying metadata, mode,
+/// agent, and remote info.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMetadataSnapshot;
+
+impl crate::rpc::RpcMethod for SessionMetadataSnapshot {
+    const NAME: &'static str = "session.metadata.snapshot";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMetadataSnapshotParams;
+    type Result = t::SessionMetadataSnapshot;
+}
+
+/// `session.metadata.setWorkingDirectory`: Updates the session's working directory. For local
+/// sessions the target is validated first (an absolute path that exists on disk) and the permission
+/// primary directory is re-based; a rejected validation fails the call before any session state
+/// changes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMetadataSetWorkingDirectory;
+
+impl crate::rpc::RpcMethod for SessionMetadataSetWorkingDirectory {
+    const NAME: &'static str = "session.metadata.setWorkingDirectory";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMetadataSetWorkingDirectoryParams;
+    type Result = t::MetadataSetWorkingDirectoryResult;
+}
+
+/// `session.metadata.recordContextChange`: Records a working-directory/git context change and emits
+/// a `session.context_changed` event. For a local session, a report whose `cwd` diverges from the
+/// session's current working directory is ignored (the call still succeeds but records nothing and
+/// emits no event): a local session's working directory is authoritative and is moved via
+/// `metadata.setWorkingDirectory` (or an SDK `session.resume` that supplies a `workingDirectory`),
+/// not by this method.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMetadataRecordContextChange;
+
+impl crate::rpc::RpcMethod for SessionMetadataRecordContextChange {
+    const NAME: &'static str = "session.metadata.recordContextChange";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMetadataRecordContextChangeParams;
+    type Result = t::MetadataRecordContextChangeResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -781,6 +823,24 @@ impl crate::rpc::SessionScoped for t::SessionLogParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionMetadataIsProcessingParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMetadataRecordContextChangeParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMetadataSetWorkingDirectoryParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMetadataSnapshotParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1045,4 +1105,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.eventLog.read",
     "session.eventLog.tail",
     "sessions.fork",
+    "session.metadata.snapshot",
+    "session.metadata.setWorkingDirectory",
+    "session.metadata.recordContextChange",
 ];

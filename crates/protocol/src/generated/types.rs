@@ -3549,6 +3549,125 @@ pub struct MetadataIsProcessingResult {
     pub processing: bool,
 }
 
+/// Notify the session that its working directory context has changed. Emits a
+/// `session.context_changed` event so consumers (telemetry, OTel tracker, ACP, the timeline UI) can
+/// react. Use this when the host has detected a cwd/branch/repo change outside the session's normal
+/// lifecycle (e.g., after a shell command in interactive mode). For a local session, a report whose
+/// `cwd` diverges from the session's current working directory is ignored (the call still succeeds
+/// but records nothing and emits no event); move a local session's working directory via
+/// `metadata.setWorkingDirectory` instead.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetadataRecordContextChangeResult {}
+
+/// Update the session's working directory. Used by the host when the user explicitly changes cwd
+/// (e.g., the `/cd` slash command). The host is responsible for any related side-effects (file
+/// index, etc.); it does NOT change the process working directory (a session's cwd is per-session,
+/// not process-global). For local sessions the runtime validates the target first (an absolute path
+/// that exists on disk) and re-bases the permission primary directory; a rejected validation fails
+/// the call before anything is mutated, persisted, or emitted. Location-scoped permission rules are
+/// then re-keyed to the new directory (best-effort). Remote sessions only record the path.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetadataSetWorkingDirectoryResult {
+    /// Working directory after the update
+    #[serde(rename = "workingDirectory")]
+    pub working_directory: String,
+}
+
+/// The current agent mode for this session (e.g., 'interactive', 'plan', 'autopilot')
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MetadataSnapshotCurrentMode {
+    /// The agent is responding interactively to the user.
+    #[serde(rename = "interactive")]
+    Interactive,
+    /// The agent is preparing a plan before making changes.
+    #[serde(rename = "plan")]
+    Plan,
+    /// The agent is working autonomously toward task completion.
+    #[serde(rename = "autopilot")]
+    Autopilot,
+}
+
+impl MetadataSnapshotCurrentMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Interactive, Self::Plan, Self::Autopilot];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Interactive => "interactive",
+            Self::Plan => "plan",
+            Self::Autopilot => "autopilot",
+        }
+    }
+}
+
+impl std::fmt::Display for MetadataSnapshotCurrentMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Remote-session-specific metadata. Populated only when `isRemote` is true. Fields are immutable
+/// for the lifetime of the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetadataSnapshotRemoteMetadata {
+    /// The original resource identifier (task ID or PR node ID), preserved across event-replay
+    /// reconstructions. Falls back to `sessionId` when absent.
+    #[serde(rename = "resourceId", default, skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
+    /// The repository the remote session targets.
+    pub repository: MetadataSnapshotRemoteMetadataRepository,
+    /// The pull request number the remote session is associated with, if any.
+    #[serde(rename = "pullRequestNumber", default, skip_serializing_if = "Option::is_none")]
+    pub pull_request_number: Option<u64>,
+    /// Whether the remote task originated from Copilot Coding Agent (cca) or a CLI `--remote`
+    /// invocation.
+    #[serde(rename = "taskType", default, skip_serializing_if = "Option::is_none")]
+    pub task_type: Option<MetadataSnapshotRemoteMetadataTaskType>,
+}
+
+/// The repository the remote session targets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetadataSnapshotRemoteMetadataRepository {
+    /// The GitHub owner (user or organization) of the target repository.
+    pub owner: String,
+    /// The GitHub repository name (without owner).
+    pub name: String,
+    /// The branch the remote session is operating on.
+    pub branch: String,
+}
+
+/// Whether the remote task originated from Copilot Coding Agent (cca) or a CLI `--remote`
+/// invocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MetadataSnapshotRemoteMetadataTaskType {
+    /// Remote task originated from Copilot Coding Agent.
+    #[serde(rename = "cca")]
+    Cca,
+    /// Remote task originated from a CLI remote-session invocation.
+    #[serde(rename = "cli")]
+    Cli,
+}
+
+impl MetadataSnapshotRemoteMetadataTaskType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Cca, Self::Cli];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Cca => "cca",
+            Self::Cli => "cli",
+        }
+    }
+}
+
+impl std::fmt::Display for MetadataSnapshotRemoteMetadataTaskType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Agent mode change details including previous and new modes
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModeChangedData {
@@ -8651,6 +8770,123 @@ pub struct SessionMetadataIsProcessingParams {
     pub session_id: String,
 }
 
+/// Updated working-directory/git context to record on the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMetadataRecordContextChangeParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Updated working directory and git context. Emitted as the new payload of
+    /// `session.context_changed`.
+    pub context: SessionWorkingDirectoryContext,
+}
+
+/// Absolute path to set as the session's new working directory. For local sessions the path must be
+/// absolute and exist on disk: it is validated before any session state changes, and a failing
+/// validation rejects the call with nothing mutated, persisted, or emitted. Remote sessions record
+/// the path as-is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMetadataSetWorkingDirectoryParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Absolute path to set as the session's working directory. The runtime updates the session's
+    /// recorded cwd so subsequent operations (shell tools, file lookups, telemetry) anchor to it.
+    #[serde(rename = "workingDirectory")]
+    pub working_directory: String,
+}
+
+/// Point-in-time snapshot of slow-changing session identifier and state fields
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMetadataSnapshot {
+    /// The unique identifier of the session
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// ISO 8601 timestamp of when the session started
+    #[serde(rename = "startTime")]
+    pub start_time: String,
+    /// ISO 8601 timestamp of when the session's persisted state was last modified on disk. For new
+    /// sessions, equals startTime. For resumed sessions, reflects the previous modification time at
+    /// construction.
+    #[serde(rename = "modifiedTime")]
+    pub modified_time: String,
+    /// Whether this is a remote session (i.e., one whose runtime executes elsewhere and is steered
+    /// through this process)
+    #[serde(rename = "isRemote")]
+    pub is_remote: bool,
+    /// True when the session was detected to be in use by another process at construction time.
+    /// Local consumers may surface a confirmation prompt before fully attaching. Always false for
+    /// new sessions.
+    #[serde(rename = "alreadyInUse")]
+    pub already_in_use: bool,
+    /// Absolute path to the session's workspace directory on disk, or null if the session has no
+    /// associated workspace
+    #[serde(rename = "workspacePath")]
+    pub workspace_path: Option<String>,
+    /// User-provided name supplied at session construction (via `--name`), if any. Immutable after
+    /// construction.
+    #[serde(rename = "initialName", default, skip_serializing_if = "Option::is_none")]
+    pub initial_name: Option<String>,
+    /// Runtime client name associated with the session (telemetry identifier).
+    #[serde(rename = "clientName", default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+    /// Remote-session-specific metadata. Populated only when `isRemote` is true. Fields are
+    /// immutable for the lifetime of the session.
+    #[serde(rename = "remoteMetadata", default, skip_serializing_if = "Option::is_none")]
+    pub remote_metadata: Option<MetadataSnapshotRemoteMetadata>,
+    /// Short human-readable summary of the session, if known. Omitted when no summary has been
+    /// generated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Absolute path to the session's current working directory
+    #[serde(rename = "workingDirectory")]
+    pub working_directory: String,
+    /// The current agent mode for this session (e.g., 'interactive', 'plan', 'autopilot')
+    #[serde(rename = "currentMode")]
+    pub current_mode: MetadataSnapshotCurrentMode,
+    /// Currently selected model identifier, if any
+    #[serde(rename = "selectedModel", default, skip_serializing_if = "Option::is_none")]
+    pub selected_model: Option<String>,
+    /// Current session limits, or null when no limits are active
+    #[serde(rename = "sessionLimits")]
+    pub session_limits: Option<SessionLimitsConfig>,
+    /// Public-facing workspace metadata for this session, or null if the session has no associated
+    /// workspace. Excludes runtime-internal fields (GitHub IDs, summary count, internal flags).
+    pub workspace: WorkspaceSummary,
+}
+
+impl SessionMetadataSnapshot {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(session_id: String, start_time: String, modified_time: String, is_remote: bool, already_in_use: bool, workspace_path: Option<String>, working_directory: String, current_mode: MetadataSnapshotCurrentMode, session_limits: Option<SessionLimitsConfig>, workspace: WorkspaceSummary) -> Self {
+        Self {
+            session_id,
+            start_time,
+            modified_time,
+            is_remote,
+            already_in_use,
+            workspace_path,
+            initial_name: None,
+            client_name: None,
+            remote_metadata: None,
+            summary: None,
+            working_directory,
+            current_mode,
+            selected_model: None,
+            session_limits,
+            workspace,
+        }
+    }
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMetadataSnapshotParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// The session mode the agent is operating in
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SessionMode {
@@ -9382,6 +9618,66 @@ pub struct SessionUpdateOptionsResult {
     /// Number of hooks loaded from installed plugins, returned when installedPlugins is updated
     #[serde(rename = "pluginHookCount", default, skip_serializing_if = "Option::is_none")]
     pub plugin_hook_count: Option<u64>,
+}
+
+/// Updated working directory and git context. Emitted as the new payload of
+/// `session.context_changed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkingDirectoryContext {
+    /// Current working directory path
+    pub cwd: String,
+    /// Root directory of the git repository, resolved via git rev-parse
+    #[serde(rename = "gitRoot", default, skip_serializing_if = "Option::is_none")]
+    pub git_root: Option<String>,
+    /// Repository identifier derived from the git remote URL ("owner/name" for GitHub,
+    /// "org/project/repo" for Azure DevOps)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// Hosting platform type of the repository
+    #[serde(rename = "hostType", default, skip_serializing_if = "Option::is_none")]
+    pub host_type: Option<SessionWorkingDirectoryContextHostType>,
+    /// Raw host string from the git remote URL (e.g. "github.com", "dev.azure.com")
+    #[serde(rename = "repositoryHost", default, skip_serializing_if = "Option::is_none")]
+    pub repository_host: Option<String>,
+    /// Current git branch name
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Head commit of the current git branch
+    #[serde(rename = "headCommit", default, skip_serializing_if = "Option::is_none")]
+    pub head_commit: Option<String>,
+    /// Merge-base commit SHA (fork point from the remote default branch)
+    #[serde(rename = "baseCommit", default, skip_serializing_if = "Option::is_none")]
+    pub base_commit: Option<String>,
+}
+
+/// Hosting platform type of the repository
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionWorkingDirectoryContextHostType {
+    /// The working directory repository is hosted on GitHub.
+    #[serde(rename = "github")]
+    Github,
+    /// The working directory repository is hosted on Azure DevOps.
+    #[serde(rename = "ado")]
+    Ado,
+}
+
+impl SessionWorkingDirectoryContextHostType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Github, Self::Ado];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Github => "github",
+            Self::Ado => "ado",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionWorkingDirectoryContextHostType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Directory to create within the session workspace files directory.
@@ -11307,6 +11603,70 @@ impl WorkspaceFileChangedOperation {
 }
 
 impl std::fmt::Display for WorkspaceFileChangedOperation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Public-facing projection of workspace metadata for SDK / TUI consumers
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceSummary {
+    /// Workspace identifier (1:1 with sessionId)
+    pub id: String,
+    /// Current working directory at session start
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Resolved git root for cwd, if any
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_root: Option<String>,
+    /// Repository identifier in 'owner/repo' or 'org/project/repo' format, if any
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// Repository host type, if known
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_type: Option<WorkspaceSummaryHostType>,
+    /// Branch checked out at session start, if any
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Display name for the session, if set
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Whether the display name was explicitly set by the user
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_named: Option<bool>,
+    /// ISO 8601 timestamp when the workspace was created
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// ISO 8601 timestamp when the workspace was last updated
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+}
+
+/// Repository host type, if known
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WorkspaceSummaryHostType {
+    /// Workspace summary repository is hosted on GitHub.
+    #[serde(rename = "github")]
+    Github,
+    /// Workspace summary repository is hosted on Azure DevOps.
+    #[serde(rename = "ado")]
+    Ado,
+}
+
+impl WorkspaceSummaryHostType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Github, Self::Ado];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Github => "github",
+            Self::Ado => "ado",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkspaceSummaryHostType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }

@@ -179,3 +179,73 @@ pub async fn event_log_read(ctx: &Ctx, p: t::SessionEventLogReadParams) -> Resul
         cursor_status: if batch.expired { t::EventsCursorStatus::Expired } else { t::EventsCursorStatus::Ok },
     })
 }
+
+pub async fn metadata_snapshot(
+    ctx: &Ctx,
+    p: t::SessionMetadataSnapshotParams,
+) -> Result<t::SessionMetadataSnapshot, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let view = session.view();
+    let meta = ctx.server.engine.layout().read_workspace_yaml(session.id()).ok().flatten();
+    let modified = meta.as_ref().map(|m| m.updated_at.clone()).filter(|u| !u.is_empty());
+    let mode = match view.settings.mode {
+        t::SessionMode::Interactive => t::MetadataSnapshotCurrentMode::Interactive,
+        t::SessionMode::Plan => t::MetadataSnapshotCurrentMode::Plan,
+        t::SessionMode::Autopilot => t::MetadataSnapshotCurrentMode::Autopilot,
+    };
+    let workspace = t::WorkspaceSummary {
+        id: session.id().to_string(),
+        cwd: meta.as_ref().map(|m| m.cwd.clone()),
+        name: view.name.clone(),
+        user_named: Some(view.user_named),
+        created_at: Some(session.start_time().to_string()),
+        updated_at: modified.clone(),
+        ..Default::default()
+    };
+    let mut snapshot = t::SessionMetadataSnapshot::new(
+        session.id().to_string(),
+        session.start_time().to_string(),
+        modified.unwrap_or_else(|| session.start_time().to_string()),
+        false,
+        false,
+        Some(session.workspace_path().to_string_lossy().into_owned()),
+        view.settings.cwd.to_string_lossy().into_owned(),
+        mode,
+        None,
+        workspace,
+    );
+    snapshot.client_name = Some(view.settings.client_name.clone());
+    snapshot.summary = view.name.clone();
+    snapshot.selected_model = Some(view.settings.model.clone());
+    Ok(snapshot)
+}
+
+/// The path must be absolute and exist; nothing changes otherwise.
+pub async fn set_working_directory(
+    ctx: &Ctx,
+    p: t::SessionMetadataSetWorkingDirectoryParams,
+) -> Result<t::MetadataSetWorkingDirectoryResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let dir = std::path::PathBuf::from(&p.working_directory);
+    if !dir.is_absolute() || !tokio::fs::metadata(&dir).await.map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(ctx.failed(format!("Working directory must be an existing absolute path: {}", p.working_directory)));
+    }
+    let patch = loop_engine::OptionsPatch { working_directory: Some(dir), ..Default::default() };
+    session.update_options(patch).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::MetadataSetWorkingDirectoryResult { working_directory: p.working_directory })
+}
+
+/// A report whose cwd is not the session's is ignored: the session's cwd is authoritative.
+pub async fn record_context_change(
+    ctx: &Ctx,
+    p: t::SessionMetadataRecordContextChangeParams,
+) -> Result<t::MetadataRecordContextChangeResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    if std::path::Path::new(&p.context.cwd) == session.view().settings.cwd {
+        let context = serde_json::to_value(&p.context)
+            .and_then(serde_json::from_value::<t::WorkingDirectoryContext>)
+            .map_err(|e| RpcError::invalid_params(ctx.method, e))?;
+        session.record_context(context);
+    }
+    Ok(t::MetadataRecordContextChangeResult {})
+}
