@@ -176,7 +176,8 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
             model: &settings.model,
             interaction_id: &interaction_id,
         };
-        crate::compaction::before_call(&ctx.deps, &ctx.handle, conv, &shape, settings.infinite, &ctx.cancel).await;
+        let tokens =
+            crate::compaction::before_call(&ctx.deps, &ctx.handle, conv, &shape, settings.infinite, &ctx.cancel).await;
         let req = ChatRequest {
             model: route.model.clone(),
             system,
@@ -190,7 +191,7 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
             purpose: Default::default(),
             reasoning_effort: settings.reasoning_effort.clone(),
         };
-        emit_usage_info(ctx, conv, &req, token_limit);
+        emit_usage_info(ctx, tokens, &req, token_limit);
 
         let message_id = uuid::Uuid::new_v4().to_string();
         let result = crate::model_call::call_model(
@@ -515,10 +516,9 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
     conv.push(Message::User { content });
 }
 
-fn emit_usage_info(ctx: &RunCtx, conv: &Conversation, req: &ChatRequest, token_limit: u64) {
-    // An estimate is what clients need: positive and growing. The history's size is kept as it
-    // grows rather than summed again every turn.
-    let tokens = crate::compaction::Tokens::estimate(&req.system, conv.bytes, &req.tools);
+/// `tokens` is an estimate, which is what clients need: positive and growing. The history's
+/// size is kept as it grows rather than summed again every turn.
+fn emit_usage_info(ctx: &RunCtx, tokens: crate::compaction::Tokens, req: &ChatRequest, token_limit: u64) {
     ctx.emitter().emit(t::UsageInfoData {
         token_limit,
         current_tokens: tokens.current(),

@@ -81,6 +81,11 @@ impl Tokens {
         }
     }
 
+    /// The same context with its conversation at `bytes`.
+    pub fn with_conversation(self, bytes: usize) -> Self {
+        Self { conversation: (bytes / 4) as u64, ..self }
+    }
+
     pub fn current(&self) -> u64 {
         self.system + self.conversation + self.tools
     }
@@ -230,7 +235,8 @@ pub(crate) fn start(
 }
 
 /// Before a model call of a run: applies a compaction that is done (or must be waited for),
-/// and starts one when the context passed the session's threshold.
+/// and starts one when the context passed the session's threshold. Returns the context's size
+/// as it will be sent (the tool schemas are measured once per call).
 pub(crate) async fn before_call(
     deps: &Arc<Deps>,
     handle: &SessionHandle,
@@ -238,15 +244,15 @@ pub(crate) async fn before_call(
     call: &CallShape<'_>,
     limits: InfiniteSessions,
     cancel: &CancellationToken,
-) {
-    let tokens = Tokens::estimate(call.system, conv.bytes, call.tools);
+) -> Tokens {
+    let measured = Tokens::estimate(call.system, conv.bytes, call.tools);
     if let Some(f) = &conv.compaction {
-        let full = limits.enabled && tokens.over(limits.buffer_threshold, call.token_limit);
+        let full = limits.enabled && measured.over(limits.buffer_threshold, call.token_limit);
         if f.is_finished() || f.is_manual() || full {
             wait_and_apply(handle, conv, cancel).await;
         }
     }
-    let tokens = Tokens::estimate(call.system, conv.bytes, call.tools);
+    let tokens = measured.with_conversation(conv.bytes);
     let grown = conv.history.len() >= conv.failed_mark.map_or(MIN_MESSAGES, |m| m + MIN_MESSAGES);
     if limits.enabled
         && conv.compaction.is_none()
@@ -256,6 +262,7 @@ pub(crate) async fn before_call(
         let req = Request { trigger: Some(t::CompactionTrigger::Threshold), custom_instructions: None, manual: None };
         start(deps, handle, conv, call, req);
     }
+    tokens
 }
 
 /// The model refused the context as too long: compact everything now (or finish the compaction
@@ -332,12 +339,12 @@ pub(crate) fn apply(
     conv.failed_mark = None;
     let pre_len = conv.history.len();
     // Measured now: the history may have grown while the summary was being written.
-    let pre_tokens = Tokens { conversation: (conv.bytes / 4) as u64, ..f.pre }.current();
+    let pre_tokens = f.pre.with_conversation(conv.bytes).current();
     let partial = pre_len > f.mark;
     let prompts = &conv.prompts[..f.prompts.min(conv.prompts.len())];
     let wrapper = text::wrapper(partial, prompts, &summary.text);
     conv.replace_front(f.mark, Message::User { content: UserContent::Text(wrapper) });
-    let post = Tokens { conversation: (conv.bytes / 4) as u64, ..f.pre };
+    let post = f.pre.with_conversation(conv.bytes);
     let messages_removed = pre_len.saturating_sub(conv.history.len()) as u64;
     let tokens_removed = pre_tokens.saturating_sub(post.current());
     emitter.emit(t::CompactionCompleteData {
