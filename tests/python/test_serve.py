@@ -22,6 +22,12 @@ OTHER_TOKEN = "another-tenant-token"
 
 
 def _start_serve(ctx: Ctx) -> tuple[subprocess.Popen, str, Path]:
+    proc, sdk, _http, stderr_path = _start_serve_with(ctx)
+    return proc, sdk, stderr_path
+
+
+def _start_serve_with(ctx: Ctx, **env: str) -> tuple[subprocess.Popen, str, str, Path]:
+    """`skipper serve` with two tenants; returns (process, SDK address, HTTP address, stderr file)."""
     config = ctx.root / "server.toml"
     tenants = [("py", TOKEN), ("other", OTHER_TOKEN)]
     config.write_text(
@@ -42,7 +48,7 @@ def _start_serve(ctx: Ctx) -> tuple[subprocess.Popen, str, Path]:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=stderr,
-            env=ctx.env(GH_TOKEN="fake-token-for-e2e-tests"),
+            env=ctx.env(GH_TOKEN="fake-token-for-e2e-tests", **env),
             cwd=ctx.work_dir,
         )
     assert proc.stdout is not None
@@ -64,13 +70,11 @@ def _start_serve(ctx: Ctx) -> tuple[subprocess.Popen, str, Path]:
         sel.close()
     line = next(l for l in buf.decode().splitlines() if "listening" in l)
     sdk = line.split("tcp://", 1)[1].split()[0]
-    return proc, sdk, stderr_path
+    http = line.split("http://", 1)[1].split()[0]
+    return proc, sdk, http, stderr_path
 
 
-@pytest.fixture
-def serve(ctx: Ctx):
-    proc, sdk, stderr_path = _start_serve(ctx)
-    yield sdk
+def _stop(proc: subprocess.Popen, stderr_path: Path) -> None:
     proc.terminate()
     try:
         proc.wait(timeout=10)
@@ -81,6 +85,13 @@ def serve(ctx: Ctx):
         proc.stdout.close()
     print("----- skipper serve stderr -----")
     print(stderr_path.read_text(errors="replace")[-20000:])
+
+
+@pytest.fixture
+def serve(ctx: Ctx):
+    proc, sdk, stderr_path = _start_serve(ctx)
+    yield sdk
+    _stop(proc, stderr_path)
 
 
 async def test_sdk_runs_a_turn_on_the_team_server(ctx: Ctx, serve: str, make_client):
@@ -126,3 +137,47 @@ async def test_another_tenant_cannot_see_or_resume_the_session(ctx: Ctx, serve: 
     assert str(foreign.value).replace(session.session_id, "ID") == str(unknown.value).replace(unknown_id, "ID")
     # The owner still has it.
     assert [s.session_id for s in await owner.list_sessions()] == [session.session_id]
+
+
+def _sessions_active(http: str) -> int:
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://{http}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    [line] = [l for l in text.splitlines() if l.startswith("skipper_sessions_active ")]
+    return int(float(line.split()[1]))
+
+
+async def test_an_idle_session_unloads_and_a_new_client_resumes_it_unchanged(ctx: Ctx, make_client):
+    import asyncio
+
+    proc, sdk, http, stderr_path = _start_serve_with(ctx, SKIPPER_IDLE_UNLOAD_MS="200")
+    try:
+        ctx.fake.replies({"text": "Noted: the code word is HERON."}, {"text": "HERON"})
+        first = make_client(uri=sdk, connection_token=TOKEN)
+        await first.start()
+        session = await first.create_session(on_permission_request=PermissionHandler.approve_all)
+        await session.send_and_wait("Remember the code word HERON.", timeout=30)
+        assert _sessions_active(http) == 1
+        await first.stop()
+
+        for _ in range(200):
+            if _sessions_active(http) == 0:
+                break
+            await asyncio.sleep(0.1)
+        assert _sessions_active(http) == 0, "the session stayed in memory with no client"
+
+        second = make_client(uri=sdk, connection_token=TOKEN)
+        await second.start()
+        resumed = await second.resume_session(session.session_id, on_permission_request=PermissionHandler.approve_all)
+        assert _sessions_active(http) == 1
+        answer = await resumed.send_and_wait("What was the code word?", timeout=30)
+        assert answer is not None and answer.data.content == "HERON"
+        # The model saw the whole conversation: the reload lost nothing.
+        last = ctx.fake.requests()[-1]["body"]["messages"]
+        contents = [m.get("content") for m in last]
+        assert any(isinstance(c, str) and c.endswith("Remember the code word HERON.") for c in contents), contents
+        assert "Noted: the code word is HERON." in contents, contents
+        await second.stop()
+    finally:
+        _stop(proc, stderr_path)

@@ -59,6 +59,8 @@ pub(crate) struct Actor {
     deferred_compaction: Option<compaction::Request>,
     /// The history as a run took it: what a handoff summary covers while the run holds it.
     last_history: llm_providers::History,
+    /// When the session last did or was asked anything (the idle unloader's clock).
+    last_active: std::time::Instant,
 }
 
 enum Step {
@@ -95,6 +97,7 @@ impl Actor {
             files_modified: Vec::new(),
             deferred_compaction: None,
             last_history: Default::default(),
+            last_active: std::time::Instant::now(),
         }
     }
 
@@ -109,6 +112,9 @@ impl Actor {
                 result = compaction::finished(&mut self.conv) => Step::Compacted(result),
                 input = inputs.recv() => Step::Input(input),
             };
+            if !matches!(&step, Step::Input(Some(input)) if matches!(**input, SessionInput::Unload { .. })) {
+                self.last_active = std::time::Instant::now();
+            }
             let flow = match step {
                 Step::Stop | Step::Input(None) => Flow::Exit,
                 Step::Input(Some(input)) => self.handle_input(*input).await,
@@ -142,6 +148,21 @@ impl Actor {
         }
         self.pending.fail_all();
         self.handle.shells().kill_all();
+    }
+
+    /// Whether the session could be unloaded without anyone noticing: no client, nothing
+    /// running, queued, pending or compacting, no background shell, quiet for `idle_for`.
+    fn idle_for(&self, idle_for: std::time::Duration) -> bool {
+        self.handle.subscriber_count() == 0
+            && !self.view.running
+            && self.batch.is_none()
+            && self.queue.is_empty()
+            && self.steering.is_empty()
+            && self.pending.is_empty()
+            && self.deferred_compaction.is_none()
+            && self.conv.as_ref().is_some_and(|c| c.compaction.is_none())
+            && self.handle.shells().running_shells().is_empty()
+            && self.last_active.elapsed() >= idle_for
     }
 
     fn emit(&self, payload: impl Into<protocol::event::SessionEvent>) -> String {
@@ -246,6 +267,16 @@ impl Actor {
                     self.emit(data);
                 }
                 let _ = reply.send(());
+            }
+            SessionInput::Unload { idle_for, reply } => {
+                if self.idle_for(idle_for) {
+                    // Nothing is emitted: a client that resumes later must not tell the
+                    // difference (the log is complete, the resume replays it).
+                    self.handle.stopped().cancel();
+                    let _ = reply.send(true);
+                    return Flow::Exit;
+                }
+                let _ = reply.send(false);
             }
             SessionInput::Detach { subscriber_id, reply } => {
                 if self.handle.emitter().unsubscribe(subscriber_id) > 0 {

@@ -164,6 +164,12 @@ pub(crate) enum SessionInput {
         subscriber: Option<Arc<dyn EventSubscriber>>,
         reply: oneshot::Sender<()>,
     },
+    /// The idle unloader asks: with no client, nothing running, queued or pending, and no
+    /// input for `idle_for`, the task ends silently (reply: unloaded); the state is on disk.
+    Unload {
+        idle_for: std::time::Duration,
+        reply: oneshot::Sender<bool>,
+    },
     /// A subscriber leaves; the last one out unloads the session (reply: unloaded).
     Detach {
         subscriber_id: u64,
@@ -479,6 +485,17 @@ impl SessionHandle {
     /// Removes a subscriber. Returns `true` when it was the last one and the session unloaded.
     pub(crate) async fn detach(&self, subscriber_id: u64) -> Result<bool, EngineError> {
         self.ask(|reply| SessionInput::Detach { subscriber_id, reply }).await
+    }
+
+    /// Unloads the session if it has been idle, with no client, for `idle_for` (see
+    /// [`SessionInput::Unload`]). `true` when its task ended.
+    pub(crate) async fn unload_if_idle(&self, idle_for: std::time::Duration) -> bool {
+        self.ask(|reply| SessionInput::Unload { idle_for, reply }).await.unwrap_or(true)
+    }
+
+    /// Whether the session's task has been told to stop (shut down, deleted, unloaded).
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.inner.stop.is_cancelled()
     }
 
     /// Stops the session's task: running work is cancelled, shells are killed, nothing more is

@@ -301,7 +301,31 @@ impl Engine {
     }
 
     pub fn get(&self, id: &str) -> Option<SessionHandle> {
-        lock(&self.sessions).get(id).cloned()
+        lock(&self.sessions).get(id).filter(|h| !h.is_stopped()).cloned()
+    }
+
+    /// Unloads sessions that have had no client and done nothing for `idle_for`, checking
+    /// every fraction of it, for as long as the engine lives. A later resume loads them again
+    /// from disk; a client notices only the latency.
+    pub fn start_idle_unloader(self: &Arc<Self>, idle_for: std::time::Duration) {
+        let engine = Arc::downgrade(self);
+        let every = (idle_for / 4).clamp(std::time::Duration::from_millis(10), std::time::Duration::from_secs(30));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(engine) = engine.upgrade() else { return };
+                let idle: Vec<SessionHandle> =
+                    lock(&engine.sessions).values().filter(|h| h.subscriber_count() == 0).cloned().collect();
+                for handle in idle {
+                    if handle.unload_if_idle(idle_for).await {
+                        tracing::debug!(session = handle.id(), "unloaded an idle session");
+                        engine.forget(&handle);
+                    }
+                }
+            }
+        });
     }
 
     /// The loaded session, or `SessionNotFound`.
@@ -311,6 +335,11 @@ impl Engine {
 
     pub fn loaded_count(&self) -> usize {
         lock(&self.sessions).len()
+    }
+
+    /// Loaded sessions in the middle of a run (a shutdown drains them).
+    pub fn running_count(&self) -> usize {
+        lock(&self.sessions).values().filter(|h| h.view().running).count()
     }
 
     /// Starts a session's actor task and returns its handle.
@@ -398,8 +427,12 @@ impl Engine {
         let id = params.session_id.clone().ok_or_else(|| EngineError::SessionNotFound(String::new()))?;
         settings::providers_from_params(params).map_err(EngineError::InvalidProviders)?;
         if let Some(handle) = self.get(&id) {
-            handle.resume(params.clone(), subscriber).await?;
-            return Ok(handle);
+            match handle.resume(params.clone(), subscriber.clone()).await {
+                Ok(()) => return Ok(handle),
+                // The idle unloader ended it just now: load it again from disk.
+                Err(EngineError::SessionNotFound(_)) if handle.is_stopped() => self.forget(&handle),
+                Err(e) => return Err(e),
+            }
         }
         let path = self.deps.layout.events_path(&id);
         // A long log is a blocking read: keep it off the async workers.

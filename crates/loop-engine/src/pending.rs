@@ -55,6 +55,10 @@ impl PendingRequests {
         }
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.waiting.is_empty()
+    }
+
     /// The run stopped waiting (abort): forget the request.
     pub fn forget(&mut self, request_id: &str) {
         self.waiting.remove(request_id);

@@ -26,6 +26,7 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 struct Defaults {
     default_model: String,
     pending_grace_ms: u64,
+    idle_unload_ms: u64,
     limits: LimitDefaults,
 }
 
@@ -244,7 +245,13 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
             .get("COPILOT_ALLOW_GET_PROVIDER_ENDPOINT")
             .is_some_and(|v| v == "true" || v == "1"),
     };
-    Ok(EngineSetup { engine: Arc::new(engine), inference, auth, limits })
+    let engine = Arc::new(engine);
+    let idle_unload =
+        env.get("SKIPPER_IDLE_UNLOAD_MS").and_then(|v| v.trim().parse().ok()).unwrap_or(defaults.idle_unload_ms);
+    if idle_unload > 0 {
+        engine.start_idle_unloader(std::time::Duration::from_millis(idle_unload));
+    }
+    Ok(EngineSetup { engine, inference, auth, limits })
 }
 
 async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32> {

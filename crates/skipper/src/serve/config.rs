@@ -24,12 +24,20 @@ pub struct ServeLimits {
     /// WebSocket and SDK TCP connections open at once; past it: 503 / a `-32005` error.
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
+    /// On SIGTERM: how long running turns may go on (no new connections meanwhile) before
+    /// they are cancelled and the server exits.
+    #[serde(default = "default_drain_timeout_s")]
+    pub drain_timeout_s: u64,
 }
 
 impl Default for ServeLimits {
     fn default() -> Self {
-        Self { max_connections: default_max_connections() }
+        Self { max_connections: default_max_connections(), drain_timeout_s: default_drain_timeout_s() }
     }
+}
+
+fn default_drain_timeout_s() -> u64 {
+    30
 }
 
 fn default_max_connections() -> usize {

@@ -14,6 +14,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use rpc_server::tenancy::{token_digest, Tenancy, TenantSpec};
@@ -63,7 +64,8 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     )
     .await?;
     let server = Server::shared(setup.engine, setup.auth, setup.limits, setup.inference, tenancy.clone());
-    crate::spawn_signal_handler(server.clone());
+    let draining = tokio_util::sync::CancellationToken::new();
+    spawn_drain_on_signal(server.clone(), draining.clone(), Duration::from_secs(config.limits.drain_timeout_s));
 
     let http = TcpListener::bind(args.listen).await.with_context(|| format!("binding --listen {}", args.listen))?;
     let sdk = TcpListener::bind(args.sdk_listen)
@@ -72,11 +74,20 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     let (http_addr, sdk_addr) = (http.local_addr()?, sdk.local_addr()?);
     let slots = Arc::new(tokio::sync::Semaphore::new(config.limits.max_connections));
     let app = http::router(http::App { server: server.clone(), tenancy, metrics, slots: slots.clone() });
-    let shutdown = server.shutdown.clone();
+    // Draining stops both listeners; open connections go on until `server.shutdown`.
+    let stop_http = draining.clone();
     let http_task = tokio::spawn(async move {
-        axum::serve(http, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await
+        axum::serve(http, app).with_graceful_shutdown(async move { stop_http.cancelled().await }).await
     });
-    let sdk_task = tokio::spawn(rpc_server::transport::serve_tcp_limited(server.clone(), sdk, slots));
+    let all_slots = slots.clone();
+    let stop_sdk = draining.clone();
+    let sdk_server = server.clone();
+    let sdk_task = tokio::spawn(async move {
+        tokio::select! {
+            _ = rpc_server::transport::serve_tcp_limited(sdk_server, sdk, slots) => {}
+            _ = stop_sdk.cancelled() => {}
+        }
+    });
     // Both sockets are bound and listening: connections are accepted (queued by the kernel)
     // from here on, so the line may be printed.
     {
@@ -85,14 +96,55 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
         out.flush()?;
     }
     let http_result = http_task.await;
-    server.shutdown.cancel();
     let _ = sdk_task.await;
+    server.shutdown.cancelled().await;
+    // Connections flush what they queued (each gives its writer a few seconds) and release
+    // their slots; then the sessions stop.
+    let all = u32::try_from(config.limits.max_connections).unwrap_or(u32::MAX);
+    let _ = tokio::time::timeout(Duration::from_secs(10), all_slots.acquire_many(all)).await;
     server.engine.shutdown_all();
     match http_result {
         Ok(Ok(())) => Ok(0),
         Ok(Err(e)) => Err(e).context("HTTP server"),
         Err(e) => Err(anyhow::anyhow!("HTTP server task: {e}")),
     }
+}
+
+/// SIGTERM (or Ctrl-C) drains the server: the listeners close at once, running turns go on
+/// for up to `deadline` (their clients see them finish), then every connection closes and the
+/// sessions stop. A second signal skips the wait.
+fn spawn_drain_on_signal(server: Arc<Server>, draining: tokio_util::sync::CancellationToken, deadline: Duration) {
+    tokio::spawn(async move {
+        let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else {
+            tracing::warn!("cannot listen for SIGTERM; the server stops only when killed");
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        draining.cancel();
+        let running = server.engine.running_count();
+        tracing::info!(
+            running,
+            deadline_s = deadline.as_secs(),
+            "draining: no new connections, waiting for running turns"
+        );
+        let turns_done = async {
+            while server.engine.running_count() > 0 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        tokio::select! {
+            _ = turns_done => tracing::info!("drained: no turn is running"),
+            _ = tokio::time::sleep(deadline) => {
+                tracing::warn!(running = server.engine.running_count(), "drain deadline passed: cancelling running turns");
+            }
+            _ = term.recv() => tracing::warn!("second signal: stopping now"),
+            _ = tokio::signal::ctrl_c() => tracing::warn!("second signal: stopping now"),
+        }
+        server.shutdown.cancel();
+    });
 }
 
 /// Only the SQLite index under --home exists in this version; PostgreSQL comes with the

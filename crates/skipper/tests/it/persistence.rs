@@ -232,3 +232,77 @@ async fn detach_then_get_messages_is_session_not_found() {
     })
     .await;
 }
+
+/// A session with no client is unloaded after `SKIPPER_IDLE_UNLOAD_MS` of quiet, never while a
+/// client has it; a later resume loads it from disk and the conversation goes on where it was.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idle_session_without_clients_unloads_and_resumes_unchanged() {
+    use crate::harness::{Dirs, Options, Skipper, Transport};
+    use std::time::Duration;
+    with_timeout(90, async {
+        let fake = fake_model::FakeModel::start().await.unwrap();
+        let dirs = Dirs::new();
+        fake.set_workdir(&dirs.workdir);
+        let opts = Options {
+            transport: Transport::Tcp,
+            extra_env: vec![("SKIPPER_IDLE_UNLOAD_MS".into(), "200".into())],
+            ..Default::default()
+        };
+        let sk = Skipper::spawn(&fake.url(), dirs, opts).await;
+        let detached = |list: &Value, sid: &str| {
+            let sessions = list["sessions"].as_array().unwrap_or_else(|| panic!("{list}"));
+            let s = sessions.iter().find(|s| s["sessionId"] == json!(sid)).unwrap_or_else(|| panic!("{sid}: {list}"));
+            s["isDetached"].as_bool().unwrap_or_else(|| panic!("{s}"))
+        };
+
+        let a = sk.connect_tcp().await;
+        a.connect().await;
+        let sid = a.create_session(json!({})).await;
+        fake.push_reply(Reply::text("The secret word is PELICAN."));
+        a.send(&sid, "Remember a secret word.").await;
+        a.wait_for_nth_event(&sid, "session.idle", 1, T).await;
+
+        // Ten idle periods with a client attached: still loaded.
+        let observer = sk.connect_tcp().await;
+        observer.connect().await;
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        assert!(!detached(&observer.ok("session.list", json!({})).await, &sid), "unloaded under a client");
+
+        a.close().await;
+        let mut unloaded = false;
+        for _ in 0..200 {
+            if detached(&observer.ok("session.list", json!({})).await, &sid) {
+                unloaded = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(unloaded, "the session was never unloaded after its client left");
+
+        let b = sk.connect_tcp().await;
+        b.connect().await;
+        b.ok("session.resume", json!({"sessionId": sid})).await;
+        assert!(!detached(&b.ok("session.list", json!({})).await, &sid), "resumed: loaded again");
+        fake.clear_requests();
+        fake.push_reply(Reply::text("PELICAN"));
+        b.send(&sid, "What was the word?").await;
+        b.wait_for_nth_event(&sid, "session.idle", 1, T).await;
+        let requests = fake.requests();
+        let last = requests.last().expect("a model request after the reload");
+        let text = last.to_string();
+        assert!(text.contains("Remember a secret word.") && text.contains("The secret word is PELICAN."), "{text}");
+        let messages = b.get_messages(&sid).await.unwrap();
+        let ids: Vec<&Value> = messages.iter().map(|e| &e["id"]).collect();
+        let mut unique = ids.clone();
+        unique.sort_by_key(|v| v.to_string());
+        unique.dedup();
+        assert_eq!(unique.len(), ids.len(), "no duplicate event ids across the unload");
+        assert_eq!(
+            messages.iter().filter(|e| e["type"] == json!("session.start")).count(),
+            1,
+            "one session.start: the reload is not a new session"
+        );
+        b.assert_schema_clean();
+    })
+    .await;
+}

@@ -637,3 +637,76 @@ async fn past_the_connection_limit_clients_are_told_and_refused() {
     })
     .await;
 }
+
+fn tenants_config(extra: &str) -> String {
+    format!(
+        "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\n\n[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\n{extra}",
+        sha256_hex(ALPHA),
+        sha256_hex(BETA)
+    )
+}
+
+async fn sigterm(child: &Child) {
+    let pid = child.id().expect("running").to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().await.expect("kill");
+    assert!(killed.success());
+}
+
+/// SIGTERM drains: the listeners close at once, a running turn streams to its end (the
+/// client sees its whole answer and `session.idle`), then the server exits cleanly.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_lets_running_turns_finish_before_exiting() {
+    with_timeout(90, async {
+        let mut s = Serve::start().await;
+        let c = s.tenant(ALPHA).await;
+        let sid = c.create_session(json!({"streaming": true})).await;
+        let chunks: Vec<String> = (0..20).map(|i| format!("part{i} ")).collect();
+        s.fake.push_reply(Reply::SlowText { chunks: chunks.clone(), delay_ms: 200 });
+        c.send(&sid, "Tell me a long story.").await;
+        c.wait_for_event(&sid, "assistant.message_delta", T).await;
+        sigterm(&s.child).await;
+
+        // New connections are refused while the turn still runs.
+        let mut refused = false;
+        for _ in 0..100 {
+            if TcpStream::connect(&s.sdk).await.is_err() {
+                refused = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(refused, "the SDK port still accepts connections after SIGTERM");
+        assert_eq!(c.count(&sid, "session.idle"), 0, "the turn was still running when the port closed");
+
+        let idle = c.wait_for_event(&sid, "session.idle", T).await;
+        assert!(idle.is_object());
+        let message = c.wait_for_event(&sid, "assistant.message", T).await;
+        assert_eq!(message["data"]["content"], json!(chunks.concat()), "the whole answer arrived");
+        let status = tokio::time::timeout(T, s.child.wait()).await.expect("exits after draining").expect("status");
+        assert!(status.success(), "{status:?}: {}", s.stderr_text());
+        assert!(s.stderr_text().contains("drained"), "{}", s.stderr_text());
+        c.wait_until(T, "the connection to close", |c| c.is_closed().then_some(())).await;
+        // The answer is on disk too: the next process resumes with it.
+        let log = std::fs::read_to_string(s.dirs.session_dir(&sid).join("events.jsonl")).unwrap();
+        assert!(log.contains("part19"), "the drained turn's message is in the log");
+    })
+    .await;
+}
+
+/// A turn that would run forever is cancelled at the drain deadline; the server still exits.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_drain_deadline_cancels_a_hung_turn() {
+    with_timeout(90, async {
+        let mut s = Serve::start_with(&tenants_config("\n[limits]\ndrain_timeout_s = 1\n"), &[]).await;
+        let c = s.tenant(ALPHA).await;
+        let sid = c.create_session(json!({})).await;
+        s.fake.push_reply(Reply::Hang);
+        c.send(&sid, "Never answered.").await;
+        c.wait_for_event(&sid, "assistant.turn_start", T).await;
+        sigterm(&s.child).await;
+        let status = tokio::time::timeout(T, s.child.wait()).await.expect("exits at the deadline").expect("status");
+        assert!(status.success(), "{status:?}: {}", s.stderr_text());
+        assert!(s.stderr_text().contains("drain deadline passed"), "{}", s.stderr_text());
+    })
+    .await;
+}
