@@ -1,5 +1,6 @@
-//! Command-line flags. The SDKs pass flags in varying order and may add ones we do not know;
-//! unknown flags are accepted and ignored, never fatal.
+//! Command-line flags. Every option the original CLI (1.0.102) accepts is accepted, in any
+//! order; the ones Skipper has no use for are ignored. An option the original does not know is
+//! a usage error, as there (the SDKs show the process's stderr when it fails to start).
 
 use clap::Parser;
 
@@ -41,6 +42,15 @@ pub struct Cli {
     /// Approve every tool without asking.
     #[arg(long)]
     pub allow_all_tools: bool,
+    /// Every permission (the original's `--allow-all`; tools are what Skipper asks about).
+    #[arg(long)]
+    pub allow_all: bool,
+    /// Same as --allow-all.
+    #[arg(long)]
+    pub yolo: bool,
+    /// With -p: print only the agent's final answer on stdout; progress goes to stderr.
+    #[arg(short = 's', long)]
+    pub silent: bool,
     /// Working directory.
     #[arg(short = 'C')]
     pub cwd: Option<String>,
@@ -55,55 +65,164 @@ pub struct Cli {
     pub output_format: String,
 }
 
-/// Parses flags, skipping any we do not know (with their value, when one follows).
-pub fn parse(args: Vec<String>) -> Cli {
-    const WITH_VALUE: &[&str] = &[
-        "--port",
-        "--auth-token-env",
-        "--log-level",
-        "--log-dir",
-        "--session-idle-timeout",
-        "--model",
-        "-C",
-        "-p",
-        "--prompt",
-        "--output-format",
-    ];
-    const FLAGS: &[&str] = &[
-        "--headless",
-        "--server",
-        "--stdio",
-        "--no-auto-login",
-        "--no-auto-update",
-        "--remote",
-        "--allow-all-tools",
-        "--autopilot",
-        "--help",
-        "-h",
-        "--version",
-        "-V",
-    ];
+/// Options Skipper reads, with a value.
+const OURS_WITH_VALUE: &[&str] = &[
+    "--port",
+    "--auth-token-env",
+    "--log-level",
+    "--log-dir",
+    "--session-idle-timeout",
+    "--model",
+    "-C",
+    "-p",
+    "--prompt",
+    "--output-format",
+];
+/// Options Skipper reads, without a value.
+const OURS_FLAGS: &[&str] = &[
+    "--headless",
+    "--server",
+    "--stdio",
+    "--no-auto-login",
+    "--no-auto-update",
+    "--remote",
+    "--allow-all-tools",
+    "--allow-all",
+    "--yolo",
+    "--autopilot",
+    "-s",
+    "--silent",
+    "--help",
+    "-h",
+    "--version",
+    "-V",
+];
+/// The original's other options that take a value (accepted, ignored).
+const OTHER_WITH_VALUE: &[&str] = &[
+    "-i",
+    "--interactive",
+    "--reasoning-effort",
+    "--context",
+    "--auto-tier",
+    "--agent",
+    "-n",
+    "--name",
+    "--session-id",
+    "--extension-sdk-path",
+    "--stream",
+    "--add-dir",
+    "--attachment",
+    "--disable-mcp-server",
+    "--add-github-mcp-toolset",
+    "--add-github-mcp-tool",
+    "--plugin-dir",
+    "--additional-mcp-config",
+    "--mcp-github-auth",
+    "--max-autopilot-continues",
+    "--mode",
+    "--environment-host",
+    "--environment-compute-id",
+    "--dynamic-retrieval",
+    "--enable-mcp-server",
+    "--max-ai-credits",
+    "--usage-output-file",
+];
+/// The original's options with an optional value, or a list of values.
+const OTHER_WITH_VALUES: &[&str] = &[
+    "-r",
+    "--resume",
+    "--connect",
+    "--share",
+    "--bash-env",
+    "--mouse",
+    "--allow-tool",
+    "--deny-tool",
+    "--available-tools",
+    "--excluded-tools",
+    "--secret-env-vars",
+    "--allow-url",
+    "--deny-url",
+];
+/// The original's other options without a value.
+const OTHER_FLAGS: &[&str] = &[
+    "--embedded-host",
+    "--fleet",
+    "--trust-folder",
+    "--disable-client-telemetry",
+    "--enable-memory",
+    "--continue",
+    "--allow-all-paths",
+    "--disallow-temp-dir",
+    "--banner",
+    "--screen-reader",
+    "--plain-diff",
+    "--share-gist",
+    "--disable-builtin-mcps",
+    "--enable-all-github-mcp-tools",
+    "--allow-all-mcp-server-instructions",
+    "--allow-all-urls",
+    "--plan",
+    "--experimental",
+    "--acp",
+    "--remote-export",
+    "--assisted-approval",
+    "--no-custom-instructions",
+    "--no-ask-user",
+    "--no-color",
+    "--no-experimental",
+    "--no-bash-env",
+    "--no-mouse",
+    "--no-remote",
+    "--no-remote-export",
+    "--no-eager-powershell-resolution",
+];
+
+/// Parses flags. `Err` is the usage error to print (stderr) before exiting with status 1.
+pub fn parse(args: Vec<String>) -> Result<Cli, String> {
     let mut kept = vec![args.first().cloned().unwrap_or_else(|| "skipper".into())];
     let mut it = args.into_iter().skip(1).peekable();
     while let Some(arg) = it.next() {
+        if arg == "--" {
+            break;
+        }
+        if !arg.starts_with('-') || arg == "-" {
+            // Positional words (the original's subcommands, a prompt): not ours to judge.
+            continue;
+        }
         let name = arg.split('=').next().unwrap_or("").to_string();
-        if WITH_VALUE.contains(&name.as_str()) {
+        let inline_value = arg.contains('=');
+        if OURS_WITH_VALUE.contains(&name.as_str()) {
             kept.push(arg.clone());
-            if !arg.contains('=') {
+            if !inline_value {
                 if let Some(v) = it.next() {
                     kept.push(v);
                 }
             }
-        } else if FLAGS.contains(&name.as_str()) {
+        } else if OURS_FLAGS.contains(&name.as_str()) && !inline_value {
             kept.push(arg);
-        } else if arg.starts_with('-') && !arg.contains('=') {
-            // Unknown flag: drop it and a value that plainly belongs to it.
-            if it.peek().is_some_and(|next| !next.starts_with('-')) {
+        } else if name == "-v" && !inline_value {
+            kept.push("--version".into());
+        } else if OTHER_WITH_VALUE.contains(&name.as_str()) {
+            if !inline_value {
                 it.next();
             }
+        } else if OTHER_WITH_VALUES.contains(&name.as_str()) {
+            while !inline_value && it.peek().is_some_and(|next| !next.starts_with('-')) {
+                it.next();
+            }
+        } else if OTHER_FLAGS.contains(&name.as_str()) && !inline_value {
+        } else {
+            return Err(format!(
+                "error: unexpected argument '{name}' found\n\nUsage: skipper [OPTIONS] [COMMAND]\n\nFor more information, try '--help'."
+            ));
         }
     }
-    Cli::parse_from(kept)
+    match Cli::try_parse_from(kept) {
+        Ok(cli) => Ok(cli),
+        // --help / --version: printed on stdout, status 0.
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 #[cfg(test)]
@@ -116,17 +235,35 @@ mod tests {
 
     #[test]
     fn sdk_launch_lines_parse() {
-        let c = parse(args("skipper --headless --no-auto-update --log-level info --auth-token-env COPILOT_SDK_AUTH_TOKEN --no-auto-login --stdio"));
+        let c = parse(args("skipper --headless --no-auto-update --log-level info --auth-token-env COPILOT_SDK_AUTH_TOKEN --no-auto-login --stdio")).unwrap();
         assert!(c.headless && c.stdio && c.no_auto_login);
         assert_eq!(c.auth_token_env.as_deref(), Some("COPILOT_SDK_AUTH_TOKEN"));
-        let c = parse(args("skipper --server --port 4321 --no-auto-update"));
+        let c = parse(args("skipper --server --port 4321 --no-auto-update")).unwrap();
         assert!(c.server);
         assert_eq!(c.port, Some(4321));
     }
 
     #[test]
-    fn unknown_flags_are_ignored() {
-        let c = parse(args("skipper --headless --frobnicate 3 --add-dir /x --stdio --experimental"));
-        assert!(c.headless && c.stdio);
+    fn the_originals_options_are_accepted_in_any_order() {
+        let c = parse(args(
+            "skipper --add-dir /x --headless --allow-tool shell write --experimental --resume --stdio --mode plan --yolo",
+        ))
+        .unwrap();
+        assert!(c.headless && c.stdio && c.yolo);
+        let c = parse(args("skipper --embedded-host --no-auto-update --log-level debug --remote")).unwrap();
+        assert_eq!(c.log_level.as_deref(), Some("debug"));
+        assert!(c.remote);
+        let c = parse(args("skipper -p hello -s --allow-all-tools --share=out.md")).unwrap();
+        assert!(c.silent && c.allow_all_tools);
+        assert_eq!(c.prompt.as_deref(), Some("hello"));
+    }
+
+    #[test]
+    fn an_option_the_original_does_not_know_is_a_usage_error() {
+        let e = parse(args("skipper --headless --stdio --nonexistent-flag-for-testing")).unwrap_err();
+        assert!(e.starts_with("error: unexpected argument '--nonexistent-flag-for-testing' found"), "{e}");
+        let e = parse(args("skipper --capture-file x")).unwrap_err();
+        assert!(e.contains("'--capture-file'"), "{e}");
+        assert!(parse(args("skipper --yolo=1")).is_err(), "a flag takes no value");
     }
 }

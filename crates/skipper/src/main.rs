@@ -79,7 +79,13 @@ fn main() -> anyhow::Result<()> {
         }
         _ => {}
     }
-    let cli = cli::parse(args);
+    let cli = match cli::parse(args) {
+        Ok(cli) => cli,
+        Err(usage) => {
+            eprintln!("{}", usage.trim_end());
+            std::process::exit(1);
+        }
+    };
     let env: HashMap<String, String> = std::env::vars().collect();
     init_logging(&cli);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
@@ -254,7 +260,12 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
     Ok(EngineSetup { engine, inference, auth, limits })
 }
 
-async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32> {
+async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<i32> {
+    if let Some(secs) = cli.session_idle_timeout {
+        // The SDKs' `sessionIdleTimeoutSeconds`: here it unloads (never deletes) sessions
+        // without a client; 0 keeps them loaded.
+        env.insert("SKIPPER_IDLE_UNLOAD_MS".into(), secs.saturating_mul(1000).to_string());
+    }
     let home = default_home(&env)?;
     let default_cwd = match &cli.cwd {
         Some(c) => PathBuf::from(c),
@@ -266,7 +277,7 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
             default_cwd,
             model: cli.model.clone(),
             auth_token_env: cli.auth_token_env.clone(),
-            allow_all_tools: cli.allow_all_tools,
+            allow_all_tools: cli.allow_all_tools || cli.allow_all || cli.yolo,
             metrics: None,
             confine_to: None,
         },
@@ -283,6 +294,7 @@ async fn run(cli: cli::Cli, env: HashMap<String, String>) -> anyhow::Result<i32>
             prompt,
             autopilot: cli.autopilot,
             json: cli.output_format == "json",
+            silent: cli.silent,
             model: cli.model.clone(),
             cwd,
         };

@@ -15,6 +15,8 @@ pub struct RunOptions {
     pub prompt: String,
     pub autopilot: bool,
     pub json: bool,
+    /// Only the final answer on stdout; progress on stderr.
+    pub silent: bool,
     pub model: Option<String>,
     pub cwd: String,
 }
@@ -44,6 +46,7 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
     let mut failed = false;
     let mut interrupted = false;
     let mut out = std::io::stdout().lock();
+    let mut answer: Option<String> = None;
     loop {
         let (event, json) = tokio::select! {
             e = rx.recv() => match e { Some(e) => e, None => break },
@@ -55,6 +58,13 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
         };
         if opts.json {
             writeln!(out, "{json}")?;
+        } else if opts.silent {
+            match &event.payload {
+                SessionEvent::AssistantMessage(d) if !d.content.trim().is_empty() => {
+                    answer = Some(d.content.trim_end().to_string());
+                }
+                _ => print_readable(&mut std::io::stderr().lock(), &event)?,
+            }
         } else {
             print_readable(&mut out, &event)?;
         }
@@ -64,6 +74,9 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
             SessionEvent::SessionIdle(_) => break,
             _ => {}
         }
+    }
+    if let Some(answer) = answer {
+        writeln!(out, "{answer}")?;
     }
     out.flush()?;
     drop(out);

@@ -96,3 +96,50 @@ async fn without_allow_all_tools_shell_commands_are_denied() {
     let tool = reqs[1]["body"]["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap().clone();
     assert_eq!(tool["content"], json!("Permission denied and could not request permission from user"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn silent_prints_only_the_final_answer_on_stdout() {
+    let fake = FakeModel::start().await.unwrap();
+    fake.push_reply(Reply::Message {
+        content: "Let me look.".into(),
+        tool_calls: vec![("bash".into(), json!({"command": "echo probe-output", "description": "probe"}).to_string())],
+    });
+    fake.push_reply(Reply::text("The answer is 42."));
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let url = fake.url();
+    let (h, w) = (home.path().to_path_buf(), work.path().to_path_buf());
+    let out = tokio::task::spawn_blocking(move || {
+        run_skipper(&url, &h, &w, &["-s", "-p", "what is it?", "--allow-all-tools"])
+    })
+    .await
+    .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "stdout: {stdout}\nstderr: {stderr}");
+    assert_eq!(stdout, "The answer is 42.\n", "stderr: {stderr}");
+    assert!(stderr.contains("● bash"), "progress goes to stderr: {stderr}");
+}
+
+#[test]
+fn an_unknown_option_is_a_usage_error_on_stderr() {
+    let home = tempfile::tempdir().unwrap();
+    let out = run_skipper(
+        "http://127.0.0.1:9",
+        home.path(),
+        home.path(),
+        &["--headless", "--stdio", "--nonexistent-flag-for-testing"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(stderr.contains("unexpected argument '--nonexistent-flag-for-testing'"), "{stderr}");
+    // The original's options, including those Skipper ignores, are accepted.
+    let out = run_skipper(
+        "http://127.0.0.1:9",
+        home.path(),
+        home.path(),
+        &["--version", "--yolo", "--add-dir", "/tmp", "--no-color"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("skipper"));
+}
