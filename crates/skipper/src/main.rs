@@ -322,10 +322,35 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
         if server.connection_token.is_none() {
             eprintln!("Warning: No COPILOT_CONNECTION_TOKEN was set, so connections will be accepted from any client");
         }
+        spawn_parent_watch(server.clone());
         rpc_server::transport::serve_tcp(server.clone(), listener).await;
     }
     server.engine.shutdown_all();
     Ok(0)
+}
+
+/// A TCP server an SDK started must not outlive it: when the parent process goes away (it
+/// crashed, or was killed without stopping us), the server stops. Stdio servers stop on EOF.
+/// Started by init (a container's entry point, a service manager), there is no parent to watch.
+fn spawn_parent_watch(server: Arc<Server>) {
+    let parent = std::os::unix::process::parent_id();
+    if parent <= 1 {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = server.shutdown.cancelled() => return,
+            }
+            if std::os::unix::process::parent_id() != parent {
+                tracing::info!(parent, "the parent process is gone; stopping");
+                server.shutdown.cancel();
+                return;
+            }
+        }
+    });
 }
 
 fn spawn_signal_handler(server: Arc<Server>) {

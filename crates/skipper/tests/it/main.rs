@@ -10,6 +10,7 @@ mod conversation;
 mod harness;
 mod hostile;
 mod inference;
+mod lifecycle;
 mod persistence;
 mod protocol;
 mod runner;
