@@ -17,7 +17,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::autopilot::StopReason;
 use crate::compaction;
-use crate::handle::{LogLevel, PlanOp, PlanResult, QueuedMessage, SessionHandle, SessionInput, SessionView};
+use crate::handle::{
+    Activity, LogLevel, PlanOp, PlanResult, QueueOp, QueueState, QueuedMessage, SessionHandle, SessionInput,
+    SessionView,
+};
 use crate::pending::PendingRequests;
 use crate::run::{Conversation, RunCtx};
 use crate::Deps;
@@ -266,6 +269,41 @@ impl Actor {
                     );
                     self.emit(data);
                 }
+                let _ = reply.send(());
+            }
+            SessionInput::Queue { op, reply } => {
+                let mut removed = false;
+                match op {
+                    QueueOp::Snapshot => {}
+                    QueueOp::RemoveMostRecent => {
+                        removed = self.queue.pop_back().is_some();
+                        if removed {
+                            self.emit(t::PendingMessagesModifiedData {});
+                        }
+                    }
+                    QueueOp::Clear => {
+                        if !self.queue.is_empty() {
+                            self.queue.clear();
+                            self.emit(t::PendingMessagesModifiedData {});
+                        }
+                    }
+                }
+                let _ = reply.send(QueueState {
+                    items: self.queue.iter().cloned().collect(),
+                    steering: self.steering.iter().map(|m| m.prompt.clone()).collect(),
+                    removed,
+                });
+            }
+            SessionInput::Activity { reply } => {
+                let has_active_work = self.view.running
+                    || !self.queue.is_empty()
+                    || !self.pending.is_empty()
+                    || !self.handle.shells().running_shells().is_empty();
+                let _ = reply.send(Activity { has_active_work, abortable: self.batch.is_some() });
+            }
+            SessionInput::SetSubagentSettings { settings, reply } => {
+                self.view.settings.subagent_settings = settings;
+                self.publish();
                 let _ = reply.send(());
             }
             SessionInput::Unload { idle_for, reply } => {

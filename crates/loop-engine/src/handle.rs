@@ -98,7 +98,46 @@ pub enum PlanResult {
 
 /// Everything that can make a session do work. Client-facing inputs come through
 /// [`SessionHandle`]'s methods; the `Run*` inputs come from the session's own run.
+/// `session.queue.*`: what the queue holds, or a change to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueOp {
+    Snapshot,
+    RemoveMostRecent,
+    Clear,
+}
+
+/// The queue after a [`QueueOp`].
+#[derive(Debug, Clone, Default)]
+pub struct QueueState {
+    /// Messages waiting for the current run to end, oldest first.
+    pub items: Vec<QueuedMessage>,
+    /// Messages waiting to be steered into the running turn.
+    pub steering: Vec<String>,
+    /// `RemoveMostRecent` took a message out.
+    pub removed: bool,
+}
+
+/// `session.metadata.activity`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Activity {
+    /// Anything in progress or waiting: a run, queued messages, client work, background shells.
+    pub has_active_work: bool,
+    /// A run is going on that `session.abort` would stop.
+    pub abortable: bool,
+}
+
 pub(crate) enum SessionInput {
+    Queue {
+        op: QueueOp,
+        reply: oneshot::Sender<QueueState>,
+    },
+    Activity {
+        reply: oneshot::Sender<Activity>,
+    },
+    SetSubagentSettings {
+        settings: Option<protocol::generated::types::SubagentSettings>,
+        reply: oneshot::Sender<()>,
+    },
     Send {
         msg: QueuedMessage,
         immediate: bool,
@@ -398,6 +437,28 @@ impl SessionHandle {
     /// A host reports the session's working-directory context (branch, repository, ...).
     pub fn record_context(&self, context: protocol::generated::types::WorkingDirectoryContext) {
         self.emitter().emit(context);
+    }
+
+    /// `session.queue.pendingItems` / `removeMostRecent` / `clear`.
+    pub async fn queue(&self, op: QueueOp) -> Result<QueueState, EngineError> {
+        self.ask(|reply| SessionInput::Queue { op, reply }).await
+    }
+
+    pub async fn activity(&self) -> Result<Activity, EngineError> {
+        self.ask(|reply| SessionInput::Activity { reply }).await
+    }
+
+    /// `session.tools.updateSubagentSettings`: the live override sub-agents read (`None` clears).
+    pub async fn set_subagent_settings(
+        &self,
+        settings: Option<protocol::generated::types::SubagentSettings>,
+    ) -> Result<(), EngineError> {
+        self.ask(|reply| SessionInput::SetSubagentSettings { settings, reply }).await
+    }
+
+    /// `session.remote.notifySteerableChanged`: recorded in the log as the original does.
+    pub fn notify_remote_steerable(&self, remote_steerable: bool) {
+        self.emitter().emit(protocol::generated::types::RemoteSteerableChangedData { remote_steerable });
     }
 
     /// Registers a client's interest in an event type; returns the registration's handle.

@@ -43,7 +43,8 @@ use store::{EventLog, Layout, SessionIndex, SessionRow};
 
 pub use emitter::{ClientRequester, Emitter, EventSubscriber};
 pub use handle::{
-    LogLevel, NameOp, NameResult, OptionsPatch, PlanOp, PlanResult, QueuedMessage, SessionHandle, SessionView,
+    Activity, LogLevel, NameOp, NameResult, OptionsPatch, PlanOp, PlanResult, QueueOp, QueueState, QueuedMessage,
+    SessionHandle, SessionView,
 };
 pub use pending::PendingAnswer;
 pub use settings::SessionSettings;
@@ -335,6 +336,11 @@ impl Engine {
 
     pub fn loaded_count(&self) -> usize {
         lock(&self.sessions).len()
+    }
+
+    /// The tools the session's next model call would be offered, as it would see them.
+    pub fn session_tools(&self, session: &SessionHandle) -> Vec<llm_providers::ToolSpec> {
+        dispatch::tool_specs(&self.deps, &session.view().settings)
     }
 
     /// Loaded sessions in the middle of a run (a shutdown drains them).

@@ -33,6 +33,8 @@ pub struct SessionSettings {
     pub infinite: crate::compaction::InfiniteSessions,
     /// Attached documents ask the model for citations (`enableCitations`).
     pub enable_citations: bool,
+    /// The live sub-agent override (`session.tools.updateSubagentSettings`); not persisted.
+    pub subagent_settings: Option<protocol::generated::types::SubagentSettings>,
 }
 
 /// The providers `p` configures, checked.
@@ -80,6 +82,7 @@ impl SessionSettings {
             providers,
             infinite: crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref()),
             enable_citations: p.enable_citations.unwrap_or(false),
+            subagent_settings: None,
         }
     }
 

@@ -314,6 +314,18 @@ fn inline_copy_of<'s>(schemas: &Schemas, s: &'s Value) -> Option<&'s str> {
     (!std::ptr::eq(def, s) && strip_docs(def) == strip_docs(s)).then_some(title)
 }
 
+/// Whether a schema's alternatives include `null` (`anyOf`/`oneOf` with `{type: null}`, or a
+/// type list naming `null`).
+fn admits_null(s: &Value) -> bool {
+    let is_null = |b: &Value| b.get("type").and_then(Value::as_str) == Some("null");
+    let in_union = ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|k| s.get(*k).and_then(Value::as_array))
+        .any(|branches| branches.iter().any(is_null));
+    let in_types = s.get("type").and_then(Value::as_array).is_some_and(|t| t.iter().any(|t| t == "null"));
+    in_union || in_types
+}
+
 /// No keyword that constrains the value: `{}`, `{description}`, `{x-opaque-json: true}`.
 fn is_unconstrained(s: &Value) -> bool {
     const KEYWORDS: &[&str] = &[
@@ -388,7 +400,9 @@ impl<'s> Mapper<'s> {
 
     fn map(&mut self, s: &Value, site: &Site) -> Result<Mapped> {
         if let Some(name) = as_ref(s)? {
-            return Ok(Mapped::plain(self.want_def(name)?));
+            // A definition that is `anyOf: [..., {type: null}]` admits null wherever it is used.
+            let nullable = self.schemas.def(name).is_some_and(admits_null);
+            return Ok(Mapped { ty: self.want_def(name)?, nullable });
         }
         if !site.is_def {
             if let Some(name) = inline_copy_of(self.schemas, s) {

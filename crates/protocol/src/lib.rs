@@ -22,6 +22,7 @@ pub mod frame;
 pub mod hooks;
 pub mod jsonrpc;
 pub mod methods;
+pub mod nullable;
 pub mod rpc;
 pub mod secret;
 

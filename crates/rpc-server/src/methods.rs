@@ -5,7 +5,7 @@
 use protocol::generated::methods as g;
 use protocol::methods as h;
 
-use crate::handlers::{history, inference, providers, server, session, session_state, workspaces};
+use crate::handlers::{history, inference, providers, server, session, session_extras, session_state, workspaces};
 use crate::table::method_table;
 
 method_table! {
@@ -84,6 +84,51 @@ method_table! {
     SessionSuspend: g::SessionSuspend => session_state::suspend, lane |_p| None, aliases [];
     SessionOptionsUpdate: g::SessionOptionsUpdate
         => session_state::options_update, lane |p| Some(&p.session_id), aliases [];
+
+    // Sessions: queue, activity, permission mode, offered tools, and the features answered
+    // without a service behind them.
+    SessionMetadataActivity: g::SessionMetadataActivity => session_extras::activity, lane |_p| None, aliases [];
+    SessionQueuePendingItems: g::SessionQueuePendingItems
+        => session_extras::queue_pending, lane |p| Some(&p.session_id), aliases [];
+    SessionQueueRemoveMostRecent: g::SessionQueueRemoveMostRecent
+        => session_extras::queue_remove_most_recent, lane |p| Some(&p.session_id), aliases [];
+    SessionQueueClear: g::SessionQueueClear => session_extras::queue_clear, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsGetMode: g::SessionPermissionsGetMode
+        => session_extras::permissions_get_mode, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsSetMode: g::SessionPermissionsSetMode
+        => session_extras::permissions_set_mode, lane |p| Some(&p.session_id), aliases [];
+    SessionToolsGetCurrentMetadata: g::SessionToolsGetCurrentMetadata
+        => session_extras::tools_current_metadata, lane |p| Some(&p.session_id), aliases [];
+    SessionToolsUpdateSubagentSettings: g::SessionToolsUpdateSubagentSettings
+        => session_extras::tools_update_subagent_settings, lane |p| Some(&p.session_id), aliases [];
+    SessionVisibilityGet: g::SessionVisibilityGet => session_extras::visibility_get, lane |_p| None, aliases [];
+    SessionVisibilitySet: g::SessionVisibilitySet => session_extras::visibility_set, lane |_p| None, aliases [];
+    SessionCompletionsGetTriggerCharacters: g::SessionCompletionsGetTriggerCharacters
+        => session_extras::completions_trigger_characters, lane |_p| None, aliases [];
+    SessionCompletionsRequest: g::SessionCompletionsRequest
+        => session_extras::completions_request, lane |_p| None, aliases [];
+    SessionPlanReadSqlTodos: g::SessionPlanReadSqlTodos
+        => session_extras::plan_read_sql_todos, lane |_p| None, aliases [];
+    SessionTelemetryGetEngagementId: g::SessionTelemetryGetEngagementId
+        => session_extras::telemetry_engagement_id, lane |_p| None, aliases [];
+    SessionPluginsList: g::SessionPluginsList => session_extras::plugins_list, lane |_p| None, aliases [];
+    SessionPluginsReload: g::SessionPluginsReload => session_extras::plugins_reload, lane |_p| None, aliases [];
+    SessionScheduleList: g::SessionScheduleList => session_extras::schedule_list, lane |_p| None, aliases [];
+    SessionScheduleStop: g::SessionScheduleStop => session_extras::schedule_stop, lane |_p| None, aliases [];
+    SessionRemoteEnable: g::SessionRemoteEnable => session_extras::remote_enable, lane |_p| None, aliases [];
+    SessionRemoteDisable: g::SessionRemoteDisable => session_extras::remote_disable, lane |_p| None, aliases [];
+    SessionRemoteNotifySteerableChanged: g::SessionRemoteNotifySteerableChanged
+        => session_extras::remote_notify_steerable, lane |p| Some(&p.session_id), aliases [];
+    SessionsGetRemoteControlStatus: g::SessionsGetRemoteControlStatus
+        => session_extras::remote_control_status, lane |_p| None, aliases [];
+    SessionsSetRemoteControlSteering: g::SessionsSetRemoteControlSteering
+        => session_extras::remote_control_steering, lane |_p| None, aliases [];
+    SessionsStopRemoteControl: g::SessionsStopRemoteControl
+        => session_extras::remote_control_stop, lane |_p| None, aliases [];
+    SessionsTransferRemoteControl: g::SessionsTransferRemoteControl
+        => session_extras::remote_control_transfer, lane |_p| None, aliases [];
+    SessionsStartRemoteControl: g::SessionsStartRemoteControl
+        => session_extras::remote_control_start, lane |_p| None, aliases [];
 
     // Sessions: models and bring-your-own-key providers.
     SessionModelList: g::SessionModelList => providers::model_list, lane |p| Some(&p.session_id), aliases [];

@@ -144,6 +144,9 @@ pub enum SessionEvent {
     /// `session.workspace_file_changed`: Workspace file change details including path and operation
     /// type
     SessionWorkspaceFileChanged(t::WorkspaceFileChangedData),
+    /// `session.remote_steerable_changed`: Notifies that the session's remote steering capability
+    /// has changed
+    SessionRemoteSteerableChanged(t::RemoteSteerableChangedData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -208,6 +211,7 @@ impl SessionEvent {
             Self::SessionCompactionComplete(_) => "session.compaction_complete",
             Self::SessionSnapshotRewind(_) => "session.snapshot_rewind",
             Self::SessionWorkspaceFileChanged(_) => "session.workspace_file_changed",
+            Self::SessionRemoteSteerableChanged(_) => "session.remote_steerable_changed",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -274,6 +278,7 @@ impl SessionEvent {
             Self::SessionCompactionComplete(d) => d.serialize(s),
             Self::SessionSnapshotRewind(d) => d.serialize(s),
             Self::SessionWorkspaceFileChanged(d) => d.serialize(s),
+            Self::SessionRemoteSteerableChanged(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -335,6 +340,7 @@ impl SessionEvent {
             "session.compaction_complete" => typed(kind, data, Self::SessionCompactionComplete),
             "session.snapshot_rewind" => typed(kind, data, Self::SessionSnapshotRewind),
             "session.workspace_file_changed" => typed(kind, data, Self::SessionWorkspaceFileChanged),
+            "session.remote_steerable_changed" => typed(kind, data, Self::SessionRemoteSteerableChanged),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -440,6 +446,7 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("session.compaction_complete", EphemeralPolicy::Optional),
     ("session.snapshot_rewind", EphemeralPolicy::Always),
     ("session.workspace_file_changed", EphemeralPolicy::Optional),
+    ("session.remote_steerable_changed", EphemeralPolicy::Optional),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -747,6 +754,12 @@ impl From<t::SnapshotRewindData> for SessionEvent {
 impl From<t::WorkspaceFileChangedData> for SessionEvent {
     fn from(data: t::WorkspaceFileChangedData) -> Self {
         Self::SessionWorkspaceFileChanged(data)
+    }
+}
+
+impl From<t::RemoteSteerableChangedData> for SessionEvent {
+    fn from(data: t::RemoteSteerableChangedData) -> Self {
+        Self::SessionRemoteSteerableChanged(data)
     }
 }
 

@@ -756,7 +756,337 @@ impl crate::rpc::RpcMethod for SessionMetadataRecordContextChange {
     type Result = t::MetadataRecordContextChangeResult;
 }
 
+/// `session.metadata.activity`: Returns a snapshot of activity flags for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMetadataActivity;
+
+impl crate::rpc::RpcMethod for SessionMetadataActivity {
+    const NAME: &'static str = "session.metadata.activity";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMetadataActivityParams;
+    type Result = t::SessionActivity;
+}
+
+/// `session.completions.getTriggerCharacters`: Gets the characters that should trigger host-driven
+/// completions for the session. Empty disables host-driven completions (e.g. local sessions, or a
+/// relay host that does not advertise them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCompletionsGetTriggerCharacters;
+
+impl crate::rpc::RpcMethod for SessionCompletionsGetTriggerCharacters {
+    const NAME: &'static str = "session.completions.getTriggerCharacters";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCompletionsGetTriggerCharactersParams;
+    type Result = t::CompletionsGetTriggerCharactersResult;
+}
+
+/// `session.completions.request`: Requests host-driven completion items for the current composer
+/// input. Returns an empty list when the host has no items or does not support completions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCompletionsRequest;
+
+impl crate::rpc::RpcMethod for SessionCompletionsRequest {
+    const NAME: &'static str = "session.completions.request";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCompletionsRequestParams;
+    type Result = t::CompletionsRequestResult;
+}
+
+/// `session.visibility.get`: Returns the session's current Mission Control sharing status and
+/// shareable GitHub URL. Reflects whether the synced session is visible to repository readers
+/// ("repo") or restricted to its creator and collaborators ("unshared").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionVisibilityGet;
+
+impl crate::rpc::RpcMethod for SessionVisibilityGet {
+    const NAME: &'static str = "session.visibility.get";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionVisibilityGetParams;
+    type Result = t::VisibilityGetResult;
+}
+
+/// `session.visibility.set`: Sets the session's Mission Control sharing status, controlling whether
+/// the synced session is visible to repository readers. Returns the effective status and shareable
+/// GitHub URL after the change.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionVisibilitySet;
+
+impl crate::rpc::RpcMethod for SessionVisibilitySet {
+    const NAME: &'static str = "session.visibility.set";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionVisibilitySetParams;
+    type Result = t::VisibilitySetResult;
+}
+
+/// `session.permissions.getMode`: Returns the current permission mode for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsGetMode;
+
+impl crate::rpc::RpcMethod for SessionPermissionsGetMode {
+    const NAME: &'static str = "session.permissions.getMode";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsGetModeParams;
+    type Result = t::PermissionsGetModeResult;
+}
+
+/// `session.permissions.setMode`: Sets the permission mode for the session. `manual` follows the
+/// normal approval flow, `assisted` attaches LLM safety recommendations, and `allow-all`
+/// automatically approves permission requests. The result returns the authoritative post-mutation
+/// mode so callers can update local state without racing the `session.permissions_changed`
+/// notification.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsSetMode;
+
+impl crate::rpc::RpcMethod for SessionPermissionsSetMode {
+    const NAME: &'static str = "session.permissions.setMode";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsSetModeParams;
+    type Result = t::PermissionsSetModeResult;
+}
+
+/// `session.tools.updateSubagentSettings`: Sets the current session's live subagent settings
+/// override, which takes precedence over persisted user settings until cleared. Persisted user
+/// settings remain the source of truth for future sessions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionToolsUpdateSubagentSettings;
+
+impl crate::rpc::RpcMethod for SessionToolsUpdateSubagentSettings {
+    const NAME: &'static str = "session.tools.updateSubagentSettings";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionToolsUpdateSubagentSettingsParams;
+    type Result = t::ToolsUpdateSubagentSettingsResult;
+}
+
+/// `session.plan.readSqlTodos`: Reads todo rows from the session SQL database for plan rendering.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPlanReadSqlTodos;
+
+impl crate::rpc::RpcMethod for SessionPlanReadSqlTodos {
+    const NAME: &'static str = "session.plan.readSqlTodos";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPlanReadSqlTodosParams;
+    type Result = t::PlanReadSqlTodosResult;
+}
+
+/// `session.telemetry.getEngagementId`: Gets the telemetry engagement ID currently associated with
+/// the session, when available.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTelemetryGetEngagementId;
+
+impl crate::rpc::RpcMethod for SessionTelemetryGetEngagementId {
+    const NAME: &'static str = "session.telemetry.getEngagementId";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTelemetryGetEngagementIdParams;
+    type Result = t::SessionTelemetryEngagement;
+}
+
+/// `session.tools.getCurrentMetadata`: Returns lightweight metadata for the session's currently
+/// initialized tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionToolsGetCurrentMetadata;
+
+impl crate::rpc::RpcMethod for SessionToolsGetCurrentMetadata {
+    const NAME: &'static str = "session.tools.getCurrentMetadata";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionToolsGetCurrentMetadataParams;
+    type Result = t::ToolsGetCurrentMetadataResult;
+}
+
+/// `session.plugins.reload`: Reloads the session's plugin set, refreshing MCP servers, custom
+/// agents, hooks, and skills cache so SDK-driven changes via `server.plugins.*` take effect
+/// immediately.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPluginsReload;
+
+impl crate::rpc::RpcMethod for SessionPluginsReload {
+    const NAME: &'static str = "session.plugins.reload";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPluginsReloadParams;
+    type Result = ();
+}
+
+/// `session.plugins.list`: Lists plugins installed for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPluginsList;
+
+impl crate::rpc::RpcMethod for SessionPluginsList {
+    const NAME: &'static str = "session.plugins.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPluginsListParams;
+    type Result = t::PluginList;
+}
+
+/// `session.schedule.list`: Lists the session's currently active scheduled prompts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionScheduleList;
+
+impl crate::rpc::RpcMethod for SessionScheduleList {
+    const NAME: &'static str = "session.schedule.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionScheduleListParams;
+    type Result = t::ScheduleList;
+}
+
+/// `session.schedule.stop`: Removes a scheduled prompt by id.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionScheduleStop;
+
+impl crate::rpc::RpcMethod for SessionScheduleStop {
+    const NAME: &'static str = "session.schedule.stop";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionScheduleStopParams;
+    type Result = t::ScheduleStopResult;
+}
+
+/// `session.remote.enable`: Enables remote session export or steering.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionRemoteEnable;
+
+impl crate::rpc::RpcMethod for SessionRemoteEnable {
+    const NAME: &'static str = "session.remote.enable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionRemoteEnableParams;
+    type Result = t::RemoteEnableResult;
+}
+
+/// `session.remote.disable`: Disables remote session export and steering.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionRemoteDisable;
+
+impl crate::rpc::RpcMethod for SessionRemoteDisable {
+    const NAME: &'static str = "session.remote.disable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionRemoteDisableParams;
+    type Result = ();
+}
+
+/// `session.remote.notifySteerableChanged`: Persists a remote-steerability change emitted by the
+/// host as a session event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionRemoteNotifySteerableChanged;
+
+impl crate::rpc::RpcMethod for SessionRemoteNotifySteerableChanged {
+    const NAME: &'static str = "session.remote.notifySteerableChanged";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionRemoteNotifySteerableChangedParams;
+    type Result = t::RemoteNotifySteerableChangedResult;
+}
+
+/// `sessions.getRemoteControlStatus`: Returns the current state of the remote-control singleton,
+/// including the attached session id and frontend URL when active.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsGetRemoteControlStatus;
+
+impl crate::rpc::RpcMethod for SessionsGetRemoteControlStatus {
+    const NAME: &'static str = "sessions.getRemoteControlStatus";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::RemoteControlStatusResult;
+}
+
+/// `sessions.setRemoteControlSteering`: Patches the steering state of the active remote-control
+/// singleton. When remote control is off, this is a no-op and the off status is returned. Today
+/// only `enabled: true` is actionable on the underlying exporter; passing `false` is reserved for
+/// future use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsSetRemoteControlSteering;
+
+impl crate::rpc::RpcMethod for SessionsSetRemoteControlSteering {
+    const NAME: &'static str = "sessions.setRemoteControlSteering";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsSetRemoteControlSteeringRequest;
+    type Result = t::RemoteControlStatusResult;
+}
+
+/// `sessions.stopRemoteControl`: Stops the remote-control singleton. When `expectedSessionId` is
+/// provided and does not match the singleton's current `attachedSessionId`, the stop is rejected
+/// with `stopped: false` and the current status is returned unchanged (unless `force` is set, in
+/// which case the singleton is unconditionally torn down).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsStopRemoteControl;
+
+impl crate::rpc::RpcMethod for SessionsStopRemoteControl {
+    const NAME: &'static str = "sessions.stopRemoteControl";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsStopRemoteControlRequest;
+    type Result = t::RemoteControlStopResult;
+}
+
+/// `sessions.transferRemoteControl`: Atomically rebinds the remote-control singleton to a different
+/// session, preserving the underlying Mission Control connection. When `expectedFromSessionId` is
+/// provided and does not match the singleton's current `attachedSessionId`, the transfer is
+/// rejected with `transferred: false` and the current status is returned unchanged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsTransferRemoteControl;
+
+impl crate::rpc::RpcMethod for SessionsTransferRemoteControl {
+    const NAME: &'static str = "sessions.transferRemoteControl";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsTransferRemoteControlRequest;
+    type Result = t::RemoteControlTransferResult;
+}
+
+/// `sessions.startRemoteControl`: Attaches the runtime-managed remote-control singleton to a
+/// session, awaiting initial setup. If remote control is already attached to a different session,
+/// the singleton is transferred (preserving the underlying Mission Control connection). Returns the
+/// final status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsStartRemoteControl;
+
+impl crate::rpc::RpcMethod for SessionsStartRemoteControl {
+    const NAME: &'static str = "sessions.startRemoteControl";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsStartRemoteControlRequest;
+    type Result = t::RemoteControlStatusResult;
+}
+
+/// `session.queue.pendingItems`: Returns the local session's pending user-facing queued items and
+/// steering messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQueuePendingItems;
+
+impl crate::rpc::RpcMethod for SessionQueuePendingItems {
+    const NAME: &'static str = "session.queue.pendingItems";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQueuePendingItemsParams;
+    type Result = t::QueuePendingItemsResult;
+}
+
+/// `session.queue.removeMostRecent`: Removes the most recently queued user-facing item (LIFO).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQueueRemoveMostRecent;
+
+impl crate::rpc::RpcMethod for SessionQueueRemoveMostRecent {
+    const NAME: &'static str = "session.queue.removeMostRecent";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQueueRemoveMostRecentParams;
+    type Result = t::QueueRemoveMostRecentResult;
+}
+
+/// `session.queue.clear`: Clears all pending queued items on the local session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQueueClear;
+
+impl crate::rpc::RpcMethod for SessionQueueClear {
+    const NAME: &'static str = "session.queue.clear";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQueueClearParams;
+    type Result = ();
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCompletionsGetTriggerCharactersParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCompletionsRequestParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -817,6 +1147,12 @@ impl crate::rpc::SessionScoped for t::SessionHistoryTruncateParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionLogParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMetadataActivityParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -906,6 +1242,12 @@ impl crate::rpc::SessionScoped for t::SessionOptionsUpdateParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionPermissionsGetModeParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionPermissionsHandlePendingPermissionRequestParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -924,6 +1266,12 @@ impl crate::rpc::SessionScoped for t::SessionPermissionsSetApproveAllParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionPermissionsSetModeParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionPlanDeleteParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -936,7 +1284,25 @@ impl crate::rpc::SessionScoped for t::SessionPlanReadParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionPlanReadSqlTodosParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionPlanUpdateParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPluginsListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPluginsReloadParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -949,6 +1315,54 @@ impl crate::rpc::SessionScoped for t::SessionProviderAddParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionProviderGetEndpointParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionQueueClearParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionQueuePendingItemsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionQueueRemoveMostRecentParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionRemoteDisableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionRemoteEnableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionRemoteNotifySteerableChangedParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionScheduleListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionScheduleStopParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -972,6 +1386,18 @@ impl crate::rpc::SessionScoped for t::SessionSuspendParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionTelemetryGetEngagementIdParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionToolsGetCurrentMetadataParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionToolsHandlePendingToolCallParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -979,6 +1405,24 @@ impl crate::rpc::SessionScoped for t::SessionToolsHandlePendingToolCallParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionToolsSetParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionToolsUpdateSubagentSettingsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionVisibilityGetParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionVisibilitySetParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1108,4 +1552,30 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.metadata.snapshot",
     "session.metadata.setWorkingDirectory",
     "session.metadata.recordContextChange",
+    "session.metadata.activity",
+    "session.completions.getTriggerCharacters",
+    "session.completions.request",
+    "session.visibility.get",
+    "session.visibility.set",
+    "session.permissions.getMode",
+    "session.permissions.setMode",
+    "session.tools.updateSubagentSettings",
+    "session.plan.readSqlTodos",
+    "session.telemetry.getEngagementId",
+    "session.tools.getCurrentMetadata",
+    "session.plugins.reload",
+    "session.plugins.list",
+    "session.schedule.list",
+    "session.schedule.stop",
+    "session.remote.enable",
+    "session.remote.disable",
+    "session.remote.notifySteerableChanged",
+    "sessions.getRemoteControlStatus",
+    "sessions.setRemoteControlSteering",
+    "sessions.stopRemoteControl",
+    "sessions.transferRemoteControl",
+    "sessions.startRemoteControl",
+    "session.queue.pendingItems",
+    "session.queue.removeMostRecent",
+    "session.queue.clear",
 ];

@@ -315,6 +315,36 @@ impl AgentInterruptedData {
     }
 }
 
+/// Whether configured models are advisory preferences or required constraints
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AgentModelPolicy {
+    /// Treat the authored models as advisory preferences that callers may override.
+    #[serde(rename = "preferred")]
+    Preferred,
+    /// Require subagent execution to use one of the authored models.
+    #[serde(rename = "required")]
+    Required,
+}
+
+impl AgentModelPolicy {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Preferred, Self::Required];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Preferred => "preferred",
+            Self::Required => "required",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentModelPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Payload emitted whenever the main agent's processing loop goes idle, including while related
 /// background work (running agents or in-flight attached shell commands) is still pending and the
 /// session-level idle event is therefore deferred
@@ -2058,6 +2088,25 @@ impl std::fmt::Display for CompactionTrigger {
     }
 }
 
+/// Characters that, when typed in the composer, should trigger a `completions.request`. Empty when
+/// the session has no host-driven completions (e.g. local sessions, or a relay host that does not
+/// advertise `completionTriggerCharacters`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompletionsGetTriggerCharactersResult {
+    /// Trigger characters advertised by the host (e.g. `["@", "#"]`). Empty disables host-driven
+    /// completions for the session.
+    #[serde(rename = "triggerCharacters")]
+    pub trigger_characters: Vec<String>,
+}
+
+/// Host-driven completion items for the current composer input. Empty when the host returns no
+/// items or does not support completions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompletionsRequestResult {
+    /// Completion items in host-ranked order.
+    pub items: Vec<SessionCompletionItem>,
+}
+
 /// Identity of the integrating host, declared once on the `server.connect` handshake so telemetry
 /// from this connection is attributed to a single, consistent surface. All fields are optional;
 /// omit them to keep the default attribution.
@@ -2179,6 +2228,30 @@ pub struct CurrentModel {
     /// returning to provider-default routing.
     #[serde(rename = "activatingAutoTier", default, skip_serializing_if = "Option::is_none")]
     pub activating_auto_tier: Option<AutoTier>,
+}
+
+/// Lightweight metadata for a currently initialized session tool
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CurrentToolMetadata {
+    /// Model-facing tool name
+    pub name: String,
+    /// Optional MCP/config namespaced tool name
+    #[serde(rename = "namespacedName", default, skip_serializing_if = "Option::is_none")]
+    pub namespaced_name: Option<String>,
+    /// MCP server name for MCP-backed tools
+    #[serde(rename = "mcpServerName", default, skip_serializing_if = "Option::is_none")]
+    pub mcp_server_name: Option<String>,
+    /// Raw MCP tool name for MCP-backed tools
+    #[serde(rename = "mcpToolName", default, skip_serializing_if = "Option::is_none")]
+    pub mcp_tool_name: Option<String>,
+    /// Tool description
+    pub description: String,
+    /// JSON Schema for tool input
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Whether the tool is loaded on demand via tool search
+    #[serde(rename = "deferLoading", default, skip_serializing_if = "Option::is_none")]
+    pub defer_loading: Option<bool>,
 }
 
 /// Embedded binary resource contents identified by a URI, with an optional MIME type and a
@@ -4686,6 +4759,7 @@ pub struct ModelsListRequest {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NameGetResult {
     /// The session name (user-set or auto-generated), or null if not yet set
+    #[serde(deserialize_with = "crate::nullable::required")]
     pub name: Option<String>,
 }
 
@@ -5442,7 +5516,7 @@ pub struct PermissionDecisionApproveForLocationApprovalMcp {
     #[serde(rename = "serverName")]
     pub server_name: String,
     /// MCP tool name, or null to cover every tool on the server.
-    #[serde(rename = "toolName")]
+    #[serde(rename = "toolName", deserialize_with = "crate::nullable::required")]
     pub tool_name: Option<String>,
 }
 
@@ -5593,7 +5667,7 @@ pub struct PermissionDecisionApproveForSessionApprovalMcp {
     #[serde(rename = "serverName")]
     pub server_name: String,
     /// MCP tool name, or null to cover every tool on the server.
-    #[serde(rename = "toolName")]
+    #[serde(rename = "toolName", deserialize_with = "crate::nullable::required")]
     pub tool_name: Option<String>,
 }
 
@@ -5923,6 +5997,94 @@ pub struct PermissionDeniedInteractivelyByUser {
     /// Whether to force-reject the current agent turn
     #[serde(rename = "forceReject", default, skip_serializing_if = "Option::is_none")]
     pub force_reject: Option<bool>,
+}
+
+/// Current or requested permission mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PermissionMode {
+    /// Permission requests follow the normal approval flow.
+    #[serde(rename = "manual")]
+    Manual,
+    /// Permission requests include an LLM safety recommendation; clients may automatically approve
+    /// requests judged acceptable.
+    #[serde(rename = "assisted")]
+    Assisted,
+    /// Tool, path, and URL permission requests are automatically approved.
+    #[serde(rename = "allow-all")]
+    AllowAll,
+}
+
+impl PermissionMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Manual, Self::Assisted, Self::AllowAll];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Manual => "manual",
+            Self::Assisted => "assisted",
+            Self::AllowAll => "allow-all",
+        }
+    }
+}
+
+impl std::fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Optional source for permission-mode telemetry. Defaults to `rpc` when omitted for SDK callers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PermissionModeSource {
+    /// The mode was set from a CLI command-line flag.
+    #[serde(rename = "cli_flag")]
+    CliFlag,
+    /// The mode was set by a slash command.
+    #[serde(rename = "slash_command")]
+    SlashCommand,
+    /// The mode was set by confirming autopilot behavior.
+    #[serde(rename = "autopilot_confirmation")]
+    AutopilotConfirmation,
+    /// The mode was set at startup by the `defaultPermissionMode` user setting.
+    #[serde(rename = "user_setting")]
+    UserSetting,
+    /// The mode was set at startup by authenticated organization targeting.
+    #[serde(rename = "organization_targeting")]
+    OrganizationTargeting,
+    /// The mode was set through an RPC caller.
+    #[serde(rename = "rpc")]
+    Rpc,
+}
+
+impl PermissionModeSource {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::CliFlag,
+        Self::SlashCommand,
+        Self::AutopilotConfirmation,
+        Self::UserSetting,
+        Self::OrganizationTargeting,
+        Self::Rpc,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::CliFlag => "cli_flag",
+            Self::SlashCommand => "slash_command",
+            Self::AutopilotConfirmation => "autopilot_confirmation",
+            Self::UserSetting => "user_setting",
+            Self::OrganizationTargeting => "organization_targeting",
+            Self::Rpc => "rpc",
+        }
+    }
+}
+
+impl std::fmt::Display for PermissionModeSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Derived user-facing permission prompt details for UI consumers
@@ -7137,7 +7299,24 @@ pub struct PermissionRule {
     pub kind: String,
     /// Argument value matched against the request, or null when the rule kind has no argument (e.g.
     /// 'read', 'write', 'memory').
+    #[serde(deserialize_with = "crate::nullable::required")]
     pub argument: Option<String>,
+}
+
+/// Current permission mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsGetModeResult {
+    /// Current permission mode
+    pub mode: PermissionMode,
+}
+
+impl PermissionsGetModeResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(mode: PermissionMode) -> Self {
+        Self {
+            mode,
+        }
+    }
 }
 
 /// Indicates whether the operation succeeded.
@@ -7192,6 +7371,26 @@ impl PermissionsSetApproveAllSource {
 impl std::fmt::Display for PermissionsSetApproveAllSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether the requested permission mode was applied and reports the authoritative
+/// post-mutation mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsSetModeResult {
+    /// Whether the operation succeeded
+    pub success: bool,
+    /// Authoritative permission mode after the mutation
+    pub mode: PermissionMode,
+}
+
+impl PermissionsSetModeResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(success: bool, mode: PermissionMode) -> Self {
+        Self {
+            success,
+            mode,
+        }
     }
 }
 
@@ -7350,9 +7549,64 @@ pub struct PlanReadResult {
     /// Whether the plan file exists in the workspace
     pub exists: bool,
     /// The content of the plan file, or null if it does not exist
+    #[serde(deserialize_with = "crate::nullable::required")]
     pub content: Option<String>,
     /// Absolute file path of the plan file, or null if workspace is not enabled
+    #[serde(deserialize_with = "crate::nullable::required")]
     pub path: Option<String>,
+}
+
+/// Todo rows read from the session SQL database. Empty when no session database is available.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanReadSqlTodosResult {
+    /// Rows from the session SQL todos table, ordered by creation time with insertion order used to
+    /// break ties when available and id used for WITHOUT ROWID tables.
+    pub rows: Vec<PlanSqlTodosRow>,
+}
+
+/// A single todo row read from the session SQL `todos` table. All fields are optional because the
+/// SQL schema is best-effort and the agent may not have populated every column.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanSqlTodosRow {
+    /// Todo identifier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Todo title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Todo description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Todo status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Todo creation time, as stored by the session SQL schema's `datetime('now')` default:
+    /// `YYYY-MM-DD HH:MM:SS` in UTC. Lets clients attribute todos to the work item that created
+    /// them (e.g. scoping a goal's progress to the todos it produced) rather than to the whole
+    /// session.
+    #[serde(rename = "createdAt", default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+}
+
+/// Session plugin metadata, with name, marketplace, optional version, and enabled state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Plugin {
+    /// Plugin name
+    pub name: String,
+    /// Marketplace the plugin came from
+    pub marketplace: String,
+    /// Installed version
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Whether the plugin is currently enabled
+    pub enabled: bool,
+}
+
+/// Plugins installed for the session, with their enabled state and version metadata.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginList {
+    /// Installed plugins
+    pub plugins: Vec<Plugin>,
 }
 
 /// Controls whether the runtime may defer loading an external tool definition.
@@ -7810,6 +8064,98 @@ pub struct ProviderTokenGetTokenParams {
     pub provider_name: String,
 }
 
+/// User-facing pending queue entry, with kind and display text for a queued message, slash command,
+/// or model change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueuePendingItems {
+    /// Stable opaque id for the canonical queued item. Batch rows share one id.
+    pub id: String,
+    /// Stable identity of the queued user message. Present for message rows and absent for slash
+    /// commands and model changes.
+    #[serde(rename = "messageId", default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// Whether this item is a queued user message or a queued slash command / model change
+    pub kind: QueuePendingItemsKind,
+    /// Human-readable text to display for this queue entry in the UI
+    #[serde(rename = "displayText")]
+    pub display_text: String,
+    /// Agent mode stored on this queued entry, as stamped when it was enqueued. Items without an
+    /// explicit mode report interactive. This is not necessarily the mode that will constrain the
+    /// turn: a plan or autopilot session applies its own write gate, continuation loop and
+    /// permission posture to every drained item regardless of the mode stored here.
+    #[serde(rename = "agentMode")]
+    pub agent_mode: SendAgentMode,
+}
+
+impl QueuePendingItems {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(id: String, kind: QueuePendingItemsKind, display_text: String, agent_mode: SendAgentMode) -> Self {
+        Self {
+            id,
+            message_id: None,
+            kind,
+            display_text,
+            agent_mode,
+        }
+    }
+}
+
+/// Whether this item is a queued user message or a queued slash command / model change
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum QueuePendingItemsKind {
+    /// A queued user message.
+    #[serde(rename = "message")]
+    Message,
+    /// A queued slash command or model-change command.
+    #[serde(rename = "command")]
+    Command,
+}
+
+impl QueuePendingItemsKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Message, Self::Command];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Message => "message",
+            Self::Command => "command",
+        }
+    }
+}
+
+impl std::fmt::Display for QueuePendingItemsKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Snapshot of the session's pending queued items and immediate-steering messages.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueuePendingItemsResult {
+    /// Pending queued items in submission order. Includes user messages, queued slash commands, and
+    /// queued model changes; omits internal system items.
+    pub items: Vec<QueuePendingItems>,
+    /// Display text for messages currently in the immediate steering queue (interjections sent
+    /// during a running turn).
+    #[serde(rename = "steeringMessages")]
+    pub steering_messages: Vec<String>,
+    /// How many leading entries of `steeringMessages` have already been folded into the running
+    /// turn (and so have an emitted `user.message`), as opposed to still waiting for one. Absent
+    /// for hosts that do not distinguish the two.
+    #[serde(rename = "inFlightSteeringCount", default, skip_serializing_if = "Option::is_none")]
+    pub in_flight_steering_count: Option<u64>,
+}
+
+/// Indicates whether a user-facing pending item was removed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueRemoveMostRecentResult {
+    /// True if a user-facing pending item was removed (LIFO across both queues); false when no
+    /// removable items remained.
+    pub removed: bool,
+}
+
 /// Reasoning summary mode to request for supported model clients
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ReasoningSummary {
@@ -7906,6 +8252,223 @@ impl std::fmt::Display for RemediationAction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Configuration for the runtime-managed remote-control singleton.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteControlConfig {
+    /// Whether remote export should be enabled.
+    pub remote: bool,
+    /// Whether the MC session may steer the local session (write mode).
+    pub steerable: bool,
+    /// Whether the user explicitly requested remote (vs. implicit session-sync). Controls warning
+    /// surfacing for missing-repo cases.
+    pub explicit: bool,
+    /// When true, suppresses timeline messages on successful setup.
+    pub silent: bool,
+    /// Existing Mission Control task ID to attach the exported session to.
+    #[serde(rename = "taskId", default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// Reattach to an existing MC session without creating a new one.
+    #[serde(rename = "existingMcSession", default, skip_serializing_if = "Option::is_none")]
+    pub existing_mc_session: Option<RemoteControlConfigExistingMcSession>,
+}
+
+/// Reattach to an existing MC session without creating a new one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteControlConfigExistingMcSession {
+    /// Existing MC session ID to reattach to.
+    #[serde(rename = "mcSessionId")]
+    pub mc_session_id: String,
+    /// Existing MC task ID for the reattached session.
+    #[serde(rename = "mcTaskId")]
+    pub mc_task_id: String,
+}
+
+/// State of the runtime-managed remote-control singleton.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state")]
+pub enum RemoteControlStatus {
+    /// Remote control is not connected.
+    #[serde(rename = "off")]
+    Off,
+    /// Remote control is in the middle of initial setup.
+    #[serde(rename = "connecting")]
+    Connecting(RemoteControlStatusConnecting),
+    /// Remote control is connected to a local session.
+    #[serde(rename = "active")]
+    Active(RemoteControlStatusActive),
+    /// The last setup attempt failed. The singleton is otherwise off.
+    #[serde(rename = "error")]
+    Error(RemoteControlStatusError),
+}
+
+impl RemoteControlStatus {
+    /// The `state` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Connecting(_) => "connecting",
+            Self::Active(_) => "active",
+            Self::Error(_) => "error",
+        }
+    }
+}
+
+/// Remote control is connected to a local session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteControlStatusActive {
+    /// Session id remote control is pointed at.
+    #[serde(rename = "attachedSessionId")]
+    pub attached_session_id: String,
+    /// MC frontend URL for this session, when known.
+    #[serde(rename = "frontendUrl", default, skip_serializing_if = "Option::is_none")]
+    pub frontend_url: Option<String>,
+    /// Whether the MC session may steer this session.
+    #[serde(rename = "isSteerable")]
+    pub is_steerable: bool,
+    /// In-process prompt-manager handle (CLI-only optimization). Marked internal: this field is
+    /// excluded from the public SDK surface. Retained as an optional compatibility field; native
+    /// remote control does not populate or consume it.
+    #[serde(rename = "promptManager", default, skip_serializing_if = "Option::is_none")]
+    pub prompt_manager: Option<serde_json::Value>,
+    /// True while a read-only/session-sync export is deferred, awaiting the first `user.message`
+    /// before its MC session exists. Marked internal: this field is excluded from the public SDK
+    /// surface and is populated only on the CLI in-process path.
+    #[serde(rename = "awaitingFirstMessage", default, skip_serializing_if = "Option::is_none")]
+    pub awaiting_first_message: Option<bool>,
+}
+
+/// Remote control is in the middle of initial setup.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteControlStatusConnecting {
+    /// Session id the connection is attaching to.
+    #[serde(rename = "attachedSessionId")]
+    pub attached_session_id: String,
+}
+
+/// The last setup attempt failed. The singleton is otherwise off.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteControlStatusError {
+    /// Human-readable error message from the last setup attempt.
+    pub error: String,
+    /// Session id the failing setup attempt targeted, when known.
+    #[serde(rename = "attachedSessionId", default, skip_serializing_if = "Option::is_none")]
+    pub attached_session_id: Option<String>,
+}
+
+/// Wrapper for the singleton's current status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoteControlStatusResult {
+    /// State of the runtime-managed remote-control singleton.
+    pub status: RemoteControlStatus,
+}
+
+impl RemoteControlStatusResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(status: RemoteControlStatus) -> Self {
+        Self {
+            status,
+        }
+    }
+}
+
+/// Outcome of a stopRemoteControl call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoteControlStopResult {
+    /// State of the runtime-managed remote-control singleton.
+    pub status: RemoteControlStatus,
+    /// Whether the singleton was actually torn down by this call.
+    pub stopped: bool,
+}
+
+impl RemoteControlStopResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(status: RemoteControlStatus, stopped: bool) -> Self {
+        Self {
+            status,
+            stopped,
+        }
+    }
+}
+
+/// Outcome of a transferRemoteControl call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoteControlTransferResult {
+    /// State of the runtime-managed remote-control singleton.
+    pub status: RemoteControlStatus,
+    /// Whether the rebinding actually happened.
+    pub transferred: bool,
+}
+
+impl RemoteControlTransferResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(status: RemoteControlStatus, transferred: bool) -> Self {
+        Self {
+            status,
+            transferred,
+        }
+    }
+}
+
+/// GitHub URL for the session and a flag indicating whether remote steering is enabled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteEnableResult {
+    /// GitHub frontend URL for this session
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Whether remote steering is enabled
+    #[serde(rename = "remoteSteerable")]
+    pub remote_steerable: bool,
+}
+
+/// Persist a steerability change as a `session.remote_steerable_changed` event. Used by the host
+/// (CLI / SDK consumer) when it has just finished enabling or disabling steering on a remote
+/// exporter that the runtime does not directly own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteNotifySteerableChangedResult {}
+
+/// Per-session remote mode. "off" disables remote, "export" exports session events to GitHub
+/// without enabling remote steering, "on" enables both export and remote steering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RemoteSessionMode {
+    /// Disable remote session export and steering.
+    #[serde(rename = "off")]
+    Off,
+    /// Export session events to GitHub without enabling remote steering.
+    #[serde(rename = "export")]
+    Export,
+    /// Enable both remote session export and remote steering.
+    #[serde(rename = "on")]
+    On,
+}
+
+impl RemoteSessionMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Off, Self::Export, Self::On];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Export => "export",
+            Self::On => "on",
+        }
+    }
+}
+
+impl std::fmt::Display for RemoteSessionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Notifies that the session's remote steering capability has changed
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteSteerableChangedData {
+    /// Whether this session now supports remote steering via GitHub
+    #[serde(rename = "remoteSteerable")]
+    pub remote_steerable: bool,
 }
 
 /// Provider-native structured output format. JSON Schema is forwarded without rewriting or
@@ -8228,6 +8791,57 @@ pub struct SandboxConfigUserPolicySeatbelt {
     pub keychain_access: Option<bool>,
 }
 
+/// Scheduled prompt entry with ID, timing (`intervalMs`, `cron`, or `at`), prompt text, recurrence,
+/// and next run time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleEntry {
+    /// Sequential id assigned by the runtime within the session. Stable across resumes (rebuilt
+    /// from the event log).
+    pub id: u64,
+    /// Interval between scheduled ticks, in milliseconds (relative-interval schedules).
+    #[serde(rename = "intervalMs", default, skip_serializing_if = "Option::is_none")]
+    pub interval_ms: Option<u64>,
+    /// 5-field cron expression for a recurring calendar schedule, evaluated in `tz`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    /// IANA timezone the `cron` expression is evaluated in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tz: Option<String>,
+    /// Absolute fire time (epoch milliseconds) for a one-shot calendar schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
+    /// Prompt text that gets enqueued on every tick.
+    pub prompt: String,
+    /// Whether the schedule re-arms after each tick (`/every`) or fires once (`/after`).
+    pub recurring: bool,
+    /// True for a self-paced (`dynamic`) schedule: no fixed cadence; the model arms each next run
+    /// via the `manage_schedule` `wakeup` action. `nextRunAt` is model-controlled.
+    #[serde(rename = "selfPaced", default, skip_serializing_if = "Option::is_none")]
+    pub self_paced: Option<bool>,
+    /// Display-only label for the prompt as shown in the UI (e.g. `/skill-name` for a
+    /// skill-invocation schedule). The actual enqueued prompt is `prompt`.
+    #[serde(rename = "displayPrompt", default, skip_serializing_if = "Option::is_none")]
+    pub display_prompt: Option<String>,
+    /// ISO 8601 timestamp when the next tick is scheduled to fire.
+    #[serde(rename = "nextRunAt")]
+    pub next_run_at: String,
+}
+
+/// Snapshot of the currently active recurring prompts for this session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleList {
+    /// Active scheduled prompts, ordered by id.
+    pub entries: Vec<ScheduleEntry>,
+}
+
+/// Remove a scheduled prompt by id. The result entry is omitted if the id was unknown.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScheduleStopResult {
+    /// The removed entry, or omitted if no entry matched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<ScheduleEntry>,
+}
+
 /// The UI mode the agent was in when this message was sent. Defaults to the session's current mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SendAgentMode {
@@ -8316,6 +8930,16 @@ pub struct SessionAbortParams {
     pub reason: Option<AbortReason>,
 }
 
+/// Current activity flags for the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionActivity {
+    /// Whether an in-flight operation can currently be aborted.
+    pub abortable: bool,
+    /// Whether the session currently has active work, including running turns or tasks.
+    #[serde(rename = "hasActiveWork")]
+    pub has_active_work: bool,
+}
+
 /// Session capability enabled for this session
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SessionCapability {
@@ -8392,6 +9016,49 @@ impl std::fmt::Display for SessionCapability {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// A single host-driven completion. Accepting an item replaces `[rangeStart, rangeEnd)` (UTF-16
+/// code units) in the composer with `insertText`; when the range is absent, the active token around
+/// the cursor is replaced.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCompletionItem {
+    /// Text spliced into the composer when the item is accepted.
+    #[serde(rename = "insertText")]
+    pub insert_text: String,
+    /// Start of the replacement range in `text`, in UTF-16 code units.
+    #[serde(rename = "rangeStart", default, skip_serializing_if = "Option::is_none")]
+    pub range_start: Option<u64>,
+    /// End (exclusive) of the replacement range in `text`, in UTF-16 code units.
+    #[serde(rename = "rangeEnd", default, skip_serializing_if = "Option::is_none")]
+    pub range_end: Option<u64>,
+    /// Primary display label for the picker row. Falls back to `insertText` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Render-kind hint for the picker row (e.g. `"document"`, `"directory"`), derived from the
+    /// host's display kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCompletionsGetTriggerCharactersParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Request host-driven completions for the current composer input.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCompletionsRequestParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The full composed composer input.
+    pub text: String,
+    /// Cursor offset within `text`, in UTF-16 code units.
+    pub offset: u64,
 }
 
 /// Cursor, batch size, and optional long-poll/filter parameters for reading session events.
@@ -8764,6 +9431,14 @@ pub struct SessionLogParams {
 
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMetadataActivityParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionMetadataIsProcessingParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
@@ -8821,7 +9496,7 @@ pub struct SessionMetadataSnapshot {
     pub already_in_use: bool,
     /// Absolute path to the session's workspace directory on disk, or null if the session has no
     /// associated workspace
-    #[serde(rename = "workspacePath")]
+    #[serde(rename = "workspacePath", deserialize_with = "crate::nullable::required")]
     pub workspace_path: Option<String>,
     /// User-provided name supplied at session construction (via `--name`), if any. Immutable after
     /// construction.
@@ -8848,17 +9523,18 @@ pub struct SessionMetadataSnapshot {
     #[serde(rename = "selectedModel", default, skip_serializing_if = "Option::is_none")]
     pub selected_model: Option<String>,
     /// Current session limits, or null when no limits are active
-    #[serde(rename = "sessionLimits")]
+    #[serde(rename = "sessionLimits", deserialize_with = "crate::nullable::required")]
     pub session_limits: Option<SessionLimitsConfig>,
     /// Public-facing workspace metadata for this session, or null if the session has no associated
     /// workspace. Excludes runtime-internal fields (GitHub IDs, summary count, internal flags).
-    pub workspace: WorkspaceSummary,
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub workspace: Option<WorkspaceSummary>,
 }
 
 impl SessionMetadataSnapshot {
     /// The required fields; every optional one is `None`.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(session_id: String, start_time: String, modified_time: String, is_remote: bool, already_in_use: bool, workspace_path: Option<String>, working_directory: String, current_mode: MetadataSnapshotCurrentMode, session_limits: Option<SessionLimitsConfig>, workspace: WorkspaceSummary) -> Self {
+    pub fn new(session_id: String, start_time: String, modified_time: String, is_remote: bool, already_in_use: bool, workspace_path: Option<String>, working_directory: String, current_mode: MetadataSnapshotCurrentMode, session_limits: Option<SessionLimitsConfig>, workspace: Option<WorkspaceSummary>) -> Self {
         Self {
             session_id,
             start_time,
@@ -9375,6 +10051,14 @@ pub struct SessionOptionsUpdateParams {
     pub session_limits: Option<SessionLimitsConfig>,
 }
 
+/// No parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsGetModeParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Pending permission request ID and the decision to apply (approve/reject and scope).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionPermissionsHandlePendingPermissionRequestParams {
@@ -9425,6 +10109,36 @@ pub struct SessionPermissionsSetApproveAllParams {
     pub source: Option<PermissionsSetApproveAllSource>,
 }
 
+/// Permission mode to apply for the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsSetModeParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Permission mode to apply
+    pub mode: PermissionMode,
+    /// Optional judge model id for assisted mode. When omitted, the session resolves the provider
+    /// default: `gpt-5.5` for CAPI sessions and the active session model for BYOK sessions.
+    #[serde(rename = "assistedApprovalModel", default, skip_serializing_if = "Option::is_none")]
+    pub assisted_approval_model: Option<String>,
+    /// Optional source for permission-mode telemetry. Defaults to `rpc` when omitted for SDK
+    /// callers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<PermissionModeSource>,
+}
+
+impl SessionPermissionsSetModeParams {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, mode: PermissionMode) -> Self {
+        Self {
+            session_id,
+            mode,
+            assisted_approval_model: None,
+            source: None,
+        }
+    }
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionPlanDeleteParams {
@@ -9441,6 +10155,14 @@ pub struct SessionPlanReadParams {
     pub session_id: String,
 }
 
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPlanReadSqlTodosParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Replacement contents to write to the session plan file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionPlanUpdateParams {
@@ -9449,6 +10171,41 @@ pub struct SessionPlanUpdateParams {
     pub session_id: String,
     /// The new content for the plan file
     pub content: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPluginsListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Optional flags controlling which side effects the reload performs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPluginsReloadParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Reload MCP server connections after refreshing plugins. Defaults to true.
+    #[serde(rename = "reloadMcp", default, skip_serializing_if = "Option::is_none")]
+    pub reload_mcp: Option<bool>,
+    /// Re-run custom-agent discovery after refreshing plugins. Defaults to true.
+    #[serde(rename = "reloadCustomAgents", default, skip_serializing_if = "Option::is_none")]
+    pub reload_custom_agents: Option<bool>,
+    /// Re-load user, plugin, and (subject to `deferRepoHooks`) repo hooks. Defaults to true. Has no
+    /// effect when the host has not registered a hook reloader (e.g. remote sessions).
+    #[serde(rename = "reloadHooks", default, skip_serializing_if = "Option::is_none")]
+    pub reload_hooks: Option<bool>,
+    /// Re-discover and relaunch subprocess extensions (including plugin-shipped extensions) after
+    /// refreshing plugins. Defaults to true. Has no effect when the session has no active extension
+    /// controller (e.g. extensions were not requested for the session).
+    #[serde(rename = "reloadExtensions", default, skip_serializing_if = "Option::is_none")]
+    pub reload_extensions: Option<bool>,
+    /// When true, skip repo-level hooks during the hook reload. Use before folder trust is
+    /// confirmed; load them post-trust via `sessions.loadDeferredRepoHooks`.
+    #[serde(rename = "deferRepoHooks", default, skip_serializing_if = "Option::is_none")]
+    pub defer_repo_hooks: Option<bool>,
 }
 
 /// BYOK providers and/or models to add to the session's registry at runtime. Both fields are
@@ -9479,6 +10236,81 @@ pub struct SessionProviderGetEndpointParams {
     /// correct wire shape. Omit to use whichever model the session is currently using.
     #[serde(rename = "modelId", default, skip_serializing_if = "Option::is_none")]
     pub model_id: Option<String>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQueueClearParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQueuePendingItemsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQueueRemoveMostRecentParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionRemoteDisableParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Optional remote session mode ("off", "export", or "on"); defaults to enabling both export and
+/// remote steering.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionRemoteEnableParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Per-session remote mode. "off" disables remote, "export" exports session events to GitHub
+    /// without enabling remote steering, "on" enables both export and remote steering.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<RemoteSessionMode>,
+}
+
+/// New remote-steerability state to persist as a `session.remote_steerable_changed` event.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionRemoteNotifySteerableChangedParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Whether the session now supports remote steering via GitHub. The runtime persists this as a
+    /// `session.remote_steerable_changed` event so resume/replay sees the up-to-date capability.
+    #[serde(rename = "remoteSteerable")]
+    pub remote_steerable: bool,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionScheduleListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifier of the scheduled prompt to remove.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionScheduleStopParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Id of the scheduled prompt to remove.
+    pub id: u64,
 }
 
 /// Parameters for sending a user message to the session
@@ -9581,6 +10413,30 @@ pub struct SessionSuspendParams {
     pub session_id: String,
 }
 
+/// Telemetry engagement ID for the session, when available.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTelemetryEngagement {
+    /// Current telemetry engagement ID, when available.
+    #[serde(rename = "engagementId", default, skip_serializing_if = "Option::is_none")]
+    pub engagement_id: Option<String>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTelemetryGetEngagementIdParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionToolsGetCurrentMetadataParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Pending external tool call request ID, with the tool result or an error describing why it
 /// failed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -9610,6 +10466,17 @@ pub struct SessionToolsSetParams {
     pub tools: Vec<ProtocolExternalToolDefinition>,
 }
 
+/// Subagent settings to apply to the current session
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionToolsUpdateSubagentSettingsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Subagent settings to apply, or null to clear the live session override
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub subagents: Option<SubagentSettings>,
+}
+
 /// Indicates whether the session options patch was applied successfully.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionUpdateOptionsResult {
@@ -9618,6 +10485,66 @@ pub struct SessionUpdateOptionsResult {
     /// Number of hooks loaded from installed plugins, returned when installedPlugins is updated
     #[serde(rename = "pluginHookCount", default, skip_serializing_if = "Option::is_none")]
     pub plugin_hook_count: Option<u64>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionVisibilityGetParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Desired sharing status for the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionVisibilitySetParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Sharing status to apply. "repo" makes the session visible to repository readers; "unshared"
+    /// restricts it to the creator and collaborators.
+    pub status: SessionVisibilityStatus,
+}
+
+impl SessionVisibilitySetParams {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, status: SessionVisibilityStatus) -> Self {
+        Self {
+            session_id,
+            status,
+        }
+    }
+}
+
+/// Sharing status for a synced session. "repo" makes the session visible to anyone with read access
+/// to the repository; "unshared" restricts it to the creator and collaborators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionVisibilityStatus {
+    /// The session is visible to repository readers.
+    #[serde(rename = "repo")]
+    Repo,
+    /// The session is restricted to its creator and collaborators.
+    #[serde(rename = "unshared")]
+    Unshared,
+}
+
+impl SessionVisibilityStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Repo, Self::Unshared];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Repo => "repo",
+            Self::Unshared => "unshared",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionVisibilityStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Updated working directory and git context. Emitted as the new payload of
@@ -9812,6 +10739,49 @@ pub struct SessionsForkResult {
     /// Friendly name assigned to the forked session, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+}
+
+/// Patch for the singleton's steering state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsSetRemoteControlSteeringRequest {
+    /// Target steering state. Today only `true` is actionable on the underlying exporter; `false`
+    /// is reserved for future use.
+    pub enabled: bool,
+}
+
+/// Parameters for attaching the remote-control singleton to a session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsStartRemoteControlRequest {
+    /// Local session id to attach remote control to.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Configuration for the runtime-managed remote-control singleton.
+    pub config: RemoteControlConfig,
+}
+
+/// Parameters for stopping the remote-control singleton.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsStopRemoteControlRequest {
+    /// When provided, the stop is rejected unless the singleton currently points at this session id
+    /// (compare-and-swap semantics).
+    #[serde(rename = "expectedSessionId", default, skip_serializing_if = "Option::is_none")]
+    pub expected_session_id: Option<String>,
+    /// When true, the singleton is unconditionally torn down regardless of `expectedSessionId`. Use
+    /// during shutdown or explicit `/remote off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force: Option<bool>,
+}
+
+/// Parameters for atomically rebinding the remote-control singleton.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsTransferRemoteControlRequest {
+    /// Local session id to point remote control at.
+    #[serde(rename = "toSessionId")]
+    pub to_session_id: String,
+    /// When provided, the transfer is rejected unless the singleton currently points at this
+    /// session id (compare-and-swap semantics to avoid clobbering newer state).
+    #[serde(rename = "expectedFromSessionId", default, skip_serializing_if = "Option::is_none")]
+    pub expected_from_session_id: Option<String>,
 }
 
 /// Command-scoped GitHub credential injection for the shell commands an agent runs.
@@ -10241,6 +11211,79 @@ pub struct StartData {
     /// from this session is reported under the parent's session_id.
     #[serde(rename = "detachedFromSpawningParentSessionId", default, skip_serializing_if = "Option::is_none")]
     pub detached_from_spawning_parent_session_id: Option<String>,
+}
+
+/// Configured per-agent subagent overrides
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubagentSettings {
+    /// Per-agent settings keyed by subagent agent_type
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<std::collections::BTreeMap<String, SubagentSettingsEntry>>,
+    /// Names of subagents the user has turned off; they cannot be dispatched
+    #[serde(rename = "disabledSubagents", default, skip_serializing_if = "Option::is_none")]
+    pub disabled_subagents: Option<Vec<String>>,
+    /// Maximum number of subagents that can run concurrently; applies to usage-based billing users
+    /// only
+    #[serde(rename = "maxConcurrency", default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u64>,
+    /// Maximum subagent nesting depth; applies to usage-based billing users only
+    #[serde(rename = "maxDepth", default, skip_serializing_if = "Option::is_none")]
+    pub max_depth: Option<u64>,
+}
+
+/// Subagent model, reasoning effort, context tier, and auto-invocation settings
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubagentSettingsEntry {
+    /// Model override for matching subagents
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Whether the configured model strategy is preferred or required
+    #[serde(rename = "modelPolicy", default, skip_serializing_if = "Option::is_none")]
+    pub model_policy: Option<AgentModelPolicy>,
+    /// Reasoning effort override for matching subagents
+    #[serde(rename = "effortLevel", default, skip_serializing_if = "Option::is_none")]
+    pub effort_level: Option<String>,
+    /// Context tier override for matching subagents
+    #[serde(rename = "contextTier", default, skip_serializing_if = "Option::is_none")]
+    pub context_tier: Option<SubagentSettingsEntryContextTier>,
+    /// Whether this agent's runtime-defined proactive invocation prompting is enabled, if
+    /// supported. Currently consumed by the built-in rubber-duck agent.
+    #[serde(rename = "autoInvoke", default, skip_serializing_if = "Option::is_none")]
+    pub auto_invoke: Option<bool>,
+}
+
+/// Context tier override for matching subagents
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SubagentSettingsEntryContextTier {
+    /// Inherit the parent session's effective context tier at dispatch time.
+    #[serde(rename = "inherit")]
+    Inherit,
+    /// Use the model's default context window.
+    #[serde(rename = "default")]
+    Default,
+    /// Pin the subagent to the long-context tier when supported.
+    #[serde(rename = "long_context")]
+    LongContext,
+}
+
+impl SubagentSettingsEntryContextTier {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Inherit, Self::Default, Self::LongContext];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Inherit => "inherit",
+            Self::Default => "default",
+            Self::LongContext => "long_context",
+        }
+    }
+}
+
+impl std::fmt::Display for SubagentSettingsEntryContextTier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// System/developer instruction content with role and optional template metadata
@@ -11106,6 +12149,14 @@ pub struct ToolList {
     pub tools: Vec<Tool>,
 }
 
+/// Current lightweight tool metadata snapshot for the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolsGetCurrentMetadataResult {
+    /// Current tool metadata, or null when tools have not been initialized yet
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub tools: Option<Vec<CurrentToolMetadata>>,
+}
+
 /// Optional model identifier whose tool overrides should be applied to the listing.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolsListRequest {
@@ -11118,6 +12169,10 @@ pub struct ToolsListRequest {
 /// Empty result after replacing the calling connection's externally implemented tools.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolsSetResult {}
+
+/// Empty result after applying subagent settings
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolsUpdateSubagentSettingsResult {}
 
 /// Payload of `session.tools_updated` identifying the model whose resolved tools were updated.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -11437,7 +12492,7 @@ pub struct UserToolSessionApprovalMcp {
     #[serde(rename = "serverName")]
     pub server_name: String,
     /// Optional MCP tool name, or null for all tools on the server
-    #[serde(rename = "toolName")]
+    #[serde(rename = "toolName", deserialize_with = "crate::nullable::required")]
     pub tool_name: Option<String>,
 }
 
@@ -11473,6 +12528,39 @@ impl std::fmt::Display for Verbosity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Current sharing status and shareable GitHub URL for a session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VisibilityGetResult {
+    /// Whether the session has been synced to Mission Control (i.e. has a GitHub task). When false,
+    /// the session cannot be shared and `status`/`shareUrl` are absent.
+    pub synced: bool,
+    /// Current sharing status. Absent when the session is not synced or the status could not be
+    /// retrieved (e.g. the user is not authenticated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<SessionVisibilityStatus>,
+    /// Shareable GitHub URL for the session. Present when the session is synced and the URL can be
+    /// resolved.
+    #[serde(rename = "shareUrl", default, skip_serializing_if = "Option::is_none")]
+    pub share_url: Option<String>,
+}
+
+/// Effective sharing status and shareable GitHub URL after updating session visibility.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VisibilitySetResult {
+    /// Whether the session has been synced to Mission Control (i.e. has a GitHub task). When false,
+    /// the visibility change could not be applied and `status`/`shareUrl` are absent.
+    pub synced: bool,
+    /// Effective sharing status after the update. May differ from the requested status for task
+    /// types that are already visible to repository readers by default. Absent when the update
+    /// could not be applied (e.g. the session is not synced or the user is not authenticated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<SessionVisibilityStatus>,
+    /// Shareable GitHub URL for the session. Present when the session is synced and the URL can be
+    /// resolved.
+    #[serde(rename = "shareUrl", default, skip_serializing_if = "Option::is_none")]
+    pub share_url: Option<String>,
 }
 
 /// Warning message for timeline display with categorization
@@ -11689,6 +12777,7 @@ pub struct WorkspacesCheckpoints {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkspacesGetWorkspaceResult {
     /// Current workspace metadata, or null if not available
+    #[serde(deserialize_with = "crate::nullable::required")]
     pub workspace: Option<WorkspacesGetWorkspaceResultWorkspace>,
     /// Absolute filesystem path to the workspace directory. Omitted when the session has no
     /// workspace (e.g. remote sessions).
@@ -11769,6 +12858,7 @@ pub struct WorkspacesListFilesResult {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkspacesReadCheckpointResult {
     /// Checkpoint content as a UTF-8 string, or null when the checkpoint or workspace is missing
+    #[serde(deserialize_with = "crate::nullable::required")]
     pub content: Option<String>,
 }
 
@@ -11851,6 +12941,7 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // - PermissionRequestHook.toolArgs: no type in the schema (any JSON)
 // - PermissionRequestMcp.args: no type in the schema (any JSON)
 // - PermissionRequestedData.riskAssessment: no type in the schema (any JSON)
+// - RemoteControlStatusActive.promptManager: no type in the schema (any JSON)
 // - ToolExecutionCompleteData.mcpMeta: no type in the schema (any JSON)
 // - ToolExecutionCompleteResult.mcpMeta: no type in the schema (any JSON)
 // - ToolExecutionCompleteResult.structuredContent: no type in the schema (any JSON)

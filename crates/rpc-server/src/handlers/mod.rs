@@ -6,5 +6,6 @@ pub mod inference;
 pub mod providers;
 pub mod server;
 pub mod session;
+pub mod session_extras;
 pub mod session_state;
 pub mod workspaces;

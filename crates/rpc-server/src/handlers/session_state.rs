@@ -212,7 +212,7 @@ pub async fn metadata_snapshot(
         view.settings.cwd.to_string_lossy().into_owned(),
         mode,
         None,
-        workspace,
+        Some(workspace),
     );
     snapshot.client_name = Some(view.settings.client_name.clone());
     snapshot.summary = view.name.clone();

@@ -1,0 +1,268 @@
+//! Per-session methods about what the session holds and does: its queue, activity, permission
+//! mode, offered tools, and the features this runtime answers for without a service behind them
+//! (visibility sync, remote steering, schedules, completions, plugins): each says truthfully
+//! that nothing is there, in the shape the schema gives.
+
+use loop_engine::{QueueOp, QueueState};
+use protocol::generated::types as t;
+use protocol::jsonrpc::RpcError;
+
+use crate::table::Ctx;
+
+pub async fn activity(ctx: &Ctx, p: t::SessionMetadataActivityParams) -> Result<t::SessionActivity, RpcError> {
+    let a = ctx.session(&p.session_id)?.activity().await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::SessionActivity { abortable: a.abortable, has_active_work: a.has_active_work })
+}
+
+// Queue --------------------------------------------------------------------------------------
+
+async fn queue(ctx: &Ctx, session_id: &str, op: QueueOp) -> Result<QueueState, RpcError> {
+    ctx.session(session_id)?.queue(op).await.map_err(|e| ctx.engine_error(&e))
+}
+
+pub async fn queue_pending(
+    ctx: &Ctx,
+    p: t::SessionQueuePendingItemsParams,
+) -> Result<t::QueuePendingItemsResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let mode = session.view().settings.mode;
+    let state = queue(ctx, &p.session_id, QueueOp::Snapshot).await?;
+    let items = state
+        .items
+        .into_iter()
+        .map(|m| t::QueuePendingItems {
+            id: m.message_id.clone(),
+            message_id: Some(m.message_id),
+            kind: t::QueuePendingItemsKind::Message,
+            display_text: m.prompt,
+            agent_mode: send_agent_mode(m.agent_mode, mode),
+        })
+        .collect();
+    Ok(t::QueuePendingItemsResult { items, steering_messages: state.steering, in_flight_steering_count: None })
+}
+
+pub async fn queue_remove_most_recent(
+    ctx: &Ctx,
+    p: t::SessionQueueRemoveMostRecentParams,
+) -> Result<t::QueueRemoveMostRecentResult, RpcError> {
+    let state = queue(ctx, &p.session_id, QueueOp::RemoveMostRecent).await?;
+    Ok(t::QueueRemoveMostRecentResult { removed: state.removed })
+}
+
+pub async fn queue_clear(ctx: &Ctx, p: t::SessionQueueClearParams) -> Result<(), RpcError> {
+    queue(ctx, &p.session_id, QueueOp::Clear).await.map(|_| ())
+}
+
+/// The mode a queued message will run in: its own, else the session's.
+fn send_agent_mode(own: Option<t::UserMessageAgentMode>, session: t::SessionMode) -> t::SendAgentMode {
+    match own {
+        Some(t::UserMessageAgentMode::Interactive) => t::SendAgentMode::Interactive,
+        Some(t::UserMessageAgentMode::Plan) => t::SendAgentMode::Plan,
+        Some(t::UserMessageAgentMode::Autopilot) => t::SendAgentMode::Autopilot,
+        Some(t::UserMessageAgentMode::Shell) => t::SendAgentMode::Shell,
+        None => match session {
+            t::SessionMode::Plan => t::SendAgentMode::Plan,
+            t::SessionMode::Autopilot => t::SendAgentMode::Autopilot,
+            _ => t::SendAgentMode::Interactive,
+        },
+    }
+}
+
+// Permissions --------------------------------------------------------------------------------
+
+pub async fn permissions_get_mode(
+    ctx: &Ctx,
+    p: t::SessionPermissionsGetModeParams,
+) -> Result<t::PermissionsGetModeResult, RpcError> {
+    let approve_all = ctx.session(&p.session_id)?.view().settings.approve_all;
+    Ok(t::PermissionsGetModeResult { mode: permission_mode(approve_all) })
+}
+
+/// `manual` and `allow-all` are the session's approve-all switch. `assisted` (a model judging
+/// each request) is not offered by this runtime: refused, the mode stays as it was.
+pub async fn permissions_set_mode(
+    ctx: &Ctx,
+    p: t::SessionPermissionsSetModeParams,
+) -> Result<t::PermissionsSetModeResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let enable = match p.mode {
+        t::PermissionMode::Manual => false,
+        t::PermissionMode::AllowAll => true,
+        t::PermissionMode::Assisted => {
+            let current = session.view().settings.approve_all;
+            return Ok(t::PermissionsSetModeResult { success: false, mode: permission_mode(current) });
+        }
+    };
+    session.set_approve_all(enable).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::PermissionsSetModeResult { success: true, mode: p.mode })
+}
+
+fn permission_mode(approve_all: bool) -> t::PermissionMode {
+    if approve_all {
+        t::PermissionMode::AllowAll
+    } else {
+        t::PermissionMode::Manual
+    }
+}
+
+// Tools --------------------------------------------------------------------------------------
+
+pub async fn tools_current_metadata(
+    ctx: &Ctx,
+    p: t::SessionToolsGetCurrentMetadataParams,
+) -> Result<t::ToolsGetCurrentMetadataResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let tools = ctx
+        .server
+        .engine
+        .session_tools(&session)
+        .into_iter()
+        .map(|spec| t::CurrentToolMetadata {
+            name: spec.name,
+            description: spec.description,
+            input_schema: spec.parameters.as_object().cloned(),
+            ..Default::default()
+        })
+        .collect();
+    Ok(t::ToolsGetCurrentMetadataResult { tools: Some(tools) })
+}
+
+pub async fn tools_update_subagent_settings(
+    ctx: &Ctx,
+    p: t::SessionToolsUpdateSubagentSettingsParams,
+) -> Result<t::ToolsUpdateSubagentSettingsResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    session.set_subagent_settings(p.subagents).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::ToolsUpdateSubagentSettingsResult {})
+}
+
+// Features without a service behind them here -----------------------------------------------
+
+/// Sessions are local: never synced to GitHub, so never shared.
+pub async fn visibility_get(ctx: &Ctx, p: t::SessionVisibilityGetParams) -> Result<t::VisibilityGetResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::VisibilityGetResult { synced: false, status: None, share_url: None })
+}
+
+pub async fn visibility_set(ctx: &Ctx, p: t::SessionVisibilitySetParams) -> Result<t::VisibilitySetResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::VisibilitySetResult { synced: false, status: None, share_url: None })
+}
+
+pub async fn completions_trigger_characters(
+    ctx: &Ctx,
+    p: t::SessionCompletionsGetTriggerCharactersParams,
+) -> Result<t::CompletionsGetTriggerCharactersResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::CompletionsGetTriggerCharactersResult { trigger_characters: Vec::new() })
+}
+
+pub async fn completions_request(
+    ctx: &Ctx,
+    p: t::SessionCompletionsRequestParams,
+) -> Result<t::CompletionsRequestResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::CompletionsRequestResult { items: Vec::new() })
+}
+
+/// The `sql` tool is not offered, so its todo table is always empty.
+pub async fn plan_read_sql_todos(
+    ctx: &Ctx,
+    p: t::SessionPlanReadSqlTodosParams,
+) -> Result<t::PlanReadSqlTodosResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::PlanReadSqlTodosResult { rows: Vec::new() })
+}
+
+/// No telemetry is sent, so there is no engagement to name.
+pub async fn telemetry_engagement_id(
+    ctx: &Ctx,
+    p: t::SessionTelemetryGetEngagementIdParams,
+) -> Result<t::SessionTelemetryEngagement, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::SessionTelemetryEngagement { engagement_id: None })
+}
+
+pub async fn plugins_list(ctx: &Ctx, p: t::SessionPluginsListParams) -> Result<t::PluginList, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::PluginList { plugins: Vec::new() })
+}
+
+pub async fn plugins_reload(ctx: &Ctx, p: t::SessionPluginsReloadParams) -> Result<(), RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(())
+}
+
+pub async fn schedule_list(ctx: &Ctx, p: t::SessionScheduleListParams) -> Result<t::ScheduleList, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::ScheduleList { entries: Vec::new() })
+}
+
+/// No schedule exists, so stopping one finds nothing.
+pub async fn schedule_stop(ctx: &Ctx, p: t::SessionScheduleStopParams) -> Result<t::ScheduleStopResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::ScheduleStopResult { entry: None })
+}
+
+/// Remote sessions need GitHub's service: `off` is answered as done; exporting or steering
+/// from GitHub is refused with the reason.
+pub async fn remote_enable(ctx: &Ctx, p: t::SessionRemoteEnableParams) -> Result<t::RemoteEnableResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    match p.mode {
+        None | Some(t::RemoteSessionMode::Off) => Ok(t::RemoteEnableResult { url: None, remote_steerable: false }),
+        Some(_) => Err(ctx.failed("remote sessions are not available: this runtime is not connected to GitHub")),
+    }
+}
+
+pub async fn remote_disable(ctx: &Ctx, p: t::SessionRemoteDisableParams) -> Result<(), RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(())
+}
+
+pub async fn remote_notify_steerable(
+    ctx: &Ctx,
+    p: t::SessionRemoteNotifySteerableChangedParams,
+) -> Result<t::RemoteNotifySteerableChangedResult, RpcError> {
+    ctx.session(&p.session_id)?.notify_remote_steerable(p.remote_steerable);
+    Ok(t::RemoteNotifySteerableChangedResult {})
+}
+
+// Server-wide remote control: never connected here ------------------------------------------
+
+pub async fn remote_control_status(
+    _ctx: &Ctx,
+    _p: protocol::rpc::NoParams,
+) -> Result<t::RemoteControlStatusResult, RpcError> {
+    Ok(t::RemoteControlStatusResult { status: t::RemoteControlStatus::Off })
+}
+
+pub async fn remote_control_steering(
+    _ctx: &Ctx,
+    _p: t::SessionsSetRemoteControlSteeringRequest,
+) -> Result<t::RemoteControlStatusResult, RpcError> {
+    Ok(t::RemoteControlStatusResult { status: t::RemoteControlStatus::Off })
+}
+
+pub async fn remote_control_stop(
+    _ctx: &Ctx,
+    _p: t::SessionsStopRemoteControlRequest,
+) -> Result<t::RemoteControlStopResult, RpcError> {
+    Ok(t::RemoteControlStopResult { status: t::RemoteControlStatus::Off, stopped: false })
+}
+
+pub async fn remote_control_transfer(
+    _ctx: &Ctx,
+    _p: t::SessionsTransferRemoteControlRequest,
+) -> Result<t::RemoteControlTransferResult, RpcError> {
+    Ok(t::RemoteControlTransferResult { status: t::RemoteControlStatus::Off, transferred: false })
+}
+
+pub async fn remote_control_start(
+    ctx: &Ctx,
+    p: t::SessionsStartRemoteControlRequest,
+) -> Result<t::RemoteControlStatusResult, RpcError> {
+    if !ctx.visible(&p.session_id) || ctx.server.engine.get(&p.session_id).is_none() {
+        return Err(ctx.not_found(&p.session_id));
+    }
+    Err(ctx.failed("remote control is not available: this runtime is not connected to GitHub"))
+}
