@@ -603,3 +603,78 @@ async fn the_openai_endpoint_needs_the_agents_tenant_token() {
     })
     .await
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_that_never_answers_is_given_up_and_reported() {
+    with_timeout(90, async {
+        let s = Agentd::start().await;
+        s.fake.push_reply(Reply::Hang);
+        let answer = s.stream(&thread("t-hang", json!([user("Hello?")]))).await;
+        let errors = answer.named("copilot_errors").expect("copilot_errors");
+        assert_eq!(errors[0]["code"], "timeout", "{errors}");
+        // The turn was stopped: the thread takes the next message.
+        s.fake.push_reply(Reply::text("Here now."));
+        let next = s.stream(&thread("t-hang", json!([user("Hello?"), user("Again?")]))).await;
+        assert_eq!(next.text(), "Here now.");
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_tool_is_reported_as_a_function_error() {
+    with_timeout(60, async {
+        let s = Agentd::start().await;
+        let missing = s.workspace().join("no-such-file.txt");
+        s.fake.push_replies([
+            Reply::tool_call("view", json!({"path": missing.to_str().unwrap()})),
+            Reply::text("That file does not exist."),
+        ]);
+        let answer = s.stream(&thread("t-fail", json!([user("Read it")]))).await;
+        assert_eq!(answer.text(), "That file does not exist.");
+        let errors = answer.named("copilot_errors").expect("copilot_errors");
+        assert_eq!(errors[0]["type"], "function");
+        assert_eq!(errors[0]["identifier"], "view");
+        assert!(answer.named("copilot_references").is_none());
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_message_instead_of_an_answer_dismisses_the_confirmation() {
+    with_timeout(60, async {
+        let s = Agentd::start().await;
+        let target = s.workspace().join("skipped.txt");
+        s.fake.push_reply(Reply::tool_call("create", json!({"path": target.to_str().unwrap(), "file_text": "x"})));
+        let first = s.stream(&thread("t-move-on", json!([user("Make a file")]))).await;
+        assert!(first.named("copilot_confirmation").is_some());
+        s.fake.push_reply(Reply::text("Talking about something else."));
+        let next = s.stream(&thread("t-move-on", json!([user("Make a file"), user("Something else")]))).await;
+        assert_eq!(next.text(), "Talking about something else.");
+        assert!(!target.exists());
+        let last = chat_requests(&s.fake).pop().unwrap();
+        assert!(last.to_string().contains("The user rejected this tool call."), "{last}");
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_on_one_thread_take_turns() {
+    with_timeout(60, async {
+        let s = Agentd::start().await;
+        s.fake.push_replies([
+            Reply::Delay { ms: 300, then: Box::new(Reply::text("First answer.")) },
+            Reply::text("Second answer."),
+        ]);
+        let a = thread("t-race", json!([user("one")]));
+        let b = thread("t-race", json!([user("one"), user("two")]));
+        let (first, second) = tokio::join!(s.stream(&a), async {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            s.stream(&b).await
+        });
+        // Each request's stream carries its own turn's answer, whole.
+        let mut texts = [first.text(), second.text()];
+        texts.sort();
+        assert_eq!(texts, ["First answer.".to_string(), "Second answer.".to_string()]);
+    })
+    .await
+}

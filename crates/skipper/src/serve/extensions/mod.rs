@@ -49,6 +49,8 @@ pub struct Extensions {
     keys: Option<PublicKeys>,
     server: Arc<Server>,
     tenancy: Arc<Tenancy>,
+    /// One request at a time per thread: a turn's watcher must see only its own turn.
+    busy: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Extensions {
@@ -77,7 +79,18 @@ impl Extensions {
                 Some((a.name.clone(), Agent { config: a.clone(), tenant }))
             })
             .collect();
-        Ok(Arc::new(Self { agents, keys, server, tenancy }))
+        Ok(Arc::new(Self { agents, keys, server, tenancy, busy: Default::default() }))
+    }
+
+    /// Waits for the thread's previous request to finish; the guard holds the thread.
+    async fn hold(&self, session_id: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = {
+            let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+            // Forget threads nobody holds or waits for, so the map stays as small as the traffic.
+            busy.retain(|_, l| Arc::strong_count(l) > 1);
+            busy.entry(session_id.to_string()).or_default().clone()
+        };
+        lock.lock_owned().await
     }
 }
 
@@ -232,6 +245,7 @@ async fn attach(
 
 async fn answer_thread(ext: &Extensions, agent: &Agent, request: AgentRequest, mut sink: SseSink) {
     let session_id = threads::session_id(&agent.tenant.name, &agent.config.name, &request.copilot_thread_id);
+    let _held = ext.hold(&session_id).await;
     let (tap, rx) = Tap::new();
     let (session, known) = match attach(ext, agent, &session_id, tap.clone()).await {
         Ok(s) => s,
