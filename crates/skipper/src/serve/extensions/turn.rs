@@ -215,7 +215,7 @@ impl Turn {
             if call.name == "view" {
                 if let Some(path) = call.args["path"].as_str() {
                     let shown = relative(&self.cwd, path);
-                    if !out.references.iter().any(|r| r.id == shown) && Path::new(path).is_file() {
+                    if !out.references.iter().any(|r| r.id == shown) && self.cwd.join(path).is_file() {
                         out.references.push(file_reference(&shown));
                     }
                 }
