@@ -262,6 +262,7 @@ async fn answer_thread(ext: &Extensions, agent: &Agent, request: AgentRequest, m
         allow: agent.config.allow_tools.clone(),
         ask: Ask::User,
         cwd: session.view().settings.cwd.clone(),
+        running_tools: 0,
     };
     let ending = match start(&mut turn, &request, known).await {
         Ok(None) => {
@@ -294,18 +295,24 @@ async fn answer_thread(ext: &Extensions, agent: &Agent, request: AgentRequest, m
 async fn start(turn: &mut Turn, request: &AgentRequest, known: bool) -> Result<Option<turn::Confirm>, sse::AgentError> {
     let last = request.last_user().map(|m| m.text().to_string()).unwrap_or_default();
     if let (Some(answer), true) = (request.answer(), known) {
-        let (id, decision) = match answer {
-            Answer::Accepted(id) => (id, PermissionDecision::Approved),
-            Answer::Dismissed(id) => (id, PermissionDecision::Reject(Default::default())),
+        let (id, decision) = match &answer {
+            Answer::Accepted(id) => (id.clone(), PermissionDecision::Approved),
+            Answer::Dismissed(id) => (id.clone(), PermissionDecision::Reject(Default::default())),
         };
         let answered = turn.session.answer(&id, PendingAnswer::Permission(decision)).await.unwrap_or(false);
         if answered {
+            if matches!(answer, Answer::Accepted(_)) {
+                turn.running_tools = 1;
+            }
             // Calls made together ask together: one still waiting is asked for next.
             return Ok(next_pending(&turn.session).await);
         }
         if last.trim().is_empty() {
             return Err(turn::agent_error("confirmation_expired", "That confirmation is no longer pending."));
         }
+    }
+    if last.trim().is_empty() {
+        return Err(turn::agent_error("empty_message", "The message is empty."));
     }
     dismiss_pending(turn).await;
     let prompt = if known {

@@ -177,6 +177,7 @@ async fn run(
         allow: agent.config.allow_tools.clone(),
         ask: Ask::Refuse,
         cwd: session.view().settings.cwd.clone(),
+        running_tools: 0,
     };
     let sent = session.send(message(prompt), false).await;
     let outcome = match sent {

@@ -93,6 +93,9 @@ pub struct Turn {
     pub ask: Ask,
     /// Where the session runs, to name the files it read relative to it.
     pub cwd: std::path::PathBuf,
+    /// Tools already running when the watch starts (an accepted confirmation's): the quiet
+    /// limit does not apply while they run.
+    pub running_tools: usize,
 }
 
 struct Call {
@@ -106,7 +109,7 @@ impl Turn {
     pub async fn watch_with(&mut self, sink: &mut (impl super::Sink + ?Sized)) -> Outcome {
         let mut out = Outcome::default();
         let mut calls: HashMap<String, Call> = HashMap::new();
-        let mut running_tools = 0usize;
+        let mut running_tools = self.running_tools;
         let mut streamed: std::collections::HashSet<String> = Default::default();
         loop {
             let next = if running_tools == 0 {
