@@ -343,6 +343,13 @@ impl SessionHandle {
         self.inner.emitter.subscriber_count()
     }
 
+    /// Removes an event subscriber; returns how many remain. Unlike a connection going away
+    /// ([`crate::Engine::drop_subscriber`]) this starts no grace period: what is pending stays
+    /// answerable (a client that answers later, e.g. a Copilot Extensions confirmation).
+    pub fn unsubscribe(&self, subscriber_id: u64) -> usize {
+        self.inner.emitter.unsubscribe(subscriber_id)
+    }
+
     /// Sends one input and waits for the actor's answer. A session whose task has ended is
     /// reported as not found: it was unloaded or deleted in the meantime.
     async fn ask<R>(&self, make: impl FnOnce(oneshot::Sender<R>) -> SessionInput) -> Result<R, EngineError> {

@@ -15,6 +15,11 @@ pub struct ServerConfig {
     pub cluster: ClusterConfig,
     #[serde(default)]
     pub limits: ServeLimits,
+    /// Copilot Extensions agents (`POST /agents/{name}`, `/v1/chat/completions`).
+    #[serde(default)]
+    pub agents: Vec<super::extensions::config::AgentConfig>,
+    #[serde(default)]
+    pub extensions: super::extensions::config::ExtensionsConfig,
 }
 
 /// Bounds of the server as a whole (each connection's own are `config/defaults.toml`'s).

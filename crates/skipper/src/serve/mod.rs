@@ -1,10 +1,12 @@
 //! `skipper serve`: the self-hosted team server. One engine, shared by tenants; JSON-RPC over a
 //! WebSocket (`GET /rpc`) and over raw TCP for the SDKs (`--sdk-listen`), health and metrics
-//! over HTTP. See issue 10 and the README.
+//! over HTTP; Copilot Extensions agents and an OpenAI-compatible endpoint (`extensions/`). See
+//! issues 10 and 12 and the README.
 
 pub mod args;
 pub mod config;
 pub mod confine;
+pub(crate) mod extensions;
 mod http;
 pub mod metrics;
 pub mod tenants_cmd;
@@ -73,7 +75,10 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
         .with_context(|| format!("binding --sdk-listen {}", args.sdk_listen))?;
     let (http_addr, sdk_addr) = (http.local_addr()?, sdk.local_addr()?);
     let slots = Arc::new(tokio::sync::Semaphore::new(config.limits.max_connections));
-    let app = http::router(http::App { server: server.clone(), tenancy, metrics, slots: slots.clone() });
+    let agents = extensions::Extensions::new(&config.agents, &config.extensions, server.clone(), tenancy.clone())
+        .context("configuring the agents")?;
+    let app = http::router(http::App { server: server.clone(), tenancy, metrics, slots: slots.clone() })
+        .merge(extensions::routes(agents));
     // Draining stops both listeners; open connections go on until `server.shutdown`.
     let stop_http = draining.clone();
     let http_task = tokio::spawn(async move {

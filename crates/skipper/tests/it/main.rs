@@ -7,6 +7,7 @@
 
 mod byok;
 mod conversation;
+mod extensions;
 mod harness;
 mod hostile;
 mod inference;
