@@ -87,6 +87,7 @@ async def test_unknown_agent_is_refused_and_agent_files_are_listed(ctx: Ctx, cli
         on_permission_request=PermissionHandler.approve_all,
         custom_agents=[REVIEWER],
         working_directory=str(ctx.work_dir),
+        enable_config_discovery=True,
     )
     listed = (await session.rpc.agent.list()).agents
     assert [(a.name, a.display_name) for a in listed] == [("reviewer", "Reviewer"), ("docs-writer", "Docs Writer")]

@@ -39,6 +39,8 @@ pub struct SessionSettings {
     pub selected_agent: Option<crate::agents::AgentDef>,
     /// Skills (`SKILL.md`) the session offers, and which are off.
     pub skills: crate::skills::SkillSet,
+    /// Agent and skill files are read from the project too (`enableConfigDiscovery`).
+    pub config_discovery: bool,
 }
 
 /// The providers `p` configures, checked.
@@ -93,14 +95,16 @@ impl SessionSettings {
                 .as_ref()
                 .map(|name| crate::agents::AgentDef { name: name.clone(), ..crate::agents::AgentDef::placeholder() }),
             skills: crate::skills::SkillSet::from_params(p),
+            config_discovery: p.enable_config_discovery.unwrap_or(false),
         }
     }
 
     /// Reads agent and skill files for the working directory (`home` is `$COPILOT_HOME`);
     /// a selected agent that is gone is deselected.
     pub fn load_files(&mut self, home: &std::path::Path) {
-        self.agents = self.agents.reload(&self.cwd, home);
-        self.skills = self.skills.reload(&self.cwd, home);
+        let project = self.config_discovery.then_some(self.cwd.as_path());
+        self.agents = self.agents.reload(project, home);
+        self.skills = self.skills.reload(project, home);
         if let Some(sel) = &self.selected_agent {
             self.selected_agent = self.agents.get(&sel.name).cloned();
         }
@@ -134,6 +138,9 @@ impl SessionSettings {
         self.request_user_input = p.request_user_input.unwrap_or(false);
         if let Some(c) = p.enable_citations {
             self.enable_citations = c;
+        }
+        if let Some(d) = p.enable_config_discovery {
+            self.config_discovery = d;
         }
         if let Some(agents) = &p.custom_agents {
             self.agents = crate::agents::Catalog::from_configs(agents.clone());

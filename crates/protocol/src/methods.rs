@@ -89,6 +89,9 @@ pub struct SessionConfigParams {
     pub disabled_skills: Option<Vec<String>>,
     /// The custom agent to start with (by name).
     pub agent: Option<String>,
+    /// Read agent and skill files from the project (the working directory up to the
+    /// repository root); off unless `true`, as the original does for SDK sessions.
+    pub enable_config_discovery: Option<bool>,
 }
 
 /// One entry of `customAgents`.

@@ -1,5 +1,6 @@
-//! `*.agent.md` files: `$COPILOT_HOME/agents/` (the user's) and `.github/agents/` in the
-//! working directory and its parents up to the repository root (the project's).
+//! `*.agent.md` files: `$COPILOT_HOME/agents/` (the user's) and, with `enableConfigDiscovery`,
+//! `.github/agents/` in the working directory and its parents up to the repository root (the
+//! project's).
 
 use std::path::{Path, PathBuf};
 
@@ -46,9 +47,9 @@ impl Tools {
 }
 
 /// Where agent files are looked for, in priority order, with their source.
-pub fn discovery_dirs(cwd: &Path, home: &Path) -> Vec<(PathBuf, AgentInfoSource)> {
+pub fn discovery_dirs(project: Option<&Path>, home: &Path) -> Vec<(PathBuf, AgentInfoSource)> {
     let mut dirs = vec![(home.join("agents"), AgentInfoSource::User)];
-    for dir in cwd.ancestors() {
+    for dir in project.into_iter().flat_map(Path::ancestors) {
         dirs.push((dir.join(".github").join("agents"), AgentInfoSource::Project));
         if dir.join(".git").exists() {
             break;
@@ -58,9 +59,9 @@ pub fn discovery_dirs(cwd: &Path, home: &Path) -> Vec<(PathBuf, AgentInfoSource)
 }
 
 /// Every readable agent file; one that cannot be read or parsed is skipped with a warning.
-pub(super) fn discover(cwd: &Path, home: &Path) -> Vec<AgentDef> {
+pub(super) fn discover(project: Option<&Path>, home: &Path) -> Vec<AgentDef> {
     let mut out = Vec::new();
-    for (dir, source) in discovery_dirs(cwd, home) {
+    for (dir, source) in discovery_dirs(project, home) {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
         paths.sort();

@@ -111,10 +111,11 @@ impl Catalog {
         Self { configs: Arc::new(configs), agents: Arc::new(agents) }
     }
 
-    /// Reads the agent files now (`home` is `$COPILOT_HOME`, `cwd` the session's directory).
-    pub fn load(configs: Vec<CustomAgentConfig>, cwd: &Path, home: &Path) -> Self {
+    /// Reads the agent files now: the user's (`home` is `$COPILOT_HOME`) and, given the
+    /// session's directory, the project's.
+    pub fn load(configs: Vec<CustomAgentConfig>, project: Option<&Path>, home: &Path) -> Self {
         let mut agents: Vec<AgentDef> = configs.iter().map(AgentDef::from_config).collect();
-        for found in files::discover(cwd, home) {
+        for found in files::discover(project, home) {
             if !agents.iter().any(|a| a.name == found.name) {
                 agents.push(found);
             }
@@ -123,8 +124,8 @@ impl Catalog {
     }
 
     /// The same client agents, files read again.
-    pub fn reload(&self, cwd: &Path, home: &Path) -> Self {
-        Self::load(self.configs.as_ref().clone(), cwd, home)
+    pub fn reload(&self, project: Option<&Path>, home: &Path) -> Self {
+        Self::load(self.configs.as_ref().clone(), project, home)
     }
 
     pub fn all(&self) -> &[AgentDef] {
@@ -171,7 +172,9 @@ mod tests {
         std::fs::write(dir.join("alpha.agent.md"), "---\ndescription: from file\n---\nFile alpha.").unwrap();
         std::fs::write(dir.join("beta.agent.md"), "---\nname: Beta Bot\ndescription: b\ntools: [view]\n---\nBe beta.")
             .unwrap();
-        let cat = Catalog::load(vec![config("alpha")], repo.path(), home.path());
+        let without = Catalog::load(vec![config("alpha")], None, home.path());
+        assert_eq!(without.all().len(), 1, "project files only with config discovery");
+        let cat = Catalog::load(vec![config("alpha")], Some(repo.path()), home.path());
         let names: Vec<&str> = cat.all().iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["alpha", "beta"]);
         assert_eq!(cat.get("alpha").unwrap().prompt, "You are alpha.");
@@ -182,7 +185,8 @@ mod tests {
         assert!(beta.info(false).prompt.is_none() && beta.info(true).prompt.is_some());
 
         std::fs::remove_file(dir.join("beta.agent.md")).unwrap();
-        let names: Vec<String> = cat.reload(repo.path(), home.path()).all().iter().map(|a| a.name.clone()).collect();
+        let names: Vec<String> =
+            cat.reload(Some(repo.path()), home.path()).all().iter().map(|a| a.name.clone()).collect();
         assert_eq!(names, ["alpha"], "reload reads the files again and keeps the client's agents");
     }
 }

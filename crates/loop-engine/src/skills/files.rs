@@ -29,9 +29,9 @@ enum Tools {
 const PROJECT_DIRS: &[&str] = &[".github/skills", ".claude/skills", ".agents/skills"];
 
 /// The directories skills are read from, in priority order.
-fn roots(cwd: &Path, home: &Path, configured: &[PathBuf]) -> Vec<(PathBuf, SkillSource)> {
+fn roots(project: Option<&Path>, home: &Path, configured: &[PathBuf]) -> Vec<(PathBuf, SkillSource)> {
     let mut out = Vec::new();
-    for (i, dir) in cwd.ancestors().enumerate() {
+    for (i, dir) in project.into_iter().flat_map(Path::ancestors).enumerate() {
         let source = if i == 0 { SkillSource::Project } else { SkillSource::Inherited };
         out.extend(PROJECT_DIRS.iter().map(|d| (dir.join(d), source)));
         if dir.join(".git").exists() {
@@ -44,10 +44,10 @@ fn roots(cwd: &Path, home: &Path, configured: &[PathBuf]) -> Vec<(PathBuf, Skill
 }
 
 /// Every skill (the first of a name wins) and a warning for each file that could not be read.
-pub(super) fn discover(cwd: &Path, home: &Path, configured: &[PathBuf]) -> (Vec<SkillDef>, Vec<String>) {
+pub(super) fn discover(project: Option<&Path>, home: &Path, configured: &[PathBuf]) -> (Vec<SkillDef>, Vec<String>) {
     let mut skills: Vec<SkillDef> = Vec::new();
     let mut warnings = Vec::new();
-    for (root, source) in roots(cwd, home, configured) {
+    for (root, source) in roots(project, home, configured) {
         let Ok(entries) = std::fs::read_dir(&root) else { continue };
         let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
         dirs.sort();

@@ -1,8 +1,8 @@
 //! Skills: `<dir>/<name>/SKILL.md` files the model loads on demand through the `skill` tool
-//! (see `tool`). They come from the project (`.github/skills`, `.claude/skills`,
-//! `.agents/skills` in the working directory and its parents up to the repository root), the
-//! user (`$COPILOT_HOME/skills`) and the session's `skillDirectories`; `disabledSkills` and
-//! `session.skills.disable` turn some off.
+//! (see `tool`). They come from the session's `skillDirectories`, the user
+//! (`$COPILOT_HOME/skills`) and, with `enableConfigDiscovery`, the project (`.github/skills`,
+//! `.claude/skills`, `.agents/skills` in the working directory and its parents up to the
+//! repository root); `disabledSkills` and `session.skills.disable` turn some off.
 
 mod files;
 pub mod tool;
@@ -62,8 +62,9 @@ impl SkillSet {
     }
 
     /// The same configuration, files read again.
-    pub fn reload(&self, cwd: &Path, home: &Path) -> Self {
-        let (skills, warnings) = files::discover(cwd, home, &self.directories);
+    /// `project`: the session's directory when project files are read.
+    pub fn reload(&self, project: Option<&Path>, home: &Path) -> Self {
+        let (skills, warnings) = files::discover(project, home, &self.directories);
         Self {
             directories: self.directories.clone(),
             disabled: self.disabled.clone(),
@@ -140,7 +141,9 @@ mod tests {
             disabled_skills: Some(vec!["lint".into()]),
             ..Default::default()
         };
-        let mut set = SkillSet::from_params(&params).reload(repo.path(), home.path());
+        let only_configured = SkillSet::from_params(&params).reload(None, home.path());
+        assert_eq!(only_configured.list().len(), 1, "project skills only with config discovery");
+        let mut set = SkillSet::from_params(&params).reload(Some(repo.path()), home.path());
         let mut names: Vec<(String, bool)> = set.list().into_iter().map(|s| (s.name, s.enabled)).collect();
         names.sort();
         assert_eq!(names, [("deploy".to_string(), true), ("lint".to_string(), false)]);

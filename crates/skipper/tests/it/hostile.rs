@@ -303,6 +303,7 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("skillDirectories", &["array"], json!([])),
             prop("disabledSkills", &["array"], json!([])),
             prop("agent", &["string"], json!("x")),
+            prop("enableConfigDiscovery", &["boolean"], json!(true)),
         ],
         required: Vec::new(),
     };
