@@ -237,6 +237,13 @@ impl Actor {
                     self.pending.fail_all();
                 }
             }
+            SessionInput::Agents { op, reply } => {
+                let emitter = crate::subagent::ScopedEmitter { emitter: self.handle.emitter(), scope: None };
+                let result =
+                    crate::agents::control::apply(&mut self.view.settings, op, &self.deps.layout.home, emitter);
+                self.publish();
+                let _ = reply.send(result);
+            }
             SessionInput::Log { level, kind, message, ephemeral, reply } => {
                 let payload: protocol::event::SessionEvent = match level {
                     LogLevel::Info => t::InfoData { info_type: kind, message, ..Default::default() }.into(),
@@ -255,6 +262,8 @@ impl Actor {
             }
             SessionInput::Resume { params, subscriber, reply } => {
                 self.view.settings.apply_resume(&params);
+                self.view.settings.load_files(&self.deps.layout.home);
+                self.select_requested_agent(params.agent.as_deref());
                 self.publish();
                 if let Some(sub) = subscriber {
                     self.handle.subscribe(sub);
@@ -406,6 +415,16 @@ impl Actor {
             self.emit(t::PendingMessagesModifiedData {});
         }
         true
+    }
+
+    /// The `agent` a client named on create or resume, selected (an unknown name is logged).
+    fn select_requested_agent(&mut self, name: Option<&str>) {
+        let Some(name) = name else { return };
+        let op = crate::agents::control::AgentOp::Select(name.to_string());
+        let emitter = crate::subagent::ScopedEmitter { emitter: self.handle.emitter(), scope: None };
+        if let Err(e) = crate::agents::control::apply(&mut self.view.settings, op, &self.deps.layout.home, emitter) {
+            tracing::warn!(session = %self.handle.id(), error = %e, "requested agent not selected");
+        }
     }
 
     fn set_mode(&mut self, mode: SessionMode) -> Option<SessionMode> {

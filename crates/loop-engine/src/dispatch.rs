@@ -12,6 +12,8 @@ use tools::{PermissionDecision, PermissionGate, PermissionRequest, ToolContext, 
 use crate::permission;
 use crate::run::RunCtx;
 use crate::settings::SessionSettings;
+use crate::skills::tool::SKILL;
+use crate::subagent::TASK;
 use crate::Deps;
 
 pub(crate) enum CallOutcome {
@@ -33,18 +35,26 @@ pub(crate) enum CallOutcome {
 
 /// Built-ins that pass the filters, then SDK tools (an override replaces its built-in).
 pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings) -> Vec<ToolSpec> {
-    let mut specs: Vec<ToolSpec> = deps
-        .builtins
-        .tools()
-        .iter()
-        .filter(|t| s.tool_allowed(t.name()))
-        .filter(|t| !s.external_tools.iter().any(|e| e.name == t.name()))
-        .map(|t| ToolSpec {
+    let overridden = |name: &str| s.external_tools.iter().any(|e| e.name == name);
+    let mut specs: Vec<ToolSpec> = Vec::new();
+    // As the original: `skill` comes after the file tools, `task` after the search tools.
+    let offer_skill = s.tool_allowed(SKILL) && !overridden(SKILL);
+    for t in deps.builtins.tools().iter().filter(|t| s.tool_allowed(t.name()) && !overridden(t.name())) {
+        if offer_skill && matches!(t.name(), "grep" | "glob") && !specs.iter().any(|x| x.name == SKILL) {
+            specs.push(crate::skills::tool::spec(&s.skills));
+        }
+        specs.push(ToolSpec {
             name: t.name().to_string(),
             description: t.description().to_string(),
             parameters: t.parameters(),
-        })
-        .collect();
+        });
+    }
+    if offer_skill && !specs.iter().any(|x| x.name == SKILL) {
+        specs.push(crate::skills::tool::spec(&s.skills));
+    }
+    if s.tool_allowed(TASK) && !overridden(TASK) {
+        specs.push(crate::subagent::spec(s));
+    }
     if s.request_user_input && s.tool_allowed(crate::user_input::ASK_USER) {
         specs.push(crate::user_input::spec());
     }
@@ -96,8 +106,14 @@ pub(crate) async fn run_calls(
     let runs = calls.iter().zip(args).map(|(call, args)| {
         let available = &available;
         async move {
-            let (output, modified_args, guidance) = run_with_hooks(ctx, call, args, settings, available).await;
+            let (output, modified_args, guidance, loaded) = run_with_hooks(ctx, call, args, settings, available).await;
             let output = output.spill_if_large(&ctx.deps.layout.temp_dir());
+            // A loaded skill's text follows the results, as hook guidance does.
+            let guidance = match (guidance, loaded) {
+                (g, None) => g,
+                (None, Some(skill)) => Some(skill),
+                (Some(g), Some(skill)) => Some(format!("{skill}\n\n{g}")),
+            };
             if cancel.is_cancelled() {
                 return CallOutcome::Interrupted;
             }
@@ -128,7 +144,7 @@ async fn run_with_hooks(
     mut args: Value,
     settings: &SessionSettings,
     available: &[&str],
-) -> (ToolOutput, Option<Value>, Option<String>) {
+) -> (ToolOutput, Option<Value>, Option<String>, Option<String>) {
     let mut preapproved = false;
     let mut modified_args = None;
     let input = hooks::PreToolUseInput { tool_name: call.name.clone(), tool_args: args.clone() };
@@ -137,7 +153,7 @@ async fn run_with_hooks(
         Some("deny") => {
             let reason = pre.permission_decision_reason.as_deref().unwrap_or("No reason provided");
             let text = format!("Denied by preToolUse hook: {reason}");
-            return (ToolOutput::fail_with(text.clone(), text, "denied"), None, None);
+            return (ToolOutput::fail_with(text.clone(), text, "denied"), None, None, None);
         }
         Some("allow") => preapproved = true,
         _ => {}
@@ -146,9 +162,19 @@ async fn run_with_hooks(
         args = new_args.clone();
         modified_args = Some(new_args);
     }
-    let mut output = run_one(ctx, call, args.clone(), settings, available, preapproved).await;
+    let (mut output, loaded) =
+        if call.name == SKILL && available.contains(&SKILL) && !overridden_by_client(settings, SKILL) {
+            let (output, loaded) = crate::skills::tool::run(&settings.skills, &args, &settings.model);
+            let context = loaded.map(|l| {
+                ctx.emitter().emit(l.event);
+                l.context
+            });
+            (output, context)
+        } else {
+            (run_one(ctx, call, args.clone(), settings, available, preapproved).await, None)
+        };
     if ctx.cancel.is_cancelled() {
-        return (output, modified_args, None);
+        return (output, modified_args, None, None);
     }
     let mut guidance = None;
     if output.success {
@@ -171,7 +197,11 @@ async fn run_with_hooks(
             .filter(|c| !c.is_empty())
             .map(|c| format!("Tool \"{}\" failed. Additional guidance from postToolUseFailure hooks:\n{c}", call.name));
     }
-    (output, modified_args, guidance)
+    (output, modified_args, guidance, loaded)
+}
+
+fn overridden_by_client(settings: &SessionSettings, name: &str) -> bool {
+    settings.external_tools.iter().any(|e| e.name == name)
 }
 
 async fn run_one(
@@ -196,6 +226,9 @@ async fn run_one(
     }
     if call.name == crate::user_input::ASK_USER {
         return crate::user_input::run(ctx, &call.id, &args).await;
+    }
+    if call.name == TASK {
+        return crate::subagent::run_task(ctx, call, args, settings).await;
     }
     let Some(tool) = ctx.deps.builtins.get(&call.name) else {
         return unknown_tool(&call.name, available);

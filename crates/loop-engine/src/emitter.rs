@@ -171,17 +171,22 @@ impl Emitter {
 
     /// Emits one event, persisted unless its type is always ephemeral. Returns its id.
     pub fn emit(&self, payload: impl Into<SessionEvent>) -> String {
-        self.emit_event(payload.into(), false, true)
+        self.emit_event(payload.into(), false, true, None)
     }
 
     /// Emits one event that is not persisted, whatever its type allows.
     pub fn emit_ephemeral(&self, payload: impl Into<SessionEvent>) -> String {
-        self.emit_event(payload.into(), true, true)
+        self.emit_event(payload.into(), true, true, None)
     }
 
     /// Writes one event to the log without delivering it (`session.usage_record`).
     pub fn record(&self, payload: impl Into<SessionEvent>) -> String {
-        self.emit_event(payload.into(), false, false)
+        self.emit_event(payload.into(), false, false, None)
+    }
+
+    /// Emits one event of a sub-agent (`agentId` on the envelope).
+    pub fn emit_from(&self, agent_id: &str, payload: SessionEvent, ephemeral: bool, deliver: bool) -> String {
+        self.emit_event(payload, ephemeral, deliver, Some(agent_id.to_string()))
     }
 
     /// Cuts the log before `event_id` (see [`EventLog::truncate_before`]); the next event's
@@ -197,8 +202,9 @@ impl Emitter {
 
     /// Persisted events are written first; if the write fails twice the event is still
     /// delivered (a client must never hang) together with a `session.error`.
-    fn emit_event(&self, payload: SessionEvent, ephemeral: bool, deliver: bool) -> String {
+    fn emit_event(&self, payload: SessionEvent, ephemeral: bool, deliver: bool, agent_id: Option<String>) -> String {
         let mut event = Event::new(payload, ephemeral);
+        event.agent_id = agent_id;
         let mut inner = self.lock();
         event.parent_id = inner.last_persisted_id.clone();
         let json = match serde_json::to_string(&event) {

@@ -227,6 +227,11 @@ pub(crate) enum SessionInput {
         op: NameOp,
         reply: oneshot::Sender<Result<NameResult, String>>,
     },
+    /// `session.agent.select` / `deselect` / `reload`, `session.skills.*` changes.
+    Agents {
+        op: crate::agents::control::AgentOp,
+        reply: oneshot::Sender<Result<crate::agents::control::AgentOpResult, String>>,
+    },
     /// `session.options.update`.
     UpdateOptions {
         patch: OptionsPatch,
@@ -495,6 +500,14 @@ impl SessionHandle {
     /// Reads or changes the session's name (`session.name.*`).
     pub async fn name(&self, op: NameOp) -> Result<NameResult, EngineError> {
         self.ask(|reply| SessionInput::Name { op, reply }).await?.map_err(EngineError::Compaction)
+    }
+
+    /// Changes the session's agent selection, agents or skills (from the next turn).
+    pub async fn agents(
+        &self,
+        op: crate::agents::control::AgentOp,
+    ) -> Result<crate::agents::control::AgentOpResult, EngineError> {
+        self.ask(|reply| SessionInput::Agents { op, reply }).await?.map_err(EngineError::Failed)
     }
 
     /// Creates or replaces a file in the session's workspace files directory.

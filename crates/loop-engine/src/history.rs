@@ -42,6 +42,10 @@ pub fn replay(events: &[Event]) -> Restored {
 
     for e in events {
         r.last_event_id = Some(e.id.clone());
+        // A sub-agent's steps are its own context, not the main conversation's.
+        if e.agent_id.is_some() {
+            continue;
+        }
         match &e.payload {
             SessionEvent::SessionStart(d) => {
                 r.model = d.selected_model.clone();

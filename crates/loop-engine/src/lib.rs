@@ -8,6 +8,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod actor;
+pub mod agents;
 pub mod attachments;
 pub mod autopilot;
 pub mod byok;
@@ -18,6 +19,7 @@ mod dispatch;
 mod emitter;
 pub mod event_reader;
 mod external;
+mod frontmatter;
 mod handle;
 pub mod history;
 mod hooks;
@@ -26,6 +28,8 @@ mod pending;
 mod permission;
 mod run;
 pub mod settings;
+pub mod skills;
+mod subagent;
 pub mod system_prompt;
 mod user_input;
 
@@ -66,6 +70,9 @@ pub enum EngineError {
     /// A compaction or summary the client asked for did not happen.
     #[error("{0}")]
     Compaction(String),
+    /// A request the session refused (an unknown agent or skill, ...).
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// Receives `session.lifecycle` notifications (created, deleted, ...).
@@ -390,7 +397,8 @@ impl Engine {
         if self.get(&id).is_some() || layout.events_path(&id).exists() {
             return Err(EngineError::SessionExists(id));
         }
-        let settings = SessionSettings::from_params(params, &self.default_model, &self.default_cwd, self.allow_all);
+        let mut settings = SessionSettings::from_params(params, &self.default_model, &self.default_cwd, self.allow_all);
+        settings.load_files(&layout.home);
         layout.ensure_session_dir(&id)?;
         let log = EventLog::open(layout.events_path(&id))?;
         let start_time = now();
@@ -459,6 +467,7 @@ impl Engine {
             base.working_directory = restored.cwd.clone();
         }
         let mut settings = SessionSettings::from_params(&base, &self.default_model, &self.default_cwd, self.allow_all);
+        settings.load_files(&self.deps.layout.home);
         settings.resumed = true;
         if let Some(mode) = restored.mode {
             settings.mode = mode;

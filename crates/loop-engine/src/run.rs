@@ -19,7 +19,6 @@ use tools::INTERRUPTED_TEXT;
 use crate::autopilot::{StopReason, MAX_NUDGES, NUDGE_TEXT};
 pub(crate) use crate::conversation::Conversation;
 use crate::dispatch::{self, CallOutcome};
-use crate::emitter::Emitter;
 use crate::handle::{QueuedMessage, SessionHandle, SessionInput, SessionView};
 use crate::Deps;
 
@@ -34,11 +33,24 @@ pub(crate) struct RunCtx {
     pub cancel: CancellationToken,
     /// The user rejected a tool call in the current turn: the run ends after it.
     user_rejected: Arc<AtomicBool>,
+    /// Set when this run is a sub-agent's.
+    pub scope: Option<Arc<crate::subagent::AgentScope>>,
 }
 
 impl RunCtx {
     pub fn new(handle: SessionHandle, deps: Arc<Deps>, cancel: CancellationToken) -> Self {
-        Self { handle, deps, cancel, user_rejected: Arc::new(AtomicBool::new(false)) }
+        Self { handle, deps, cancel, user_rejected: Arc::new(AtomicBool::new(false)), scope: None }
+    }
+
+    /// The context of a sub-agent started from this run: cancelled with it.
+    pub fn for_subagent(&self, scope: crate::subagent::AgentScope) -> Self {
+        Self {
+            handle: self.handle.clone(),
+            deps: self.deps.clone(),
+            cancel: self.cancel.child_token(),
+            user_rejected: Arc::new(AtomicBool::new(false)),
+            scope: Some(Arc::new(scope)),
+        }
     }
 
     /// The permission gate of this run.
@@ -50,8 +62,9 @@ impl RunCtx {
         }
     }
 
-    pub fn emitter(&self) -> &Emitter {
-        self.handle.emitter()
+    /// The session's emitter, tagging a sub-agent's events.
+    pub fn emitter(&self) -> crate::subagent::ScopedEmitter<'_> {
+        crate::subagent::ScopedEmitter { emitter: self.handle.emitter(), scope: self.scope.as_deref() }
     }
 
     pub fn view(&self) -> Arc<SessionView> {
@@ -131,6 +144,7 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
         let settings = &view.settings;
         let cwd = settings.cwd.to_string_lossy().to_string();
         let system = crate::system_prompt::build_with(settings.system_message.as_ref(), &cwd, &transformed);
+        let system = crate::agents::with_agent_skills(system, settings);
         if !system_recorded {
             // As the original: every message's first model call shows its system prompt; the
             // log keeps it only when it differs from the one it last recorded.
@@ -471,7 +485,12 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
     let view = ctx.view();
     let rendered =
         crate::attachments::render(&msg.prompt, &msg.attachments, &view.settings.cwd, view.settings.enable_citations);
-    let mut transformed = format!("<current_datetime>{now}</current_datetime>\n\n{}", rendered.text);
+    // A selected agent's instructions ride with every prompt.
+    let instructions = view.settings.selected_agent.as_ref().and_then(crate::agents::instructions_block);
+    let mut transformed = match instructions {
+        Some(block) => format!("<current_datetime>{now}</current_datetime>\n\n{block}\n\n{}", rendered.text),
+        None => format!("<current_datetime>{now}</current_datetime>\n\n{}", rendered.text),
+    };
     let input =
         hooks::UserPromptTransformedInput { prompt: msg.prompt.clone(), transformed_prompt: transformed.clone() };
     let hook = crate::hooks::invoke(&ctx.handle, HookType::UserPromptTransformed, input).await.unwrap_or_default();
@@ -532,7 +551,7 @@ fn emit_usage_info(ctx: &RunCtx, tokens: crate::compaction::Tokens, req: &ChatRe
 
 /// Several choices in one reply are sequential assistant messages of one turn; the client sends
 /// them back as one message (text concatenated, tool calls in order).
-fn merge_replies(resp: &ChatResponse) -> AssistantReply {
+pub(crate) fn merge_replies(resp: &ChatResponse) -> AssistantReply {
     let mut out = AssistantReply::default();
     for r in &resp.replies {
         out.content.push_str(&r.content);

@@ -35,6 +35,14 @@ pub struct SessionSettings {
     pub enable_citations: bool,
     /// The live sub-agent override (`session.tools.updateSubagentSettings`); not persisted.
     pub subagent_settings: Option<protocol::generated::types::SubagentSettings>,
+    /// Custom agents (the client's and agent files).
+    pub agents: crate::agents::Catalog,
+    /// The agent a client selected for the main conversation (`session.agent.select`).
+    pub selected_agent: Option<crate::agents::AgentDef>,
+    /// Skills (`SKILL.md`) the session offers, and which are off.
+    pub skills: crate::skills::SkillSet,
+    /// Agent and skill files are read from the project too (`enableConfigDiscovery`).
+    pub config_discovery: bool,
 }
 
 /// The providers `p` configures, checked.
@@ -83,6 +91,25 @@ impl SessionSettings {
             infinite: crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref()),
             enable_citations: p.enable_citations.unwrap_or(false),
             subagent_settings: None,
+            agents: crate::agents::Catalog::from_configs(p.custom_agents.clone().unwrap_or_default()),
+            // Resolved against the files too by `load_files`.
+            selected_agent: p
+                .agent
+                .as_ref()
+                .map(|name| crate::agents::AgentDef { name: name.clone(), ..crate::agents::AgentDef::placeholder() }),
+            skills: crate::skills::SkillSet::from_params(p),
+            config_discovery: p.enable_config_discovery.unwrap_or(false),
+        }
+    }
+
+    /// Reads agent and skill files for the working directory (`home` is `$COPILOT_HOME`);
+    /// a selected agent that is gone is deselected.
+    pub fn load_files(&mut self, home: &std::path::Path) {
+        let project = self.config_discovery.then_some(self.cwd.as_path());
+        self.agents = self.agents.reload(project, home);
+        self.skills = self.skills.reload(project, home);
+        if let Some(sel) = &self.selected_agent {
+            self.selected_agent = self.agents.get(&sel.name).cloned();
         }
     }
 
@@ -115,6 +142,15 @@ impl SessionSettings {
         if let Some(c) = p.enable_citations {
             self.enable_citations = c;
         }
+        if let Some(d) = p.enable_config_discovery {
+            self.config_discovery = d;
+        }
+        if let Some(agents) = &p.custom_agents {
+            self.agents = crate::agents::Catalog::from_configs(agents.clone());
+        }
+        if p.skill_directories.is_some() || p.disabled_skills.is_some() {
+            self.skills = crate::skills::SkillSet::from_params(p);
+        }
         if p.infinite_sessions.is_some() {
             self.infinite = crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref());
         }
@@ -124,6 +160,7 @@ impl SessionSettings {
     /// Whether a tool name passes `availableTools` / `excludedTools`.
     pub fn tool_allowed(&self, name: &str) -> bool {
         let listed = self.available_tools.as_ref().map(|a| a.iter().any(|n| n == name)).unwrap_or(true);
-        listed && !self.excluded_tools.iter().any(|n| n == name)
+        let agent = self.selected_agent.as_ref().is_none_or(|a| a.allows_tool(name));
+        listed && agent && !self.excluded_tools.iter().any(|n| n == name)
     }
 }

@@ -33,6 +33,10 @@ pub struct Relax {
     /// `Debug` never shows the value, so logging a params struct cannot leak a key.
     #[serde(default)]
     pub secret: Vec<String>,
+    /// Required `Type.field`s the original CLI sends as `null` (the schema does not say so):
+    /// generated as a required `Option` that serializes `null`.
+    #[serde(default)]
+    pub nullable: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

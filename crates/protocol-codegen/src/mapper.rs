@@ -115,6 +115,9 @@ struct Mapper<'s> {
     /// `Type.field`s generated as secrets, and those met.
     secret: BTreeSet<String>,
     secret_used: BTreeSet<String>,
+    /// `Type.field`s generated nullable though the schemas say otherwise, and those met.
+    nullable: BTreeSet<String>,
+    nullable_used: BTreeSet<String>,
 }
 
 pub fn build(schemas: &Schemas, allow: &Allowlist) -> Result<Model> {
@@ -135,6 +138,8 @@ pub fn build(schemas: &Schemas, allow: &Allowlist) -> Result<Model> {
         relaxed_used: BTreeSet::new(),
         secret: allow.relax.secret.iter().cloned().collect(),
         secret_used: BTreeSet::new(),
+        nullable: allow.relax.nullable.iter().cloned().collect(),
+        nullable_used: BTreeSet::new(),
     };
 
     let mut methods = Vec::new();
@@ -201,6 +206,9 @@ pub fn build(schemas: &Schemas, allow: &Allowlist) -> Result<Model> {
 
     if let Some(stale) = m.relaxed.difference(&m.relaxed_used).next() {
         bail!("allowlist [relax] names `{stale}`, which is not a required field of a generated struct");
+    }
+    if let Some(stale) = m.nullable.difference(&m.nullable_used).next() {
+        bail!("allowlist [relax] nullable names `{stale}`, which is not a required field of a generated struct");
     }
     if let Some(stale) = m.secret.difference(&m.secret_used).next() {
         bail!("allowlist [relax] secret names `{stale}`, which is not a string field of a generated struct");
@@ -530,6 +538,10 @@ impl<'s> Mapper<'s> {
             if self.secret.contains(&key) && matches!(mapped.ty, Ty::String) {
                 self.secret_used.insert(key.clone());
                 mapped.ty = Ty::External("crate::secret::SecretString".into());
+            }
+            if self.nullable.contains(&key) && required.contains(prop.as_str()) {
+                self.nullable_used.insert(key.clone());
+                mapped.nullable = true;
             }
             let relaxed = self.relaxed.contains(&key) && required.contains(prop.as_str());
             if relaxed {

@@ -81,6 +81,36 @@ pub struct SessionConfigParams {
     pub infinite_sessions: Option<InfiniteSessionsConfig>,
     /// Attached documents ask the model to cite them.
     pub enable_citations: Option<bool>,
+    /// Agents the model may delegate to (`task`) or a client may select.
+    pub custom_agents: Option<Vec<CustomAgentConfig>>,
+    /// Extra directories holding `<name>/SKILL.md` skills.
+    pub skill_directories: Option<Vec<String>>,
+    /// Skills by name that are not offered.
+    pub disabled_skills: Option<Vec<String>>,
+    /// The custom agent to start with (by name).
+    pub agent: Option<String>,
+    /// Read agent and skill files from the project (the working directory up to the
+    /// repository root); off unless `true`, as the original does for SDK sessions.
+    pub enable_config_discovery: Option<bool>,
+}
+
+/// One entry of `customAgents`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CustomAgentConfig {
+    pub name: String,
+    pub display_name: Option<String>,
+    pub description: Option<String>,
+    /// Tool names the agent may use; absent or `null`: all.
+    pub tools: Option<Vec<String>>,
+    #[serde(default)]
+    pub prompt: String,
+    /// Kept as given, for the MCP client to start with the agent.
+    pub mcp_servers: Option<serde_json::Map<String, Value>>,
+    /// Whether the model may pick this agent by itself (default true).
+    pub infer: Option<bool>,
+    pub skills: Option<Vec<String>>,
+    pub model: Option<String>,
 }
 
 /// `infiniteSessions`: thresholds are fractions of the model's context window.

@@ -5,7 +5,9 @@
 use protocol::generated::methods as g;
 use protocol::methods as h;
 
-use crate::handlers::{history, inference, providers, server, session, session_extras, session_state, workspaces};
+use crate::handlers::{
+    agents, history, inference, providers, server, session, session_extras, session_state, workspaces,
+};
 use crate::table::method_table;
 
 method_table! {
@@ -129,6 +131,20 @@ method_table! {
         => session_extras::remote_control_transfer, lane |_p| None, aliases [];
     SessionsStartRemoteControl: g::SessionsStartRemoteControl
         => session_extras::remote_control_start, lane |_p| None, aliases [];
+    // Sessions: custom agents and skills.
+    SessionAgentList: g::SessionAgentList => agents::list, lane |p| Some(&p.session_id), aliases [];
+    SessionAgentGetCurrent: g::SessionAgentGetCurrent => agents::get_current, lane |p| Some(&p.session_id), aliases [];
+    SessionAgentSelect: g::SessionAgentSelect => agents::select, lane |p| Some(&p.session_id), aliases [];
+    SessionAgentDeselect: g::SessionAgentDeselect => agents::deselect, lane |p| Some(&p.session_id), aliases [];
+    SessionAgentReload: g::SessionAgentReload => agents::reload, lane |p| Some(&p.session_id), aliases [];
+    SessionSkillsList: g::SessionSkillsList => agents::skills_list, lane |p| Some(&p.session_id), aliases [];
+    SessionSkillsEnable: g::SessionSkillsEnable => agents::skills_enable, lane |p| Some(&p.session_id), aliases [];
+    SessionSkillsDisable: g::SessionSkillsDisable => agents::skills_disable, lane |p| Some(&p.session_id), aliases [];
+    SessionSkillsReload: g::SessionSkillsReload => agents::skills_reload, lane |p| Some(&p.session_id), aliases [];
+    SessionSkillsEnsureLoaded: g::SessionSkillsEnsureLoaded
+        => agents::skills_ensure_loaded, lane |p| Some(&p.session_id), aliases [];
+    SessionSkillsGetInvoked: g::SessionSkillsGetInvoked
+        => agents::skills_get_invoked, lane |p| Some(&p.session_id), aliases [];
 
     // Sessions: models and bring-your-own-key providers.
     SessionModelList: g::SessionModelList => providers::model_list, lane |p| Some(&p.session_id), aliases [];

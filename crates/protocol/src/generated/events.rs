@@ -147,6 +147,21 @@ pub enum SessionEvent {
     /// `session.remote_steerable_changed`: Notifies that the session's remote steering capability
     /// has changed
     SessionRemoteSteerableChanged(t::RemoteSteerableChangedData),
+    /// `subagent.started`: Sub-agent startup details including parent tool call and agent
+    /// information
+    SubagentStarted(t::SubagentStartedData),
+    /// `subagent.completed`: Sub-agent completion details for successful execution
+    SubagentCompleted(t::SubagentCompletedData),
+    /// `subagent.failed`: Sub-agent failure details including error message and agent information
+    SubagentFailed(t::SubagentFailedData),
+    /// `subagent.selected`: Custom agent selection details including name and available tools
+    SubagentSelected(t::SubagentSelectedData),
+    /// `subagent.deselected`: Empty payload; the event signals that the custom agent was
+    /// deselected, returning to the default agent
+    SubagentDeselected(t::SubagentDeselectedData),
+    /// `skill.invoked`: Skill invocation details including content, allowed tools, and plugin
+    /// metadata
+    SkillInvoked(t::SkillInvokedData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -212,6 +227,12 @@ impl SessionEvent {
             Self::SessionSnapshotRewind(_) => "session.snapshot_rewind",
             Self::SessionWorkspaceFileChanged(_) => "session.workspace_file_changed",
             Self::SessionRemoteSteerableChanged(_) => "session.remote_steerable_changed",
+            Self::SubagentStarted(_) => "subagent.started",
+            Self::SubagentCompleted(_) => "subagent.completed",
+            Self::SubagentFailed(_) => "subagent.failed",
+            Self::SubagentSelected(_) => "subagent.selected",
+            Self::SubagentDeselected(_) => "subagent.deselected",
+            Self::SkillInvoked(_) => "skill.invoked",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -279,6 +300,12 @@ impl SessionEvent {
             Self::SessionSnapshotRewind(d) => d.serialize(s),
             Self::SessionWorkspaceFileChanged(d) => d.serialize(s),
             Self::SessionRemoteSteerableChanged(d) => d.serialize(s),
+            Self::SubagentStarted(d) => d.serialize(s),
+            Self::SubagentCompleted(d) => d.serialize(s),
+            Self::SubagentFailed(d) => d.serialize(s),
+            Self::SubagentSelected(d) => d.serialize(s),
+            Self::SubagentDeselected(d) => d.serialize(s),
+            Self::SkillInvoked(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -341,6 +368,12 @@ impl SessionEvent {
             "session.snapshot_rewind" => typed(kind, data, Self::SessionSnapshotRewind),
             "session.workspace_file_changed" => typed(kind, data, Self::SessionWorkspaceFileChanged),
             "session.remote_steerable_changed" => typed(kind, data, Self::SessionRemoteSteerableChanged),
+            "subagent.started" => typed(kind, data, Self::SubagentStarted),
+            "subagent.completed" => typed(kind, data, Self::SubagentCompleted),
+            "subagent.failed" => typed(kind, data, Self::SubagentFailed),
+            "subagent.selected" => typed(kind, data, Self::SubagentSelected),
+            "subagent.deselected" => typed(kind, data, Self::SubagentDeselected),
+            "skill.invoked" => typed(kind, data, Self::SkillInvoked),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -447,6 +480,12 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("session.snapshot_rewind", EphemeralPolicy::Always),
     ("session.workspace_file_changed", EphemeralPolicy::Optional),
     ("session.remote_steerable_changed", EphemeralPolicy::Optional),
+    ("subagent.started", EphemeralPolicy::Optional),
+    ("subagent.completed", EphemeralPolicy::Optional),
+    ("subagent.failed", EphemeralPolicy::Optional),
+    ("subagent.selected", EphemeralPolicy::Optional),
+    ("subagent.deselected", EphemeralPolicy::Optional),
+    ("skill.invoked", EphemeralPolicy::Optional),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -760,6 +799,42 @@ impl From<t::WorkspaceFileChangedData> for SessionEvent {
 impl From<t::RemoteSteerableChangedData> for SessionEvent {
     fn from(data: t::RemoteSteerableChangedData) -> Self {
         Self::SessionRemoteSteerableChanged(data)
+    }
+}
+
+impl From<t::SubagentStartedData> for SessionEvent {
+    fn from(data: t::SubagentStartedData) -> Self {
+        Self::SubagentStarted(data)
+    }
+}
+
+impl From<t::SubagentCompletedData> for SessionEvent {
+    fn from(data: t::SubagentCompletedData) -> Self {
+        Self::SubagentCompleted(data)
+    }
+}
+
+impl From<t::SubagentFailedData> for SessionEvent {
+    fn from(data: t::SubagentFailedData) -> Self {
+        Self::SubagentFailed(data)
+    }
+}
+
+impl From<t::SubagentSelectedData> for SessionEvent {
+    fn from(data: t::SubagentSelectedData) -> Self {
+        Self::SubagentSelected(data)
+    }
+}
+
+impl From<t::SubagentDeselectedData> for SessionEvent {
+    fn from(data: t::SubagentDeselectedData) -> Self {
+        Self::SubagentDeselected(data)
+    }
+}
+
+impl From<t::SkillInvokedData> for SessionEvent {
+    fn from(data: t::SkillInvokedData) -> Self {
+        Self::SkillInvoked(data)
     }
 }
 

@@ -1074,7 +1074,161 @@ impl crate::rpc::RpcMethod for SessionQueueClear {
     type Result = ();
 }
 
+/// `session.agent.list`: Lists agents available to the session. Defaults to custom agents only;
+/// pass includeBuiltInAgents to include the effective built-in agents.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionAgentList;
+
+impl crate::rpc::RpcMethod for SessionAgentList {
+    const NAME: &'static str = "session.agent.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionAgentListParams;
+    type Result = t::AgentList;
+}
+
+/// `session.agent.getCurrent`: Gets the currently selected custom agent for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionAgentGetCurrent;
+
+impl crate::rpc::RpcMethod for SessionAgentGetCurrent {
+    const NAME: &'static str = "session.agent.getCurrent";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionAgentGetCurrentParams;
+    type Result = t::AgentGetCurrentResult;
+}
+
+/// `session.agent.select`: Selects a custom agent for subsequent turns in the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionAgentSelect;
+
+impl crate::rpc::RpcMethod for SessionAgentSelect {
+    const NAME: &'static str = "session.agent.select";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionAgentSelectParams;
+    type Result = t::AgentSelectResult;
+}
+
+/// `session.agent.deselect`: Clears the selected custom agent and returns the session to the
+/// default agent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionAgentDeselect;
+
+impl crate::rpc::RpcMethod for SessionAgentDeselect {
+    const NAME: &'static str = "session.agent.deselect";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionAgentDeselectParams;
+    type Result = ();
+}
+
+/// `session.agent.reload`: Reloads custom agent definitions and returns the refreshed list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionAgentReload;
+
+impl crate::rpc::RpcMethod for SessionAgentReload {
+    const NAME: &'static str = "session.agent.reload";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionAgentReloadParams;
+    type Result = t::AgentReloadResult;
+}
+
+/// `session.skills.list`: Lists skills available to the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionSkillsList;
+
+impl crate::rpc::RpcMethod for SessionSkillsList {
+    const NAME: &'static str = "session.skills.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionSkillsListParams;
+    type Result = t::SkillList;
+}
+
+/// `session.skills.enable`: Enables a skill for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionSkillsEnable;
+
+impl crate::rpc::RpcMethod for SessionSkillsEnable {
+    const NAME: &'static str = "session.skills.enable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionSkillsEnableParams;
+    type Result = ();
+}
+
+/// `session.skills.disable`: Disables a skill for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionSkillsDisable;
+
+impl crate::rpc::RpcMethod for SessionSkillsDisable {
+    const NAME: &'static str = "session.skills.disable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionSkillsDisableParams;
+    type Result = ();
+}
+
+/// `session.skills.reload`: Reloads skill definitions for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionSkillsReload;
+
+impl crate::rpc::RpcMethod for SessionSkillsReload {
+    const NAME: &'static str = "session.skills.reload";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionSkillsReloadParams;
+    type Result = t::SkillsLoadDiagnostics;
+}
+
+/// `session.skills.ensureLoaded`: Ensures the session's skill definitions have been loaded from
+/// disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionSkillsEnsureLoaded;
+
+impl crate::rpc::RpcMethod for SessionSkillsEnsureLoaded {
+    const NAME: &'static str = "session.skills.ensureLoaded";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionSkillsEnsureLoadedParams;
+    type Result = ();
+}
+
+/// `session.skills.getInvoked`: Returns the skills that have been invoked during this session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionSkillsGetInvoked;
+
+impl crate::rpc::RpcMethod for SessionSkillsGetInvoked {
+    const NAME: &'static str = "session.skills.getInvoked";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionSkillsGetInvokedParams;
+    type Result = t::SkillsGetInvokedResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionAgentDeselectParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionAgentGetCurrentParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionAgentListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionAgentReloadParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionAgentSelectParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1380,6 +1534,42 @@ impl crate::rpc::SessionScoped for t::SessionShutdownParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionSkillsDisableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionSkillsEnableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionSkillsEnsureLoadedParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionSkillsGetInvokedParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionSkillsListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionSkillsReloadParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionSuspendParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1578,4 +1768,15 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.queue.pendingItems",
     "session.queue.removeMostRecent",
     "session.queue.clear",
+    "session.agent.list",
+    "session.agent.getCurrent",
+    "session.agent.select",
+    "session.agent.deselect",
+    "session.agent.reload",
+    "session.skills.list",
+    "session.skills.enable",
+    "session.skills.disable",
+    "session.skills.reload",
+    "session.skills.ensureLoaded",
+    "session.skills.getInvoked",
 ];

@@ -172,6 +172,123 @@ impl std::fmt::Display for AdaptiveThinkingSupport {
     }
 }
 
+/// The currently selected custom agent, or null when using the default agent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentGetCurrentResult {
+    /// Currently selected custom agent, or null if using the default agent
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub agent: Option<AgentInfo>,
+}
+
+/// Agent metadata, including identifiers, display details, source, tools, model, models, MCP
+/// servers, skills, and file path.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentInfo {
+    /// Name of the agent. Use `id` as the stable selection identifier.
+    pub name: String,
+    /// Human-readable display name
+    #[serde(rename = "displayName")]
+    pub display_name: String,
+    /// Description of the agent's purpose
+    pub description: String,
+    /// Absolute local file path of the agent definition. Only set for file-based agents loaded from
+    /// disk; remote agents do not have a path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Stable identifier for selection. For most agents this is the same as `name`; for
+    /// plugin/builtin agents it may differ. Always populated; defaults to `name` when no distinct
+    /// id was assigned.
+    pub id: String,
+    /// Where the agent definition was loaded from
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<AgentInfoSource>,
+    /// Whether the agent can be selected directly by the user. Agents marked `false` are
+    /// subagent-only.
+    #[serde(rename = "userInvocable", default, skip_serializing_if = "Option::is_none")]
+    pub user_invocable: Option<bool>,
+    /// Whether model-driven invocation is disabled for this agent.
+    #[serde(rename = "disableModelInvocation", default, skip_serializing_if = "Option::is_none")]
+    pub disable_model_invocation: Option<bool>,
+    /// Allowed tool names for this agent. Empty array means none; omitted means inherit defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Authored preferred model id for this agent. Runtime model selection may choose a different
+    /// model; omitted means no authored preference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Authored preferred model ids for this agent, in priority order. Runtime model selection
+    /// chooses the first available model; omitted means no authored preference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub models: Option<Vec<String>>,
+    /// Whether authored models are preferences or required constraints.
+    #[serde(rename = "modelPolicy", default, skip_serializing_if = "Option::is_none")]
+    pub model_policy: Option<AgentModelPolicy>,
+    /// MCP server configurations attached to this agent, keyed by server name. Server config shape
+    /// mirrors the MCP `mcpServers` schema.
+    #[serde(rename = "mcpServers", default, skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Skill names preloaded into this agent's context. Omitted means none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<Vec<String>>,
+    /// Authored base prompt for the agent. Runtime prompt assembly may add dynamic context at
+    /// invocation time. Omitted from `session.agent.list` unless `includePrompt` is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+}
+
+/// Where the agent definition was loaded from
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AgentInfoSource {
+    /// Agent loaded from the user's personal agent configuration.
+    #[serde(rename = "user")]
+    User,
+    /// Agent loaded from the current project's repository configuration.
+    #[serde(rename = "project")]
+    Project,
+    /// Agent inherited from a parent project or workspace.
+    #[serde(rename = "inherited")]
+    Inherited,
+    /// Agent provided by a remote runtime or service.
+    #[serde(rename = "remote")]
+    Remote,
+    /// Agent contributed by an installed plugin.
+    #[serde(rename = "plugin")]
+    Plugin,
+    /// Agent built into the Copilot runtime.
+    #[serde(rename = "builtin")]
+    Builtin,
+}
+
+impl AgentInfoSource {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::User,
+        Self::Project,
+        Self::Inherited,
+        Self::Remote,
+        Self::Plugin,
+        Self::Builtin,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Project => "project",
+            Self::Inherited => "inherited",
+            Self::Remote => "remote",
+            Self::Plugin => "plugin",
+            Self::Builtin => "builtin",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentInfoSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What the agent was doing when the user interrupted it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum AgentInterruptedActivity {
@@ -315,6 +432,13 @@ impl AgentInterruptedData {
     }
 }
 
+/// Agents available to the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentList {
+    /// Available agents
+    pub agents: Vec<AgentInfo>,
+}
+
 /// Whether configured models are advisory preferences or required constraints
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum AgentModelPolicy {
@@ -343,6 +467,20 @@ impl std::fmt::Display for AgentModelPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Custom agents available to the session after reloading definitions from disk.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentReloadResult {
+    /// Reloaded custom agents
+    pub agents: Vec<AgentInfo>,
+}
+
+/// The newly selected custom agent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentSelectResult {
+    /// The newly selected custom agent
+    pub agent: AgentInfo,
 }
 
 /// Payload emitted whenever the main agent's processing loop goes idle, including while related
@@ -8940,6 +9078,58 @@ pub struct SessionActivity {
     pub has_active_work: bool,
 }
 
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionAgentDeselectParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionAgentGetCurrentParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Controls whether built-in agents and authored prompt text are included.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionAgentListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// When true, request the session's configured built-in agents alongside custom agents. Listing
+    /// applies feature, context, inclusion, exclusion, and user-disabled-agent policy, but does not
+    /// evaluate transient invocation requirements such as model availability. Built-in metadata may
+    /// be omitted when the session cannot project it, such as a relay session.
+    #[serde(rename = "includeBuiltInAgents", default, skip_serializing_if = "Option::is_none")]
+    pub include_built_in_agents: Option<bool>,
+    /// When true, request authored base prompt text on each AgentInfo. Prompt text may be omitted
+    /// when unavailable, such as for agents projected through a relay session.
+    #[serde(rename = "includePrompt", default, skip_serializing_if = "Option::is_none")]
+    pub include_prompt: Option<bool>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionAgentReloadParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Name of the custom agent to select for subsequent turns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionAgentSelectParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the custom agent to select
+    pub name: String,
+}
+
 /// Session capability enabled for this session
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SessionCapability {
@@ -10405,6 +10595,58 @@ pub struct SessionShutdownParams {
     pub detach_session_end_hooks: Option<bool>,
 }
 
+/// Name of the skill to disable for the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSkillsDisableParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the skill to disable
+    pub name: String,
+}
+
+/// Name of the skill to enable for the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSkillsEnableParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the skill to enable
+    pub name: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSkillsEnsureLoadedParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSkillsGetInvokedParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSkillsListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSkillsReloadParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionSuspendParams {
@@ -11143,6 +11385,243 @@ impl std::fmt::Display for ShutdownType {
     }
 }
 
+/// Skill metadata available to a session, with name, description, source, enabled/invocable state,
+/// path, plugin, and argument hint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Skill {
+    /// Unique identifier for the skill
+    pub name: String,
+    /// Canonical slash command name used to invoke the skill, without the leading '/'
+    #[serde(rename = "commandName", default, skip_serializing_if = "Option::is_none")]
+    pub command_name: Option<String>,
+    /// Description of what the skill does
+    pub description: String,
+    /// Source location type (e.g., project, personal-copilot, plugin, builtin)
+    pub source: SkillSource,
+    /// Whether the skill can be invoked by the user as a slash command
+    #[serde(rename = "userInvocable")]
+    pub user_invocable: bool,
+    /// Whether the skill is currently enabled
+    pub enabled: bool,
+    /// Absolute path to the skill file
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Name of the plugin that provides the skill, when source is 'plugin'
+    #[serde(rename = "pluginName", default, skip_serializing_if = "Option::is_none")]
+    pub plugin_name: Option<String>,
+    /// Optional freeform hint describing the skill's expected arguments, from the `argument-hint`
+    /// frontmatter field
+    #[serde(rename = "argumentHint", default, skip_serializing_if = "Option::is_none")]
+    pub argument_hint: Option<String>,
+}
+
+impl Skill {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(name: String, description: String, source: SkillSource, user_invocable: bool, enabled: bool) -> Self {
+        Self {
+            name,
+            command_name: None,
+            description,
+            source,
+            user_invocable,
+            enabled,
+            path: None,
+            plugin_name: None,
+            argument_hint: None,
+        }
+    }
+}
+
+/// Skill invocation details including content, allowed tools, and plugin metadata
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillInvokedData {
+    /// Name of the invoked skill
+    pub name: String,
+    /// Model identifier active when the skill was invoked, when known
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// File path to the SKILL.md definition, or an empty string for an SDK-provided skill without a
+    /// filesystem identity
+    pub path: String,
+    /// Full content of the skill file, injected into the conversation for the model
+    pub content: String,
+    /// Tool names that should be auto-approved when this skill is active
+    #[serde(rename = "allowedTools", default, skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// Whether model invocation is disabled for this skill
+    #[serde(rename = "disableModelInvocation", default, skip_serializing_if = "Option::is_none")]
+    pub disable_model_invocation: Option<bool>,
+    /// Source identifier for where the skill was discovered. Known values include: project
+    /// (workspace skill), inherited (parent-directory skill), personal-copilot (~/.copilot/skills),
+    /// personal-agents (~/.agents/skills), custom (configured directory), plugin (installed
+    /// plugin), builtin (bundled runtime skill), remote (org/enterprise skill), and sdk
+    /// (SDK-provided skill)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Name of the plugin this skill originated from, when applicable
+    #[serde(rename = "pluginName", default, skip_serializing_if = "Option::is_none")]
+    pub plugin_name: Option<String>,
+    /// Version of the plugin this skill originated from, when applicable
+    #[serde(rename = "pluginVersion", default, skip_serializing_if = "Option::is_none")]
+    pub plugin_version: Option<String>,
+    /// Description of the skill from its SKILL.md frontmatter
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// What triggered the skill invocation: `user-invoked` (explicit user action, such as via a
+    /// slash command or UI affordance), `agent-invoked` (agent requested the skill), or
+    /// `context-load` (loaded as part of another context, such as preloading skills configured on a
+    /// custom agent or subagent)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<SkillInvokedTrigger>,
+}
+
+/// What triggered the skill invocation: `user-invoked` (explicit user action, such as via a slash
+/// command or UI affordance), `agent-invoked` (agent requested the skill), or `context-load`
+/// (loaded as part of another context, such as preloading skills configured on a custom agent or
+/// subagent)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SkillInvokedTrigger {
+    /// Skill invocation requested explicitly by the user, such as via a slash command or UI
+    /// affordance.
+    #[serde(rename = "user-invoked")]
+    UserInvoked,
+    /// Skill invocation requested by the agent.
+    #[serde(rename = "agent-invoked")]
+    AgentInvoked,
+    /// Skill content loaded as part of another context, such as a configured custom agent or
+    /// subagent.
+    #[serde(rename = "context-load")]
+    ContextLoad,
+}
+
+impl SkillInvokedTrigger {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::UserInvoked, Self::AgentInvoked, Self::ContextLoad];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::UserInvoked => "user-invoked",
+            Self::AgentInvoked => "agent-invoked",
+            Self::ContextLoad => "context-load",
+        }
+    }
+}
+
+impl std::fmt::Display for SkillInvokedTrigger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Skills available to the session, with their enabled state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillList {
+    /// Available skills
+    pub skills: Vec<Skill>,
+}
+
+/// Source location type (e.g., project, personal-copilot, plugin, builtin, sdk)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SkillSource {
+    /// Skill defined in the current project's skill directories.
+    #[serde(rename = "project")]
+    Project,
+    /// Skill discovered from a parent directory in the current workspace tree.
+    #[serde(rename = "inherited")]
+    Inherited,
+    /// Skill defined in the user's Copilot skill directory.
+    #[serde(rename = "personal-copilot")]
+    PersonalCopilot,
+    /// Skill defined in the user's personal agents skill directory.
+    #[serde(rename = "personal-agents")]
+    PersonalAgents,
+    /// Skill provided by an installed plugin.
+    #[serde(rename = "plugin")]
+    Plugin,
+    /// Skill loaded from a configured custom skill directory.
+    #[serde(rename = "custom")]
+    Custom,
+    /// Skill bundled with the runtime.
+    #[serde(rename = "builtin")]
+    Builtin,
+    /// Pathless skill supplied lazily by an SDK skill provider.
+    #[serde(rename = "sdk")]
+    Sdk,
+}
+
+impl SkillSource {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Project,
+        Self::Inherited,
+        Self::PersonalCopilot,
+        Self::PersonalAgents,
+        Self::Plugin,
+        Self::Custom,
+        Self::Builtin,
+        Self::Sdk,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Project => "project",
+            Self::Inherited => "inherited",
+            Self::PersonalCopilot => "personal-copilot",
+            Self::PersonalAgents => "personal-agents",
+            Self::Plugin => "plugin",
+            Self::Custom => "custom",
+            Self::Builtin => "builtin",
+            Self::Sdk => "sdk",
+        }
+    }
+}
+
+impl std::fmt::Display for SkillSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Skills invoked during this session, ordered by invocation time (most recent last).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillsGetInvokedResult {
+    /// Skills invoked during this session, ordered by invocation time (most recent last)
+    pub skills: Vec<SkillsInvokedSkill>,
+}
+
+/// Skill invocation record with name, path, content, allowed tools, and turn number.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillsInvokedSkill {
+    /// Unique identifier for the skill
+    pub name: String,
+    /// Path to the SKILL.md file, or an empty string for an SDK-provided skill without a filesystem
+    /// identity
+    pub path: String,
+    /// Full content of the skill file
+    pub content: String,
+    /// Tools that should be auto-approved when this skill is active, captured at invocation time
+    #[serde(rename = "allowedTools", default, skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// Whether model invocation was disabled when this skill was invoked
+    #[serde(rename = "disableModelInvocation", default, skip_serializing_if = "Option::is_none")]
+    pub disable_model_invocation: Option<bool>,
+    /// Turn number when the skill was invoked
+    #[serde(rename = "invokedAtTurn")]
+    pub invoked_at_turn: u64,
+}
+
+/// Diagnostics from reloading skill definitions, with warnings and errors as separate lists.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillsLoadDiagnostics {
+    /// Warnings emitted while loading skills (e.g. skills that loaded but had issues)
+    pub warnings: Vec<String>,
+    /// Errors emitted while loading skills (e.g. skills that failed to load entirely)
+    pub errors: Vec<String>,
+}
+
 /// Session rewind details including target event and count of removed events
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SnapshotRewindData {
@@ -11213,6 +11692,184 @@ pub struct StartData {
     pub detached_from_spawning_parent_session_id: Option<String>,
 }
 
+/// Sub-agent completion details for successful execution
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubagentCompletedData {
+    /// Tool call ID of the parent tool invocation that spawned this sub-agent
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: String,
+    /// Internal name of the sub-agent
+    #[serde(rename = "agentName")]
+    pub agent_name: String,
+    /// Human-readable display name of the sub-agent
+    #[serde(rename = "agentDisplayName")]
+    pub agent_display_name: String,
+    /// Model used by the sub-agent
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// First model for which the sub-agent started an inference request, when one was dispatched
+    #[serde(rename = "firstDispatchedModel", default, skip_serializing_if = "Option::is_none")]
+    pub first_dispatched_model: Option<String>,
+    /// Concrete model the user configured for this sub-agent via `/subagents`, when present
+    #[serde(rename = "configuredModelPreference", default, skip_serializing_if = "Option::is_none")]
+    pub configured_model_preference: Option<String>,
+    /// Explicit model supplied by the parent agent on the task call, when present
+    #[serde(rename = "explicitModelOverride", default, skip_serializing_if = "Option::is_none")]
+    pub explicit_model_override: Option<String>,
+    /// Whether the explicit task-call model matched the user's configured preference
+    #[serde(rename = "explicitModelMatchesPreference", default, skip_serializing_if = "Option::is_none")]
+    pub explicit_model_matches_preference: Option<bool>,
+    /// Why an explicit task-call model did not become the effective model
+    #[serde(rename = "modelOverrideReason", default, skip_serializing_if = "Option::is_none")]
+    pub model_override_reason: Option<String>,
+    /// Authority or runtime mechanism responsible for sub-agent model selection
+    #[serde(rename = "modelSelectionSource", default, skip_serializing_if = "Option::is_none")]
+    pub model_selection_source: Option<SubagentModelSelectionSource>,
+    /// Whether the first model actually dispatched matched the user's configured preference
+    #[serde(rename = "configuredModelMatchesActual", default, skip_serializing_if = "Option::is_none")]
+    pub configured_model_matches_actual: Option<bool>,
+    /// Total number of tool calls made by the sub-agent
+    #[serde(rename = "totalToolCalls", default, skip_serializing_if = "Option::is_none")]
+    pub total_tool_calls: Option<u64>,
+    /// Total tokens (input + output) consumed by the sub-agent
+    #[serde(rename = "totalTokens", default, skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    /// Wall-clock duration of the sub-agent execution in milliseconds
+    #[serde(rename = "durationMs", default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// Whether the sub-agent was torn down by cancellation - its own abort, or an ancestor being
+    /// killed - instead of finishing its work. Cancellation is not a failure, so the run still
+    /// reports completion; this distinguishes a torn-down sub-agent from one that ran to the end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancelled: Option<bool>,
+}
+
+/// Empty payload; the event signals that the custom agent was deselected, returning to the default
+/// agent
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubagentDeselectedData {}
+
+/// Sub-agent failure details including error message and agent information
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubagentFailedData {
+    /// Tool call ID of the parent tool invocation that spawned this sub-agent
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: String,
+    /// Internal name of the sub-agent
+    #[serde(rename = "agentName")]
+    pub agent_name: String,
+    /// Human-readable display name of the sub-agent
+    #[serde(rename = "agentDisplayName")]
+    pub agent_display_name: String,
+    /// Error message describing why the sub-agent failed
+    pub error: String,
+    /// Model selected for the sub-agent, when known
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// First model for which the sub-agent started an inference request, when one was dispatched
+    #[serde(rename = "firstDispatchedModel", default, skip_serializing_if = "Option::is_none")]
+    pub first_dispatched_model: Option<String>,
+    /// Concrete model the user configured for this sub-agent via `/subagents`, when present
+    #[serde(rename = "configuredModelPreference", default, skip_serializing_if = "Option::is_none")]
+    pub configured_model_preference: Option<String>,
+    /// Explicit model supplied by the parent agent on the task call, when present
+    #[serde(rename = "explicitModelOverride", default, skip_serializing_if = "Option::is_none")]
+    pub explicit_model_override: Option<String>,
+    /// Whether the explicit task-call model matched the user's configured preference
+    #[serde(rename = "explicitModelMatchesPreference", default, skip_serializing_if = "Option::is_none")]
+    pub explicit_model_matches_preference: Option<bool>,
+    /// Why an explicit task-call model did not become the effective model
+    #[serde(rename = "modelOverrideReason", default, skip_serializing_if = "Option::is_none")]
+    pub model_override_reason: Option<String>,
+    /// Authority or runtime mechanism responsible for sub-agent model selection
+    #[serde(rename = "modelSelectionSource", default, skip_serializing_if = "Option::is_none")]
+    pub model_selection_source: Option<SubagentModelSelectionSource>,
+    /// Whether the first model actually dispatched matched the user's configured preference
+    #[serde(rename = "configuredModelMatchesActual", default, skip_serializing_if = "Option::is_none")]
+    pub configured_model_matches_actual: Option<bool>,
+    /// Total number of tool calls made before the sub-agent failed
+    #[serde(rename = "totalToolCalls", default, skip_serializing_if = "Option::is_none")]
+    pub total_tool_calls: Option<u64>,
+    /// Total tokens (input + output) consumed before the sub-agent failed
+    #[serde(rename = "totalTokens", default, skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    /// Wall-clock duration of the sub-agent execution in milliseconds
+    #[serde(rename = "durationMs", default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+/// Authority or runtime mechanism responsible for sub-agent model selection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SubagentModelSelectionSource {
+    /// Explicit model supplied by the parent agent on the task call and selected for dispatch.
+    #[serde(rename = "explicit_override")]
+    ExplicitOverride,
+    /// Required model policy configured for the sub-agent.
+    #[serde(rename = "configured_required")]
+    ConfiguredRequired,
+    /// Non-required model preference configured for the sub-agent.
+    #[serde(rename = "configured_preference")]
+    ConfiguredPreference,
+    /// Complementary-model default selected for the sub-agent.
+    #[serde(rename = "complementary_default")]
+    ComplementaryDefault,
+    /// Model inherited from the parent session.
+    #[serde(rename = "session_inheritance")]
+    SessionInheritance,
+    /// Default model declared by the agent definition.
+    #[serde(rename = "agent_definition_default")]
+    AgentDefinitionDefault,
+    /// Runtime policy, Auto mode, or an experiment selected the model.
+    #[serde(rename = "runtime_policy")]
+    RuntimePolicy,
+}
+
+impl SubagentModelSelectionSource {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::ExplicitOverride,
+        Self::ConfiguredRequired,
+        Self::ConfiguredPreference,
+        Self::ComplementaryDefault,
+        Self::SessionInheritance,
+        Self::AgentDefinitionDefault,
+        Self::RuntimePolicy,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::ExplicitOverride => "explicit_override",
+            Self::ConfiguredRequired => "configured_required",
+            Self::ConfiguredPreference => "configured_preference",
+            Self::ComplementaryDefault => "complementary_default",
+            Self::SessionInheritance => "session_inheritance",
+            Self::AgentDefinitionDefault => "agent_definition_default",
+            Self::RuntimePolicy => "runtime_policy",
+        }
+    }
+}
+
+impl std::fmt::Display for SubagentModelSelectionSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Custom agent selection details including name and available tools
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubagentSelectedData {
+    /// Internal name of the selected custom agent
+    #[serde(rename = "agentName")]
+    pub agent_name: String,
+    /// Human-readable display name of the selected custom agent
+    #[serde(rename = "agentDisplayName")]
+    pub agent_display_name: String,
+    /// List of tool names available to this agent, or null for all tools
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub tools: Option<Vec<String>>,
+}
+
 /// Configured per-agent subagent overrides
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SubagentSettings {
@@ -11281,6 +11938,94 @@ impl SubagentSettingsEntryContextTier {
 }
 
 impl std::fmt::Display for SubagentSettingsEntryContextTier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Sub-agent startup details including parent tool call and agent information
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubagentStartedData {
+    /// Tool call ID of the parent tool invocation that spawned this sub-agent
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: String,
+    /// Internal name of the sub-agent
+    #[serde(rename = "agentName")]
+    pub agent_name: String,
+    /// Human-readable display name of the sub-agent
+    #[serde(rename = "agentDisplayName")]
+    pub agent_display_name: String,
+    /// Description of what the sub-agent does
+    #[serde(rename = "agentDescription")]
+    pub agent_description: String,
+    /// Model the sub-agent will run with, when known at start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Where the model input for this sub-agent came from. Present when the task planner resolved
+    /// the launch (the task tool and factory agents); absent for sub-agents created through other
+    /// runtime paths.
+    #[serde(rename = "taskModelSource", default, skip_serializing_if = "Option::is_none")]
+    pub task_model_source: Option<SubagentTaskModelSource>,
+    /// Authority or runtime mechanism responsible for sub-agent model selection, when known at
+    /// start.
+    #[serde(rename = "modelSelectionSource", default, skip_serializing_if = "Option::is_none")]
+    pub model_selection_source: Option<SubagentModelSelectionSource>,
+    /// Root id of the factory run that spawned this sub-agent, when it was spawned by one.
+    #[serde(rename = "factoryRunId", default, skip_serializing_if = "Option::is_none")]
+    pub factory_run_id: Option<String>,
+    /// Task-registry ID of the spawning sub-agent. Absent when the root session spawned this child.
+    #[serde(rename = "parentId", default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// Whether this sub-agent can be resumed. Currently always false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumable: Option<bool>,
+    /// Type of the sub-agent selected at spawn time.
+    #[serde(rename = "agentType", default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+    /// Whether the sub-agent runs synchronously or in the background.
+    #[serde(rename = "executionMode", default, skip_serializing_if = "Option::is_none")]
+    pub execution_mode: Option<String>,
+}
+
+/// Where the model input for a task-tool sub-agent came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SubagentTaskModelSource {
+    /// The spawning agent supplied the task tool's model argument.
+    #[serde(rename = "task_argument")]
+    TaskArgument,
+    /// The task omitted a model and the per-sub-agent settings entry supplied a concrete one.
+    #[serde(rename = "subagent_configuration")]
+    SubagentConfiguration,
+    /// The task omitted a model and the user-defined custom agent's definition supplied one.
+    #[serde(rename = "custom_agent_definition")]
+    CustomAgentDefinition,
+    /// Neither the task call, the per-sub-agent settings entry, nor a custom agent definition
+    /// supplied a model.
+    #[serde(rename = "unset")]
+    Unset,
+}
+
+impl SubagentTaskModelSource {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::TaskArgument,
+        Self::SubagentConfiguration,
+        Self::CustomAgentDefinition,
+        Self::Unset,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::TaskArgument => "task_argument",
+            Self::SubagentConfiguration => "subagent_configuration",
+            Self::CustomAgentDefinition => "custom_agent_definition",
+            Self::Unset => "unset",
+        }
+    }
+}
+
+impl std::fmt::Display for SubagentTaskModelSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }

@@ -1,6 +1,7 @@
 //! Method handlers, grouped by what they touch. Each is
 //! `async fn(&Ctx, Params) -> Result<Result, RpcError>`, listed in [`crate::methods`].
 
+pub mod agents;
 pub mod history;
 pub mod inference;
 pub mod providers;

@@ -299,6 +299,11 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("models", &["array"], json!([])),
             prop("infiniteSessions", &["object"], json!({"enabled": false})),
             prop("enableCitations", &["boolean"], json!(true)),
+            prop("customAgents", &["array"], json!([])),
+            prop("skillDirectories", &["array"], json!([])),
+            prop("disabledSkills", &["array"], json!([])),
+            prop("agent", &["string"], json!("x")),
+            prop("enableConfigDiscovery", &["boolean"], json!(true)),
         ],
         required: Vec::new(),
     };

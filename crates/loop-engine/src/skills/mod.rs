@@ -1,0 +1,163 @@
+//! Skills: `<dir>/<name>/SKILL.md` files the model loads on demand through the `skill` tool
+//! (see `tool`). They come from the session's `skillDirectories`, the user
+//! (`$COPILOT_HOME/skills`) and, with `enableConfigDiscovery`, the project (`.github/skills`,
+//! `.claude/skills`, `.agents/skills` in the working directory and its parents up to the
+//! repository root); `disabledSkills` and `session.skills.disable` turn some off.
+
+mod files;
+pub mod tool;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use protocol::generated::types::{Skill, SkillSource};
+use protocol::methods::SessionConfigParams;
+
+/// One skill file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillDef {
+    pub name: String,
+    pub description: String,
+    /// The `SKILL.md` file.
+    pub path: PathBuf,
+    /// The body after the header: what the model is given when it loads the skill.
+    pub body: String,
+    pub source: SkillSource,
+    /// Tools the skill may use without asking (`allowed-tools`).
+    pub allowed_tools: Option<Vec<String>>,
+    pub user_invocable: bool,
+}
+
+impl SkillDef {
+    /// The directory the skill lives in (its resources are relative to it).
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(&self.path)
+    }
+
+    pub fn info(&self, enabled: bool) -> Skill {
+        let mut s = Skill::new(self.name.clone(), self.description.clone(), self.source, self.user_invocable, enabled);
+        s.path = Some(self.path.to_string_lossy().into_owned());
+        s
+    }
+}
+
+/// The skills of a session and which are off.
+#[derive(Debug, Clone, Default)]
+pub struct SkillSet {
+    directories: Arc<Vec<PathBuf>>,
+    disabled: Arc<Vec<String>>,
+    skills: Arc<Vec<SkillDef>>,
+    /// What went wrong reading skill files, for `session.skills.reload`.
+    pub warnings: Arc<Vec<String>>,
+}
+
+impl SkillSet {
+    /// The configuration only; files are read by [`SkillSet::reload`].
+    pub fn from_params(p: &SessionConfigParams) -> Self {
+        Self {
+            directories: Arc::new(p.skill_directories.iter().flatten().map(PathBuf::from).collect()),
+            disabled: Arc::new(p.disabled_skills.clone().unwrap_or_default()),
+            ..Default::default()
+        }
+    }
+
+    /// The same configuration, files read again.
+    /// `project`: the session's directory when project files are read.
+    pub fn reload(&self, project: Option<&Path>, home: &Path) -> Self {
+        let (skills, warnings) = files::discover(project, home, &self.directories);
+        Self {
+            directories: self.directories.clone(),
+            disabled: self.disabled.clone(),
+            skills: Arc::new(skills),
+            warnings: Arc::new(warnings),
+        }
+    }
+
+    pub fn all(&self) -> &[SkillDef] {
+        &self.skills
+    }
+
+    pub fn is_enabled(&self, name: &str) -> bool {
+        !self.disabled.iter().any(|d| d == name)
+    }
+
+    /// An enabled skill by name.
+    pub fn enabled(&self, name: &str) -> Option<&SkillDef> {
+        self.skills.iter().find(|s| s.name == name && self.is_enabled(name))
+    }
+
+    /// Turns a skill on or off; `false` when no skill has that name.
+    pub fn set_enabled(&mut self, name: &str, enabled: bool) -> bool {
+        if !self.skills.iter().any(|s| s.name == name) {
+            return false;
+        }
+        let mut disabled: Vec<String> = self.disabled.iter().filter(|d| *d != name).cloned().collect();
+        if !enabled {
+            disabled.push(name.to_string());
+        }
+        self.disabled = Arc::new(disabled);
+        true
+    }
+
+    pub fn list(&self) -> Vec<Skill> {
+        self.skills.iter().map(|s| s.info(self.is_enabled(&s.name))).collect()
+    }
+}
+
+/// What the model reads after loading a skill (a user message after the tool result).
+pub fn context_message(skill: &SkillDef) -> String {
+    format!(
+        "<skill-context name=\"{}\">\nBase directory for this skill: {}\n\n{}\n\n</skill-context>",
+        skill.name,
+        skill.dir().display(),
+        skill.body.trim()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_skill(root: &Path, name: &str, description: &str) {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: {description}\n---\n\n# Steps\n\nDo {name}.\n"),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn skills_come_from_configured_and_project_directories_and_can_be_turned_off() {
+        let home = tempfile::tempdir().unwrap();
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir(repo.path().join(".git")).unwrap();
+        write_skill(&repo.path().join(".github/skills"), "lint", "Lints");
+        let extra = tempfile::tempdir().unwrap();
+        write_skill(extra.path(), "deploy", "Deploys");
+        let params = SessionConfigParams {
+            skill_directories: Some(vec![extra.path().to_string_lossy().into()]),
+            disabled_skills: Some(vec!["lint".into()]),
+            ..Default::default()
+        };
+        let only_configured = SkillSet::from_params(&params).reload(None, home.path());
+        assert_eq!(only_configured.list().len(), 1, "project skills only with config discovery");
+        let mut set = SkillSet::from_params(&params).reload(Some(repo.path()), home.path());
+        let mut names: Vec<(String, bool)> = set.list().into_iter().map(|s| (s.name, s.enabled)).collect();
+        names.sort();
+        assert_eq!(names, [("deploy".to_string(), true), ("lint".to_string(), false)]);
+        assert!(set.enabled("lint").is_none());
+        assert!(set.set_enabled("lint", true) && set.enabled("lint").is_some());
+        assert!(!set.set_enabled("nope", true));
+
+        let deploy = set.enabled("deploy").unwrap();
+        assert_eq!(deploy.source, SkillSource::Custom);
+        let text = context_message(deploy);
+        let expected = format!(
+            "<skill-context name=\"deploy\">\nBase directory for this skill: {}\n\n# Steps\n\nDo deploy.\n\n</skill-context>",
+            extra.path().join("deploy").display()
+        );
+        assert_eq!(text, expected);
+    }
+}

@@ -1,0 +1,216 @@
+//! A sub-agent's loop: its prompt as the first user message, then turns until a reply asks for
+//! no tools. The model calls and tool dispatch are the main loop's; what it does not do is
+//! what belongs to the session (titles, hooks on prompts, compaction, autopilot).
+
+use llm_providers::{ChatRequest, Initiator, Message, ProviderError, ToolContent, UserContent};
+use protocol::generated::types::{self as t, SessionMode};
+use serde_json::Value;
+use tools::INTERRUPTED_TEXT;
+
+use super::Resolved;
+use crate::conversation::Conversation;
+use crate::dispatch::{self, CallOutcome};
+use crate::run::RunCtx;
+use crate::settings::SessionSettings;
+
+/// The settings a sub-agent runs with: its tools (never `task` again), its model, no selected
+/// agent, no questions to the user.
+fn settings_for(parent: &SessionSettings, agent: &Resolved, model: &str) -> SessionSettings {
+    let mut s = parent.clone();
+    s.model = model.to_string();
+    s.selected_agent = None;
+    s.mode = SessionMode::Interactive;
+    s.request_user_input = false;
+    s.excluded_tools.push(super::TASK.to_string());
+    if let Some(tools) = &agent.tools {
+        if !tools.iter().any(|t| t == "*") {
+            let allowed: Vec<String> = match &parent.available_tools {
+                Some(outer) => tools.iter().filter(|t| outer.contains(t)).cloned().collect(),
+                None => tools.clone(),
+            };
+            s.available_tools = Some(allowed);
+        }
+    }
+    s
+}
+
+fn system_prompt(settings: &SessionSettings, agent: &Resolved) -> String {
+    let cwd = settings.cwd.to_string_lossy();
+    let base = crate::system_prompt::build_with(None, &cwd, &Default::default());
+    format!("{base}\n\n<agent_role name=\"{}\">\n{}\n</agent_role>", agent.name, agent.prompt.trim())
+}
+
+/// Runs the agent to its final answer. `Err` carries what went wrong (a model error, or the
+/// parent's cancellation).
+pub(super) async fn run_agent(
+    ctx: &RunCtx,
+    agent: &Resolved,
+    prompt: &str,
+    model: &str,
+    parent: &SessionSettings,
+) -> Result<String, String> {
+    let settings = settings_for(parent, agent, model);
+    let system = system_prompt(&settings, agent);
+    let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
+    let mut conv = Conversation::new(Vec::new(), Some(prompt.to_string()));
+    conv.push(Message::User {
+        content: UserContent::Text(format!("<current_datetime>{now}</current_datetime>\n\n{prompt}")),
+    });
+    let interaction_id = uuid::Uuid::new_v4().to_string();
+    let mut turn: u32 = 0;
+    loop {
+        if ctx.cancel.is_cancelled() {
+            return Err("cancelled".into());
+        }
+        let turn_id = turn.to_string();
+        ctx.emitter().emit(t::AssistantTurnStartData {
+            turn_id: turn_id.clone(),
+            model: Some(settings.model.clone()),
+            interaction_id: Some(interaction_id.clone()),
+        });
+        let tools = dispatch::tool_specs(&ctx.deps, &settings);
+        let offered: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let route = crate::byok::route(
+            &settings.providers,
+            &settings.model,
+            &crate::byok::RouteCtx {
+                default_client: &ctx.deps.model,
+                http: &ctx.deps.http,
+                emitter: ctx.handle.emitter_arc(),
+                session_id: ctx.handle.id(),
+            },
+        );
+        let req = ChatRequest {
+            model: route.model.clone(),
+            system: system.clone(),
+            history: conv.history.clone(),
+            tools,
+            stream: settings.streaming,
+            initiator: Initiator::Agent,
+            interaction_id: interaction_id.clone(),
+            session_id: ctx.handle.id().to_string(),
+            extra_headers: Default::default(),
+            purpose: Default::default(),
+            reasoning_effort: settings.reasoning_effort.clone(),
+        };
+        let message_id = uuid::Uuid::new_v4().to_string();
+        let result = crate::model_call::call_model(
+            ctx,
+            route.client.as_ref(),
+            req,
+            &settings.model,
+            &turn_id,
+            &message_id,
+            settings.streaming,
+        )
+        .await;
+        let resp = match result {
+            Ok(resp) => resp,
+            Err(ProviderError::Cancelled) => {
+                end_turn(ctx, &turn_id);
+                return Err("cancelled".into());
+            }
+            Err(e) => {
+                end_turn(ctx, &turn_id);
+                return Err(e.to_string());
+            }
+        };
+        let reply = crate::run::merge_replies(&resp);
+        ctx.emitter().emit(t::AssistantUsageData {
+            model: resp.model.clone().unwrap_or_else(|| settings.model.clone()),
+            input_tokens: Some(resp.usage.input_tokens),
+            output_tokens: Some(resp.usage.output_tokens),
+            duration: Some(resp.duration_ms),
+            initiator: Some("agent".into()),
+            api_call_id: resp.api_call_id.clone(),
+            ..Default::default()
+        });
+        let tool_requests = reply
+            .tool_calls
+            .iter()
+            .map(|c| t::AssistantMessageToolRequest {
+                tool_call_id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: serde_json::from_str::<Value>(&c.arguments).ok(),
+                r#type: Some(t::AssistantMessageToolRequestType::Function),
+                ..Default::default()
+            })
+            .collect();
+        ctx.emitter().emit(t::AssistantMessageData {
+            message_id,
+            content: reply.content.clone(),
+            tool_requests: Some(tool_requests),
+            model: Some(settings.model.clone()),
+            interaction_id: Some(interaction_id.clone()),
+            turn_id: Some(turn_id.clone()),
+            output_tokens: Some(resp.usage.output_tokens),
+            ..Default::default()
+        });
+        conv.push(crate::history::assistant_message(
+            reply.content.clone(),
+            reply.tool_calls.clone(),
+            reply.reasoning_blocks.clone(),
+        ));
+        if reply.tool_calls.is_empty() {
+            end_turn(ctx, &turn_id);
+            return Ok(reply.content);
+        }
+        let outcomes = dispatch::run_calls(ctx, &reply.tool_calls, &turn_id, &settings, &offered).await;
+        let mut after = Vec::new();
+        for (call, outcome) in reply.tool_calls.iter().zip(outcomes) {
+            let text = match outcome {
+                CallOutcome::Done { text, guidance, .. } => {
+                    after.extend(guidance.map(|g| Message::User { content: UserContent::Text(g) }));
+                    text
+                }
+                CallOutcome::Interrupted => INTERRUPTED_TEXT.to_string(),
+            };
+            conv.push(Message::Tool { tool_call_id: call.id.clone(), content: ToolContent::Text(text) });
+        }
+        for m in after {
+            conv.push(m);
+        }
+        end_turn(ctx, &turn_id);
+        turn += 1;
+    }
+}
+
+fn end_turn(ctx: &RunCtx, turn_id: &str) {
+    ctx.emitter().emit(t::AssistantTurnEndData { turn_id: turn_id.to_string(), model: None });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolved(tools: Option<Vec<&str>>) -> Resolved {
+        Resolved {
+            name: "explore".into(),
+            display_name: "Explore".into(),
+            description: String::new(),
+            prompt: "Look around.".into(),
+            tools: tools.map(|t| t.into_iter().map(String::from).collect()),
+            model: None,
+        }
+    }
+
+    fn parent() -> SessionSettings {
+        SessionSettings::from_params(&Default::default(), "m", std::path::Path::new("/"), false)
+    }
+
+    #[test]
+    fn a_sub_agent_gets_its_tools_within_the_session_s_and_never_task() {
+        let mut p = parent();
+        let s = settings_for(&p, &resolved(Some(vec!["view", "grep"])), "other");
+        assert!(s.tool_allowed("view") && s.tool_allowed("grep"));
+        assert!(!s.tool_allowed("bash") && !s.tool_allowed("task"));
+        assert_eq!(s.model, "other");
+
+        p.available_tools = Some(vec!["view".into()]);
+        let s = settings_for(&p, &resolved(Some(vec!["view", "grep"])), "m");
+        assert!(s.tool_allowed("view") && !s.tool_allowed("grep"), "the session's allow-list still applies");
+
+        let s = settings_for(&parent(), &resolved(None), "m");
+        assert!(s.tool_allowed("bash") && !s.tool_allowed("task"));
+    }
+}
