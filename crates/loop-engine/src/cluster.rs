@@ -27,6 +27,10 @@ pub(crate) struct Cluster {
     pg: PgEvents,
     /// Sessions this node holds the lease of.
     owned: Mutex<HashSet<String>>,
+    /// Owned sessions that unloaded (or failed to load): their leases go at the next tick,
+    /// unless they are loaded again by then. Only these: a lease taken for a session still
+    /// loading must not be given up under it.
+    unloaded: Mutex<HashSet<String>>,
     /// Sessions loaded here as followers of another node.
     followers: Mutex<HashMap<String, Follower>>,
     last_renewal: Mutex<Instant>,
@@ -46,6 +50,7 @@ impl Cluster {
             settings,
             pg,
             owned: Mutex::default(),
+            unloaded: Mutex::default(),
             followers: Mutex::default(),
             last_renewal: Mutex::new(Instant::now()),
         }
@@ -67,9 +72,17 @@ impl Cluster {
     pub(crate) async fn acquire(&self, id: &str) -> Result<Lease, EngineError> {
         let lease = self.pg.acquire(id, self.ttl_s()).await?;
         if lease == Lease::Held {
+            lock(&self.unloaded).remove(id);
             lock(&self.owned).insert(id.to_string());
         }
         Ok(lease)
+    }
+
+    /// A session stopped running here (or never started): give its lease up at the next tick.
+    pub(crate) fn unloaded(&self, id: &str) {
+        if lock(&self.owned).contains(id) {
+            lock(&self.unloaded).insert(id.to_string());
+        }
     }
 
     /// The node a session loaded here as a follower runs on.
@@ -104,8 +117,8 @@ impl Engine {
     }
 
     async fn renew_and_release(&self, cluster: &Cluster) {
-        let owned: Vec<String> = lock(&cluster.owned).iter().cloned().collect();
-        for id in owned.iter().filter(|id| self.get(id).is_none()) {
+        let unloaded: Vec<String> = lock(&cluster.unloaded).drain().collect();
+        for id in unloaded.iter().filter(|id| self.get(id).is_none()) {
             lock(&cluster.owned).remove(id);
             if let Err(e) = cluster.pg.release(id).await {
                 tracing::warn!(session = %id, error = %e, "releasing a session lease failed");
@@ -116,7 +129,8 @@ impl Engine {
             return;
         }
         *lock(&cluster.last_renewal) = Instant::now();
-        for id in owned.iter().filter(|id| self.get(id).is_some()) {
+        let owned: Vec<String> = lock(&cluster.owned).iter().cloned().collect();
+        for id in &owned {
             match cluster.pg.renew(id, cluster.ttl_s()).await {
                 Ok(true) => {}
                 Ok(false) => {

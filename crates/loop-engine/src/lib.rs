@@ -385,13 +385,25 @@ impl Engine {
         if let Some(cluster) = &self.cluster {
             cluster.acquire_new(&id).await?;
         }
-        let log = self.deps.events.open_sink(&id).await?;
         let start_time = now();
+        let prepared = async {
+            let log = self.deps.events.open_sink(&id).await?;
+            self.deps.index.upsert(&index_row(&id, &settings, &start_time)).await?;
+            Ok::<_, EngineError>(log)
+        };
+        let log = match prepared.await {
+            Ok(log) => log,
+            Err(e) => {
+                if let Some(cluster) = &self.cluster {
+                    cluster.unloaded(&id);
+                }
+                return Err(e);
+            }
+        };
         let emitter = Emitter::new(id.clone(), Some(log), None, 0);
         if let Some(sub) = subscriber {
             emitter.subscribe(sub);
         }
-        self.deps.index.upsert(&index_row(&id, &settings, &start_time)).await?;
         let start = t::StartData {
             session_id: id.clone(),
             version: 1,
@@ -444,7 +456,13 @@ impl Engine {
             }
         }
         let subscribers = subscriber.into_iter().collect();
-        self.load(&id, params, subscribers, follow_owner).await
+        let loaded = self.load(&id, params, subscribers, follow_owner).await;
+        if loaded.is_err() {
+            if let Some(cluster) = &self.cluster {
+                cluster.unloaded(&id);
+            }
+        }
+        loaded
     }
 
     /// Loads a session from its log. Without `follow` it runs here (this node holds its lease
@@ -621,6 +639,9 @@ impl Engine {
         let mut sessions = lock(&self.sessions);
         if sessions.get(handle.id()).is_some_and(|h| h.same_session(handle)) {
             sessions.remove(handle.id());
+            if let Some(cluster) = &self.cluster {
+                cluster.unloaded(handle.id());
+            }
         }
     }
 
