@@ -1,4 +1,4 @@
-//! `sqlx::migrate!` embeds `migrations/` at compile time; without this, editing a migration
+//! `sqlx::migrate!` embeds `migrations/{sqlite,postgres}` at compile time; without this, editing a migration
 //! would not rebuild the crate.
 
 fn main() {

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use protocol::event::{Event, SessionEvent};
 use protocol::generated::types as t;
 use serde_json::Value;
-use store::EventLog;
+use store::EventSink;
 
 /// Somebody who receives a session's events (an RPC connection, the headless runner, a test).
 pub trait EventSubscriber: Send + Sync {
@@ -47,7 +47,7 @@ struct Inner {
     /// The latest persisted event (the parent of the next event of any kind).
     last_persisted_id: Option<String>,
     persisted_count: usize,
-    log: Option<EventLog>,
+    log: Option<EventSink>,
     subscribers: Vec<Arc<dyn EventSubscriber>>,
     /// Events emitted so far by this process, ephemeral ones included.
     seq: u64,
@@ -61,6 +61,18 @@ struct Inner {
 struct Ring {
     entries: std::collections::VecDeque<RingEntry>,
     bytes: usize,
+}
+
+impl Ring {
+    fn push(&mut self, entry: RingEntry) {
+        self.bytes += entry.json.len();
+        self.entries.push_back(entry);
+        while self.entries.len() > RING_EVENTS || (self.bytes > RING_BYTES && self.entries.len() > 1) {
+            if let Some(old) = self.entries.pop_front() {
+                self.bytes -= old.json.len();
+            }
+        }
+    }
 }
 
 const RING_EVENTS: usize = 1000;
@@ -90,7 +102,7 @@ impl Emitter {
     /// `None` and 0 for a new session.
     pub fn new(
         session_id: String,
-        log: Option<EventLog>,
+        log: Option<EventSink>,
         last_persisted_id: Option<String>,
         persisted_count: usize,
     ) -> Self {
@@ -189,7 +201,7 @@ impl Emitter {
         self.emit_event(payload, ephemeral, deliver, Some(agent_id.to_string()))
     }
 
-    /// Cuts the log before `event_id` (see [`EventLog::truncate_before`]); the next event's
+    /// Cuts the log before `event_id` (see [`EventSink::truncate_before`]); the next event's
     /// parent is the last one left. `None` when the log has no such event.
     pub fn truncate_log(&self, event_id: &str) -> Result<Option<(Vec<Event>, usize)>, store::StoreError> {
         let mut inner = self.lock();
@@ -220,9 +232,9 @@ impl Emitter {
             inner.last_persisted_id = Some(event.id.clone());
             inner.persisted_count += 1;
             if let Some(log) = inner.log.as_mut() {
-                if let Err(first) = log.append_json(json.as_bytes()) {
+                if let Err(first) = log.append(&event.id, json.as_bytes()) {
                     tracing::warn!(session = %self.session_id, error = %first, "event log write failed; retrying");
-                    if let Err(second) = log.append_json(json.as_bytes()) {
+                    if let Err(second) = log.append(&event.id, json.as_bytes()) {
                         write_error = Some(second.to_string());
                     }
                 }
@@ -237,13 +249,7 @@ impl Emitter {
                 kind: event.kind().to_string(),
                 json: json.as_str().into(),
             };
-            ring.bytes += entry.json.len();
-            ring.entries.push_back(entry);
-            while ring.entries.len() > RING_EVENTS || (ring.bytes > RING_BYTES && ring.entries.len() > 1) {
-                if let Some(old) = ring.entries.pop_front() {
-                    ring.bytes -= old.json.len();
-                }
-            }
+            ring.push(entry);
         }
         if deliver {
             self.deliver_locked(&mut inner, &event, &json);
@@ -267,6 +273,28 @@ impl Emitter {
         drop(inner);
         self.emitted.notify_waiters();
         event.id
+    }
+
+    /// Delivers an event another node persisted (a follower of a session running elsewhere):
+    /// it becomes the parent of what follows, and is not written again.
+    pub fn relay(&self, event: &Event, json: &str) {
+        let mut inner = self.lock();
+        inner.last_persisted_id = Some(event.id.clone());
+        inner.persisted_count += 1;
+        inner.seq += 1;
+        let seq = inner.seq;
+        if let Some(ring) = inner.ring.as_mut() {
+            let entry = RingEntry { seq, ephemeral: false, kind: event.kind().to_string(), json: json.into() };
+            ring.push(entry);
+        }
+        self.deliver_locked(&mut inner, event, json);
+        drop(inner);
+        self.emitted.notify_waiters();
+    }
+
+    /// Removes and returns every subscriber (a session handed from one handle to another).
+    pub fn take_subscribers(&self) -> Vec<Arc<dyn EventSubscriber>> {
+        std::mem::take(&mut self.lock().subscribers)
     }
 
     fn deliver_locked(&self, inner: &mut Inner, event: &Event, json: &str) {
@@ -295,7 +323,7 @@ mod tests {
     fn parent_ids_chain_persisted_events_and_only_durable_ones_are_written() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.jsonl");
-        let em = Emitter::new("s".into(), Some(EventLog::open(&path).unwrap()), None, 0);
+        let em = Emitter::new("s".into(), Some(store::EventLog::open(&path).unwrap().into()), None, 0);
         let c = Arc::new(Collect(Mutex::new(vec![]), AtomicU64::new(1)));
         em.subscribe(c.clone());
         let a = em.emit(t::AbortData { reason: t::AbortReason::UserInitiated });

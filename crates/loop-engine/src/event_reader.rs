@@ -8,7 +8,6 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use store::EventLog;
 
 use crate::emitter::RingEntry;
 use crate::{EngineError, SessionHandle};
@@ -69,10 +68,7 @@ impl SessionHandle {
             Cursor::Live(k) => k,
             Cursor::Logged(n) => {
                 let (count, seq) = self.emitter().read_position();
-                let path = self.workspace_path().join("events.jsonl");
-                let loaded = tokio::task::spawn_blocking(move || EventLog::load(path))
-                    .await
-                    .map_err(|e| EngineError::Compaction(format!("reading the event log failed: {e}")))??;
+                let loaded = self.event_store().load(self.id()).await?;
                 let logged = &loaded.events[..count.min(loaded.events.len())];
                 let mut events = Vec::new();
                 for (i, e) in logged.iter().enumerate().skip(n) {

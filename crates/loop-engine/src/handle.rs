@@ -293,11 +293,18 @@ pub(crate) struct SessionParts {
     pub compaction: crate::compaction::Control,
     /// `session.eventLog.registerInterest` registrations: handle → event type.
     pub interests: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    /// Where the session's log is read back from (files or the shared database).
+    pub events: store::EventStore,
 }
 
 impl SessionHandle {
     pub(crate) fn new(parts: SessionParts) -> Self {
         Self { inner: Arc::new(parts) }
+    }
+
+    /// The store the session's log is read back from.
+    pub(crate) fn event_store(&self) -> &store::EventStore {
+        &self.inner.events
     }
 
     pub fn id(&self) -> &str {

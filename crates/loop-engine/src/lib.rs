@@ -13,6 +13,7 @@ pub mod attachments;
 pub mod autopilot;
 pub mod byok;
 mod client;
+pub mod cluster;
 pub mod compaction;
 mod conversation;
 mod dispatch;
@@ -43,7 +44,7 @@ use protocol::generated::types as t;
 use protocol::methods::{
     LifecycleMetadata, LifecycleNotification, SessionConfigParams, SessionContext, SessionListEntry,
 };
-use store::{EventLog, Layout, SessionIndex, SessionRow};
+use store::{EventStore, Layout, SessionIndex, SessionRow};
 
 pub use emitter::{ClientRequester, Emitter, EventSubscriber};
 pub use handle::{
@@ -102,6 +103,8 @@ pub struct EngineConfig {
 pub(crate) struct Deps {
     pub layout: Layout,
     pub index: SessionIndex,
+    /// Where logs and `workspace.yaml` metadata live (files, or the shared database).
+    pub events: EventStore,
     pub model: Arc<dyn ModelClient>,
     pub http: Arc<dyn llm_providers::transport::HttpTransport>,
     pub builtins: tools::Registry,
@@ -129,6 +132,8 @@ pub struct Engine {
     pending_grace: std::time::Duration,
     sessions: Mutex<HashMap<String, SessionHandle>>,
     lifecycle: Mutex<Vec<Arc<dyn LifecycleSubscriber>>>,
+    /// Several nodes on one database: leases and followers (`None` on one node).
+    cluster: Option<cluster::Cluster>,
 }
 
 /// Locks a mutex, recovering it if a panicking holder poisoned it: every lock in this crate
@@ -210,7 +215,7 @@ pub(crate) async fn write_workspace_yaml_named(
         updated_at: now(),
         ..Default::default()
     };
-    if let Err(e) = deps.layout.write_workspace_yaml(session.id(), &meta).await {
+    if let Err(e) = deps.events.write_meta(session.id(), &meta).await {
         tracing::warn!(session = %session.id(), error = %e, "workspace.yaml write failed");
     }
 }
@@ -219,10 +224,26 @@ impl Engine {
     pub async fn open(config: EngineConfig) -> Result<Self, EngineError> {
         let layout = Layout::new(config.home.clone());
         let index = SessionIndex::open(&layout.db_path()).await?;
-        Ok(Self {
+        Ok(Self::with_store(config, index, EventStore::Files(layout), None))
+    }
+
+    /// An engine on a given index and event store; `cluster` when several nodes share them.
+    pub fn with_store(
+        config: EngineConfig,
+        index: SessionIndex,
+        events: EventStore,
+        cluster: Option<cluster::ClusterSettings>,
+    ) -> Self {
+        let layout = Layout::new(config.home.clone());
+        let cluster = match (cluster, events.postgres()) {
+            (Some(settings), Some(pg)) => Some(cluster::Cluster::new(settings, pg.clone())),
+            _ => None,
+        };
+        Self {
             deps: Arc::new(Deps {
                 layout,
                 index,
+                events,
                 model: config.model,
                 http: config.http,
                 builtins: config.builtins,
@@ -236,7 +257,8 @@ impl Engine {
             pending_grace: config.pending_grace,
             sessions: Mutex::new(HashMap::new()),
             lifecycle: Mutex::new(Vec::new()),
-        })
+            cluster,
+        }
     }
 
     pub fn version(&self) -> &str {
@@ -363,10 +385,9 @@ impl Engine {
         settings: SessionSettings,
         start_time: String,
         conv: run::Conversation,
+        name: Option<String>,
     ) -> SessionHandle {
         let (tx, rx) = tokio::sync::mpsc::channel(actor::INPUT_CAPACITY);
-        let name =
-            self.deps.layout.read_workspace_yaml(&id).ok().flatten().filter(|m| m.user_named).and_then(|m| m.name);
         let view = SessionView { settings, approvals: Vec::new(), running: false, user_named: name.is_some(), name };
         let (view_tx, view_rx) = tokio::sync::watch::channel(Arc::new(view.clone()));
         let handle = SessionHandle::new(handle::SessionParts {
@@ -380,6 +401,7 @@ impl Engine {
             stop: tokio_util::sync::CancellationToken::new(),
             compaction: Default::default(),
             interests: Default::default(),
+            events: self.deps.events.clone(),
         });
         let actor = actor::Actor::new(handle.clone(), self.deps.clone(), view, view_tx, conv);
         tokio::spawn(actor.run(rx));
@@ -394,19 +416,37 @@ impl Engine {
         settings::providers_from_params(params).map_err(EngineError::InvalidProviders)?;
         let id = params.session_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let layout = &self.deps.layout;
-        if self.get(&id).is_some() || layout.events_path(&id).exists() {
+        Layout::check_id(&id)?;
+        if self.get(&id).is_some() || self.deps.events.exists(&id).await? {
             return Err(EngineError::SessionExists(id));
         }
         let mut settings = SessionSettings::from_params(params, &self.default_model, &self.default_cwd, self.allow_all);
-        settings.load_files(&layout.home);
+        settings.load_files(&self.deps.layout.home);
+        // The directory holds the session's local files (plan, workspace files, spills) on
+        // every backend; the log goes where the store keeps logs.
         layout.ensure_session_dir(&id)?;
-        let log = EventLog::open(layout.events_path(&id))?;
+        if let Some(cluster) = &self.cluster {
+            cluster.acquire_new(&id).await?;
+        }
         let start_time = now();
+        let prepared = async {
+            let log = self.deps.events.open_sink(&id).await?;
+            self.deps.index.upsert(&index_row(&id, &settings, &start_time)).await?;
+            Ok::<_, EngineError>(log)
+        };
+        let log = match prepared.await {
+            Ok(log) => log,
+            Err(e) => {
+                if let Some(cluster) = &self.cluster {
+                    cluster.unloaded(&id);
+                }
+                return Err(e);
+            }
+        };
         let emitter = Emitter::new(id.clone(), Some(log), None, 0);
         if let Some(sub) = subscriber {
             emitter.subscribe(sub);
         }
-        self.deps.index.upsert(&index_row(&id, &settings, &start_time)).await?;
         let start = t::StartData {
             session_id: id.clone(),
             version: 1,
@@ -421,7 +461,7 @@ impl Engine {
             ..Default::default()
         };
         let conv = run::Conversation::new(Vec::new(), None);
-        let handle = self.spawn_session(id.clone(), emitter, settings.clone(), start_time.clone(), conv);
+        let handle = self.spawn_session(id.clone(), emitter, settings.clone(), start_time.clone(), conv, None);
         lock(&self.sessions).insert(id.clone(), handle.clone());
         self.broadcast_lifecycle(LifecycleNotification {
             kind: "session.created".into(),
@@ -441,6 +481,13 @@ impl Engine {
         let id = params.session_id.clone().ok_or_else(|| EngineError::SessionNotFound(String::new()))?;
         settings::providers_from_params(params).map_err(EngineError::InvalidProviders)?;
         if let Some(handle) = self.get(&id) {
+            if self.cluster.as_ref().is_some_and(|c| c.following(&id).is_some()) {
+                // A follower relays another node's events: joining it adds no event of its own.
+                if let Some(sub) = subscriber {
+                    handle.subscribe(sub);
+                }
+                return Ok(handle);
+            }
             match handle.resume(params.clone(), subscriber.clone()).await {
                 Ok(()) => return Ok(handle),
                 // The idle unloader ended it just now: load it again from disk.
@@ -448,12 +495,35 @@ impl Engine {
                 Err(e) => return Err(e),
             }
         }
-        let path = self.deps.layout.events_path(&id);
-        // A long log is a blocking read: keep it off the async workers.
-        let loaded = tokio::task::spawn_blocking(move || EventLog::load(&path)).await.map_err(|e| {
-            EngineError::Load(store::StoreError::Io { path: id.clone(), source: std::io::Error::other(e) })
-        })?;
-        let loaded = match loaded {
+        Layout::check_id(&id).map_err(|_| EngineError::Load(store::StoreError::NotFound(id.clone())))?;
+        let mut follow_owner = None;
+        if let Some(cluster) = &self.cluster {
+            if let store::pg::Lease::Elsewhere(node) = cluster.acquire(&id).await? {
+                follow_owner = Some(node);
+            }
+        }
+        let subscribers = subscriber.into_iter().collect();
+        let loaded = self.load(&id, params, subscribers, follow_owner).await;
+        if loaded.is_err() {
+            if let Some(cluster) = &self.cluster {
+                cluster.unloaded(&id);
+            }
+        }
+        loaded
+    }
+
+    /// Loads a session from its log. Without `follow` it runs here (this node holds its lease
+    /// and alone appends to its log); with the owning node's id it is a read-only follower that
+    /// relays what that node persists ([`Engine::cluster_tick`]).
+    async fn load(
+        &self,
+        id: &str,
+        params: &SessionConfigParams,
+        subscribers: Vec<Arc<dyn EventSubscriber>>,
+        follow: Option<String>,
+    ) -> Result<SessionHandle, EngineError> {
+        let id = id.to_string();
+        let loaded = match self.deps.events.load(&id).await {
             Ok(l) => l,
             Err(store::StoreError::NotFound(_)) => return Err(EngineError::Load(store::StoreError::NotFound(id))),
             Err(e) => return Err(EngineError::Load(e)),
@@ -472,10 +542,13 @@ impl Engine {
         if let Some(mode) = restored.mode {
             settings.mode = mode;
         }
-        let log = EventLog::open(self.deps.layout.events_path(&id))?;
+        let log = match follow {
+            None => Some(self.deps.events.open_sink(&id).await?),
+            Some(_) => None,
+        };
         let start_time = restored.start_time.clone().unwrap_or_else(now);
-        let emitter = Emitter::new(id.clone(), Some(log), restored.last_event_id.clone(), loaded.events.len());
-        if self.deps.index.get(&id).await?.is_none() {
+        let emitter = Emitter::new(id.clone(), log, restored.last_event_id.clone(), loaded.events.len());
+        if follow.is_none() && self.deps.index.get(&id).await?.is_none() {
             self.deps.index.upsert(&index_row(&id, &settings, &start_time)).await?;
             if let Some(title) = &restored.title {
                 self.deps.index.mark_user_message(&id, title).await?;
@@ -491,7 +564,8 @@ impl Engine {
         let mut conv = run::Conversation::new(restored.messages, restored.title);
         conv.last_system = restored.last_system;
         conv.prompts = restored.prompts;
-        let handle = self.spawn_session(id.clone(), emitter, settings, start_time, conv);
+        let name = self.user_name(&id).await;
+        let handle = self.spawn_session(id.clone(), emitter, settings, start_time, conv, name);
         let existing = {
             let mut sessions = lock(&self.sessions);
             match sessions.get(&id) {
@@ -499,6 +573,9 @@ impl Engine {
                 Some(first) => Some(first.clone()),
                 None => {
                     sessions.insert(id.clone(), handle.clone());
+                    if let (Some(node), Some(cluster)) = (&follow, &self.cluster) {
+                        cluster.add_follower(&id, node, params, loaded.events.len() as i64);
+                    }
                     None
                 }
             }
@@ -506,13 +583,17 @@ impl Engine {
         if let Some(first) = existing {
             // Another connection loaded (or created) it meanwhile: join that one.
             handle.shutdown();
-            first.resume(params.clone(), subscriber).await?;
+            let mut subscribers = subscribers.into_iter();
+            first.resume(params.clone(), subscribers.next()).await?;
+            for sub in subscribers {
+                first.subscribe(sub);
+            }
             return Ok(first);
         }
-        if let Some(sub) = subscriber {
+        for sub in subscribers {
             handle.subscribe(sub);
         }
-        if !params.disable_resume.unwrap_or(false) {
+        if follow.is_none() && !params.disable_resume.unwrap_or(false) {
             handle.emitter().emit(resume_event);
         }
         Ok(handle)
@@ -541,12 +622,8 @@ impl Engine {
         new_id: Option<String>,
         name: Option<String>,
     ) -> Result<String, EngineError> {
-        let layout = self.deps.layout.clone();
         Layout::check_id(source)?;
-        let path = layout.events_path(source);
-        let loaded = tokio::task::spawn_blocking(move || EventLog::load(path))
-            .await
-            .map_err(|e| EngineError::Compaction(format!("reading the event log failed: {e}")))?;
+        let loaded = self.deps.events.load(source).await;
         let events = match loaded {
             Ok(l) if !l.events.is_empty() => l.events,
             Ok(_) | Err(store::StoreError::NotFound(_)) => {
@@ -562,7 +639,8 @@ impl Engine {
             None => events.len(),
         };
         let id = new_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        if self.get(&id).is_some() || layout.events_path(&id).exists() {
+        Layout::check_id(&id)?;
+        if self.get(&id).is_some() || self.deps.events.exists(&id).await? {
             return Err(EngineError::SessionExists(id));
         }
         let mut kept = events;
@@ -580,25 +658,17 @@ impl Engine {
             updated_at: now(),
             ..Default::default()
         });
-        let new_id = id.clone();
-        tokio::task::spawn_blocking(move || -> Result<(), store::StoreError> {
-            layout.ensure_session_dir(&new_id)?;
-            let mut log = EventLog::open(layout.events_path(&new_id))?;
-            for mut e in kept {
-                // The copy names its own session; every event keeps its id and parent.
-                if let protocol::event::SessionEvent::SessionStart(d) = &mut e.payload {
-                    d.session_id = new_id.clone();
-                }
-                log.append(&e)?;
+        for e in &mut kept {
+            // The copy names its own session; every event keeps its id and parent.
+            if let protocol::event::SessionEvent::SessionStart(d) = &mut e.payload {
+                d.session_id = id.clone();
             }
-            log.sync()?;
-            match meta {
-                Some(meta) => layout.write_workspace_yaml_blocking(&new_id, &meta),
-                None => Ok(()),
-            }
-        })
-        .await
-        .map_err(|e| EngineError::Compaction(format!("writing the fork failed: {e}")))??;
+        }
+        self.deps.layout.ensure_session_dir(&id)?;
+        self.deps.events.write_log(&id, kept).await?;
+        if let Some(meta) = meta {
+            self.deps.events.write_meta(&id, &meta).await?;
+        }
         Ok(id)
     }
 
@@ -617,6 +687,9 @@ impl Engine {
         let mut sessions = lock(&self.sessions);
         if sessions.get(handle.id()).is_some_and(|h| h.same_session(handle)) {
             sessions.remove(handle.id());
+            if let Some(cluster) = &self.cluster {
+                cluster.unloaded(handle.id());
+            }
         }
     }
 
@@ -643,11 +716,15 @@ impl Engine {
         if let Some(handle) = removed {
             handle.shutdown();
         }
-        let existed = self.deps.layout.session_dir(id).exists() || self.deps.index.get(id).await?.is_some();
+        Layout::check_id(id).map_err(|_| EngineError::SessionNotFound(id.to_string()))?;
+        let existed = self.deps.layout.session_dir(id).exists()
+            || self.deps.events.exists(id).await?
+            || self.deps.index.get(id).await?.is_some();
         if !existed {
             return Err(EngineError::SessionNotFound(id.to_string()));
         }
         self.deps.layout.delete_session_dir(id)?;
+        self.deps.events.delete(id).await?;
         self.deps.index.delete(id).await?;
         self.broadcast_lifecycle(LifecycleNotification {
             kind: "session.deleted".into(),
@@ -660,12 +737,7 @@ impl Engine {
     /// All persisted events of a loaded session.
     pub async fn messages(&self, id: &str) -> Result<Vec<protocol::event::Event>, EngineError> {
         self.require(id)?;
-        // A long log is a blocking read: keep it off the async workers.
-        let path = self.deps.layout.events_path(id);
-        let loaded = tokio::task::spawn_blocking(move || EventLog::load(&path)).await.map_err(|e| {
-            EngineError::Store(store::StoreError::Io { path: id.to_string(), source: std::io::Error::other(e) })
-        })?;
-        match loaded {
+        match self.deps.events.load(id).await {
             // Usage records are the log's own bookkeeping; clients never see them.
             Ok(l) => {
                 Ok(l.events.into_iter().filter(|e| !matches!(e.payload, SessionEvent::SessionUsageRecord(_))).collect())
@@ -686,6 +758,16 @@ impl Engine {
 
     pub async fn last_id(&self) -> Result<Option<String>, EngineError> {
         Ok(self.deps.index.last_id().await?)
+    }
+
+    /// The name a client gave the session, from its `workspace.yaml` metadata.
+    async fn user_name(&self, id: &str) -> Option<String> {
+        self.deps.events.read_meta(id).await.ok().flatten().filter(|m| m.user_named).and_then(|m| m.name)
+    }
+
+    /// The session's `workspace.yaml` metadata, wherever the store keeps it.
+    pub async fn workspace_meta(&self, id: &str) -> Option<store::WorkspaceMeta> {
+        self.deps.events.read_meta(id).await.ok().flatten()
     }
 
     fn list_entry(&self, r: &SessionRow) -> SessionListEntry {

@@ -33,6 +33,17 @@ impl Ctx {
         self.caller.can_see(id)
     }
 
+    /// Brings the caller's view of who owns what up to date with the shared database (several
+    /// nodes): for one session, or for all (`None`, before a listing).
+    pub async fn learn_owners(&self, id: Option<&str>) -> Result<(), RpcError> {
+        let Some(tenancy) = &self.server.tenancy else { return Ok(()) };
+        let learned = match id {
+            Some(id) => tenancy.learn(id).await,
+            None => tenancy.learn_all().await,
+        };
+        learned.map_err(|e| self.failed(e))
+    }
+
     /// The answer to a request naming an unknown session.
     pub fn not_found(&self, id: &str) -> RpcError {
         self.engine_error(&loop_engine::EngineError::SessionNotFound(id.to_string()))

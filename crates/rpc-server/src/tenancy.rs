@@ -163,6 +163,32 @@ impl Tenancy {
         self.index.release_owner(session_id).await
     }
 
+    /// Several nodes share the database: another may have claimed a session since this one
+    /// loaded the owners. Looks `session_id` up there when it is not known here (a no-op on a
+    /// one-node SQLite server, where the table has nothing the memory lacks).
+    pub async fn learn(&self, session_id: &str) -> Result<(), StoreError> {
+        if self.index.postgres().is_none() || self.owners().contains_key(session_id) {
+            return Ok(());
+        }
+        if let Some(tenant) = self.index.owner(session_id).await? {
+            self.owners().insert(session_id.to_string(), Arc::from(tenant));
+        }
+        Ok(())
+    }
+
+    /// [`Tenancy::learn`] for every session (before a listing).
+    pub async fn learn_all(&self) -> Result<(), StoreError> {
+        if self.index.postgres().is_none() {
+            return Ok(());
+        }
+        let all = self.index.owners().await?;
+        let mut owners = self.owners();
+        for (id, tenant) in all {
+            owners.entry(id).or_insert_with(|| Arc::from(tenant));
+        }
+        Ok(())
+    }
+
     /// Whether the database answers (`/readyz`).
     pub async fn ready(&self) -> bool {
         self.index.ping().await.is_ok()

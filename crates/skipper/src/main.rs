@@ -164,6 +164,9 @@ struct EngineOptions {
     metrics: Option<Arc<serve::metrics::Metrics>>,
     /// `skipper serve`: file tools reach only inside these workspaces.
     confine_to: Option<Vec<PathBuf>>,
+    /// `skipper serve`: the index and event store it opened (PostgreSQL, or SQLite and files);
+    /// `None`: the SQLite index and log files under `home`.
+    store: Option<serve::Storage>,
 }
 
 struct EngineSetup {
@@ -227,7 +230,7 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
         Some(m) => (m.model(model_client), m.tools(&builtins)),
         None => (model_client, builtins),
     };
-    let engine = Engine::open(EngineConfig {
+    let config = EngineConfig {
         home: opts.home,
         version: VERSION.to_string(),
         default_model,
@@ -240,9 +243,11 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
         pending_grace: std::time::Duration::from_millis(
             env.get("SKIPPER_PENDING_GRACE_MS").and_then(|v| v.parse().ok()).unwrap_or(defaults.pending_grace_ms),
         ),
-    })
-    .await
-    .context("opening the session store")?;
+    };
+    let engine = match opts.store {
+        Some(store) => Engine::with_store(config, store.index, store.events, store.cluster),
+        None => Engine::open(config).await.context("opening the session store")?,
+    };
     let auth = AuthInfo {
         token_present: token.is_some(),
         auth_type: auth_type.into(),
@@ -280,6 +285,7 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
             allow_all_tools: cli.allow_all_tools || cli.allow_all || cli.yolo,
             metrics: None,
             confine_to: None,
+            store: None,
         },
         &env,
     )

@@ -1,13 +1,17 @@
-//! The SQLite session index behind `session.list`, `getLastId` and `getMetadata`
-//! (persistence.md §5). It caches what the logs say, so [`SessionIndex::rebuild_from_logs`]
-//! can always recreate it.
+//! The session index behind `session.list`, `getLastId` and `getMetadata` (persistence.md
+//! §5), on SQLite (one node, under `$COPILOT_HOME`) or PostgreSQL (several nodes). On SQLite it
+//! caches what the logs say, so [`SessionIndex::rebuild_from_logs`] can always recreate it.
 //!
-//! Runtime-checked queries only: there is no database at build time.
+//! Runtime-checked queries only: there is no database at build time. Each query is written once
+//! in SQLite's dialect (`?N` parameters, `TRUE`, `ON CONFLICT`) and translated for PostgreSQL
+//! ([`Pool::sql`]): the two differ in parameter marks and the insertion-order tie-breaker.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Executor, Sqlite};
 
@@ -19,7 +23,51 @@ mod rebuild;
 
 pub use rebuild::row_from_events;
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
+pub(crate) static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
+
+/// The database behind an index.
+#[derive(Debug, Clone)]
+pub(crate) enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+impl Pool {
+    /// A query written for SQLite, in this database's dialect.
+    pub(crate) fn sql<'a>(&self, sqlite: &'a str) -> Cow<'a, str> {
+        match self {
+            Pool::Sqlite(_) => Cow::Borrowed(sqlite),
+            Pool::Postgres(_) => Cow::Owned(to_postgres(sqlite)),
+        }
+    }
+}
+
+/// `?N` → `$N`; SQLite's `rowid` (insertion order) → the `seq` column.
+fn to_postgres(sqlite: &str) -> String {
+    let mut out = String::with_capacity(sqlite.len());
+    let mut chars = sqlite.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '?' && chars.peek().is_some_and(char::is_ascii_digit) {
+            out.push('$');
+        } else {
+            out.push(c);
+        }
+    }
+    out.replace("rowid", "seq")
+}
+
+/// Runs `$body` with `$pool` bound to the concrete pool and `$sql` to `$text` in its dialect.
+macro_rules! on_pool {
+    ($self:expr, $text:expr, |$pool:ident, $sql:ident| $body:expr) => {{
+        let $sql = $self.pool.sql($text);
+        match &$self.pool {
+            $crate::index::Pool::Sqlite($pool) => $body,
+            $crate::index::Pool::Postgres($pool) => $body,
+        }
+    }};
+}
+pub(crate) use on_pool;
 
 /// One row of the `sessions` table. Timestamps are the ISO strings events carry
 /// (`2026-11-22T11:29:03.301Z`), which sort chronologically as text.
@@ -56,7 +104,7 @@ pub struct ListFilter {
 /// Handle on the index; cheap to clone (a connection pool).
 #[derive(Debug, Clone)]
 pub struct SessionIndex {
-    pool: SqlitePool,
+    pub(crate) pool: Pool,
 }
 
 const COLUMNS: &str = "id, cwd, git_root, repository, branch, model, title, summary, \
@@ -96,111 +144,137 @@ impl SessionIndex {
     }
 
     async fn migrated(pool: SqlitePool) -> Result<Self, StoreError> {
-        MIGRATOR.run(&pool).await?;
-        Ok(Self { pool })
+        SQLITE_MIGRATOR.run(&pool).await?;
+        Ok(Self { pool: Pool::Sqlite(pool) })
     }
 
-    /// Closes the pool so the WAL is checkpointed on shutdown.
+    /// Connects to PostgreSQL (`postgres://…`) and applies pending migrations. A database that
+    /// does not answer within a few seconds is an error, not a hang.
+    pub async fn connect_postgres(url: &str) -> Result<Self, StoreError> {
+        let pool = PgPoolOptions::new().max_connections(8).acquire_timeout(Duration::from_secs(5)).connect(url).await?;
+        POSTGRES_MIGRATOR.run(&pool).await?;
+        Ok(Self { pool: Pool::Postgres(pool) })
+    }
+
+    /// The PostgreSQL pool, when the index lives there (the event log and leases share it).
+    pub fn postgres(&self) -> Option<&PgPool> {
+        match &self.pool {
+            Pool::Postgres(p) => Some(p),
+            Pool::Sqlite(_) => None,
+        }
+    }
+
+    /// Closes the pool (on SQLite, so the WAL is checkpointed on shutdown).
     pub async fn close(&self) {
-        self.pool.close().await;
+        match &self.pool {
+            Pool::Sqlite(p) => p.close().await,
+            Pool::Postgres(p) => p.close().await,
+        }
     }
 
     /// Inserts or replaces a row. `has_user_message` never goes back from true to false: a
     /// session that has been listed stays listed.
     pub async fn upsert(&self, row: &SessionRow) -> Result<(), StoreError> {
-        upsert_on(&self.pool, row).await
+        let text = upsert_sql();
+        on_pool!(self, &text, |pool, sql| bind_row(sqlx::query(&sql), row).execute(pool).await?.rows_affected());
+        Ok(())
     }
 
     /// Sets `updated_at` only. Returns whether the session exists.
     pub async fn touch(&self, id: &str, updated_at: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("UPDATE sessions SET updated_at = ?1 WHERE id = ?2")
+        let done = on_pool!(self, "UPDATE sessions SET updated_at = ?1 WHERE id = ?2", |pool, sql| sqlx::query(&sql)
             .bind(updated_at)
             .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected() > 0)
+            .execute(pool)
+            .await?
+            .rows_affected());
+        Ok(done > 0)
     }
 
     /// Records the first (or a further) user message: the session becomes listed, and the
     /// first one also sets title and summary. Returns whether the session exists.
     pub async fn mark_user_message(&self, id: &str, title: &str) -> Result<bool, StoreError> {
         // Right-hand sides see the old row, so both CASEs test the title from before.
-        let done = sqlx::query(
-            "UPDATE sessions SET has_user_message = 1, \
+        let text = "UPDATE sessions SET has_user_message = TRUE, \
                  title = CASE WHEN title IS NULL THEN ?1 ELSE title END, \
                  summary = CASE WHEN title IS NULL THEN ?1 ELSE summary END \
-             WHERE id = ?2",
-        )
-        .bind(title)
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() > 0)
+             WHERE id = ?2";
+        let done = on_pool!(self, text, |pool, sql| sqlx::query(&sql)
+            .bind(title)
+            .bind(id)
+            .execute(pool)
+            .await?
+            .rows_affected());
+        Ok(done > 0)
     }
 
     /// The row whether or not it is listed; `getMetadata` must check `has_user_message`.
     /// A client named the session: its title and summary become the name.
     pub async fn rename(&self, id: &str, name: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("UPDATE sessions SET title = ?1, summary = ?1 WHERE id = ?2")
+        let text = "UPDATE sessions SET title = ?1, summary = ?1 WHERE id = ?2";
+        let done = on_pool!(self, text, |pool, sql| sqlx::query(&sql)
             .bind(name)
             .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected() > 0)
+            .execute(pool)
+            .await?
+            .rows_affected());
+        Ok(done > 0)
     }
 
     pub async fn get(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
-        let sql = format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1");
-        Ok(sqlx::query_as(&sql).bind(id).fetch_optional(&self.pool).await?)
+        let text = format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1");
+        Ok(on_pool!(self, &text, |pool, sql| sqlx::query_as(&sql).bind(id).fetch_optional(pool).await?))
     }
 
     /// Listed sessions (with a user message) matching `filter`, most recently modified first.
     pub async fn list(&self, filter: &ListFilter) -> Result<Vec<SessionRow>, StoreError> {
-        let sql = format!(
+        let text = format!(
             "SELECT {COLUMNS} FROM sessions \
-             WHERE has_user_message = 1 \
+             WHERE has_user_message = TRUE \
                AND (?1 IS NULL OR cwd = ?1) \
                AND (?2 IS NULL OR git_root = ?2) \
                AND (?3 IS NULL OR repository = ?3) \
                AND (?4 IS NULL OR branch = ?4) \
              ORDER BY updated_at DESC, rowid DESC"
         );
-        Ok(sqlx::query_as(&sql)
+        Ok(on_pool!(self, &text, |pool, sql| sqlx::query_as(&sql)
             .bind(filter.cwd.as_deref())
             .bind(filter.git_root.as_deref())
             .bind(filter.repository.as_deref())
             .bind(filter.branch.as_deref())
-            .fetch_all(&self.pool)
-            .await?)
+            .fetch_all(pool)
+            .await?))
     }
 
     /// The most recently modified listed session.
     pub async fn last_id(&self) -> Result<Option<String>, StoreError> {
-        let id: Option<(String,)> = sqlx::query_as(
-            "SELECT id FROM sessions WHERE has_user_message = 1 \
-             ORDER BY updated_at DESC, rowid DESC LIMIT 1",
-        )
-        .fetch_optional(&self.pool)
-        .await?;
+        let text = "SELECT id FROM sessions WHERE has_user_message = TRUE \
+             ORDER BY updated_at DESC, rowid DESC LIMIT 1";
+        let id: Option<(String,)> = on_pool!(self, text, |pool, sql| sqlx::query_as(&sql).fetch_optional(pool).await?);
         Ok(id.map(|(id,)| id))
     }
 
     /// Returns whether a row was removed.
     pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM sessions WHERE id = ?1").bind(id).execute(&self.pool).await?;
-        Ok(done.rows_affected() > 0)
+        let text = "DELETE FROM sessions WHERE id = ?1";
+        let done = on_pool!(self, text, |pool, sql| sqlx::query(&sql).bind(id).execute(pool).await?.rows_affected());
+        Ok(done > 0)
     }
 
     /// Replaces the whole index with rows derived from `session-state/*/events.jsonl` (and
     /// `workspace.yaml` where present). Unreadable sessions are skipped with a warning.
     /// Returns the number of rows written.
     pub async fn rebuild_from_logs(&self, layout: &Layout) -> Result<usize, StoreError> {
+        let Pool::Sqlite(pool) = &self.pool else {
+            // On PostgreSQL the log is in the database with the index; there are no files.
+            return Err(StoreError::Unsupported("rebuilding a PostgreSQL index from log files"));
+        };
         let layout = layout.clone();
         // Reading every log is blocking file I/O of unbounded size.
         let rows = tokio::task::spawn_blocking(move || rebuild::scan_logs(&layout))
             .await
             .map_err(|e| StoreError::Io { path: "session-state".into(), source: std::io::Error::other(e) })??;
-        let mut tx = self.pool.begin().await?;
+        let mut tx = pool.begin().await?;
         sqlx::query("DELETE FROM sessions").execute(&mut *tx).await?;
         for row in &rows {
             upsert_on(&mut *tx, row).await?;
@@ -210,11 +284,8 @@ impl SessionIndex {
     }
 }
 
-async fn upsert_on<'e, E>(executor: E, row: &SessionRow) -> Result<(), StoreError>
-where
-    E: Executor<'e, Database = Sqlite>,
-{
-    let sql = format!(
+fn upsert_sql() -> String {
+    format!(
         "INSERT INTO sessions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
          ON CONFLICT(id) DO UPDATE SET \
              cwd = excluded.cwd, git_root = excluded.git_root, \
@@ -222,23 +293,40 @@ where
              model = excluded.model, title = excluded.title, summary = excluded.summary, \
              client_name = excluded.client_name, created_at = excluded.created_at, \
              updated_at = excluded.updated_at, \
-             has_user_message = MAX(sessions.has_user_message, excluded.has_user_message)"
-    );
-    sqlx::query(&sql)
-        .bind(&row.id)
-        .bind(&row.cwd)
-        .bind(&row.git_root)
-        .bind(&row.repository)
-        .bind(&row.branch)
-        .bind(&row.model)
-        .bind(&row.title)
-        .bind(&row.summary)
-        .bind(&row.client_name)
-        .bind(&row.created_at)
-        .bind(&row.updated_at)
+             has_user_message = (sessions.has_user_message OR excluded.has_user_message)"
+    )
+}
+
+fn bind_row<'q, DB>(
+    query: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>,
+    row: &SessionRow,
+) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>
+where
+    DB: sqlx::Database,
+    String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<String>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    bool: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    query
+        .bind(row.id.clone())
+        .bind(row.cwd.clone())
+        .bind(row.git_root.clone())
+        .bind(row.repository.clone())
+        .bind(row.branch.clone())
+        .bind(row.model.clone())
+        .bind(row.title.clone())
+        .bind(row.summary.clone())
+        .bind(row.client_name.clone())
+        .bind(row.created_at.clone())
+        .bind(row.updated_at.clone())
         .bind(row.has_user_message)
-        .execute(executor)
-        .await?;
+}
+
+async fn upsert_on<'e, E>(executor: E, row: &SessionRow) -> Result<(), StoreError>
+where
+    E: Executor<'e, Database = Sqlite>,
+{
+    bind_row(sqlx::query(&upsert_sql()), row).execute(executor).await?;
     Ok(())
 }
 

@@ -163,7 +163,7 @@ pub(crate) fn private_file_options() -> fs::OpenOptions {
     opts
 }
 
-fn render_workspace_yaml(m: &WorkspaceMeta) -> String {
+pub(crate) fn render_workspace_yaml(m: &WorkspaceMeta) -> String {
     let mut out = String::new();
     let mut line = |key: &str, value: String| {
         out.push_str(key);
@@ -221,7 +221,7 @@ fn needs_quoting(s: &str) -> bool {
         || s.chars().any(|c| c.is_control())
 }
 
-fn parse_workspace_yaml(text: &str) -> WorkspaceMeta {
+pub(crate) fn parse_workspace_yaml(text: &str) -> WorkspaceMeta {
     let mut m = WorkspaceMeta::default();
     for raw in text.lines() {
         let Some((key, value)) = raw.split_once(':') else {

@@ -2,19 +2,24 @@
 //!
 //! - [`event_log`]: `$COPILOT_HOME/session-state/<id>/events.jsonl`, append-only, one event per
 //!   line, written before the event is sent to any client. A torn last line is skipped on load.
-//! - [`index`]: the SQLite `sessions` table behind `session.list` / `getLastId` / `getMetadata`.
+//! - [`backend`]: the seam: a session's log and metadata in files or in PostgreSQL ([`pg`],
+//!   with the leases several nodes run sessions under).
+//! - [`index`]: the SQLite (or PostgreSQL) `sessions` table behind `session.list` / `getLastId` / `getMetadata`.
 //!   It can be rebuilt from the logs.
 //! - [`layout`]: paths under `$COPILOT_HOME`, and `workspace.yaml`.
 //! - [`checkpoints`]: compaction summaries under `checkpoints/`, listed in `index.md`.
 //! - [`workspace_files`]: the client-managed files under `files/`, confined to that directory.
 
+pub mod backend;
 pub mod checkpoints;
 pub mod event_log;
 mod files;
 pub mod index;
 pub mod layout;
+pub mod pg;
 pub mod workspace_files;
 
+pub use backend::{EventSink, EventStore};
 pub use checkpoints::Checkpoint;
 pub use event_log::{EventLog, LoadedLog};
 pub use index::{ListFilter, SessionIndex, SessionRow};
@@ -45,6 +50,12 @@ pub enum StoreError {
     InvalidWorkspacePath(String),
     #[error("No such file or directory in the workspace files directory: {0}")]
     NoSuchWorkspacePath(String),
+    /// The backend cannot do this (e.g. rebuild a PostgreSQL index from files).
+    #[error("not supported by this database: {0}")]
+    Unsupported(&'static str),
+    /// Another node holds the session's lease: it is running there.
+    #[error("Session {session} is running on node {node}")]
+    LeasedElsewhere { session: String, node: String },
     #[error("cannot encode event: {0}")]
     Encode(#[from] serde_json::Error),
 }

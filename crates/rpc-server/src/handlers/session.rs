@@ -54,6 +54,7 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
         return Err(RpcError::invalid_params(ctx.method, "sessionId: missing field `sessionId`"));
     };
     if let Some(tenant) = tenant_of(ctx) {
+        ctx.learn_owners(Some(&id)).await?;
         if !ctx.visible(&id) {
             // What the engine answers for an id it has no log of, checks in the same order.
             loop_engine::settings::providers_from_params(&p)
@@ -79,6 +80,11 @@ fn tenant_of(ctx: &Ctx) -> Option<std::sync::Arc<crate::tenancy::Tenant>> {
 
 pub async fn send(ctx: &Ctx, p: t::SessionSendParams) -> Result<t::SendResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
+    if let Some(node) = ctx.server.engine.follower_of(&p.session_id) {
+        // Followed read-only from here: only the node holding the lease may run a turn.
+        let running = store::StoreError::LeasedElsewhere { session: p.session_id.clone(), node };
+        return Err(ctx.failed(format!("{running}; this node follows it read-only, send to that node")));
+    }
     let message_id = uuid::Uuid::new_v4().to_string();
     let msg = QueuedMessage {
         message_id: message_id.clone(),
@@ -111,6 +117,7 @@ pub async fn abort(ctx: &Ctx, p: t::SessionAbortParams) -> Result<t::AbortResult
 }
 
 pub async fn get_messages(ctx: &Ctx, p: SessionIdParams) -> Result<GetMessagesResult, RpcError> {
+    ctx.learn_owners(Some(&p.session_id)).await?;
     if !ctx.visible(&p.session_id) {
         return Err(ctx.not_found(&p.session_id));
     }
@@ -127,6 +134,7 @@ pub async fn detach(ctx: &Ctx, p: SessionIdParams) -> Result<SuccessResult, RpcE
 }
 
 pub async fn delete(ctx: &Ctx, p: SessionIdParams) -> Result<SuccessResult, RpcError> {
+    ctx.learn_owners(Some(&p.session_id)).await?;
     let deleted = if ctx.visible(&p.session_id) {
         ctx.server.engine.delete(&p.session_id).await
     } else {
@@ -146,6 +154,7 @@ pub async fn delete(ctx: &Ctx, p: SessionIdParams) -> Result<SuccessResult, RpcE
 pub async fn list(ctx: &Ctx, p: ListParams) -> Result<SessionListResult, RpcError> {
     let f = p.filter.unwrap_or_default();
     let filter = store::ListFilter { cwd: f.cwd, git_root: f.git_root, repository: f.repository, branch: f.branch };
+    ctx.learn_owners(None).await?;
     let mut sessions = ctx.server.engine.list(&filter).await.map_err(|e| ctx.engine_error(&e))?;
     sessions.retain(|s| ctx.visible(&s.session_id));
     Ok(SessionListResult { sessions })
@@ -154,6 +163,7 @@ pub async fn list(ctx: &Ctx, p: ListParams) -> Result<SessionListResult, RpcErro
 pub async fn last_id(ctx: &Ctx, _p: NoParams) -> Result<LastIdResult, RpcError> {
     if ctx.server.tenancy.is_some() {
         // The most recent of the caller's own: the list is ordered by recency.
+        ctx.learn_owners(None).await?;
         let sessions = ctx.server.engine.list(&store::ListFilter::default()).await.map_err(|e| ctx.engine_error(&e))?;
         let session_id = sessions.into_iter().map(|s| s.session_id).find(|id| ctx.visible(id));
         return Ok(LastIdResult { session_id });
@@ -163,6 +173,7 @@ pub async fn last_id(ctx: &Ctx, _p: NoParams) -> Result<LastIdResult, RpcError> 
 }
 
 pub async fn metadata(ctx: &Ctx, p: SessionIdParams) -> Result<MetadataResult, RpcError> {
+    ctx.learn_owners(Some(&p.session_id)).await?;
     if !ctx.visible(&p.session_id) {
         return Ok(MetadataResult { session: None });
     }
@@ -257,6 +268,7 @@ pub async fn answer_tool_call(
 /// `sessions.fork`: on a shared server the source must be the caller's, and the fork is theirs.
 pub async fn fork(ctx: &Ctx, p: t::SessionsForkRequest) -> Result<t::SessionsForkResult, RpcError> {
     let tenant = tenant_of(ctx);
+    ctx.learn_owners(Some(&p.session_id)).await?;
     if tenant.is_some() && !ctx.visible(&p.session_id) {
         let unknown = format!("Session {} not found or has no persisted events", p.session_id);
         return Err(ctx.engine_error(&loop_engine::EngineError::Compaction(unknown)));

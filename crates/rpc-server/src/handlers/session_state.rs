@@ -186,7 +186,7 @@ pub async fn metadata_snapshot(
 ) -> Result<t::SessionMetadataSnapshot, RpcError> {
     let session = ctx.session(&p.session_id)?;
     let view = session.view();
-    let meta = ctx.server.engine.layout().read_workspace_yaml(session.id()).ok().flatten();
+    let meta = ctx.server.engine.workspace_meta(session.id()).await;
     let modified = meta.as_ref().map(|m| m.updated_at.clone()).filter(|u| !u.is_empty());
     let mode = match view.settings.mode {
         t::SessionMode::Interactive => t::MetadataSnapshotCurrentMode::Interactive,

@@ -36,7 +36,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     };
     std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
     let home = home.canonicalize().with_context(|| format!("resolving {}", home.display()))?;
-    check_database_url(args.database_url.as_deref(), &home)?;
+    let database = check_database_url(args.database_url.as_deref(), &home)?;
     let config_path = args.config.clone().unwrap_or_else(|| PathBuf::from(ServeArgs::DEFAULT_CONFIG));
     let config = ServerConfig::load(&config_path, args.config.is_some())?;
     tracing::info!(node_id = %config.cluster.node_id, lease_ttl_s = config.cluster.lease_ttl_s, "cluster settings");
@@ -44,9 +44,29 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
 
     // The tenancy's index is a second pool on the engine's SQLite file (WAL: readers and one
     // writer at a time, with a busy timeout), so the engine needs no knowledge of tenants. It
-    // opens first: the tools are confined to the workspaces it prepares.
-    let index =
-        store::SessionIndex::open(store::Layout::new(&home).db_path()).await.context("opening the session index")?;
+    // opens first: the tools are confined to the workspaces it prepares. On PostgreSQL the
+    // tenancy and the engine share one pool.
+    let (storage, index) = match database {
+        Database::Sqlite => {
+            let index = store::SessionIndex::open(store::Layout::new(&home).db_path())
+                .await
+                .context("opening the session index")?;
+            (None, index)
+        }
+        Database::Postgres(url) => {
+            let index = store::SessionIndex::connect_postgres(&url)
+                .await
+                .context("connecting to PostgreSQL (--database-url)")?;
+            let pool = index.postgres().context("a PostgreSQL index without a pool")?.clone();
+            let events = store::pg::PgEvents::new(pool, &url, &config.cluster.node_id);
+            let cluster = loop_engine::cluster::ClusterSettings {
+                lease_ttl: std::time::Duration::from_secs(config.cluster.lease_ttl_s.max(1)),
+            };
+            let storage =
+                Storage { index: index.clone(), events: store::EventStore::Postgres(events), cluster: Some(cluster) };
+            (Some(storage), index)
+        }
+    };
     let tenancy = Arc::new(Tenancy::open(specs, index).await.context("preparing the tenants")?);
     for t in tenancy.tenants() {
         tracing::info!(tenant = %t.name, workspace = %t.workspace.display(), "tenant");
@@ -61,6 +81,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             allow_all_tools: false,
             metrics: Some(metrics.clone()),
             confine_to: Some(tenancy.tenants().map(|t| t.workspace.clone()).collect()),
+            store: storage,
         },
         &env,
     )
@@ -93,6 +114,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             _ = stop_sdk.cancelled() => {}
         }
     });
+    tokio::spawn(cluster_loop(server.clone()));
     // Both sockets are bound and listening: connections are accepted (queued by the kernel)
     // from here on, so the line may be printed.
     {
@@ -152,23 +174,54 @@ fn spawn_drain_on_signal(server: Arc<Server>, draining: tokio_util::sync::Cancel
     });
 }
 
-/// Only the SQLite index under --home exists in this version; PostgreSQL comes with the
-/// several-nodes work. A URL naming anything else is refused rather than silently ignored.
-fn check_database_url(url: Option<&str>, home: &Path) -> anyhow::Result<()> {
-    let Some(url) = url else { return Ok(()) };
+/// The index, event store and cluster settings `skipper serve` runs on.
+pub struct Storage {
+    pub index: store::SessionIndex,
+    pub events: store::EventStore,
+    pub cluster: Option<loop_engine::cluster::ClusterSettings>,
+}
+
+/// What `--database-url` names.
+#[derive(Debug, PartialEq, Eq)]
+enum Database {
+    /// The SQLite index under --home, logs as files there.
+    Sqlite,
+    /// Index, logs and leases in PostgreSQL, shared by every node.
+    Postgres(String),
+}
+
+/// How often a node renews its leases, relays events to followers and looks for sessions to
+/// take over. Small against any sensible `lease_ttl_s`.
+const CLUSTER_TICK: std::time::Duration = std::time::Duration::from_millis(250);
+
+async fn cluster_loop(server: Arc<Server>) {
+    let mut tick = tokio::time::interval(CLUSTER_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = server.shutdown.cancelled() => return,
+            _ = tick.tick() => server.engine.cluster_tick().await,
+        }
+    }
+}
+
+/// `postgres://…` selects PostgreSQL; a SQLite URL must name the index under --home (logs are
+/// files beside it). A URL naming anything else is refused rather than silently ignored.
+fn check_database_url(url: Option<&str>, home: &Path) -> anyhow::Result<Database> {
+    let Some(url) = url else { return Ok(Database::Sqlite) };
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        bail!("--database-url: PostgreSQL is not supported yet; use the default SQLite index");
+        return Ok(Database::Postgres(url.to_string()));
     }
     let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) else {
-        bail!("--database-url: expected sqlite://PATH");
+        bail!("--database-url: expected sqlite://PATH or postgres://…");
     };
     let expected = store::Layout::new(home).db_path();
     let given = Path::new(path);
     let given = given.canonicalize().unwrap_or_else(|_| given.to_path_buf());
     if given != expected {
-        bail!("--database-url: the SQLite index must be {} (under --home) in this version", expected.display());
+        bail!("--database-url: the SQLite index must be {} (under --home)", expected.display());
     }
-    Ok(())
+    Ok(Database::Sqlite)
 }
 
 /// The configured tenants, or the default one (`default`, token from SKIPPER_TOKEN or a file
@@ -245,14 +298,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_default_sqlite_index_is_accepted() {
+    fn database_urls_select_sqlite_under_home_or_postgres() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().canonicalize().unwrap();
         let db = home.join("skipper-index.db");
-        assert!(check_database_url(None, &home).is_ok());
-        assert!(check_database_url(Some(&format!("sqlite://{}", db.display())), &home).is_ok());
+        assert_eq!(check_database_url(None, &home).unwrap(), Database::Sqlite);
+        assert_eq!(check_database_url(Some(&format!("sqlite://{}", db.display())), &home).unwrap(), Database::Sqlite);
         assert!(check_database_url(Some("sqlite:///elsewhere.db"), &home).is_err());
-        assert!(check_database_url(Some("postgres://u@h/db"), &home).is_err());
+        assert_eq!(
+            check_database_url(Some("postgres://u@h/db"), &home).unwrap(),
+            Database::Postgres("postgres://u@h/db".into())
+        );
         assert!(check_database_url(Some("mysql://x"), &home).is_err());
     }
 

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod byok;
+mod cluster;
 mod conversation;
 mod extensions;
 mod harness;

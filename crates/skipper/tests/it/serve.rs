@@ -20,17 +20,17 @@ use tokio_tungstenite::tungstenite::Message;
 use crate::harness::{with_timeout, Dirs, RpcClient};
 
 const T: Duration = Duration::from_secs(20);
-const ALPHA: &str = "alpha-secret-token";
+pub(crate) const ALPHA: &str = "alpha-secret-token";
 const BETA: &str = "beta-secret-token";
 
-fn sha256_hex(token: &str) -> String {
+pub(crate) fn sha256_hex(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
 /// A running `skipper serve` with tenants alpha and beta, on free ports.
-struct Serve {
-    child: Child,
-    fake: fake_model::FakeModel,
+pub(crate) struct Serve {
+    pub(crate) child: Child,
+    pub(crate) fake: fake_model::FakeModel,
     dirs: Arc<Dirs>,
     http: String,
     sdk: String,
@@ -49,10 +49,15 @@ impl Serve {
     }
 
     async fn start_with(config: &str, env: &[(&str, &str)]) -> Self {
+        Self::start_with_args(config, env, &[]).await
+    }
+
+    /// Its own home, fake model and ports; `extra` flags (e.g. `--database-url`).
+    pub(crate) async fn start_with_args(config: &str, env: &[(&str, &str)], extra: &[&str]) -> Self {
         let fake = fake_model::FakeModel::start().await.expect("fake model");
         let dirs = Dirs::new();
         fake.set_workdir(&dirs.workdir);
-        let mut cmd = serve_command(&dirs, &fake.url(), config, "127.0.0.1:0");
+        let mut cmd = serve_command_with(&dirs, &fake.url(), config, "127.0.0.1:0", extra);
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -93,7 +98,7 @@ impl Serve {
         Self { child, fake, dirs, http, sdk, stderr }
     }
 
-    fn stderr_text(&self) -> String {
+    pub(crate) fn stderr_text(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
     }
 
@@ -105,7 +110,7 @@ impl Serve {
     }
 
     /// An SDK TCP connection authenticated with `token`.
-    async fn tenant(&self, token: &str) -> Arc<RpcClient> {
+    pub(crate) async fn tenant(&self, token: &str) -> Arc<RpcClient> {
         let c = self.tcp().await;
         c.ok("connect", json!({"token": token})).await;
         c
@@ -115,7 +120,7 @@ impl Serve {
         self.dirs.copilot_home.join("workspaces").join(tenant)
     }
 
-    async fn get(&self, path: &str) -> (u16, String) {
+    pub(crate) async fn get(&self, path: &str) -> (u16, String) {
         http_get(&self.http, path).await
     }
 

@@ -1,44 +1,47 @@
 //! Session ownership on a shared server: the `session_owners` table (migration 0002).
 //! Ownership is a claim made before the session is created and dropped when it is deleted.
 
-use super::SessionIndex;
+use super::{on_pool, SessionIndex};
 use crate::StoreError;
 
 impl SessionIndex {
     /// Records `tenant` as the owner of `session_id` unless the session already has one.
     /// Returns whether this call made the claim.
     pub async fn claim_owner(&self, session_id: &str, tenant: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("INSERT OR IGNORE INTO session_owners (session_id, tenant) VALUES (?1, ?2)")
+        let text = "INSERT INTO session_owners (session_id, tenant) VALUES (?1, ?2) ON CONFLICT DO NOTHING";
+        let done = on_pool!(self, text, |pool, sql| sqlx::query(&sql)
             .bind(session_id)
             .bind(tenant)
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected() > 0)
+            .execute(pool)
+            .await?
+            .rows_affected());
+        Ok(done > 0)
     }
 
     /// Forgets who owns `session_id` (the session was deleted, or its creation failed).
     pub async fn release_owner(&self, session_id: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM session_owners WHERE session_id = ?1").bind(session_id).execute(&self.pool).await?;
+        let text = "DELETE FROM session_owners WHERE session_id = ?1";
+        on_pool!(self, text, |pool, sql| sqlx::query(&sql).bind(session_id).execute(pool).await?.rows_affected());
         Ok(())
     }
 
     /// The owning tenant of a session, if any.
     pub async fn owner(&self, session_id: &str) -> Result<Option<String>, StoreError> {
-        let row: Option<(String,)> = sqlx::query_as("SELECT tenant FROM session_owners WHERE session_id = ?1")
-            .bind(session_id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let text = "SELECT tenant FROM session_owners WHERE session_id = ?1";
+        let row: Option<(String,)> =
+            on_pool!(self, text, |pool, sql| sqlx::query_as(&sql).bind(session_id).fetch_optional(pool).await?);
         Ok(row.map(|(t,)| t))
     }
 
     /// Every `(session id, tenant)` pair, for a server loading its ownership map at start.
     pub async fn owners(&self) -> Result<Vec<(String, String)>, StoreError> {
-        Ok(sqlx::query_as("SELECT session_id, tenant FROM session_owners").fetch_all(&self.pool).await?)
+        let text = "SELECT session_id, tenant FROM session_owners";
+        Ok(on_pool!(self, text, |pool, sql| sqlx::query_as(&sql).fetch_all(pool).await?))
     }
 
     /// Whether the database answers (`/readyz`).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        on_pool!(self, "SELECT 1", |pool, sql| sqlx::query(&sql).execute(pool).await?.rows_affected());
         Ok(())
     }
 }

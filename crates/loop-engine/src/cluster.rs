@@ -1,0 +1,183 @@
+//! Several nodes on one database. A session runs on the node holding its lease; that node
+//! renews the lease while the session is loaded and gives it up when it unloads. Another node
+//! asked to resume it loads a read-only follower: it relays the events the owner persists to
+//! its own clients, refuses sends (naming the owner), and takes the session over as soon as
+//! the lease is free — at the latest `lease_ttl` after the owner died.
+//!
+//! One periodic [`Engine::cluster_tick`] per node does the renewing, relaying and taking over.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use protocol::methods::SessionConfigParams;
+use store::pg::{Lease, PgEvents};
+
+use crate::{lock, Engine, EngineError};
+
+/// How a node takes part in a cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterSettings {
+    /// A lease not renewed for this long is free for another node to take.
+    pub lease_ttl: Duration,
+}
+
+pub(crate) struct Cluster {
+    settings: ClusterSettings,
+    pg: PgEvents,
+    /// Sessions this node holds the lease of.
+    owned: Mutex<HashSet<String>>,
+    /// Owned sessions that unloaded (or failed to load): their leases go at the next tick,
+    /// unless they are loaded again by then. Only these: a lease taken for a session still
+    /// loading must not be given up under it.
+    unloaded: Mutex<HashSet<String>>,
+    /// Sessions loaded here as followers of another node.
+    followers: Mutex<HashMap<String, Follower>>,
+    last_renewal: Mutex<Instant>,
+}
+
+struct Follower {
+    owner: String,
+    /// What the first client resumed with: the session is loaded with it on takeover.
+    params: SessionConfigParams,
+    /// Position of the last event relayed.
+    last_seq: i64,
+}
+
+impl Cluster {
+    pub(crate) fn new(settings: ClusterSettings, pg: PgEvents) -> Self {
+        Self {
+            settings,
+            pg,
+            owned: Mutex::default(),
+            unloaded: Mutex::default(),
+            followers: Mutex::default(),
+            last_renewal: Mutex::new(Instant::now()),
+        }
+    }
+
+    fn ttl_s(&self) -> u64 {
+        self.settings.lease_ttl.as_secs().max(1)
+    }
+
+    /// Takes the lease of a session about to be created here.
+    pub(crate) async fn acquire_new(&self, id: &str) -> Result<(), EngineError> {
+        match self.acquire(id).await? {
+            Lease::Held => Ok(()),
+            Lease::Elsewhere(_) => Err(EngineError::SessionExists(id.to_string())),
+        }
+    }
+
+    /// Takes the lease if it is free (or this node's), remembering it for renewal.
+    pub(crate) async fn acquire(&self, id: &str) -> Result<Lease, EngineError> {
+        let lease = self.pg.acquire(id, self.ttl_s()).await?;
+        if lease == Lease::Held {
+            lock(&self.unloaded).remove(id);
+            lock(&self.owned).insert(id.to_string());
+        }
+        Ok(lease)
+    }
+
+    /// A session stopped running here (or never started): give its lease up at the next tick.
+    pub(crate) fn unloaded(&self, id: &str) {
+        if lock(&self.owned).contains(id) {
+            lock(&self.unloaded).insert(id.to_string());
+        }
+    }
+
+    /// The node a session loaded here as a follower runs on.
+    pub(crate) fn following(&self, id: &str) -> Option<String> {
+        lock(&self.followers).get(id).map(|f| f.owner.clone())
+    }
+
+    pub(crate) fn add_follower(&self, id: &str, owner: &str, params: &SessionConfigParams, last_seq: i64) {
+        let follower = Follower { owner: owner.to_string(), params: params.clone(), last_seq };
+        lock(&self.followers).insert(id.to_string(), follower);
+    }
+}
+
+impl Engine {
+    /// The node running a session this node only follows (a send must go there).
+    pub fn follower_of(&self, id: &str) -> Option<String> {
+        self.cluster.as_ref().and_then(|c| c.following(id))
+    }
+
+    /// One round of cluster work: renew the leases of sessions loaded here, give up those of
+    /// sessions that unloaded, relay new events to followers, and take over sessions whose
+    /// owner's lease lapsed. Called every few hundred milliseconds by the server.
+    pub async fn cluster_tick(&self) {
+        let Some(cluster) = &self.cluster else { return };
+        self.renew_and_release(cluster).await;
+        let ids: Vec<String> = lock(&cluster.followers).keys().cloned().collect();
+        for id in ids {
+            if let Err(e) = self.follow_tick(cluster, &id).await {
+                tracing::warn!(session = %id, error = %e, "following a session on another node failed");
+            }
+        }
+    }
+
+    async fn renew_and_release(&self, cluster: &Cluster) {
+        let unloaded: Vec<String> = lock(&cluster.unloaded).drain().collect();
+        for id in unloaded.iter().filter(|id| self.get(id).is_none()) {
+            lock(&cluster.owned).remove(id);
+            if let Err(e) = cluster.pg.release(id).await {
+                tracing::warn!(session = %id, error = %e, "releasing a session lease failed");
+            }
+        }
+        let due = cluster.last_renewal.lock().map(|t| t.elapsed() >= cluster.settings.lease_ttl / 3).unwrap_or(true);
+        if !due {
+            return;
+        }
+        *lock(&cluster.last_renewal) = Instant::now();
+        let owned: Vec<String> = lock(&cluster.owned).iter().cloned().collect();
+        for id in &owned {
+            match cluster.pg.renew(id, cluster.ttl_s()).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    // Another node took it (this one stalled past the lease): its appends here
+                    // are refused by the database from now on.
+                    tracing::warn!(session = %id, "lease lost to another node");
+                    lock(&cluster.owned).remove(id);
+                }
+                Err(e) => tracing::warn!(session = %id, error = %e, "renewing a session lease failed"),
+            }
+        }
+    }
+
+    async fn follow_tick(&self, cluster: &Cluster, id: &str) -> Result<(), EngineError> {
+        let Some(handle) = self.get(id) else {
+            // Its last client left: nothing to follow for.
+            lock(&cluster.followers).remove(id);
+            return Ok(());
+        };
+        let after = match lock(&cluster.followers).get(id) {
+            Some(f) => f.last_seq,
+            None => return Ok(()),
+        };
+        let tail = cluster.pg.after(id, after).await?;
+        for (seq, event, json) in &tail.events {
+            handle.emitter().relay(event, json);
+            if let Some(f) = lock(&cluster.followers).get_mut(id) {
+                f.last_seq = *seq;
+            }
+        }
+        if cluster.acquire(id).await? != Lease::Held {
+            return Ok(());
+        }
+        // The owner is gone, and from now on its appends are refused: relay what it wrote
+        // after the last look, then run the session here, for the same clients.
+        let after = lock(&cluster.followers).get(id).map_or(after, |f| f.last_seq);
+        for (_, event, json) in &cluster.pg.after(id, after).await?.events {
+            handle.emitter().relay(event, json);
+        }
+        let Some(follower) = lock(&cluster.followers).remove(id) else { return Ok(()) };
+        tracing::info!(session = %id, from = %follower.owner, "taking over a session");
+        let subscribers = handle.emitter().take_subscribers();
+        self.forget(&handle);
+        handle.shutdown();
+        let mut params = follower.params;
+        params.disable_resume = Some(false);
+        self.load(id, &params, subscribers, None).await?;
+        Ok(())
+    }
+}

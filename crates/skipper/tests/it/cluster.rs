@@ -1,0 +1,173 @@
+//! Several `skipper serve` nodes on one PostgreSQL (a throwaway cluster on loopback per test):
+//! every node lists and resumes every session of the tenant, one node runs a session at a time
+//! under a lease, another follows it read-only, and a survivor takes over a killed node's
+//! session with no gap and no duplicate event.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use fake_model::Reply;
+use serde_json::{json, Value};
+
+use crate::harness::{with_timeout, RpcClient};
+use crate::serve::{sha256_hex, Serve, ALPHA};
+
+#[path = "../../../store/tests/support/pg_cluster.rs"]
+mod pg_cluster;
+
+use pg_cluster::PgCluster;
+
+const T: Duration = Duration::from_secs(20);
+const LEASE_TTL_S: u64 = 2;
+
+async fn node(pg: &PgCluster, name: &str) -> Serve {
+    let config = format!(
+        "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\n\n[cluster]\nnode_id = \"{name}\"\nlease_ttl_s = {LEASE_TTL_S}\n",
+        sha256_hex(ALPHA)
+    );
+    Serve::start_with_args(&config, &[], &["--database-url", &pg.url()]).await
+}
+
+fn persisted_ids(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e.get("ephemeral") != Some(&json!(true)))
+        .filter_map(|e| e["id"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn has_message(c: &RpcClient, sid: &str, ty: &str, content: &str) -> Option<()> {
+    c.events_of_type(sid, ty).iter().any(|e| e["data"]["content"] == json!(content)).then_some(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_created_on_one_node_is_followed_on_another_and_taken_over_when_its_node_dies() {
+    let Some(pg) = PgCluster::start() else { return };
+    with_timeout(120, async {
+        let mut a = node(&pg, "a").await;
+        let b = node(&pg, "b").await;
+
+        let ca = a.tenant(ALPHA).await;
+        let sid = ca.create_session(json!({})).await;
+        a.fake.push_reply(Reply::text("hello from a"));
+        ca.send(&sid, "first").await;
+        ca.wait_for_event(&sid, "session.idle", T).await;
+
+        // B shares no disk with A: it finds the session through the database.
+        let cb = b.tenant(ALPHA).await;
+        let listed = cb.ok("session.list", json!({})).await;
+        let ids: Vec<&str> =
+            listed["sessions"].as_array().unwrap().iter().filter_map(|s| s["sessionId"].as_str()).collect();
+        assert_eq!(ids, [sid.as_str()], "{listed}");
+        cb.ok("session.resume", json!({"sessionId": sid})).await;
+        let before = cb.get_messages(&sid).await.unwrap();
+        assert!(before.iter().any(|e| e["data"]["content"] == json!("hello from a")), "B reads A's history");
+
+        // A runs the session: a send on B is refused, naming A.
+        let refused = cb.call("session.send", json!({"sessionId": sid, "prompt": "from b"})).await.unwrap_err();
+        assert!(refused.message.contains("running on node a"), "{}", refused.message);
+
+        // A's next turn reaches B's client; the model never answers, so A is mid-turn.
+        a.fake.push_reply(Reply::Hang);
+        ca.send(&sid, "second").await;
+        cb.wait_until(T, "A's prompt relayed to B", |c| has_message(c, &sid, "user.message", "second")).await;
+        cb.wait_for_event(&sid, "assistant.turn_start", T).await;
+
+        // kill -9 A. B takes the session over within lease_ttl_s + 5 s.
+        a.child.start_kill().unwrap();
+        a.child.wait().await.unwrap();
+        cb.wait_for_event(&sid, "session.resume", Duration::from_secs(LEASE_TTL_S + 5)).await;
+        b.fake.push_reply(Reply::text("hello from b"));
+        cb.send(&sid, "third").await;
+        cb.wait_until(T, "B's own reply", |c| has_message(c, &sid, "assistant.message", "hello from b")).await;
+
+        // The history holds every persisted event either client saw, each id once.
+        let history = cb.get_messages(&sid).await.unwrap();
+        let logged: Vec<String> = persisted_ids(&history);
+        let unique: HashSet<&String> = logged.iter().collect();
+        assert_eq!(unique.len(), logged.len(), "no duplicate event ids");
+        for id in persisted_ids(&ca.events(&sid)).iter().chain(persisted_ids(&cb.events(&sid)).iter()) {
+            assert!(unique.contains(id), "event {id} seen by a client is missing from the history");
+        }
+        let prompts: Vec<&str> = history
+            .iter()
+            .filter(|e| e["type"] == "user.message")
+            .filter_map(|e| e["data"]["content"].as_str())
+            .collect();
+        assert_eq!(prompts, ["first", "second", "third"]);
+        // B's first event after taking over continues A's chain: its parent is A's last event.
+        let resume = history.iter().position(|e| e["type"] == "session.resume").expect("B's takeover resume");
+        let turn_start = history[..resume].iter().rposition(|e| e["type"] == "assistant.turn_start").unwrap();
+        assert_eq!(resume, turn_start + 1, "nothing between A's last event and B's takeover");
+        ca.assert_schema_clean();
+        cb.assert_schema_clean();
+        assert!(!b.stderr_text().contains("panicked"), "{}", b.stderr_text());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_no_client_holds_is_resumed_and_run_by_any_node() {
+    let Some(pg) = PgCluster::start() else { return };
+    with_timeout(90, async {
+        let a = node(&pg, "a").await;
+        let b = node(&pg, "b").await;
+        let ca = a.tenant(ALPHA).await;
+        let sid = ca.create_session(json!({})).await;
+        ca.ok("session.name.set", json!({"sessionId": sid, "name": "Shared work"})).await;
+        a.fake.push_reply(Reply::text("on a"));
+        ca.send(&sid, "first").await;
+        ca.wait_for_event(&sid, "session.idle", T).await;
+        ca.ok("session.destroy", json!({"sessionId": sid})).await;
+
+        // A gives the lease up when the session unloads; B can then run it.
+        let cb = b.tenant(ALPHA).await;
+        let mut sent = None;
+        for _ in 0..40 {
+            cb.ok("session.resume", json!({"sessionId": sid})).await;
+            b.fake.push_reply(Reply::text("on b"));
+            match cb.call("session.send", json!({"sessionId": sid, "prompt": "second"})).await {
+                Ok(v) => {
+                    sent = Some(v);
+                    break;
+                }
+                Err(e) => {
+                    assert!(e.message.contains("running on node a"), "{}", e.message);
+                    cb.ok("session.destroy", json!({"sessionId": sid})).await;
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+            }
+        }
+        assert!(sent.is_some(), "B never got the session");
+        cb.wait_until(T, "B's reply", |c| has_message(c, &sid, "assistant.message", "on b")).await;
+        // The name set on A (workspace metadata) travelled through the database.
+        let name = cb.ok("session.name.get", json!({"sessionId": sid})).await;
+        assert_eq!(name["name"], json!("Shared work"), "{name}");
+        // B's conversation continued A's: its model call carried A's turn.
+        let last = b.fake.requests().last().cloned().unwrap();
+        assert!(last.to_string().contains("on a"), "{last}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn readiness_follows_postgresql() {
+    let Some(mut pg) = PgCluster::start() else { return };
+    with_timeout(90, async {
+        let a = node(&pg, "a").await;
+        assert_eq!(a.get("/readyz").await.0, 200);
+        pg.stop();
+        assert_eq!(a.get("/readyz").await.0, 503, "PostgreSQL is down");
+        pg.start_again();
+        let mut status = 0;
+        for _ in 0..100 {
+            status = a.get("/readyz").await.0;
+            if status == 200 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(status, 200, "ready again once PostgreSQL is back");
+    })
+    .await;
+}

@@ -1,0 +1,153 @@
+//! The event log, `workspace.yaml` metadata and session leases in PostgreSQL, for several nodes
+//! that share no disk (migration `postgres/0003_cluster.sql`).
+//!
+//! The emitter appends synchronously under its lock (persist before deliver), so appends go
+//! through [`writer::Writer`]: a thread with its own runtime and connection that the caller
+//! waits on. Reads, leases and metadata are plain async queries on the shared pool.
+
+mod leases;
+mod log;
+mod writer;
+
+pub use leases::Lease;
+pub use log::DbLog;
+
+use sqlx::postgres::PgPool;
+use sqlx::Row;
+
+use protocol::event::Event;
+
+use crate::event_log::LoadedLog;
+use crate::layout::{parse_workspace_yaml, render_workspace_yaml, WorkspaceMeta};
+use crate::StoreError;
+
+/// A node's handle on the shared database. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct PgEvents {
+    pool: PgPool,
+    writer: writer::Writer,
+    node_id: std::sync::Arc<str>,
+}
+
+/// Events of a session after a position, as a follower reads them.
+#[derive(Debug, Default)]
+pub struct Tail {
+    /// `(seq, event, json)` in log order.
+    pub events: Vec<(i64, Event, String)>,
+}
+
+impl PgEvents {
+    /// `url` is the one the pool connected with: the writer opens its own connection to it.
+    pub fn new(pool: PgPool, url: &str, node_id: &str) -> Self {
+        Self { pool, writer: writer::Writer::start(url.to_string()), node_id: node_id.into() }
+    }
+
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The whole log in order. A session with no events is `NotFound`.
+    pub async fn load(&self, id: &str) -> Result<LoadedLog, StoreError> {
+        let tail = self.after(id, 0).await?;
+        if tail.events.is_empty() {
+            return Err(StoreError::NotFound(id.to_string()));
+        }
+        let size_bytes = tail.events.iter().map(|(_, _, j)| j.len() as u64 + 1).sum();
+        let events: Vec<Event> = tail.events.into_iter().map(|(_, e, _)| e).collect();
+        Ok(LoadedLog { count: events.len(), events, size_bytes, skipped: 0 })
+    }
+
+    /// Events with a position after `seq`, in order (a row that does not parse is skipped).
+    pub async fn after(&self, id: &str, seq: i64) -> Result<Tail, StoreError> {
+        let rows = sqlx::query("SELECT seq, json FROM session_events WHERE session_id = $1 AND seq > $2 ORDER BY seq")
+            .bind(id)
+            .bind(seq)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut tail = Tail::default();
+        for row in rows {
+            let (seq, json): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
+            match serde_json::from_str::<Event>(&json) {
+                Ok(event) => tail.events.push((seq, event, json)),
+                Err(e) => tracing::warn!(session = %id, seq, error = %e, "skipping unparsable event row"),
+            }
+        }
+        Ok(tail)
+    }
+
+    /// Whether the session has a log or an index row.
+    pub async fn exists(&self, id: &str) -> Result<bool, StoreError> {
+        let found: Option<(i32,)> = sqlx::query_as(
+            "SELECT 1 FROM session_events WHERE session_id = $1 \
+             UNION ALL SELECT 1 FROM sessions WHERE id = $1 LIMIT 1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(found.is_some())
+    }
+
+    /// An append handle continuing after the log's last event, fenced by this node's lease.
+    pub async fn open_log(&self, id: &str) -> Result<DbLog, StoreError> {
+        let (last,): (Option<i64>,) = sqlx::query_as("SELECT MAX(seq) FROM session_events WHERE session_id = $1")
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(DbLog::new(self.writer.clone(), id.to_string(), self.node_id.clone(), last.unwrap_or(0)))
+    }
+
+    /// Writes a whole log at once (a fork); the session must have none yet.
+    pub async fn insert_all(&self, id: &str, events: &[Event]) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        for (n, e) in events.iter().enumerate() {
+            let json = serde_json::to_string(e)?;
+            sqlx::query("INSERT INTO session_events (session_id, seq, id, json) VALUES ($1, $2, $3, $4)")
+                .bind(id)
+                .bind(n as i64 + 1)
+                .bind(&e.id)
+                .bind(json)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Removes the session's log, metadata and lease.
+    pub async fn delete(&self, id: &str) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        for sql in [
+            "DELETE FROM session_events WHERE session_id = $1",
+            "DELETE FROM session_meta WHERE session_id = $1",
+            "DELETE FROM session_leases WHERE session_id = $1",
+        ] {
+            sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn read_meta(&self, id: &str) -> Result<Option<WorkspaceMeta>, StoreError> {
+        let row: Option<(String,)> = sqlx::query_as("SELECT yaml FROM session_meta WHERE session_id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|(yaml,)| parse_workspace_yaml(&yaml)))
+    }
+
+    pub async fn write_meta(&self, id: &str, meta: &WorkspaceMeta) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO session_meta (session_id, yaml) VALUES ($1, $2) \
+             ON CONFLICT (session_id) DO UPDATE SET yaml = excluded.yaml",
+        )
+        .bind(id)
+        .bind(render_workspace_yaml(meta))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,218 @@
+"""Issue 10, several nodes: two `skipper serve` processes on one PostgreSQL (a throwaway cluster
+on loopback, started here for each test), with the official Python SDK as the client. Nodes
+share no disk: each has its own home; everything goes through the database."""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import hashlib
+import os
+import selectors
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from copilot.session import PermissionHandler
+
+from conftest import SKIPPER_BIN, Ctx
+
+TOKEN = "cluster-tenant-token"
+
+
+def _pg_bin() -> Path | None:
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(versions[-1]).parent if versions else None
+
+
+def _as_postgres_user(cmd: list[str]) -> list[str]:
+    # initdb refuses to run as root: the throwaway cluster then belongs to `nobody`.
+    return ["runuser", "-u", "nobody", "--", *cmd] if os.geteuid() == 0 else cmd
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def postgres():
+    bin_dir = _pg_bin()
+    if bin_dir is None:
+        if os.environ.get("SKIPPER_REQUIRE_POSTGRES") == "1":
+            pytest.fail("SKIPPER_REQUIRE_POSTGRES=1 but initdb was not found")
+        pytest.skip("PostgreSQL is not installed")
+    root = Path(tempfile.mkdtemp(prefix="skipper-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(root, user="nobody")
+    data = root / "data"
+    subprocess.run(
+        _as_postgres_user([str(bin_dir / "initdb"), "-A", "trust", "-U", "postgres", "-N", "-D", str(data)]),
+        check=True, stdout=subprocess.DEVNULL,
+    )
+    port = _free_port()
+    opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
+    subprocess.run(
+        _as_postgres_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", opts, "-w", "-l", str(root / "log"), "start"]),
+        check=True, stdout=subprocess.DEVNULL,
+    )
+    try:
+        yield f"postgres://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(
+            _as_postgres_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
+            stdout=subprocess.DEVNULL,
+        )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _start_node(ctx: Ctx, name: str, database_url: str) -> tuple[subprocess.Popen, str, Path]:
+    node_dir = ctx.root / f"node-{name}"
+    home = node_dir / "home"
+    home.mkdir(parents=True)
+    config = node_dir / "server.toml"
+    digest = hashlib.sha256(TOKEN.encode()).hexdigest()
+    config.write_text(
+        f'[[tenants]]\nname = "team"\ntoken_sha256 = "{digest}"\n\n'
+        f'[cluster]\nnode_id = "{name}"\nlease_ttl_s = 2\n',
+        encoding="utf-8",
+    )
+    stderr_path = node_dir / "stderr"
+    with open(stderr_path, "wb") as stderr:
+        proc = subprocess.Popen(
+            [
+                str(SKIPPER_BIN), "serve", "--listen", "127.0.0.1:0", "--sdk-listen", "127.0.0.1:0",
+                "--config", str(config), "--home", str(home), "--database-url", database_url,
+            ],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+            env=ctx.env(GH_TOKEN="fake-token-for-e2e-tests"), cwd=ctx.work_dir,
+        )
+    assert proc.stdout is not None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + 20
+    buf = b""
+    try:
+        while b"listening" not in buf or not buf.endswith(b"\n"):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not sel.select(timeout=remaining):
+                raise RuntimeError("no `listening` line: " + stderr_path.read_text(errors="replace"))
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            if not chunk:
+                raise RuntimeError("skipper serve exited: " + stderr_path.read_text(errors="replace"))
+            buf += chunk
+    finally:
+        sel.close()
+    line = next(l for l in buf.decode().splitlines() if "listening" in l)
+    return proc, line.split("tcp://", 1)[1].split()[0], stderr_path
+
+
+@pytest.fixture
+def nodes(ctx: Ctx, postgres: str) -> list[tuple[subprocess.Popen, str]]:
+    started = [_start_node(ctx, "a", postgres), _start_node(ctx, "b", postgres)]
+    yield [(proc, sdk) for proc, sdk, _ in started]
+    for proc, _, stderr_path in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+        if proc.stdout:
+            proc.stdout.close()
+        print(f"----- {stderr_path.parent.name} stderr -----")
+        print(stderr_path.read_text(errors="replace")[-10000:])
+
+
+async def test_created_on_one_node_resumed_and_followed_on_another(ctx: Ctx, nodes: list[str], make_client):
+    (_, node_a), (_, node_b) = nodes
+    ctx.fake.replies({"text": "first answer"}, {"text": "second answer"})
+    a = make_client(uri=node_a, connection_token=TOKEN)
+    await a.start()
+    session = await a.create_session(on_permission_request=PermissionHandler.approve_all)
+    await session.send_and_wait("first question", timeout=30)
+
+    b = make_client(uri=node_b, connection_token=TOKEN)
+    await b.start()
+    assert [s.session_id for s in await b.list_sessions()] == [session.session_id]
+    followed = await b.resume_session(session.session_id, on_permission_request=PermissionHandler.approve_all)
+    history = [e.data.content for e in await followed.get_events() if e.type.value == "assistant.message"]
+    assert history == ["first answer"]
+
+    # Node a runs the session: a send on node b is refused, naming node a.
+    with pytest.raises(Exception) as refused:
+        await followed.send("from node b")
+    assert "running on node a" in str(refused.value)
+
+    # What node a's turn produces reaches the client on node b.
+    seen: list[str] = []
+    arrived = asyncio.Event()
+
+    def on_event(event) -> None:
+        if event.type.value == "assistant.message":
+            seen.append(event.data.content)
+            arrived.set()
+
+    followed.on(on_event)
+    await session.send_and_wait("second question", timeout=30)
+    await asyncio.wait_for(arrived.wait(), timeout=20)
+    assert seen == ["second answer"]
+
+
+async def test_when_a_node_dies_mid_turn_another_takes_its_session_over(ctx: Ctx, nodes, make_client):
+    (proc_a, node_a), (_, node_b) = nodes
+    ctx.fake.replies({"text": "first answer"}, {"hang": True}, {"text": "after the takeover"})
+    a = make_client(uri=node_a, connection_token=TOKEN)
+    await a.start()
+    session = await a.create_session(on_permission_request=PermissionHandler.approve_all)
+    await session.send_and_wait("first question", timeout=30)
+
+    b = make_client(uri=node_b, connection_token=TOKEN)
+    await b.start()
+    followed = await b.resume_session(session.session_id, on_permission_request=PermissionHandler.approve_all)
+    seen = []
+    prompts_seen: list[str] = []
+    replied = asyncio.Event()
+
+    def on_event(event) -> None:
+        seen.append(event)
+        if event.type.value == "user.message":
+            prompts_seen.append(event.data.content)
+        if event.type.value == "assistant.message" and event.data.content == "after the takeover":
+            replied.set()
+
+    followed.on(on_event)
+    # Node a starts a turn whose model call never answers; node b's client sees it begin.
+    await session.send("second question")
+    deadline = time.monotonic() + 20
+    while "second question" not in prompts_seen:
+        assert time.monotonic() < deadline, "node a's prompt never reached node b's client"
+        await asyncio.sleep(0.05)
+
+    proc_a.kill()  # kill -9, mid-turn
+    proc_a.wait(timeout=10)
+    # Node b takes the session over within lease_ttl_s (2) + 5 s: a send there is accepted.
+    deadline = time.monotonic() + 2 + 5
+    while True:
+        try:
+            await followed.send("third question")
+            break
+        except Exception as refused:  # noqa: BLE001 - refused while node a's lease runs
+            assert "running on node a" in str(refused), refused
+            assert time.monotonic() < deadline, "node b did not take the session over in time"
+            await asyncio.sleep(0.25)
+    await asyncio.wait_for(replied.wait(), timeout=20)
+
+    history = await followed.get_events()
+    ids = [e.id for e in history]
+    assert len(ids) == len(set(ids)), "no duplicate event ids"
+    persisted_seen = [e.id for e in seen if not getattr(e, "ephemeral", False)]
+    assert set(persisted_seen) <= set(ids), "every persisted event a client saw is in the history"
+    prompts = [e.data.content for e in history if e.type.value == "user.message"]
+    assert prompts == ["first question", "second question", "third question"]
