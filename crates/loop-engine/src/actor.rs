@@ -142,6 +142,7 @@ impl Actor {
         }
         self.pending.fail_all();
         self.handle.shells().kill_all();
+        self.handle.mcp().shutdown();
     }
 
     fn emit(&self, payload: impl Into<protocol::event::SessionEvent>) -> String {
@@ -476,7 +477,7 @@ impl Actor {
         let settings = &self.view.settings;
         let cwd = settings.cwd.to_string_lossy().to_string();
         let system = crate::system_prompt::build(settings.system_message.as_ref(), &cwd);
-        let tools = crate::dispatch::tool_specs(&self.deps, settings);
+        let tools = crate::dispatch::tool_specs(&self.deps, settings, self.handle.mcp());
         let route = crate::byok::route(
             &settings.providers,
             &settings.model,

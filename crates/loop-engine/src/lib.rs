@@ -21,6 +21,7 @@ mod external;
 mod handle;
 pub mod history;
 mod hooks;
+mod mcp;
 mod model_call;
 mod pending;
 mod permission;
@@ -327,12 +328,16 @@ impl Engine {
             self.deps.layout.read_workspace_yaml(&id).ok().flatten().filter(|m| m.user_named).and_then(|m| m.name);
         let view = SessionView { settings, approvals: Vec::new(), running: false, user_named: name.is_some(), name };
         let (view_tx, view_rx) = tokio::sync::watch::channel(Arc::new(view.clone()));
+        let mcp = mcp_client::McpHost::new(view.settings.cwd.clone(), self.deps.tool_env.clone());
+        let emitter = Arc::new(emitter);
+        mcp::attach(&mcp, emitter.clone());
         let handle = SessionHandle::new(handle::SessionParts {
             workspace_path: self.deps.layout.session_dir(&id),
             id,
             start_time,
-            emitter: Arc::new(emitter),
+            emitter,
             shells: Arc::new(tools::ShellManager::default()),
+            mcp,
             inputs: tx,
             view: view_rx,
             stop: tokio_util::sync::CancellationToken::new(),
@@ -386,6 +391,7 @@ impl Engine {
             metadata: Some(LifecycleMetadata { start_time: start_time.clone(), modified_time: start_time.clone() }),
         });
         handle.emitter().emit(start);
+        mcp::configure(handle.mcp(), &settings, params);
         write_workspace_yaml(&self.deps, &handle, &settings, None).await;
         Ok(handle)
     }
@@ -399,6 +405,7 @@ impl Engine {
         settings::providers_from_params(params).map_err(EngineError::InvalidProviders)?;
         if let Some(handle) = self.get(&id) {
             handle.resume(params.clone(), subscriber).await?;
+            mcp::configure(handle.mcp(), &handle.view().settings, params);
             return Ok(handle);
         }
         let path = self.deps.layout.events_path(&id);
@@ -459,6 +466,7 @@ impl Engine {
             // Another connection loaded (or created) it meanwhile: join that one.
             handle.shutdown();
             first.resume(params.clone(), subscriber).await?;
+            mcp::configure(first.mcp(), &first.view().settings, params);
             return Ok(first);
         }
         if let Some(sub) = subscriber {
@@ -467,6 +475,7 @@ impl Engine {
         if !params.disable_resume.unwrap_or(false) {
             handle.emitter().emit(resume_event);
         }
+        mcp::configure(handle.mcp(), &handle.view().settings, params);
         Ok(handle)
     }
 

@@ -43,6 +43,8 @@ impl StderrTail {
 
 pub(crate) struct Connected {
     pub running: Running,
+    /// A local server's process group (its leader's pid).
+    pub process_group: Option<u32>,
     pub tools: Vec<Value>,
     pub server_info: Option<Value>,
 }
@@ -54,6 +56,7 @@ pub(crate) async fn connect(
     base_env: &[(String, String)],
     stderr: &StderrTail,
 ) -> Result<Connected, String> {
+    let mut process_group = None;
     let running = match &config.transport {
         Transport::Stdio { command, args, env, cwd } => {
             let mut cmd = tokio::process::Command::new(command);
@@ -74,6 +77,7 @@ pub(crate) async fn connect(
                 .stderr(Stdio::piped())
                 .spawn()
                 .map_err(|e| format!("Failed to start MCP server command \"{command}\": {e}"))?;
+            process_group = process.id();
             let reader = err.map(|mut err| {
                 let tail = stderr.clone();
                 tokio::spawn(async move {
@@ -115,7 +119,15 @@ pub(crate) async fn connect(
     let server_info = running.peer().peer_info().and_then(|i| serde_json::to_value(i).ok());
     let tools = running.peer().list_all_tools().await.map_err(|e| format!("Failed to list tools: {e}"))?;
     let tools = tools.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
-    Ok(Connected { running, tools, server_info })
+    Ok(Connected { running, process_group, tools, server_info })
+}
+
+/// Asks a local server's whole process group to end (what it spawned included). Synchronous,
+/// so it works while the runtime winds down; the connection's own close follows up.
+pub(crate) fn terminate_group(pgid: u32) {
+    if let Ok(pid) = i32::try_from(pgid) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+    }
 }
 
 fn handshake_error(e: &str, stderr: &StderrTail) -> String {

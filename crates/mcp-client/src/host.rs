@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
-use crate::connect::{connect, StderrTail};
+use crate::connect::{connect, terminate_group, StderrTail};
 
 /// How long a server may take to start and answer the handshake.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -84,7 +84,7 @@ pub enum CallError {
     #[error("MCP server \"{0}\" is not connected")]
     NotConnected(String),
     #[error("MCP server \"{server}\" did not answer the call to \"{tool}\" within {secs} seconds")]
-    TimedOut { server: String, tool: String, secs: u64 },
+    TimedOut { server: String, tool: String, secs: f64 },
     #[error("The call was cancelled")]
     Cancelled,
     #[error("MCP server \"{server}\" failed the call to \"{tool}\": {message}")]
@@ -114,6 +114,8 @@ struct Entry {
     stop: Option<CancellationToken>,
     /// Bumped on every start or stop, so a stale connection task changes nothing.
     generation: u64,
+    /// The running local server's process group.
+    process_group: Option<u32>,
 }
 
 impl Entry {
@@ -136,6 +138,8 @@ struct Inner {
     env: Vec<(String, String)>,
     /// A configuration is loading: `Loaded` goes out when nothing is pending any more.
     loading: Mutex<bool>,
+    /// Woken whenever a server's status changes.
+    changed: tokio::sync::Notify,
 }
 
 /// The MCP servers of one session (or one agent). Cheap to clone.
@@ -168,6 +172,7 @@ impl McpHost {
                 cwd: Mutex::new(cwd),
                 env,
                 loading: Mutex::new(false),
+                changed: tokio::sync::Notify::new(),
             }),
         }
     }
@@ -182,6 +187,9 @@ impl McpHost {
     }
 
     fn emit(&self, event: HostEvent) {
+        if matches!(event, HostEvent::StatusChanged(_)) {
+            self.inner.changed.notify_waiters();
+        }
         let sink = lock(&self.inner.sink).clone();
         if let Some(sink) = sink {
             sink(event);
@@ -240,6 +248,7 @@ impl McpHost {
                         server_info: None,
                         stop: None,
                         generation: 0,
+                        process_group: None,
                     },
                 );
                 if status == Status::Pending {
@@ -255,6 +264,28 @@ impl McpHost {
             self.spawn_connect(name);
         }
         self.check_loaded();
+    }
+
+    /// Adds a server (or replaces its configuration) and starts it in the background.
+    pub fn upsert(&self, name: &str, raw: Value) -> Result<(), HostError> {
+        let config = ServerConfig::parse(name, &raw).map_err(|e| HostError::Server(e.to_string()))?;
+        {
+            let mut map = lock(&self.inner.servers);
+            let entry = map.entry(name.to_string()).or_insert_with(|| Entry {
+                config: Ok(config.clone()),
+                status: Status::Stopped,
+                error: None,
+                tools: Vec::new(),
+                peer: None,
+                server_info: None,
+                stop: None,
+                generation: 0,
+                process_group: None,
+            });
+            entry.config = Ok(config);
+        }
+        self.spawn_connect(name);
+        Ok(())
     }
 
     /// Starts (or restarts) a configured server in the background.
@@ -289,6 +320,7 @@ impl McpHost {
                 stop.cancel();
             }
             entry.peer = None;
+            entry.process_group = None;
             entry.tools.clear();
             entry.server_info = None;
             entry.error = None;
@@ -326,6 +358,7 @@ impl McpHost {
             entry.status = Status::Pending;
             entry.error = None;
             entry.peer = None;
+            entry.process_group = None;
             entry.tools.clear();
             entry.server_info = None;
             (config, entry.generation, entry.summary(name))
@@ -355,6 +388,7 @@ impl McpHost {
                 match map.get_mut(&name).filter(|e| e.generation == generation) {
                     Some(entry) => {
                         entry.peer = Some(running.peer().clone());
+                        entry.process_group = connected.process_group;
                         entry.tools = connected.tools;
                         entry.server_info = connected.server_info;
                         true
@@ -399,6 +433,7 @@ impl McpHost {
             entry.status = status;
             if status != Status::Connected {
                 entry.peer = None;
+                entry.process_group = None;
                 entry.tools.clear();
                 entry.server_info = None;
             }
@@ -438,6 +473,24 @@ impl McpHost {
 
     pub fn is_running(&self, name: &str) -> bool {
         lock(&self.inner.servers).get(name).is_some_and(|e| e.status == Status::Connected)
+    }
+
+    /// Waits until no server is starting (each start is bounded by the startup timeout), or
+    /// until `cancel`.
+    pub async fn wait_settled(&self, cancel: &CancellationToken) {
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if !self.any_pending() || self.inner.shutdown.is_cancelled() {
+                return;
+            }
+            tokio::select! {
+                _ = changed => {}
+                _ = cancel.cancelled() => return,
+                _ = self.inner.shutdown.cancelled() => return,
+            }
+        }
     }
 
     /// Whether any server is still starting.
@@ -534,7 +587,9 @@ impl McpHost {
             _ = cancel.cancelled() => return Err(CallError::Cancelled),
         };
         match result {
-            Err(_) => Err(CallError::TimedOut { server: server.into(), tool: tool.into(), secs: timeout.as_secs() }),
+            Err(_) => {
+                Err(CallError::TimedOut { server: server.into(), tool: tool.into(), secs: timeout.as_secs_f64() })
+            }
             Ok(Err(e)) => Err(failed(e.to_string())),
             Ok(Ok(r)) => serde_json::to_value(r).map_err(|e| failed(e.to_string())),
         }
@@ -545,6 +600,9 @@ impl McpHost {
         self.inner.shutdown.cancel();
         let mut map = lock(&self.inner.servers);
         for e in map.values_mut() {
+            if let Some(pgid) = e.process_group.take() {
+                terminate_group(pgid);
+            }
             e.peer = None;
             e.tools.clear();
             if matches!(e.status, Status::Connected | Status::Pending) {

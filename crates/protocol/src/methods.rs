@@ -81,6 +81,10 @@ pub struct SessionConfigParams {
     pub infinite_sessions: Option<InfiniteSessionsConfig>,
     /// Attached documents ask the model to cite them.
     pub enable_citations: Option<bool>,
+    /// MCP servers by name (`{command,args,env,cwd}` or `{type:"http"|"sse",url,headers}`).
+    pub mcp_servers: Option<serde_json::Map<String, Value>>,
+    /// Configured MCP servers not to start.
+    pub disabled_mcp_servers: Option<Vec<String>>,
 }
 
 /// `infiniteSessions`: thresholds are fractions of the model's context window.

@@ -144,6 +144,12 @@ pub enum SessionEvent {
     /// `session.workspace_file_changed`: Workspace file change details including path and operation
     /// type
     SessionWorkspaceFileChanged(t::WorkspaceFileChangedData),
+    /// `session.mcp_servers_loaded`: Payload of `session.mcp_servers_loaded` listing MCP server
+    /// status summaries.
+    SessionMcpServersLoaded(t::McpServersLoadedData),
+    /// `session.mcp_server_status_changed`: Payload of `session.mcp_server_status_changed` for one
+    /// MCP server's status and optional failure error.
+    SessionMcpServerStatusChanged(t::McpServerStatusChangedData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -208,6 +214,8 @@ impl SessionEvent {
             Self::SessionCompactionComplete(_) => "session.compaction_complete",
             Self::SessionSnapshotRewind(_) => "session.snapshot_rewind",
             Self::SessionWorkspaceFileChanged(_) => "session.workspace_file_changed",
+            Self::SessionMcpServersLoaded(_) => "session.mcp_servers_loaded",
+            Self::SessionMcpServerStatusChanged(_) => "session.mcp_server_status_changed",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -274,6 +282,8 @@ impl SessionEvent {
             Self::SessionCompactionComplete(d) => d.serialize(s),
             Self::SessionSnapshotRewind(d) => d.serialize(s),
             Self::SessionWorkspaceFileChanged(d) => d.serialize(s),
+            Self::SessionMcpServersLoaded(d) => d.serialize(s),
+            Self::SessionMcpServerStatusChanged(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -335,6 +345,8 @@ impl SessionEvent {
             "session.compaction_complete" => typed(kind, data, Self::SessionCompactionComplete),
             "session.snapshot_rewind" => typed(kind, data, Self::SessionSnapshotRewind),
             "session.workspace_file_changed" => typed(kind, data, Self::SessionWorkspaceFileChanged),
+            "session.mcp_servers_loaded" => typed(kind, data, Self::SessionMcpServersLoaded),
+            "session.mcp_server_status_changed" => typed(kind, data, Self::SessionMcpServerStatusChanged),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -382,6 +394,8 @@ pub fn ephemeral_policy_of(kind: &str) -> EphemeralPolicy {
         | "external_tool.completed"
         | "agent.interrupted"
         | "session.snapshot_rewind"
+        | "session.mcp_servers_loaded"
+        | "session.mcp_server_status_changed"
         | "session.autopilot_stopped" => EphemeralPolicy::Always,
         _ => EphemeralPolicy::Optional,
     }
@@ -440,6 +454,8 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("session.compaction_complete", EphemeralPolicy::Optional),
     ("session.snapshot_rewind", EphemeralPolicy::Always),
     ("session.workspace_file_changed", EphemeralPolicy::Optional),
+    ("session.mcp_servers_loaded", EphemeralPolicy::Always),
+    ("session.mcp_server_status_changed", EphemeralPolicy::Always),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -747,6 +763,18 @@ impl From<t::SnapshotRewindData> for SessionEvent {
 impl From<t::WorkspaceFileChangedData> for SessionEvent {
     fn from(data: t::WorkspaceFileChangedData) -> Self {
         Self::SessionWorkspaceFileChanged(data)
+    }
+}
+
+impl From<t::McpServersLoadedData> for SessionEvent {
+    fn from(data: t::McpServersLoadedData) -> Self {
+        Self::SessionMcpServersLoaded(data)
+    }
+}
+
+impl From<t::McpServerStatusChangedData> for SessionEvent {
+    fn from(data: t::McpServerStatusChangedData) -> Self {
+        Self::SessionMcpServerStatusChanged(data)
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod history;
 pub mod inference;
+pub mod mcp;
 pub mod providers;
 pub mod server;
 pub mod session;
