@@ -299,6 +299,8 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("models", &["array"], json!([])),
             prop("infiniteSessions", &["object"], json!({"enabled": false})),
             prop("enableCitations", &["boolean"], json!(true)),
+            prop("mcpServers", &["object"], json!({})),
+            prop("disabledMcpServers", &["array"], json!([])),
         ],
         required: Vec::new(),
     };
