@@ -151,6 +151,7 @@ impl Actor {
         }
         self.pending.fail_all();
         self.handle.shells().kill_all();
+        self.handle.mcp().shutdown();
     }
 
     /// Whether the session could be unloaded without anyone noticing: no client, nothing
@@ -564,7 +565,7 @@ impl Actor {
         let settings = &self.view.settings;
         let cwd = settings.cwd.to_string_lossy().to_string();
         let system = crate::system_prompt::build(settings.system_message.as_ref(), &cwd);
-        let tools = crate::dispatch::tool_specs(&self.deps, settings);
+        let tools = crate::dispatch::tool_specs(&self.deps, settings, self.handle.mcp());
         let route = crate::byok::route(
             &settings.providers,
             &settings.model,

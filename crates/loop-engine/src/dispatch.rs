@@ -34,7 +34,7 @@ pub(crate) enum CallOutcome {
 }
 
 /// Built-ins that pass the filters, then SDK tools (an override replaces its built-in).
-pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings) -> Vec<ToolSpec> {
+pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings, mcp: &mcp_client::McpHost) -> Vec<ToolSpec> {
     let overridden = |name: &str| s.external_tools.iter().any(|e| e.name == name);
     let mut specs: Vec<ToolSpec> = Vec::new();
     // As the original: `skill` comes after the file tools, `task` after the search tools.
@@ -68,6 +68,7 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings) -> Vec<ToolSpec> {
             parameters: e.parameters.clone().unwrap_or_else(empty_schema),
         });
     }
+    specs.extend(crate::mcp::specs(mcp, s));
     specs
 }
 
@@ -92,14 +93,16 @@ pub(crate) async fn run_calls(
         .iter()
         .map(|c| {
             let args = serde_json::from_str::<Value>(&c.arguments).unwrap_or_else(|_| json!({}));
-            ctx.emitter().emit(t::ToolExecutionStartData {
+            let mut start = t::ToolExecutionStartData {
                 tool_call_id: c.id.clone(),
                 tool_name: c.name.clone(),
                 arguments: Some(args.clone()),
                 turn_id: Some(turn_id.to_string()),
                 model: Some(settings.model.clone()),
                 ..Default::default()
-            });
+            };
+            crate::mcp::start_fields(ctx.handle.mcp(), &c.name, &mut start);
+            ctx.emitter().emit(start);
             args
         })
         .collect();
@@ -223,6 +226,11 @@ async fn run_one(
     }
     if call.name == crate::autopilot::TASK_COMPLETE {
         return crate::autopilot::run_task_complete(&args);
+    }
+    if ctx.deps.builtins.get(&call.name).is_none() {
+        if let Some(tool) = ctx.handle.mcp().tools().into_iter().find(|t| t.qualified == call.name) {
+            return crate::mcp::run(ctx, &tool, call, args, settings, preapproved).await;
+        }
     }
     if call.name == crate::user_input::ASK_USER {
         return crate::user_input::run(ctx, &call.id, &args).await;

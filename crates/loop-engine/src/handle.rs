@@ -284,6 +284,8 @@ pub(crate) struct SessionParts {
     pub start_time: String,
     pub emitter: Arc<Emitter>,
     pub shells: Arc<tools::ShellManager>,
+    /// The session's MCP servers.
+    pub mcp: mcp_client::McpHost,
     /// Boxed: inputs differ a lot in size, and the channel's slots are allocated up front.
     pub inputs: mpsc::Sender<Box<SessionInput>>,
     pub view: watch::Receiver<Arc<SessionView>>,
@@ -344,6 +346,11 @@ impl SessionHandle {
 
     pub(crate) fn shells(&self) -> &Arc<tools::ShellManager> {
         &self.inner.shells
+    }
+
+    /// The session's MCP servers (`session.mcp.*`; agents may start their own hosts).
+    pub fn mcp(&self) -> &mcp_client::McpHost {
+        &self.inner.mcp
     }
 
     /// Adds an event subscriber (a client connection, the runner).
@@ -590,6 +597,7 @@ impl SessionHandle {
     /// emitted. Returns at once; the task ends on its next poll.
     pub fn shutdown(&self) {
         self.inner.shells.kill_all();
+        self.inner.mcp.shutdown();
         self.inner.stop.cancel();
     }
 

@@ -24,6 +24,7 @@ mod frontmatter;
 mod handle;
 pub mod history;
 mod hooks;
+mod mcp;
 mod model_call;
 mod pending;
 mod permission;
@@ -369,7 +370,7 @@ impl Engine {
 
     /// The tools the session's next model call would be offered, as it would see them.
     pub fn session_tools(&self, session: &SessionHandle) -> Vec<llm_providers::ToolSpec> {
-        dispatch::tool_specs(&self.deps, &session.view().settings)
+        dispatch::tool_specs(&self.deps, &session.view().settings, session.mcp())
     }
 
     /// Loaded sessions in the middle of a run (a shutdown drains them).
@@ -390,12 +391,16 @@ impl Engine {
         let (tx, rx) = tokio::sync::mpsc::channel(actor::INPUT_CAPACITY);
         let view = SessionView { settings, approvals: Vec::new(), running: false, user_named: name.is_some(), name };
         let (view_tx, view_rx) = tokio::sync::watch::channel(Arc::new(view.clone()));
+        let mcp = mcp_client::McpHost::new(view.settings.cwd.clone(), self.deps.tool_env.clone());
+        let emitter = Arc::new(emitter);
+        mcp::attach(&mcp, emitter.clone());
         let handle = SessionHandle::new(handle::SessionParts {
             workspace_path: self.deps.layout.session_dir(&id),
             id,
             start_time,
-            emitter: Arc::new(emitter),
+            emitter,
             shells: Arc::new(tools::ShellManager::default()),
+            mcp,
             inputs: tx,
             view: view_rx,
             stop: tokio_util::sync::CancellationToken::new(),
@@ -469,6 +474,7 @@ impl Engine {
             metadata: Some(LifecycleMetadata { start_time: start_time.clone(), modified_time: start_time.clone() }),
         });
         handle.emitter().emit(start);
+        mcp::configure(handle.mcp(), &settings, params);
         write_workspace_yaml(&self.deps, &handle, &settings, None).await;
         Ok(handle)
     }
@@ -489,7 +495,10 @@ impl Engine {
                 return Ok(handle);
             }
             match handle.resume(params.clone(), subscriber.clone()).await {
-                Ok(()) => return Ok(handle),
+                Ok(()) => {
+                    mcp::configure(handle.mcp(), &handle.view().settings, params);
+                    return Ok(handle);
+                }
                 // The idle unloader ended it just now: load it again from disk.
                 Err(EngineError::SessionNotFound(_)) if handle.is_stopped() => self.forget(&handle),
                 Err(e) => return Err(e),
@@ -588,6 +597,7 @@ impl Engine {
             for sub in subscribers {
                 first.subscribe(sub);
             }
+            mcp::configure(first.mcp(), &first.view().settings, params);
             return Ok(first);
         }
         for sub in subscribers {
@@ -596,6 +606,7 @@ impl Engine {
         if follow.is_none() && !params.disable_resume.unwrap_or(false) {
             handle.emitter().emit(resume_event);
         }
+        mcp::configure(handle.mcp(), &handle.view().settings, params);
         Ok(handle)
     }
 

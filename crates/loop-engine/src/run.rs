@@ -22,6 +22,9 @@ use crate::dispatch::{self, CallOutcome};
 use crate::handle::{QueuedMessage, SessionHandle, SessionInput, SessionView};
 use crate::Deps;
 
+/// How long a model call waits for MCP servers that are still starting.
+const MCP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// How often an `agentStop` hook may keep the agent going for one message.
 const MAX_STOP_BLOCKS: u32 = 5;
 
@@ -169,7 +172,10 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
             model: Some(settings.model.clone()),
             interaction_id: Some(interaction_id.clone()),
         });
-        let tool_specs = dispatch::tool_specs(&ctx.deps, settings);
+        // The original waits for the session's MCP servers before a call, so their tools are there.
+        // Bounded: a server that neither starts nor fails does not hold the turn for long.
+        let _ = tokio::time::timeout(MCP_WAIT, ctx.handle.mcp().wait_settled(&ctx.cancel)).await;
+        let tool_specs = dispatch::tool_specs(&ctx.deps, settings, ctx.handle.mcp());
         let offered: Vec<String> = tool_specs.iter().map(|t| t.name.clone()).collect();
         let route = crate::byok::route(
             &settings.providers,
@@ -229,7 +235,7 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
                 overflow_compacted = true;
                 end_turn(ctx, &turn_id);
                 let system = crate::system_prompt::build_with(settings.system_message.as_ref(), &cwd, &transformed);
-                let tools = dispatch::tool_specs(&ctx.deps, settings);
+                let tools = dispatch::tool_specs(&ctx.deps, settings, ctx.handle.mcp());
                 let shape = crate::compaction::CallShape {
                     system: &system,
                     tools: &tools,

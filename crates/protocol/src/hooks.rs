@@ -120,6 +120,25 @@ pub struct HookOutput {
     pub modified_prompt: Option<String>,
     #[serde(default, deserialize_with = "lenient")]
     pub modified_transformed_prompt: Option<String>,
+    /// `preMcpToolCall`: the request's `_meta` (absent: keep; `null`: none; object: this).
+    #[serde(default, deserialize_with = "present")]
+    pub meta_to_use: Option<Value>,
+}
+
+/// A field that is present, `null` included (absent stays `None` through `default`).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Ok(Some(Value::deserialize(d)?))
+}
+
+/// `preMcpToolCall` input (besides the common fields).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreMcpToolCallInput {
+    pub tool_call_id: String,
+    pub server_name: String,
+    pub tool_name: String,
+    pub arguments: Value,
+    pub working_directory: String,
 }
 
 fn lenient<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {

@@ -92,6 +92,10 @@ pub struct SessionConfigParams {
     /// Read agent and skill files from the project (the working directory up to the
     /// repository root); off unless `true`, as the original does for SDK sessions.
     pub enable_config_discovery: Option<bool>,
+    /// MCP servers by name (`{command,args,env,cwd}` or `{type:"http"|"sse",url,headers}`).
+    pub mcp_servers: Option<serde_json::Map<String, Value>>,
+    /// Configured MCP servers not to start.
+    pub disabled_mcp_servers: Option<Vec<String>>,
 }
 
 /// One entry of `customAgents`.

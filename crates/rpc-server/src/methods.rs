@@ -6,7 +6,7 @@ use protocol::generated::methods as g;
 use protocol::methods as h;
 
 use crate::handlers::{
-    agents, history, inference, providers, server, session, session_extras, session_state, workspaces,
+    agents, history, inference, mcp, providers, server, session, session_extras, session_state, workspaces,
 };
 use crate::table::method_table;
 
@@ -69,6 +69,18 @@ method_table! {
     SessionShutdown: g::SessionShutdown => session_state::shutdown, lane |p| Some(&p.session_id), aliases [];
     SessionModelSetReasoningEffort: g::SessionModelSetReasoningEffort
         => session_state::set_reasoning_effort, lane |p| Some(&p.session_id), aliases [];
+    // MCP servers of a session.
+    SessionMcpList: g::SessionMcpList => mcp::list, lane |_p| None, aliases [];
+    SessionMcpListTools: g::SessionMcpListTools => mcp::list_tools, lane |_p| None, aliases [];
+    SessionMcpIsServerRunning: g::SessionMcpIsServerRunning => mcp::is_running, lane |_p| None, aliases [];
+    SessionMcpStartServer: g::SessionMcpStartServer => mcp::start, lane |_p| None, aliases [];
+    SessionMcpStopServer: g::SessionMcpStopServer => mcp::stop, lane |_p| None, aliases [];
+    SessionMcpRestartServer: g::SessionMcpRestartServer => mcp::restart, lane |_p| None, aliases [];
+    SessionMcpEnable: g::SessionMcpEnable => mcp::enable, lane |_p| None, aliases [];
+    SessionMcpDisable: g::SessionMcpDisable => mcp::disable, lane |_p| None, aliases [];
+    SessionMcpReload: g::SessionMcpReload => mcp::reload, lane |_p| None, aliases [];
+    SessionMcpResourcesList: g::SessionMcpResourcesList => mcp::resources_list, lane |_p| None, aliases [];
+    SessionMcpResourcesRead: g::SessionMcpResourcesRead => mcp::resources_read, lane |_p| None, aliases [];
     SessionMetadataIsProcessing: g::SessionMetadataIsProcessing
         => session_state::is_processing, lane |_p| None, aliases [];
     SessionEventLogRegisterInterest: g::SessionEventLogRegisterInterest

@@ -162,6 +162,12 @@ pub enum SessionEvent {
     /// `skill.invoked`: Skill invocation details including content, allowed tools, and plugin
     /// metadata
     SkillInvoked(t::SkillInvokedData),
+    /// `session.mcp_servers_loaded`: Payload of `session.mcp_servers_loaded` listing MCP server
+    /// status summaries.
+    SessionMcpServersLoaded(t::McpServersLoadedData),
+    /// `session.mcp_server_status_changed`: Payload of `session.mcp_server_status_changed` for one
+    /// MCP server's status and optional failure error.
+    SessionMcpServerStatusChanged(t::McpServerStatusChangedData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -233,6 +239,8 @@ impl SessionEvent {
             Self::SubagentSelected(_) => "subagent.selected",
             Self::SubagentDeselected(_) => "subagent.deselected",
             Self::SkillInvoked(_) => "skill.invoked",
+            Self::SessionMcpServersLoaded(_) => "session.mcp_servers_loaded",
+            Self::SessionMcpServerStatusChanged(_) => "session.mcp_server_status_changed",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -306,6 +314,8 @@ impl SessionEvent {
             Self::SubagentSelected(d) => d.serialize(s),
             Self::SubagentDeselected(d) => d.serialize(s),
             Self::SkillInvoked(d) => d.serialize(s),
+            Self::SessionMcpServersLoaded(d) => d.serialize(s),
+            Self::SessionMcpServerStatusChanged(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -374,6 +384,8 @@ impl SessionEvent {
             "subagent.selected" => typed(kind, data, Self::SubagentSelected),
             "subagent.deselected" => typed(kind, data, Self::SubagentDeselected),
             "skill.invoked" => typed(kind, data, Self::SkillInvoked),
+            "session.mcp_servers_loaded" => typed(kind, data, Self::SessionMcpServersLoaded),
+            "session.mcp_server_status_changed" => typed(kind, data, Self::SessionMcpServerStatusChanged),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -421,6 +433,8 @@ pub fn ephemeral_policy_of(kind: &str) -> EphemeralPolicy {
         | "external_tool.completed"
         | "agent.interrupted"
         | "session.snapshot_rewind"
+        | "session.mcp_servers_loaded"
+        | "session.mcp_server_status_changed"
         | "session.autopilot_stopped" => EphemeralPolicy::Always,
         _ => EphemeralPolicy::Optional,
     }
@@ -486,6 +500,8 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("subagent.selected", EphemeralPolicy::Optional),
     ("subagent.deselected", EphemeralPolicy::Optional),
     ("skill.invoked", EphemeralPolicy::Optional),
+    ("session.mcp_servers_loaded", EphemeralPolicy::Always),
+    ("session.mcp_server_status_changed", EphemeralPolicy::Always),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -835,6 +851,18 @@ impl From<t::SubagentDeselectedData> for SessionEvent {
 impl From<t::SkillInvokedData> for SessionEvent {
     fn from(data: t::SkillInvokedData) -> Self {
         Self::SkillInvoked(data)
+    }
+}
+
+impl From<t::McpServersLoadedData> for SessionEvent {
+    fn from(data: t::McpServersLoadedData) -> Self {
+        Self::SessionMcpServersLoaded(data)
+    }
+}
+
+impl From<t::McpServerStatusChangedData> for SessionEvent {
+    fn from(data: t::McpServerStatusChangedData) -> Self {
+        Self::SessionMcpServerStatusChanged(data)
     }
 }
 

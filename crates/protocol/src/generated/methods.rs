@@ -1198,6 +1198,145 @@ impl crate::rpc::RpcMethod for SessionSkillsGetInvoked {
     type Result = t::SkillsGetInvokedResult;
 }
 
+/// `session.mcp.list`: Lists MCP servers configured for the session, their connection status, and
+/// host-level state. The host-level state (disabled/filtered servers, failed/needs-auth/pending
+/// connections, mcp3p policy, full config) is empty/zero when no MCP host has been initialized for
+/// the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpList;
+
+impl crate::rpc::RpcMethod for SessionMcpList {
+    const NAME: &'static str = "session.mcp.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpListParams;
+    type Result = t::McpServerList;
+}
+
+/// `session.mcp.listTools`: Lists the tools exposed by a connected MCP server on this session's
+/// host. This performs a live `tools/list` request. Tool UI metadata is returned independently of
+/// whether MCP Apps rendering is enabled for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpListTools;
+
+impl crate::rpc::RpcMethod for SessionMcpListTools {
+    const NAME: &'static str = "session.mcp.listTools";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpListToolsParams;
+    type Result = t::McpListToolsResult;
+}
+
+/// `session.mcp.isServerRunning`: Checks whether a named MCP server is currently running on the
+/// session's host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpIsServerRunning;
+
+impl crate::rpc::RpcMethod for SessionMcpIsServerRunning {
+    const NAME: &'static str = "session.mcp.isServerRunning";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpIsServerRunningParams;
+    type Result = t::McpIsServerRunningResult;
+}
+
+/// `session.mcp.startServer`: Starts an individual MCP server on the live session. Omit `config`
+/// for a config-free start-by-name of an already-configured server (reuses the server's
+/// already-registered configuration); supply `config` to start from a caller-supplied
+/// configuration. Session-scoped and ephemeral: the server is added to this session's running set
+/// only and is reaped when the session ends. Does NOT modify persistent user configuration
+/// (`mcp.config.*`), so it does not affect future sessions. The server surfaces through
+/// `session.mcp.list` and the `session.mcp_servers_loaded` / `session.mcp_server_status_changed`
+/// events like any other server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpStartServer;
+
+impl crate::rpc::RpcMethod for SessionMcpStartServer {
+    const NAME: &'static str = "session.mcp.startServer";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpStartServerParams;
+    type Result = ();
+}
+
+/// `session.mcp.stopServer`: Stops an individual MCP server on the session's host.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpStopServer;
+
+impl crate::rpc::RpcMethod for SessionMcpStopServer {
+    const NAME: &'static str = "session.mcp.stopServer";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpStopServerParams;
+    type Result = ();
+}
+
+/// `session.mcp.restartServer`: Restarts an individual MCP server on the live session (stops then
+/// starts). Omit `config` for a config-free restart-by-name of an already-configured server; supply
+/// `config` to restart with a replacement configuration. Session-scoped and ephemeral: does NOT
+/// modify persistent user configuration (`mcp.config.*`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpRestartServer;
+
+impl crate::rpc::RpcMethod for SessionMcpRestartServer {
+    const NAME: &'static str = "session.mcp.restartServer";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpRestartServerParams;
+    type Result = ();
+}
+
+/// `session.mcp.enable`: Enables an MCP server for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpEnable;
+
+impl crate::rpc::RpcMethod for SessionMcpEnable {
+    const NAME: &'static str = "session.mcp.enable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpEnableParams;
+    type Result = ();
+}
+
+/// `session.mcp.disable`: Disables an MCP server for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpDisable;
+
+impl crate::rpc::RpcMethod for SessionMcpDisable {
+    const NAME: &'static str = "session.mcp.disable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpDisableParams;
+    type Result = ();
+}
+
+/// `session.mcp.reload`: Reloads MCP server connections for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpReload;
+
+impl crate::rpc::RpcMethod for SessionMcpReload {
+    const NAME: &'static str = "session.mcp.reload";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpReloadParams;
+    type Result = ();
+}
+
+/// `session.mcp.resources.list`: Enumerate one page of resources a connected MCP server exposes
+/// (proxies MCP `resources/list`). Pass `cursor` to continue from a prior result's `nextCursor`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpResourcesList;
+
+impl crate::rpc::RpcMethod for SessionMcpResourcesList {
+    const NAME: &'static str = "session.mcp.resources.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpResourcesListParams;
+    type Result = t::McpResourcesListResult;
+}
+
+/// `session.mcp.resources.read`: Fetch an MCP resource from a connected server by URI (proxies MCP
+/// `resources/read`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpResourcesRead;
+
+impl crate::rpc::RpcMethod for SessionMcpResourcesRead {
+    const NAME: &'static str = "session.mcp.resources.read";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpResourcesReadParams;
+    type Result = t::McpResourcesReadResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1301,6 +1440,72 @@ impl crate::rpc::SessionScoped for t::SessionHistoryTruncateParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionLogParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpDisableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpEnableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpIsServerRunningParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpListToolsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpReloadParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpResourcesListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpResourcesReadParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpRestartServerParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpStartServerParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpStopServerParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1779,4 +1984,15 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.skills.reload",
     "session.skills.ensureLoaded",
     "session.skills.getInvoked",
+    "session.mcp.list",
+    "session.mcp.listTools",
+    "session.mcp.isServerRunning",
+    "session.mcp.startServer",
+    "session.mcp.stopServer",
+    "session.mcp.restartServer",
+    "session.mcp.enable",
+    "session.mcp.disable",
+    "session.mcp.reload",
+    "session.mcp.resources.list",
+    "session.mcp.resources.read",
 ];

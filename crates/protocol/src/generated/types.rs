@@ -2308,6 +2308,42 @@ pub struct ConnectResult {
     pub task_kinds: Option<Vec<TaskKind>>,
 }
 
+/// Controls how MCP tool result content is filtered: none leaves content unchanged, markdown
+/// sanitizes HTML while preserving Markdown-friendly output, and hidden_characters removes
+/// characters that can hide directives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ContentFilterMode {
+    /// Leave MCP tool result content unchanged.
+    #[serde(rename = "none")]
+    None,
+    /// Sanitize HTML while preserving Markdown-friendly output.
+    #[serde(rename = "markdown")]
+    Markdown,
+    /// Remove characters that can hide directives.
+    #[serde(rename = "hidden_characters")]
+    HiddenCharacters,
+}
+
+impl ContentFilterMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::None, Self::Markdown, Self::HiddenCharacters];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Markdown => "markdown",
+            Self::HiddenCharacters => "hidden_characters",
+        }
+    }
+}
+
+impl std::fmt::Display for ContentFilterMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Context tier for models that support multiple context-window sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ContextTier {
@@ -3037,6 +3073,19 @@ pub struct FactoryPermissionPhase {
     pub detail: Option<String>,
 }
 
+/// Content filtering mode to apply to all tools, or a map of tool name to content filtering mode.
+///
+/// Untagged: the variants are tried in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FilterMapping {
+    Object(std::collections::BTreeMap<String, ContentFilterMode>),
+    /// Controls how MCP tool result content is filtered: none leaves content unchanged, markdown
+    /// sanitizes HTML while preserving Markdown-friendly output, and hidden_characters removes
+    /// characters that can hide directives.
+    ContentFilterMode(ContentFilterMode),
+}
+
 /// Experimental attribution linking an ordinary event to the HydraFusion turn, phase, and concrete
 /// source that produced it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -3665,6 +3714,577 @@ pub struct LogResult {
     pub event_id: String,
 }
 
+/// Host-level state, omitted when no MCP host is initialized.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpHostState {
+    /// Whether third-party MCP servers are policy-enabled for this session.
+    #[serde(rename = "mcp3pEnabled")]
+    pub mcp3p_enabled: bool,
+    /// Configured servers that are explicitly disabled.
+    #[serde(rename = "disabledServers")]
+    pub disabled_servers: Vec<String>,
+    /// Configured servers filtered out by MCP server policy.
+    #[serde(rename = "filteredServers")]
+    pub filtered_servers: Vec<String>,
+    /// Names of currently-connected MCP clients.
+    pub clients: Vec<String>,
+    /// Names of servers with in-flight connection attempts.
+    #[serde(rename = "pendingConnections")]
+    pub pending_connections: Vec<String>,
+    /// Map of server name to recorded connection failure.
+    #[serde(rename = "failedServers")]
+    pub failed_servers: std::collections::BTreeMap<String, McpServerFailureInfo>,
+    /// Map of server name to recorded pending-auth state.
+    #[serde(rename = "needsAuthServers")]
+    pub needs_auth_servers: std::collections::BTreeMap<String, McpServerNeedsAuthInfo>,
+}
+
+/// Whether the named MCP server is running.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpIsServerRunningResult {
+    /// True if the server has an active client and transport.
+    pub running: bool,
+}
+
+/// Tools exposed by the connected MCP server. Throws when the server is not connected.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpListToolsResult {
+    /// Tools exposed by the server.
+    pub tools: Vec<McpTools>,
+}
+
+/// An MCP resource descriptor (spec `Resource`): URI, name, and optional title, description, MIME
+/// type, size, icons, annotations, and metadata. Server-provided fields outside the standard
+/// descriptor shape are exposed under `additionalProperties`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpResource {
+    /// The resource URI (e.g. ui://... or file:///...)
+    pub uri: String,
+    /// The programmatic name of the resource
+    pub name: String,
+    /// Optional human-readable display title
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Optional description of what this resource represents
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// MIME type of the resource, if known
+    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Resource size in bytes, when known
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Icons associated with this resource
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<McpResourceIcon>>,
+    /// Model/client annotations associated with this resource
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<McpResourceAnnotations>,
+    /// Resource-level metadata
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Server-provided non-standard descriptor fields preserved from the MCP response
+    #[serde(rename = "additionalProperties", default, skip_serializing_if = "Option::is_none")]
+    pub additional_properties: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Standard MCP resource annotations plus preserved non-standard annotation fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpResourceAnnotations {
+    /// Intended audience roles for this resource
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Vec<String>>,
+    /// Priority hint for model/client use
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f64>,
+    /// Last-modified timestamp hint
+    #[serde(rename = "lastModified", default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+    /// Server-provided non-standard annotation fields preserved from the MCP response
+    #[serde(rename = "additionalProperties", default, skip_serializing_if = "Option::is_none")]
+    pub additional_properties: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// MCP resource content with URI, optional MIME type, text or base64 blob, and resource metadata.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpResourceContent {
+    /// The resource URI
+    pub uri: String,
+    /// MIME type of the content
+    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Text content (e.g. HTML)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Base64-encoded binary content
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+    /// Resource-level metadata (CSP, permissions, etc.)
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// A resource icon descriptor plus preserved non-standard icon fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpResourceIcon {
+    /// Icon URI
+    pub src: String,
+    /// Icon MIME type, when known
+    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Icon sizes hint
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<String>,
+    /// Theme hint for this icon
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
+    /// Server-provided non-standard icon fields preserved from the MCP response
+    #[serde(rename = "additionalProperties", default, skip_serializing_if = "Option::is_none")]
+    pub additional_properties: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// One page of resources advertised by the named MCP server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpResourcesListResult {
+    /// Resources advertised by the server (proxied MCP `resources/list`)
+    pub resources: Vec<McpResource>,
+    /// Opaque cursor for the next page, if the server has more resources
+    #[serde(rename = "nextCursor", default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Resource contents returned by the MCP server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpResourcesReadResult {
+    /// Resource contents returned by the server
+    pub contents: Vec<McpResourceContent>,
+}
+
+/// Telemetry-obfuscation policy for an MCP server's tools.
+///
+/// Untagged: the variants are tried in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum McpSafeForTelemetry {
+    Bool(bool),
+    /// Per-field MCP telemetry-obfuscation policy.
+    McpSafeForTelemetryFields(McpSafeForTelemetryFields),
+}
+
+/// Per-field MCP telemetry-obfuscation policy.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpSafeForTelemetryFields {
+    /// Whether the MCP tool name may be included in telemetry without obfuscation.
+    pub name: bool,
+    /// Whether MCP tool input names may be included in telemetry without obfuscation.
+    #[serde(rename = "inputsNames")]
+    pub inputs_names: bool,
+}
+
+/// Serializable MCP server configuration (stdio process or remote HTTP/SSE)
+///
+/// Untagged: the variants are tried in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum McpSerializableServerConfig {
+    /// Stdio MCP server configuration launched as a child process.
+    McpServerConfigStdio(McpServerConfigStdio),
+    /// Remote MCP server configuration accessed over HTTP or SSE.
+    McpServerConfigHttp(McpServerConfigHttp),
+}
+
+/// MCP server status entry, including config source/plugin source and any connection error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServer {
+    /// Server name (config key)
+    pub name: String,
+    /// Connection status: connected, failed, needs-auth, pending, disabled, stopped, or
+    /// not_configured
+    pub status: McpServerStatus,
+    /// Configuration source: user, workspace, plugin, builtin, or managed
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<McpServerSource>,
+    /// Plugin name that provided this server, when source is plugin.
+    #[serde(rename = "sourcePlugin", default, skip_serializing_if = "Option::is_none")]
+    pub source_plugin: Option<String>,
+    /// Plugin version that provided this server, when source is plugin.
+    #[serde(rename = "sourcePluginVersion", default, skip_serializing_if = "Option::is_none")]
+    pub source_plugin_version: Option<String>,
+    /// Human-readable display name supplied by a managed server catalog.
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Error message if the server failed to connect
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Server-advertised metadata for a connected server. Omitted when no live connection metadata
+    /// is available, including while pending or when failed, disabled, stopped, or not configured.
+    #[serde(rename = "serverMetadata", default, skip_serializing_if = "Option::is_none")]
+    pub server_metadata: Option<McpServerMetadata>,
+}
+
+impl McpServer {
+    /// The required fields; every optional one is `None`.
+    pub fn new(name: String, status: McpServerStatus) -> Self {
+        Self {
+            name,
+            status,
+            source: None,
+            source_plugin: None,
+            source_plugin_version: None,
+            display_name: None,
+            error: None,
+            server_metadata: None,
+        }
+    }
+}
+
+/// Set to `true` to use defaults, or provide an object with additional auth or OIDC settings.
+///
+/// Untagged: the variants are tried in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum McpServerAuthConfig {
+    Bool(bool),
+    /// Authentication settings with optional redirect port configuration.
+    McpServerAuthConfigRedirectPort(McpServerAuthConfigRedirectPort),
+}
+
+/// Authentication settings with optional redirect port configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpServerAuthConfigRedirectPort {
+    /// Fixed port for the OAuth redirect callback server.
+    #[serde(rename = "redirectPort", default, skip_serializing_if = "Option::is_none")]
+    pub redirect_port: Option<u64>,
+}
+
+/// Controls if tools provided by this server can be loaded on demand via tool search (auto) or
+/// always included in the initial tool list (never)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpServerConfigDeferTools {
+    /// Tools may be deferred under certain conditions
+    #[serde(rename = "auto")]
+    Auto,
+    /// Tools are always included in the initial tool list, even when tool search is enabled.
+    #[serde(rename = "never")]
+    Never,
+}
+
+impl McpServerConfigDeferTools {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Auto, Self::Never];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Never => "never",
+        }
+    }
+}
+
+impl std::fmt::Display for McpServerConfigDeferTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Remote MCP server configuration accessed over HTTP or SSE.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpServerConfigHttp {
+    /// Optional human-readable server name.
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Telemetry-obfuscation policy for this server's tools.
+    #[serde(rename = "safeForTelemetry", default, skip_serializing_if = "Option::is_none")]
+    pub safe_for_telemetry: Option<McpSafeForTelemetry>,
+    /// Tools to include. Defaults to all tools if not specified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Remote transport type. Defaults to "http" when omitted.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub r#type: Option<McpServerConfigHttpType>,
+    /// Whether this server is a built-in fallback used when the user has not configured their own
+    /// server.
+    #[serde(rename = "isDefaultServer", default, skip_serializing_if = "Option::is_none")]
+    pub is_default_server: Option<bool>,
+    /// Content filtering mode to apply to all tools, or a map of tool name to content filtering
+    /// mode.
+    #[serde(rename = "filterMapping", default, skip_serializing_if = "Option::is_none")]
+    pub filter_mapping: Option<FilterMapping>,
+    /// Timeout in milliseconds for tool discovery and tool calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    /// Set to `true` to use defaults, or provide an object with additional auth or OIDC settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oidc: Option<McpServerAuthConfig>,
+    /// Set to `true` to use defaults, or provide an object with additional auth or OIDC settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<McpServerAuthConfig>,
+    /// Controls if tools provided by this server can be loaded on demand via tool search (auto) or
+    /// always included in the initial tool list (never)
+    #[serde(rename = "deferTools", default, skip_serializing_if = "Option::is_none")]
+    pub defer_tools: Option<McpServerConfigDeferTools>,
+    /// Set to true to disable persisted MCP tool snapshots for this server. Live tool discovery is
+    /// unaffected.
+    #[serde(rename = "disableToolCache", default, skip_serializing_if = "Option::is_none")]
+    pub disable_tool_cache: Option<bool>,
+    /// Whether secret masking is disabled for calls to this server.
+    #[serde(rename = "disableSecretMasking", default, skip_serializing_if = "Option::is_none")]
+    pub disable_secret_masking: Option<bool>,
+    /// Tool names excluded after the include filter is applied.
+    #[serde(rename = "excludeTools", default, skip_serializing_if = "Option::is_none")]
+    pub exclude_tools: Option<Vec<String>>,
+    /// Event types this server receives as Copilot notifications.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<String>>,
+    /// Copilot notification types this server may send to the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notifications: Option<Vec<String>>,
+    /// The origin of this server configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<McpServerSource>,
+    /// Plugin that provided this server.
+    #[serde(rename = "sourcePlugin", default, skip_serializing_if = "Option::is_none")]
+    pub source_plugin: Option<String>,
+    /// Version of the plugin that provided this server.
+    #[serde(rename = "sourcePluginVersion", default, skip_serializing_if = "Option::is_none")]
+    pub source_plugin_version: Option<String>,
+    /// Whether the providing plugin uses the Open Plugin Spec.
+    #[serde(rename = "sourcePluginSpec", default, skip_serializing_if = "Option::is_none")]
+    pub source_plugin_spec: Option<bool>,
+    /// Source file path recorded while loading the config.
+    #[serde(rename = "sourcePath", default, skip_serializing_if = "Option::is_none")]
+    pub source_path: Option<String>,
+    /// Configuration warnings recorded while loading the server.
+    #[serde(rename = "configWarnings", default, skip_serializing_if = "Option::is_none")]
+    pub config_warnings: Option<Vec<String>>,
+    /// URL of the remote MCP server endpoint.
+    pub url: String,
+    /// HTTP headers to include in requests to the remote MCP server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<std::collections::BTreeMap<String, String>>,
+    /// Dynamic-header refresh cache lifetime in milliseconds.
+    #[serde(rename = "headersRefreshTtlMs", default, skip_serializing_if = "Option::is_none")]
+    pub headers_refresh_ttl_ms: Option<i64>,
+    /// OAuth client ID for a pre-registered remote MCP OAuth client.
+    #[serde(rename = "oauthClientId", default, skip_serializing_if = "Option::is_none")]
+    pub oauth_client_id: Option<String>,
+    /// Whether the configured OAuth client is public and does not require a client secret.
+    #[serde(rename = "oauthPublicClient", default, skip_serializing_if = "Option::is_none")]
+    pub oauth_public_client: Option<bool>,
+    /// OAuth grant type to use when authenticating to the remote MCP server.
+    #[serde(rename = "oauthGrantType", default, skip_serializing_if = "Option::is_none")]
+    pub oauth_grant_type: Option<McpServerConfigHttpOauthGrantType>,
+}
+
+/// OAuth grant type to use when authenticating to the remote MCP server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpServerConfigHttpOauthGrantType {
+    /// Interactive browser-based authorization code flow with PKCE.
+    #[serde(rename = "authorization_code")]
+    AuthorizationCode,
+    /// Headless client credentials flow using the configured OAuth client.
+    #[serde(rename = "client_credentials")]
+    ClientCredentials,
+}
+
+impl McpServerConfigHttpOauthGrantType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::AuthorizationCode, Self::ClientCredentials];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::AuthorizationCode => "authorization_code",
+            Self::ClientCredentials => "client_credentials",
+        }
+    }
+}
+
+impl std::fmt::Display for McpServerConfigHttpOauthGrantType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Remote transport type. Defaults to "http" when omitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpServerConfigHttpType {
+    /// Streamable HTTP transport.
+    #[serde(rename = "http")]
+    Http,
+    /// Server-Sent Events transport.
+    #[serde(rename = "sse")]
+    Sse,
+}
+
+impl McpServerConfigHttpType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Http, Self::Sse];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Http => "http",
+            Self::Sse => "sse",
+        }
+    }
+}
+
+impl std::fmt::Display for McpServerConfigHttpType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Stdio MCP server configuration launched as a child process.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpServerConfigStdio {
+    /// Optional human-readable server name.
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Telemetry-obfuscation policy for this server's tools.
+    #[serde(rename = "safeForTelemetry", default, skip_serializing_if = "Option::is_none")]
+    pub safe_for_telemetry: Option<McpSafeForTelemetry>,
+    /// Tools to include. Defaults to all tools if not specified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Whether this server is a built-in fallback used when the user has not configured their own
+    /// server.
+    #[serde(rename = "isDefaultServer", default, skip_serializing_if = "Option::is_none")]
+    pub is_default_server: Option<bool>,
+    /// Content filtering mode to apply to all tools, or a map of tool name to content filtering
+    /// mode.
+    #[serde(rename = "filterMapping", default, skip_serializing_if = "Option::is_none")]
+    pub filter_mapping: Option<FilterMapping>,
+    /// Timeout in milliseconds for tool discovery and tool calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    /// Set to `true` to use defaults, or provide an object with additional auth or OIDC settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oidc: Option<McpServerAuthConfig>,
+    /// Set to `true` to use defaults, or provide an object with additional auth or OIDC settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<McpServerAuthConfig>,
+    /// Controls if tools provided by this server can be loaded on demand via tool search (auto) or
+    /// always included in the initial tool list (never)
+    #[serde(rename = "deferTools", default, skip_serializing_if = "Option::is_none")]
+    pub defer_tools: Option<McpServerConfigDeferTools>,
+    /// Set to true to disable persisted MCP tool snapshots for this server. Live tool discovery is
+    /// unaffected.
+    #[serde(rename = "disableToolCache", default, skip_serializing_if = "Option::is_none")]
+    pub disable_tool_cache: Option<bool>,
+    /// Whether secret masking is disabled for calls to this server.
+    #[serde(rename = "disableSecretMasking", default, skip_serializing_if = "Option::is_none")]
+    pub disable_secret_masking: Option<bool>,
+    /// Tool names excluded after the include filter is applied.
+    #[serde(rename = "excludeTools", default, skip_serializing_if = "Option::is_none")]
+    pub exclude_tools: Option<Vec<String>>,
+    /// Event types this server receives as Copilot notifications.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<String>>,
+    /// Copilot notification types this server may send to the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notifications: Option<Vec<String>>,
+    /// The origin of this server configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<McpServerSource>,
+    /// Plugin that provided this server.
+    #[serde(rename = "sourcePlugin", default, skip_serializing_if = "Option::is_none")]
+    pub source_plugin: Option<String>,
+    /// Version of the plugin that provided this server.
+    #[serde(rename = "sourcePluginVersion", default, skip_serializing_if = "Option::is_none")]
+    pub source_plugin_version: Option<String>,
+    /// Whether the providing plugin uses the Open Plugin Spec.
+    #[serde(rename = "sourcePluginSpec", default, skip_serializing_if = "Option::is_none")]
+    pub source_plugin_spec: Option<bool>,
+    /// Source file path recorded while loading the config.
+    #[serde(rename = "sourcePath", default, skip_serializing_if = "Option::is_none")]
+    pub source_path: Option<String>,
+    /// Configuration warnings recorded while loading the server.
+    #[serde(rename = "configWarnings", default, skip_serializing_if = "Option::is_none")]
+    pub config_warnings: Option<Vec<String>>,
+    /// Executable command used to start the Stdio MCP server process.
+    pub command: String,
+    /// Command-line arguments passed to the Stdio MCP server process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    /// Working directory for the Stdio MCP server process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Environment variables to pass to the Stdio MCP server process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<std::collections::BTreeMap<String, String>>,
+    /// Local transport type. Defaults to stdio when omitted.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub r#type: Option<McpServerConfigStdioType>,
+}
+
+/// Local MCP transport type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpServerConfigStdioType {
+    /// Legacy alias for the local stdio transport.
+    #[serde(rename = "local")]
+    Local,
+    /// Server communicates over stdio with a local child process.
+    #[serde(rename = "stdio")]
+    Stdio,
+}
+
+impl McpServerConfigStdioType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Local, Self::Stdio];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::Stdio => "stdio",
+        }
+    }
+}
+
+impl std::fmt::Display for McpServerConfigStdioType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Recorded MCP server connection failure.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpServerFailureInfo {
+    /// Failure message produced when the MCP server connection failed.
+    pub message: String,
+    /// epoch-ms timestamp at which the failure was recorded.
+    pub timestamp: u64,
+}
+
+/// MCP servers configured for the session, with their connection status and host-level state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpServerList {
+    /// Configured MCP servers
+    pub servers: Vec<McpServer>,
+    /// Host-level state, omitted when no MCP host is initialized.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<McpHostState>,
+}
+
+/// Server-advertised metadata learned through modern discovery or legacy initialization.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpServerMetadata {
+    /// Non-empty natural-language guidance for using the server, or null when the server omitted
+    /// instructions or advertised an empty string.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub instructions: Option<String>,
+}
+
+/// Recorded MCP server pending-auth state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpServerNeedsAuthInfo {
+    /// epoch-ms timestamp at which the server signalled it needs authentication.
+    pub timestamp: u64,
+}
+
 /// Configuration source: user, workspace, plugin, builtin, or managed
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum McpServerSource {
@@ -3713,6 +4333,92 @@ impl std::fmt::Display for McpServerSource {
     }
 }
 
+/// Connection status: connected, failed, needs-auth, pending, disabled, stopped, or not_configured
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpServerStatus {
+    /// The server is connected and available.
+    #[serde(rename = "connected")]
+    Connected,
+    /// The server failed to connect or initialize.
+    #[serde(rename = "failed")]
+    Failed,
+    /// The server requires authentication before it can connect.
+    #[serde(rename = "needs-auth")]
+    NeedsAuth,
+    /// The server connection is still being established.
+    #[serde(rename = "pending")]
+    Pending,
+    /// The server is configured but disabled.
+    #[serde(rename = "disabled")]
+    Disabled,
+    /// The server was intentionally stopped and can be restarted on demand when policy permits; a
+    /// server quarantined by restrictive managed policy stays stopped and cannot be restarted until
+    /// the policy allows it.
+    #[serde(rename = "stopped")]
+    Stopped,
+    /// The server is not configured for this session.
+    #[serde(rename = "not_configured")]
+    NotConfigured,
+}
+
+impl McpServerStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Connected,
+        Self::Failed,
+        Self::NeedsAuth,
+        Self::Pending,
+        Self::Disabled,
+        Self::Stopped,
+        Self::NotConfigured,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Connected => "connected",
+            Self::Failed => "failed",
+            Self::NeedsAuth => "needs-auth",
+            Self::Pending => "pending",
+            Self::Disabled => "disabled",
+            Self::Stopped => "stopped",
+            Self::NotConfigured => "not_configured",
+        }
+    }
+}
+
+impl std::fmt::Display for McpServerStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Payload of `session.mcp_server_status_changed` for one MCP server's status and optional failure
+/// error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServerStatusChangedData {
+    /// Name of the MCP server whose status changed
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// Connection status: connected, failed, needs-auth, pending, disabled, stopped, or
+    /// not_configured
+    pub status: McpServerStatus,
+    /// Error message if the server entered a failed state
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl McpServerStatusChangedData {
+    /// The required fields; every optional one is `None`.
+    pub fn new(server_name: String, status: McpServerStatus) -> Self {
+        Self {
+            server_name,
+            status,
+            error: None,
+        }
+    }
+}
+
 /// Transport mechanism: stdio, http, sse (deprecated), or memory (in-process MCP server)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum McpServerTransport {
@@ -3749,6 +4455,121 @@ impl std::fmt::Display for McpServerTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Payload of `session.mcp_servers_loaded` listing MCP server status summaries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpServersLoadedData {
+    /// Array of MCP server status summaries
+    pub servers: Vec<McpServersLoadedServer>,
+}
+
+/// A single MCP server status summary in `session.mcp_servers_loaded`, including name, status,
+/// source, transport, and plugin metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServersLoadedServer {
+    /// Server name (config key)
+    pub name: String,
+    /// Connection status: connected, failed, needs-auth, pending, disabled, stopped, or
+    /// not_configured
+    pub status: McpServerStatus,
+    /// Configuration source: user, workspace, plugin, builtin, or managed
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<McpServerSource>,
+    /// Human-readable display name supplied by a managed server catalog.
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Error message if the server failed to connect
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Server-advertised metadata for a connected server. Omitted when no live connection metadata
+    /// is available, including while pending or when failed, disabled, stopped, or not configured.
+    #[serde(rename = "serverMetadata", default, skip_serializing_if = "Option::is_none")]
+    pub server_metadata: Option<McpServerMetadata>,
+    /// Transport mechanism: stdio, http, sse (deprecated), or memory (in-process MCP server)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<McpServerTransport>,
+    /// Name of the plugin that supplied the effective MCP server config, only when source is plugin
+    #[serde(rename = "pluginName", default, skip_serializing_if = "Option::is_none")]
+    pub plugin_name: Option<String>,
+    /// Version of the plugin that supplied the effective MCP server config, only when source is
+    /// plugin
+    #[serde(rename = "pluginVersion", default, skip_serializing_if = "Option::is_none")]
+    pub plugin_version: Option<String>,
+}
+
+impl McpServersLoadedServer {
+    /// The required fields; every optional one is `None`.
+    pub fn new(name: String, status: McpServerStatus) -> Self {
+        Self {
+            name,
+            status,
+            source: None,
+            display_name: None,
+            error: None,
+            server_metadata: None,
+            transport: None,
+            plugin_name: None,
+            plugin_version: None,
+        }
+    }
+}
+
+/// Normalized MCP Apps discovery metadata from a tool's `_meta.ui` block.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpToolUi {
+    /// URI of the tool's MCP App resource, typically a `ui://` resource identifier. Use
+    /// `session.mcp.resources.read` to fetch its HTML and resource metadata.
+    #[serde(rename = "resourceUri", default, skip_serializing_if = "Option::is_none")]
+    pub resource_uri: Option<String>,
+    /// Tool visibility advertised by the server. When absent, MCP Apps defaults apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visibility: Option<Vec<McpToolUiVisibility>>,
+}
+
+/// Consumer allowed to call an MCP tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpToolUiVisibility {
+    /// The model may call the tool.
+    #[serde(rename = "model")]
+    Model,
+    /// An MCP App view may call the tool.
+    #[serde(rename = "app")]
+    App,
+}
+
+impl McpToolUiVisibility {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Model, Self::App];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Model => "model",
+            Self::App => "app",
+        }
+    }
+}
+
+impl std::fmt::Display for McpToolUiVisibility {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// MCP tool metadata with tool name, optional description, and normalized MCP Apps discovery
+/// metadata.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpTools {
+    /// Tool name.
+    pub name: String,
+    /// Tool description, when provided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Normalized MCP Apps discovery metadata. An empty object indicates that a valid `_meta.ui`
+    /// block was present without recognized fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui: Option<McpToolUi>,
 }
 
 /// Indicates whether the local session is currently processing a turn or background continuation.
@@ -9617,6 +10438,136 @@ pub struct SessionLogParams {
     /// Optional actionable tip displayed alongside the message. Only honored on `level: "info"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tip: Option<String>,
+}
+
+/// Name of the MCP server to disable for the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpDisableParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the MCP server to disable
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+}
+
+/// Name of the MCP server to enable for the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpEnableParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the MCP server to enable
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+}
+
+/// Server name to check running status for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpIsServerRunningParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the MCP server to check
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Server name whose tool list should be returned.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpListToolsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the connected MCP server whose tools to list.
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpReloadParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// MCP server whose resources to enumerate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpResourcesListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the MCP server whose resources to enumerate
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// Opaque MCP pagination cursor from a prior `nextCursor` value
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// MCP server and resource URI to fetch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpResourcesReadParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the MCP server hosting the resource
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// Resource URI
+    pub uri: String,
+}
+
+/// Server name and optional replacement configuration for an individual MCP server restart. Omit
+/// `config` for a config-free restart-by-name of an already-configured server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpRestartServerParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the MCP server to restart
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// Replacement MCP server configuration (stdio process or remote HTTP/SSE). Omit to restart the
+    /// server with its already-registered configuration (config-free restart-by-name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<McpSerializableServerConfig>,
+}
+
+/// Server name and optional configuration for an individual MCP server start. Omit `config` for a
+/// config-free start-by-name of an already-configured server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpStartServerParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the MCP server to start
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// MCP server configuration (stdio process or remote HTTP/SSE). Omit to start the server with
+    /// its already-registered configuration (config-free start-by-name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<McpSerializableServerConfig>,
+}
+
+/// Server name for an individual MCP server stop.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpStopServerParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the MCP server to stop
+    #[serde(rename = "serverName")]
+    pub server_name: String,
 }
 
 /// Identifies the target session.

@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod history;
 pub mod inference;
+pub mod mcp;
 pub mod providers;
 pub mod server;
 pub mod session;

@@ -304,6 +304,8 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("disabledSkills", &["array"], json!([])),
             prop("agent", &["string"], json!("x")),
             prop("enableConfigDiscovery", &["boolean"], json!(true)),
+            prop("mcpServers", &["object"], json!({})),
+            prop("disabledMcpServers", &["array"], json!([])),
         ],
         required: Vec::new(),
     };

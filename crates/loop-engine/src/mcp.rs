@@ -1,0 +1,138 @@
+//! A session's MCP servers as the loop sees them: the host's reports become events, connected
+//! servers' tools are offered as `<server>-<tool>`, and a call goes through permission (kind
+//! `mcp`; read-only tools need none), the `preMcpToolCall` hook, then the server.
+
+use std::sync::Arc;
+
+use llm_providers::{ToolCall, ToolSpec};
+use mcp_client::{CallError, HostEvent, McpHost, McpTool, ServerSummary, Status};
+use protocol::generated::types::{self as t, HookType};
+use serde_json::Value;
+use tools::{PermissionDecision, ToolOutput};
+
+use crate::emitter::Emitter;
+use crate::run::RunCtx;
+use crate::settings::SessionSettings;
+
+/// Makes the host's reports the session's events.
+pub(crate) fn attach(host: &McpHost, emitter: Arc<Emitter>) {
+    host.set_sink(move |event| match event {
+        HostEvent::StatusChanged(s) => {
+            let mut data = t::McpServerStatusChangedData::new(s.name.clone(), wire_status(s.status));
+            data.error = s.error.clone();
+            emitter.emit(data);
+        }
+        HostEvent::Loaded(servers) => {
+            emitter.emit(t::McpServersLoadedData { servers: servers.iter().map(loaded_server).collect() });
+        }
+        HostEvent::ToolsChanged => {}
+    });
+}
+
+pub(crate) fn wire_status(s: Status) -> t::McpServerStatus {
+    match s {
+        Status::Pending => t::McpServerStatus::Pending,
+        Status::Connected => t::McpServerStatus::Connected,
+        Status::Failed => t::McpServerStatus::Failed,
+        Status::Disabled => t::McpServerStatus::Disabled,
+        Status::Stopped => t::McpServerStatus::Stopped,
+    }
+}
+
+pub(crate) fn wire_transport(s: &ServerSummary) -> Option<t::McpServerTransport> {
+    match s.transport? {
+        "stdio" => Some(t::McpServerTransport::Stdio),
+        "http" => Some(t::McpServerTransport::Http),
+        "sse" => Some(t::McpServerTransport::Sse),
+        _ => None,
+    }
+}
+
+fn loaded_server(s: &ServerSummary) -> t::McpServersLoadedServer {
+    let mut out = t::McpServersLoadedServer::new(s.name.clone(), wire_status(s.status));
+    out.error = s.error.clone();
+    out.transport = wire_transport(s);
+    out.source = Some(t::McpServerSource::User);
+    out
+}
+
+/// Starts (or re-points) the session's servers from create/resume params. Never waits.
+pub(crate) fn configure(host: &McpHost, settings: &SessionSettings, params: &protocol::methods::SessionConfigParams) {
+    host.set_cwd(settings.cwd.clone());
+    if let Some(servers) = &params.mcp_servers {
+        host.configure(servers, params.disabled_mcp_servers.as_deref().unwrap_or_default());
+    }
+}
+
+/// The MCP tools offered to the model, after `availableTools` / `excludedTools`.
+pub(crate) fn specs(host: &McpHost, s: &SessionSettings) -> Vec<ToolSpec> {
+    host.tools()
+        .into_iter()
+        .filter(|t| s.tool_allowed(&t.qualified))
+        .map(|t| ToolSpec { name: t.qualified, description: t.description, parameters: t.input_schema })
+        .collect()
+}
+
+/// Calls an MCP tool for the model.
+pub(crate) async fn run(
+    ctx: &RunCtx,
+    tool: &McpTool,
+    call: &ToolCall,
+    args: Value,
+    settings: &SessionSettings,
+    preapproved: bool,
+) -> ToolOutput {
+    if !preapproved && !tool.read_only {
+        let req = t::PermissionRequest::Mcp(t::PermissionRequestMcp {
+            tool_call_id: Some(call.id.clone()),
+            server_name: tool.server.clone(),
+            tool_name: tool.tool.clone(),
+            tool_title: tool.title.clone().unwrap_or_else(|| tool.tool.clone()),
+            args: Some(args.clone()),
+            read_only: tool.read_only,
+            ..Default::default()
+        });
+        if let PermissionDecision::Denied { text_for_llm, code } = ctx.gate().ask(req, &call.id).await {
+            return ToolOutput::fail_with(text_for_llm.clone(), text_for_llm, &code);
+        }
+    }
+    let input = protocol::hooks::PreMcpToolCallInput {
+        tool_call_id: call.id.clone(),
+        server_name: tool.server.clone(),
+        tool_name: tool.tool.clone(),
+        arguments: args.clone(),
+        working_directory: settings.cwd.to_string_lossy().into_owned(),
+    };
+    let hook = crate::hooks::invoke(&ctx.handle, HookType::PreMcpToolCall, input).await;
+    // Absent: no `_meta` of our own; `null`: none; an object: that one.
+    let meta = hook.and_then(|h| h.meta_to_use).filter(Value::is_object);
+    let result = ctx.handle.mcp().call(&tool.server, &tool.tool, args, meta, &ctx.cancel).await;
+    match result {
+        Ok(v) => {
+            let r = mcp_client::render(&v);
+            if r.is_error {
+                let mut out = ToolOutput::fail_with(r.text.clone(), r.text, "failure");
+                out.image_data_urls = r.images;
+                return out;
+            }
+            let mut out = ToolOutput::ok(r.text);
+            out.image_data_urls = r.images;
+            out
+        }
+        Err(CallError::Cancelled) => ToolOutput::interrupted(),
+        Err(e) => {
+            let text = e.to_string();
+            ToolOutput::fail_with(text.clone(), text, "failure")
+        }
+    }
+}
+
+/// `tool.execution_start` fields naming the server and tool of an MCP call.
+pub(crate) fn start_fields(host: &McpHost, name: &str, data: &mut t::ToolExecutionStartData) {
+    if let Some(tool) = host.tools().into_iter().find(|t| t.qualified == name) {
+        data.mcp_server_name = Some(tool.server.clone());
+        data.mcp_tool_name = Some(tool.tool.clone());
+        let summary = host.list().into_iter().find(|s| s.name == tool.server);
+        data.mcp_transport = summary.as_ref().and_then(wire_transport);
+    }
+}

@@ -1,0 +1,140 @@
+//! Opening one connection: spawn the local server (in a process group of its own, killed with
+//! the connection) or reach the remote one, then the MCP handshake and the first `tools/list`.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+
+use crate::config::{ServerConfig, Transport};
+
+pub(crate) type Running = RunningService<RoleClient, ()>;
+
+/// How much of a local server's stderr is kept to explain a failure.
+const STDERR_TAIL: usize = 2048;
+
+/// The end of a local server's stderr, kept while it runs.
+#[derive(Clone, Default)]
+pub(crate) struct StderrTail(Arc<Mutex<VecDeque<u8>>>);
+
+impl StderrTail {
+    pub fn text(&self) -> String {
+        let buf = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes: Vec<u8> = buf.iter().copied().collect();
+        String::from_utf8_lossy(&bytes).trim().to_string()
+    }
+
+    fn push(&self, chunk: &[u8]) {
+        let mut buf = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        buf.extend(chunk);
+        while buf.len() > STDERR_TAIL {
+            buf.pop_front();
+        }
+    }
+}
+
+pub(crate) struct Connected {
+    pub running: Running,
+    /// A local server's process group (its leader's pid).
+    pub process_group: Option<u32>,
+    pub tools: Vec<Value>,
+    pub server_info: Option<Value>,
+}
+
+/// Connects to a server. Errors are the message a client sees in `session.mcp.list`.
+pub(crate) async fn connect(
+    config: &ServerConfig,
+    default_cwd: &Path,
+    base_env: &[(String, String)],
+    stderr: &StderrTail,
+) -> Result<Connected, String> {
+    let mut process_group = None;
+    let running = match &config.transport {
+        Transport::Stdio { command, args, env, cwd } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args);
+            let dir = match cwd {
+                Some(c) if Path::new(c).is_absolute() => Path::new(c).to_path_buf(),
+                Some(c) => default_cwd.join(c),
+                None => default_cwd.to_path_buf(),
+            };
+            cmd.current_dir(dir);
+            cmd.env_clear();
+            cmd.envs(base_env.iter().map(|(k, v)| (k, v)));
+            cmd.envs(env);
+            let mut wrap = CommandWrap::from(cmd);
+            wrap.wrap(ProcessGroup::leader());
+            wrap.wrap(KillOnDrop);
+            let (process, err) = TokioChildProcess::builder(wrap)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("Failed to start MCP server command \"{command}\": {e}"))?;
+            process_group = process.id();
+            let reader = err.map(|mut err| {
+                let tail = stderr.clone();
+                tokio::spawn(async move {
+                    let mut chunk = [0u8; 1024];
+                    while let Ok(n) = err.read(&mut chunk).await {
+                        if n == 0 {
+                            break;
+                        }
+                        tail.push(&chunk[..n]);
+                    }
+                })
+            });
+            match ().serve(process).await {
+                Ok(r) => r,
+                Err(e) => {
+                    // A server that exits at once has said why on stderr: let the reader catch up.
+                    if let Some(reader) = reader {
+                        let _ = tokio::time::timeout(std::time::Duration::from_millis(500), reader).await;
+                    }
+                    return Err(handshake_error(&e.to_string(), stderr));
+                }
+            }
+        }
+        Transport::Remote { url, headers, .. } => {
+            crate::ensure_crypto_provider();
+            let mut custom = HashMap::new();
+            for (k, v) in headers {
+                let name =
+                    http::HeaderName::try_from(k.as_str()).map_err(|_| format!("Invalid header name \"{k}\""))?;
+                let value =
+                    http::HeaderValue::try_from(v.as_str()).map_err(|_| format!("Invalid value for header \"{k}\""))?;
+                custom.insert(name, value);
+            }
+            let cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            let transport = StreamableHttpClientTransport::from_config(cfg);
+            ().serve(transport).await.map_err(|e| format!("Failed to connect to MCP server at {url}: {e}"))?
+        }
+    };
+    let server_info = running.peer().peer_info().and_then(|i| serde_json::to_value(i).ok());
+    let tools = running.peer().list_all_tools().await.map_err(|e| format!("Failed to list tools: {e}"))?;
+    let tools = tools.iter().filter_map(|t| serde_json::to_value(t).ok()).collect();
+    Ok(Connected { running, process_group, tools, server_info })
+}
+
+/// Asks a local server's whole process group to end (what it spawned included). Synchronous,
+/// so it works while the runtime winds down; the connection's own close follows up.
+pub(crate) fn terminate_group(pgid: u32) {
+    if let Ok(pid) = i32::try_from(pgid) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+    }
+}
+
+fn handshake_error(e: &str, stderr: &StderrTail) -> String {
+    let tail = stderr.text();
+    if tail.is_empty() {
+        format!("MCP server failed to start: {e}")
+    } else {
+        format!("MCP server failed to start: {e}: {tail}")
+    }
+}

@@ -1,0 +1,613 @@
+//! A session's MCP servers: each connects on a task of its own (nothing waits for it), the host
+//! keeps their status and tools, calls tools with a timeout and cancellation, and stops them
+//! (their processes killed) on request or when the host shuts down.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use rmcp::service::Peer;
+use rmcp::RoleClient;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServerConfig;
+use crate::connect::{connect, terminate_group, StderrTail};
+
+/// How long a server may take to start and answer the handshake.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+/// A tool call's limit when the server's config sets none.
+const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Pending,
+    Connected,
+    Failed,
+    Disabled,
+    Stopped,
+}
+
+impl Status {
+    /// The wire name (`McpServerStatus`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Connected => "connected",
+            Status::Failed => "failed",
+            Status::Disabled => "disabled",
+            Status::Stopped => "stopped",
+        }
+    }
+}
+
+/// One server as `session.mcp.list` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerSummary {
+    pub name: String,
+    pub status: Status,
+    pub error: Option<String>,
+    /// `stdio`, `http` or `sse`; `None` for a config that could not be read.
+    pub transport: Option<&'static str>,
+    /// `serverInfo` from the handshake.
+    pub server_info: Option<Value>,
+}
+
+/// A tool the model may call, with the name it sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpTool {
+    /// `<server>-<tool>`.
+    pub qualified: String,
+    pub server: String,
+    pub tool: String,
+    pub title: Option<String>,
+    pub description: String,
+    pub input_schema: Arc<Value>,
+    /// The server annotated it `readOnlyHint`.
+    pub read_only: bool,
+}
+
+/// What the host reports as it goes (the session turns these into events).
+#[derive(Debug, Clone)]
+pub enum HostEvent {
+    StatusChanged(ServerSummary),
+    /// Every server of a configuration has settled (connected, failed, ...).
+    Loaded(Vec<ServerSummary>),
+    /// The set of tools the model may call changed.
+    ToolsChanged,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CallError {
+    #[error("MCP server \"{0}\" is not connected")]
+    NotConnected(String),
+    #[error("MCP server \"{server}\" did not answer the call to \"{tool}\" within {secs} seconds")]
+    TimedOut { server: String, tool: String, secs: f64 },
+    #[error("The call was cancelled")]
+    Cancelled,
+    #[error("MCP server \"{server}\" failed the call to \"{tool}\": {message}")]
+    Failed { server: String, tool: String, message: String },
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum HostError {
+    #[error("MCP server \"{0}\" is not configured")]
+    NotConfigured(String),
+    #[error("MCP server \"{0}\" is not connected")]
+    NotConnected(String),
+    #[error("{0}")]
+    Server(String),
+}
+
+type Sink = Arc<dyn Fn(HostEvent) + Send + Sync>;
+
+struct Entry {
+    config: Result<ServerConfig, String>,
+    status: Status,
+    error: Option<String>,
+    tools: Vec<Value>,
+    peer: Option<Peer<RoleClient>>,
+    server_info: Option<Value>,
+    /// Cancels this server's current connection.
+    stop: Option<CancellationToken>,
+    /// Bumped on every start or stop, so a stale connection task changes nothing.
+    generation: u64,
+    /// The running local server's process group.
+    process_group: Option<u32>,
+}
+
+impl Entry {
+    fn summary(&self, name: &str) -> ServerSummary {
+        ServerSummary {
+            name: name.to_string(),
+            status: self.status,
+            error: self.error.clone(),
+            transport: self.config.as_ref().ok().map(ServerConfig::transport_name),
+            server_info: self.server_info.clone(),
+        }
+    }
+}
+
+struct Inner {
+    servers: Mutex<BTreeMap<String, Entry>>,
+    sink: Mutex<Option<Sink>>,
+    shutdown: CancellationToken,
+    cwd: Mutex<PathBuf>,
+    env: Vec<(String, String)>,
+    /// A configuration is loading: `Loaded` goes out when nothing is pending any more.
+    loading: Mutex<bool>,
+    /// Woken whenever a server's status changes.
+    changed: tokio::sync::Notify,
+}
+
+/// The MCP servers of one session (or one agent). Cheap to clone.
+#[derive(Clone)]
+pub struct McpHost {
+    inner: Arc<Inner>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The name the model sees for a server's tool (the original's `<server>-<tool>`; characters a
+/// function name cannot hold become `_`).
+pub fn qualified_name(server: &str, tool: &str) -> String {
+    format!("{server}-{tool}")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .collect()
+}
+
+impl McpHost {
+    /// A host whose local servers start in `cwd` with environment `env` (plus their own).
+    pub fn new(cwd: PathBuf, env: Vec<(String, String)>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                servers: Mutex::new(BTreeMap::new()),
+                sink: Mutex::new(None),
+                shutdown: CancellationToken::new(),
+                cwd: Mutex::new(cwd),
+                env,
+                loading: Mutex::new(false),
+                changed: tokio::sync::Notify::new(),
+            }),
+        }
+    }
+
+    /// Where the host reports status changes.
+    pub fn set_sink(&self, sink: impl Fn(HostEvent) + Send + Sync + 'static) {
+        *lock(&self.inner.sink) = Some(Arc::new(sink));
+    }
+
+    pub fn set_cwd(&self, cwd: PathBuf) {
+        *lock(&self.inner.cwd) = cwd;
+    }
+
+    fn emit(&self, event: HostEvent) {
+        if matches!(event, HostEvent::StatusChanged(_)) {
+            self.inner.changed.notify_waiters();
+        }
+        let sink = lock(&self.inner.sink).clone();
+        if let Some(sink) = sink {
+            sink(event);
+        }
+    }
+
+    /// Replaces the configured servers: removed or changed ones stop, new or changed ones
+    /// start in the background, unchanged running ones stay. `disabled` ones are listed but not
+    /// started. Returns at once.
+    pub fn configure(&self, servers: &serde_json::Map<String, Value>, disabled: &[String]) {
+        if self.inner.shutdown.is_cancelled() {
+            return;
+        }
+        let mut to_start = Vec::new();
+        let mut removed = false;
+        {
+            let mut map = lock(&self.inner.servers);
+            let stale: Vec<String> = map.keys().filter(|k| !servers.contains_key(*k)).cloned().collect();
+            for name in stale {
+                if let Some(e) = map.remove(&name) {
+                    if let Some(stop) = e.stop {
+                        stop.cancel();
+                    }
+                    removed = true;
+                }
+            }
+            for (name, raw) in servers {
+                let config = ServerConfig::parse(name, raw).map_err(|e| e.to_string());
+                let off = disabled.iter().any(|d| d == name);
+                if let Some(existing) = map.get(name) {
+                    let same = existing.config == config;
+                    let running = matches!(existing.status, Status::Connected | Status::Pending);
+                    if same && (running != off) {
+                        continue;
+                    }
+                }
+                if let Some(old) = map.remove(name) {
+                    if let Some(stop) = old.stop {
+                        stop.cancel();
+                    }
+                }
+                let status = match (&config, off) {
+                    (_, true) => Status::Disabled,
+                    (Err(_), _) => Status::Failed,
+                    (Ok(_), false) => Status::Pending,
+                };
+                let error = config.as_ref().err().cloned();
+                map.insert(
+                    name.clone(),
+                    Entry {
+                        config,
+                        status,
+                        error,
+                        tools: Vec::new(),
+                        peer: None,
+                        server_info: None,
+                        stop: None,
+                        generation: 0,
+                        process_group: None,
+                    },
+                );
+                if status == Status::Pending {
+                    to_start.push(name.clone());
+                }
+            }
+        }
+        if removed {
+            self.emit(HostEvent::ToolsChanged);
+        }
+        *lock(&self.inner.loading) = true;
+        for name in &to_start {
+            self.spawn_connect(name);
+        }
+        self.check_loaded();
+    }
+
+    /// Adds a server (or replaces its configuration) and starts it in the background.
+    pub fn upsert(&self, name: &str, raw: Value) -> Result<(), HostError> {
+        let config = ServerConfig::parse(name, &raw).map_err(|e| HostError::Server(e.to_string()))?;
+        {
+            let mut map = lock(&self.inner.servers);
+            let entry = map.entry(name.to_string()).or_insert_with(|| Entry {
+                config: Ok(config.clone()),
+                status: Status::Stopped,
+                error: None,
+                tools: Vec::new(),
+                peer: None,
+                server_info: None,
+                stop: None,
+                generation: 0,
+                process_group: None,
+            });
+            entry.config = Ok(config);
+        }
+        self.spawn_connect(name);
+        Ok(())
+    }
+
+    /// Starts (or restarts) a configured server in the background.
+    pub fn start(&self, name: &str) -> Result<(), HostError> {
+        {
+            let map = lock(&self.inner.servers);
+            let entry = map.get(name).ok_or_else(|| HostError::NotConfigured(name.to_string()))?;
+            if let Err(e) = &entry.config {
+                return Err(HostError::Server(e.clone()));
+            }
+        }
+        self.spawn_connect(name);
+        Ok(())
+    }
+
+    /// Stops a server: its connection closes and its process is killed. Status `stopped`.
+    pub fn stop(&self, name: &str) -> Result<(), HostError> {
+        self.halt(name, Status::Stopped)
+    }
+
+    /// Stops a server and marks it `disabled` until enabled again.
+    pub fn disable(&self, name: &str) -> Result<(), HostError> {
+        self.halt(name, Status::Disabled)
+    }
+
+    fn halt(&self, name: &str, status: Status) -> Result<(), HostError> {
+        let summary = {
+            let mut map = lock(&self.inner.servers);
+            let entry = map.get_mut(name).ok_or_else(|| HostError::NotConfigured(name.to_string()))?;
+            entry.generation += 1;
+            if let Some(stop) = entry.stop.take() {
+                stop.cancel();
+            }
+            entry.peer = None;
+            entry.process_group = None;
+            entry.tools.clear();
+            entry.server_info = None;
+            entry.error = None;
+            entry.status = status;
+            entry.summary(name)
+        };
+        self.emit(HostEvent::StatusChanged(summary));
+        self.emit(HostEvent::ToolsChanged);
+        Ok(())
+    }
+
+    /// Restarts every configured server that is not disabled.
+    pub fn reload(&self) {
+        let names: Vec<String> = lock(&self.inner.servers)
+            .iter()
+            .filter(|(_, e)| e.status != Status::Disabled && e.config.is_ok())
+            .map(|(n, _)| n.clone())
+            .collect();
+        *lock(&self.inner.loading) = true;
+        for n in names {
+            self.spawn_connect(&n);
+        }
+    }
+
+    fn spawn_connect(&self, name: &str) {
+        let token = self.inner.shutdown.child_token();
+        let (config, generation, summary) = {
+            let mut map = lock(&self.inner.servers);
+            let Some(entry) = map.get_mut(name) else { return };
+            let Ok(config) = entry.config.clone() else { return };
+            entry.generation += 1;
+            if let Some(old) = entry.stop.replace(token.clone()) {
+                old.cancel();
+            }
+            entry.status = Status::Pending;
+            entry.error = None;
+            entry.peer = None;
+            entry.process_group = None;
+            entry.tools.clear();
+            entry.server_info = None;
+            (config, entry.generation, entry.summary(name))
+        };
+        self.emit(HostEvent::StatusChanged(summary));
+        let host = self.clone();
+        let name = name.to_string();
+        let cwd = lock(&self.inner.cwd).clone();
+        tokio::spawn(async move {
+            let stderr = StderrTail::default();
+            let attempt = tokio::time::timeout(STARTUP_TIMEOUT, connect(&config, &cwd, &host.inner.env, &stderr));
+            let outcome = tokio::select! {
+                r = attempt => r,
+                _ = token.cancelled() => return,
+            };
+            let connected = match outcome {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) => return host.settle(&name, generation, Status::Failed, Some(e)),
+                Err(_) => {
+                    let e = format!("MCP server \"{name}\" did not start within {} seconds", STARTUP_TIMEOUT.as_secs());
+                    return host.settle(&name, generation, Status::Failed, Some(e));
+                }
+            };
+            let running = connected.running;
+            let accepted = {
+                let mut map = lock(&host.inner.servers);
+                match map.get_mut(&name).filter(|e| e.generation == generation) {
+                    Some(entry) => {
+                        entry.peer = Some(running.peer().clone());
+                        entry.process_group = connected.process_group;
+                        entry.tools = connected.tools;
+                        entry.server_info = connected.server_info;
+                        true
+                    }
+                    None => false,
+                }
+            };
+            if !accepted {
+                // Stopped or restarted meanwhile: this connection is not wanted.
+                drop(running);
+                return;
+            }
+            host.settle(&name, generation, Status::Connected, None);
+            host.emit(HostEvent::ToolsChanged);
+            let ct = running.cancellation_token();
+            let waiting = running.waiting();
+            tokio::pin!(waiting);
+            tokio::select! {
+                _ = &mut waiting => {}
+                _ = token.cancelled() => {
+                    ct.cancel();
+                    let _ = waiting.await;
+                    return;
+                }
+            }
+            // The connection ended without anyone stopping it: the server exited or hung up.
+            let mut message = format!("MCP server \"{name}\" exited");
+            let tail = stderr.text();
+            if !tail.is_empty() {
+                message = format!("{message}: {tail}");
+            }
+            host.settle(&name, generation, Status::Failed, Some(message));
+            host.emit(HostEvent::ToolsChanged);
+        });
+    }
+
+    /// Records where a connection attempt ended, unless a newer one replaced it.
+    fn settle(&self, name: &str, generation: u64, status: Status, error: Option<String>) {
+        let summary = {
+            let mut map = lock(&self.inner.servers);
+            let Some(entry) = map.get_mut(name).filter(|e| e.generation == generation) else { return };
+            entry.status = status;
+            if status != Status::Connected {
+                entry.peer = None;
+                entry.process_group = None;
+                entry.tools.clear();
+                entry.server_info = None;
+            }
+            if let Some(e) = &error {
+                tracing::warn!(server = name, error = %e, "MCP server failed");
+            }
+            entry.error = error;
+            entry.summary(name)
+        };
+        self.emit(HostEvent::StatusChanged(summary));
+        self.check_loaded();
+    }
+
+    fn check_loaded(&self) {
+        let summaries = self.list();
+        if summaries.iter().any(|s| s.status == Status::Pending) {
+            return;
+        }
+        let was_loading = std::mem::replace(&mut *lock(&self.inner.loading), false);
+        if was_loading {
+            self.emit(HostEvent::Loaded(summaries));
+        }
+    }
+
+    pub fn list(&self) -> Vec<ServerSummary> {
+        lock(&self.inner.servers).iter().map(|(n, e)| e.summary(n)).collect()
+    }
+
+    pub fn is_configured(&self, name: &str) -> bool {
+        lock(&self.inner.servers).contains_key(name)
+    }
+
+    /// The raw configuration of a server.
+    pub fn config(&self, name: &str) -> Option<Value> {
+        lock(&self.inner.servers).get(name).and_then(|e| e.config.as_ref().ok().map(|c| c.raw.clone()))
+    }
+
+    pub fn is_running(&self, name: &str) -> bool {
+        lock(&self.inner.servers).get(name).is_some_and(|e| e.status == Status::Connected)
+    }
+
+    /// Waits until no server is starting (each start is bounded by the startup timeout), or
+    /// until `cancel`.
+    pub async fn wait_settled(&self, cancel: &CancellationToken) {
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if !self.any_pending() || self.inner.shutdown.is_cancelled() {
+                return;
+            }
+            tokio::select! {
+                _ = changed => {}
+                _ = cancel.cancelled() => return,
+                _ = self.inner.shutdown.cancelled() => return,
+            }
+        }
+    }
+
+    /// Whether any server is still starting.
+    pub fn any_pending(&self) -> bool {
+        lock(&self.inner.servers).values().any(|e| e.status == Status::Pending)
+    }
+
+    /// The tools the model may call now: connected servers' tools that pass their allowlist.
+    pub fn tools(&self) -> Vec<McpTool> {
+        let map = lock(&self.inner.servers);
+        let mut out = Vec::new();
+        for (server, e) in map.iter().filter(|(_, e)| e.status == Status::Connected) {
+            let Ok(config) = &e.config else { continue };
+            for t in &e.tools {
+                let Some(tool) = t.get("name").and_then(Value::as_str) else { continue };
+                if !config.allows(tool) {
+                    continue;
+                }
+                let annotations = t.get("annotations");
+                out.push(McpTool {
+                    qualified: qualified_name(server, tool),
+                    server: server.clone(),
+                    tool: tool.to_string(),
+                    title: t
+                        .get("title")
+                        .or_else(|| annotations.and_then(|a| a.get("title")))
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    description: t.get("description").and_then(Value::as_str).unwrap_or_default().to_string(),
+                    input_schema: Arc::new(
+                        t.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+                    ),
+                    read_only: annotations
+                        .and_then(|a| a.get("readOnlyHint"))
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                });
+            }
+        }
+        out
+    }
+
+    fn peer(&self, name: &str) -> Result<(Peer<RoleClient>, Option<Duration>), HostError> {
+        let map = lock(&self.inner.servers);
+        let entry = map.get(name).ok_or_else(|| HostError::NotConnected(name.to_string()))?;
+        let peer = entry.peer.clone().ok_or_else(|| HostError::NotConnected(name.to_string()))?;
+        Ok((peer, entry.config.as_ref().ok().and_then(|c| c.timeout)))
+    }
+
+    /// A live `tools/list` of a connected server (each tool as the server described it).
+    pub async fn list_tools(&self, name: &str) -> Result<Vec<Value>, HostError> {
+        let (peer, _) = self.peer(name)?;
+        let tools = peer.list_all_tools().await.map_err(|e| HostError::Server(e.to_string()))?;
+        Ok(tools.iter().filter_map(|t| serde_json::to_value(t).ok()).collect())
+    }
+
+    /// `resources/list` of one connected server.
+    pub async fn list_resources(&self, name: &str) -> Result<Vec<Value>, HostError> {
+        let (peer, _) = self.peer(name)?;
+        let list = peer.list_all_resources().await.map_err(|e| HostError::Server(e.to_string()))?;
+        Ok(list.iter().filter_map(|r| serde_json::to_value(r).ok()).collect())
+    }
+
+    /// `resources/read`: the contents as the server sent them.
+    pub async fn read_resource(&self, name: &str, uri: &str) -> Result<Value, HostError> {
+        let (peer, _) = self.peer(name)?;
+        let params: ReadResourceRequestParams =
+            serde_json::from_value(json!({"uri": uri})).map_err(|e| HostError::Server(e.to_string()))?;
+        let r = peer.read_resource(params).await.map_err(|e| HostError::Server(e.to_string()))?;
+        serde_json::to_value(r).map_err(|e| HostError::Server(e.to_string()))
+    }
+
+    /// Calls a tool; the answer is the `CallToolResult` as JSON. `meta` becomes the request's
+    /// `_meta`. Ends at the server's timeout, on `cancel`, or when the server goes away.
+    pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        meta: Option<Value>,
+        cancel: &CancellationToken,
+    ) -> Result<Value, CallError> {
+        let (peer, timeout) = self.peer(server).map_err(|_| CallError::NotConnected(server.to_string()))?;
+        let timeout = timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
+        let mut req = json!({"name": tool, "arguments": arguments});
+        if let Some(m) = meta.filter(|m| m.is_object()) {
+            req["_meta"] = m;
+        }
+        let failed = |message: String| CallError::Failed { server: server.into(), tool: tool.into(), message };
+        let params: CallToolRequestParams = serde_json::from_value(req).map_err(|e| failed(e.to_string()))?;
+        let call = peer.call_tool(params);
+        let result = tokio::select! {
+            r = tokio::time::timeout(timeout, call) => r,
+            _ = cancel.cancelled() => return Err(CallError::Cancelled),
+        };
+        match result {
+            Err(_) => {
+                Err(CallError::TimedOut { server: server.into(), tool: tool.into(), secs: timeout.as_secs_f64() })
+            }
+            Ok(Err(e)) => Err(failed(e.to_string())),
+            Ok(Ok(r)) => serde_json::to_value(r).map_err(|e| failed(e.to_string())),
+        }
+    }
+
+    /// Stops every server and kills their processes; the host starts nothing after this.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+        let mut map = lock(&self.inner.servers);
+        for e in map.values_mut() {
+            if let Some(pgid) = e.process_group.take() {
+                terminate_group(pgid);
+            }
+            e.peer = None;
+            e.tools.clear();
+            if matches!(e.status, Status::Connected | Status::Pending) {
+                e.status = Status::Stopped;
+            }
+        }
+    }
+}

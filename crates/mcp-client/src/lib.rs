@@ -1,0 +1,25 @@
+//! MCP servers for Skipper sessions, on the official Rust MCP SDK (`rmcp`): configuration as
+//! the SDKs send it, a per-session [`McpHost`] that starts servers in the background, lists and
+//! calls their tools, and kills their processes when it stops; [`render`] turns results into
+//! what the model reads.
+//!
+//! Knows nothing of sessions, events or JSON-RPC: the host reports through a sink.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod config;
+mod connect;
+pub mod host;
+pub mod render;
+
+pub use config::{ConfigError, ServerConfig, Transport};
+pub use host::{qualified_name, CallError, HostError, HostEvent, McpHost, McpTool, ServerSummary, Status};
+pub use render::{render, Rendered};
+
+/// Remote servers use rustls: pick its `ring` provider once (the rest of Skipper uses it too).
+pub(crate) fn ensure_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}

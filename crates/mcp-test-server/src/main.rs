@@ -1,0 +1,235 @@
+//! A small MCP server for Skipper's tests, on the official Rust SDK's server side.
+//!
+//! `mcp-test-server` serves stdio; `--http 127.0.0.1:0` serves streamable HTTP at `/mcp` and
+//! prints `listening <url>` on stdout. Tools succeed (`echo`, `get_env`, `echo_meta`, `add`),
+//! fail (`fail`: `isError`), hang (`hang`), crash the process (`crash`), and return images,
+//! resources and structured content; `read_only_info` is annotated read-only.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, InitializeResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Value};
+
+#[derive(Parser)]
+struct Args {
+    /// Serve streamable HTTP on this address instead of stdio.
+    #[arg(long)]
+    http: Option<String>,
+    /// The name the server reports.
+    #[arg(long, default_value = "skipper-test")]
+    name: String,
+    /// Append this process's id to a file on start (tests check that it is gone later).
+    #[arg(long)]
+    pid_file: Option<std::path::PathBuf>,
+    /// Exit at once with status 3: a server that fails to start.
+    #[arg(long)]
+    fail_start: bool,
+}
+
+/// A 1×1 transparent PNG.
+const PIXEL_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+
+#[derive(Clone)]
+struct TestServer {
+    name: String,
+}
+
+fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
+    json!({
+        "name": name,
+        "description": description,
+        "inputSchema": {"type": "object", "properties": properties, "required": required},
+    })
+}
+
+fn tools() -> Value {
+    let text = json!({"text": {"type": "string", "description": "Text to echo"}});
+    let mut read_only = tool("read_only_info", "Reports static information; changes nothing.", json!({}), &[]);
+    read_only["annotations"] = json!({"readOnlyHint": true, "title": "Read-only info"});
+    json!([
+        tool("echo", "Echoes the text back.", text.clone(), &["text"]),
+        tool(
+            "get_env",
+            "Returns the value of the specified environment variable.",
+            json!({"name": {"type": "string", "description": "Environment variable name"}}),
+            &["name"]
+        ),
+        tool(
+            "echo_meta",
+            "Echoes the value and the _meta received in the request.",
+            json!({"value": {"type": "string", "description": "A value to echo back"}}),
+            &["value"]
+        ),
+        tool(
+            "add",
+            "Adds two numbers; the sum is also structured content.",
+            json!({"a": {"type": "number"}, "b": {"type": "number"}}),
+            &["a", "b"]
+        ),
+        tool("fail", "Always fails with the given message.", text, &[]),
+        tool("hang", "Never answers.", json!({}), &[]),
+        tool("crash", "Exits the server process in the middle of the call.", json!({}), &[]),
+        tool("image", "Returns a small PNG image and a caption.", json!({}), &[]),
+        tool("resource", "Returns an embedded text resource.", json!({}), &[]),
+        read_only,
+    ])
+}
+
+fn result(v: Value) -> Result<CallToolResponse, ErrorData> {
+    let r: CallToolResult = serde_json::from_value(v).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    Ok(CallToolResponse::Complete(r))
+}
+
+fn text(t: impl Into<String>) -> Value {
+    json!({"type": "text", "text": t.into()})
+}
+
+impl TestServer {
+    async fn call(
+        &self,
+        name: &str,
+        args: &serde_json::Map<String, Value>,
+        meta: Option<Value>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arg = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+        match name {
+            "echo" => result(json!({"content": [text(arg("text"))]})),
+            "get_env" => result(json!({"content": [text(std::env::var(arg("name")).unwrap_or_default())]})),
+            "echo_meta" => {
+                let system = ["progressToken", "traceparent", "tracestate"];
+                let meta = meta
+                    .and_then(|m| m.as_object().cloned())
+                    .map(|m| {
+                        m.into_iter()
+                            .filter(|(k, _)| {
+                                !system.contains(&k.as_str()) && !k.starts_with("io.modelcontextprotocol/")
+                            })
+                            .collect::<serde_json::Map<_, _>>()
+                    })
+                    .filter(|m| !m.is_empty())
+                    .map(Value::Object)
+                    .unwrap_or(Value::Null);
+                let body = json!({"meta": meta, "value": arg("value")});
+                result(json!({"content": [text(body.to_string())]}))
+            }
+            "add" => {
+                let n = |k: &str| args.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                let sum = n("a") + n("b");
+                result(json!({"content": [text(sum.to_string())], "structuredContent": {"sum": sum}}))
+            }
+            "fail" => {
+                let message = Some(arg("text")).filter(|t| !t.is_empty()).unwrap_or_else(|| "it failed".into());
+                result(json!({"content": [text(message)], "isError": true}))
+            }
+            "hang" => {
+                std::future::pending::<()>().await;
+                result(json!({"content": []}))
+            }
+            "crash" => std::process::exit(7),
+            "image" => result(
+                json!({"content": [text("a pixel"), {"type": "image", "data": PIXEL_PNG, "mimeType": "image/png"}]}),
+            ),
+            "resource" => result(
+                json!({"content": [{"type": "resource", "resource": {"uri": "test://greeting", "mimeType": "text/plain", "text": format!("hello from {}", self.name)}}]}),
+            ),
+            "read_only_info" => result(json!({"content": [text(format!("server {}", self.name))]})),
+            other => result(json!({"content": [text(format!("Unknown tool: {other}"))], "isError": true})),
+        }
+    }
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> InitializeResult {
+        let info = json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}, "resources": {}},
+            "serverInfo": {"name": self.name, "version": "1.0.0"},
+        });
+        serde_json::from_value(info).unwrap_or_default()
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        serde_json::from_value(json!({"tools": tools()})).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // The SDK moves the request's `_meta` into the context.
+        let meta = request.meta.as_ref().or(Some(&context.meta)).and_then(|m| serde_json::to_value(m).ok());
+        let args = request.arguments.clone().unwrap_or_default();
+        self.call(&request.name, &args, meta).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let list = json!({"resources": [{"uri": "test://greeting", "name": "greeting", "mimeType": "text/plain"}]});
+        serde_json::from_value(list).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != "test://greeting" {
+            return Err(ErrorData::resource_not_found(format!("no resource {}", request.uri), None));
+        }
+        let body = json!({"contents": [{"uri": "test://greeting", "mimeType": "text/plain", "text": format!("hello from {}", self.name)}]});
+        let r: ReadResourceResult =
+            serde_json::from_value(body).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        Ok(ReadResourceResponse::Complete(r))
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if let Some(path) = &args.pid_file {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        writeln!(f, "{}", std::process::id())?;
+    }
+    if args.fail_start {
+        eprintln!("mcp-test-server: failing on purpose");
+        std::process::exit(3);
+    }
+    let server = TestServer { name: args.name.clone() };
+    match args.http {
+        None => {
+            let running = server.serve(rmcp::transport::stdio()).await.context("stdio handshake")?;
+            running.waiting().await?;
+        }
+        Some(addr) => {
+            use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+            use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+            let service = StreamableHttpService::new(
+                move || Ok(server.clone()),
+                Arc::new(LocalSessionManager::default()),
+                StreamableHttpServerConfig::default(),
+            );
+            let router = axum::Router::new().nest_service("/mcp", service);
+            let listener = tokio::net::TcpListener::bind(&addr).await.context("bind")?;
+            println!("listening http://{}/mcp", listener.local_addr()?);
+            axum::serve(listener, router).await?;
+        }
+    }
+    Ok(())
+}

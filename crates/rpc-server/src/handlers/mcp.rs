@@ -1,0 +1,135 @@
+//! `session.mcp.*`: a session's MCP servers (status, tools, start/stop, resources). The host
+//! does its own bookkeeping; nothing here waits for a server to start.
+
+use mcp_client::{HostError, ServerSummary, Status};
+use protocol::generated::types as t;
+use protocol::jsonrpc::RpcError;
+use serde_json::Value;
+
+use crate::table::Ctx;
+
+fn host_error(ctx: &Ctx, e: HostError) -> RpcError {
+    ctx.failed(e)
+}
+
+fn wire_status(s: Status) -> t::McpServerStatus {
+    match s {
+        Status::Pending => t::McpServerStatus::Pending,
+        Status::Connected => t::McpServerStatus::Connected,
+        Status::Failed => t::McpServerStatus::Failed,
+        Status::Disabled => t::McpServerStatus::Disabled,
+        Status::Stopped => t::McpServerStatus::Stopped,
+    }
+}
+
+fn server(s: ServerSummary) -> t::McpServer {
+    let metadata = s
+        .server_info
+        .as_ref()
+        .and_then(|i| i.get("instructions"))
+        .and_then(Value::as_str)
+        .map(|i| t::McpServerMetadata { instructions: Some(i.to_string()) });
+    t::McpServer {
+        name: s.name,
+        status: wire_status(s.status),
+        source: Some(t::McpServerSource::User),
+        source_plugin: None,
+        source_plugin_version: None,
+        display_name: None,
+        error: s.error,
+        server_metadata: metadata,
+    }
+}
+
+pub async fn list(ctx: &Ctx, p: t::SessionMcpListParams) -> Result<t::McpServerList, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    Ok(t::McpServerList { servers: session.mcp().list().into_iter().map(server).collect(), host: None })
+}
+
+pub async fn list_tools(ctx: &Ctx, p: t::SessionMcpListToolsParams) -> Result<t::McpListToolsResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let tools = session.mcp().list_tools(&p.server_name).await.map_err(|e| host_error(ctx, e))?;
+    let tools = tools
+        .into_iter()
+        .filter_map(|tool| {
+            let name = tool.get("name")?.as_str()?.to_string();
+            let description = tool.get("description").and_then(Value::as_str).map(str::to_string);
+            Some(t::McpTools { name, description, ui: None })
+        })
+        .collect();
+    Ok(t::McpListToolsResult { tools })
+}
+
+pub async fn is_running(
+    ctx: &Ctx,
+    p: t::SessionMcpIsServerRunningParams,
+) -> Result<t::McpIsServerRunningResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    Ok(t::McpIsServerRunningResult { running: session.mcp().is_running(&p.server_name) })
+}
+
+fn config_value(ctx: &Ctx, config: Option<t::McpSerializableServerConfig>) -> Result<Option<Value>, RpcError> {
+    config.map(|c| serde_json::to_value(c).map_err(|e| ctx.failed(e))).transpose()
+}
+
+pub async fn start(ctx: &Ctx, p: t::SessionMcpStartServerParams) -> Result<(), RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let result = match config_value(ctx, p.config)? {
+        Some(config) => session.mcp().upsert(&p.server_name, config),
+        None => session.mcp().start(&p.server_name),
+    };
+    result.map_err(|e| host_error(ctx, e))
+}
+
+pub async fn restart(ctx: &Ctx, p: t::SessionMcpRestartServerParams) -> Result<(), RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let result = match config_value(ctx, p.config)? {
+        Some(config) => session.mcp().upsert(&p.server_name, config),
+        None => session.mcp().start(&p.server_name),
+    };
+    result.map_err(|e| host_error(ctx, e))
+}
+
+pub async fn stop(ctx: &Ctx, p: t::SessionMcpStopServerParams) -> Result<(), RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    session.mcp().stop(&p.server_name).map_err(|e| host_error(ctx, e))
+}
+
+pub async fn enable(ctx: &Ctx, p: t::SessionMcpEnableParams) -> Result<(), RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    session.mcp().start(&p.server_name).map_err(|e| host_error(ctx, e))
+}
+
+pub async fn disable(ctx: &Ctx, p: t::SessionMcpDisableParams) -> Result<(), RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    session.mcp().disable(&p.server_name).map_err(|e| host_error(ctx, e))
+}
+
+pub async fn reload(ctx: &Ctx, p: t::SessionMcpReloadParams) -> Result<(), RpcError> {
+    ctx.session(&p.session_id)?.mcp().reload();
+    Ok(())
+}
+
+pub async fn resources_list(
+    ctx: &Ctx,
+    p: t::SessionMcpResourcesListParams,
+) -> Result<t::McpResourcesListResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let list = session.mcp().list_resources(&p.server_name).await.map_err(|e| host_error(ctx, e))?;
+    let resources = list.into_iter().filter_map(|r| serde_json::from_value(r).ok()).collect();
+    Ok(t::McpResourcesListResult { resources, next_cursor: None })
+}
+
+pub async fn resources_read(
+    ctx: &Ctx,
+    p: t::SessionMcpResourcesReadParams,
+) -> Result<t::McpResourcesReadResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let read = session.mcp().read_resource(&p.server_name, &p.uri).await.map_err(|e| host_error(ctx, e))?;
+    let contents = read
+        .get("contents")
+        .and_then(Value::as_array)
+        .map(|c| c.iter().filter_map(|v| serde_json::from_value(v.clone()).ok()).collect())
+        .unwrap_or_default();
+    Ok(t::McpResourcesReadResult { contents })
+}
