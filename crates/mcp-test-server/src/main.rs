@@ -205,7 +205,9 @@ async fn main() -> anyhow::Result<()> {
     if let Some(path) = &args.pid_file {
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        writeln!(f, "{}", std::process::id())?;
+        // One write per line: servers started together append to the same file, and a
+        // line written in pieces could interleave with another's.
+        f.write_all(format!("{}\n", std::process::id()).as_bytes())?;
     }
     if args.fail_start {
         eprintln!("mcp-test-server: failing on purpose");
