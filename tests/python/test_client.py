@@ -168,10 +168,16 @@ async def test_connect_handshake_result(client):
     assert isinstance(result["version"], str) and result["version"]
 
 
-async def test_unknown_launch_flags_are_tolerated(make_client):
-    client = make_client(args=["--frobnicate", "--add-dir", "/tmp", "--experimental"])
+async def test_the_originals_launch_flags_are_accepted_and_unknown_ones_refused(make_client):
+    client = make_client(args=["--add-dir", "/tmp", "--experimental", "--yolo"])
     await client.start()
     assert (await client.ping("ok")).message == "pong: ok"
+
+    # As the original: an option it does not know is a usage error the SDK reports with stderr.
+    refused = make_client(args=["--frobnicate"])
+    with pytest.raises(RuntimeError) as failed:
+        await refused.start()
+    assert "stderr" in str(failed.value) and "frobnicate" in str(failed.value)
 
 
 async def test_get_status(client):
