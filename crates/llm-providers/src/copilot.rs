@@ -68,8 +68,13 @@ impl CopilotConfig {
     }
 
     fn user_agent(&self) -> String {
+        self.user_agent_for("sdk")
+    }
+
+    /// The user agent naming the SDK client (`clientName`) a request is made for.
+    fn user_agent_for(&self, client: &str) -> String {
         format!(
-            "copilot/{} ({} {}) term/unknown client/sdk",
+            "copilot/{} ({} {}) term/unknown client/{client}",
             self.version,
             std::env::consts::OS,
             std::env::consts::ARCH
@@ -187,6 +192,9 @@ impl CopilotClient {
         headers.insert("x-interaction-type", HeaderValue::from_static(interaction_type));
         insert(&mut headers, "x-interaction-id", &req.interaction_id);
         insert(&mut headers, "x-client-session-id", &req.session_id);
+        if let Some(client) = req.client_name.as_deref().filter(|c| !c.is_empty()) {
+            insert(&mut headers, USER_AGENT.as_str(), &self.config.user_agent_for(client));
+        }
         for (name, value) in &req.extra_headers {
             insert(&mut headers, name, value);
         }

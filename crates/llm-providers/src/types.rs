@@ -232,6 +232,8 @@ pub struct ChatRequest {
     pub reasoning_effort: Option<String>,
     /// Why the call is made; a summary call offers the tools but forbids calling them.
     pub purpose: Purpose,
+    /// The SDK's `clientName`, named in the Copilot API's user agent.
+    pub client_name: Option<String>,
 }
 
 /// Why a model call is made.

@@ -564,7 +564,7 @@ impl Actor {
     fn call_parts(&self) -> (String, Vec<llm_providers::ToolSpec>, crate::byok::Route, u64) {
         let settings = &self.view.settings;
         let cwd = settings.cwd.to_string_lossy().to_string();
-        let system = crate::system_prompt::build(settings.system_message.as_ref(), &cwd);
+        let system = crate::system_prompt::build(settings.system_message.as_ref(), settings.prompt_vars(&cwd));
         let tools = crate::dispatch::tool_specs(&self.deps, settings, self.handle.mcp());
         let route = crate::byok::route(
             &settings.providers,
@@ -664,6 +664,16 @@ impl Actor {
         }
         if let Some(disabled) = p.ask_user_disabled {
             s.request_user_input = !disabled;
+        }
+        if let Some(skip) = p.skip_custom_instructions {
+            s.skip_custom_instructions = skip;
+        }
+        if p.max_ai_credits.is_some() {
+            s.max_ai_credits = p.max_ai_credits;
+        }
+        if cwd_changed {
+            s.custom_instructions =
+                crate::instructions::load(&s.cwd, &self.deps.layout.home, &s.instruction_directories);
         }
         let context = crate::cwd_context(s);
         self.publish();

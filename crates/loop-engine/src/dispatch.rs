@@ -61,7 +61,7 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings, mcp: &mcp_client::Mcp
     if s.mode == SessionMode::Autopilot && !s.external_tools.iter().any(|e| e.name == crate::autopilot::TASK_COMPLETE) {
         specs.push(crate::autopilot::task_complete_spec());
     }
-    for e in s.external_tools.iter().filter(|e| s.tool_allowed(&e.name)) {
+    for e in s.external_tools.iter().filter(|e| s.tool_allowed_from(crate::tool_filter::ToolSource::Custom, &e.name)) {
         specs.push(ToolSpec {
             name: e.name.clone(),
             description: e.description.clone(),

@@ -71,6 +71,9 @@ pub struct OptionsPatch {
     pub available_tools: Option<Vec<String>>,
     pub excluded_tools: Option<Vec<String>>,
     pub ask_user_disabled: Option<bool>,
+    pub skip_custom_instructions: Option<bool>,
+    /// `sessionLimits.maxAiCredits` (set when the patch carries limits).
+    pub max_ai_credits: Option<f64>,
 }
 
 /// `session.log` levels.

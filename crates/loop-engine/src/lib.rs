@@ -24,6 +24,7 @@ mod frontmatter;
 mod handle;
 pub mod history;
 mod hooks;
+mod instructions;
 mod mcp;
 mod model_call;
 mod pending;
@@ -33,6 +34,7 @@ pub mod settings;
 pub mod skills;
 mod subagent;
 pub mod system_prompt;
+pub mod tool_filter;
 mod user_input;
 
 use std::collections::HashMap;

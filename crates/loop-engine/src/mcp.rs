@@ -68,7 +68,7 @@ pub(crate) fn configure(host: &McpHost, settings: &SessionSettings, params: &pro
 pub(crate) fn specs(host: &McpHost, s: &SessionSettings) -> Vec<ToolSpec> {
     host.tools()
         .into_iter()
-        .filter(|t| s.tool_allowed(&t.qualified))
+        .filter(|t| s.tool_allowed_from(crate::tool_filter::ToolSource::Mcp, &t.qualified))
         .map(|t| ToolSpec { name: t.qualified, description: t.description, parameters: t.input_schema })
         .collect()
 }

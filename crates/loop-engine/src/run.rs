@@ -146,7 +146,11 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
         let view = ctx.view();
         let settings = &view.settings;
         let cwd = settings.cwd.to_string_lossy().to_string();
-        let system = crate::system_prompt::build_with(settings.system_message.as_ref(), &cwd, &transformed);
+        let system = crate::system_prompt::build_with(
+            settings.system_message.as_ref(),
+            settings.prompt_vars(&cwd),
+            &transformed,
+        );
         let system = crate::agents::with_agent_skills(system, settings);
         if !system_recorded {
             // As the original: every message's first model call shows its system prompt; the
@@ -210,6 +214,7 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
             extra_headers: msg.request_headers.clone(),
             purpose: Default::default(),
             reasoning_effort: settings.reasoning_effort.clone(),
+            client_name: Some(settings.client_name.clone()),
         };
         emit_usage_info(ctx, tokens, &req, token_limit);
 
@@ -234,7 +239,11 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
                 // Too big for the model: summarize now and send the smaller context once more.
                 overflow_compacted = true;
                 end_turn(ctx, &turn_id);
-                let system = crate::system_prompt::build_with(settings.system_message.as_ref(), &cwd, &transformed);
+                let system = crate::system_prompt::build_with(
+                    settings.system_message.as_ref(),
+                    settings.prompt_vars(&cwd),
+                    &transformed,
+                );
                 let tools = dispatch::tool_specs(&ctx.deps, settings, ctx.handle.mcp());
                 let shape = crate::compaction::CallShape {
                     system: &system,
@@ -451,7 +460,10 @@ fn image_message(call: &ToolCall, cwd: &std::path::Path, images: Vec<String>) ->
 async fn transform_sections(ctx: &RunCtx) -> std::collections::HashMap<String, String> {
     let view = ctx.view();
     let cwd = view.settings.cwd.to_string_lossy().to_string();
-    let sections = crate::system_prompt::transform_requests(view.settings.system_message.as_ref(), &cwd);
+    let sections = crate::system_prompt::transform_requests(
+        view.settings.system_message.as_ref(),
+        view.settings.prompt_vars(&cwd),
+    );
     let mut out = std::collections::HashMap::new();
     if sections.is_empty() {
         return out;
@@ -539,6 +551,26 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
         UserContent::Parts(parts)
     };
     conv.push(Message::User { content });
+    if let Some(max) = view.settings.max_ai_credits {
+        conv.push(Message::User { content: UserContent::Text(session_limits_status(max)) });
+    }
+}
+
+/// What the model hears after each prompt of a session with `sessionLimits`. Skipper has no
+/// credit accounting of its own yet, so the whole budget remains.
+fn session_limits_status(max_ai_credits: f64) -> String {
+    let remaining = max_ai_credits.max(0.0);
+    format!(
+        "<session_limits_status>\nRemaining session limits: {} AI credits. Later session_limits_status messages \
+         supersede earlier ones. Be frugal; avoid optional exploration and unnecessary tool calls.\n</session_limits_status>",
+        format_credits(remaining)
+    )
+}
+
+/// `30`, `29.5`: no trailing zeros.
+fn format_credits(n: f64) -> String {
+    let s = format!("{n:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// `tokens` is an estimate, which is what clients need: positive and growing. The history's
@@ -574,4 +606,23 @@ pub(crate) fn merge_replies(resp: &ChatResponse) -> AssistantReply {
         out.finish_reason = r.finish_reason.clone().or(out.finish_reason.take());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_limits_status_reads_as_the_original_s() {
+        assert_eq!(
+            session_limits_status(30.0),
+            "<session_limits_status>\nRemaining session limits: 30 AI credits. Later session_limits_status messages \
+             supersede earlier ones. Be frugal; avoid optional exploration and unnecessary tool calls.\n\
+             </session_limits_status>"
+        );
+        assert_eq!(format_credits(29.5), "29.5");
+        assert_eq!(format_credits(0.25), "0.25");
+        assert_eq!(format_credits(1.0 / 3.0), "0.33");
+        assert_eq!(format_credits(100.0), "100");
+    }
 }

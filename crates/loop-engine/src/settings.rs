@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use protocol::generated::types::SessionMode;
 use protocol::methods::{ExternalToolDef, SessionConfigParams, SystemMessageConfig};
 
+use crate::tool_filter::{self, ToolSource};
+
 #[derive(Debug, Clone)]
 pub struct SessionSettings {
     pub model: String,
@@ -43,6 +45,14 @@ pub struct SessionSettings {
     pub skills: crate::skills::SkillSet,
     /// Agent and skill files are read from the project too (`enableConfigDiscovery`).
     pub config_discovery: bool,
+    /// `instructionDirectories`: more places for `*.instructions.md` files.
+    pub instruction_directories: Vec<PathBuf>,
+    /// The rendered custom instructions (see [`crate::instructions`]); read by `load_files`.
+    pub custom_instructions: String,
+    /// `sessionLimits.maxAiCredits`: the model hears what remains of it every turn.
+    pub max_ai_credits: Option<f64>,
+    /// `skipCustomInstructions` (`session.options.update`): the prompt leaves them out.
+    pub skip_custom_instructions: bool,
 }
 
 /// The providers `p` configures, checked.
@@ -60,6 +70,10 @@ fn excluded_tools(p: &SessionConfigParams) -> Vec<String> {
     let agent = p.default_agent.as_ref().and_then(|a| a.get("excludedTools")).and_then(|v| v.as_array());
     out.extend(agent.into_iter().flatten().filter_map(|v| v.as_str().map(str::to_string)));
     out
+}
+
+fn instruction_directories(p: &SessionConfigParams) -> Vec<PathBuf> {
+    p.instruction_directories.iter().flatten().map(PathBuf::from).collect()
 }
 
 impl SessionSettings {
@@ -99,6 +113,10 @@ impl SessionSettings {
                 .map(|name| crate::agents::AgentDef { name: name.clone(), ..crate::agents::AgentDef::placeholder() }),
             skills: crate::skills::SkillSet::from_params(p),
             config_discovery: p.enable_config_discovery.unwrap_or(false),
+            instruction_directories: instruction_directories(p),
+            custom_instructions: String::new(),
+            max_ai_credits: p.session_limits.as_ref().and_then(|l| l.max_ai_credits),
+            skip_custom_instructions: false,
         }
     }
 
@@ -108,6 +126,7 @@ impl SessionSettings {
         let project = self.config_discovery.then_some(self.cwd.as_path());
         self.agents = self.agents.reload(project, home);
         self.skills = self.skills.reload(project, home);
+        self.custom_instructions = crate::instructions::load(&self.cwd, home, &self.instruction_directories);
         if let Some(sel) = &self.selected_agent {
             self.selected_agent = self.agents.get(&sel.name).cloned();
         }
@@ -151,16 +170,35 @@ impl SessionSettings {
         if p.skill_directories.is_some() || p.disabled_skills.is_some() {
             self.skills = crate::skills::SkillSet::from_params(p);
         }
+        if p.instruction_directories.is_some() {
+            self.instruction_directories = instruction_directories(p);
+        }
+        if let Some(limits) = &p.session_limits {
+            self.max_ai_credits = limits.max_ai_credits;
+        }
         if p.infinite_sessions.is_some() {
             self.infinite = crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref());
         }
         self.resumed = true;
     }
 
-    /// Whether a tool name passes `availableTools` / `excludedTools`.
+    /// What the system prompt's sections are filled with.
+    pub fn prompt_vars<'a>(&'a self, cwd: &'a str) -> crate::system_prompt::Vars<'a> {
+        let custom_instructions = if self.skip_custom_instructions { "" } else { &self.custom_instructions };
+        crate::system_prompt::Vars { cwd, custom_instructions }
+    }
+
+    /// Whether a built-in tool passes `availableTools` / `excludedTools`.
     pub fn tool_allowed(&self, name: &str) -> bool {
-        let listed = self.available_tools.as_ref().map(|a| a.iter().any(|n| n == name)).unwrap_or(true);
+        self.tool_allowed_from(ToolSource::Builtin, name)
+    }
+
+    /// Whether a tool of `source` passes `availableTools` / `excludedTools` (patterns, see
+    /// [`crate::tool_filter`]) and the selected agent's tool list.
+    pub fn tool_allowed_from(&self, source: ToolSource, name: &str) -> bool {
+        let listed =
+            self.available_tools.as_ref().is_none_or(|a| a.iter().any(|p| tool_filter::matches(p, source, name)));
         let agent = self.selected_agent.as_ref().is_none_or(|a| a.allows_tool(name));
-        listed && agent && !self.excluded_tools.iter().any(|n| n == name)
+        listed && agent && !self.excluded_tools.iter().any(|p| tool_filter::matches(p, source, name))
     }
 }

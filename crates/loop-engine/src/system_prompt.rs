@@ -23,14 +23,28 @@ const SECTIONS: &[(&str, &str)] = &[
     ("last_instructions", include_str!("../../../prompts/system/last_instructions.md")),
 ];
 
+/// What the sections are filled with.
+#[derive(Debug, Clone, Copy)]
+pub struct Vars<'a> {
+    pub cwd: &'a str,
+    /// The rendered custom instructions (see `instructions`); empty for none.
+    pub custom_instructions: &'a str,
+}
+
+impl<'a> Vars<'a> {
+    pub fn new(cwd: &'a str) -> Self {
+        Self { cwd, custom_instructions: "" }
+    }
+}
+
 /// Builds the full system prompt for a session.
-pub fn build(config: Option<&SystemMessageConfig>, cwd: &str) -> String {
-    build_with(config, cwd, &std::collections::HashMap::new())
+pub fn build(config: Option<&SystemMessageConfig>, vars: Vars<'_>) -> String {
+    build_with(config, vars, &std::collections::HashMap::new())
 }
 
 /// Sections whose action is `transform`, with their rendered text: the client rewrites them
 /// (`systemMessage.transform`) before the first model call of a message.
-pub fn transform_requests(config: Option<&SystemMessageConfig>, cwd: &str) -> BTreeMap<String, SectionText> {
+pub fn transform_requests(config: Option<&SystemMessageConfig>, vars: Vars<'_>) -> BTreeMap<String, SectionText> {
     let mut out = BTreeMap::new();
     let Some(sections) = config.filter(|c| c.mode.as_deref() == Some("customize")).and_then(|c| c.sections.as_ref())
     else {
@@ -39,20 +53,23 @@ pub fn transform_requests(config: Option<&SystemMessageConfig>, cwd: &str) -> BT
     for (id, text) in SECTIONS {
         let wants = sections.get(*id).and_then(|o| o.get("action")).and_then(Value::as_str) == Some("transform");
         if wants {
-            out.insert((*id).to_string(), SectionText { content: render(text, cwd) });
+            out.insert((*id).to_string(), SectionText { content: render(id, text, vars) });
         }
     }
     out
 }
 
-fn render(text: &str, cwd: &str) -> String {
-    text.trim().replace("{{cwd}}", cwd).replace("{{os}}", std::env::consts::OS)
+fn render(id: &str, text: &str, vars: Vars<'_>) -> String {
+    if id == "custom_instructions" {
+        return vars.custom_instructions.to_string();
+    }
+    text.trim().replace("{{cwd}}", vars.cwd).replace("{{os}}", std::env::consts::OS)
 }
 
 /// Like [`build`], with client-transformed section texts replacing the rendered ones.
 pub fn build_with(
     config: Option<&SystemMessageConfig>,
-    cwd: &str,
+    vars: Vars<'_>,
     transformed: &std::collections::HashMap<String, String>,
 ) -> String {
     let mode = config.and_then(|c| c.mode.as_deref()).unwrap_or("append");
@@ -62,7 +79,7 @@ pub fn build_with(
     let sections = config.and_then(|c| c.sections.as_ref()).filter(|_| mode == "customize");
     let mut parts: Vec<String> = Vec::new();
     for (id, text) in SECTIONS {
-        let base = render(text, cwd);
+        let base = render(id, text, vars);
         let rendered = match (transformed.get(*id), sections.and_then(|s| s.get(*id))) {
             (Some(t), _) => Some(t.clone()),
             (None, Some(over)) => apply_override(&base, over),
@@ -102,31 +119,39 @@ mod tests {
 
     #[test]
     fn default_has_code_change_block_and_cwd() {
-        let p = build(None, "/w");
+        let p = build(None, Vars::new("/w"));
         assert!(p.contains("<code_change_instructions>"));
         assert!(p.contains("Working directory: /w"));
     }
 
     #[test]
+    fn custom_instructions_come_after_the_tool_instructions() {
+        let p = build(None, Vars { cwd: "/w", custom_instructions: "<custom_instruction>\nX\n</custom_instruction>" });
+        let at = p.find("<custom_instruction>").expect("custom instructions are in the prompt");
+        assert!(at > p.find("<safety>").unwrap());
+        assert!(at < p.find(include_str!("../../../prompts/system/last_instructions.md").trim()).unwrap());
+    }
+
+    #[test]
     fn replace_is_exact() {
-        assert_eq!(build(Some(&cfg(json!({"mode":"replace","content":"X"}))), "/w"), "X");
+        assert_eq!(build(Some(&cfg(json!({"mode":"replace","content":"X"}))), Vars::new("/w")), "X");
     }
 
     #[test]
     fn append_adds_content_last() {
-        let p = build(Some(&cfg(json!({"mode":"append","content":"Always say PINEAPPLE"}))), "/w");
+        let p = build(Some(&cfg(json!({"mode":"append","content":"Always say PINEAPPLE"}))), Vars::new("/w"));
         assert!(p.ends_with("Always say PINEAPPLE"));
     }
 
     #[test]
     fn transform_sections_are_offered_and_applied() {
         let c = cfg(json!({"mode":"customize","sections":{"tone":{"action":"transform"}}}));
-        let reqs = transform_requests(Some(&c), "/w");
+        let reqs = transform_requests(Some(&c), Vars::new("/w"));
         assert_eq!(reqs.len(), 1);
         assert!(reqs["tone"].content.contains("<tone>"));
         let mut t = std::collections::HashMap::new();
         t.insert("tone".to_string(), "LOUD".to_string());
-        let p = build_with(Some(&c), "/w", &t);
+        let p = build_with(Some(&c), Vars::new("/w"), &t);
         assert!(p.contains("LOUD") && !p.contains("<tone>"));
     }
 
@@ -136,7 +161,7 @@ mod tests {
             Some(&cfg(json!({"mode":"customize","sections":{
                 "code_change_rules":{"action":"remove"},
                 "tone":{"action":"replace","content":"TONE!"}}}))),
-            "/w",
+            Vars::new("/w"),
         );
         assert!(!p.contains("<code_change_instructions>"));
         assert!(p.contains("TONE!"));

@@ -96,6 +96,10 @@ pub struct SessionConfigParams {
     pub mcp_servers: Option<serde_json::Map<String, Value>>,
     /// Configured MCP servers not to start.
     pub disabled_mcp_servers: Option<Vec<String>>,
+    /// More directories whose `.github/instructions/*.instructions.md` files steer the agent.
+    pub instruction_directories: Option<Vec<String>>,
+    /// Limits on the session's spending (`maxAiCredits`), told to the model every turn.
+    pub session_limits: Option<crate::generated::types::SessionLimitsConfig>,
 }
 
 /// One entry of `customAgents`.

@@ -234,6 +234,7 @@ async fn the_skipper_client_completes_a_tool_round_trip() {
         interaction_id: "i-1".into(),
         session_id: "s-1".into(),
         extra_headers: vec![],
+        client_name: None,
         purpose: Default::default(),
         reasoning_effort: None,
     };

@@ -333,6 +333,7 @@ mod tests {
             interaction_id: "i".into(),
             session_id: "s".into(),
             extra_headers: vec![],
+            client_name: None,
             purpose: Default::default(),
             reasoning_effort: None,
         }

@@ -159,6 +159,7 @@ mod tests {
             interaction_id: "i".into(),
             session_id: "s".into(),
             extra_headers: vec![],
+            client_name: None,
             reasoning_effort: None,
             purpose: Purpose::Turn,
         }

@@ -187,6 +187,7 @@ mod tests {
             interaction_id: "i".into(),
             session_id: "session-7".into(),
             extra_headers: vec![],
+            client_name: None,
             purpose: Default::default(),
             reasoning_effort: None,
         }

@@ -30,6 +30,7 @@ fn request(stream: bool) -> ChatRequest {
         interaction_id: "interaction-1".into(),
         session_id: "session-1".into(),
         extra_headers: vec![],
+        client_name: None,
         purpose: Default::default(),
         reasoning_effort: None,
     }

@@ -68,6 +68,7 @@ pub(crate) fn summary_request(
         interaction_id: call.interaction_id.to_string(),
         session_id: session_id.to_string(),
         extra_headers: Vec::new(),
+        client_name: None,
         reasoning_effort: None,
         purpose: Purpose::Compaction,
     }

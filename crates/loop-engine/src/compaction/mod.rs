@@ -150,6 +150,7 @@ pub(crate) fn handoff_request(
         interaction_id: uuid::Uuid::new_v4().to_string(),
         session_id: session_id.to_string(),
         extra_headers: Vec::new(),
+        client_name: None,
         reasoning_effort: None,
         purpose: llm_providers::Purpose::Turn,
     }

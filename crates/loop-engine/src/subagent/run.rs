@@ -25,7 +25,11 @@ fn settings_for(parent: &SessionSettings, agent: &Resolved, model: &str) -> Sess
     if let Some(tools) = &agent.tools {
         if !tools.iter().any(|t| t == "*") {
             let allowed: Vec<String> = match &parent.available_tools {
-                Some(outer) => tools.iter().filter(|t| outer.contains(t)).cloned().collect(),
+                Some(outer) => tools
+                    .iter()
+                    .filter(|t| outer.iter().any(|p| crate::tool_filter::matches_any_source(p, t)))
+                    .cloned()
+                    .collect(),
                 None => tools.clone(),
             };
             s.available_tools = Some(allowed);
@@ -36,7 +40,7 @@ fn settings_for(parent: &SessionSettings, agent: &Resolved, model: &str) -> Sess
 
 fn system_prompt(settings: &SessionSettings, agent: &Resolved) -> String {
     let cwd = settings.cwd.to_string_lossy();
-    let base = crate::system_prompt::build_with(None, &cwd, &Default::default());
+    let base = crate::system_prompt::build_with(None, settings.prompt_vars(&cwd), &Default::default());
     format!("{base}\n\n<agent_role name=\"{}\">\n{}\n</agent_role>", agent.name, agent.prompt.trim())
 }
 
@@ -90,6 +94,7 @@ pub(super) async fn run_agent(
             interaction_id: interaction_id.clone(),
             session_id: ctx.handle.id().to_string(),
             extra_headers: Default::default(),
+            client_name: Some(settings.client_name.clone()),
             purpose: Default::default(),
             reasoning_effort: settings.reasoning_effort.clone(),
         };

@@ -85,6 +85,8 @@ pub async fn options_update(
         available_tools: p.available_tools,
         excluded_tools: p.excluded_tools,
         ask_user_disabled: p.ask_user_disabled,
+        skip_custom_instructions: p.skip_custom_instructions,
+        max_ai_credits: p.session_limits.and_then(|l| l.max_ai_credits),
     };
     session.update_options(patch).await.map_err(|e| ctx.engine_error(&e))?;
     Ok(t::SessionUpdateOptionsResult { success: true, ..Default::default() })
