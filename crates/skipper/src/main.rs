@@ -27,6 +27,7 @@ struct Defaults {
     default_model: String,
     pending_grace_ms: u64,
     idle_unload_ms: u64,
+    web_fetch_allow_private: bool,
     limits: LimitDefaults,
 }
 
@@ -222,7 +223,14 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
         .filter(|(k, _)| !SECRET_VARS.contains(&k.as_str()) && !provider_env::SECRET_VARS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let mut builtins = tools::Registry::builtins();
+    let allow_private = env
+        .get("SKIPPER_WEB_FETCH_ALLOW_PRIVATE")
+        .map_or(defaults.web_fetch_allow_private, |v| matches!(v.trim(), "1" | "true"));
+    let mut builtins = tools::Registry::builtins_with(if allow_private {
+        tools::web_fetch::WebFetchTool::allowing_private()
+    } else {
+        tools::web_fetch::WebFetchTool::default()
+    });
     if let Some(roots) = opts.confine_to {
         builtins = serve::confine::confine(&builtins, roots);
     }

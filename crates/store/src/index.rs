@@ -12,14 +12,15 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
 use sqlx::{Executor, Sqlite};
 
-use crate::layout::{create_private_dir, Layout};
+use crate::layout::Layout;
 use crate::StoreError;
 
 mod owners;
 mod rebuild;
+mod sqlite;
 
 pub use rebuild::row_from_events;
 
@@ -29,7 +30,7 @@ pub(crate) static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!(".
 /// The database behind an index.
 #[derive(Debug, Clone)]
 pub(crate) enum Pool {
-    Sqlite(SqlitePool),
+    Sqlite(sqlite::SqliteDb),
     Postgres(PgPool),
 }
 
@@ -62,7 +63,10 @@ macro_rules! on_pool {
     ($self:expr, $text:expr, |$pool:ident, $sql:ident| $body:expr) => {{
         let $sql = $self.pool.sql($text);
         match &$self.pool {
-            $crate::index::Pool::Sqlite($pool) => $body,
+            $crate::index::Pool::Sqlite(db) => {
+                let $pool = &db.live().await?;
+                $body
+            }
             $crate::index::Pool::Postgres($pool) => $body,
         }
     }};
@@ -111,22 +115,11 @@ const COLUMNS: &str = "id, cwd, git_root, repository, branch, model, title, summ
                        client_name, created_at, updated_at, has_user_message";
 
 impl SessionIndex {
-    /// Opens (creating if missing) the index at `db_path` and applies pending migrations.
+    /// Opens (creating if missing) the index at `db_path` and applies pending migrations. A
+    /// file deleted later is created again on next use (see `sqlite`).
     pub async fn open(db_path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let db_path = db_path.as_ref();
-        if let Some(parent) = db_path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            create_private_dir(parent)?;
-        }
-        let options = SqliteConnectOptions::new()
-            .filename(db_path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            // WAL + NORMAL loses at most the last commits on power loss, never consistency;
-            // the index is rebuildable anyway.
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(5));
-        let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options).await?;
-        Self::migrated(pool).await
+        let db = sqlite::SqliteDb::open(db_path.as_ref().to_path_buf()).await?;
+        Ok(Self { pool: Pool::Sqlite(db) })
     }
 
     /// A private in-memory index (tests, or running without a writable home).
@@ -145,7 +138,7 @@ impl SessionIndex {
 
     async fn migrated(pool: SqlitePool) -> Result<Self, StoreError> {
         SQLITE_MIGRATOR.run(&pool).await?;
-        Ok(Self { pool: Pool::Sqlite(pool) })
+        Ok(Self { pool: Pool::Sqlite(sqlite::SqliteDb::wrap(None, pool)) })
     }
 
     /// Connects to PostgreSQL (`postgres://…`) and applies pending migrations. A database that
@@ -167,7 +160,7 @@ impl SessionIndex {
     /// Closes the pool (on SQLite, so the WAL is checkpointed on shutdown).
     pub async fn close(&self) {
         match &self.pool {
-            Pool::Sqlite(p) => p.close().await,
+            Pool::Sqlite(db) => db.close().await,
             Pool::Postgres(p) => p.close().await,
         }
     }
@@ -265,10 +258,11 @@ impl SessionIndex {
     /// `workspace.yaml` where present). Unreadable sessions are skipped with a warning.
     /// Returns the number of rows written.
     pub async fn rebuild_from_logs(&self, layout: &Layout) -> Result<usize, StoreError> {
-        let Pool::Sqlite(pool) = &self.pool else {
+        let Pool::Sqlite(db) = &self.pool else {
             // On PostgreSQL the log is in the database with the index; there are no files.
             return Err(StoreError::Unsupported("rebuilding a PostgreSQL index from log files"));
         };
+        let pool = &db.live().await?;
         let layout = layout.clone();
         // Reading every log is blocking file I/O of unbounded size.
         let rows = tokio::task::spawn_blocking(move || rebuild::scan_logs(&layout))

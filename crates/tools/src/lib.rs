@@ -19,6 +19,7 @@ pub mod registry;
 mod schema;
 pub mod view;
 mod walk;
+pub mod web_fetch;
 
 pub use bash::{ShellInfo, ShellManager};
 pub use context::{PermissionDecision, PermissionGate, PermissionRequest, ProgressSink, ShellCommand, ToolContext};

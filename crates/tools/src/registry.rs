@@ -8,6 +8,7 @@ use crate::edit::EditTool;
 use crate::glob::GlobTool;
 use crate::grep::GrepTool;
 use crate::view::ViewTool;
+use crate::web_fetch::WebFetchTool;
 use crate::Tool;
 
 #[derive(Clone, Default)]
@@ -19,6 +20,11 @@ impl Registry {
     /// All built-ins, in offer order (the original's order, minus the tools Skipper does not
     /// implement here).
     pub fn builtins() -> Self {
+        Self::builtins_with(WebFetchTool::default())
+    }
+
+    /// All built-ins, with `web_fetch` configured by the caller (e.g. allowed intranet pages).
+    pub fn builtins_with(web_fetch: WebFetchTool) -> Self {
         let tools: Vec<Arc<dyn Tool>> = vec![
             Arc::new(BashTool),
             Arc::new(ReadBashTool),
@@ -27,6 +33,7 @@ impl Registry {
             Arc::new(ViewTool),
             Arc::new(CreateTool),
             Arc::new(EditTool),
+            Arc::new(web_fetch),
             Arc::new(GrepTool),
             Arc::new(GlobTool),
         ];

@@ -11666,7 +11666,7 @@ pub struct SessionToolsUpdateSubagentSettingsParams {
     #[serde(rename = "sessionId")]
     pub session_id: String,
     /// Subagent settings to apply, or null to clear the live session override
-    #[serde(deserialize_with = "crate::nullable::required")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagents: Option<SubagentSettings>,
 }
 

@@ -104,6 +104,22 @@ async fn open_creates_the_file_and_reopens_with_data() {
     assert_eq!(index.last_id().await.unwrap().as_deref(), Some("s"));
 }
 
+#[tokio::test]
+async fn a_deleted_home_is_recreated_and_the_index_carries_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::new(dir.path().join("home"));
+    let index = SessionIndex::open(layout.db_path()).await.unwrap();
+    index.upsert(&row("before", "2026-01-01T00:00:01.000Z", true)).await.unwrap();
+    std::fs::remove_dir_all(dir.path().join("home")).unwrap();
+    // Every kind of call works on the recreated (empty) index, the clones too.
+    let clone = index.clone();
+    assert_eq!(clone.last_id().await.unwrap(), None);
+    index.upsert(&row("after", "2026-01-01T00:00:02.000Z", true)).await.unwrap();
+    assert_eq!(ids(&index.list(&ListFilter::default()).await.unwrap()), ["after"]);
+    assert_eq!(clone.last_id().await.unwrap().as_deref(), Some("after"));
+    assert!(layout.db_path().is_file());
+}
+
 fn ev(kind: &str, data: serde_json::Value, ts: &str) -> Event {
     let mut e = Event::from_parts(kind, data, false);
     e.timestamp = ts.into();

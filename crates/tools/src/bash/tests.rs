@@ -300,5 +300,8 @@ fn identifiers_of_compound_commands() {
 #[test]
 fn registry_order() {
     let names: Vec<String> = crate::Registry::builtins().tools().iter().map(|t| t.name().to_string()).collect();
-    assert_eq!(names, ["bash", "read_bash", "stop_bash", "list_bash", "view", "create", "edit", "grep", "glob"]);
+    assert_eq!(
+        names,
+        ["bash", "read_bash", "stop_bash", "list_bash", "view", "create", "edit", "web_fetch", "grep", "glob"]
+    );
 }

@@ -1,0 +1,79 @@
+//! The SQLite index file, reopened when it disappears under a running server.
+//!
+//! SDK test harnesses (and users cleaning up) delete everything under `$COPILOT_HOME` while
+//! the server runs. Open connections keep the unlinked file, but any new one would create an
+//! empty database without tables, and every call would fail. So before each use the file's
+//! existence is checked (one `stat`), and a missing file is created again, migrated, and its
+//! pool swapped in: the server carries on with an empty index, as it would after a fresh start.
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+
+use crate::layout::create_private_dir;
+use crate::StoreError;
+
+#[derive(Debug, Clone)]
+pub(crate) struct SqliteDb {
+    /// `None` for an in-memory database, which cannot disappear.
+    path: Option<PathBuf>,
+    pool: Arc<RwLock<SqlitePool>>,
+    /// One reopening at a time.
+    reopening: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl SqliteDb {
+    pub(crate) async fn open(path: PathBuf) -> Result<Self, StoreError> {
+        let pool = connect(&path).await?;
+        Ok(Self::wrap(Some(path), pool))
+    }
+
+    pub(crate) fn wrap(path: Option<PathBuf>, pool: SqlitePool) -> Self {
+        Self { path, pool: Arc::new(RwLock::new(pool)), reopening: Arc::new(tokio::sync::Mutex::new(())) }
+    }
+
+    fn current(&self) -> SqlitePool {
+        self.pool.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The pool to use now; recreates the database file first if it was deleted.
+    pub(crate) async fn live(&self) -> Result<SqlitePool, StoreError> {
+        let Some(path) = self.path.as_ref().filter(|p| !p.exists()) else {
+            return Ok(self.current());
+        };
+        let _one = self.reopening.lock().await;
+        if path.exists() {
+            return Ok(self.current()); // another caller reopened it meanwhile
+        }
+        tracing::warn!(path = %path.display(), "the session index file was deleted; creating it again");
+        let fresh = connect(path).await?;
+        let old = std::mem::replace(&mut *self.pool.write().unwrap_or_else(|e| e.into_inner()), fresh.clone());
+        // In-flight queries on the old pool finish on the unlinked file.
+        tokio::spawn(async move { old.close().await });
+        Ok(fresh)
+    }
+
+    pub(crate) async fn close(&self) {
+        self.current().close().await;
+    }
+}
+
+/// Opens (creating if missing) the database at `path` and applies pending migrations.
+async fn connect(path: &std::path::Path) -> Result<SqlitePool, StoreError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_private_dir(parent)?;
+    }
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        // WAL + NORMAL loses at most the last commits on power loss, never consistency;
+        // the index is rebuildable anyway.
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(5));
+    let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options).await?;
+    super::SQLITE_MIGRATOR.run(&pool).await?;
+    Ok(pool)
+}
