@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from copilot import define_tool
 
 from copilot.generated.rpc import (
+    PlanUpdateRequest,
     WorkspaceDiffMode,
     WorkspacesDiffRequest,
     WorkspacesReadFileRequest,
@@ -90,7 +91,7 @@ async def test_state_files_are_kept_by_the_provider_and_read_back_on_resume(ctx:
     sid = session.session_id
     reply = await session.send_and_wait("What is 100 + 200?", timeout=30)
     assert reply is not None and reply.data.content == "It is 300."
-    await session.rpc.plan.update(content="# Plan\n\nstep one")
+    await session.rpc.plan.update(PlanUpdateRequest(content="# Plan\n\nstep one"))
     await session.disconnect()
 
     log = fs.files[f"{state}/events.jsonl"]
@@ -168,7 +169,7 @@ async def test_sql_tool_keeps_todos_and_announces_changes(ctx: Ctx, client):
         "2. INSERT\n   1 row(s) inserted. Last inserted row ID: 2.\n\n"
         "3. INSERT\n   1 row(s) inserted. Last inserted row ID: 1."
     )
-    assert tool_results(third)[0]["content"].startswith("SQL Error: no such table: nope")
+    assert tool_results(third)[-1]["content"].startswith("SQL Error: no such table: nope")
     await wait_for(lambda: any(e.type.value == "session.todos_changed" for e in events), 10, "todos_changed")
 
     todos = await session.rpc.plan.read_sql_todos_with_dependencies()
