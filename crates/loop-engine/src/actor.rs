@@ -441,6 +441,9 @@ impl Actor {
     async fn plan(&mut self, op: PlanOp) -> Result<PlanResult, store::StoreError> {
         let layout = &self.deps.layout;
         let id = self.handle.id();
+        if let Some(remote) = self.handle.remote_state().cloned() {
+            return crate::session_fs::plan(remote, op, |d| self.emit(d)).await;
+        }
         match op {
             PlanOp::Read => Ok(PlanResult::Read { content: layout.read_plan(id).await?, path: layout.plan_path(id) }),
             PlanOp::Update(content) => {

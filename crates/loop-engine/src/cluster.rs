@@ -177,7 +177,7 @@ impl Engine {
         handle.shutdown();
         let mut params = follower.params;
         params.disable_resume = Some(false);
-        self.load(id, &params, subscribers, None).await?;
+        self.load(id, &params, subscribers, None, Default::default()).await?;
         Ok(())
     }
 }

@@ -52,6 +52,11 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings, mcp: &mcp_client::Mcp
     if offer_skill && !specs.iter().any(|x| x.name == SKILL) {
         specs.push(crate::skills::tool::spec(&s.skills));
     }
+    // As the original: `sql` right after `skill` (before the search tools).
+    if s.tool_allowed(crate::sql::SQL) && !overridden(crate::sql::SQL) {
+        let at = specs.iter().position(|x| matches!(x.name.as_str(), "grep" | "glob")).unwrap_or(specs.len());
+        specs.insert(at, crate::sql::spec());
+    }
     if s.tool_allowed(TASK) && !overridden(TASK) {
         specs.push(crate::subagent::spec(s));
     }
@@ -110,7 +115,10 @@ pub(crate) async fn run_calls(
         let available = &available;
         async move {
             let (output, modified_args, guidance, loaded) = run_with_hooks(ctx, call, args, settings, available).await;
-            let output = output.spill_if_large(&ctx.deps.layout.temp_dir());
+            let output = match ctx.handle.remote_state() {
+                Some(remote) => crate::session_fs::spill_output(remote, output).await,
+                None => output.spill_if_large(&ctx.deps.layout.temp_dir()),
+            };
             // A loaded skill's text follows the results, as hook guidance does.
             let guidance = match (guidance, loaded) {
                 (g, None) => g,
@@ -237,6 +245,9 @@ async fn run_one(
     }
     if call.name == TASK {
         return crate::subagent::run_task(ctx, call, args, settings).await;
+    }
+    if call.name == crate::sql::SQL {
+        return crate::sql::run(ctx, &args).await;
     }
     let Some(tool) = ctx.deps.builtins.get(&call.name) else {
         return unknown_tool(&call.name, available);

@@ -300,6 +300,12 @@ pub(crate) struct SessionParts {
     pub interests: std::sync::Mutex<std::collections::HashMap<String, String>>,
     /// Where the session's log is read back from (files or the shared database).
     pub events: store::EventStore,
+    /// The session's state kept by the client (a sessionFs provider), when it is.
+    pub remote: Option<store::session_fs::RemoteState>,
+    /// The `sql` tool's database: the client's, or a local file opened on first use.
+    pub sql: Arc<dyn store::session_db::SqlBackend>,
+    /// The client's database needs its todo tables made once.
+    pub sql_ready: tokio::sync::OnceCell<()>,
 }
 
 impl SessionHandle {
@@ -314,6 +320,20 @@ impl SessionHandle {
 
     pub fn id(&self) -> &str {
         &self.inner.id
+    }
+
+    /// The session's state directory on the client, when a sessionFs provider keeps it.
+    pub fn remote_state(&self) -> Option<&store::session_fs::RemoteState> {
+        self.inner.remote.as_ref()
+    }
+
+    /// The session's SQLite database, its todo tables made.
+    pub async fn sql_db(&self) -> Result<Arc<dyn store::session_db::SqlBackend>, String> {
+        let db = self.inner.sql.clone();
+        if self.inner.remote.is_some() {
+            self.inner.sql_ready.get_or_try_init(|| crate::sql::ensure_schema(db.as_ref())).await?;
+        }
+        Ok(db)
     }
 
     /// Whether two handles address the same running session (not just the same id).

@@ -30,8 +30,10 @@ mod model_call;
 mod pending;
 mod permission;
 mod run;
+pub mod session_fs;
 pub mod settings;
 pub mod skills;
+pub mod sql;
 mod subagent;
 pub mod system_prompt;
 pub mod tool_filter;
@@ -218,8 +220,33 @@ pub(crate) async fn write_workspace_yaml_named(
         updated_at: now(),
         ..Default::default()
     };
-    if let Err(e) = deps.events.write_meta(session.id(), &meta).await {
+    let written = match session.remote_state() {
+        Some(remote) => remote.write_meta(&meta).await,
+        None => deps.events.write_meta(session.id(), &meta).await,
+    };
+    if let Err(e) = written {
         tracing::warn!(session = %session.id(), error = %e, "workspace.yaml write failed");
+    }
+}
+
+/// Where a session being created or loaded keeps its state: `remote` when a sessionFs
+/// provider keeps it, `sql` when the provider also keeps its database.
+#[derive(Default)]
+pub(crate) struct Storage {
+    remote: Option<store::session_fs::RemoteState>,
+    sql: Option<Arc<dyn store::session_db::SqlBackend>>,
+}
+
+impl Storage {
+    fn new(fs: Option<&session_fs::FsProvider>, subscriber: Option<&Arc<dyn EventSubscriber>>, id: &str) -> Self {
+        let (Some(fs), Some(client)) = (fs, subscriber.and_then(|s| s.requester())) else {
+            return Self::default();
+        };
+        let client = Arc::new(session_fs::ClientFs { client, session_id: id.to_string() });
+        Self {
+            remote: Some(store::session_fs::RemoteState::new(client.clone(), &fs.state_path)),
+            sql: fs.sqlite.then(|| client as Arc<dyn store::session_db::SqlBackend>),
+        }
     }
 }
 
@@ -389,6 +416,7 @@ impl Engine {
         start_time: String,
         conv: run::Conversation,
         name: Option<String>,
+        storage: Storage,
     ) -> SessionHandle {
         let (tx, rx) = tokio::sync::mpsc::channel(actor::INPUT_CAPACITY);
         let view = SessionView { settings, approvals: Vec::new(), running: false, user_named: name.is_some(), name };
@@ -396,6 +424,7 @@ impl Engine {
         let mcp = mcp_client::McpHost::new(view.settings.cwd.clone(), self.deps.tool_env.clone());
         let emitter = Arc::new(emitter);
         mcp::attach(&mcp, emitter.clone());
+        let id_for_db = id.clone();
         let handle = SessionHandle::new(handle::SessionParts {
             workspace_path: self.deps.layout.session_dir(&id),
             id,
@@ -409,6 +438,14 @@ impl Engine {
             compaction: Default::default(),
             interests: Default::default(),
             events: self.deps.events.clone(),
+            sql: match storage.sql {
+                Some(db) => db,
+                None => Arc::new(store::session_db::LocalSessionDb::new(
+                    self.deps.layout.session_dir(&id_for_db).join("session.db"),
+                )),
+            },
+            remote: storage.remote,
+            sql_ready: Default::default(),
         });
         let actor = actor::Actor::new(handle.clone(), self.deps.clone(), view, view_tx, conv);
         tokio::spawn(actor.run(rx));
@@ -419,6 +456,17 @@ impl Engine {
         &self,
         params: &SessionConfigParams,
         subscriber: Option<Arc<dyn EventSubscriber>>,
+    ) -> Result<SessionHandle, EngineError> {
+        self.create_with(params, subscriber, None).await
+    }
+
+    /// [`Engine::create`], the session's state kept by the subscriber's sessionFs provider
+    /// when `fs` is given.
+    pub async fn create_with(
+        &self,
+        params: &SessionConfigParams,
+        subscriber: Option<Arc<dyn EventSubscriber>>,
+        fs: Option<session_fs::FsProvider>,
     ) -> Result<SessionHandle, EngineError> {
         settings::providers_from_params(params).map_err(EngineError::InvalidProviders)?;
         let id = params.session_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -436,8 +484,12 @@ impl Engine {
             cluster.acquire_new(&id).await?;
         }
         let start_time = now();
+        let storage = Storage::new(fs.as_ref(), subscriber.as_ref(), &id);
         let prepared = async {
-            let log = self.deps.events.open_sink(&id).await?;
+            let log = match &storage.remote {
+                Some(remote) => store::EventSink::Remote(remote.open_sink().await?),
+                None => self.deps.events.open_sink(&id).await?,
+            };
             self.deps.index.upsert(&index_row(&id, &settings, &start_time)).await?;
             Ok::<_, EngineError>(log)
         };
@@ -468,7 +520,8 @@ impl Engine {
             ..Default::default()
         };
         let conv = run::Conversation::new(Vec::new(), None);
-        let handle = self.spawn_session(id.clone(), emitter, settings.clone(), start_time.clone(), conv, None);
+        let remote = storage.remote.clone();
+        let handle = self.spawn_session(id.clone(), emitter, settings.clone(), start_time.clone(), conv, None, storage);
         lock(&self.sessions).insert(id.clone(), handle.clone());
         self.broadcast_lifecycle(LifecycleNotification {
             kind: "session.created".into(),
@@ -478,6 +531,11 @@ impl Engine {
         handle.emitter().emit(start);
         mcp::configure(handle.mcp(), &settings, params);
         write_workspace_yaml(&self.deps, &handle, &settings, None).await;
+        if let Some(remote) = remote {
+            if let Err(e) = remote.ensure_checkpoint_index().await {
+                tracing::warn!(session = %id, error = %e, "checkpoint index write failed");
+            }
+        }
         Ok(handle)
     }
 
@@ -485,6 +543,17 @@ impl Engine {
         &self,
         params: &SessionConfigParams,
         subscriber: Option<Arc<dyn EventSubscriber>>,
+    ) -> Result<SessionHandle, EngineError> {
+        self.resume_with(params, subscriber, None).await
+    }
+
+    /// [`Engine::resume`]; a session not loaded here is read from the subscriber's sessionFs
+    /// provider when `fs` is given.
+    pub async fn resume_with(
+        &self,
+        params: &SessionConfigParams,
+        subscriber: Option<Arc<dyn EventSubscriber>>,
+        fs: Option<session_fs::FsProvider>,
     ) -> Result<SessionHandle, EngineError> {
         let id = params.session_id.clone().ok_or_else(|| EngineError::SessionNotFound(String::new()))?;
         settings::providers_from_params(params).map_err(EngineError::InvalidProviders)?;
@@ -513,8 +582,9 @@ impl Engine {
                 follow_owner = Some(node);
             }
         }
+        let storage = Storage::new(fs.as_ref(), subscriber.as_ref(), &id);
         let subscribers = subscriber.into_iter().collect();
-        let loaded = self.load(&id, params, subscribers, follow_owner).await;
+        let loaded = self.load(&id, params, subscribers, follow_owner, storage).await;
         if loaded.is_err() {
             if let Some(cluster) = &self.cluster {
                 cluster.unloaded(&id);
@@ -532,9 +602,14 @@ impl Engine {
         params: &SessionConfigParams,
         subscribers: Vec<Arc<dyn EventSubscriber>>,
         follow: Option<String>,
+        storage: Storage,
     ) -> Result<SessionHandle, EngineError> {
         let id = id.to_string();
-        let loaded = match self.deps.events.load(&id).await {
+        let loaded = match &storage.remote {
+            Some(remote) => remote.load(&id).await,
+            None => self.deps.events.load(&id).await,
+        };
+        let loaded = match loaded {
             Ok(l) => l,
             Err(store::StoreError::NotFound(_)) => return Err(EngineError::Load(store::StoreError::NotFound(id))),
             Err(e) => return Err(EngineError::Load(e)),
@@ -553,9 +628,10 @@ impl Engine {
         if let Some(mode) = restored.mode {
             settings.mode = mode;
         }
-        let log = match follow {
-            None => Some(self.deps.events.open_sink(&id).await?),
-            Some(_) => None,
+        let log = match (&follow, &storage.remote) {
+            (None, Some(remote)) => Some(store::EventSink::Remote(remote.open_sink().await?)),
+            (None, None) => Some(self.deps.events.open_sink(&id).await?),
+            (Some(_), _) => None,
         };
         let start_time = restored.start_time.clone().unwrap_or_else(now);
         let emitter = Emitter::new(id.clone(), log, restored.last_event_id.clone(), loaded.events.len());
@@ -576,7 +652,7 @@ impl Engine {
         conv.last_system = restored.last_system;
         conv.prompts = restored.prompts;
         let name = self.user_name(&id).await;
-        let handle = self.spawn_session(id.clone(), emitter, settings, start_time, conv, name);
+        let handle = self.spawn_session(id.clone(), emitter, settings, start_time, conv, name, storage);
         let existing = {
             let mut sessions = lock(&self.sessions);
             match sessions.get(&id) {
@@ -622,6 +698,11 @@ impl Engine {
         }
         if let Ok(true) = handle.detach(subscriber_id).await {
             self.forget(&handle);
+        }
+        // A client that keeps the log has it all once it hears the detach answered (a resume
+        // reads it back from there).
+        if let Some(remote) = handle.remote_state() {
+            remote.flushed().await;
         }
         true
     }
@@ -749,8 +830,12 @@ impl Engine {
 
     /// All persisted events of a loaded session.
     pub async fn messages(&self, id: &str) -> Result<Vec<protocol::event::Event>, EngineError> {
-        self.require(id)?;
-        match self.deps.events.load(id).await {
+        let handle = self.require(id)?;
+        let loaded = match handle.remote_state() {
+            Some(remote) => remote.load(id).await,
+            None => self.deps.events.load(id).await,
+        };
+        match loaded {
             // Usage records are the log's own bookkeeping; clients never see them.
             Ok(l) => {
                 Ok(l.events.into_iter().filter(|e| !matches!(e.payload, SessionEvent::SessionUsageRecord(_))).collect())

@@ -29,6 +29,8 @@ pub struct Caller {
     tenancy: Option<Arc<Tenancy>>,
     /// On a shared server: who this connection authenticated as (set once).
     tenant: OnceLock<Arc<Tenant>>,
+    /// The sessionFs provider this connection declared (`sessionFs.setProvider`, once).
+    session_fs: OnceLock<loop_engine::session_fs::FsProvider>,
 }
 
 fn closed() -> RpcError {
@@ -45,6 +47,7 @@ impl Caller {
             next_request_id: AtomicI64::new(1),
             tenancy,
             tenant: OnceLock::new(),
+            session_fs: OnceLock::new(),
         }
     }
 
@@ -70,6 +73,16 @@ impl Caller {
             None => true,
             Some(tenancy) => self.tenant().is_some_and(|t| tenancy.owns(t, session_id)),
         }
+    }
+
+    /// The sessionFs provider this connection declared, if any.
+    pub fn session_fs(&self) -> Option<&loop_engine::session_fs::FsProvider> {
+        self.session_fs.get()
+    }
+
+    /// Declares the connection's sessionFs provider; `false` when it already declared one.
+    pub fn set_session_fs(&self, fs: loop_engine::session_fs::FsProvider) -> bool {
+        self.session_fs.set(fs).is_ok()
     }
 
     pub fn is_authenticated(&self) -> bool {

@@ -6,7 +6,8 @@ use protocol::generated::methods as g;
 use protocol::methods as h;
 
 use crate::handlers::{
-    agents, history, inference, mcp, providers, server, session, session_extras, session_state, workspaces,
+    agents, history, inference, mcp, providers, server, session, session_extras, session_fs, session_state,
+    workspace_extras, workspaces,
 };
 use crate::table::method_table;
 
@@ -122,7 +123,13 @@ method_table! {
     SessionCompletionsRequest: g::SessionCompletionsRequest
         => session_extras::completions_request, lane |_p| None, aliases [];
     SessionPlanReadSqlTodos: g::SessionPlanReadSqlTodos
-        => session_extras::plan_read_sql_todos, lane |_p| None, aliases [];
+        => session_fs::read_sql_todos, lane |_p| None, aliases [];
+    SessionPlanReadSqlTodosWithDependencies: g::SessionPlanReadSqlTodosWithDependencies
+        => session_fs::read_sql_todos_with_dependencies, lane |_p| None, aliases [];
+    SessionFsSetProvider: g::SessionFsSetProvider => session_fs::set_provider, lane |_p| None, aliases [];
+    SessionWorkspacesDiff: g::SessionWorkspacesDiff => workspace_extras::diff, lane |_p| None, aliases [];
+    SessionWorkspacesSaveLargePaste: g::SessionWorkspacesSaveLargePaste
+        => workspace_extras::save_large_paste, lane |p| Some(&p.session_id), aliases [];
     SessionTelemetryGetEngagementId: g::SessionTelemetryGetEngagementId
         => session_extras::telemetry_engagement_id, lane |_p| None, aliases [];
     SessionPluginsList: g::SessionPluginsList => session_extras::plugins_list, lane |_p| None, aliases [];

@@ -22,6 +22,8 @@ pub enum EventStore {
 pub enum EventSink {
     File(EventLog),
     Postgres(DbLog),
+    /// The client's storage (a sessionFs provider).
+    Remote(crate::session_fs::RemoteLog),
 }
 
 impl From<EventLog> for EventSink {
@@ -37,6 +39,7 @@ impl EventSink {
         match self {
             EventSink::File(log) => log.append_json(json),
             EventSink::Postgres(log) => log.append(event_id, json),
+            EventSink::Remote(log) => log.append(json),
         }
     }
 
@@ -46,6 +49,7 @@ impl EventSink {
         match self {
             EventSink::File(log) => log.truncate_before(event_id),
             EventSink::Postgres(log) => log.truncate_before(event_id),
+            EventSink::Remote(_) => Err(StoreError::Unsupported("truncating a log kept by the client")),
         }
     }
 }

@@ -51,7 +51,7 @@ fn parse_index(text: &str) -> Vec<Checkpoint> {
         .collect()
 }
 
-fn render_index(rows: &[Checkpoint]) -> String {
+pub(crate) fn render_index(rows: &[Checkpoint]) -> String {
     let mut out = INDEX_HEAD.to_string();
     for r in rows {
         // A line break would end the table row.

@@ -99,22 +99,7 @@ impl EventLog {
             }
             Err(e) => return Err(io_err(path)(e)),
         };
-        let mut loaded = LoadedLog { size_bytes: bytes.len() as u64, ..Default::default() };
-        for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match serde_json::from_slice::<Event>(line) {
-                Ok(event) => loaded.events.push(event),
-                Err(e) => {
-                    loaded.skipped += 1;
-                    tracing::warn!(path = %path.display(), line = n + 1, error = %e,
-                        "skipping unparsable line in event log");
-                }
-            }
-        }
-        loaded.count = loaded.events.len();
-        Ok(loaded)
+        Ok(parse_log(&bytes, &path.display().to_string()))
     }
 
     /// Cuts the log just before the event `event_id`: it and every later event are removed.
@@ -174,6 +159,27 @@ fn session_name(path: &Path) -> String {
         .and_then(Path::file_name)
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string())
+}
+
+/// Parses a log's bytes (from a file or a sessionFs provider); unparsable lines are skipped
+/// with a warning naming `path`.
+pub(crate) fn parse_log(bytes: &[u8], path: &str) -> LoadedLog {
+    let mut loaded = LoadedLog { size_bytes: bytes.len() as u64, ..Default::default() };
+    for (n, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Event>(line) {
+            Ok(event) => loaded.events.push(event),
+            Err(e) => {
+                loaded.skipped += 1;
+                tracing::warn!(path = %path, line = n + 1, error = %e,
+                    "skipping unparsable line in event log");
+            }
+        }
+    }
+    loaded.count = loaded.events.len();
+    loaded
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 //!   It can be rebuilt from the logs.
 //! - [`layout`]: paths under `$COPILOT_HOME`, and `workspace.yaml`.
 //! - [`checkpoints`]: compaction summaries under `checkpoints/`, listed in `index.md`.
+//! - [`session_fs`]: the same files kept by the client (a sessionFs provider) instead.
+//! - [`session_db`]: a session's SQLite database behind the `sql` tool.
 //! - [`workspace_files`]: the client-managed files under `files/`, confined to that directory.
 
 pub mod backend;
@@ -17,6 +19,8 @@ mod files;
 pub mod index;
 pub mod layout;
 pub mod pg;
+pub mod session_db;
+pub mod session_fs;
 pub mod workspace_files;
 
 pub use backend::{EventSink, EventStore};

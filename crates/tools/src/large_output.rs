@@ -42,6 +42,11 @@ pub fn large_output_text(text: &str, path: &Path) -> String {
 }
 
 fn spill_path(temp_dir: &Path) -> PathBuf {
+    temp_dir.join(spill_name())
+}
+
+/// A fresh spill file name: `<epoch-ms>-copilot-tool-output-<rand6>.txt`.
+pub fn spill_name() -> String {
     let ms = chrono::Utc::now().timestamp_millis();
     let mut rng = rand::thread_rng();
     let suffix: String = (0..6)
@@ -50,7 +55,7 @@ fn spill_path(temp_dir: &Path) -> PathBuf {
             char::from(if i < 10 { b'0' + i } else { b'a' + i - 10 })
         })
         .collect();
-    temp_dir.join(format!("{ms}-copilot-tool-output-{suffix}.txt"))
+    format!("{ms}-copilot-tool-output-{suffix}.txt")
 }
 
 #[cfg(test)]

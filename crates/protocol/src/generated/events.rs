@@ -168,6 +168,10 @@ pub enum SessionEvent {
     /// `session.mcp_server_status_changed`: Payload of `session.mcp_server_status_changed` for one
     /// MCP server's status and optional failure error.
     SessionMcpServerStatusChanged(t::McpServerStatusChangedData),
+    /// `session.todos_changed`: Signal-only event: the agent's todos or todo_deps table was written
+    /// to. No payload — clients should call session.plan.readSqlTodosWithDependencies() to fetch
+    /// the current state. Events arrive in order; clients can debounce on arrival if needed.
+    SessionTodosChanged(t::TodosChangedData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -241,6 +245,7 @@ impl SessionEvent {
             Self::SkillInvoked(_) => "skill.invoked",
             Self::SessionMcpServersLoaded(_) => "session.mcp_servers_loaded",
             Self::SessionMcpServerStatusChanged(_) => "session.mcp_server_status_changed",
+            Self::SessionTodosChanged(_) => "session.todos_changed",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -316,6 +321,7 @@ impl SessionEvent {
             Self::SkillInvoked(d) => d.serialize(s),
             Self::SessionMcpServersLoaded(d) => d.serialize(s),
             Self::SessionMcpServerStatusChanged(d) => d.serialize(s),
+            Self::SessionTodosChanged(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -386,6 +392,7 @@ impl SessionEvent {
             "skill.invoked" => typed(kind, data, Self::SkillInvoked),
             "session.mcp_servers_loaded" => typed(kind, data, Self::SessionMcpServersLoaded),
             "session.mcp_server_status_changed" => typed(kind, data, Self::SessionMcpServerStatusChanged),
+            "session.todos_changed" => typed(kind, data, Self::SessionTodosChanged),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -435,6 +442,7 @@ pub fn ephemeral_policy_of(kind: &str) -> EphemeralPolicy {
         | "session.snapshot_rewind"
         | "session.mcp_servers_loaded"
         | "session.mcp_server_status_changed"
+        | "session.todos_changed"
         | "session.autopilot_stopped" => EphemeralPolicy::Always,
         _ => EphemeralPolicy::Optional,
     }
@@ -502,6 +510,7 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("skill.invoked", EphemeralPolicy::Optional),
     ("session.mcp_servers_loaded", EphemeralPolicy::Always),
     ("session.mcp_server_status_changed", EphemeralPolicy::Always),
+    ("session.todos_changed", EphemeralPolicy::Always),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -863,6 +872,12 @@ impl From<t::McpServersLoadedData> for SessionEvent {
 impl From<t::McpServerStatusChangedData> for SessionEvent {
     fn from(data: t::McpServerStatusChangedData) -> Self {
         Self::SessionMcpServerStatusChanged(data)
+    }
+}
+
+impl From<t::TodosChangedData> for SessionEvent {
+    fn from(data: t::TodosChangedData) -> Self {
+        Self::SessionTodosChanged(data)
     }
 }
 

@@ -1337,6 +1337,57 @@ impl crate::rpc::RpcMethod for SessionMcpResourcesRead {
     type Result = t::McpResourcesReadResult;
 }
 
+/// `sessionFs.setProvider`: Registers an SDK client as the session filesystem provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionFsSetProvider;
+
+impl crate::rpc::RpcMethod for SessionFsSetProvider {
+    const NAME: &'static str = "sessionFs.setProvider";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionFsSetProviderRequest;
+    type Result = t::SessionFsSetProviderResult;
+}
+
+/// `session.plan.readSqlTodosWithDependencies`: Reads todo rows AND dependency edges from the
+/// session SQL database for structured progress UI. Same defensive behavior as readSqlTodos —
+/// returns empty arrays when the database, tables, or columns aren't available. Clients should call
+/// this on session start and after every `session.todos_changed` event to refresh structured-UI
+/// rendering.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPlanReadSqlTodosWithDependencies;
+
+impl crate::rpc::RpcMethod for SessionPlanReadSqlTodosWithDependencies {
+    const NAME: &'static str = "session.plan.readSqlTodosWithDependencies";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPlanReadSqlTodosWithDependenciesParams;
+    type Result = t::PlanReadSqlTodosWithDependenciesResult;
+}
+
+/// `session.workspaces.diff`: Computes a diff for the session workspace. Never rejects for a busy
+/// session: a `session`-mode diff that cannot read the session's file-change captures falls back to
+/// an unstaged git diff with `isFallback: true` and reports why in `unavailableReason`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesDiff;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesDiff {
+    const NAME: &'static str = "session.workspaces.diff";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesDiffParams;
+    type Result = t::WorkspaceDiffResult;
+}
+
+/// `session.workspaces.saveLargePaste`: Saves pasted content as a UTF-8 file in the session
+/// workspace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesSaveLargePaste;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesSaveLargePaste {
+    const NAME: &'static str = "session.workspaces.saveLargePaste";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesSaveLargePasteParams;
+    type Result = t::WorkspacesSaveLargePasteResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1649,6 +1700,12 @@ impl crate::rpc::SessionScoped for t::SessionPlanReadSqlTodosParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionPlanReadSqlTodosWithDependenciesParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionPlanUpdateParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1835,6 +1892,12 @@ impl crate::rpc::SessionScoped for t::SessionWorkspacesCreateFileParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionWorkspacesDiffParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionWorkspacesGetWorkspaceParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1872,6 +1935,12 @@ impl crate::rpc::SessionScoped for t::SessionWorkspacesRemovePathParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionWorkspacesRenamePathParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkspacesSaveLargePasteParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1995,4 +2064,8 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.mcp.reload",
     "session.mcp.resources.list",
     "session.mcp.resources.read",
+    "sessionFs.setProvider",
+    "session.plan.readSqlTodosWithDependencies",
+    "session.workspaces.diff",
+    "session.workspaces.saveLargePaste",
 ];

@@ -3221,6 +3221,47 @@ pub struct HistoryCompactResult {
     pub context_window: Option<HistoryCompactContextWindow>,
 }
 
+/// Reason a rewind read (rewind points, file-restore preview, or session diff) could not be
+/// answered from the session's file-change captures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HistoryRewindUnavailableReason {
+    /// The session did not opt into file-change tracking before its first turn.
+    #[serde(rename = "file-change-tracking-disabled")]
+    FileChangeTrackingDisabled,
+    /// The session still has work that may mutate files or history. Transient: the same request
+    /// succeeds once the session settles, so callers should retry rather than treat it as a
+    /// failure.
+    #[serde(rename = "session-busy")]
+    SessionBusy,
+    /// Remote-backed rewind routing is not supported.
+    #[serde(rename = "unsupported-remote-session")]
+    UnsupportedRemoteSession,
+}
+
+impl HistoryRewindUnavailableReason {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::FileChangeTrackingDisabled,
+        Self::SessionBusy,
+        Self::UnsupportedRemoteSession,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::FileChangeTrackingDisabled => "file-change-tracking-disabled",
+            Self::SessionBusy => "session-busy",
+            Self::UnsupportedRemoteSession => "unsupported-remote-session",
+        }
+    }
+}
+
+impl std::fmt::Display for HistoryRewindUnavailableReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Markdown summary of the conversation context (empty when not available).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HistorySummarizeForHandoffResult {
@@ -8523,6 +8564,31 @@ pub struct PlanReadSqlTodosResult {
     pub rows: Vec<PlanSqlTodosRow>,
 }
 
+/// Todo rows + dependency edges read from the session SQL database.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanReadSqlTodosWithDependenciesResult {
+    /// Rows from the session SQL todos table, ordered by creation time with insertion order used to
+    /// break ties when available and id used for WITHOUT ROWID tables. Empty when no database, no
+    /// todos table, or the SELECT failed.
+    pub rows: Vec<PlanSqlTodosRow>,
+    /// Edges from the session SQL todo_deps table. Empty when no database, no todo_deps table, or
+    /// the SELECT failed. Read independently from `rows`, so a broken todo_deps table does not
+    /// affect the rows result and vice versa.
+    pub dependencies: Vec<PlanSqlTodoDependency>,
+}
+
+/// A single dependency edge read from the session SQL `todo_deps` table, indicating that one todo
+/// must complete before another.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanSqlTodoDependency {
+    /// ID of the todo that has the dependency.
+    #[serde(rename = "todoId")]
+    pub todo_id: String,
+    /// ID of the todo it depends on.
+    #[serde(rename = "dependsOn")]
+    pub depends_on: String,
+}
+
 /// A single todo row read from the session SQL `todos` table. All fields are optional because the
 /// SQL schema is best-effort and the agent may not have populated every column.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -10177,6 +10243,201 @@ pub struct SessionEventLogTailParams {
     pub session_id: String,
 }
 
+/// Describes a filesystem error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionFsError {
+    /// Error classification
+    pub code: SessionFsErrorCode,
+    /// Free-form detail about the error, for logging/diagnostics
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl SessionFsError {
+    /// The required fields; every optional one is `None`.
+    pub fn new(code: SessionFsErrorCode) -> Self {
+        Self {
+            code,
+            message: None,
+        }
+    }
+}
+
+/// Error classification
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionFsErrorCode {
+    /// The requested path does not exist.
+    #[serde(rename = "ENOENT")]
+    Enoent,
+    /// The filesystem operation failed for an unspecified reason.
+    #[serde(rename = "UNKNOWN")]
+    Unknown,
+}
+
+impl SessionFsErrorCode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Enoent, Self::Unknown];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Enoent => "ENOENT",
+            Self::Unknown => "UNKNOWN",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionFsErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether the requested path exists in the client-provided session filesystem.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFsExistsResult {
+    /// Whether the path exists
+    pub exists: bool,
+}
+
+/// File content as a UTF-8 string, or a filesystem error if the read failed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFsReadFileResult {
+    /// File content as UTF-8 string
+    pub content: String,
+    /// Describes a filesystem error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<SessionFsError>,
+}
+
+/// Optional capabilities declared by the provider
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFsSetProviderCapabilities {
+    /// Whether the provider supports SQLite query/exists operations
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqlite: Option<bool>,
+}
+
+/// Path conventions used by this filesystem
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionFsSetProviderConventions {
+    /// Paths use Windows path conventions.
+    #[serde(rename = "windows")]
+    Windows,
+    /// Paths use POSIX path conventions.
+    #[serde(rename = "posix")]
+    Posix,
+}
+
+impl SessionFsSetProviderConventions {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Windows, Self::Posix];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Windows => "windows",
+            Self::Posix => "posix",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionFsSetProviderConventions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Initial working directory, session-state path layout, and path conventions used to register the
+/// calling SDK client as the session filesystem provider.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionFsSetProviderRequest {
+    /// Initial working directory for sessions
+    #[serde(rename = "initialCwd")]
+    pub initial_cwd: String,
+    /// Path within each session's SessionFs where the runtime stores files for that session
+    #[serde(rename = "sessionStatePath")]
+    pub session_state_path: String,
+    /// Path conventions used by this filesystem
+    pub conventions: SessionFsSetProviderConventions,
+    /// Optional capabilities declared by the provider
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<SessionFsSetProviderCapabilities>,
+}
+
+impl SessionFsSetProviderRequest {
+    /// The required fields; every optional one is `None`.
+    pub fn new(initial_cwd: String, session_state_path: String, conventions: SessionFsSetProviderConventions) -> Self {
+        Self {
+            initial_cwd,
+            session_state_path,
+            conventions,
+            capabilities: None,
+        }
+    }
+}
+
+/// Indicates whether the calling client was registered as the session filesystem provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFsSetProviderResult {
+    /// Whether the provider was set successfully
+    pub success: bool,
+}
+
+/// Query results including rows, columns, and rows affected, or a filesystem error if execution
+/// failed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFsSqliteQueryResult {
+    /// For SELECT: array of row objects. For others: empty array.
+    pub rows: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// Column names from the result set
+    pub columns: Vec<String>,
+    /// Number of rows affected (for INSERT/UPDATE/DELETE)
+    #[serde(rename = "rowsAffected")]
+    pub rows_affected: u64,
+    /// SQLite last_insert_rowid() value for INSERT.
+    #[serde(rename = "lastInsertRowid", default, skip_serializing_if = "Option::is_none")]
+    pub last_insert_rowid: Option<i64>,
+    /// Describes a filesystem error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<SessionFsError>,
+}
+
+/// How to execute the query: 'exec' for DDL/multi-statement (no results), 'query' for SELECT
+/// (returns rows), 'run' for INSERT/UPDATE/DELETE (returns rowsAffected)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionFsSqliteQueryType {
+    /// Execute DDL or multi-statement SQL without returning rows.
+    #[serde(rename = "exec")]
+    Exec,
+    /// Execute a SELECT-style query and return rows.
+    #[serde(rename = "query")]
+    Query,
+    /// Execute INSERT, UPDATE, or DELETE SQL and return affected-row metadata.
+    #[serde(rename = "run")]
+    Run,
+}
+
+impl SessionFsSqliteQueryType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Exec, Self::Query, Self::Run];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Exec => "exec",
+            Self::Query => "query",
+            Self::Run => "run",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionFsSqliteQueryType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionHistoryAbortManualCompactionParams {
@@ -11304,6 +11565,14 @@ pub struct SessionPlanReadSqlTodosParams {
     pub session_id: String,
 }
 
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPlanReadSqlTodosWithDependenciesParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Replacement contents to write to the session plan file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionPlanUpdateParams {
@@ -11825,6 +12094,30 @@ pub struct SessionWorkspacesCreateFileParams {
     pub content: String,
 }
 
+/// Parameters for computing a workspace diff.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesDiffParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Diff mode requested by the client.
+    pub mode: WorkspaceDiffMode,
+    /// When true, ignore whitespace-only changes (git `--ignore-all-space`). Defaults to false.
+    #[serde(rename = "ignoreWhitespace", default, skip_serializing_if = "Option::is_none")]
+    pub ignore_whitespace: Option<bool>,
+}
+
+impl SessionWorkspacesDiffParams {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, mode: WorkspaceDiffMode) -> Self {
+        Self {
+            session_id,
+            mode,
+            ignore_whitespace: None,
+        }
+    }
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionWorkspacesGetWorkspaceParams {
@@ -11895,6 +12188,16 @@ pub struct SessionWorkspacesRenamePathParams {
     pub source: String,
     /// Slash-separated destination path relative to the workspace files directory
     pub destination: String,
+}
+
+/// Pasted content to save as a UTF-8 file in the session workspace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesSaveLargePasteParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Pasted content to save as a UTF-8 file
+    pub content: String,
 }
 
 /// Relative path of the workspace file or directory to inspect.
@@ -13154,6 +13457,12 @@ pub struct TitleChangedData {
     pub title: String,
 }
 
+/// Signal-only event: the agent's todos or todo_deps table was written to. No payload — clients
+/// should call session.plan.readSqlTodosWithDependencies() to fetch the current state. Events
+/// arrive in order; clients can debounce on arrival if needed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TodosChangedData {}
+
 /// Built-in tool metadata with identifier, optional namespaced name, description, input-parameter
 /// schema, and usage instructions.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -14343,6 +14652,155 @@ impl std::fmt::Display for WorkingDirectoryContextHostType {
     }
 }
 
+/// A single changed file and its unified diff.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceDiffFileChange {
+    /// Path to the changed file, relative to the workspace root when the file lives under it. A
+    /// file changed outside the workspace root keeps a `../`-relative path, or an absolute path
+    /// when no relative path exists (for example a different Windows drive).
+    pub path: String,
+    /// Unified diff content for the file. Empty when the diff was truncated.
+    pub diff: String,
+    /// Type of change represented by this file diff.
+    #[serde(rename = "changeType")]
+    pub change_type: WorkspaceDiffFileChangeType,
+    /// Original file path for renamed files.
+    #[serde(rename = "oldPath", default, skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
+    /// Whether the diff content was omitted because it exceeded the per-file size limit.
+    #[serde(rename = "isTruncated", default, skip_serializing_if = "Option::is_none")]
+    pub is_truncated: Option<bool>,
+}
+
+impl WorkspaceDiffFileChange {
+    /// The required fields; every optional one is `None`.
+    pub fn new(path: String, diff: String, change_type: WorkspaceDiffFileChangeType) -> Self {
+        Self {
+            path,
+            diff,
+            change_type,
+            old_path: None,
+            is_truncated: None,
+        }
+    }
+}
+
+/// Type of change represented by this file diff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WorkspaceDiffFileChangeType {
+    /// The file was added.
+    #[serde(rename = "added")]
+    Added,
+    /// The file was modified.
+    #[serde(rename = "modified")]
+    Modified,
+    /// The file was deleted.
+    #[serde(rename = "deleted")]
+    Deleted,
+    /// The file was renamed.
+    #[serde(rename = "renamed")]
+    Renamed,
+}
+
+impl WorkspaceDiffFileChangeType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Added, Self::Modified, Self::Deleted, Self::Renamed];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Added => "added",
+            Self::Modified => "modified",
+            Self::Deleted => "deleted",
+            Self::Renamed => "renamed",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkspaceDiffFileChangeType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Diff mode requested by the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WorkspaceDiffMode {
+    /// Return staged, unstaged, and untracked working tree changes.
+    #[serde(rename = "unstaged")]
+    Unstaged,
+    /// Return changes compared with the default branch.
+    #[serde(rename = "branch")]
+    Branch,
+    /// Return the cumulative diff of files Copilot changed this session (used in non-git
+    /// workspaces).
+    #[serde(rename = "session")]
+    Session,
+}
+
+impl WorkspaceDiffMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Unstaged, Self::Branch, Self::Session];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Unstaged => "unstaged",
+            Self::Branch => "branch",
+            Self::Session => "session",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkspaceDiffMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Workspace diff result for the requested mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceDiffResult {
+    /// Diff mode requested by the client.
+    #[serde(rename = "requestedMode")]
+    pub requested_mode: WorkspaceDiffMode,
+    /// Effective mode used for the returned changes.
+    pub mode: WorkspaceDiffMode,
+    /// Changed files and their unified diffs.
+    pub changes: Vec<WorkspaceDiffFileChange>,
+    /// Default branch used for a branch diff, when branch mode was requested.
+    #[serde(rename = "baseBranch", default, skip_serializing_if = "Option::is_none")]
+    pub base_branch: Option<String>,
+    /// Whether the requested diff fell back to unstaged changes, either because branch diff failed
+    /// or session diff was unavailable.
+    #[serde(rename = "isFallback")]
+    pub is_fallback: bool,
+    /// Why the session diff could not be produced, when applicable. Set only when `session` mode
+    /// was requested and `isFallback` is true, so a client can tell the permanent
+    /// `file-change-tracking-disabled` apart from the transient `session-busy`, which the same
+    /// request answers once the session settles. Never set for `unstaged` or `branch` mode, and
+    /// never `unsupported-remote-session`: a remote session's captures live on its own host, so a
+    /// `session`-mode diff is rejected for one rather than answered with a controller-side
+    /// fallback.
+    #[serde(rename = "unavailableReason", default, skip_serializing_if = "Option::is_none")]
+    pub unavailable_reason: Option<HistoryRewindUnavailableReason>,
+}
+
+impl WorkspaceDiffResult {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(requested_mode: WorkspaceDiffMode, mode: WorkspaceDiffMode, changes: Vec<WorkspaceDiffFileChange>, is_fallback: bool) -> Self {
+        Self {
+            requested_mode,
+            mode,
+            changes,
+            base_branch: None,
+            is_fallback,
+            unavailable_reason: None,
+        }
+    }
+}
+
 /// Workspace file change details including path and operation type
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkspaceFileChangedData {
@@ -14563,6 +15021,29 @@ pub struct WorkspacesReadCheckpointResult {
 pub struct WorkspacesReadFileResult {
     /// File content as a UTF-8 string
     pub content: String,
+}
+
+/// Descriptor for the saved paste file, or null when the workspace is unavailable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesSaveLargePasteResult {
+    /// Saved-paste descriptor, or null when the workspace is unavailable (e.g. CCA runtime,
+    /// non-infinite sessions, remote sessions)
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub saved: Option<WorkspacesSaveLargePasteResultSaved>,
+}
+
+/// Saved-paste descriptor, or null when the workspace is unavailable (e.g. CCA runtime,
+/// non-infinite sessions, remote sessions)
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesSaveLargePasteResultSaved {
+    /// Absolute filesystem path to the saved paste file
+    #[serde(rename = "filePath")]
+    pub file_path: String,
+    /// Filename within the workspace files directory
+    pub filename: String,
+    /// Size of the saved file in bytes
+    #[serde(rename = "sizeBytes")]
+    pub size_bytes: u64,
 }
 
 /// Filesystem metadata for a path in the session workspace files directory.

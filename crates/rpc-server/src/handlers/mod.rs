@@ -9,5 +9,7 @@ pub mod providers;
 pub mod server;
 pub mod session;
 pub mod session_extras;
+pub mod session_fs;
 pub mod session_state;
+pub mod workspace_extras;
 pub mod workspaces;

@@ -27,8 +27,12 @@ fn session_info(session: &SessionHandle) -> SessionInfo {
 
 pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo, RpcError> {
     let Some(tenant) = tenant_of(ctx) else {
-        let session =
-            ctx.server.engine.create(&p, Some(ctx.caller.subscriber())).await.map_err(|e| ctx.engine_error(&e))?;
+        let session = ctx
+            .server
+            .engine
+            .create_with(&p, Some(ctx.caller.subscriber()), fs(ctx))
+            .await
+            .map_err(|e| ctx.engine_error(&e))?;
         return Ok(session_info(&session));
     };
     // A tenant's session runs in its workspace, and is claimed before it exists so that its
@@ -37,7 +41,7 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
     p.working_directory = Some(cwd.to_string_lossy().into_owned());
     let id = p.session_id.get_or_insert_with(|| uuid::Uuid::new_v4().to_string()).clone();
     let claimed = ctx.tenancy_claim(&tenant, &id).await?;
-    let created = ctx.server.engine.create(&p, Some(ctx.caller.subscriber())).await;
+    let created = ctx.server.engine.create_with(&p, Some(ctx.caller.subscriber()), fs(ctx)).await;
     match created {
         Ok(session) => Ok(session_info(&session)),
         Err(e) => {
@@ -68,9 +72,18 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
             p.working_directory = Some(cwd.to_string_lossy().into_owned());
         }
     }
-    let session =
-        ctx.server.engine.resume(&p, Some(ctx.caller.subscriber())).await.map_err(|e| ctx.engine_error(&e))?;
+    let session = ctx
+        .server
+        .engine
+        .resume_with(&p, Some(ctx.caller.subscriber()), fs(ctx))
+        .await
+        .map_err(|e| ctx.engine_error(&e))?;
     Ok(session_info(&session))
+}
+
+/// The sessionFs provider the calling connection declared: it keeps the session's state.
+fn fs(ctx: &Ctx) -> Option<loop_engine::session_fs::FsProvider> {
+    ctx.caller.session_fs().cloned()
 }
 
 /// The caller's tenant on a shared server (`None` on a single-user one).

@@ -165,15 +165,6 @@ pub async fn completions_request(
     Ok(t::CompletionsRequestResult { items: Vec::new() })
 }
 
-/// The `sql` tool is not offered, so its todo table is always empty.
-pub async fn plan_read_sql_todos(
-    ctx: &Ctx,
-    p: t::SessionPlanReadSqlTodosParams,
-) -> Result<t::PlanReadSqlTodosResult, RpcError> {
-    ctx.session(&p.session_id)?;
-    Ok(t::PlanReadSqlTodosResult { rows: Vec::new() })
-}
-
 /// No telemetry is sent, so there is no engagement to name.
 pub async fn telemetry_engagement_id(
     ctx: &Ctx,
