@@ -96,6 +96,8 @@ pub struct SessionConfigParams {
     pub mcp_servers: Option<serde_json::Map<String, Value>>,
     /// Configured MCP servers not to start.
     pub disabled_mcp_servers: Option<Vec<String>>,
+    /// The session's own GitHub identity: resolved at create/resume, never stored.
+    pub git_hub_token: Option<crate::secret::SecretString>,
 }
 
 /// One entry of `customAgents`.

@@ -1337,6 +1337,610 @@ impl crate::rpc::RpcMethod for SessionMcpResourcesRead {
     type Result = t::McpResourcesReadResult;
 }
 
+/// `sessions.list`: Lists sessions, optionally filtered by source and working-directory context.
+/// Returned entries are discriminated by `isRemote`: local entries carry only the lightweight
+/// `LocalSessionMetadataValue` shape; remote entries carry the full `RemoteSessionMetadataValue`
+/// shape (repository, PR number, taskType, etc.).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsList;
+
+impl crate::rpc::RpcMethod for SessionsList {
+    const NAME: &'static str = "sessions.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsListRequest;
+    type Result = t::SessionList;
+}
+
+/// `sessions.save`: Flushes a session's pending events to disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsSave;
+
+impl crate::rpc::RpcMethod for SessionsSave {
+    const NAME: &'static str = "sessions.save";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsSaveRequest;
+    type Result = t::SessionsSaveResult;
+}
+
+/// `sessions.open`: Creates or resumes a local session and returns the opened session ID.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsOpen;
+
+impl crate::rpc::RpcMethod for SessionsOpen {
+    const NAME: &'static str = "sessions.open";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionOpenParams;
+    type Result = t::SessionOpenResult;
+}
+
+/// `sessions.close`: Closes a session: emits shutdown, flushes pending events, releases the in-use
+/// lock, and disposes the active session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsClose;
+
+impl crate::rpc::RpcMethod for SessionsClose {
+    const NAME: &'static str = "sessions.close";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsCloseRequest;
+    type Result = t::SessionsCloseResult;
+}
+
+/// `sessions.getMetadata`: Reads lightweight persisted metadata for one local session without
+/// opening it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsGetMetadata;
+
+impl crate::rpc::RpcMethod for SessionsGetMetadata {
+    const NAME: &'static str = "sessions.getMetadata";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsGetMetadataRequest;
+    type Result = t::SessionsGetMetadataResult;
+}
+
+/// `sessions.findByPrefix`: Resolves a UUID prefix to a unique session ID, if exactly one session
+/// matches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsFindByPrefix;
+
+impl crate::rpc::RpcMethod for SessionsFindByPrefix {
+    const NAME: &'static str = "sessions.findByPrefix";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsFindByPrefixRequest;
+    type Result = t::SessionsFindByPrefixResult;
+}
+
+/// `sessions.findByTaskId`: Finds the local session bound to a GitHub task ID, if any.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsFindByTaskId;
+
+impl crate::rpc::RpcMethod for SessionsFindByTaskId {
+    const NAME: &'static str = "sessions.findByTaskId";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsFindByTaskIDRequest;
+    type Result = t::SessionsFindByTaskIDResult;
+}
+
+/// `sessions.getLastForContext`: Returns the most-relevant prior session for a given
+/// working-directory context.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsGetLastForContext;
+
+impl crate::rpc::RpcMethod for SessionsGetLastForContext {
+    const NAME: &'static str = "sessions.getLastForContext";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsGetLastForContextRequest;
+    type Result = t::SessionsGetLastForContextResult;
+}
+
+/// `sessions.getSizes`: Returns the on-disk byte size of each session's workspace directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsGetSizes;
+
+impl crate::rpc::RpcMethod for SessionsGetSizes {
+    const NAME: &'static str = "sessions.getSizes";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::SessionSizes;
+}
+
+/// `sessions.checkInUse`: Returns the subset of the supplied session IDs that are currently held by
+/// another running process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsCheckInUse;
+
+impl crate::rpc::RpcMethod for SessionsCheckInUse {
+    const NAME: &'static str = "sessions.checkInUse";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsCheckInUseRequest;
+    type Result = t::SessionsCheckInUseResult;
+}
+
+/// `sessions.releaseLock`: Releases the in-use lock held by this process for a session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsReleaseLock;
+
+impl crate::rpc::RpcMethod for SessionsReleaseLock {
+    const NAME: &'static str = "sessions.releaseLock";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsReleaseLockRequest;
+    type Result = t::SessionsReleaseLockResult;
+}
+
+/// `sessions.pruneOld`: Deletes sessions older than the given threshold, with optional dry-run and
+/// exclusion list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsPruneOld;
+
+impl crate::rpc::RpcMethod for SessionsPruneOld {
+    const NAME: &'static str = "sessions.pruneOld";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsPruneOldRequest;
+    type Result = t::SessionPruneResult;
+}
+
+/// `sessions.bulkDelete`: Closes, deactivates, and deletes a set of sessions, returning the bytes
+/// freed per session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsBulkDelete;
+
+impl crate::rpc::RpcMethod for SessionsBulkDelete {
+    const NAME: &'static str = "sessions.bulkDelete";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsBulkDeleteRequest;
+    type Result = t::SessionBulkDeleteResult;
+}
+
+/// `sessions.setAdditionalPlugins`: Replaces the manager-wide additional plugins registered with
+/// the session manager.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsSetAdditionalPlugins;
+
+impl crate::rpc::RpcMethod for SessionsSetAdditionalPlugins {
+    const NAME: &'static str = "sessions.setAdditionalPlugins";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsSetAdditionalPluginsRequest;
+    type Result = t::SessionsSetAdditionalPluginsResult;
+}
+
+/// `sessions.reloadPluginHooks`: Reloads user, plugin, and (optionally) repo hooks on the active
+/// session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsReloadPluginHooks;
+
+impl crate::rpc::RpcMethod for SessionsReloadPluginHooks {
+    const NAME: &'static str = "sessions.reloadPluginHooks";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsReloadPluginHooksRequest;
+    type Result = t::SessionsReloadPluginHooksResult;
+}
+
+/// `sessions.loadDeferredRepoHooks`: Loads previously-deferred repo-level hooks on the active
+/// session, returning queued startup prompts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsLoadDeferredRepoHooks;
+
+impl crate::rpc::RpcMethod for SessionsLoadDeferredRepoHooks {
+    const NAME: &'static str = "sessions.loadDeferredRepoHooks";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsLoadDeferredRepoHooksRequest;
+    type Result = t::SessionLoadDeferredRepoHooksResult;
+}
+
+/// `sessions.enrichMetadata`: Backfills missing summary and context fields on the supplied session
+/// metadata records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsEnrichMetadata;
+
+impl crate::rpc::RpcMethod for SessionsEnrichMetadata {
+    const NAME: &'static str = "sessions.enrichMetadata";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsEnrichMetadataRequest;
+    type Result = t::SessionEnrichMetadataResult;
+}
+
+/// `sessions.connect`: Connects to an existing remote session and exposes it as an SDK session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsConnect;
+
+impl crate::rpc::RpcMethod for SessionsConnect {
+    const NAME: &'static str = "sessions.connect";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::ConnectRemoteSessionParams;
+    type Result = t::RemoteSessionConnectionResult;
+}
+
+/// `secrets.addFilterValues`: Registers secret values for redaction in session logs and exports.
+/// The SDK calls this to inject dynamically generated secret values (e.g., OIDC tokens).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SecretsAddFilterValues;
+
+impl crate::rpc::RpcMethod for SecretsAddFilterValues {
+    const NAME: &'static str = "secrets.addFilterValues";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SecretsAddFilterValuesRequest;
+    type Result = t::SecretsAddFilterValuesResult;
+}
+
+/// `agentRegistry.spawn`: Spawns a managed-server child with the supplied configuration and returns
+/// a discriminated-union result. The caller (typically the CLI controller) is responsible for
+/// attaching to the spawned child and sending any follow-up prompt. When the controller-local spawn
+/// gate is closed the server returns JSON-RPC MethodNotFound.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AgentRegistrySpawn;
+
+impl crate::rpc::RpcMethod for AgentRegistrySpawn {
+    const NAME: &'static str = "agentRegistry.spawn";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::AgentRegistrySpawnRequest;
+    type Result = t::AgentRegistrySpawnResult;
+}
+
+/// `user.settings.get`: Lists every known user setting (settings.json overlaid with the legacy
+/// config.json, config.json wins), each with its effective value, its default, and whether it is at
+/// the default — so settings the user has never set still appear with their default value. Does
+/// not include repository- or enterprise-managed overrides that the runtime layers on top at
+/// session time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UserSettingsGet;
+
+impl crate::rpc::RpcMethod for UserSettingsGet {
+    const NAME: &'static str = "user.settings.get";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::UserSettingsGetResult;
+}
+
+/// `user.settings.set`: Writes one or more user settings to settings.json, replacing each provided
+/// top-level key. A key whose value is null is removed. Returns the keys whose new value is
+/// shadowed by a legacy config.json entry (config.json wins on read), which the runtime leaves in
+/// place — such writes do not take effect until the legacy value is removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UserSettingsSet;
+
+impl crate::rpc::RpcMethod for UserSettingsSet {
+    const NAME: &'static str = "user.settings.set";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::UserSettingsSetRequest;
+    type Result = t::UserSettingsSetResult;
+}
+
+/// `user.settings.reload`: Drops this runtime process's in-memory user settings cache so the next
+/// settings read observes disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UserSettingsReload;
+
+impl crate::rpc::RpcMethod for UserSettingsReload {
+    const NAME: &'static str = "user.settings.reload";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = ();
+}
+
+/// `session.extensions.sendAttachmentsToMessage`: Push attachments into the next user-message turn
+/// from an extension. The host should surface them as composer pills and forward them via the next
+/// session.send call. Callable only by extension-owned connections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionExtensionsSendAttachmentsToMessage;
+
+impl crate::rpc::RpcMethod for SessionExtensionsSendAttachmentsToMessage {
+    const NAME: &'static str = "session.extensions.sendAttachmentsToMessage";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionExtensionsSendAttachmentsToMessageParams;
+    type Result = ();
+}
+
+/// `session.instructions.getSources`: Gets instruction sources loaded for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionInstructionsGetSources;
+
+impl crate::rpc::RpcMethod for SessionInstructionsGetSources {
+    const NAME: &'static str = "session.instructions.getSources";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionInstructionsGetSourcesParams;
+    type Result = t::InstructionsGetSourcesResult;
+}
+
+/// `session.lsp.initialize`: Loads the merged LSP configuration set for the session's working
+/// directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionLspInitialize;
+
+impl crate::rpc::RpcMethod for SessionLspInitialize {
+    const NAME: &'static str = "session.lsp.initialize";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionLspInitializeParams;
+    type Result = ();
+}
+
+/// `session.gitHubAuth.getStatus`: Gets authentication status and account metadata for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionGitHubAuthGetStatus;
+
+impl crate::rpc::RpcMethod for SessionGitHubAuthGetStatus {
+    const NAME: &'static str = "session.gitHubAuth.getStatus";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionGitHubAuthGetStatusParams;
+    type Result = t::SessionAuthStatus;
+}
+
+/// `session.gitHubAuth.setCredentials`: Updates the session's auth credentials used for outbound
+/// model and API requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionGitHubAuthSetCredentials;
+
+impl crate::rpc::RpcMethod for SessionGitHubAuthSetCredentials {
+    const NAME: &'static str = "session.gitHubAuth.setCredentials";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionGitHubAuthSetCredentialsParams;
+    type Result = t::SessionSetCredentialsResult;
+}
+
+/// `session.usage.getMetrics`: Gets accumulated usage metrics for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUsageGetMetrics;
+
+impl crate::rpc::RpcMethod for SessionUsageGetMetrics {
+    const NAME: &'static str = "session.usage.getMetrics";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionUsageGetMetricsParams;
+    type Result = t::UsageGetMetricsResult;
+}
+
+/// `session.metadata.contextInfo`: Returns the token breakdown for the session's current context
+/// window for a given model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMetadataContextInfo;
+
+impl crate::rpc::RpcMethod for SessionMetadataContextInfo {
+    const NAME: &'static str = "session.metadata.contextInfo";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMetadataContextInfoParams;
+    type Result = t::MetadataContextInfoResult;
+}
+
+/// `session.metadata.getContextAttribution`: Returns the experimental per-source attribution
+/// breakdown of the session's current context window as a flat list of entries (skills, subagents,
+/// MCP servers, built-in tools, plugin rollups, system/tool-definition costs, with nesting via
+/// parentId), plus the successful compaction count. The heaviest individual messages are available
+/// separately via `metadata.getContextHeaviestMessages`. Returns null until the session has
+/// initialized its system prompt and tool metadata.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMetadataGetContextAttribution;
+
+impl crate::rpc::RpcMethod for SessionMetadataGetContextAttribution {
+    const NAME: &'static str = "session.metadata.getContextAttribution";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMetadataGetContextAttributionParams;
+    type Result = t::MetadataContextAttributionResult;
+}
+
+/// `session.metadata.getContextHeaviestMessages`: Returns the largest individual messages currently
+/// in the session's context window, most-expensive first. Companion to
+/// `metadata.getContextAttribution`. Returns an empty list until the session has initialized.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMetadataGetContextHeaviestMessages;
+
+impl crate::rpc::RpcMethod for SessionMetadataGetContextHeaviestMessages {
+    const NAME: &'static str = "session.metadata.getContextHeaviestMessages";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMetadataGetContextHeaviestMessagesParams;
+    type Result = t::MetadataContextHeaviestMessagesResult;
+}
+
+/// `session.telemetry.setFeatureOverrides`: Sets feature override key/value pairs to attach to
+/// subsequent telemetry events for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTelemetrySetFeatureOverrides;
+
+impl crate::rpc::RpcMethod for SessionTelemetrySetFeatureOverrides {
+    const NAME: &'static str = "session.telemetry.setFeatureOverrides";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTelemetrySetFeatureOverridesParams;
+    type Result = ();
+}
+
+/// `session.tools.initializeAndValidate`: Resolves, builds, and validates the runtime tool list for
+/// the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionToolsInitializeAndValidate;
+
+impl crate::rpc::RpcMethod for SessionToolsInitializeAndValidate {
+    const NAME: &'static str = "session.tools.initializeAndValidate";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionToolsInitializeAndValidateParams;
+    type Result = t::ToolsInitializeAndValidateResult;
+}
+
+/// `session.permissions.configure`: Replaces selected permission policy fields (rules, paths, URLs,
+/// exclusions, allow-all flags) on the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsConfigure;
+
+impl crate::rpc::RpcMethod for SessionPermissionsConfigure {
+    const NAME: &'static str = "session.permissions.configure";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsConfigureParams;
+    type Result = t::PermissionsConfigureResult;
+}
+
+/// `session.permissions.setRequired`: Sets whether the client wants permission prompts bridged into
+/// session events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsSetRequired;
+
+impl crate::rpc::RpcMethod for SessionPermissionsSetRequired {
+    const NAME: &'static str = "session.permissions.setRequired";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsSetRequiredParams;
+    type Result = t::PermissionsSetRequiredResult;
+}
+
+/// `session.permissions.notifyPromptShown`: Notifies the runtime that a permission prompt UI has
+/// been shown to the user.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsNotifyPromptShown;
+
+impl crate::rpc::RpcMethod for SessionPermissionsNotifyPromptShown {
+    const NAME: &'static str = "session.permissions.notifyPromptShown";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsNotifyPromptShownParams;
+    type Result = t::PermissionsNotifyPromptShownResult;
+}
+
+/// `session.permissions.modifyRules`: Adds or removes session-scoped or location-scoped permission
+/// rules.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsModifyRules;
+
+impl crate::rpc::RpcMethod for SessionPermissionsModifyRules {
+    const NAME: &'static str = "session.permissions.modifyRules";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsModifyRulesParams;
+    type Result = t::PermissionsModifyRulesResult;
+}
+
+/// `session.permissions.urls.setUnrestrictedMode`: Toggles the runtime's URL-permission policy
+/// between unrestricted and restricted modes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsUrlsSetUnrestrictedMode;
+
+impl crate::rpc::RpcMethod for SessionPermissionsUrlsSetUnrestrictedMode {
+    const NAME: &'static str = "session.permissions.urls.setUnrestrictedMode";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsUrlsSetUnrestrictedModeParams;
+    type Result = t::PermissionsUrlsSetUnrestrictedModeResult;
+}
+
+/// `session.permissions.paths.list`: Returns the session's allowed directories and primary working
+/// directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsPathsList;
+
+impl crate::rpc::RpcMethod for SessionPermissionsPathsList {
+    const NAME: &'static str = "session.permissions.paths.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsPathsListParams;
+    type Result = t::PermissionPathsList;
+}
+
+/// `session.permissions.paths.add`: Adds a directory to the session's allow-list and activates
+/// conventional skill and agent definitions under it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsPathsAdd;
+
+impl crate::rpc::RpcMethod for SessionPermissionsPathsAdd {
+    const NAME: &'static str = "session.permissions.paths.add";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsPathsAddParams;
+    type Result = t::PermissionsPathsAddResult;
+}
+
+/// `session.permissions.paths.isPathWithinAllowedDirectories`: Reports whether a path falls within
+/// any of the session's allowed directories.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsPathsIsPathWithinAllowedDirectories;
+
+impl crate::rpc::RpcMethod for SessionPermissionsPathsIsPathWithinAllowedDirectories {
+    const NAME: &'static str = "session.permissions.paths.isPathWithinAllowedDirectories";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsPathsIsPathWithinAllowedDirectoriesParams;
+    type Result = t::PermissionPathsAllowedCheckResult;
+}
+
+/// `session.permissions.paths.updatePrimary`: Updates the session's primary working directory used
+/// by the permission policy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsPathsUpdatePrimary;
+
+impl crate::rpc::RpcMethod for SessionPermissionsPathsUpdatePrimary {
+    const NAME: &'static str = "session.permissions.paths.updatePrimary";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsPathsUpdatePrimaryParams;
+    type Result = t::PermissionsPathsUpdatePrimaryResult;
+}
+
+/// `session.permissions.paths.isPathWithinWorkspace`: Reports whether a path falls within the
+/// session's workspace (primary) directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsPathsIsPathWithinWorkspace;
+
+impl crate::rpc::RpcMethod for SessionPermissionsPathsIsPathWithinWorkspace {
+    const NAME: &'static str = "session.permissions.paths.isPathWithinWorkspace";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsPathsIsPathWithinWorkspaceParams;
+    type Result = t::PermissionPathsWorkspaceCheckResult;
+}
+
+/// `session.permissions.locations.resolve`: Resolves the permission location key and type for a
+/// working directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsLocationsResolve;
+
+impl crate::rpc::RpcMethod for SessionPermissionsLocationsResolve {
+    const NAME: &'static str = "session.permissions.locations.resolve";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsLocationsResolveParams;
+    type Result = t::PermissionLocationResolveResult;
+}
+
+/// `session.permissions.locations.addToolApproval`: Persists a tool approval for a permission
+/// location and applies its rules to this session's live permission service.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsLocationsAddToolApproval;
+
+impl crate::rpc::RpcMethod for SessionPermissionsLocationsAddToolApproval {
+    const NAME: &'static str = "session.permissions.locations.addToolApproval";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsLocationsAddToolApprovalParams;
+    type Result = t::PermissionsLocationsAddToolApprovalResult;
+}
+
+/// `session.permissions.locations.apply`: Applies persisted location-scoped tool approvals and
+/// allowed directories for a working directory to this session's permission service.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsLocationsApply;
+
+impl crate::rpc::RpcMethod for SessionPermissionsLocationsApply {
+    const NAME: &'static str = "session.permissions.locations.apply";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsLocationsApplyParams;
+    type Result = t::PermissionLocationApplyResult;
+}
+
+/// `session.permissions.folderTrust.isTrusted`: Reports whether a folder is trusted according to
+/// the user's folder trust state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsFolderTrustIsTrusted;
+
+impl crate::rpc::RpcMethod for SessionPermissionsFolderTrustIsTrusted {
+    const NAME: &'static str = "session.permissions.folderTrust.isTrusted";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsFolderTrustIsTrustedParams;
+    type Result = t::FolderTrustCheckResult;
+}
+
+/// `session.permissions.folderTrust.addTrusted`: Adds a folder to the user's trusted folders list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsFolderTrustAddTrusted;
+
+impl crate::rpc::RpcMethod for SessionPermissionsFolderTrustAddTrusted {
+    const NAME: &'static str = "session.permissions.folderTrust.addTrusted";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsFolderTrustAddTrustedParams;
+    type Result = t::PermissionsFolderTrustAddTrustedResult;
+}
+
+/// `session.permissions.resetSessionApprovals`: Clears session-scoped tool permission approvals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsResetSessionApprovals;
+
+impl crate::rpc::RpcMethod for SessionPermissionsResetSessionApprovals {
+    const NAME: &'static str = "session.permissions.resetSessionApprovals";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsResetSessionApprovalsParams;
+    type Result = t::PermissionsResetSessionApprovalsResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1409,6 +2013,24 @@ impl crate::rpc::SessionScoped for t::SessionEventLogTailParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionExtensionsSendAttachmentsToMessageParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionGitHubAuthGetStatusParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionGitHubAuthSetCredentialsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionHistoryAbortManualCompactionParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1439,7 +2061,19 @@ impl crate::rpc::SessionScoped for t::SessionHistoryTruncateParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionInstructionsGetSourcesParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionLogParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionLspInitializeParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1512,6 +2146,24 @@ impl crate::rpc::SessionScoped for t::SessionMcpStopServerParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionMetadataActivityParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMetadataContextInfoParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMetadataGetContextAttributionParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMetadataGetContextHeaviestMessagesParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1601,6 +2253,24 @@ impl crate::rpc::SessionScoped for t::SessionOptionsUpdateParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionPermissionsConfigureParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsFolderTrustAddTrustedParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsFolderTrustIsTrustedParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionPermissionsGetModeParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1613,7 +2283,73 @@ impl crate::rpc::SessionScoped for t::SessionPermissionsHandlePendingPermissionR
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionPermissionsLocationsAddToolApprovalParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsLocationsApplyParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsLocationsResolveParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsModifyRulesParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsNotifyPromptShownParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsPathsAddParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsPathsIsPathWithinAllowedDirectoriesParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsPathsIsPathWithinWorkspaceParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsPathsListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsPathsUpdatePrimaryParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionPermissionsPendingRequestsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsResetSessionApprovalsParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1626,6 +2362,18 @@ impl crate::rpc::SessionScoped for t::SessionPermissionsSetApproveAllParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionPermissionsSetModeParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsSetRequiredParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsUrlsSetUnrestrictedModeParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1787,6 +2535,12 @@ impl crate::rpc::SessionScoped for t::SessionTelemetryGetEngagementIdParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionTelemetrySetFeatureOverridesParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionToolsGetCurrentMetadataParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1799,6 +2553,12 @@ impl crate::rpc::SessionScoped for t::SessionToolsHandlePendingToolCallParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionToolsInitializeAndValidateParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionToolsSetParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1806,6 +2566,12 @@ impl crate::rpc::SessionScoped for t::SessionToolsSetParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionToolsUpdateSubagentSettingsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionUsageGetMetricsParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1995,4 +2761,54 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.mcp.reload",
     "session.mcp.resources.list",
     "session.mcp.resources.read",
+    "sessions.list",
+    "sessions.save",
+    "sessions.open",
+    "sessions.close",
+    "sessions.getMetadata",
+    "sessions.findByPrefix",
+    "sessions.findByTaskId",
+    "sessions.getLastForContext",
+    "sessions.getSizes",
+    "sessions.checkInUse",
+    "sessions.releaseLock",
+    "sessions.pruneOld",
+    "sessions.bulkDelete",
+    "sessions.setAdditionalPlugins",
+    "sessions.reloadPluginHooks",
+    "sessions.loadDeferredRepoHooks",
+    "sessions.enrichMetadata",
+    "sessions.connect",
+    "secrets.addFilterValues",
+    "agentRegistry.spawn",
+    "user.settings.get",
+    "user.settings.set",
+    "user.settings.reload",
+    "session.extensions.sendAttachmentsToMessage",
+    "session.instructions.getSources",
+    "session.lsp.initialize",
+    "session.gitHubAuth.getStatus",
+    "session.gitHubAuth.setCredentials",
+    "session.usage.getMetrics",
+    "session.metadata.contextInfo",
+    "session.metadata.getContextAttribution",
+    "session.metadata.getContextHeaviestMessages",
+    "session.telemetry.setFeatureOverrides",
+    "session.tools.initializeAndValidate",
+    "session.permissions.configure",
+    "session.permissions.setRequired",
+    "session.permissions.notifyPromptShown",
+    "session.permissions.modifyRules",
+    "session.permissions.urls.setUnrestrictedMode",
+    "session.permissions.paths.list",
+    "session.permissions.paths.add",
+    "session.permissions.paths.isPathWithinAllowedDirectories",
+    "session.permissions.paths.updatePrimary",
+    "session.permissions.paths.isPathWithinWorkspace",
+    "session.permissions.locations.resolve",
+    "session.permissions.locations.addToolApproval",
+    "session.permissions.locations.apply",
+    "session.permissions.folderTrust.isTrusted",
+    "session.permissions.folderTrust.addTrusted",
+    "session.permissions.resetSessionApprovals",
 ];
