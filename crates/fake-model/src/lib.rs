@@ -127,7 +127,8 @@ impl FakeModel {
         self.shared.lock().models = models;
     }
 
-    /// Answers `/copilot_internal/user` for `Authorization: Bearer <token>` with `response`.
+    /// Answers `/copilot_internal/user` for `Authorization: Bearer <token>` with `response`;
+    /// `{"status": 401}` (any error status) refuses the token instead.
     pub fn set_user_for_token(&self, token: impl Into<String>, response: Value) {
         self.shared.lock().users_by_token.insert(token.into(), response);
     }

@@ -189,6 +189,14 @@ async fn user(State(s): S, headers: HeaderMap) -> Response {
         .and_then(|v| v.to_str().ok())
         .map(|v| v.trim_start_matches("Bearer ").trim_start_matches("token ").to_string());
     let registered = token.and_then(|t| s.lock().users_by_token.get(&t).cloned());
+    // A token registered with `{"status": 401}` (any 4xx/5xx) is refused the way GitHub refuses
+    // a bad token.
+    let refused = registered.as_ref().and_then(|r| r.get("status")).and_then(Value::as_u64);
+    if let Some(code) = refused.and_then(|c| StatusCode::from_u16(u16::try_from(c).ok()?).ok()) {
+        if code.is_client_error() || code.is_server_error() {
+            return json_response(code, json!({"message": "Bad credentials"}));
+        }
+    }
     let body = match registered {
         Some(Value::Object(mut obj)) => {
             // Third-party MCP servers are gated on this flag; default it on like the harness.

@@ -214,6 +214,11 @@ impl Actor {
                 self.publish();
                 let _ = reply.send(());
             }
+            SessionInput::ResetApprovals { reply } => {
+                self.view.approvals.clear();
+                self.publish();
+                let _ = reply.send(());
+            }
             SessionInput::SetTools { tools, reply } => {
                 self.view.settings.external_tools = tools;
                 self.publish();

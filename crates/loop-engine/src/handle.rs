@@ -163,6 +163,10 @@ pub(crate) enum SessionInput {
         enabled: bool,
         reply: oneshot::Sender<()>,
     },
+    /// Forgets what was approved "for the session" (`session.permissions.resetSessionApprovals`).
+    ResetApprovals {
+        reply: oneshot::Sender<()>,
+    },
     SetTools {
         tools: Vec<protocol::methods::ExternalToolDef>,
         reply: oneshot::Sender<()>,
@@ -430,6 +434,11 @@ impl SessionHandle {
 
     pub async fn set_approve_all(&self, enabled: bool) -> Result<(), EngineError> {
         self.ask(|reply| SessionInput::SetApproveAll { enabled, reply }).await
+    }
+
+    /// Forgets the session's "approve for the session" answers; later requests ask again.
+    pub async fn reset_approvals(&self) -> Result<(), EngineError> {
+        self.ask(|reply| SessionInput::ResetApprovals { reply }).await
     }
 
     /// Replaces the session's SDK-implemented tools; the model sees them from its next request.

@@ -845,6 +845,18 @@ impl Engine {
         }
     }
 
+    /// The usage record of each model call in a session's log (`session.usage.getMetrics`).
+    pub async fn usage_records(&self, id: &str) -> Vec<protocol::extensions::UsageRecord> {
+        let Ok(log) = self.deps.events.load(id).await else { return Vec::new() };
+        log.events
+            .into_iter()
+            .filter_map(|e| match e.payload {
+                SessionEvent::SessionUsageRecord(d) => Some(d.usage),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub async fn list(&self, filter: &store::ListFilter) -> Result<Vec<SessionListEntry>, EngineError> {
         let rows = self.deps.index.list(filter).await?;
         Ok(rows.iter().map(|r| self.list_entry(r)).collect())

@@ -100,6 +100,8 @@ pub struct SessionConfigParams {
     pub instruction_directories: Option<Vec<String>>,
     /// Limits on the session's spending (`maxAiCredits`), told to the model every turn.
     pub session_limits: Option<crate::generated::types::SessionLimitsConfig>,
+    /// The session's own GitHub identity: resolved at create/resume, never stored.
+    pub git_hub_token: Option<crate::secret::SecretString>,
 }
 
 /// One entry of `customAgents`.

@@ -149,6 +149,7 @@ impl EventSubscriber for Subscriber {
 
     fn deliver(&self, session_id: &str, _event: &Event, json: &str) -> bool {
         let sid = jsonrpc::json_string(session_id);
+        let json = crate::secret_filter::redact(json);
         let params = [b"{\"sessionId\":", sid.as_bytes(), b",\"event\":", json.as_bytes(), b"}"].concat();
         self.0.out.event(jsonrpc::notification_frame("session.event", &params))
     }

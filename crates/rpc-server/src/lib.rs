@@ -22,6 +22,9 @@ pub mod inference;
 mod lanes;
 pub mod methods;
 mod outbound;
+pub mod permission_state;
+pub mod secret_filter;
+pub mod session_auth;
 pub mod table;
 pub mod tenancy;
 pub mod transport;
@@ -84,6 +87,10 @@ pub struct Server {
     /// A shared server's tenants (`skipper serve`): every connection authenticates as one, and
     /// sees only its sessions. `None`: a single-user server.
     pub tenancy: Option<Arc<tenancy::Tenancy>>,
+    /// Hosts' permission settings per session, location approvals, trusted folders.
+    pub permissions: permission_state::PermissionState,
+    /// Sessions given their own GitHub identity.
+    pub session_identities: session_auth::SessionIdentities,
 }
 
 impl Server {
@@ -102,6 +109,8 @@ impl Server {
             limits,
             inference,
             tenancy: None,
+            permissions: Default::default(),
+            session_identities: Default::default(),
         })
     }
 
@@ -122,6 +131,8 @@ impl Server {
             limits,
             inference,
             tenancy: Some(tenancy),
+            permissions: Default::default(),
+            session_identities: Default::default(),
         })
     }
 }

@@ -6,8 +6,8 @@ use protocol::generated::methods as g;
 use protocol::methods as h;
 
 use crate::handlers::{
-    agents, history, inference, mcp, providers, server, session, session_extras, session_fs, session_state,
-    workspace_extras, workspaces,
+    agents, auth, history, inference, mcp, permission_paths, providers, server, session, session_extras,
+    session_fs, session_services, session_state, sessions_admin, user_settings, workspace_extras, workspaces,
 };
 use crate::table::method_table;
 
@@ -19,7 +19,7 @@ method_table! {
     AuthGetStatus: h::AuthGetStatus => server::auth_status, lane |_p| None, aliases [];
     ModelsList: g::ModelsList => server::models_list, lane |_p| None, aliases [];
     ToolsList: g::ToolsList => server::tools_list, lane |_p| None, aliases [];
-    AccountGetQuota: g::AccountGetQuota => server::quota, lane |_p| None, aliases [];
+    AccountGetQuota: g::AccountGetQuota => auth::get_quota, lane |_p| None, aliases [];
     RuntimeShutdown: g::RuntimeShutdown => server::runtime_shutdown, lane |_p| None, aliases [];
 
     // SDK-hosted inference: a client performs the model's HTTP requests.
@@ -206,6 +206,90 @@ method_table! {
         => workspaces::rename_path, lane |p| Some(&p.session_id), aliases [];
     SessionWorkspacesGetWorkspace: g::SessionWorkspacesGetWorkspace
         => workspaces::get_workspace, lane |p| Some(&p.session_id), aliases [];
+
+    // Persisted sessions as a whole (`sessions.*`), gated server features.
+    SessionsList: g::SessionsList => sessions_admin::list, lane |_p| None, aliases [];
+    SessionsSave: g::SessionsSave => sessions_admin::save, lane |p| Some(&p.session_id), aliases [];
+    SessionsOpen: g::SessionsOpen => sessions_admin::open, lane |_p| None, aliases [];
+    SessionsClose: g::SessionsClose => sessions_admin::close, lane |p| Some(&p.session_id), aliases [];
+    SessionsGetMetadata: g::SessionsGetMetadata => sessions_admin::get_metadata, lane |_p| None, aliases [];
+    SessionsFindByPrefix: g::SessionsFindByPrefix => sessions_admin::find_by_prefix, lane |_p| None, aliases [];
+    SessionsFindByTaskId: g::SessionsFindByTaskId => sessions_admin::find_by_task_id, lane |_p| None, aliases [];
+    SessionsGetLastForContext: g::SessionsGetLastForContext
+        => sessions_admin::get_last_for_context, lane |_p| None, aliases [];
+    SessionsGetSizes: g::SessionsGetSizes => sessions_admin::get_sizes, lane |_p| None, aliases [];
+    SessionsCheckInUse: g::SessionsCheckInUse => sessions_admin::check_in_use, lane |_p| None, aliases [];
+    SessionsReleaseLock: g::SessionsReleaseLock => sessions_admin::release_lock, lane |_p| None, aliases [];
+    SessionsPruneOld: g::SessionsPruneOld => sessions_admin::prune_old, lane |_p| None, aliases [];
+    SessionsBulkDelete: g::SessionsBulkDelete => sessions_admin::bulk_delete, lane |_p| None, aliases [];
+    SessionsSetAdditionalPlugins: g::SessionsSetAdditionalPlugins
+        => sessions_admin::set_additional_plugins, lane |_p| None, aliases [];
+    SessionsReloadPluginHooks: g::SessionsReloadPluginHooks
+        => sessions_admin::reload_plugin_hooks, lane |p| Some(&p.session_id), aliases [];
+    SessionsLoadDeferredRepoHooks: g::SessionsLoadDeferredRepoHooks
+        => sessions_admin::load_deferred_repo_hooks, lane |p| Some(&p.session_id), aliases [];
+    SessionsEnrichMetadata: g::SessionsEnrichMetadata => sessions_admin::enrich_metadata, lane |_p| None, aliases [];
+    SessionsConnect: g::SessionsConnect => sessions_admin::connect, lane |_p| None, aliases [];
+    UserSettingsGet: g::UserSettingsGet => user_settings::get, lane |_p| None, aliases [];
+    UserSettingsSet: g::UserSettingsSet => user_settings::set, lane |_p| None, aliases [];
+    UserSettingsReload: g::UserSettingsReload => user_settings::reload, lane |_p| None, aliases [];
+    SecretsAddFilterValues: g::SecretsAddFilterValues
+        => session_services::add_secret_filter_values, lane |_p| None, aliases [];
+    AgentRegistrySpawn: g::AgentRegistrySpawn => session_services::agent_registry_spawn, lane |_p| None, aliases [];
+
+    // Sessions: identity, services, usage and context make-up.
+    SessionGitHubAuthGetStatus: g::SessionGitHubAuthGetStatus => auth::get_status, lane |_p| None, aliases [];
+    SessionGitHubAuthSetCredentials: g::SessionGitHubAuthSetCredentials
+        => auth::set_credentials, lane |p| Some(&p.session_id), aliases [];
+    SessionExtensionsSendAttachmentsToMessage: g::SessionExtensionsSendAttachmentsToMessage
+        => session_services::send_attachments, lane |_p| None, aliases [];
+    SessionLspInitialize: g::SessionLspInitialize => session_services::lsp_initialize, lane |_p| None, aliases [];
+    SessionTelemetrySetFeatureOverrides: g::SessionTelemetrySetFeatureOverrides
+        => session_services::telemetry_set_feature_overrides, lane |_p| None, aliases [];
+    SessionToolsInitializeAndValidate: g::SessionToolsInitializeAndValidate
+        => session_services::tools_initialize_and_validate, lane |p| Some(&p.session_id), aliases [];
+    SessionInstructionsGetSources: g::SessionInstructionsGetSources
+        => session_services::instructions_get_sources, lane |_p| None, aliases [];
+    SessionUsageGetMetrics: g::SessionUsageGetMetrics => session_services::usage_get_metrics, lane |_p| None, aliases [];
+    SessionMetadataContextInfo: g::SessionMetadataContextInfo => session_services::context_info, lane |_p| None, aliases [];
+    SessionMetadataGetContextAttribution: g::SessionMetadataGetContextAttribution
+        => session_services::context_attribution, lane |_p| None, aliases [];
+    SessionMetadataGetContextHeaviestMessages: g::SessionMetadataGetContextHeaviestMessages
+        => session_services::context_heaviest_messages, lane |_p| None, aliases [];
+
+    // Sessions: permission settings, allowed paths, locations, folder trust.
+    SessionPermissionsConfigure: g::SessionPermissionsConfigure
+        => permission_paths::configure, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsResetSessionApprovals: g::SessionPermissionsResetSessionApprovals
+        => permission_paths::reset_session_approvals, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsSetRequired: g::SessionPermissionsSetRequired
+        => permission_paths::set_required, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsNotifyPromptShown: g::SessionPermissionsNotifyPromptShown
+        => permission_paths::notify_prompt_shown, lane |_p| None, aliases [];
+    SessionPermissionsModifyRules: g::SessionPermissionsModifyRules
+        => permission_paths::modify_rules, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsUrlsSetUnrestrictedMode: g::SessionPermissionsUrlsSetUnrestrictedMode
+        => permission_paths::urls_set_unrestricted, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsPathsList: g::SessionPermissionsPathsList
+        => permission_paths::paths_list, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsPathsAdd: g::SessionPermissionsPathsAdd
+        => permission_paths::paths_add, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsPathsIsPathWithinAllowedDirectories: g::SessionPermissionsPathsIsPathWithinAllowedDirectories
+        => permission_paths::paths_within_allowed, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsPathsUpdatePrimary: g::SessionPermissionsPathsUpdatePrimary
+        => permission_paths::paths_update_primary, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsPathsIsPathWithinWorkspace: g::SessionPermissionsPathsIsPathWithinWorkspace
+        => permission_paths::paths_within_workspace, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsLocationsResolve: g::SessionPermissionsLocationsResolve
+        => permission_paths::locations_resolve, lane |_p| None, aliases [];
+    SessionPermissionsLocationsAddToolApproval: g::SessionPermissionsLocationsAddToolApproval
+        => permission_paths::locations_add_tool_approval, lane |_p| None, aliases [];
+    SessionPermissionsLocationsApply: g::SessionPermissionsLocationsApply
+        => permission_paths::locations_apply, lane |p| Some(&p.session_id), aliases [];
+    SessionPermissionsFolderTrustIsTrusted: g::SessionPermissionsFolderTrustIsTrusted
+        => permission_paths::folder_trust_is_trusted, lane |_p| None, aliases [];
+    SessionPermissionsFolderTrustAddTrusted: g::SessionPermissionsFolderTrustAddTrusted
+        => permission_paths::folder_trust_add, lane |_p| None, aliases [];
 }
 
 #[cfg(test)]

@@ -2,14 +2,19 @@
 //! `async fn(&Ctx, Params) -> Result<Result, RpcError>`, listed in [`crate::methods`].
 
 pub mod agents;
+pub mod auth;
 pub mod history;
 pub mod inference;
 pub mod mcp;
+pub mod permission_paths;
 pub mod providers;
 pub mod server;
 pub mod session;
 pub mod session_extras;
 pub mod session_fs;
+pub mod session_services;
 pub mod session_state;
+pub mod sessions_admin;
+pub mod user_settings;
 pub mod workspace_extras;
 pub mod workspaces;

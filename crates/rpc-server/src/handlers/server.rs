@@ -105,10 +105,6 @@ pub async fn tools_list(ctx: &Ctx, _p: t::ToolsListRequest) -> Result<t::ToolLis
     Ok(t::ToolList { tools })
 }
 
-pub async fn quota(_ctx: &Ctx, _p: t::AccountGetQuotaRequest) -> Result<t::AccountGetQuotaResult, RpcError> {
-    Ok(t::AccountGetQuotaResult { quota_snapshots: Default::default() })
-}
-
 pub async fn runtime_shutdown(ctx: &Ctx, _p: NoParams) -> Result<(), RpcError> {
     if ctx.server.tenancy.is_some() {
         // One tenant must not stop everyone's server; operators use SIGTERM.

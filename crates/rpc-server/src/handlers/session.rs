@@ -26,6 +26,7 @@ fn session_info(session: &SessionHandle) -> SessionInfo {
 }
 
 pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo, RpcError> {
+    let identity = crate::handlers::auth::identity_for(ctx, p.git_hub_token.take()).await?;
     let Some(tenant) = tenant_of(ctx) else {
         let session = ctx
             .server
@@ -33,6 +34,9 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
             .create_with(&p, Some(ctx.caller.subscriber()), fs(ctx))
             .await
             .map_err(|e| ctx.engine_error(&e))?;
+        if let Some(identity) = identity {
+            ctx.server.session_identities.set(session.id(), identity);
+        }
         return Ok(session_info(&session));
     };
     // A tenant's session runs in its workspace, and is claimed before it exists so that its
@@ -43,7 +47,12 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
     let claimed = ctx.tenancy_claim(&tenant, &id).await?;
     let created = ctx.server.engine.create_with(&p, Some(ctx.caller.subscriber()), fs(ctx)).await;
     match created {
-        Ok(session) => Ok(session_info(&session)),
+        Ok(session) => {
+            if let Some(identity) = identity {
+                ctx.server.session_identities.set(session.id(), identity);
+            }
+            Ok(session_info(&session))
+        }
         Err(e) => {
             if claimed {
                 ctx.tenancy_release(&id).await;
@@ -72,12 +81,16 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
             p.working_directory = Some(cwd.to_string_lossy().into_owned());
         }
     }
+    let identity = crate::handlers::auth::identity_for(ctx, p.git_hub_token.take()).await?;
     let session = ctx
         .server
         .engine
         .resume_with(&p, Some(ctx.caller.subscriber()), fs(ctx))
         .await
         .map_err(|e| ctx.engine_error(&e))?;
+    if let Some(identity) = identity {
+        ctx.server.session_identities.set(session.id(), identity);
+    }
     Ok(session_info(&session))
 }
 

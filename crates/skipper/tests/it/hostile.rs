@@ -298,6 +298,7 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("providers", &["array"], json!([])),
             prop("models", &["array"], json!([])),
             prop("infiniteSessions", &["object"], json!({"enabled": false})),
+            prop("gitHubToken", &["string"], json!("x")),
             prop("enableCitations", &["boolean"], json!(true)),
             prop("customAgents", &["array"], json!([])),
             prop("skillDirectories", &["array"], json!([])),
@@ -335,6 +336,11 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
 const SKIPPED: &[(&str, &str, &str)] = &[
     ("session.create", "defaultAgent", "typed serde_json::Value (free-form agent settings): any JSON is accepted"),
     ("session.resume", "defaultAgent", "typed serde_json::Value (free-form agent settings): any JSON is accepted"),
+    (
+        "user.settings.set",
+        "settings",
+        "x-opaque-json in the schema: any JSON parses (a non-object is refused by the handler)",
+    ),
 ];
 
 /// What a valid request naming an unknown session gets, where it is not "Session not found".

@@ -1,0 +1,292 @@
+//! Session services a host may initialize or query: LSP, telemetry overrides, tool validation,
+//! instruction sources, usage metrics, and the context window's make-up (by source and by
+//! heaviest message). Gated features answer with the original's errors.
+
+use std::collections::BTreeMap;
+
+use protocol::event::SessionEvent;
+use protocol::generated::types as t;
+use protocol::jsonrpc::{RpcError, INTERNAL_ERROR, METHOD_NOT_FOUND};
+
+use crate::table::Ctx;
+
+/// Masks the values in every event sent from now on (see [`crate::secret_filter`]).
+pub async fn add_secret_filter_values(
+    ctx: &Ctx,
+    p: t::SecretsAddFilterValuesRequest,
+) -> Result<t::SecretsAddFilterValuesResult, RpcError> {
+    if ctx.server.tenancy.is_some() || !crate::secret_filter::enabled() {
+        return Err(ctx.failed(
+            "addFilterValues is only supported in single-tenant environments. Set an environment variable of COPILOT_ENABLE_SECRET_FILTERING=true to enable it.",
+        ));
+    }
+    crate::secret_filter::add(p.values);
+    Ok(t::SecretsAddFilterValuesResult { ok: true })
+}
+
+/// The agent registry spawns agents only in the CLI's own server mode.
+pub async fn agent_registry_spawn(
+    _ctx: &Ctx,
+    _p: t::AgentRegistrySpawnRequest,
+) -> Result<t::AgentRegistrySpawnResult, RpcError> {
+    Err(RpcError::new(METHOD_NOT_FOUND, "agentRegistry.spawn is not enabled on this server"))
+}
+
+/// Attachments are pushed by extensions over their own connection; an SDK connection is not one.
+pub async fn send_attachments(
+    ctx: &Ctx,
+    p: t::SessionExtensionsSendAttachmentsToMessageParams,
+) -> Result<(), RpcError> {
+    ctx.session(&p.session_id)?;
+    let mut err = RpcError::new(
+        INTERNAL_ERROR,
+        "session.extensions.sendAttachmentsToMessage may only be called from an extension-owned connection.",
+    );
+    err.data = Some(serde_json::json!({ "code": "extension_context_requires_extension_caller" }));
+    Err(err)
+}
+
+/// No language servers are configured for SDK sessions: initializing finds none to start.
+pub async fn lsp_initialize(ctx: &Ctx, p: t::SessionLspInitializeParams) -> Result<(), RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(())
+}
+
+/// Feature overrides tag telemetry, which this runtime does not send.
+pub async fn telemetry_set_feature_overrides(
+    ctx: &Ctx,
+    p: t::SessionTelemetrySetFeatureOverridesParams,
+) -> Result<(), RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(())
+}
+
+/// The session's tools are built when it starts; validating them is checking the session is live.
+pub async fn tools_initialize_and_validate(
+    ctx: &Ctx,
+    p: t::SessionToolsInitializeAndValidateParams,
+) -> Result<t::ToolsInitializeAndValidateResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::ToolsInitializeAndValidateResult {})
+}
+
+/// Instruction files loaded into an SDK session: the original reads none unless config
+/// discovery is on, and neither does this runtime.
+pub async fn instructions_get_sources(
+    ctx: &Ctx,
+    p: t::SessionInstructionsGetSourcesParams,
+) -> Result<t::InstructionsGetSourcesResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::InstructionsGetSourcesResult { sources: Vec::new() })
+}
+
+/// Totals over the session's persisted log: user requests, and per model the calls and tokens
+/// its usage records hold.
+pub async fn usage_get_metrics(
+    ctx: &Ctx,
+    p: t::SessionUsageGetMetricsParams,
+) -> Result<t::UsageGetMetricsResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let events = ctx.server.engine.messages(&p.session_id).await.unwrap_or_default();
+    let records = ctx.server.engine.usage_records(&p.session_id).await;
+    let total_user_requests =
+        events.iter().filter(|e| matches!(e.payload, SessionEvent::UserMessage(_))).count() as u64;
+    let mut model_metrics: BTreeMap<String, t::UsageMetricsModelMetric> = BTreeMap::new();
+    let mut total_api_duration_ms = 0;
+    for r in &records {
+        total_api_duration_ms += r.duration;
+        let m = model_metrics.entry(r.model.clone()).or_default();
+        m.requests.count += 1;
+        m.usage.input_tokens += r.input_tokens;
+        m.usage.output_tokens += r.output_tokens;
+        m.usage.cache_read_tokens += r.cache_read_tokens;
+        m.usage.cache_write_tokens += r.cache_write_tokens;
+    }
+    let last = records.last();
+    Ok(t::UsageGetMetricsResult {
+        total_premium_request_cost: 0.0,
+        total_user_requests,
+        total_nano_aiu: Some(0.0),
+        token_details: None,
+        total_api_duration_ms,
+        session_start_time: session.start_time().to_string(),
+        code_changes: t::UsageMetricsCodeChanges::default(),
+        model_metrics,
+        agent_metrics: Some(BTreeMap::new()),
+        current_model: Some(session.view().settings.model.clone()),
+        last_call_input_tokens: last.map_or(0, |r| r.input_tokens),
+        last_call_output_tokens: last.map_or(0, |r| r.output_tokens),
+    })
+}
+
+// Context window --------------------------------------------------------------------------------
+
+/// One message in the model's context, as the log holds it.
+struct ContextMessage {
+    id: String,
+    role: &'static str,
+    label: String,
+    tokens: u64,
+}
+
+/// A rough token count (four characters a token), the same measure for every entry.
+fn tokens_of(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+async fn context_messages(ctx: &Ctx, id: &str) -> Vec<ContextMessage> {
+    let events = ctx.server.engine.messages(id).await.unwrap_or_default();
+    let mut out = Vec::new();
+    for e in events {
+        let (role, label, text) = match &e.payload {
+            SessionEvent::UserMessage(d) => ("user", "user message".to_string(), d.content.clone()),
+            SessionEvent::AssistantMessage(d) => {
+                let calls = serde_json::to_string(&d.tool_requests).unwrap_or_default();
+                ("assistant", "assistant message".to_string(), format!("{}{calls}", d.content))
+            }
+            SessionEvent::ToolExecutionComplete(d) => {
+                let result = serde_json::to_string(&d.result).unwrap_or_default();
+                ("tool", format!("tool: {}", d.tool_call_id), result)
+            }
+            SessionEvent::SystemMessage(d) => ("system", "system prompt".to_string(), d.content.clone()),
+            // A compaction replaces what came before with its summary.
+            SessionEvent::SessionCompactionComplete(_) => {
+                out.clear();
+                continue;
+            }
+            _ => continue,
+        };
+        out.push(ContextMessage { id: e.id, role, label, tokens: tokens_of(&text) });
+    }
+    out
+}
+
+/// Tokens of the system prompt, and of the conversation after it.
+fn split_system(messages: &[ContextMessage]) -> (u64, u64) {
+    messages.iter().fold((0, 0), |(s, c), m| if m.role == "system" { (s + m.tokens, c) } else { (s, c + m.tokens) })
+}
+
+/// Tokens of the tool definitions the model is offered.
+fn tool_tokens(ctx: &Ctx, session: &loop_engine::SessionHandle) -> u64 {
+    ctx.server
+        .engine
+        .session_tools(session)
+        .iter()
+        .map(|t| tokens_of(&serde_json::to_string(t).unwrap_or_default()))
+        .sum()
+}
+
+struct Window {
+    model: String,
+    limit: u64,
+}
+
+async fn window(ctx: &Ctx, session: &loop_engine::SessionHandle) -> Window {
+    let model = session.view().settings.model.clone();
+    let models = ctx.server.engine.session_models(session).await.unwrap_or_default();
+    let limit = models.iter().find(|m| m.id == model).and_then(|m| m.context_window()).unwrap_or(128_000);
+    Window { model, limit }
+}
+
+pub async fn context_info(
+    ctx: &Ctx,
+    p: t::SessionMetadataContextInfoParams,
+) -> Result<t::MetadataContextInfoResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let messages = context_messages(ctx, &p.session_id).await;
+    if messages.is_empty() {
+        return Ok(t::MetadataContextInfoResult { context_info: None });
+    }
+    let w = window(ctx, &session).await;
+    let (system, conversation) = split_system(&messages);
+    let tools = tool_tokens(ctx, &session);
+    // The host says what its prompt may hold; the window is at least that.
+    let prompt = p.prompt_token_limit;
+    let limit = w.limit.max(prompt);
+    Ok(t::MetadataContextInfoResult {
+        context_info: Some(t::SessionContextInfo {
+            model_name: p.selected_model.unwrap_or(w.model),
+            system_tokens: system,
+            conversation_tokens: conversation,
+            tool_definitions_tokens: tools,
+            mcp_tools_tokens: 0,
+            total_tokens: system + conversation + tools,
+            prompt_token_limit: prompt,
+            compaction_threshold: prompt * 4 / 5,
+            limit,
+            buffer_tokens: prompt / 5,
+        }),
+    })
+}
+
+pub async fn context_attribution(
+    ctx: &Ctx,
+    p: t::SessionMetadataGetContextAttributionParams,
+) -> Result<t::MetadataContextAttributionResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let messages = context_messages(ctx, &p.session_id).await;
+    if messages.is_empty() {
+        return Ok(t::MetadataContextAttributionResult { context_attribution: None });
+    }
+    let w = window(ctx, &session).await;
+    let (system, conversation) = split_system(&messages);
+    let tools = tool_tokens(ctx, &session);
+    let total = system + conversation + tools;
+    let entries = messages
+        .into_iter()
+        .map(|m| t::SessionContextAttributionEntries {
+            kind: if m.role == "system" { "system_prompt".into() } else { "message".into() },
+            id: m.id,
+            label: m.label,
+            tokens: m.tokens,
+            parent_id: None,
+            // The SDKs' tests iterate `attributes` as a list while the schema makes it a map:
+            // left out, as nothing here needs it.
+            attributes: None,
+        })
+        .collect();
+    let buffer = w.limit / 5;
+    Ok(t::MetadataContextAttributionResult {
+        context_attribution: Some(t::SessionContextAttribution {
+            total_tokens: total,
+            model_id: w.model,
+            model_source: "session".into(),
+            prompt_token_limit: w.limit,
+            limit: w.limit,
+            buffer_tokens: buffer,
+            compaction_threshold: w.limit - buffer,
+            categories: t::SessionContextAttributionCategories {
+                system_prompt: system,
+                custom_instructions: 0,
+                system_tools: tools,
+                mcp_tools: 0,
+                messages: conversation,
+                free_space: w.limit.saturating_sub(total + buffer),
+                buffer,
+            },
+            entries,
+            compactions: t::SessionContextAttributionCompactions { count: 0 },
+        }),
+    })
+}
+
+pub async fn context_heaviest_messages(
+    ctx: &Ctx,
+    p: t::SessionMetadataGetContextHeaviestMessagesParams,
+) -> Result<t::MetadataContextHeaviestMessagesResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let mut messages = context_messages(ctx, &p.session_id).await;
+    // The whole window, as `getContextAttribution` measures it.
+    let total_tokens = match messages.is_empty() {
+        true => 0,
+        false => messages.iter().map(|m| m.tokens).sum::<u64>() + tool_tokens(ctx, &session),
+    };
+    messages.sort_by(|a, b| b.tokens.cmp(&a.tokens));
+    let limit = usize::try_from(p.limit.unwrap_or(10)).unwrap_or(usize::MAX);
+    let messages = messages
+        .into_iter()
+        .take(limit)
+        .map(|m| t::ContextHeaviestMessage { id: m.id, label: m.label, role: m.role.to_string(), tokens: m.tokens })
+        .collect();
+    Ok(t::MetadataContextHeaviestMessagesResult { total_tokens, messages })
+}
