@@ -96,6 +96,8 @@ pub struct SessionConfigParams {
     pub mcp_servers: Option<serde_json::Map<String, Value>>,
     /// Configured MCP servers not to start.
     pub disabled_mcp_servers: Option<Vec<String>>,
+    /// Plugin directories whose MCP servers (`.mcp.json`) the session starts too.
+    pub plugin_directories: Option<Vec<String>>,
 }
 
 /// One entry of `customAgents`.

@@ -1337,6 +1337,531 @@ impl crate::rpc::RpcMethod for SessionMcpResourcesRead {
     type Result = t::McpResourcesReadResult;
 }
 
+/// `session.mcp.setEnvValueMode`: Sets how environment-variable values supplied to MCP servers are
+/// resolved (direct or indirect).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpSetEnvValueMode;
+
+impl crate::rpc::RpcMethod for SessionMcpSetEnvValueMode {
+    const NAME: &'static str = "session.mcp.setEnvValueMode";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpSetEnvValueModeParams;
+    type Result = t::McpSetEnvValueModeResult;
+}
+
+/// `session.mcp.removeGitHub`: Removes the auto-managed `github` MCP server when present.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpRemoveGitHub;
+
+impl crate::rpc::RpcMethod for SessionMcpRemoveGitHub {
+    const NAME: &'static str = "session.mcp.removeGitHub";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpRemoveGitHubParams;
+    type Result = t::McpRemoveGitHubResult;
+}
+
+/// `session.mcp.executeSampling`: Runs an MCP sampling inference on behalf of an MCP server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpExecuteSampling;
+
+impl crate::rpc::RpcMethod for SessionMcpExecuteSampling {
+    const NAME: &'static str = "session.mcp.executeSampling";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpExecuteSamplingParams;
+    type Result = t::McpSamplingExecutionResult;
+}
+
+/// `session.mcp.cancelSamplingExecution`: Cancels an in-flight MCP sampling execution by request
+/// ID.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpCancelSamplingExecution;
+
+impl crate::rpc::RpcMethod for SessionMcpCancelSamplingExecution {
+    const NAME: &'static str = "session.mcp.cancelSamplingExecution";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpCancelSamplingExecutionParams;
+    type Result = t::McpCancelSamplingExecutionResult;
+}
+
+/// `session.mcp.apps.setHostContext`: Replace the host context returned to MCP App guests on
+/// `ui/initialize`. Hosts use this to advertise theme, locale, or other metadata to the guest UI.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpAppsSetHostContext;
+
+impl crate::rpc::RpcMethod for SessionMcpAppsSetHostContext {
+    const NAME: &'static str = "session.mcp.apps.setHostContext";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpAppsSetHostContextParams;
+    type Result = ();
+}
+
+/// `session.mcp.apps.getHostContext`: Read the current host context advertised to MCP App guests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpAppsGetHostContext;
+
+impl crate::rpc::RpcMethod for SessionMcpAppsGetHostContext {
+    const NAME: &'static str = "session.mcp.apps.getHostContext";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpAppsGetHostContextParams;
+    type Result = t::McpAppsHostContext;
+}
+
+/// `session.mcp.apps.diagnose`: Diagnose MCP Apps wiring for a specific MCP server. Reports the
+/// session capability, feature-flag state, advertised extension, and how many tools have `_meta.ui`
+/// populated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpAppsDiagnose;
+
+impl crate::rpc::RpcMethod for SessionMcpAppsDiagnose {
+    const NAME: &'static str = "session.mcp.apps.diagnose";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpAppsDiagnoseParams;
+    type Result = t::McpAppsDiagnoseResult;
+}
+
+/// `session.mcp.apps.listTools`: List tools that an MCP App view is allowed to call (SEP-1865
+/// visibility filter). Returns tools whose `_meta.ui.visibility` is unset (default
+/// `["model","app"]`) or includes `"app"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpAppsListTools;
+
+impl crate::rpc::RpcMethod for SessionMcpAppsListTools {
+    const NAME: &'static str = "session.mcp.apps.listTools";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpAppsListToolsParams;
+    type Result = t::McpAppsListToolsResult;
+}
+
+/// `session.mcp.apps.callTool`: Call an MCP tool from an MCP App view (SEP-1865). Enforces the
+/// visibility check that prevents an app iframe from invoking model-only tools. Returns the
+/// standard MCP `CallToolResult`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpAppsCallTool;
+
+impl crate::rpc::RpcMethod for SessionMcpAppsCallTool {
+    const NAME: &'static str = "session.mcp.apps.callTool";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpAppsCallToolParams;
+    type Result = serde_json::Map<String, serde_json::Value>;
+}
+
+/// `session.mcp.apps.readResource`: Fetch an MCP resource (typically a `ui://` MCP App bundle, per
+/// SEP-1865) from a connected server. Requires the `mcp-apps` session capability.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpAppsReadResource;
+
+impl crate::rpc::RpcMethod for SessionMcpAppsReadResource {
+    const NAME: &'static str = "session.mcp.apps.readResource";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpAppsReadResourceParams;
+    type Result = t::McpAppsReadResourceResult;
+}
+
+/// `session.mcp.oauth.login`: Starts OAuth authentication for a remote MCP server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpOauthLogin;
+
+impl crate::rpc::RpcMethod for SessionMcpOauthLogin {
+    const NAME: &'static str = "session.mcp.oauth.login";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpOauthLoginParams;
+    type Result = t::McpOauthLoginResult;
+}
+
+/// `session.extensions.list`: Lists extensions discovered for the session and their current status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionExtensionsList;
+
+impl crate::rpc::RpcMethod for SessionExtensionsList {
+    const NAME: &'static str = "session.extensions.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionExtensionsListParams;
+    type Result = t::ExtensionList;
+}
+
+/// `session.extensions.enable`: Enables an extension for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionExtensionsEnable;
+
+impl crate::rpc::RpcMethod for SessionExtensionsEnable {
+    const NAME: &'static str = "session.extensions.enable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionExtensionsEnableParams;
+    type Result = ();
+}
+
+/// `session.extensions.disable`: Disables an extension for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionExtensionsDisable;
+
+impl crate::rpc::RpcMethod for SessionExtensionsDisable {
+    const NAME: &'static str = "session.extensions.disable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionExtensionsDisableParams;
+    type Result = ();
+}
+
+/// `session.extensions.reload`: Reloads extension definitions and processes for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionExtensionsReload;
+
+impl crate::rpc::RpcMethod for SessionExtensionsReload {
+    const NAME: &'static str = "session.extensions.reload";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionExtensionsReloadParams;
+    type Result = ();
+}
+
+/// `mcp.config.list`: Lists MCP servers from user configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpConfigList;
+
+impl crate::rpc::RpcMethod for McpConfigList {
+    const NAME: &'static str = "mcp.config.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::McpConfigList;
+}
+
+/// `mcp.config.add`: Adds an MCP server to user configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpConfigAdd;
+
+impl crate::rpc::RpcMethod for McpConfigAdd {
+    const NAME: &'static str = "mcp.config.add";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::McpConfigAddRequest;
+    type Result = ();
+}
+
+/// `mcp.config.update`: Updates an MCP server in user configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpConfigUpdate;
+
+impl crate::rpc::RpcMethod for McpConfigUpdate {
+    const NAME: &'static str = "mcp.config.update";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::McpConfigUpdateRequest;
+    type Result = ();
+}
+
+/// `mcp.config.remove`: Removes an MCP server from user configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpConfigRemove;
+
+impl crate::rpc::RpcMethod for McpConfigRemove {
+    const NAME: &'static str = "mcp.config.remove";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::McpConfigRemoveRequest;
+    type Result = ();
+}
+
+/// `mcp.config.enable`: Enables MCP servers in user configuration for new sessions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpConfigEnable;
+
+impl crate::rpc::RpcMethod for McpConfigEnable {
+    const NAME: &'static str = "mcp.config.enable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::McpConfigEnableRequest;
+    type Result = ();
+}
+
+/// `mcp.config.disable`: Disables MCP servers in user configuration for new sessions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpConfigDisable;
+
+impl crate::rpc::RpcMethod for McpConfigDisable {
+    const NAME: &'static str = "mcp.config.disable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::McpConfigDisableRequest;
+    type Result = ();
+}
+
+/// `mcp.config.reload`: Drops this runtime process's in-memory MCP server-definition cache so the
+/// next MCP config read observes disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpConfigReload;
+
+impl crate::rpc::RpcMethod for McpConfigReload {
+    const NAME: &'static str = "mcp.config.reload";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = ();
+}
+
+/// `mcp.discover`: Discovers MCP servers from user, workspace, plugin, and builtin sources.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpDiscover;
+
+impl crate::rpc::RpcMethod for McpDiscover {
+    const NAME: &'static str = "mcp.discover";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::McpDiscoverRequest;
+    type Result = t::McpDiscoverResult;
+}
+
+/// `plugins.list`: Lists plugins installed in user/global state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsList;
+
+impl crate::rpc::RpcMethod for PluginsList {
+    const NAME: &'static str = "plugins.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::PluginListResult;
+}
+
+/// `plugins.install`: Installs a plugin from a marketplace, GitHub repo, URL, or local path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsInstall;
+
+impl crate::rpc::RpcMethod for PluginsInstall {
+    const NAME: &'static str = "plugins.install";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsInstallRequest;
+    type Result = t::PluginInstallResult;
+}
+
+/// `plugins.uninstall`: Uninstalls an installed plugin.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsUninstall;
+
+impl crate::rpc::RpcMethod for PluginsUninstall {
+    const NAME: &'static str = "plugins.uninstall";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsUninstallRequest;
+    type Result = ();
+}
+
+/// `plugins.update`: Updates an installed plugin to its latest published version.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsUpdate;
+
+impl crate::rpc::RpcMethod for PluginsUpdate {
+    const NAME: &'static str = "plugins.update";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsUpdateRequest;
+    type Result = t::PluginUpdateResult;
+}
+
+/// `plugins.updateAll`: Updates every installed plugin to its latest published version.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsUpdateAll;
+
+impl crate::rpc::RpcMethod for PluginsUpdateAll {
+    const NAME: &'static str = "plugins.updateAll";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::PluginUpdateAllResult;
+}
+
+/// `plugins.enable`: Enables installed plugins for new sessions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsEnable;
+
+impl crate::rpc::RpcMethod for PluginsEnable {
+    const NAME: &'static str = "plugins.enable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsEnableRequest;
+    type Result = ();
+}
+
+/// `plugins.disable`: Disables installed plugins for new sessions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsDisable;
+
+impl crate::rpc::RpcMethod for PluginsDisable {
+    const NAME: &'static str = "plugins.disable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsDisableRequest;
+    type Result = ();
+}
+
+/// `plugins.marketplaces.list`: Lists all registered marketplaces (defaults + user-added).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsMarketplacesList;
+
+impl crate::rpc::RpcMethod for PluginsMarketplacesList {
+    const NAME: &'static str = "plugins.marketplaces.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::MarketplaceListResult;
+}
+
+/// `plugins.marketplaces.add`: Registers a new marketplace from a source (owner/repo, URL, or local
+/// path).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsMarketplacesAdd;
+
+impl crate::rpc::RpcMethod for PluginsMarketplacesAdd {
+    const NAME: &'static str = "plugins.marketplaces.add";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsMarketplacesAddRequest;
+    type Result = t::MarketplaceAddResult;
+}
+
+/// `plugins.marketplaces.remove`: Removes a previously-registered marketplace. When the marketplace
+/// has dependent plugins and `force` is not set, the marketplace is left intact and the result
+/// lists the dependents so the caller can decide whether to retry with `force=true`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsMarketplacesRemove;
+
+impl crate::rpc::RpcMethod for PluginsMarketplacesRemove {
+    const NAME: &'static str = "plugins.marketplaces.remove";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsMarketplacesRemoveRequest;
+    type Result = t::MarketplaceRemoveResult;
+}
+
+/// `plugins.marketplaces.browse`: Lists plugins advertised by a registered marketplace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsMarketplacesBrowse;
+
+impl crate::rpc::RpcMethod for PluginsMarketplacesBrowse {
+    const NAME: &'static str = "plugins.marketplaces.browse";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsMarketplacesBrowseRequest;
+    type Result = t::MarketplaceBrowseResult;
+}
+
+/// `plugins.marketplaces.refresh`: Re-fetches one or all registered marketplace catalogs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsMarketplacesRefresh;
+
+impl crate::rpc::RpcMethod for PluginsMarketplacesRefresh {
+    const NAME: &'static str = "plugins.marketplaces.refresh";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsMarketplacesRefreshRequest;
+    type Result = t::MarketplaceRefreshResult;
+}
+
+/// `session.tasks.list`: Lists background tasks tracked by the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksList;
+
+impl crate::rpc::RpcMethod for SessionTasksList {
+    const NAME: &'static str = "session.tasks.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksListParams;
+    type Result = t::TaskList;
+}
+
+/// `session.tasks.startAgent`: Starts a background agent task in the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksStartAgent;
+
+impl crate::rpc::RpcMethod for SessionTasksStartAgent {
+    const NAME: &'static str = "session.tasks.startAgent";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksStartAgentParams;
+    type Result = t::TasksStartAgentResult;
+}
+
+/// `session.tasks.refresh`: Refreshes metadata for any detached background shells the runtime knows
+/// about.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksRefresh;
+
+impl crate::rpc::RpcMethod for SessionTasksRefresh {
+    const NAME: &'static str = "session.tasks.refresh";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksRefreshParams;
+    type Result = t::TasksRefreshResult;
+}
+
+/// `session.tasks.waitForPending`: Waits for all in-flight background tasks and any follow-up turns
+/// to settle.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksWaitForPending;
+
+impl crate::rpc::RpcMethod for SessionTasksWaitForPending {
+    const NAME: &'static str = "session.tasks.waitForPending";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksWaitForPendingParams;
+    type Result = t::TasksWaitForPendingResult;
+}
+
+/// `session.tasks.getProgress`: Returns progress information for a background task by ID.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksGetProgress;
+
+impl crate::rpc::RpcMethod for SessionTasksGetProgress {
+    const NAME: &'static str = "session.tasks.getProgress";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksGetProgressParams;
+    type Result = t::TasksGetProgressResult;
+}
+
+/// `session.tasks.getCurrentPromotable`: Returns the first sync-waiting task that can currently be
+/// promoted to background mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksGetCurrentPromotable;
+
+impl crate::rpc::RpcMethod for SessionTasksGetCurrentPromotable {
+    const NAME: &'static str = "session.tasks.getCurrentPromotable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksGetCurrentPromotableParams;
+    type Result = t::TasksGetCurrentPromotableResult;
+}
+
+/// `session.tasks.promoteToBackground`: Promotes an eligible synchronously-waited task so it
+/// continues running in the background.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksPromoteToBackground;
+
+impl crate::rpc::RpcMethod for SessionTasksPromoteToBackground {
+    const NAME: &'static str = "session.tasks.promoteToBackground";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksPromoteToBackgroundParams;
+    type Result = t::TasksPromoteToBackgroundResult;
+}
+
+/// `session.tasks.promoteCurrentToBackground`: Atomically promotes the first promotable
+/// sync-waiting task to background mode and returns it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksPromoteCurrentToBackground;
+
+impl crate::rpc::RpcMethod for SessionTasksPromoteCurrentToBackground {
+    const NAME: &'static str = "session.tasks.promoteCurrentToBackground";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksPromoteCurrentToBackgroundParams;
+    type Result = t::TasksPromoteCurrentToBackgroundResult;
+}
+
+/// `session.tasks.cancel`: Cancels a background task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksCancel;
+
+impl crate::rpc::RpcMethod for SessionTasksCancel {
+    const NAME: &'static str = "session.tasks.cancel";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksCancelParams;
+    type Result = t::TasksCancelResult;
+}
+
+/// `session.tasks.remove`: Removes a completed or cancelled background task from tracking.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksRemove;
+
+impl crate::rpc::RpcMethod for SessionTasksRemove {
+    const NAME: &'static str = "session.tasks.remove";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksRemoveParams;
+    type Result = t::TasksRemoveResult;
+}
+
+/// `session.tasks.sendMessage`: Sends a message to a background agent task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksSendMessage;
+
+impl crate::rpc::RpcMethod for SessionTasksSendMessage {
+    const NAME: &'static str = "session.tasks.sendMessage";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksSendMessageParams;
+    type Result = t::TasksSendMessageResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1409,6 +1934,30 @@ impl crate::rpc::SessionScoped for t::SessionEventLogTailParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionExtensionsDisableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionExtensionsEnableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionExtensionsListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionExtensionsReloadParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionHistoryAbortManualCompactionParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1445,6 +1994,48 @@ impl crate::rpc::SessionScoped for t::SessionLogParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionMcpAppsCallToolParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpAppsDiagnoseParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpAppsGetHostContextParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpAppsListToolsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpAppsReadResourceParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpAppsSetHostContextParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpCancelSamplingExecutionParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionMcpDisableParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1452,6 +2043,12 @@ impl crate::rpc::SessionScoped for t::SessionMcpDisableParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionMcpEnableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpExecuteSamplingParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1475,7 +2072,19 @@ impl crate::rpc::SessionScoped for t::SessionMcpListToolsParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionMcpOauthLoginParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionMcpReloadParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpRemoveGitHubParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1494,6 +2103,12 @@ impl crate::rpc::SessionScoped for t::SessionMcpResourcesReadParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionMcpRestartServerParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpSetEnvValueModeParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1781,6 +2396,72 @@ impl crate::rpc::SessionScoped for t::SessionSuspendParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionTasksCancelParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksGetCurrentPromotableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksGetProgressParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksPromoteCurrentToBackgroundParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksPromoteToBackgroundParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksRefreshParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksRemoveParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksSendMessageParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksStartAgentParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksWaitForPendingParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionTelemetryGetEngagementIdParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1995,4 +2676,50 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.mcp.reload",
     "session.mcp.resources.list",
     "session.mcp.resources.read",
+    "session.mcp.setEnvValueMode",
+    "session.mcp.removeGitHub",
+    "session.mcp.executeSampling",
+    "session.mcp.cancelSamplingExecution",
+    "session.mcp.apps.setHostContext",
+    "session.mcp.apps.getHostContext",
+    "session.mcp.apps.diagnose",
+    "session.mcp.apps.listTools",
+    "session.mcp.apps.callTool",
+    "session.mcp.apps.readResource",
+    "session.mcp.oauth.login",
+    "session.extensions.list",
+    "session.extensions.enable",
+    "session.extensions.disable",
+    "session.extensions.reload",
+    "mcp.config.list",
+    "mcp.config.add",
+    "mcp.config.update",
+    "mcp.config.remove",
+    "mcp.config.enable",
+    "mcp.config.disable",
+    "mcp.config.reload",
+    "mcp.discover",
+    "plugins.list",
+    "plugins.install",
+    "plugins.uninstall",
+    "plugins.update",
+    "plugins.updateAll",
+    "plugins.enable",
+    "plugins.disable",
+    "plugins.marketplaces.list",
+    "plugins.marketplaces.add",
+    "plugins.marketplaces.remove",
+    "plugins.marketplaces.browse",
+    "plugins.marketplaces.refresh",
+    "session.tasks.list",
+    "session.tasks.startAgent",
+    "session.tasks.refresh",
+    "session.tasks.waitForPending",
+    "session.tasks.getProgress",
+    "session.tasks.getCurrentPromotable",
+    "session.tasks.promoteToBackground",
+    "session.tasks.promoteCurrentToBackground",
+    "session.tasks.cancel",
+    "session.tasks.remove",
+    "session.tasks.sendMessage",
 ];

@@ -2428,6 +2428,83 @@ pub struct CurrentToolMetadata {
     pub defer_loading: Option<bool>,
 }
 
+/// MCP server discovered by `mcp.discover`, with config source, optional plugin source, transport
+/// type, and enabled state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiscoveredMcpServer {
+    /// Server name (config key)
+    pub name: String,
+    /// Server transport type: stdio, http, sse (deprecated), or memory
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub r#type: Option<DiscoveredMcpServerType>,
+    /// Configuration source: user, workspace, plugin, or builtin
+    pub source: McpServerSource,
+    /// Plugin name that provided this server, when source is plugin.
+    #[serde(rename = "sourcePlugin", default, skip_serializing_if = "Option::is_none")]
+    pub source_plugin: Option<String>,
+    /// Plugin version that provided this server, when source is plugin.
+    #[serde(rename = "sourcePluginVersion", default, skip_serializing_if = "Option::is_none")]
+    pub source_plugin_version: Option<String>,
+    /// Canonical identity and location of the effective server declaration.
+    #[serde(rename = "effectiveSource", default, skip_serializing_if = "Option::is_none")]
+    pub effective_source: Option<McpSourceRef>,
+    /// Whether the server is enabled (not in the disabled list)
+    pub enabled: bool,
+}
+
+impl DiscoveredMcpServer {
+    /// The required fields; every optional one is `None`.
+    pub fn new(name: String, source: McpServerSource, enabled: bool) -> Self {
+        Self {
+            name,
+            r#type: None,
+            source,
+            source_plugin: None,
+            source_plugin_version: None,
+            effective_source: None,
+            enabled,
+        }
+    }
+}
+
+/// Server transport type: stdio, http, sse (deprecated), or memory
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DiscoveredMcpServerType {
+    /// Server communicates over stdio with a local child process.
+    #[serde(rename = "stdio")]
+    Stdio,
+    /// Server communicates over streamable HTTP.
+    #[serde(rename = "http")]
+    Http,
+    /// Server communicates over Server-Sent Events (deprecated).
+    #[serde(rename = "sse")]
+    Sse,
+    /// Server is backed by an in-memory runtime implementation.
+    #[serde(rename = "memory")]
+    Memory,
+}
+
+impl DiscoveredMcpServerType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Stdio, Self::Http, Self::Sse, Self::Memory];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::Http => "http",
+            Self::Sse => "sse",
+            Self::Memory => "memory",
+        }
+    }
+}
+
+impl std::fmt::Display for DiscoveredMcpServerType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Embedded binary resource contents identified by a URI, with an optional MIME type and a
 /// base64-encoded blob.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -2672,6 +2749,123 @@ impl EventsReadResult {
             has_more,
             cursor_status,
         }
+    }
+}
+
+/// Discovered extension metadata, including source-qualified ID, name, discovery source, status,
+/// and optional process ID.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Extension {
+    /// Source-qualified ID (e.g., 'project:my-ext', 'user:auth-helper', 'plugin:my-plugin:my-ext')
+    pub id: String,
+    /// Extension name (directory name)
+    pub name: String,
+    /// Discovery source: project (.github/extensions/), user (~/.copilot/extensions/), plugin
+    /// (installed plugin), or session (session-state/\<id\>/extensions/)
+    pub source: ExtensionSource,
+    /// Current status: running, disabled, failed, or starting
+    pub status: ExtensionStatus,
+    /// Process ID if the extension is running
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u64>,
+}
+
+impl Extension {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(id: String, name: String, source: ExtensionSource, status: ExtensionStatus) -> Self {
+        Self {
+            id,
+            name,
+            source,
+            status,
+            pid: None,
+        }
+    }
+}
+
+/// Extensions discovered for the session, with their current status.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExtensionList {
+    /// Discovered extensions and their current status
+    pub extensions: Vec<Extension>,
+}
+
+/// Discovery source: project (.github/extensions/), user (~/.copilot/extensions/), plugin
+/// (installed plugin), or session (session-state/\<id\>/extensions/)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ExtensionSource {
+    /// Extension discovered from the current project's .github/extensions directory.
+    #[serde(rename = "project")]
+    Project,
+    /// Extension discovered from the user's ~/.copilot/extensions directory.
+    #[serde(rename = "user")]
+    User,
+    /// Extension contributed by an installed plugin.
+    #[serde(rename = "plugin")]
+    Plugin,
+    /// Extension discovered from the current session's state directory (loaded only for this
+    /// session).
+    #[serde(rename = "session")]
+    Session,
+}
+
+impl ExtensionSource {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Project, Self::User, Self::Plugin, Self::Session];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Project => "project",
+            Self::User => "user",
+            Self::Plugin => "plugin",
+            Self::Session => "session",
+        }
+    }
+}
+
+impl std::fmt::Display for ExtensionSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Current status: running, disabled, failed, or starting
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ExtensionStatus {
+    /// The extension process is running.
+    #[serde(rename = "running")]
+    Running,
+    /// The extension is installed but disabled.
+    #[serde(rename = "disabled")]
+    Disabled,
+    /// The extension failed to start or crashed.
+    #[serde(rename = "failed")]
+    Failed,
+    /// The extension process is starting.
+    #[serde(rename = "starting")]
+    Starting,
+}
+
+impl ExtensionStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Running, Self::Disabled, Self::Failed, Self::Starting];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Disabled => "disabled",
+            Self::Failed => "failed",
+            Self::Starting => "starting",
+        }
+    }
+}
+
+impl std::fmt::Display for ExtensionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -3474,6 +3668,38 @@ pub struct InfoData {
     pub tip: Option<String>,
 }
 
+/// Information about an installed plugin tracked in global state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstalledPluginInfo {
+    /// Plugin name
+    pub name: String,
+    /// Marketplace the plugin came from. Empty string ("") for direct repo / URL / local installs.
+    pub marketplace: String,
+    /// Opaque, stable hash identifying a direct (non-marketplace) install source. Present only for
+    /// direct repo / URL / local installs; absent for marketplace plugins. Same source yields the
+    /// same id; distinct sources never collide.
+    #[serde(rename = "directSourceId", default, skip_serializing_if = "Option::is_none")]
+    pub direct_source_id: Option<String>,
+    /// Installed version (when reported by the plugin manifest)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Whether the plugin is currently enabled for new sessions
+    pub enabled: bool,
+    /// Absolute path of the marketplace directory a live plugin was resolved from. Present only on
+    /// live, never-persisted records — a plugin belonging to a directory/local marketplace, which
+    /// is loaded from its real directory on every pass instead of a copy under the
+    /// installed-plugins cache. Its presence is what marks a listed plugin as live: such a plugin
+    /// is always present on disk, so `enabled` is its only meaningful state and it is never "not
+    /// installed".
+    #[serde(rename = "installedFrom", default, skip_serializing_if = "Option::is_none")]
+    pub installed_from: Option<String>,
+    /// Runtime-reported plugin provenance. Currently set to "builtin" only for plugins registered
+    /// through the trusted host built-in boundary; absent for installed, marketplace, direct, and
+    /// live plugins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
 /// A JSON Schema output contract. OpenAI receives the name, description, schema and strict setting;
 /// Anthropic receives the schema in output_config.format and always uses its native strict
 /// enforcement.
@@ -3714,6 +3940,590 @@ pub struct LogResult {
     pub event_id: String,
 }
 
+/// Result of registering a new marketplace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplaceAddResult {
+    /// Final name of the marketplace as resolved from its manifest
+    pub name: String,
+}
+
+/// Plugins advertised by the marketplace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplaceBrowseResult {
+    /// Plugins advertised by the marketplace
+    pub plugins: Vec<MarketplacePluginInfo>,
+}
+
+/// Registered marketplace summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplaceInfo {
+    /// Marketplace name (matches the @marketplace suffix in plugin specs)
+    pub name: String,
+    /// Human-readable description of where the marketplace data is fetched from (e.g. "GitHub:
+    /// owner/repo").
+    pub source: String,
+    /// True when this is a default marketplace shipped with the runtime. Defaults are not
+    /// removable.
+    #[serde(rename = "isDefault", default, skip_serializing_if = "Option::is_none")]
+    pub is_default: Option<bool>,
+}
+
+/// All registered marketplaces, including built-in defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplaceListResult {
+    /// Registered marketplaces
+    pub marketplaces: Vec<MarketplaceInfo>,
+}
+
+/// Plugin entry advertised by a marketplace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplacePluginInfo {
+    /// Plugin name as listed in the marketplace catalog
+    pub name: String,
+    /// Short description from the marketplace catalog, when present
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// Per-marketplace refresh result, including marketplace name, success flag, and optional failure
+/// error.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplaceRefreshEntry {
+    /// Marketplace name that was refreshed
+    pub name: String,
+    /// Whether the refresh succeeded
+    pub success: bool,
+    /// Error message (failure only)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Result of refreshing one or more marketplace catalogs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplaceRefreshResult {
+    /// Per-marketplace refresh results in deterministic order.
+    pub results: Vec<MarketplaceRefreshEntry>,
+}
+
+/// Outcome of the remove attempt, including dependent-plugin info when applicable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplaceRemoveResult {
+    /// True when the marketplace was actually removed. False when removal was skipped because the
+    /// marketplace has dependent plugins and `force` was not set.
+    pub removed: bool,
+    /// Names of installed plugins that prevented removal. Populated only when `removed=false`.
+    #[serde(rename = "dependentPlugins", default, skip_serializing_if = "Option::is_none")]
+    pub dependent_plugins: Option<Vec<String>>,
+}
+
+/// Capability negotiation snapshot
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsDiagnoseCapability {
+    /// Whether the session has the `mcp-apps` capability
+    #[serde(rename = "sessionHasMcpApps")]
+    pub session_has_mcp_apps: bool,
+    /// Whether the MCP_APPS feature flag (or COPILOT_MCP_APPS env override) is on
+    #[serde(rename = "featureFlagEnabled")]
+    pub feature_flag_enabled: bool,
+    /// Whether the runtime advertises `extensions.io.modelcontextprotocol/ui` to MCP servers
+    pub advertised: bool,
+}
+
+/// Diagnostic snapshot of MCP Apps wiring for the named server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsDiagnoseResult {
+    /// Capability negotiation snapshot
+    pub capability: McpAppsDiagnoseCapability,
+    /// What the server returned for this session
+    pub server: McpAppsDiagnoseServer,
+}
+
+/// What the server returned for this session
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsDiagnoseServer {
+    /// Whether the named server is currently connected
+    pub connected: bool,
+    /// Total tools returned by the server's tools/list
+    #[serde(rename = "toolCount")]
+    pub tool_count: f64,
+    /// Tools whose `_meta.ui` is populated (resourceUri and/or visibility set)
+    #[serde(rename = "toolsWithUiMeta")]
+    pub tools_with_ui_meta: f64,
+    /// Up to 5 tool names with `_meta.ui` for quick inspection
+    #[serde(rename = "sampleToolNames")]
+    pub sample_tool_names: Vec<String>,
+}
+
+/// Current host context advertised to MCP App guests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsHostContext {
+    /// Current host context
+    pub context: McpAppsHostContextDetails,
+}
+
+/// Current host context
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsHostContextDetails {
+    /// UI theme preference per SEP-1865
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<McpAppsHostContextDetailsTheme>,
+    /// BCP-47 locale, e.g. 'en-US'
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<String>,
+    /// IANA timezone, e.g. 'America/New_York'
+    #[serde(rename = "timeZone", default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// Current display mode (SEP-1865)
+    #[serde(rename = "displayMode", default, skip_serializing_if = "Option::is_none")]
+    pub display_mode: Option<McpAppsHostContextDetailsDisplayMode>,
+    /// Display modes the host supports
+    #[serde(rename = "availableDisplayModes", default, skip_serializing_if = "Option::is_none")]
+    pub available_display_modes: Option<Vec<McpAppsHostContextDetailsAvailableDisplayMode>>,
+    /// Platform type for responsive design
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<McpAppsHostContextDetailsPlatform>,
+    /// Host application identifier
+    #[serde(rename = "userAgent", default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
+}
+
+/// Allowed values for the `McpAppsHostContextDetailsAvailableDisplayMode` enumeration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsHostContextDetailsAvailableDisplayMode {
+    /// Rendered inline within the host conversation surface
+    #[serde(rename = "inline")]
+    Inline,
+    /// Rendered as a fullscreen overlay
+    #[serde(rename = "fullscreen")]
+    Fullscreen,
+    /// Rendered as a picture-in-picture floating panel
+    #[serde(rename = "pip")]
+    Pip,
+}
+
+impl McpAppsHostContextDetailsAvailableDisplayMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Inline, Self::Fullscreen, Self::Pip];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::Fullscreen => "fullscreen",
+            Self::Pip => "pip",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsHostContextDetailsAvailableDisplayMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Current display mode (SEP-1865)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsHostContextDetailsDisplayMode {
+    /// Rendered inline within the host conversation surface
+    #[serde(rename = "inline")]
+    Inline,
+    /// Rendered as a fullscreen overlay
+    #[serde(rename = "fullscreen")]
+    Fullscreen,
+    /// Rendered as a picture-in-picture floating panel
+    #[serde(rename = "pip")]
+    Pip,
+}
+
+impl McpAppsHostContextDetailsDisplayMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Inline, Self::Fullscreen, Self::Pip];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::Fullscreen => "fullscreen",
+            Self::Pip => "pip",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsHostContextDetailsDisplayMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Platform type for responsive design
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsHostContextDetailsPlatform {
+    /// Host runs in a web browser
+    #[serde(rename = "web")]
+    Web,
+    /// Host runs as a desktop application
+    #[serde(rename = "desktop")]
+    Desktop,
+    /// Host runs on a mobile device
+    #[serde(rename = "mobile")]
+    Mobile,
+}
+
+impl McpAppsHostContextDetailsPlatform {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Web, Self::Desktop, Self::Mobile];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Web => "web",
+            Self::Desktop => "desktop",
+            Self::Mobile => "mobile",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsHostContextDetailsPlatform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// UI theme preference per SEP-1865
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsHostContextDetailsTheme {
+    /// Light UI theme
+    #[serde(rename = "light")]
+    Light,
+    /// Dark UI theme
+    #[serde(rename = "dark")]
+    Dark,
+}
+
+impl McpAppsHostContextDetailsTheme {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Light, Self::Dark];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Light => "light",
+            Self::Dark => "dark",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsHostContextDetailsTheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// App-callable tools from the named MCP server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsListToolsResult {
+    /// App-callable tools from the server
+    pub tools: Vec<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Resource contents returned by the MCP server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsReadResourceResult {
+    /// Resource contents returned by the server
+    pub contents: Vec<McpAppsResourceContent>,
+}
+
+/// MCP Apps resource content with URI, optional MIME type, text or base64 blob, and resource
+/// metadata.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsResourceContent {
+    /// The resource URI (typically ui://...)
+    pub uri: String,
+    /// MIME type of the content
+    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Text content (e.g. HTML)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Base64-encoded binary content
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+    /// Resource-level metadata (CSP, permissions, etc.)
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Host context advertised to MCP App guests
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsSetHostContextDetails {
+    /// UI theme preference per SEP-1865
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<McpAppsSetHostContextDetailsTheme>,
+    /// BCP-47 locale, e.g. 'en-US'
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<String>,
+    /// IANA timezone, e.g. 'America/New_York'
+    #[serde(rename = "timeZone", default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// Current display mode (SEP-1865)
+    #[serde(rename = "displayMode", default, skip_serializing_if = "Option::is_none")]
+    pub display_mode: Option<McpAppsSetHostContextDetailsDisplayMode>,
+    /// Display modes the host supports
+    #[serde(rename = "availableDisplayModes", default, skip_serializing_if = "Option::is_none")]
+    pub available_display_modes: Option<Vec<McpAppsSetHostContextDetailsAvailableDisplayMode>>,
+    /// Platform type for responsive design
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<McpAppsSetHostContextDetailsPlatform>,
+    /// Host application identifier
+    #[serde(rename = "userAgent", default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
+}
+
+/// Allowed values for the `McpAppsSetHostContextDetailsAvailableDisplayMode` enumeration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsSetHostContextDetailsAvailableDisplayMode {
+    /// Rendered inline within the host conversation surface
+    #[serde(rename = "inline")]
+    Inline,
+    /// Rendered as a fullscreen overlay
+    #[serde(rename = "fullscreen")]
+    Fullscreen,
+    /// Rendered as a picture-in-picture floating panel
+    #[serde(rename = "pip")]
+    Pip,
+}
+
+impl McpAppsSetHostContextDetailsAvailableDisplayMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Inline, Self::Fullscreen, Self::Pip];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::Fullscreen => "fullscreen",
+            Self::Pip => "pip",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsSetHostContextDetailsAvailableDisplayMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Current display mode (SEP-1865)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsSetHostContextDetailsDisplayMode {
+    /// Rendered inline within the host conversation surface
+    #[serde(rename = "inline")]
+    Inline,
+    /// Rendered as a fullscreen overlay
+    #[serde(rename = "fullscreen")]
+    Fullscreen,
+    /// Rendered as a picture-in-picture floating panel
+    #[serde(rename = "pip")]
+    Pip,
+}
+
+impl McpAppsSetHostContextDetailsDisplayMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Inline, Self::Fullscreen, Self::Pip];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::Fullscreen => "fullscreen",
+            Self::Pip => "pip",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsSetHostContextDetailsDisplayMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Platform type for responsive design
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsSetHostContextDetailsPlatform {
+    /// Host runs in a web browser
+    #[serde(rename = "web")]
+    Web,
+    /// Host runs as a desktop application
+    #[serde(rename = "desktop")]
+    Desktop,
+    /// Host runs on a mobile device
+    #[serde(rename = "mobile")]
+    Mobile,
+}
+
+impl McpAppsSetHostContextDetailsPlatform {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Web, Self::Desktop, Self::Mobile];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Web => "web",
+            Self::Desktop => "desktop",
+            Self::Mobile => "mobile",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsSetHostContextDetailsPlatform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// UI theme preference per SEP-1865
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsSetHostContextDetailsTheme {
+    /// Light UI theme
+    #[serde(rename = "light")]
+    Light,
+    /// Dark UI theme
+    #[serde(rename = "dark")]
+    Dark,
+}
+
+impl McpAppsSetHostContextDetailsTheme {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Light, Self::Dark];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Light => "light",
+            Self::Dark => "dark",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsSetHostContextDetailsTheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether an in-flight sampling execution with the given requestId was found and
+/// cancelled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpCancelSamplingExecutionResult {
+    /// True if an in-flight execution with the given requestId was found and signalled to cancel.
+    /// False when no such execution is in flight (already completed, never started, or cancelled by
+    /// another caller).
+    pub cancelled: bool,
+}
+
+/// MCP server name and configuration to add to user configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpConfigAddRequest {
+    /// Unique name for the MCP server
+    pub name: String,
+    /// MCP server configuration (stdio process or remote HTTP/SSE)
+    pub config: McpSerializableServerConfig,
+}
+
+impl McpConfigAddRequest {
+    /// The required fields; every optional one is `None`.
+    pub fn new(name: String, config: McpSerializableServerConfig) -> Self {
+        Self {
+            name,
+            config,
+        }
+    }
+}
+
+/// MCP server names to disable for new sessions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpConfigDisableRequest {
+    /// Names of MCP servers to disable. Each server is added to the persisted disabled list so new
+    /// sessions skip it. Already-disabled names are ignored. Active sessions keep their current
+    /// connections until they end.
+    pub names: Vec<String>,
+}
+
+/// MCP server names to enable for new sessions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpConfigEnableRequest {
+    /// Names of MCP servers to enable. Each server is removed from the persisted disabled list so
+    /// new sessions spawn it. Unknown or already-enabled names are ignored.
+    pub names: Vec<String>,
+}
+
+/// User-configured MCP servers, keyed by server name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpConfigList {
+    /// All MCP servers from user config, keyed by name
+    pub servers: std::collections::BTreeMap<String, McpSerializableServerConfig>,
+}
+
+/// MCP server name to remove from user configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpConfigRemoveRequest {
+    /// Name of the MCP server to remove
+    pub name: String,
+    /// OAuth Client ID Metadata Document URL whose persisted credentials should also be removed.
+    #[serde(rename = "authClientIdMetadataUrl", default, skip_serializing_if = "Option::is_none")]
+    pub auth_client_id_metadata_url: Option<String>,
+}
+
+/// MCP server name and replacement configuration to write to user configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpConfigUpdateRequest {
+    /// Name of the MCP server to update
+    pub name: String,
+    /// MCP server configuration (stdio process or remote HTTP/SSE)
+    pub config: McpSerializableServerConfig,
+}
+
+impl McpConfigUpdateRequest {
+    /// The required fields; every optional one is `None`.
+    pub fn new(name: String, config: McpSerializableServerConfig) -> Self {
+        Self {
+            name,
+            config,
+        }
+    }
+}
+
+/// Optional working directory used as context for MCP server discovery.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpDiscoverRequest {
+    /// Working directory used as context for discovery (e.g., plugin resolution)
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+    /// Whether to include canonical effectiveSource metadata for each discovered server. Callers
+    /// must opt in so protocol-3 clients retain the legacy closed response shape.
+    #[serde(rename = "includeEffectiveSource", default, skip_serializing_if = "Option::is_none")]
+    pub include_effective_source: Option<bool>,
+}
+
+/// MCP servers discovered from user, workspace, plugin, and built-in sources.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpDiscoverResult {
+    /// MCP servers discovered from all sources
+    pub servers: Vec<DiscoveredMcpServer>,
+}
+
+/// Raw MCP CreateMessageRequest params, as received in the `sampling.requested` event. Treated as
+/// opaque at the schema layer; the runtime converts the embedded MCP messages into the OpenAI
+/// chat-completion shape internally.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpExecuteSamplingRequest {}
+
+/// MCP CreateMessageResult payload (with optional 'tools' extension), present when
+/// action='success'. Treated as opaque at the schema layer; consumers should construct/consume it
+/// per the MCP CreateMessageResult shape.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpExecuteSamplingResult {}
+
 /// Host-level state, omitted when no MCP host is initialized.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct McpHostState {
@@ -3751,6 +4561,58 @@ pub struct McpIsServerRunningResult {
 pub struct McpListToolsResult {
     /// Tools exposed by the server.
     pub tools: Vec<McpTools>,
+}
+
+/// OAuth grant type override for this login.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpOauthLoginGrantType {
+    /// Interactive browser-based OAuth flow using an authorization code, typically with PKCE.
+    #[serde(rename = "authorization_code")]
+    AuthorizationCode,
+    /// Headless OAuth flow where a confidential client authenticates directly with a client secret.
+    #[serde(rename = "client_credentials")]
+    ClientCredentials,
+}
+
+impl McpOauthLoginGrantType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::AuthorizationCode, Self::ClientCredentials];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::AuthorizationCode => "authorization_code",
+            Self::ClientCredentials => "client_credentials",
+        }
+    }
+}
+
+impl std::fmt::Display for McpOauthLoginGrantType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// OAuth authorization URL the caller should open, or empty when cached tokens already
+/// authenticated the server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpOauthLoginResult {
+    /// URL the caller should open in a browser to complete OAuth. Omitted when cached tokens were
+    /// still valid and no browser interaction was needed — the server is already reconnected in
+    /// that case. When present, the runtime starts the callback listener before returning and
+    /// continues the flow in the background; completion is signaled via
+    /// session.mcp_server_status_changed.
+    #[serde(rename = "authorizationUrl", default, skip_serializing_if = "Option::is_none")]
+    pub authorization_url: Option<String>,
+}
+
+/// Indicates whether the auto-managed `github` MCP server was removed (false when nothing to
+/// remove).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpRemoveGitHubResult {
+    /// True when the auto-managed `github` MCP server was removed; false when no removal happened
+    /// (e.g. user has explicitly configured a `github` server, or the server was not registered).
+    pub removed: bool,
 }
 
 /// An MCP resource descriptor (spec `Resource`): URI, name, and optional title, description, MIME
@@ -3879,6 +4741,70 @@ pub struct McpSafeForTelemetryFields {
     /// Whether MCP tool input names may be included in telemetry without obfuscation.
     #[serde(rename = "inputsNames")]
     pub inputs_names: bool,
+}
+
+/// Outcome of the sampling inference. 'success' produced a response; 'failure' encountered an error
+/// (including agent-side rejection by content filter or criteria); 'cancelled' the caller cancelled
+/// this execution via cancelSamplingExecution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpSamplingExecutionAction {
+    /// The sampling inference completed and produced a result.
+    #[serde(rename = "success")]
+    Success,
+    /// The sampling inference failed or was rejected.
+    #[serde(rename = "failure")]
+    Failure,
+    /// The sampling inference was cancelled before completion.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+}
+
+impl McpSamplingExecutionAction {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Success, Self::Failure, Self::Cancelled];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Failure => "failure",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::fmt::Display for McpSamplingExecutionAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Outcome of an MCP sampling execution: success result, failure error, or cancellation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpSamplingExecutionResult {
+    /// Outcome of the sampling inference. 'success' produced a response; 'failure' encountered an
+    /// error (including agent-side rejection by content filter or criteria); 'cancelled' the caller
+    /// cancelled this execution via cancelSamplingExecution.
+    pub action: McpSamplingExecutionAction,
+    /// MCP CreateMessageResult payload (with optional 'tools' extension), present when
+    /// action='success'. Treated as opaque at the schema layer; consumers should construct/consume
+    /// it per the MCP CreateMessageResult shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<McpExecuteSamplingResult>,
+    /// Error description, present when action='failure'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl McpSamplingExecutionResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(action: McpSamplingExecutionAction) -> Self {
+        Self {
+            action,
+            result: None,
+            error: None,
+        }
+    }
 }
 
 /// Serializable MCP server configuration (stdio process or remote HTTP/SSE)
@@ -4513,6 +5439,98 @@ impl McpServersLoadedServer {
             plugin_version: None,
         }
     }
+}
+
+/// How environment-variable values supplied to MCP servers are resolved. "direct" passes literal
+/// string values; "indirect" treats values as references (e.g. names of environment variables on
+/// the host) that the runtime resolves before launch. Defaults to the runtime's startup mode;
+/// clients that intentionally launch MCP servers with literal values (e.g. CLI prompt mode and ACP)
+/// set this to "direct".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpSetEnvValueModeDetails {
+    /// Treat MCP server environment values as literal strings.
+    #[serde(rename = "direct")]
+    Direct,
+    /// Treat MCP server environment values as host-side references to resolve before launch.
+    #[serde(rename = "indirect")]
+    Indirect,
+}
+
+impl McpSetEnvValueModeDetails {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Direct, Self::Indirect];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Direct => "direct",
+            Self::Indirect => "indirect",
+        }
+    }
+}
+
+impl std::fmt::Display for McpSetEnvValueModeDetails {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Env-value mode recorded on the session after the update.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpSetEnvValueModeResult {
+    /// Mode recorded on the session after the update
+    pub mode: McpSetEnvValueModeDetails,
+}
+
+impl McpSetEnvValueModeResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(mode: McpSetEnvValueModeDetails) -> Self {
+        Self {
+            mode,
+        }
+    }
+}
+
+/// Concrete configuration file containing an MCP server declaration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpSourceFile {
+    /// Canonical file URI for the configuration document
+    pub uri: String,
+    /// RFC 6901 JSON Pointer to the server declaration, when known
+    #[serde(rename = "jsonPointer", default, skip_serializing_if = "Option::is_none")]
+    pub json_pointer: Option<String>,
+}
+
+/// Plugin identity associated with an MCP server declaration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpSourcePlugin {
+    /// Canonical plugin identity
+    pub id: String,
+    /// Human-readable plugin name, when available
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Plugin version, when available
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// Canonical identity and location of the effective MCP server declaration. The declaration is
+/// uniquely addressed by this source id together with the discovered server name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpSourceRef {
+    /// Open source-kind identifier. Known values include user, workspace, invocation, plugin,
+    /// builtin, and device-registry.
+    pub kind: String,
+    /// Opaque stable identity for the configuration source. Clients must not parse this value.
+    pub id: String,
+    /// Open semantic editability identifier. Known values are editable and read-only.
+    pub editability: String,
+    /// Configuration file location, when the declaration is file-backed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<McpSourceFile>,
+    /// Plugin identity, when the declaration is plugin-provided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<McpSourcePlugin>,
 }
 
 /// Normalized MCP Apps discovery metadata from a tool's `_meta.ui` block.
@@ -8561,11 +9579,221 @@ pub struct Plugin {
     pub enabled: bool,
 }
 
+/// Result of installing a plugin.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginInstallResult {
+    /// The newly installed plugin's metadata
+    pub plugin: InstalledPluginInfo,
+    /// Number of skills discovered and installed from the plugin
+    #[serde(rename = "skillsInstalled")]
+    pub skills_installed: i64,
+    /// Where the completed plugin tree was staged before atomic promotion
+    #[serde(rename = "stagingMode", default, skip_serializing_if = "Option::is_none")]
+    pub staging_mode: Option<PluginInstallStagingMode>,
+    /// Optional post-install message provided by the plugin (e.g. setup instructions)
+    #[serde(rename = "postInstallMessage", default, skip_serializing_if = "Option::is_none")]
+    pub post_install_message: Option<String>,
+    /// Set when the install path is deprecated (e.g. direct repo / URL / local installs). Callers
+    /// should surface this to end users.
+    #[serde(rename = "deprecationWarning", default, skip_serializing_if = "Option::is_none")]
+    pub deprecation_warning: Option<String>,
+}
+
+/// Where completed plugin content was staged before atomic promotion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PluginInstallStagingMode {
+    /// A sibling of the installed-plugins root, outside the recursively watched tree.
+    #[serde(rename = "external")]
+    External,
+    /// A sibling of the destination plugin directory, used when external staging is unavailable.
+    #[serde(rename = "destination_sibling")]
+    DestinationSibling,
+}
+
+impl PluginInstallStagingMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::External, Self::DestinationSibling];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::External => "external",
+            Self::DestinationSibling => "destination_sibling",
+        }
+    }
+}
+
+impl std::fmt::Display for PluginInstallStagingMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Plugins installed for the session, with their enabled state and version metadata.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PluginList {
     /// Installed plugins
     pub plugins: Vec<Plugin>,
+}
+
+/// Plugins installed in user/global state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginListResult {
+    /// Installed plugins
+    pub plugins: Vec<InstalledPluginInfo>,
+}
+
+/// Per-plugin result from updating all plugins, with versions, skills installed, success flag, and
+/// optional error.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginUpdateAllEntry {
+    /// Plugin name that was updated
+    pub name: String,
+    /// Marketplace the plugin came from. Empty string ("") for direct installs.
+    pub marketplace: String,
+    /// Whether the update succeeded for this plugin
+    pub success: bool,
+    /// Previously installed version, when available
+    #[serde(rename = "previousVersion", default, skip_serializing_if = "Option::is_none")]
+    pub previous_version: Option<String>,
+    /// Version after the update, when available
+    #[serde(rename = "newVersion", default, skip_serializing_if = "Option::is_none")]
+    pub new_version: Option<String>,
+    /// Number of skills installed after the update (success only)
+    #[serde(rename = "skillsInstalled", default, skip_serializing_if = "Option::is_none")]
+    pub skills_installed: Option<i64>,
+    /// Error message (failure only)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Result of updating all installed plugins.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginUpdateAllResult {
+    /// Per-plugin update results in deterministic order.
+    pub results: Vec<PluginUpdateAllEntry>,
+}
+
+/// Result of updating a single plugin.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginUpdateResult {
+    /// Version that was previously installed, when available
+    #[serde(rename = "previousVersion", default, skip_serializing_if = "Option::is_none")]
+    pub previous_version: Option<String>,
+    /// Version after the update, when reported by the plugin manifest
+    #[serde(rename = "newVersion", default, skip_serializing_if = "Option::is_none")]
+    pub new_version: Option<String>,
+    /// Number of skills discovered and installed after the update
+    #[serde(rename = "skillsInstalled")]
+    pub skills_installed: i64,
+}
+
+/// Plugin names (or specs) to disable, plus the optional working directory the
+/// repository-controlled guard is evaluated against.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsDisableRequest {
+    /// Plugin names or "plugin@marketplace" specs to disable. Unknown names are ignored.
+    /// Non-marketplace direct installs cannot be disabled via this API; uninstall them instead.
+    /// Plugin-owned MCP servers are stopped in active sessions immediately; other plugin
+    /// contributions remain available until each session reloads plugins.
+    pub names: Vec<String>,
+    /// Working directory whose repository `enabledPlugins` overlay decides whether this mutation is
+    /// repository-controlled. Hosts that serve sessions across several repositories (the SDK
+    /// server) should pass the session's directory; otherwise the guard is evaluated against the
+    /// server process's own working directory, which may belong to a different repository. Defaults
+    /// to the server's current working directory.
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+}
+
+/// Plugin names (or specs) to enable, plus the optional working directory the repository-controlled
+/// guard is evaluated against.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsEnableRequest {
+    /// Plugin names or "plugin@marketplace" specs to enable. Unknown names are ignored.
+    /// Non-marketplace direct installs are always enabled and cannot be toggled via this API.
+    pub names: Vec<String>,
+    /// Working directory whose repository `enabledPlugins` overlay decides whether this mutation is
+    /// repository-controlled. Hosts that serve sessions across several repositories (the SDK
+    /// server) should pass the session's directory; otherwise the guard is evaluated against the
+    /// server process's own working directory, which may belong to a different repository. Defaults
+    /// to the server's current working directory.
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+}
+
+/// Plugin source and optional working directory for relative-path resolution.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsInstallRequest {
+    /// Plugin install spec. Accepts the same forms as the CLI: "plugin@marketplace" (marketplace
+    /// install), "owner/repo" or "owner/repo:subpath" (GitHub direct), an http/https/ssh URL, or a
+    /// local path. Direct (non-marketplace) installs are deprecated and will produce a
+    /// deprecationWarning in the result.
+    pub source: String,
+    /// Working directory used to resolve relative local paths in `source`. Defaults to the server's
+    /// current working directory.
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+}
+
+/// Marketplace source and optional working directory for relative-path resolution.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsMarketplacesAddRequest {
+    /// Marketplace source. Accepts the same forms as the CLI: "owner/repo" or "owner/repo#ref"
+    /// (GitHub), an http/https/ssh URL (optionally with #ref), a git scp-style URL
+    /// (user@host:path), or a local path. The marketplace's own name (from its manifest) is used as
+    /// the registration key.
+    pub source: String,
+    /// Working directory used to resolve relative local paths in `source`. Defaults to the server's
+    /// current working directory.
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+}
+
+/// Name of the marketplace whose plugin catalog to fetch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsMarketplacesBrowseRequest {
+    /// Marketplace name to browse
+    pub name: String,
+}
+
+/// Optional marketplace name; omit to refresh all.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsMarketplacesRefreshRequest {
+    /// Marketplace name to refresh. When omitted, every registered marketplace is refreshed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// Name of the marketplace to remove and an optional force flag.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsMarketplacesRemoveRequest {
+    /// Marketplace name to remove
+    pub name: String,
+    /// When true, also uninstall every plugin sourced from this marketplace. When false (default),
+    /// removal is a no-op if any plugin from this marketplace is installed and the dependent plugin
+    /// names are returned in the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force: Option<bool>,
+}
+
+/// Name (or spec) of the plugin to uninstall.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsUninstallRequest {
+    /// Plugin name or "plugin@marketplace" spec to uninstall. When ambiguous, prefer the
+    /// fully-qualified spec.
+    pub name: String,
+    /// Stable source identity for a direct (non-marketplace) install. Disambiguates uninstall when
+    /// multiple installed plugins share the same name.
+    #[serde(rename = "directSourceId", default, skip_serializing_if = "Option::is_none")]
+    pub direct_source_id: Option<String>,
+}
+
+/// Name (or spec) of the plugin to update.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsUpdateRequest {
+    /// Plugin name or "plugin@marketplace" spec to update.
+    pub name: String,
 }
 
 /// Controls whether the runtime may defer loading an external tool definition.
@@ -10177,6 +11405,42 @@ pub struct SessionEventLogTailParams {
     pub session_id: String,
 }
 
+/// Source-qualified extension identifier to disable for the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionExtensionsDisableParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Source-qualified extension ID to disable
+    pub id: String,
+}
+
+/// Source-qualified extension identifier to enable for the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionExtensionsEnableParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Source-qualified extension ID to enable
+    pub id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionExtensionsListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionExtensionsReloadParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionHistoryAbortManualCompactionParams {
@@ -10440,6 +11704,97 @@ pub struct SessionLogParams {
     pub tip: Option<String>,
 }
 
+/// MCP server, tool name, and arguments to invoke from an MCP App view.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpAppsCallToolParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// MCP server hosting the tool
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// MCP tool name
+    #[serde(rename = "toolName")]
+    pub tool_name: String,
+    /// Tool arguments
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    /// **Required.** Server whose ui:// view issued the request. Per SEP-1865 ('callable by the app
+    /// from this server only'), the call is rejected when this differs from `serverName`, and
+    /// rejected outright when missing.
+    #[serde(rename = "originServerName")]
+    pub origin_server_name: String,
+}
+
+/// MCP server to diagnose MCP Apps wiring for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpAppsDiagnoseParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// MCP server to probe
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpAppsGetHostContextParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// MCP server to list app-callable tools for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpAppsListToolsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// MCP server hosting the app
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// **Required.** Server whose ui:// view issued the request. Per SEP-1865 ('callable by the app
+    /// from this server only'), the call is rejected when this differs from `serverName`, and
+    /// rejected outright when missing.
+    #[serde(rename = "originServerName")]
+    pub origin_server_name: String,
+}
+
+/// MCP server and resource URI to fetch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpAppsReadResourceParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the MCP server hosting the resource
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// Resource URI (typically ui://...)
+    pub uri: String,
+}
+
+/// Host context to advertise to MCP App guests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpAppsSetHostContextParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Host context advertised to MCP App guests
+    pub context: McpAppsSetHostContextDetails,
+}
+
+/// The requestId previously passed to executeSampling that should be cancelled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpCancelSamplingExecutionParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The requestId previously passed to executeSampling that should be cancelled
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+}
+
 /// Name of the MCP server to disable for the session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionMcpDisableParams {
@@ -10460,6 +11815,31 @@ pub struct SessionMcpEnableParams {
     /// Name of the MCP server to enable
     #[serde(rename = "serverName")]
     pub server_name: String,
+}
+
+/// Identifiers and raw MCP CreateMessageRequest params used to run a sampling inference.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpExecuteSamplingParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Caller-provided unique identifier for this sampling execution. Use this same ID with
+    /// cancelSamplingExecution to cancel the in-flight call. Must be unique within the session for
+    /// the lifetime of the call.
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Name of the MCP server that initiated the sampling request
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// The original MCP JSON-RPC request ID (string or number). Used by the runtime to correlate
+    /// the inference with the originating MCP request for telemetry; this is distinct from
+    /// `requestId` (which is the schema-level cancellation handle).
+    #[serde(rename = "mcpRequestId")]
+    pub mcp_request_id: serde_json::Value,
+    /// Raw MCP CreateMessageRequest params, as received in the `sampling.requested` event. Treated
+    /// as opaque at the schema layer; the runtime converts the embedded MCP messages into the
+    /// OpenAI chat-completion shape internally.
+    pub request: McpExecuteSamplingRequest,
 }
 
 /// Server name to check running status for.
@@ -10492,9 +11872,63 @@ pub struct SessionMcpListToolsParams {
     pub server_name: String,
 }
 
+/// Remote MCP server name and optional overrides controlling reauthentication, OAuth client display
+/// name, callback success-page copy, and static OAuth client selection.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpOauthLoginParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the remote MCP server to authenticate
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// When true, clears any cached OAuth token for the server and runs a full new authorization.
+    /// Use when the user explicitly wants to switch accounts or believes their session is stuck.
+    #[serde(rename = "forceReauth", default, skip_serializing_if = "Option::is_none")]
+    pub force_reauth: Option<bool>,
+    /// Optional override for the OAuth client display name shown on the consent screen. Applies to
+    /// newly registered dynamic clients only — existing registrations keep the name they were
+    /// created with. When omitted, the runtime applies a neutral fallback; callers driving
+    /// interactive auth should pass their own surface-specific label so the consent screen matches
+    /// the product the user sees.
+    #[serde(rename = "clientName", default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+    /// Optional override for the body text shown on the OAuth loopback callback success page. When
+    /// omitted, the runtime applies a neutral fallback; callers driving interactive auth should
+    /// pass surface-specific copy telling the user where to return.
+    #[serde(rename = "callbackSuccessMessage", default, skip_serializing_if = "Option::is_none")]
+    pub callback_success_message: Option<String>,
+    /// Optional OAuth client ID override for this login. When set, the runtime uses this
+    /// pre-registered static client instead of dynamic client registration.
+    #[serde(rename = "clientId", default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Optional OAuth client secret override for this login. The runtime treats this as an
+    /// ephemeral host-owned secret, uses it for this authentication attempt and does not persist
+    /// it.
+    #[serde(rename = "clientSecret", default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// Optional override indicating whether the static OAuth client is public. When false, the
+    /// runtime treats it as confidential and uses the per-login clientSecret if provided, otherwise
+    /// retrieving the client secret from the MCP OAuth secret store.
+    #[serde(rename = "publicClient", default, skip_serializing_if = "Option::is_none")]
+    pub public_client: Option<bool>,
+    /// Optional OAuth grant type override for this login. Defaults to the server configuration, or
+    /// authorization_code when no grant type is specified.
+    #[serde(rename = "grantType", default, skip_serializing_if = "Option::is_none")]
+    pub grant_type: Option<McpOauthLoginGrantType>,
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionMcpReloadParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpRemoveGitHubParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
@@ -10541,6 +11975,30 @@ pub struct SessionMcpRestartServerParams {
     /// server with its already-registered configuration (config-free restart-by-name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<McpSerializableServerConfig>,
+}
+
+/// Mode controlling how MCP server env values are resolved (`direct` or `indirect`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpSetEnvValueModeParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// How environment-variable values supplied to MCP servers are resolved. "direct" passes
+    /// literal string values; "indirect" treats values as references (e.g. names of environment
+    /// variables on the host) that the runtime resolves before launch. Defaults to the runtime's
+    /// startup mode; clients that intentionally launch MCP servers with literal values (e.g. CLI
+    /// prompt mode and ACP) set this to "direct".
+    pub mode: McpSetEnvValueModeDetails,
+}
+
+impl SessionMcpSetEnvValueModeParams {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, mode: McpSetEnvValueModeDetails) -> Self {
+        Self {
+            session_id,
+            mode,
+        }
+    }
 }
 
 /// Server name and optional configuration for an individual MCP server start. Omit `config` for a
@@ -11601,6 +13059,122 @@ pub struct SessionSkillsReloadParams {
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionSuspendParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifier of the background task to cancel.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksCancelParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Task identifier
+    pub id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksGetCurrentPromotableParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifier of the background task to fetch progress for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksGetProgressParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Task identifier (agent ID or shell ID)
+    pub id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksPromoteCurrentToBackgroundParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifier of the task to promote to background mode.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksPromoteToBackgroundParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Task identifier
+    pub id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksRefreshParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifier of the completed or cancelled task to remove from tracking.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksRemoveParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Task identifier
+    pub id: String,
+}
+
+/// Identifier of the target agent task, message content, and optional sender agent ID.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksSendMessageParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Agent task identifier
+    pub id: String,
+    /// Message content to send to the agent
+    pub message: String,
+    /// Agent ID of the sender, if sent on behalf of another agent
+    #[serde(rename = "fromAgentId", default, skip_serializing_if = "Option::is_none")]
+    pub from_agent_id: Option<String>,
+}
+
+/// Agent type, prompt, name, and optional description and model override for the new task.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksStartAgentParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Type of agent to start (e.g., 'explore', 'task', 'general-purpose')
+    #[serde(rename = "agentType")]
+    pub agent_type: String,
+    /// Task prompt for the agent
+    pub prompt: String,
+    /// Friendly, non-unique name used when displaying the agent
+    pub name: String,
+    /// Short description of the task
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Optional model override
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksWaitForPendingParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
@@ -13054,6 +14628,419 @@ impl std::fmt::Display for SystemMessageRole {
     }
 }
 
+/// Tracked background agent task metadata, including IDs, status, timing, agent type, prompt,
+/// model, result, and latest response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskAgentInfo {
+    /// Unique task identifier
+    pub id: String,
+    /// Tool call ID associated with this agent task
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: String,
+    /// Friendly, non-unique name intended for display
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Short description of the task
+    pub description: String,
+    /// Current lifecycle status of the task
+    pub status: TaskStatus,
+    /// ISO 8601 timestamp when the task was started
+    #[serde(rename = "startedAt")]
+    pub started_at: String,
+    /// ISO 8601 timestamp when the task finished
+    #[serde(rename = "completedAt", default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+    /// Accumulated active execution time in milliseconds
+    #[serde(rename = "activeTimeMs", default, skip_serializing_if = "Option::is_none")]
+    pub active_time_ms: Option<u64>,
+    /// ISO 8601 timestamp when the current active period began
+    #[serde(rename = "activeStartedAt", default, skip_serializing_if = "Option::is_none")]
+    pub active_started_at: Option<String>,
+    /// Error message when the task failed
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Type of agent running this task
+    #[serde(rename = "agentType")]
+    pub agent_type: String,
+    /// Most recent prompt delivered to the agent. Updated whenever the agent receives a follow-up
+    /// message.
+    pub prompt: String,
+    /// Result text from the task when available
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// Requested model override for the task when specified
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Runtime model resolved for the task when available
+    #[serde(rename = "resolvedModel", default, skip_serializing_if = "Option::is_none")]
+    pub resolved_model: Option<String>,
+    /// Whether task execution is synchronously awaited or managed in the background
+    #[serde(rename = "executionMode", default, skip_serializing_if = "Option::is_none")]
+    pub execution_mode: Option<TaskExecutionMode>,
+    /// Whether the task is currently in the original sync wait and can be moved to background mode.
+    /// False once it is already backgrounded, idle, finished, or no longer has a promotable sync
+    /// waiter.
+    #[serde(rename = "canPromoteToBackground", default, skip_serializing_if = "Option::is_none")]
+    pub can_promote_to_background: Option<bool>,
+    /// Most recent response text from the agent
+    #[serde(rename = "latestResponse", default, skip_serializing_if = "Option::is_none")]
+    pub latest_response: Option<String>,
+    /// ISO 8601 timestamp when the agent entered idle state
+    #[serde(rename = "idleSince", default, skip_serializing_if = "Option::is_none")]
+    pub idle_since: Option<String>,
+}
+
+impl TaskAgentInfo {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(id: String, tool_call_id: String, description: String, status: TaskStatus, started_at: String, agent_type: String, prompt: String) -> Self {
+        Self {
+            id,
+            tool_call_id,
+            display_name: None,
+            description,
+            status,
+            started_at,
+            completed_at: None,
+            active_time_ms: None,
+            active_started_at: None,
+            error: None,
+            agent_type,
+            prompt,
+            result: None,
+            model: None,
+            resolved_model: None,
+            execution_mode: None,
+            can_promote_to_background: None,
+            latest_response: None,
+            idle_since: None,
+        }
+    }
+}
+
+/// Progress snapshot for an agent task, with recent activity lines and optional latest intent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskAgentProgress {
+    /// Recent tool execution events converted to display lines
+    #[serde(rename = "recentActivity")]
+    pub recent_activity: Vec<TaskProgressLine>,
+    /// The most recent intent reported by the agent
+    #[serde(rename = "latestIntent", default, skip_serializing_if = "Option::is_none")]
+    pub latest_intent: Option<String>,
+}
+
+/// Client-owned tasks always execute outside the runtime in background mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskClientExecutionMode {
+    #[serde(rename = "background")]
+    Background,
+}
+
+impl TaskClientExecutionMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Background];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Background => "background",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskClientExecutionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Tracked client-owned task metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskClientInfo {
+    /// Canonical runtime-generated task identifier
+    pub id: String,
+    /// Owner-scoped registration and reclaim key
+    #[serde(rename = "clientTaskId")]
+    pub client_task_id: String,
+    /// Optional task display name
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Task description
+    pub description: String,
+    /// Client task lifecycle status
+    pub status: TaskClientStatus,
+    /// Public attribution and presence for the task owner
+    pub owner: TaskClientOwner,
+    /// ISO 8601 timestamp when the task started
+    #[serde(rename = "startedAt")]
+    pub started_at: String,
+    /// ISO 8601 timestamp of the latest accepted lifecycle change
+    #[serde(rename = "updatedAt")]
+    pub updated_at: String,
+    /// ISO 8601 timestamp when the task reached a terminal status
+    #[serde(rename = "completedAt", default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+    /// Accumulated active execution time in milliseconds
+    #[serde(rename = "activeTimeMs")]
+    pub active_time_ms: u64,
+    /// ISO 8601 timestamp when the current active segment started
+    #[serde(rename = "activeStartedAt", default, skip_serializing_if = "Option::is_none")]
+    pub active_started_at: Option<String>,
+    /// ISO 8601 timestamp when the connected owner entered idle status
+    #[serde(rename = "idleSince", default, skip_serializing_if = "Option::is_none")]
+    pub idle_since: Option<String>,
+    /// ISO 8601 timestamp of the most recent orphan transition
+    #[serde(rename = "orphanedAt", default, skip_serializing_if = "Option::is_none")]
+    pub orphaned_at: Option<String>,
+    /// ISO 8601 timestamp of the most recent successful reclaim
+    #[serde(rename = "reclaimedAt", default, skip_serializing_if = "Option::is_none")]
+    pub reclaimed_at: Option<String>,
+    /// Execution mode, which is always background for client-owned tasks
+    #[serde(rename = "executionMode")]
+    pub execution_mode: TaskClientExecutionMode,
+    /// Whether the currently bound owner can receive a cancellation request
+    #[serde(rename = "canCancel")]
+    pub can_cancel: bool,
+    /// Sequence number of the latest accepted owner update
+    pub sequence: u64,
+    /// Opaque successful terminal result supplied by the task owner
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    /// Human-readable terminal failure message
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Optional owner-supplied terminal failure code
+    #[serde(rename = "errorCode", default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    /// Human-readable reason for terminal cancellation
+    #[serde(rename = "cancellationReason", default, skip_serializing_if = "Option::is_none")]
+    pub cancellation_reason: Option<String>,
+}
+
+impl TaskClientInfo {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(id: String, client_task_id: String, description: String, status: TaskClientStatus, owner: TaskClientOwner, started_at: String, updated_at: String, active_time_ms: u64, execution_mode: TaskClientExecutionMode, can_cancel: bool, sequence: u64) -> Self {
+        Self {
+            id,
+            client_task_id,
+            display_name: None,
+            description,
+            status,
+            owner,
+            started_at,
+            updated_at,
+            completed_at: None,
+            active_time_ms,
+            active_started_at: None,
+            idle_since: None,
+            orphaned_at: None,
+            reclaimed_at: None,
+            execution_mode,
+            can_cancel,
+            sequence,
+            result: None,
+            error: None,
+            error_code: None,
+            cancellation_reason: None,
+        }
+    }
+}
+
+/// Public owner attribution for a client-owned task. Identifiers are opaque and never authorize
+/// requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskClientOwner {
+    /// Opaque session-scoped participant identity
+    #[serde(rename = "participantId")]
+    pub participant_id: String,
+    /// Opaque identity of the currently or most recently bound session join
+    #[serde(rename = "joinId")]
+    pub join_id: String,
+    /// Class of the task owner
+    pub kind: TaskClientOwnerKind,
+    /// Display-only owner name
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Display-only owner source
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Whether this task's bound join is currently connected
+    pub presence: TaskClientOwnerPresence,
+    /// ISO 8601 timestamp when the bound join disconnected
+    #[serde(rename = "disconnectedAt", default, skip_serializing_if = "Option::is_none")]
+    pub disconnected_at: Option<String>,
+}
+
+impl TaskClientOwner {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(participant_id: String, join_id: String, kind: TaskClientOwnerKind, presence: TaskClientOwnerPresence) -> Self {
+        Self {
+            participant_id,
+            join_id,
+            kind,
+            display_name: None,
+            source: None,
+            presence,
+            disconnected_at: None,
+        }
+    }
+}
+
+/// Connection class owning a client task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskClientOwnerKind {
+    /// A discovered extension connection owns the task.
+    #[serde(rename = "extension")]
+    Extension,
+    /// A generic SDK connection owns the task.
+    #[serde(rename = "sdk")]
+    Sdk,
+}
+
+impl TaskClientOwnerKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Extension, Self::Sdk];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Extension => "extension",
+            Self::Sdk => "sdk",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskClientOwnerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Presence of the task's bound join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskClientOwnerPresence {
+    /// The bound session join is connected.
+    #[serde(rename = "connected")]
+    Connected,
+    /// The bound session join is disconnected.
+    #[serde(rename = "disconnected")]
+    Disconnected,
+}
+
+impl TaskClientOwnerPresence {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Connected, Self::Disconnected];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Connected => "connected",
+            Self::Disconnected => "disconnected",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskClientOwnerPresence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Generic progress for a client-owned task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskClientProgress {
+    /// Current client task lifecycle status
+    pub status: TaskClientStatus,
+    /// Sequence number of the latest accepted owner update
+    pub sequence: u64,
+    /// ISO 8601 timestamp of the latest accepted lifecycle change
+    #[serde(rename = "updatedAt")]
+    pub updated_at: String,
+    /// Current owner-defined progress phase
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Current completion percentage from zero through one hundred
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentage: Option<f64>,
+    /// Most recent nonempty progress message
+    #[serde(rename = "lastMessage", default, skip_serializing_if = "Option::is_none")]
+    pub last_message: Option<String>,
+    /// Recent server-timestamped progress messages
+    #[serde(rename = "recentActivity")]
+    pub recent_activity: Vec<TaskProgressLine>,
+}
+
+impl TaskClientProgress {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(status: TaskClientStatus, sequence: u64, updated_at: String, recent_activity: Vec<TaskProgressLine>) -> Self {
+        Self {
+            status,
+            sequence,
+            updated_at,
+            phase: None,
+            percentage: None,
+            last_message: None,
+            recent_activity,
+        }
+    }
+}
+
+/// Lifecycle status of a client-owned task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskClientStatus {
+    /// The external owner is actively working.
+    #[serde(rename = "running")]
+    Running,
+    /// The external owner is connected but waiting.
+    #[serde(rename = "idle")]
+    Idle,
+    /// The owner reported successful completion.
+    #[serde(rename = "completed")]
+    Completed,
+    /// The owner reported failure.
+    #[serde(rename = "failed")]
+    Failed,
+    /// The owner reported or confirmed cancellation.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// The bound owner join disappeared; external executor state is unknown.
+    #[serde(rename = "orphaned")]
+    Orphaned,
+}
+
+impl TaskClientStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Running,
+        Self::Idle,
+        Self::Completed,
+        Self::Failed,
+        Self::Cancelled,
+        Self::Orphaned,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Idle => "idle",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Orphaned => "orphaned",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskClientStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Task completion notification with summary from the agent
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TaskCompleteData {
@@ -13113,6 +15100,64 @@ impl std::fmt::Display for TaskCompletionOutcome {
     }
 }
 
+/// Whether task execution is synchronously awaited or managed in the background
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskExecutionMode {
+    /// The task was started with synchronous waiting.
+    #[serde(rename = "sync")]
+    Sync,
+    /// The task is managed in the background.
+    #[serde(rename = "background")]
+    Background,
+}
+
+impl TaskExecutionMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Sync, Self::Background];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Sync => "sync",
+            Self::Background => "background",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskExecutionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Tracked task union returned by task APIs, containing an agent, client, or shell task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum TaskInfo {
+    /// Tracked background agent task metadata, including IDs, status, timing, agent type, prompt,
+    /// model, result, and latest response.
+    #[serde(rename = "agent")]
+    Agent(TaskAgentInfo),
+    /// Tracked client-owned task metadata.
+    #[serde(rename = "client")]
+    Client(TaskClientInfo),
+    /// Tracked shell task metadata, including ID, command, status, timing, attachment/execution
+    /// mode, log path, and PID.
+    #[serde(rename = "shell")]
+    Shell(TaskShellInfo),
+}
+
+impl TaskInfo {
+    /// The `type` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Agent(_) => "agent",
+            Self::Client(_) => "client",
+            Self::Shell(_) => "shell",
+        }
+    }
+}
+
 /// Closed set of public task kinds a connection can negotiate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TaskKind {
@@ -13146,6 +15191,276 @@ impl std::fmt::Display for TaskKind {
         f.write_str(self.as_str())
     }
 }
+
+/// Background tasks currently tracked by the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskList {
+    /// Currently tracked tasks
+    pub tasks: Vec<TaskInfo>,
+}
+
+/// Progress information for the task, discriminated by type. Returns null when no task with this ID
+/// is currently tracked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum TaskProgress {
+    /// Progress snapshot for an agent task, with recent activity lines and optional latest intent.
+    #[serde(rename = "agent")]
+    Agent(TaskAgentProgress),
+    /// Generic progress for a client-owned task.
+    #[serde(rename = "client")]
+    Client(TaskClientProgress),
+    /// Progress snapshot for a shell task, with recent stdout/stderr output and optional process
+    /// ID.
+    #[serde(rename = "shell")]
+    Shell(TaskShellProgress),
+}
+
+impl TaskProgress {
+    /// The `type` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Agent(_) => "agent",
+            Self::Client(_) => "client",
+            Self::Shell(_) => "shell",
+        }
+    }
+}
+
+/// Timestamped display line for task progress output or recent agent activity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskProgressLine {
+    /// Display message, e.g., "▸ bash", "✓ edit src/foo.ts"
+    pub message: String,
+    /// ISO 8601 timestamp when this event occurred
+    pub timestamp: String,
+}
+
+/// Tracked shell task metadata, including ID, command, status, timing, attachment/execution mode,
+/// log path, and PID.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskShellInfo {
+    /// Unique task identifier
+    pub id: String,
+    /// Short description of the task
+    pub description: String,
+    /// Current lifecycle status of the task
+    pub status: TaskStatus,
+    /// ISO 8601 timestamp when the task was started
+    #[serde(rename = "startedAt")]
+    pub started_at: String,
+    /// ISO 8601 timestamp when the task finished
+    #[serde(rename = "completedAt", default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+    /// Command being executed
+    pub command: String,
+    /// Whether the shell runs inside a managed PTY session or as an independent background process
+    #[serde(rename = "attachmentMode")]
+    pub attachment_mode: TaskShellInfoAttachmentMode,
+    /// Whether task execution is synchronously awaited or managed in the background
+    #[serde(rename = "executionMode", default, skip_serializing_if = "Option::is_none")]
+    pub execution_mode: Option<TaskExecutionMode>,
+    /// Whether this shell task can be promoted to background mode
+    #[serde(rename = "canPromoteToBackground", default, skip_serializing_if = "Option::is_none")]
+    pub can_promote_to_background: Option<bool>,
+    /// Path to the detached shell log, when available
+    #[serde(rename = "logPath", default, skip_serializing_if = "Option::is_none")]
+    pub log_path: Option<String>,
+    /// Process ID when available
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u64>,
+}
+
+impl TaskShellInfo {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(id: String, description: String, status: TaskStatus, started_at: String, command: String, attachment_mode: TaskShellInfoAttachmentMode) -> Self {
+        Self {
+            id,
+            description,
+            status,
+            started_at,
+            completed_at: None,
+            command,
+            attachment_mode,
+            execution_mode: None,
+            can_promote_to_background: None,
+            log_path: None,
+            pid: None,
+        }
+    }
+}
+
+/// Whether the shell runs inside a managed PTY session or as an independent background process
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskShellInfoAttachmentMode {
+    /// The shell runs in a managed PTY session.
+    #[serde(rename = "attached")]
+    Attached,
+    /// The shell runs as an independent background process.
+    #[serde(rename = "detached")]
+    Detached,
+}
+
+impl TaskShellInfoAttachmentMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Attached, Self::Detached];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Attached => "attached",
+            Self::Detached => "detached",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskShellInfoAttachmentMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Progress snapshot for a shell task, with recent stdout/stderr output and optional process ID.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskShellProgress {
+    /// Recent stdout/stderr lines from the running shell command
+    #[serde(rename = "recentOutput")]
+    pub recent_output: String,
+    /// Process ID when available
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u64>,
+}
+
+/// Current lifecycle status of the task
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskStatus {
+    /// The task is actively executing.
+    #[serde(rename = "running")]
+    Running,
+    /// The task is waiting for additional input.
+    #[serde(rename = "idle")]
+    Idle,
+    /// The task finished successfully.
+    #[serde(rename = "completed")]
+    Completed,
+    /// The task finished with an error.
+    #[serde(rename = "failed")]
+    Failed,
+    /// The task was cancelled before completion.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Running,
+        Self::Idle,
+        Self::Completed,
+        Self::Failed,
+        Self::Cancelled,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Idle => "idle",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether the background task was successfully cancelled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksCancelResult {
+    /// Whether the task was successfully cancelled
+    pub cancelled: bool,
+}
+
+/// The first sync-waiting task that can currently be promoted to background mode.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksGetCurrentPromotableResult {
+    /// The first sync-waiting task (agent first, then shell) that can currently be promoted to
+    /// background mode. Omitted if no such task exists. The returned task is guaranteed to have
+    /// executionMode='sync' and canPromoteToBackground=true at the time of the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskInfo>,
+}
+
+/// Progress information for the task, or null when no task with that ID is tracked.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksGetProgressResult {
+    /// Progress information for the task, discriminated by type. Returns null when no task with
+    /// this ID is currently tracked.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub progress: Option<TaskProgress>,
+}
+
+/// The promoted task as it now exists in background mode, omitted if no promotable task was
+/// waiting.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksPromoteCurrentToBackgroundResult {
+    /// The promoted task as it now exists in background mode, omitted if no promotable task was
+    /// waiting. Atomic operation: avoids the race window of getCurrentPromotable +
+    /// promoteToBackground.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskInfo>,
+}
+
+/// Indicates whether the task was successfully promoted to background mode.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksPromoteToBackgroundResult {
+    /// Whether the task was successfully promoted to background mode
+    pub promoted: bool,
+}
+
+/// Refresh metadata for any detached background shells the runtime knows about. Use after a long
+/// pause to pick up exit/output state for shells running outside the agent loop.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksRefreshResult {}
+
+/// Indicates whether the task was removed. False when the task does not exist or is still
+/// running/idle.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksRemoveResult {
+    /// Whether the task was removed. Returns false if the task does not exist or is still
+    /// running/idle (cancel it first).
+    pub removed: bool,
+}
+
+/// Indicates whether the message was delivered, with an error message when delivery failed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksSendMessageResult {
+    /// Whether the message was successfully delivered or steered
+    pub sent: bool,
+    /// Error message if delivery failed
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Identifier assigned to the newly started background agent task.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksStartAgentResult {
+    /// Generated agent ID for the background task
+    #[serde(rename = "agentId")]
+    pub agent_id: String,
+}
+
+/// Wait until all in-flight background tasks (agents + shells) and any follow-up turns scheduled by
+/// their completions have settled. Returns when the runtime is fully drained or after an internal
+/// timeout (default 10 minutes; configurable via COPILOT_TASK_WAIT_TIMEOUT_SECONDS).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksWaitForPendingResult {}
 
 /// Session title change payload containing the new display title
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -14638,6 +16953,8 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // - PermissionRequestMcp.args: no type in the schema (any JSON)
 // - PermissionRequestedData.riskAssessment: no type in the schema (any JSON)
 // - RemoteControlStatusActive.promptManager: no type in the schema (any JSON)
+// - SessionMcpExecuteSamplingParams.mcpRequestId: no type in the schema (any JSON)
+// - TaskClientInfo.result: no type in the schema (any JSON)
 // - ToolExecutionCompleteData.mcpMeta: no type in the schema (any JSON)
 // - ToolExecutionCompleteResult.mcpMeta: no type in the schema (any JSON)
 // - ToolExecutionCompleteResult.structuredContent: no type in the schema (any JSON)
