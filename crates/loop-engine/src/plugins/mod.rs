@@ -94,6 +94,12 @@ pub struct InstallOutcome {
     pub deprecation: Option<&'static str>,
 }
 
+/// One marketplace's refresh: its name and how it went.
+pub type Refreshed = (String, Result<(), PluginError>);
+
+/// One plugin's update in `update_all`: the plugin as it was and how it went.
+pub type Updated = (Installed, Result<InstallOutcome, PluginError>);
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct State {
@@ -263,7 +269,7 @@ impl PluginStore {
 
     /// Re-reads the catalogs: one (by name) or every marketplace. A built-in one cannot be
     /// fetched offline and reports why.
-    pub fn refresh(&self, name: Option<&str>) -> Result<Vec<(String, Result<(), PluginError>)>, PluginError> {
+    pub fn refresh(&self, name: Option<&str>) -> Result<Vec<Refreshed>, PluginError> {
         let all = self.marketplaces()?;
         if let Some(n) = name {
             if !all.iter().any(|m| m.name == n) {
@@ -404,7 +410,7 @@ impl PluginStore {
         self.install_from_marketplace(&p.name, &p.marketplace, true)
     }
 
-    pub fn update_all(&self) -> Result<Vec<(Installed, Result<InstallOutcome, PluginError>)>, PluginError> {
+    pub fn update_all(&self) -> Result<Vec<Updated>, PluginError> {
         Ok(self.installed()?.into_iter().map(|p| (p.clone(), self.update_plugin(&p.spec()))).collect())
     }
 

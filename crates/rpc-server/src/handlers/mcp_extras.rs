@@ -3,7 +3,6 @@
 //! the feature behind them is absent: a session whose host has no server has "no MCP host", a
 //! stdio server has no OAuth, and a headless server runs no extensions.
 
-use mcp_client::HostError;
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 use serde_json::Value;
@@ -103,10 +102,8 @@ pub async fn apps_diagnose(
     p: t::SessionMcpAppsDiagnoseParams,
 ) -> Result<t::McpAppsDiagnoseResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
+    // An unknown server is diagnosed as what it is: not connected, no tools.
     let host = session.mcp();
-    if !host.is_configured(&p.server_name) {
-        return Err(ctx.failed(HostError::NotConfigured(p.server_name)));
-    }
     let connected = host.is_running(&p.server_name);
     let tools = if connected { host.list_tools(&p.server_name).await.unwrap_or_default() } else { Vec::new() };
     let ui: Vec<String> = tools
