@@ -59,8 +59,15 @@ fn loaded_server(s: &ServerSummary) -> t::McpServersLoadedServer {
 /// Starts (or re-points) the session's servers from create/resume params. Never waits.
 pub(crate) fn configure(host: &McpHost, settings: &SessionSettings, params: &protocol::methods::SessionConfigParams) {
     host.set_cwd(settings.cwd.clone());
-    if let Some(servers) = &params.mcp_servers {
-        host.configure(servers, params.disabled_mcp_servers.as_deref().unwrap_or_default());
+    let mut servers = serde_json::Map::new();
+    for dir in params.plugin_directories.iter().flatten() {
+        let dir = settings.cwd.join(dir);
+        servers.extend(crate::plugins::manifest::mcp_servers(&dir));
+    }
+    // The session's own servers win over a plugin's of the same name.
+    servers.extend(params.mcp_servers.iter().flatten().map(|(k, v)| (k.clone(), v.clone())));
+    if params.mcp_servers.is_some() || !servers.is_empty() {
+        host.configure(&servers, params.disabled_mcp_servers.as_deref().unwrap_or_default());
     }
 }
 

@@ -140,6 +140,8 @@ struct Inner {
     loading: Mutex<bool>,
     /// Woken whenever a server's status changes.
     changed: tokio::sync::Notify,
+    /// What the session's MCP App guests are told of the host (`session.mcp.apps.*HostContext`).
+    app_context: Mutex<Option<Value>>,
 }
 
 /// The MCP servers of one session (or one agent). Cheap to clone.
@@ -173,6 +175,7 @@ impl McpHost {
                 env,
                 loading: Mutex::new(false),
                 changed: tokio::sync::Notify::new(),
+                app_context: Mutex::new(None),
             }),
         }
     }
@@ -180,6 +183,16 @@ impl McpHost {
     /// Where the host reports status changes.
     pub fn set_sink(&self, sink: impl Fn(HostEvent) + Send + Sync + 'static) {
         *lock(&self.inner.sink) = Some(Arc::new(sink));
+    }
+
+    /// Records the host context MCP App guests see.
+    pub fn set_app_context(&self, context: Value) {
+        *lock(&self.inner.app_context) = Some(context);
+    }
+
+    /// The host context last set, if any.
+    pub fn app_context(&self) -> Option<Value> {
+        lock(&self.inner.app_context).clone()
     }
 
     pub fn set_cwd(&self, cwd: PathBuf) {

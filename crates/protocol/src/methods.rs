@@ -102,6 +102,8 @@ pub struct SessionConfigParams {
     pub session_limits: Option<crate::generated::types::SessionLimitsConfig>,
     /// The session's own GitHub identity: resolved at create/resume, never stored.
     pub git_hub_token: Option<crate::secret::SecretString>,
+    /// Plugin directories whose MCP servers (`.mcp.json`) the session starts too.
+    pub plugin_directories: Option<Vec<String>>,
 }
 
 /// One entry of `customAgents`.

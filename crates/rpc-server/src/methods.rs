@@ -6,8 +6,9 @@ use protocol::generated::methods as g;
 use protocol::methods as h;
 
 use crate::handlers::{
-    agents, auth, history, inference, mcp, permission_paths, providers, server, session, session_extras,
-    session_fs, session_services, session_state, sessions_admin, user_settings, workspace_extras, workspaces,
+    agents, auth, history, inference, mcp, mcp_extras, permission_paths, plugins, providers, server, session,
+    session_extras, session_fs, session_services, session_state, sessions_admin, tasks, user_settings,
+    workspace_extras, workspaces,
 };
 use crate::table::method_table;
 
@@ -82,6 +83,54 @@ method_table! {
     SessionMcpReload: g::SessionMcpReload => mcp::reload, lane |_p| None, aliases [];
     SessionMcpResourcesList: g::SessionMcpResourcesList => mcp::resources_list, lane |_p| None, aliases [];
     SessionMcpResourcesRead: g::SessionMcpResourcesRead => mcp::resources_read, lane |_p| None, aliases [];
+    SessionMcpSetEnvValueMode: g::SessionMcpSetEnvValueMode => mcp_extras::set_env_value_mode, lane |_p| None, aliases [];
+    SessionMcpRemoveGitHub: g::SessionMcpRemoveGitHub => mcp_extras::remove_github, lane |_p| None, aliases [];
+    SessionMcpExecuteSampling: g::SessionMcpExecuteSampling => mcp_extras::execute_sampling, lane |_p| None, aliases [];
+    SessionMcpCancelSamplingExecution: g::SessionMcpCancelSamplingExecution => mcp_extras::cancel_sampling, lane |_p| None, aliases [];
+    SessionMcpAppsSetHostContext: g::SessionMcpAppsSetHostContext => mcp_extras::apps_set_host_context, lane |_p| None, aliases [];
+    SessionMcpAppsGetHostContext: g::SessionMcpAppsGetHostContext => mcp_extras::apps_get_host_context, lane |_p| None, aliases [];
+    SessionMcpAppsDiagnose: g::SessionMcpAppsDiagnose => mcp_extras::apps_diagnose, lane |_p| None, aliases [];
+    SessionMcpAppsListTools: g::SessionMcpAppsListTools => mcp_extras::apps_list_tools, lane |_p| None, aliases [];
+    SessionMcpAppsCallTool: g::SessionMcpAppsCallTool => mcp_extras::apps_call_tool, lane |_p| None, aliases [];
+    SessionMcpAppsReadResource: g::SessionMcpAppsReadResource => mcp_extras::apps_read_resource, lane |_p| None, aliases [];
+    SessionMcpOauthLogin: g::SessionMcpOauthLogin => mcp_extras::oauth_login, lane |_p| None, aliases [];
+    SessionExtensionsList: g::SessionExtensionsList => mcp_extras::extensions_list, lane |_p| None, aliases [];
+    SessionExtensionsEnable: g::SessionExtensionsEnable => mcp_extras::extensions_enable, lane |_p| None, aliases [];
+    SessionExtensionsDisable: g::SessionExtensionsDisable => mcp_extras::extensions_disable, lane |_p| None, aliases [];
+    SessionExtensionsReload: g::SessionExtensionsReload => mcp_extras::extensions_reload, lane |_p| None, aliases [];
+    // Server: the user's MCP config, plugins and marketplaces.
+    McpConfigList: g::McpConfigList => plugins::config_list, lane |_p| None, aliases [];
+    McpConfigAdd: g::McpConfigAdd => plugins::config_add, lane |_p| None, aliases [];
+    McpConfigUpdate: g::McpConfigUpdate => plugins::config_update, lane |_p| None, aliases [];
+    McpConfigRemove: g::McpConfigRemove => plugins::config_remove, lane |_p| None, aliases [];
+    McpConfigEnable: g::McpConfigEnable => plugins::config_enable, lane |_p| None, aliases [];
+    McpConfigDisable: g::McpConfigDisable => plugins::config_disable, lane |_p| None, aliases [];
+    McpConfigReload: g::McpConfigReload => plugins::config_reload, lane |_p| None, aliases [];
+    McpDiscover: g::McpDiscover => plugins::discover, lane |_p| None, aliases [];
+    PluginsList: g::PluginsList => plugins::list, lane |_p| None, aliases [];
+    PluginsInstall: g::PluginsInstall => plugins::install, lane |_p| None, aliases [];
+    PluginsUninstall: g::PluginsUninstall => plugins::uninstall, lane |_p| None, aliases [];
+    PluginsUpdate: g::PluginsUpdate => plugins::update, lane |_p| None, aliases [];
+    PluginsUpdateAll: g::PluginsUpdateAll => plugins::update_all, lane |_p| None, aliases [];
+    PluginsEnable: g::PluginsEnable => plugins::enable, lane |_p| None, aliases [];
+    PluginsDisable: g::PluginsDisable => plugins::disable, lane |_p| None, aliases [];
+    PluginsMarketplacesList: g::PluginsMarketplacesList => plugins::marketplaces_list, lane |_p| None, aliases [];
+    PluginsMarketplacesAdd: g::PluginsMarketplacesAdd => plugins::marketplaces_add, lane |_p| None, aliases [];
+    PluginsMarketplacesRemove: g::PluginsMarketplacesRemove => plugins::marketplaces_remove, lane |_p| None, aliases [];
+    PluginsMarketplacesBrowse: g::PluginsMarketplacesBrowse => plugins::marketplaces_browse, lane |_p| None, aliases [];
+    PluginsMarketplacesRefresh: g::PluginsMarketplacesRefresh => plugins::marketplaces_refresh, lane |_p| None, aliases [];
+    // Sessions: background tasks.
+    SessionTasksList: g::SessionTasksList => tasks::list, lane |_p| None, aliases [];
+    SessionTasksStartAgent: g::SessionTasksStartAgent => tasks::start_agent, lane |_p| None, aliases [];
+    SessionTasksRefresh: g::SessionTasksRefresh => tasks::refresh, lane |_p| None, aliases [];
+    SessionTasksWaitForPending: g::SessionTasksWaitForPending => tasks::wait_for_pending, lane |_p| None, aliases [];
+    SessionTasksGetProgress: g::SessionTasksGetProgress => tasks::get_progress, lane |_p| None, aliases [];
+    SessionTasksGetCurrentPromotable: g::SessionTasksGetCurrentPromotable => tasks::get_current_promotable, lane |_p| None, aliases [];
+    SessionTasksPromoteToBackground: g::SessionTasksPromoteToBackground => tasks::promote, lane |_p| None, aliases [];
+    SessionTasksPromoteCurrentToBackground: g::SessionTasksPromoteCurrentToBackground => tasks::promote_current, lane |_p| None, aliases [];
+    SessionTasksCancel: g::SessionTasksCancel => tasks::cancel, lane |_p| None, aliases [];
+    SessionTasksRemove: g::SessionTasksRemove => tasks::remove, lane |_p| None, aliases [];
+    SessionTasksSendMessage: g::SessionTasksSendMessage => tasks::send_message, lane |_p| None, aliases [];
     SessionMetadataIsProcessing: g::SessionMetadataIsProcessing
         => session_state::is_processing, lane |_p| None, aliases [];
     SessionEventLogRegisterInterest: g::SessionEventLogRegisterInterest

@@ -97,16 +97,22 @@ pub async fn stop(ctx: &Ctx, p: t::SessionMcpStopServerParams) -> Result<(), Rpc
 
 pub async fn enable(ctx: &Ctx, p: t::SessionMcpEnableParams) -> Result<(), RpcError> {
     let session = ctx.session(&p.session_id)?;
+    super::mcp_extras::no_host(ctx, &session)?;
     session.mcp().start(&p.server_name).map_err(|e| host_error(ctx, e))
 }
 
 pub async fn disable(ctx: &Ctx, p: t::SessionMcpDisableParams) -> Result<(), RpcError> {
     let session = ctx.session(&p.session_id)?;
+    super::mcp_extras::no_host(ctx, &session)?;
     session.mcp().disable(&p.server_name).map_err(|e| host_error(ctx, e))
 }
 
 pub async fn reload(ctx: &Ctx, p: t::SessionMcpReloadParams) -> Result<(), RpcError> {
-    ctx.session(&p.session_id)?.mcp().reload();
+    let session = ctx.session(&p.session_id)?;
+    if session.mcp().list().is_empty() {
+        return Err(ctx.failed("MCP config reload not available"));
+    }
+    session.mcp().reload();
     Ok(())
 }
 

@@ -307,6 +307,7 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("enableConfigDiscovery", &["boolean"], json!(true)),
             prop("mcpServers", &["object"], json!({})),
             prop("disabledMcpServers", &["array"], json!([])),
+            prop("pluginDirectories", &["array"], json!([])),
         ],
         required: Vec::new(),
     };

@@ -1,0 +1,93 @@
+//! `session.tasks.*`: background tasks. Skipper's sub-agents run in the foreground of the turn
+//! that starts them (the `task` tool waits for them), so a session tracks no background task:
+//! listings are empty, operations on an id find nothing, and starting a background agent checks
+//! its agent type and model (the errors the original gives) and is then refused.
+
+use protocol::generated::types as t;
+use protocol::jsonrpc::RpcError;
+
+use crate::table::Ctx;
+
+pub async fn list(ctx: &Ctx, p: t::SessionTasksListParams) -> Result<t::TaskList, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::TaskList { tasks: Vec::new() })
+}
+
+pub async fn start_agent(ctx: &Ctx, p: t::SessionTasksStartAgentParams) -> Result<t::TasksStartAgentResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let known = loop_engine::agents::builtin::BUILTIN_AGENTS.iter().any(|a| a.name == p.agent_type)
+        || session.view().settings.agents.get(&p.agent_type).is_some();
+    if !known {
+        return Err(ctx.failed(format!("Agent type \"{}\" not found", p.agent_type)));
+    }
+    if let Some(model) = &p.model {
+        let models = ctx.server.engine.list_models().await.map_err(|e| ctx.engine_error(&e))?;
+        if !models.iter().any(|m| &m.id == model) {
+            return Err(ctx.failed(format!("Model \"{model}\" is not available")));
+        }
+    }
+    Err(ctx.failed("Background agents are not supported by this runtime; delegate with the task tool instead"))
+}
+
+pub async fn refresh(ctx: &Ctx, p: t::SessionTasksRefreshParams) -> Result<t::TasksRefreshResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::TasksRefreshResult {})
+}
+
+pub async fn wait_for_pending(
+    ctx: &Ctx,
+    p: t::SessionTasksWaitForPendingParams,
+) -> Result<t::TasksWaitForPendingResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::TasksWaitForPendingResult {})
+}
+
+pub async fn get_progress(
+    ctx: &Ctx,
+    p: t::SessionTasksGetProgressParams,
+) -> Result<t::TasksGetProgressResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::TasksGetProgressResult { progress: None })
+}
+
+pub async fn get_current_promotable(
+    ctx: &Ctx,
+    p: t::SessionTasksGetCurrentPromotableParams,
+) -> Result<t::TasksGetCurrentPromotableResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::TasksGetCurrentPromotableResult { task: None })
+}
+
+pub async fn promote(
+    ctx: &Ctx,
+    p: t::SessionTasksPromoteToBackgroundParams,
+) -> Result<t::TasksPromoteToBackgroundResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::TasksPromoteToBackgroundResult { promoted: false })
+}
+
+pub async fn promote_current(
+    ctx: &Ctx,
+    p: t::SessionTasksPromoteCurrentToBackgroundParams,
+) -> Result<t::TasksPromoteCurrentToBackgroundResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::TasksPromoteCurrentToBackgroundResult { task: None })
+}
+
+pub async fn cancel(ctx: &Ctx, p: t::SessionTasksCancelParams) -> Result<t::TasksCancelResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::TasksCancelResult { cancelled: false })
+}
+
+pub async fn remove(ctx: &Ctx, p: t::SessionTasksRemoveParams) -> Result<t::TasksRemoveResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::TasksRemoveResult { removed: false })
+}
+
+pub async fn send_message(
+    ctx: &Ctx,
+    p: t::SessionTasksSendMessageParams,
+) -> Result<t::TasksSendMessageResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(t::TasksSendMessageResult { sent: false, error: Some(format!("Task \"{}\" not found", p.id)) })
+}
