@@ -89,9 +89,11 @@ REPO_FILES = q(20_000, 2_000)  # figure 9: generated repository
 REPO_FILE_KB = 11  # ~224 MB at 20,000 files
 N_REPO_REPEATS = q(5, 1)
 N_PROMPT_RUNS = q(20, 5)  # figure 10
-N_FANOUT_DELTAS = q(100_000, 10_000)  # figure 11
+N_FANOUT_DELTAS = q(100_000, 60_000)  # figure 11 (the stalled client must be sent well over the limit)
 N_FANOUT_CLIENTS = 10
-FANOUT_QUEUE_LIMIT = 1024 * 1024  # SKIPPER_MAX_QUEUED_EVENT_BYTES for figure 11
+# SKIPPER_MAX_QUEUED_EVENT_BYTES for figure 11: well below what the stalled client is sent,
+# well above what a reading client lags behind by.
+FANOUT_QUEUE_LIMIT = 8 * 1024 * 1024
 REF_IDLE_SESSIONS = q(300, 50)  # figure 7: the original needs ~0.5 MB and ~20 ms a session
 REF_BURST_SESSIONS = q(50, 10)
 REF_PROMPT_RUNS = q(5, 2)
@@ -1356,6 +1358,11 @@ def fig_fanout(env: Env, deltas: int, clients: int, queue_limit: int) -> dict:
         owner.call("session.create", {"sessionId": sid, "requestPermission": False, "streaming": True})
         for c in conns[1:] + [stalled]:
             c.call("session.resume", {"sessionId": sid, "streaming": True})
+        # A resume may replay an idle of its own: count the turns' idles from here.
+        time.sleep(0.2)
+        for c in conns:
+            c.read()
+        base = {id(c): c.idle for c in conns}
         per_turn = min(deltas, 10_000)
         turns = (deltas + per_turn - 1) // per_turn
         rss_before = rss_kb(proc.pid)
@@ -1370,9 +1377,12 @@ def fig_fanout(env: Env, deltas: int, clients: int, queue_limit: int) -> dict:
             seq += k
             owner.send("session.send", {"sessionId": sid, "prompt": f"turn {t}"})
             deadline = time.perf_counter() + 300
-            while any(c.idle <= t for c in conns):
+            while any(c.idle - base[id(c)] <= t for c in conns):
                 if time.perf_counter() > deadline:
                     raise BenchError(f"fan-out: turn {t} not idle on every client within 300 s")
+                if any(c.closed for c in conns):
+                    raise BenchError(f"fan-out: a reading client was disconnected in turn {t} "
+                                     f"(it fell more than {queue_limit} bytes behind)")
                 ready = _select.select([c.sock for c in conns if not c.closed], [], [], 0.5)[0]
                 for c in conns:
                     if c.sock in ready:
@@ -1397,6 +1407,7 @@ def fig_fanout(env: Env, deltas: int, clients: int, queue_limit: int) -> dict:
             "deltas_per_second_per_client": round(deltas / elapsed, 1),
             "every_client_got_all": all(len(c.seqs) == deltas for c in conns),
             "received_min": min(len(c.seqs) for c in conns),
+            "first_seen": max((c.seqs[0] for c in conns if c.seqs), default=None),
             "reorders": sum(c.reorders for c in conns),
             "in_order": all(c.seqs == list(range(deltas)) for c in conns),
             "stalled_client_disconnected": stalled_closed,
