@@ -64,7 +64,7 @@ def q(full: int, quick: int) -> int:
 
 # Iteration counts. Defaults keep the whole run near 2-3 minutes on a 2-core machine.
 N_STARTUP = q(20, 5)  # spawns per startup variant
-N_TEXT_TURNS = q(200, 40)  # figure 2a
+N_TEXT_TURNS = q(500, 40)  # figure 2a
 N_STREAM_TURNS = q(100, 20)  # figure 2a, streaming variant
 N_TOOL_CONVS = q(50, 10)  # figure 2b
 N_THROUGHPUT_TURNS = q(40, 8)  # figure 3
@@ -77,12 +77,26 @@ N_DECAY_SESSIONS = 10
 # (which grows with the history) then no longer changes how long the server waits, so the
 # per-turn figures show what the server's own work costs as the history grows.
 STEADY_MODEL = {"latency_ms": 10, "then": {"text": "ok"}}
-N_IDLE_SESSIONS = q(1000, 200)  # figure 5
+N_IDLE_SESSIONS = q(10_000, 300)  # figure 5
 N_SEARCH_REPEATS = q(5, 1)  # figure 6 (after one warm-up run each)
 REF_STARTUP = q(10, 3)  # figure 7
 REF_TEXT_TURNS = q(100, 20)
 REF_DECAY_TURNS = q(200, 60)
 REF_DECAY_WINDOW = q(20, 10)
+N_BURST_SESSIONS = q(200, 50)  # figure 8
+N_BURSTS = q(5, 2)
+REPO_FILES = q(20_000, 2_000)  # figure 9: generated repository
+REPO_FILE_KB = 11  # ~224 MB at 20,000 files
+N_REPO_REPEATS = q(5, 1)
+N_PROMPT_RUNS = q(20, 5)  # figure 10
+N_FANOUT_DELTAS = q(100_000, 60_000)  # figure 11 (the stalled client must be sent well over the limit)
+N_FANOUT_CLIENTS = 10
+# SKIPPER_MAX_QUEUED_EVENT_BYTES for figure 11: well below what the stalled client is sent,
+# well above what a reading client lags behind by.
+FANOUT_QUEUE_LIMIT = 8 * 1024 * 1024
+REF_IDLE_SESSIONS = q(300, 50)  # figure 7: the original needs ~0.5 MB and ~20 ms a session
+REF_BURST_SESSIONS = q(50, 10)
+REF_PROMPT_RUNS = q(5, 2)
 
 # Environment of the developer's machine that must not leak into servers under test.
 _LEAKY_PREFIXES = ("COPILOT_", "GH_", "GITHUB_", "XDG_", "OTEL_", "CAPI_")
@@ -970,6 +984,7 @@ def _tool_once(env: Env, s: Server, sid: str, tool: str, args: dict, timeout: fl
         "success": bool(data.get("success")),
         "lines": len(lines),
         "spilled": "Output too large" in (result.get("content") or ""),
+        "result_lines": lines,
         "turn_s": t.seconds,
     }
 
@@ -1037,6 +1052,387 @@ def fig_search(env: Env, repeats: int) -> dict:
         s.close()
 
 
+# ------------------------------------------------------------------------------------------
+# Issue 14 figures: scale (burst, generated repository, -p, fan-out)
+# ------------------------------------------------------------------------------------------
+
+
+def fig_burst(env: Env, target: Target, sessions: int, bursts: int) -> dict:
+    """Figure 8: `sessions` sessions each get a `session.send` written back to back (one
+    burst), `bursts` times; send → idle per session, server CPU per turn in the bursts."""
+    s = env.start(target)
+    try:
+        handshake(s)
+        sids = [create_session(s) for _ in range(sessions)]
+        env.fake.replies([{"text": "ok"}] * sessions)
+        for sid in sids:  # warm-up: every session has made one model call
+            turn(s, sid)
+        latencies: list[float] = []
+        worst_per_burst: list[float] = []
+        cpu_ns_total = 0
+        starved = 0
+        errors0 = len(s.session_errors)
+        for _ in range(bursts):
+            env.fake.clear_requests()
+            env.fake.replies([{"text": "ok"}] * sessions)
+            idles = {sid: s.idle_count[sid] for sid in sids}
+            a = cpu_ns(s.pid)
+            sent: dict[str, float] = {}
+            rids = []
+            for sid in sids:
+                sent[sid] = time.perf_counter()
+                rids.append(s.send("session.send", {"sessionId": sid, "prompt": "hi"}))
+            deadline = time.perf_counter() + 120
+            waiting = set(sids)
+            while waiting and time.perf_counter() < deadline:
+                s.pump(deadline)
+                waiting = {sid for sid in waiting if s.idle_count[sid] == idles[sid]}
+            cpu_ns_total += cpu_ns(s.pid) - a
+            starved += len(waiting)
+            done = [s.last_idle_t[sid] - sent[sid] for sid in sids if sid not in waiting]
+            latencies += done
+            worst_per_burst.append(max(done, default=0.0))
+            for rid in rids:
+                s.responses.pop(rid, None)
+        lat_ms = sorted(x * 1000 for x in latencies)
+        return {
+            "sessions": sessions,
+            "bursts": bursts,
+            "send_to_idle": summary_ms(latencies),
+            "p99_ms": round(pct(lat_ms, 99), 3) if lat_ms else None,
+            "server_cpu_ms_per_turn": round(cpu_ns_total / 1e6 / max(1, sessions * bursts), 3),
+            "starved_sessions": starved,
+            "worst_in_burst": summary_ms(worst_per_burst),
+            "session_errors": len(s.session_errors) - errors0,
+            "leftover_replies": leftover_replies(env),
+        }
+    finally:
+        s.close()
+
+
+REPO_NEEDLE = "fn main"  # in one file of REPO_NEEDLE_EVERY
+REPO_NEEDLE_EVERY = 100
+REPO_RARE = "needle_[0-9]+_rare"  # content-mode case, one file of 1000
+
+
+def generated_repo(n_files: int, file_kb: int) -> Path:
+    """A deterministic git-like tree of `n_files` source files of ~`file_kb` KiB, with a
+    `.gitignore`d build directory and hidden files holding the needle too (they must stay out
+    of both tools' results). Cached under target/ between runs."""
+    root = REPO / "target" / f"bench-repo-{n_files}x{file_kb}k"
+    marker = root / ".complete"
+    if marker.is_file():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    (root / ".git").mkdir(parents=True)
+    (root / ".gitignore").write_text("build/\n*.log\n")
+    words = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi "
+             "rho sigma tau upsilon phi chi psi omega").split()
+    lines = [f"    let {words[i % len(words)]}_{i} = {words[(i * 7) % len(words)]}({i}); // {words[(i * 3) % len(words)]}"
+             for i in range(400)]
+    block = "\n".join(lines) + "\n"
+    body = (block * (file_kb * 1024 // len(block) + 1))[: file_kb * 1024]
+    for i in range(n_files):
+        d = root / f"pkg{i % 40:02d}" / f"mod{(i // 40) % 25:02d}"
+        if i % 40 == 0 or not d.is_dir():
+            d.mkdir(parents=True, exist_ok=True)
+        text = body
+        if i % REPO_NEEDLE_EVERY == 0:
+            text = text[: len(text) // 2] + f"{REPO_NEEDLE}() {{}}\n" + text[len(text) // 2:]
+        if i % 1000 == 7:
+            text = f"// needle_{i}_rare here\n" + text + f"// and needle_{i}_rare again\n"
+        (d / f"file{i:05d}.rs").write_text(text)
+    ignored = root / "build"
+    ignored.mkdir()
+    for i in range(20):
+        (ignored / f"gen{i}.rs").write_text(f"{REPO_NEEDLE}() {{}} needle_{i}_rare\n")
+        (root / f".hidden{i}.rs").write_text(f"{REPO_NEEDLE}() {{}} needle_{i}_rare\n")
+    marker.write_text("ok\n")
+    return root
+
+
+def _tool_lines(env: Env, s: Server, sid: str, tool: str, args: dict, timeout: float) -> tuple[dict, list[str]]:
+    """Runs a tool once; returns its timing and its full result lines."""
+    o = _tool_once(env, s, sid, tool, args, timeout)
+    return o, o.pop("all_lines", [])
+
+
+def fig_repo_search(env: Env, repeats: int) -> dict:
+    """Figure 9: grep over a generated repository (REPO_FILES files) vs ripgrep, with the
+    result lists compared."""
+    rg = os.environ.get("RG_BIN") or shutil.which("rg")
+    if not rg:
+        return {"skipped": "ripgrep (rg) is not installed"}
+    t0 = time.perf_counter()
+    tree = generated_repo(REPO_FILES, REPO_FILE_KB)
+    gen_s = time.perf_counter() - t0
+    out: dict[str, Any] = {"tree": str(tree), "files": REPO_FILES, "mib": round(_tree_bytes(tree) / 2**20, 1),
+                           "generated_in_s": round(gen_s, 2)}
+    cases = {
+        "files_with_matches": ({"pattern": REPO_NEEDLE, "paths": str(tree), "output_mode": "files_with_matches"},
+                               [rg, "-l", REPO_NEEDLE, str(tree)]),
+        "content": ({"pattern": REPO_RARE, "paths": str(tree), "output_mode": "content", "-n": True},
+                    [rg, "-n", REPO_RARE, str(tree)]),
+    }
+    s = env.start(skipper_target(), extra=["--allow-all-tools"])
+    try:
+        handshake(s)
+        sid = create_session(s)
+        for name, (args, ref) in cases.items():
+            ours, theirs = [], []
+            same = True
+            for i in range(repeats + 1):
+                o = _tool_once(env, s, sid, "grep", args, timeout=600)
+                t1 = time.perf_counter()
+                p = subprocess.run(ref, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=600)
+                r_s = time.perf_counter() - t1
+                ref_lines = [ln for ln in p.stdout.decode(errors="replace").splitlines() if ln.strip()]
+                same = same and sorted(o["result_lines"]) == sorted(ref_lines) \
+                    and o["result_lines"] == sorted(o["result_lines"], key=_path_key)
+                if i == 0:
+                    continue
+                ours.append(o)
+                theirs.append((r_s, len(ref_lines)))
+            med_o = statistics.median(o["wall_s"] for o in ours)
+            med_r = statistics.median(r[0] for r in theirs)
+            out[name] = {
+                "ours_wall": summary_ms([o["wall_s"] for o in ours]),
+                "reference_wall": summary_ms([r[0] for r in theirs]),
+                "ours_result_lines": ours[-1]["lines"],
+                "reference_result_lines": theirs[-1][1],
+                "same_matches": same,
+                "reference_cmd_short": shlex.join(["rg"] + ["TREE" if a == str(tree) else a for a in ref[1:]]),
+                "ours_over_reference": ratio(med_o, med_r),
+            }
+        out["session_errors"] = len(s.session_errors)
+        env.fake.reset()
+        return out
+    finally:
+        s.close()
+
+
+def _path_key(line: str) -> tuple:
+    # Our results are sorted by path components (directory entries by name, depth first).
+    path = line.split(":", 1)[0]
+    return tuple(path.split("/"))
+
+
+def fig_prompt_mode(env: Env, target: Target, n: int) -> dict:
+    """Figure 10: `-p` run of two model calls (a `view` tool call, then text), spawn → exit."""
+    work = env.fresh_dir(f"{target.label}-p-work")
+    (work / "hello.txt").write_text("hello\n")
+    home = env.fresh_dir(f"{target.label}-p-home")
+    (home / ".copilot").mkdir(parents=True, exist_ok=True)
+    times = []
+    failures = 0
+    for i in range(n + 1):
+        env.fake.clear_requests()
+        env.fake.replies([{"tool_calls": [{"name": "view", "arguments": {"path": str(work / "hello.txt")}}]},
+                          {"text": "done"}])
+        t0 = time.perf_counter()
+        p = subprocess.run(target.argv + ["-p", "read hello.txt", "--allow-all-tools", "--no-auto-update",
+                                          # the original refuses -p without a model the fake lists
+                                          "--model", "claude-sonnet-4.5"],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env={**env.server_env(home), "COPILOT_GITHUB_TOKEN": "x", "GH_TOKEN": "x"}, cwd=str(work), timeout=120)
+        took = time.perf_counter() - t0
+        ok = p.returncode == 0 and b"done" in p.stdout and env.fake.pending() == 0
+        if not ok:
+            failures += 1
+            if failures > 2:
+                raise BenchError(f"{target.label} -p failed (exit {p.returncode}): "
+                                 f"{p.stderr.decode(errors='replace')[-500:]}")
+            env.fake.reset()
+            continue
+        if i > 0:
+            times.append(took)
+    env.fake.reset()
+    return {"start_to_exit": summary_ms(times), "failures": failures}
+
+
+class _Conn:
+    """A bare JSON-RPC client over TCP. Event frames are only scanned (not parsed) so ten of
+    them keep up with one server."""
+
+    def __init__(self, port: int):
+        import socket
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setblocking(False)
+        self.buf = bytearray()
+        self.next_id = 1
+        self.responses: dict[int, dict] = {}
+        self.seqs: list[int] = []
+        self.reorders = 0
+        self.idle = 0
+        self.closed = False
+
+    def send(self, method: str, params: dict) -> int:
+        rid = self.next_id
+        self.next_id += 1
+        body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode()
+        self.sock.setblocking(True)
+        self.sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.sock.setblocking(False)
+        return rid
+
+    def read(self) -> None:
+        try:
+            chunk = self.sock.recv(1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.closed = True
+            return
+        self.buf += chunk
+        buf, pos = self.buf, 0
+        while True:
+            h = buf.find(b"\r\n\r\n", pos)
+            if h < 0:
+                break
+            n = int(bytes(buf[pos:h]).split(b":", 1)[1])
+            start = h + 4
+            if len(buf) < start + n:
+                break
+            body = bytes(buf[start:start + n])
+            pos = start + n
+            i = body.find(b'"deltaContent":"')
+            if i >= 0 and b"assistant.message_delta" in body:
+                j = i + 16
+                k = body.index(b" ", j)
+                seq = int(body[j:k])
+                if self.seqs and seq != self.seqs[-1] + 1:
+                    self.reorders += 1
+                self.seqs.append(seq)
+            elif b'"session.idle"' in body:
+                self.idle += 1
+            elif b'"method"' not in body[:40] or b'"result"' in body or b'"error"' in body:
+                msg = json.loads(body)
+                if "id" in msg and "method" not in msg:
+                    self.responses[msg["id"]] = msg
+        del buf[:pos]
+
+    def call(self, method: str, params: dict, timeout: float = 30) -> Any:
+        import select as _select
+        rid = self.send(method, params)
+        deadline = time.perf_counter() + timeout
+        while rid not in self.responses:
+            if time.perf_counter() > deadline or self.closed:
+                raise BenchError(f"no answer to {method}")
+            _select.select([self.sock], [], [], 0.1)
+            self.read()
+        msg = self.responses.pop(rid)
+        if "error" in msg:
+            raise RpcError(f"{method} failed: {json.dumps(msg['error'])[:300]}")
+        return msg.get("result")
+
+
+def fig_fanout(env: Env, deltas: int, clients: int, queue_limit: int) -> dict:
+    """Figure 11: one session streams `deltas` deltas (numbered) to `clients` TCP clients that
+    all subscribed to it; one more client subscribes and never reads. Order per client, every
+    delta delivered, server RSS along the way, and the stalled client disconnected."""
+    home = env.fresh_dir("fanout-home")
+    (home / ".copilot").mkdir(parents=True, exist_ok=True)
+    e = env.server_env(home)
+    e["SKIPPER_MAX_QUEUED_EVENT_BYTES"] = str(queue_limit)
+    err = open(env.logs / "fanout.stderr", "wb")
+    proc = spawn([str(SKIPPER_BIN), "--headless", "--no-auto-update", "--auth-token-env", "COPILOT_SDK_AUTH_TOKEN",
+                  "--port", "0"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=e,
+                 cwd=str(env.work))
+    import select as _select
+    try:
+        line = b""
+        deadline = time.perf_counter() + 30
+        while b"listening on port" not in line:
+            if time.perf_counter() > deadline or not _select.select([proc.stdout], [], [], 1)[0]:
+                if time.perf_counter() > deadline:
+                    raise BenchError("skipper --port did not announce its port")
+                continue
+            line = proc.stdout.readline()  # type: ignore[union-attr]
+        port = int(line.split()[-1])
+        conns = [_Conn(port) for _ in range(clients)]
+        stalled = _Conn(port)
+        owner = conns[0]
+        sid = str(uuid.uuid4())
+        owner.call("session.create", {"sessionId": sid, "requestPermission": False, "streaming": True})
+        for c in conns[1:] + [stalled]:
+            c.call("session.resume", {"sessionId": sid, "streaming": True})
+        # A resume may replay an idle of its own: count the turns' idles from here.
+        time.sleep(0.2)
+        for c in conns:
+            c.read()
+        base = {id(c): c.idle for c in conns}
+        per_turn = min(deltas, 10_000)
+        turns = (deltas + per_turn - 1) // per_turn
+        rss_before = rss_kb(proc.pid)
+        rss_peak = rss_before
+        cpu0 = cpu_ns(proc.pid)
+        t0 = time.perf_counter()
+        seq = 0
+        for t in range(turns):
+            k = min(per_turn, deltas - seq)
+            env.fake.clear_requests()
+            env.fake.replies([{"slow_text": [f"{seq + i} " for i in range(k)], "delay_ms": 0}])
+            seq += k
+            owner.send("session.send", {"sessionId": sid, "prompt": f"turn {t}"})
+            deadline = time.perf_counter() + 300
+            while any(c.idle - base[id(c)] <= t for c in conns):
+                if time.perf_counter() > deadline:
+                    raise BenchError(f"fan-out: turn {t} not idle on every client within 300 s")
+                if any(c.closed for c in conns):
+                    raise BenchError(f"fan-out: a reading client was disconnected in turn {t} "
+                                     f"(it fell more than {queue_limit} bytes behind)")
+                ready = _select.select([c.sock for c in conns if not c.closed], [], [], 0.5)[0]
+                for c in conns:
+                    if c.sock in ready:
+                        c.read()
+                rss_peak = max(rss_peak, rss_kb(proc.pid)) if random_tick() else rss_peak
+        elapsed = time.perf_counter() - t0
+        cpu = cpu_ns(proc.pid) - cpu0
+        rss_peak = max(rss_peak, rss_kb(proc.pid))
+        # The stalled client: was it disconnected? (reading now drains what the kernel held,
+        # then sees end of stream)
+        stalled_closed = False
+        end = time.perf_counter() + 10
+        while time.perf_counter() < end and not stalled.closed:
+            _select.select([stalled.sock], [], [], 0.2)
+            stalled.read()
+        stalled_closed = stalled.closed
+        return {
+            "deltas": deltas,
+            "clients_reading": clients,
+            "queue_limit_bytes": queue_limit,
+            "elapsed_s": round(elapsed, 3),
+            "deltas_per_second_per_client": round(deltas / elapsed, 1),
+            "every_client_got_all": all(len(c.seqs) == deltas for c in conns),
+            "received_min": min(len(c.seqs) for c in conns),
+            "first_seen": max((c.seqs[0] for c in conns if c.seqs), default=None),
+            "reorders": sum(c.reorders for c in conns),
+            "in_order": all(c.seqs == list(range(deltas)) for c in conns),
+            "stalled_client_disconnected": stalled_closed,
+            "stalled_client_received": len(stalled.seqs),
+            "rss_before_kb": rss_before,
+            "rss_peak_kb": rss_peak,
+            "rss_end_kb": rss_kb(proc.pid),
+            "server_cpu_ms": round(cpu / 1e6, 1),
+            "server_cpu_us_per_delta_per_client": round(cpu / 1e3 / deltas / clients, 3),
+            "leftover_replies": leftover_replies(env),
+        }
+    finally:
+        stop_process(proc)
+        err.close()
+
+
+_tick = [0]
+
+
+def random_tick() -> bool:
+    """Samples RSS every 50th wake-up (reading /proc is not free)."""
+    _tick[0] += 1
+    return _tick[0] % 50 == 0
+
+
 def fig_reference(env: Env) -> dict:
     """Figure 7: figures 1, 2a and a shortened 4 against the original CLI."""
     ref = reference_target()
@@ -1057,6 +1453,9 @@ def fig_reference(env: Env) -> dict:
     both("startup", lambda t: fig_startup(env, t, REF_STARTUP))
     both("text_turn", lambda t: fig_text_turns(env, t, REF_TEXT_TURNS, streaming=False))
     both("decay", lambda t: fig_decay(env, t, REF_DECAY_TURNS, REF_DECAY_WINDOW, 1))
+    both("idle", lambda t: fig_idle_sessions(env, t, REF_IDLE_SESSIONS))
+    both("burst", lambda t: fig_burst(env, t, REF_BURST_SESSIONS, 1))
+    both("prompt", lambda t: fig_prompt_mode(env, t, REF_PROMPT_RUNS))
     r, get = out, _get
     out["ratios_reference_over_skipper"] = {
         key: ratio(get(r, path.format(who="reference")), get(r, path.format(who="skipper")))
@@ -1211,14 +1610,143 @@ def report(results: dict) -> list[tuple[str, str, str]]:
                 b_s = "-" if b is None else f"{b / scale:.2f}{unit}"
                 row("7", label, f"skipper {a_s}, reference {b_s}, reference/skipper "
                                 f"{_fmt(ratios.get(key), '×')}")
-            for name in ("startup", "text_turn", "decay"):
+            for name in ("startup", "text_turn", "decay", "idle", "burst", "prompt"):
                 for label in ("skipper", "reference"):
                     e = _get(d, f"{name}.{label}.error")
                     if e:
                         row("7", f"{name} ({label})", f"error: {e[:100]}")
+    for key, label in (("8_burst", "burst"),):
+        if key in f:
+            d = f[key]
+            row("8", f"{d['sessions']} sessions sending at once ×{d['bursts']}: send → idle",
+                _ms(d.get("send_to_idle")) + f", p99 {_fmt(d.get('p99_ms'), ' ms')}")
+            row("8", "  server CPU per turn in the bursts", _fmt(d.get("server_cpu_ms_per_turn"), " ms"))
+            row("8", "  starved sessions (no idle within 120 s)", str(d.get("starved_sessions")))
+    if "9_repo_search" in f:
+        d = f["9_repo_search"]
+        if "skipped" in d:
+            row("9", "grep on a generated repository", f"skipped: {d['skipped']}")
+        else:
+            row("9", "generated repository", f"{d['files']} files, {d['mib']} MiB ({d['tree']})")
+            for name in ("files_with_matches", "content"):
+                if name in d:
+                    g = d[name]
+                    row("9", f"grep tool, {name}", _ms(g["ours_wall"]) + f", {g['ours_result_lines']} results")
+                    row("9", f"  `{g['reference_cmd_short']}`", _ms(g["reference_wall"])
+                        + f", {g['reference_result_lines']} results")
+                    row("9", "  ours / rg; same matches", f"{_fmt(g.get('ours_over_reference'), '×')}; "
+                                                         f"{'yes' if g.get('same_matches') else 'NO'}")
+    if "10_prompt_mode" in f:
+        d = f["10_prompt_mode"]
+        row("10", "-p two model calls (view + text), start → exit", _ms(d.get("start_to_exit")))
+    if "11_fanout" in f:
+        d = f["11_fanout"]
+        row("11", f"fan-out: {d['deltas']} deltas to {d['clients_reading']} clients",
+            f"{d['elapsed_s']:.2f} s, {d['deltas_per_second_per_client']:.0f} deltas/s per client")
+        row("11", "  every client got every delta, in order",
+            f"{'yes' if d['every_client_got_all'] and d['in_order'] else 'NO'} (reorders {d['reorders']})")
+        row("11", "  a client that stops reading is disconnected",
+            f"{'yes' if d['stalled_client_disconnected'] else 'NO'} (limit {d['queue_limit_bytes'] // 1024} KiB)")
+        row("11", "  server RSS before / peak / end", f"{d['rss_before_kb'] / 1024:.1f} / "
+                                                    f"{d['rss_peak_kb'] / 1024:.1f} / {d['rss_end_kb'] / 1024:.1f} MiB")
+        row("11", "  server CPU per delta per client", _fmt(d.get("server_cpu_us_per_delta_per_client"), " µs"))
     for name, err in results.get("errors", {}).items():
         row("!", f"{name} failed", err.splitlines()[0][:120] if err else "?")
     return rows
+
+
+def issue14_rows(results: dict) -> list[tuple[str, str, str, str, str]]:
+    """Issue 14's table: (figure, skipper, original, original / skipper, target)."""
+    f = results.get("figures", {})
+    ref = f.get("7_reference") or {}
+    have_ref = "skipped" not in ref and bool(ref)
+    g = _get
+    rows = []
+
+    def r(v: Any, unit: str, digits: int = 2) -> str:
+        return "-" if v is None else f"{v:.{digits}f}{unit}"
+
+    def orig(path: str, unit: str, digits: int = 2, suffix: str = "") -> str:
+        if not have_ref:
+            return "not run"
+        e = g(ref, path.split(".")[0] + ".reference.error")
+        if e:
+            return "error"
+        v = g(ref, path)
+        return "-" if v is None else f"{v:.{digits}f}{unit}{suffix}"
+
+    def rat(a: Any, b: Any) -> str:
+        x = ratio(b, a) if have_ref else None
+        return "-" if x is None else f"{x:.1f}×"
+
+    d = f.get("5_idle_sessions") or {}
+    rv = g(ref, "idle.reference.per_session_kb")
+    rows.append((f"RSS per idle session ({d.get('sessions', '?')} sessions); create median",
+                 f"{r(d.get('per_session_kb'), ' KiB', 1)}; {r(g(d, 'session_create.median_ms'), ' ms')}",
+                 orig("idle.reference.per_session_kb", " KiB", 0, f" ({REF_IDLE_SESSIONS} sessions); "
+                      f"{r(g(ref, 'idle.reference.session_create.median_ms'), ' ms')}"),
+                 rat(d.get("per_session_kb"), rv), "≤ 10 KB; create ≤ 1 ms"))
+    d = f.get("4_decay_one_session") or {}
+    a, b = d.get("server_cpu_ns_ms_per_turn_first_window"), d.get("server_cpu_ns_ms_per_turn_last_window")
+    growth = None
+    rk = d.get("rss_kb") or {}
+    w = g(d, "first_window.n")
+    if rk and w and d.get("turns"):
+        n = d["turns"]
+        growth = (rk.get(f"after_turn_{n}", 0) - rk.get(f"after_turn_{w}", 0)) / (n - w)
+    hist = d.get("last_request_kb") and d["last_request_kb"] / d["turns"]
+    ra = g(ref, "decay.reference.server_cpu_ms_per_turn_first_window")
+    rb = g(ref, "decay.reference.server_cpu_ms_per_turn_last_window")
+    rows.append((f"server CPU/turn, turns 1–{w} → last {w} of {d.get('turns', '?')}; RSS growth/turn",
+                 f"{r(a, '')} → {r(b, ' ms')} ({r(b / a if a and b else None, '×')}); "
+                 f"{r(growth, ' KiB', 2)} (history {r(hist, ' KiB', 2)})",
+                 "not run" if not have_ref else
+                 f"{r(ra, '')} → {r(rb, ' ms')} over {REF_DECAY_TURNS} turns", rat(b, rb),
+                 "≤ 1.3×; ≤ 1 KB/turn beyond the history"))
+    d = f.get("2a_text_turn") or {}
+    rows.append(("server CPU per text turn", r(d.get("server_cpu_ms_per_turn"), " ms", 3),
+                 orig("text_turn.reference.server_cpu_ms_per_turn", " ms"),
+                 rat(d.get("server_cpu_ms_per_turn"), g(ref, "text_turn.reference.server_cpu_ms_per_turn")),
+                 "< 0.5 ms"))
+    d = f.get("8_burst") or {}
+    rows.append((f"{d.get('sessions', '?')} sessions at once: p99; server CPU/turn; starved",
+                 f"{r(d.get('p99_ms'), ' ms', 1)}; {r(d.get('server_cpu_ms_per_turn'), ' ms')}; "
+                 f"{d.get('starved_sessions', '-')}",
+                 orig("burst.reference.p99_ms", " ms", 0, f" ({REF_BURST_SESSIONS} sessions); "
+                      f"{r(g(ref, 'burst.reference.server_cpu_ms_per_turn'), ' ms')}"),
+                 rat(d.get("p99_ms"), g(ref, "burst.reference.p99_ms")),
+                 "p99 < 120 ms; < 0.5 ms/turn; none starved"))
+    d = f.get("9_repo_search") or {}
+    gm = d.get("files_with_matches") or {}
+    gc = d.get("content") or {}
+    rows.append((f"grep tool / rg, {d.get('files', '?')} files {d.get('mib', '?')} MiB (-l; content)",
+                 f"{r(gm.get('ours_over_reference'), '×')}; {r(gc.get('ours_over_reference'), '×')}; same matches: "
+                 f"{'yes' if gm.get('same_matches') and gc.get('same_matches') else 'NO'}",
+                 "not run (tool names differ)", "-", "≤ 1.0× rg, same matches"))
+    d = f.get("10_prompt_mode") or {}
+    rows.append(("-p two model calls, start → exit", r(g(d, "start_to_exit.median_ms"), " ms", 1),
+                 orig("prompt.reference.start_to_exit.median_ms", " ms", 0),
+                 rat(g(d, "start_to_exit.median_ms"), g(ref, "prompt.reference.start_to_exit.median_ms")),
+                 "< 8 ms"))
+    d = f.get("11_fanout") or {}
+    if d:
+        ok = d.get("every_client_got_all") and d.get("in_order")
+        rows.append((f"fan-out {d['deltas']} deltas → {d['clients_reading']} clients",
+                     f"in order: {'yes' if ok else 'NO'}; stalled client cut: "
+                     f"{'yes' if d.get('stalled_client_disconnected') else 'NO'}; RSS peak +"
+                     f"{(d['rss_peak_kb'] - d['rss_before_kb']) / 1024:.1f} MiB",
+                     "not run", "-", "no reorder; bounded memory"))
+    return rows
+
+
+def print_issue14(rows: list[tuple[str, str, str, str, str]]) -> None:
+    head = ("issue 14 figure", "skipper", "original 1.0.102", "orig/skipper", "target")
+    widths = [max(len(x[i]) for x in rows + [head]) for i in range(5)]
+    print(" | ".join(h.ljust(widths[i]) for i, h in enumerate(head)))
+    print("-|-".join("-" * wd for wd in widths))
+    for row in rows:
+        print(" | ".join(c.ljust(widths[i]) for i, c in enumerate(row)))
+    print()
 
 
 def print_table(rows: list[tuple[str, str, str]]) -> None:
@@ -1286,6 +1814,10 @@ def main() -> int:
         ("4", "4_decay_10_sessions", lambda: fig_decay(env, sk, N_DECAY_TURNS, DECAY_WINDOW, N_DECAY_SESSIONS)),
         ("5", "5_idle_sessions", lambda: fig_idle_sessions(env, sk, N_IDLE_SESSIONS)),
         ("6", "6_search", lambda: fig_search(env, N_SEARCH_REPEATS)),
+        ("8", "8_burst", lambda: fig_burst(env, sk, N_BURST_SESSIONS, N_BURSTS)),
+        ("9", "9_repo_search", lambda: fig_repo_search(env, N_REPO_REPEATS)),
+        ("10", "10_prompt_mode", lambda: fig_prompt_mode(env, sk, N_PROMPT_RUNS)),
+        ("11", "11_fanout", lambda: fig_fanout(env, N_FANOUT_DELTAS, N_FANOUT_CLIENTS, FANOUT_QUEUE_LIMIT)),
         ("7", "7_reference", lambda: fig_reference(env)),
     ]
     try:
@@ -1313,6 +1845,10 @@ def main() -> int:
     print(f"\nskipper {m['git'] or '?'} · {m['machine']['cpus']} CPUs · load average "
           f"{m['loadavg_start'][0]} → {m['loadavg_end'][0]}{' · QUICK' if QUICK else ''}")
     print_table(rows)
+    if not REFERENCE:
+        print("original CLI: not run (set COPILOT_REFERENCE_CLI to its binary, e.g. from "
+              "`npm install @github/copilot-linux-x64@1.0.102`)")
+    print_issue14(issue14_rows(results))
     JSON_OUT.parent.mkdir(parents=True, exist_ok=True)
     JSON_OUT.write_text(json.dumps(results, indent=2) + "\n")
     print(f"bench: wrote {JSON_OUT} ({results['meta']['elapsed_s']} s total"

@@ -676,7 +676,8 @@ fn respond(ctx: RespondCtx, answer: Answer) -> futures::future::BoxFuture<'stati
                 tokio::spawn(async move {
                     let id = ctx.completion_id();
                     for (i, piece) in chunks.iter().enumerate() {
-                        if i > 0 {
+                        // A zero delay must not sleep: the timer would round it up to 1 ms.
+                        if i > 0 && delay_ms > 0 {
                             tokio::time::sleep(Duration::from_millis(delay_ms)).await;
                         }
                         let mut delta = json!({"content": piece});

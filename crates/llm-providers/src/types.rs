@@ -153,19 +153,25 @@ impl HistoryItem {
 }
 
 /// The conversation so far, shared by the loop and the calls it makes (an `Arc`, not a copy per
-/// call). Appending while no call holds it is free; a call in flight sees its own snapshot.
+/// call). Each message is its own `Arc` too: appending while someone else holds the history
+/// (a call in flight, the actor's snapshot of a lent conversation) copies one pointer per
+/// message, never the messages or their cached wire forms.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct History {
-    items: std::sync::Arc<Vec<HistoryItem>>,
+    items: std::sync::Arc<Vec<std::sync::Arc<HistoryItem>>>,
 }
 
 impl History {
     pub fn new(messages: Vec<Message>) -> Self {
-        Self { items: std::sync::Arc::new(messages.into_iter().map(HistoryItem::new).collect()) }
+        Self {
+            items: std::sync::Arc::new(
+                messages.into_iter().map(|m| std::sync::Arc::new(HistoryItem::new(m))).collect(),
+            ),
+        }
     }
 
     pub fn push(&mut self, message: Message) {
-        std::sync::Arc::make_mut(&mut self.items).push(HistoryItem::new(message));
+        std::sync::Arc::make_mut(&mut self.items).push(std::sync::Arc::new(HistoryItem::new(message)));
     }
 
     pub fn len(&self) -> usize {
@@ -176,19 +182,25 @@ impl History {
         self.items.is_empty()
     }
 
-    pub fn items(&self) -> &[HistoryItem] {
+    pub fn items(&self) -> &[std::sync::Arc<HistoryItem>] {
         &self.items
     }
 
     pub fn messages(&self) -> impl DoubleEndedIterator<Item = &Message> + ExactSizeIterator {
-        self.items.iter().map(HistoryItem::message)
+        self.items.iter().map(|item| item.message())
+    }
+
+    /// Whether both share the same messages (the same allocations, not equal copies).
+    pub fn shares_messages_with(&self, other: &History) -> bool {
+        self.items.len() == other.items.len()
+            && self.items.iter().zip(other.items.iter()).all(|(a, b)| std::sync::Arc::ptr_eq(a, b))
     }
 
     /// Replaces the first `n` messages with `head`; the rest keep their cached wire forms.
     pub fn replace_front(&mut self, n: usize, head: Message) {
         let items = std::sync::Arc::make_mut(&mut self.items);
         let n = n.min(items.len());
-        items.splice(..n, std::iter::once(HistoryItem::new(head)));
+        items.splice(..n, std::iter::once(std::sync::Arc::new(HistoryItem::new(head))));
     }
 
     /// Keeps the first `n` messages only.
@@ -199,6 +211,7 @@ impl History {
     /// Changes message `index` (its wire form is made again when next sent).
     pub fn update(&mut self, index: usize, change: impl FnOnce(&mut Message)) {
         if let Some(item) = std::sync::Arc::make_mut(&mut self.items).get_mut(index) {
+            let item = std::sync::Arc::make_mut(item);
             change(&mut item.message);
             item.wire = std::sync::OnceLock::new();
         }
@@ -445,5 +458,46 @@ impl ProviderError {
             ProviderError::Http { status, .. } => Some(*status),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod history_tests {
+    use super::*;
+
+    fn user(t: &str) -> Message {
+        Message::User { content: UserContent::Text(t.into()) }
+    }
+
+    #[test]
+    fn appending_to_a_shared_history_copies_no_message() {
+        let mut live = History::new(vec![user("a"), user("b")]);
+        let snapshot = live.clone();
+        live.push(user("c"));
+        assert_eq!(snapshot.len(), 2);
+        assert_eq!(live.len(), 3);
+        for (a, b) in snapshot.items().iter().zip(live.items()) {
+            assert!(std::sync::Arc::ptr_eq(a, b), "a message was copied");
+        }
+        let mut head = live.clone();
+        head.truncate(2);
+        assert!(head.shares_messages_with(&snapshot));
+    }
+
+    #[test]
+    fn wire_forms_survive_sharing_and_an_update_touches_only_its_copy() {
+        let mut live = History::new(vec![user("a"), user("b")]);
+        let encode = |m: &Message| format!("{m:?}");
+        let first = live.items()[0].wire(WireFormat::ChatCompletions, encode).into_owned();
+        let snapshot = live.clone();
+        live.push(user("c"));
+        // Cached once: the shared item answers without encoding again.
+        let again = live.items()[0].wire(WireFormat::ChatCompletions, |_| -> String { panic!("encoded again") });
+        assert_eq!(again, first);
+        live.update(0, |m| *m = user("changed"));
+        assert_eq!(snapshot.messages().next(), Some(&user("a")));
+        assert_eq!(live.messages().next(), Some(&user("changed")));
+        assert!(!live.items()[0].wire(WireFormat::ChatCompletions, encode).contains("\"a\""));
+        assert!(std::sync::Arc::ptr_eq(&snapshot.items()[1], &live.items()[1]));
     }
 }

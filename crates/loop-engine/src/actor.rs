@@ -517,6 +517,8 @@ impl Actor {
     /// `session.idle`.
     async fn finish_run(&mut self, done: RunDone) {
         let RunDone { mut conv, message_id, outcome } = done;
+        // The conversation is home: the run's snapshot would only keep old messages alive.
+        self.last_history = Default::default();
         for path in conv.files_modified.drain(..) {
             if !self.files_modified.contains(&path) {
                 self.files_modified.push(path);

@@ -5,7 +5,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{paths, required_str};
-use crate::walk::{resolve_roots, walker, GlobFilter, SearchRoot};
+use crate::walk::{parallel_files, resolve_roots, GlobFilter, SearchRoot};
 use crate::{PermissionRequest, Tool, ToolContext, ToolOutput};
 
 pub struct GlobTool;
@@ -82,6 +82,8 @@ fn relative_pattern(pattern: &str, root: &SearchRoot) -> String {
     p.to_string()
 }
 
+/// The matching files under every root, found on several threads and given in the
+/// sequential walker's order (each root's files by path).
 fn find(
     pattern: &str,
     roots: &[SearchRoot],
@@ -91,26 +93,20 @@ fn find(
     let mut files = Vec::new();
     for root in roots {
         let filter = GlobFilter::new(&relative_pattern(pattern, root))?;
-        for entry in walker(cwd, root, None)? {
-            if cancel.is_cancelled() {
-                return Ok(files);
-            }
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) => {
-                    tracing::debug!(error = %e, "glob: skipping unreadable entry");
-                    continue;
+        let found = parallel_files(cwd, root, None, cancel, || {
+            |entry: &ignore::DirEntry| {
+                // Only files below the root: a file named as the root is not a pattern match.
+                if entry.depth() == 0 {
+                    return None;
                 }
-            };
-            // Only files below the root: a file named as the root is not a pattern match.
-            if entry.depth() == 0 || !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
+                let rel = entry.path().strip_prefix(&root.abs).ok()?;
+                filter.matches(rel).then_some(())
             }
-            match entry.path().strip_prefix(&root.abs) {
-                Ok(rel) if filter.matches(rel) => files.push(root.display(entry.path())),
-                _ => {}
-            }
+        })?;
+        if cancel.is_cancelled() {
+            return Ok(files);
         }
+        files.extend(found.into_iter().map(|(path, ())| root.display(&path)));
     }
     Ok(files)
 }

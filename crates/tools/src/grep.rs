@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{optional_bool, optional_count, optional_str, paths, required_str, ArgError};
-use crate::walk::{resolve_roots, walker, GlobFilter, SearchRoot};
+use crate::walk::{parallel_files, resolve_roots, walker, GlobFilter, SearchRoot};
 use crate::{PermissionRequest, Tool, ToolContext, ToolOutput};
 
 pub struct GrepTool;
@@ -138,7 +138,9 @@ fn type_alias(t: &str) -> &str {
     }
 }
 
-/// Runs the search (blocking) and returns the result lines, in path order.
+/// Runs the search (blocking) and returns the result lines, in path order. Without a
+/// `head_limit` every root is searched on several threads and the files sorted afterwards;
+/// with one, a sequential walk in path order stops as soon as the limit is reached.
 fn search(
     opts: &Options,
     roots: &[SearchRoot],
@@ -155,79 +157,112 @@ fn search(
     }
     let matcher =
         builder.build(&opts.pattern).map_err(|e| format!("Invalid regex pattern \"{}\": {e}", opts.pattern))?;
+    let filter = opts.glob.as_deref().map(GlobFilter::new).transpose()?;
+    let with_context = opts.mode == Mode::Content && (opts.before > 0 || opts.after > 0);
 
+    let mut lines: Vec<String> = Vec::new();
+    let add = |lines: &mut Vec<String>, hits: FileHits| match opts.mode {
+        Mode::Content => {
+            if with_context && !lines.is_empty() {
+                lines.push("--".into());
+            }
+            lines.extend(hits.lines);
+        }
+        Mode::FilesWithMatches => lines.push(hits.shown),
+        Mode::Count => lines.push(format!("{}:{}", hits.shown, hits.matched_lines)),
+    };
+    let wanted = |root: &SearchRoot, entry: &ignore::DirEntry| match (&filter, entry.path().strip_prefix(&root.abs)) {
+        // A file named explicitly as a root is searched whatever the glob says.
+        (Some(filter), Ok(rel)) => entry.depth() == 0 || filter.matches(rel),
+        _ => true,
+    };
+
+    if let Some(limit) = opts.head_limit {
+        let mut searcher = searcher(opts);
+        'roots: for root in roots {
+            for entry in walker(cwd, root, opts.file_type.as_deref())? {
+                if cancel.is_cancelled() || lines.len() >= limit {
+                    break 'roots;
+                }
+                let entry = match entry {
+                    Ok(e) => e,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "grep: skipping unreadable entry");
+                        continue;
+                    }
+                };
+                if !entry.file_type().is_some_and(|t| t.is_file()) || !wanted(root, &entry) {
+                    continue;
+                }
+                if let Some(hits) = search_file(&mut searcher, &matcher, opts, entry.path(), root.display(entry.path()))
+                {
+                    add(&mut lines, hits);
+                }
+            }
+        }
+        lines.truncate(limit);
+        return Ok(lines);
+    }
+
+    for root in roots {
+        let found = parallel_files(cwd, root, opts.file_type.as_deref(), cancel, || {
+            let mut searcher = searcher(opts);
+            let matcher = matcher.clone();
+            let wanted = &wanted;
+            move |entry: &ignore::DirEntry| {
+                if !wanted(root, entry) {
+                    return None;
+                }
+                search_file(&mut searcher, &matcher, opts, entry.path(), root.display(entry.path()))
+            }
+        })?;
+        if cancel.is_cancelled() {
+            break;
+        }
+        for (_, hits) in found {
+            add(&mut lines, hits);
+        }
+    }
+    Ok(lines)
+}
+
+/// A searcher for `opts` (each search thread has its own).
+fn searcher(opts: &Options) -> Searcher {
     let context = opts.mode == Mode::Content;
-    let mut searcher = SearcherBuilder::new()
+    SearcherBuilder::new()
         .line_number(true)
         .multi_line(opts.multiline)
         .before_context(if context { opts.before } else { 0 })
         .after_context(if context { opts.after } else { 0 })
         .binary_detection(BinaryDetection::quit(b'\x00'))
-        .build();
-    let with_context = context && (opts.before > 0 || opts.after > 0);
+        .build()
+}
 
-    let filter = opts.glob.as_deref().map(GlobFilter::new).transpose()?;
-    let mut lines: Vec<String> = Vec::new();
-    let full = |lines: &Vec<String>| opts.head_limit.is_some_and(|n| lines.len() >= n);
-    'roots: for root in roots {
-        for entry in walker(cwd, root, opts.file_type.as_deref())? {
-            if cancel.is_cancelled() || full(&lines) {
-                break 'roots;
-            }
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) => {
-                    tracing::debug!(error = %e, "grep: skipping unreadable entry");
-                    continue;
-                }
-            };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
-            }
-            // A file named explicitly as a root is searched whatever the glob says.
-            if let (Some(filter), Ok(rel)) = (&filter, entry.path().strip_prefix(&root.abs)) {
-                if entry.depth() > 0 && !filter.matches(rel) {
-                    continue;
-                }
-            }
-            let shown = root.display(entry.path());
-            let mut sink = Collect {
-                shown: &shown,
-                numbers: opts.line_numbers,
-                lines: Vec::new(),
-                matched_lines: 0,
-                mode: opts.mode,
-            };
-            if let Err(e) = searcher.search_path(&matcher, entry.path(), &mut sink) {
-                tracing::debug!(path = %entry.path().display(), error = %e, "grep: skipping unsearchable file");
-                continue;
-            }
-            match opts.mode {
-                Mode::Content => {
-                    if !sink.lines.is_empty() {
-                        if with_context && !lines.is_empty() {
-                            lines.push("--".into());
-                        }
-                        lines.append(&mut sink.lines);
-                    }
-                }
-                Mode::FilesWithMatches => {
-                    if sink.matched_lines > 0 {
-                        lines.push(shown.clone());
-                    }
-                }
-                Mode::Count => {
-                    if sink.matched_lines > 0 {
-                        lines.push(format!("{shown}:{}", sink.matched_lines));
-                    }
-                }
-            }
-        }
+/// One file's results (`None`: no match, or the file could not be searched).
+struct FileHits {
+    shown: String,
+    lines: Vec<String>,
+    matched_lines: u64,
+}
+
+fn search_file(
+    searcher: &mut Searcher,
+    matcher: &grep_regex::RegexMatcher,
+    opts: &Options,
+    path: &std::path::Path,
+    shown: String,
+) -> Option<FileHits> {
+    let mut sink =
+        Collect { shown: &shown, numbers: opts.line_numbers, lines: Vec::new(), matched_lines: 0, mode: opts.mode };
+    if let Err(e) = searcher.search_path(matcher, path, &mut sink) {
+        tracing::debug!(path = %path.display(), error = %e, "grep: skipping unsearchable file");
+        return None;
     }
-    if let Some(n) = opts.head_limit {
-        lines.truncate(n);
+    if sink.matched_lines == 0 && sink.lines.is_empty() {
+        return None;
     }
-    Ok(lines)
+    let (lines, matched_lines) = (sink.lines, sink.matched_lines);
+    Some(FileHits { shown, lines, matched_lines })
 }
 
 /// Collects one file's results the way ripgrep prints them: `path:N:text` for matching lines,
@@ -413,6 +448,50 @@ mod tests {
         std::fs::write(d.join("bin.dat"), b"needle\0\x01").unwrap();
         let ctx = ToolContext::simple(d);
         assert_eq!(grep(&ctx, json!({"pattern": "needle"})).await, "./kept.txt");
+    }
+
+    /// The threaded search (no head_limit) gives exactly what the sequential, name-sorted walk
+    /// gives (a head_limit larger than the results takes that path).
+    #[tokio::test]
+    async fn parallel_search_matches_the_sequential_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join(".git")).unwrap();
+        std::fs::write(d.join(".gitignore"), "skip/\n").unwrap();
+        let names = [
+            "a", "a.txt", "a-b/x", "a/b", "a/b.txt", "a/b/c", "B/x", "b", "z/y/x/w", "z/y.txt", "ä/x", "skip/x", "_/x",
+        ];
+        for (i, n) in names.iter().enumerate() {
+            // A name used as a file here is a directory elsewhere: keep the files unique.
+            let p = d.join(format!("{n}.f{i}"));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, format!("pre\nhit {i}\npost\nhit again\n")).unwrap();
+        }
+        for i in 0..300 {
+            let p = d.join(format!("many/d{}/f{i:03}.txt", i % 7));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, if i % 3 == 0 { "hit\n" } else { "miss\n" }).unwrap();
+        }
+        let ctx = ToolContext::simple(d);
+        for args in [
+            json!({"pattern": "hit"}),
+            json!({"pattern": "hit", "output_mode": "count"}),
+            json!({"pattern": "hit", "output_mode": "content", "-n": true, "-C": 1}),
+            json!({"pattern": "hit", "glob": "*.txt*", "output_mode": "content"}),
+            json!({"pattern": "hit", "paths": ["a", "z", "many/d3"]}),
+        ] {
+            let parallel = grep(&ctx, args.clone()).await;
+            let mut sequential_args = args.clone();
+            sequential_args["head_limit"] = json!(100_000);
+            let sequential = grep(&ctx, sequential_args).await;
+            assert_eq!(parallel, sequential, "{args}");
+            assert!(!parallel.contains("skip/"), "{parallel}");
+        }
+        let files = grep(&ctx, json!({"pattern": "hit"})).await;
+        assert_eq!(files.lines().count(), names.len() - 1 + 100);
+        // Each directory's entries by name, a directory's files right after its name.
+        let head = "./B/x.f6\n./_/x.f12\n./a/b/c.f5\n./a/b.f3\n./a/b.txt.f4\n./a-b/x.f2\n./a.f0\n./a.txt.f1\n";
+        assert!(files.starts_with(head), "{files}");
     }
 
     struct Recorder(Mutex<Vec<PermissionRequest>>);

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 use ignore::types::TypesBuilder;
-use ignore::WalkBuilder;
+use ignore::{WalkBuilder, WalkState};
+use tokio_util::sync::CancellationToken;
 
 use crate::view::missing_path_output;
 use crate::{ToolContext, ToolOutput};
@@ -51,14 +52,19 @@ pub(crate) async fn resolve_roots(ctx: &ToolContext, given: Vec<String>) -> Resu
 /// A sequential walker over `root` with ripgrep's default filters, sorted by file name so the
 /// results are deterministic, restricted to a ripgrep `--type` when given.
 pub(crate) fn walker(ctx_cwd: &Path, root: &SearchRoot, file_type: Option<&str>) -> Result<ignore::Walk, String> {
+    let mut builder = walk_builder(ctx_cwd, root, file_type)?;
+    builder.sort_by_file_name(|a, b| a.cmp(b));
+    Ok(builder.build())
+}
+
+fn walk_builder(ctx_cwd: &Path, root: &SearchRoot, file_type: Option<&str>) -> Result<WalkBuilder, String> {
     let mut builder = WalkBuilder::new(&root.abs);
     builder
         // The walker would otherwise ask the process for its cwd; tools use the session's.
         .current_dir(ctx_cwd.to_path_buf())
         // The user's global git excludes depend on process-wide configuration; leave them out
         // so results only depend on the searched tree.
-        .git_global(false)
-        .sort_by_file_name(|a, b| a.cmp(b));
+        .git_global(false);
     if let Some(file_type) = file_type {
         let mut types = TypesBuilder::new();
         types.add_defaults();
@@ -66,7 +72,52 @@ pub(crate) fn walker(ctx_cwd: &Path, root: &SearchRoot, file_type: Option<&str>)
         let types = types.build().map_err(|e| format!("Invalid file type \"{file_type}\": {e}"))?;
         builder.types(types);
     }
-    Ok(builder.build())
+    Ok(builder)
+}
+
+/// The files below `root` that `visit` keeps, found by a walk on several threads with the same
+/// filters as [`walker`], in the order [`walker`] would give them. `make_visitor` makes one
+/// visitor per thread (per-thread state, such as a searcher, lives in it).
+pub(crate) fn parallel_files<T, F>(
+    ctx_cwd: &Path,
+    root: &SearchRoot,
+    file_type: Option<&str>,
+    cancel: &CancellationToken,
+    make_visitor: impl Fn() -> F + Sync,
+) -> Result<Vec<(PathBuf, T)>, String>
+where
+    T: Send,
+    F: FnMut(&ignore::DirEntry) -> Option<T> + Send,
+{
+    let (tx, rx) = std::sync::mpsc::channel::<(PathBuf, T)>();
+    walk_builder(ctx_cwd, root, file_type)?.build_parallel().run(|| {
+        let tx = tx.clone();
+        let mut visit = make_visitor();
+        Box::new(move |entry| {
+            if cancel.is_cancelled() {
+                return WalkState::Quit;
+            }
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    tracing::debug!(error = %e, "skipping unreadable entry");
+                    return WalkState::Continue;
+                }
+            };
+            if entry.file_type().is_some_and(|t| t.is_file()) {
+                if let Some(found) = visit(&entry) {
+                    let _ = tx.send((entry.into_path(), found));
+                }
+            }
+            WalkState::Continue
+        })
+    });
+    drop(tx);
+    let mut found: Vec<(PathBuf, T)> = rx.into_iter().collect();
+    // `Path` orders by components: each directory's entries by name, a directory's contents
+    // right after its name, which is the sequential walker's depth-first, name-sorted order.
+    found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(found)
 }
 
 /// A file-name glob applied on top of the ignore rules (unlike ripgrep's `--glob`, it never
