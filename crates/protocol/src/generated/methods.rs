@@ -1337,6 +1337,262 @@ impl crate::rpc::RpcMethod for SessionMcpResourcesRead {
     type Result = t::McpResourcesReadResult;
 }
 
+/// `session.commands.list`: Lists slash commands available in the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCommandsList;
+
+impl crate::rpc::RpcMethod for SessionCommandsList {
+    const NAME: &'static str = "session.commands.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCommandsListParams;
+    type Result = t::CommandList;
+}
+
+/// `session.commands.invoke`: Invokes a slash command in the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCommandsInvoke;
+
+impl crate::rpc::RpcMethod for SessionCommandsInvoke {
+    const NAME: &'static str = "session.commands.invoke";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCommandsInvokeParams;
+    type Result = t::SlashCommandInvocationResult;
+}
+
+/// `session.commands.execute`: Executes a slash command synchronously and returns any error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCommandsExecute;
+
+impl crate::rpc::RpcMethod for SessionCommandsExecute {
+    const NAME: &'static str = "session.commands.execute";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCommandsExecuteParams;
+    type Result = t::ExecuteCommandResult;
+}
+
+/// `session.commands.enqueue`: Enqueues a slash command for FIFO processing on the local session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCommandsEnqueue;
+
+impl crate::rpc::RpcMethod for SessionCommandsEnqueue {
+    const NAME: &'static str = "session.commands.enqueue";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCommandsEnqueueParams;
+    type Result = t::EnqueueCommandResult;
+}
+
+/// `session.commands.respondToQueuedCommand`: Reports whether the host actually executed a queued
+/// command and whether to continue processing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCommandsRespondToQueuedCommand;
+
+impl crate::rpc::RpcMethod for SessionCommandsRespondToQueuedCommand {
+    const NAME: &'static str = "session.commands.respondToQueuedCommand";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCommandsRespondToQueuedCommandParams;
+    type Result = t::CommandsRespondToQueuedCommandResult;
+}
+
+/// `session.commands.handlePendingCommand`: Reports completion of a pending client-handled slash
+/// command.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCommandsHandlePendingCommand;
+
+impl crate::rpc::RpcMethod for SessionCommandsHandlePendingCommand {
+    const NAME: &'static str = "session.commands.handlePendingCommand";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCommandsHandlePendingCommandParams;
+    type Result = t::CommandsHandlePendingCommandResult;
+}
+
+/// `session.ui.elicitation`: Requests structured input from a UI-capable client.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiElicitation;
+
+impl crate::rpc::RpcMethod for SessionUiElicitation {
+    const NAME: &'static str = "session.ui.elicitation";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiElicitationRequest;
+    type Result = t::UIElicitationResponse;
+}
+
+/// `session.ui.handlePendingElicitation`: Provides the user response for a pending elicitation
+/// request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiHandlePendingElicitation;
+
+impl crate::rpc::RpcMethod for SessionUiHandlePendingElicitation {
+    const NAME: &'static str = "session.ui.handlePendingElicitation";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiHandlePendingElicitationRequest;
+    type Result = t::UIElicitationResult;
+}
+
+/// `session.ui.handlePendingUserInput`: Resolves a pending `user_input.requested` event with the
+/// user's response.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiHandlePendingUserInput;
+
+impl crate::rpc::RpcMethod for SessionUiHandlePendingUserInput {
+    const NAME: &'static str = "session.ui.handlePendingUserInput";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiHandlePendingUserInputRequest;
+    type Result = t::UIHandlePendingResult;
+}
+
+/// `session.ui.handlePendingSampling`: Resolves a pending `sampling.requested` event with a
+/// sampling result, or rejects it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiHandlePendingSampling;
+
+impl crate::rpc::RpcMethod for SessionUiHandlePendingSampling {
+    const NAME: &'static str = "session.ui.handlePendingSampling";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiHandlePendingSamplingRequest;
+    type Result = t::UIHandlePendingResult;
+}
+
+/// `session.ui.handlePendingAutoModeSwitch`: Resolves a pending `auto_mode_switch.requested` event
+/// with the user's accept/decline decision.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiHandlePendingAutoModeSwitch;
+
+impl crate::rpc::RpcMethod for SessionUiHandlePendingAutoModeSwitch {
+    const NAME: &'static str = "session.ui.handlePendingAutoModeSwitch";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiHandlePendingAutoModeSwitchRequest;
+    type Result = t::UIHandlePendingResult;
+}
+
+/// `session.ui.handlePendingExitPlanMode`: Resolves a pending `exit_plan_mode.requested` event with
+/// the user's response.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiHandlePendingExitPlanMode;
+
+impl crate::rpc::RpcMethod for SessionUiHandlePendingExitPlanMode {
+    const NAME: &'static str = "session.ui.handlePendingExitPlanMode";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiHandlePendingExitPlanModeRequest;
+    type Result = t::UIHandlePendingResult;
+}
+
+/// `session.ui.handlePendingSessionLimitsExhausted`: Resolves a pending
+/// `session_limits_exhausted.requested` event with the user's selected limit action.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiHandlePendingSessionLimitsExhausted;
+
+impl crate::rpc::RpcMethod for SessionUiHandlePendingSessionLimitsExhausted {
+    const NAME: &'static str = "session.ui.handlePendingSessionLimitsExhausted";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiHandlePendingSessionLimitsExhaustedRequest;
+    type Result = t::UIHandlePendingResult;
+}
+
+/// `session.ui.registerDirectAutoModeSwitchHandler`: Registers an in-process handler for
+/// auto-mode-switch requests so the server bridge skips dispatch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiRegisterDirectAutoModeSwitchHandler;
+
+impl crate::rpc::RpcMethod for SessionUiRegisterDirectAutoModeSwitchHandler {
+    const NAME: &'static str = "session.ui.registerDirectAutoModeSwitchHandler";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionUiRegisterDirectAutoModeSwitchHandlerParams;
+    type Result = t::UIRegisterDirectAutoModeSwitchHandlerResult;
+}
+
+/// `session.ui.unregisterDirectAutoModeSwitchHandler`: Unregisters a previously-registered
+/// in-process auto-mode-switch handler by its opaque handle.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiUnregisterDirectAutoModeSwitchHandler;
+
+impl crate::rpc::RpcMethod for SessionUiUnregisterDirectAutoModeSwitchHandler {
+    const NAME: &'static str = "session.ui.unregisterDirectAutoModeSwitchHandler";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiUnregisterDirectAutoModeSwitchHandlerRequest;
+    type Result = t::UIUnregisterDirectAutoModeSwitchHandlerResult;
+}
+
+/// `session.ui.ephemeralQuery`: Runs a transient no-tools model query against the current
+/// conversation context.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiEphemeralQuery;
+
+impl crate::rpc::RpcMethod for SessionUiEphemeralQuery {
+    const NAME: &'static str = "session.ui.ephemeralQuery";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiEphemeralQueryRequest;
+    type Result = t::UIEphemeralQueryResult;
+}
+
+/// `session.mcp.headers.handlePendingHeadersRefreshRequest`: Responds to a pending MCP dynamic
+/// headers refresh request. Hosts that subscribe to `mcp.headers_refresh_required` use this to
+/// provide short-lived per-server headers or to indicate that no dynamic headers are available for
+/// this refresh.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpHeadersHandlePendingHeadersRefreshRequest;
+
+impl crate::rpc::RpcMethod for SessionMcpHeadersHandlePendingHeadersRefreshRequest {
+    const NAME: &'static str = "session.mcp.headers.handlePendingHeadersRefreshRequest";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpHeadersHandlePendingHeadersRefreshRequestParams;
+    type Result = t::McpHeadersHandlePendingHeadersRefreshRequestResult;
+}
+
+/// `session.shell.exec`: Starts a shell command and streams output through session notifications.
+/// The command runs as the leader of its own process group (POSIX) or in a dedicated job object
+/// (Windows), so a forced termination — via "shell.kill", the request timeout, or session
+/// disposal — signals that whole group/job rather than only the direct child. Two gaps are worth
+/// planning for: a command that exits on its own does not trigger that teardown, and on POSIX a
+/// descendant that moves itself into a new session or process group (for example via "setsid")
+/// leaves the signalled group, so either can leave a background process running.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionShellExec;
+
+impl crate::rpc::RpcMethod for SessionShellExec {
+    const NAME: &'static str = "session.shell.exec";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionShellExecParams;
+    type Result = t::ShellExecResult;
+}
+
+/// `session.shell.kill`: Sends a signal to a shell process previously started via "shell.exec". The
+/// signal targets the command's whole process group (POSIX) or job object (Windows), so descendants
+/// still in that group are signalled too, not just the direct child. On POSIX a descendant that
+/// moved itself into a new session or process group (for example via "setsid") is no longer in the
+/// signalled group and survives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionShellKill;
+
+impl crate::rpc::RpcMethod for SessionShellKill {
+    const NAME: &'static str = "session.shell.kill";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionShellKillParams;
+    type Result = t::ShellKillResult;
+}
+
+/// `session.shell.executeUserRequested`: Executes a user-requested shell command through the
+/// session runtime.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionShellExecuteUserRequested;
+
+impl crate::rpc::RpcMethod for SessionShellExecuteUserRequested {
+    const NAME: &'static str = "session.shell.executeUserRequested";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionShellExecuteUserRequestedParams;
+    type Result = t::UserRequestedShellCommandResult;
+}
+
+/// `session.shell.cancelUserRequested`: Cancels a user-requested shell command by request ID.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionShellCancelUserRequested;
+
+impl crate::rpc::RpcMethod for SessionShellCancelUserRequested {
+    const NAME: &'static str = "session.shell.cancelUserRequested";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionShellCancelUserRequestedParams;
+    type Result = t::CancelUserRequestedShellCommandResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1368,6 +1624,42 @@ impl crate::rpc::SessionScoped for t::SessionAgentReloadParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionAgentSelectParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCommandsEnqueueParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCommandsExecuteParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCommandsHandlePendingCommandParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCommandsInvokeParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCommandsListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCommandsRespondToQueuedCommandParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1452,6 +1744,12 @@ impl crate::rpc::SessionScoped for t::SessionMcpDisableParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionMcpEnableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpHeadersHandlePendingHeadersRefreshRequestParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1733,6 +2031,30 @@ impl crate::rpc::SessionScoped for t::SessionSendParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionShellCancelUserRequestedParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionShellExecParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionShellExecuteUserRequestedParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionShellKillParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionShutdownParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1811,6 +2133,12 @@ impl crate::rpc::SessionScoped for t::SessionToolsUpdateSubagentSettingsParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionUiRegisterDirectAutoModeSwitchHandlerParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionVisibilityGetParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1878,6 +2206,60 @@ impl crate::rpc::SessionScoped for t::SessionWorkspacesRenamePathParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionWorkspacesStatFileParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiElicitationRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiEphemeralQueryRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiHandlePendingAutoModeSwitchRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiHandlePendingElicitationRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiHandlePendingExitPlanModeRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiHandlePendingSamplingRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiHandlePendingSessionLimitsExhaustedRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiHandlePendingUserInputRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiUnregisterDirectAutoModeSwitchHandlerRequest {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1995,4 +2377,25 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.mcp.reload",
     "session.mcp.resources.list",
     "session.mcp.resources.read",
+    "session.commands.list",
+    "session.commands.invoke",
+    "session.commands.execute",
+    "session.commands.enqueue",
+    "session.commands.respondToQueuedCommand",
+    "session.commands.handlePendingCommand",
+    "session.ui.elicitation",
+    "session.ui.handlePendingElicitation",
+    "session.ui.handlePendingUserInput",
+    "session.ui.handlePendingSampling",
+    "session.ui.handlePendingAutoModeSwitch",
+    "session.ui.handlePendingExitPlanMode",
+    "session.ui.handlePendingSessionLimitsExhausted",
+    "session.ui.registerDirectAutoModeSwitchHandler",
+    "session.ui.unregisterDirectAutoModeSwitchHandler",
+    "session.ui.ephemeralQuery",
+    "session.mcp.headers.handlePendingHeadersRefreshRequest",
+    "session.shell.exec",
+    "session.shell.kill",
+    "session.shell.executeUserRequested",
+    "session.shell.cancelUserRequested",
 ];

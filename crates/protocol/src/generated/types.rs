@@ -1808,6 +1808,35 @@ impl std::fmt::Display for BinaryAssetReferenceType {
     }
 }
 
+/// Cancellation result for a user-requested shell command.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CancelUserRequestedShellCommandResult {
+    /// Whether an in-flight execution was found and signalled to cancel
+    pub cancelled: bool,
+}
+
+/// Session capability change notification
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapabilitiesChangedData {
+    /// UI capability changes
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui: Option<CapabilitiesChangedUI>,
+}
+
+/// UI capability changes
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapabilitiesChangedUI {
+    /// Whether elicitation is now supported
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<bool>,
+    /// Whether MCP Apps (SEP-1865) UI passthrough is now supported
+    #[serde(rename = "mcpApps", default, skip_serializing_if = "Option::is_none")]
+    pub mcp_apps: Option<bool>,
+    /// Whether canvas rendering is now supported
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canvases: Option<bool>,
+}
+
 /// Options scoped to the built-in CAPI (Copilot API) provider.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CapiSessionOptions {
@@ -2014,6 +2043,102 @@ pub struct Citations {
     pub sources: Vec<CitationSource>,
     /// Spans of generated text annotated with the sources that support them.
     pub spans: Vec<CitationSpan>,
+}
+
+/// Queued command completion notification signaling UI dismissal
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandCompletedData {
+    /// Request ID of the resolved command request; clients should dismiss any UI for this request
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+}
+
+/// Registered command dispatch request routed to the owning client
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandExecuteData {
+    /// Unique identifier; used to respond via session.commands.handlePendingCommand()
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// The full command text (e.g., /deploy production)
+    pub command: String,
+    /// Command name without leading /
+    #[serde(rename = "commandName")]
+    pub command_name: String,
+    /// Raw argument string after the command name
+    pub args: String,
+}
+
+/// Slash commands available in the session, after applying any include/exclude filters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandList {
+    /// Commands available in this session
+    pub commands: Vec<SlashCommandInfo>,
+}
+
+/// Queued slash command dispatch request for client execution
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandQueuedData {
+    /// Unique identifier for this request; used to respond via session.respondToQueuedCommand()
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// The slash command text to be executed (e.g., /help, /clear)
+    pub command: String,
+}
+
+/// A single slash command available in the session, as listed by the `commands.changed` event.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandsChangedCommand {
+    /// Slash command name without the leading slash.
+    pub name: String,
+    /// Optional human-readable command description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// SDK command registration change notification
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandsChangedData {
+    /// Current list of registered SDK commands
+    pub commands: Vec<CommandsChangedCommand>,
+}
+
+/// Indicates whether the pending client-handled command was completed successfully.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandsHandlePendingCommandResult {
+    /// Whether the command was handled successfully
+    pub success: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CommandsInvocationOrigin {
+    #[serde(rename = "settings")]
+    Settings,
+}
+
+impl CommandsInvocationOrigin {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Settings];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Settings => "settings",
+        }
+    }
+}
+
+impl std::fmt::Display for CommandsInvocationOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether the queued-command response was matched to a pending request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandsRespondToQueuedCommandResult {
+    /// Whether a pending queued command with the given request ID was found and resolved. False
+    /// when the request was already resolved, cancelled, or unknown.
+    pub success: bool,
 }
 
 /// Token usage breakdown for the compaction LLM call (aligned with assistant.usage format)
@@ -2428,6 +2553,132 @@ pub struct CurrentToolMetadata {
     pub defer_loading: Option<bool>,
 }
 
+/// The user action: "accept" (submitted form), "decline" (explicitly refused), or "cancel"
+/// (dismissed)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ElicitationCompletedAction {
+    /// The user submitted the requested form.
+    #[serde(rename = "accept")]
+    Accept,
+    /// The user explicitly declined the request.
+    #[serde(rename = "decline")]
+    Decline,
+    /// The user dismissed the request.
+    #[serde(rename = "cancel")]
+    Cancel,
+}
+
+impl ElicitationCompletedAction {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Accept, Self::Decline, Self::Cancel];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Accept => "accept",
+            Self::Decline => "decline",
+            Self::Cancel => "cancel",
+        }
+    }
+}
+
+impl std::fmt::Display for ElicitationCompletedAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Opaque JSON value submitted for one field in accepted `elicitation.completed` form content.
+pub type ElicitationCompletedContent = serde_json::Value;
+
+/// Elicitation request completion with the user's response
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElicitationCompletedData {
+    /// Request ID of the resolved elicitation request; clients should dismiss any UI for this
+    /// request
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// The user action: "accept" (submitted form), "decline" (explicitly refused), or "cancel"
+    /// (dismissed)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<ElicitationCompletedAction>,
+    /// The submitted form data when action is 'accept'; keys match the requested schema fields
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<std::collections::BTreeMap<String, ElicitationCompletedContent>>,
+}
+
+/// Elicitation request; may be form-based (structured input) or URL-based (browser redirect)
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElicitationRequestedData {
+    /// Unique identifier for this elicitation request; used to respond via
+    /// session.respondToElicitation()
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Tool call ID from the LLM completion; used to correlate with CompletionChunk.toolCall.id for
+    /// remote UIs
+    #[serde(rename = "toolCallId", default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// The source that initiated the request (MCP server name, or absent for agent-initiated)
+    #[serde(rename = "elicitationSource", default, skip_serializing_if = "Option::is_none")]
+    pub elicitation_source: Option<String>,
+    /// Message describing what information is needed from the user
+    pub message: String,
+    /// Elicitation mode; "form" for structured input, "url" for browser-based. Defaults to "form"
+    /// when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ElicitationRequestedMode>,
+    /// JSON Schema describing the form fields to present to the user (form mode only)
+    #[serde(rename = "requestedSchema", default, skip_serializing_if = "Option::is_none")]
+    pub requested_schema: Option<ElicitationRequestedSchema>,
+    /// URL to open in the user's browser (url mode only)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// Elicitation mode; "form" for structured input, "url" for browser-based. Defaults to "form" when
+/// absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ElicitationRequestedMode {
+    /// Structured form-based elicitation.
+    #[serde(rename = "form")]
+    Form,
+    /// Browser URL-based elicitation.
+    #[serde(rename = "url")]
+    Url,
+}
+
+impl ElicitationRequestedMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Form, Self::Url];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Form => "form",
+            Self::Url => "url",
+        }
+    }
+}
+
+impl std::fmt::Display for ElicitationRequestedMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// JSON Schema describing the form fields to present to the user (form mode only)
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElicitationRequestedSchema {
+    /// Schema type indicator (always 'object')
+    #[serde(rename = "type")]
+    pub r#type: String,
+    /// Form field definitions, keyed by field name
+    pub properties: serde_json::Map<String, serde_json::Value>,
+    /// List of required field names
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<Vec<String>>,
+}
+
 /// Embedded binary resource contents identified by a URI, with an optional MIME type and a
 /// base64-encoded blob.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -2452,6 +2703,14 @@ pub struct EmbeddedTextResourceContents {
     pub mime_type: Option<String>,
     /// Text content of the resource
     pub text: String,
+}
+
+/// Indicates whether the command was accepted into the local execution queue.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EnqueueCommandResult {
+    /// True when the command was accepted into the local execution queue. False when the call
+    /// targets a session that does not support local command queueing (e.g. remote sessions).
+    pub queued: bool,
 }
 
 /// Error details for timeline display including message and optional diagnostic information
@@ -2673,6 +2932,15 @@ impl EventsReadResult {
             cursor_status,
         }
     }
+}
+
+/// Error message produced while executing the command, if any.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExecuteCommandResult {
+    /// Error message produced while executing the command, if any. Omitted when the handler
+    /// succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// External tool completion notification signaling UI dismissal
@@ -3714,6 +3982,79 @@ pub struct LogResult {
     pub event_id: String,
 }
 
+/// Structured MCP elicitation mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpElicitationFormMode {
+    #[serde(rename = "form")]
+    Form,
+}
+
+impl McpElicitationFormMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Form];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Form => "form",
+        }
+    }
+}
+
+impl std::fmt::Display for McpElicitationFormMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Host response: supply dynamic headers or decline this refresh.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum McpHeadersHandlePendingHeadersRefreshRequest {
+    #[serde(rename = "headers")]
+    Headers(McpHeadersHandlePendingHeadersRefreshRequestHeaders),
+    #[serde(rename = "none")]
+    None,
+    #[serde(rename = "error")]
+    Error(McpHeadersHandlePendingHeadersRefreshRequestError),
+}
+
+impl McpHeadersHandlePendingHeadersRefreshRequest {
+    /// The `kind` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Headers(_) => "headers",
+            Self::None => "none",
+            Self::Error(_) => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpHeadersHandlePendingHeadersRefreshRequestError {
+    /// Host credential broker failure, denial, or revocation reason.
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpHeadersHandlePendingHeadersRefreshRequestHeaders {
+    /// Headers to overlay onto the MCP request. Dynamic headers override static config headers but
+    /// do not replace SDK-managed request headers.
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// Optional lifetime in milliseconds for these returned headers. The runtime clamps its
+    /// configured cache lifetime to this value.
+    #[serde(rename = "ttlMs", default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+}
+
+/// Indicates whether the pending MCP headers refresh response was accepted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpHeadersHandlePendingHeadersRefreshRequestResult {
+    /// Whether the response was accepted. False if the request was unknown, timed out, or already
+    /// resolved.
+    pub success: bool,
+}
+
 /// Host-level state, omitted when no MCP host is initialized.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct McpHostState {
@@ -4513,6 +4854,14 @@ impl McpServersLoadedServer {
             plugin_version: None,
         }
     }
+}
+
+/// Metadata controlling an MCP task's lifetime.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpTaskMetadata {
+    /// Task time-to-live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<i64>,
 }
 
 /// Normalized MCP Apps discovery metadata from a tool's `_meta.ui` block.
@@ -9115,6 +9464,9 @@ pub struct QueueRemoveMostRecentResult {
     pub removed: bool,
 }
 
+/// Result of the queued command execution.
+pub type QueuedCommandResult = serde_json::Value;
+
 /// Reasoning summary mode to request for supported model clients
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ReasoningSummary {
@@ -9750,6 +10102,37 @@ pub struct SandboxConfigUserPolicySeatbelt {
     pub keychain_access: Option<bool>,
 }
 
+/// A session-scoped sandbox transition applied while handling a slash command
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxSessionChange {
+    /// The sandbox is off for the rest of this session; nothing was persisted and a new session
+    /// starts from managed policy.
+    #[serde(rename = "disabled")]
+    Disabled,
+    /// A previous session-scoped opt-out was cleared and the sandbox is enforced again.
+    #[serde(rename = "restored")]
+    Restored,
+}
+
+impl SandboxSessionChange {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Disabled, Self::Restored];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Disabled => "disabled",
+            Self::Restored => "restored",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxSessionChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Scheduled prompt entry with ID, timing (`intervalMs`, `cron`, or `at`), prompt text, recurrence,
 /// and next run time.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -10027,6 +10410,94 @@ impl std::fmt::Display for SessionCapability {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Slash-prefixed command string to enqueue for FIFO processing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCommandsEnqueueParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Slash-prefixed command string to enqueue, e.g. '/compact' or '/model gpt-4'. Queued FIFO
+    /// with any in-flight items; if the session is idle, processing kicks off immediately.
+    pub command: String,
+    /// Optional user-facing text for the queue row. The command string is shown when omitted.
+    #[serde(rename = "displayText", default, skip_serializing_if = "Option::is_none")]
+    pub display_text: Option<String>,
+}
+
+/// Slash command name and argument string to execute synchronously.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCommandsExecuteParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the slash command to invoke (without the leading '/').
+    #[serde(rename = "commandName")]
+    pub command_name: String,
+    /// Argument string to pass to the command (empty string if none).
+    pub args: String,
+}
+
+/// Pending command request ID and an optional error if the client handler failed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCommandsHandlePendingCommandParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Request ID from the command invocation event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Error message if the command handler failed
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Slash command name and optional raw input string to invoke.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCommandsInvokeParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Command name. Leading slashes are stripped and the name is matched case-insensitively.
+    pub name: String,
+    /// Raw input after the command name
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// Optional client surface that initiated the invocation
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<CommandsInvocationOrigin>,
+}
+
+/// Optional filters controlling which command sources to include in the listing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCommandsListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Include runtime built-in commands
+    #[serde(rename = "includeBuiltins", default, skip_serializing_if = "Option::is_none")]
+    pub include_builtins: Option<bool>,
+    /// Include enabled user-invocable skills and commands
+    #[serde(rename = "includeSkills", default, skip_serializing_if = "Option::is_none")]
+    pub include_skills: Option<bool>,
+    /// Include commands registered by protocol clients, including SDK clients and extensions
+    #[serde(rename = "includeClientCommands", default, skip_serializing_if = "Option::is_none")]
+    pub include_client_commands: Option<bool>,
+}
+
+/// Queued-command request ID and the result indicating whether the host executed it (and whether to
+/// stop processing further queued commands).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCommandsRespondToQueuedCommandParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Request ID from the `command.queued` event the host is responding to.
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Result of the queued command execution.
+    pub result: QueuedCommandResult,
 }
 
 /// A single host-driven completion. Accepting an item replaces `[rangeStart, rangeEnd)` (UTF-16
@@ -10460,6 +10931,30 @@ pub struct SessionMcpEnableParams {
     /// Name of the MCP server to enable
     #[serde(rename = "serverName")]
     pub server_name: String,
+}
+
+/// MCP headers refresh request id and the host response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpHeadersHandlePendingHeadersRefreshRequestParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Headers refresh request identifier from mcp.headers_refresh_required
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Host response: supply dynamic headers or decline this refresh.
+    pub result: McpHeadersHandlePendingHeadersRefreshRequest,
+}
+
+impl SessionMcpHeadersHandlePendingHeadersRefreshRequestParams {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, request_id: String, result: McpHeadersHandlePendingHeadersRefreshRequest) -> Self {
+        Self {
+            session_id,
+            request_id,
+            result,
+        }
+    }
 }
 
 /// Server name to check running status for.
@@ -11524,6 +12019,60 @@ pub struct SessionSendParams {
     pub wait: Option<bool>,
 }
 
+/// User-requested shell execution cancellation handle.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionShellCancelUserRequestedParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Request ID previously passed to executeUserRequested
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+}
+
+/// Shell command to run, with optional working directory and timeout in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionShellExecParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Shell command to execute
+    pub command: String,
+    /// Working directory (defaults to session working directory)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Timeout in milliseconds (default: 30000)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+}
+
+/// User-requested shell command and cancellation handle.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionShellExecuteUserRequestedParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Caller-provided cancellation handle for this execution
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Shell command to execute
+    pub command: String,
+}
+
+/// Identifier of a process previously returned by "shell.exec" and the signal to send.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionShellKillParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Process identifier returned by shell.exec
+    #[serde(rename = "processId")]
+    pub process_id: String,
+    /// Signal to send (default: SIGTERM)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<ShellKillSignal>,
+}
+
 /// Parameters for shutting down the session
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionShutdownParams {
@@ -11668,6 +12217,14 @@ pub struct SessionToolsUpdateSubagentSettingsParams {
     /// Subagent settings to apply, or null to clear the live session override
     #[serde(deserialize_with = "crate::nullable::required")]
     pub subagents: Option<SubagentSettings>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionUiRegisterDirectAutoModeSwitchHandlerParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
 }
 
 /// Indicates whether the session options patch was applied successfully.
@@ -12016,6 +12573,14 @@ pub struct ShellCredentials {
     pub gh: Option<bool>,
 }
 
+/// Identifier of the spawned process, used to correlate streamed output and exit notifications.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShellExecResult {
+    /// Unique identifier for tracking streamed output
+    #[serde(rename = "processId")]
+    pub process_id: String,
+}
+
 /// Controls automatic non-interactive profile loading where supported. Explicit initScripts are
 /// unaffected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -12093,6 +12658,47 @@ impl ShellInitScriptShell {
 }
 
 impl std::fmt::Display for ShellInitScriptShell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether the signal was delivered; false if the process was unknown or already exited.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShellKillResult {
+    /// Whether the signal was sent successfully
+    pub killed: bool,
+}
+
+/// Signal to send (default: SIGTERM)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ShellKillSignal {
+    /// Request graceful process termination.
+    #[serde(rename = "SIGTERM")]
+    Sigterm,
+    /// Forcefully terminate the process.
+    #[serde(rename = "SIGKILL")]
+    Sigkill,
+    /// Send an interrupt signal to the process.
+    #[serde(rename = "SIGINT")]
+    Sigint,
+}
+
+impl ShellKillSignal {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Sigterm, Self::Sigkill, Self::Sigint];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Sigterm => "SIGTERM",
+            Self::Sigkill => "SIGKILL",
+            Self::Sigint => "SIGINT",
+        }
+    }
+}
+
+impl std::fmt::Display for ShellKillSignal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
@@ -12571,6 +13177,371 @@ pub struct SkillsLoadDiagnostics {
     pub warnings: Vec<String>,
     /// Errors emitted while loading skills (e.g. skills that failed to load entirely)
     pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandAddTimelineEntryResult {
+    /// Timeline entry the host should append.
+    pub entry: SlashCommandTimelineEntry,
+    /// Optional text the host should prefill into the input editor.
+    #[serde(rename = "prefillInput", default, skip_serializing_if = "Option::is_none")]
+    pub prefill_input: Option<String>,
+    /// Whether command execution changed persisted runtime settings.
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+}
+
+/// Slash-command invocation result that submits an agent prompt, with display prompt, optional
+/// mode, optional user-facing notice, and settings-change flag.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandAgentPromptResult {
+    /// Prompt to submit to the agent
+    pub prompt: String,
+    /// Prompt text to display to the user
+    #[serde(rename = "displayPrompt")]
+    pub display_prompt: String,
+    /// Optional target session mode for the agent prompt
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SessionMode>,
+    /// Optional user-facing notice to show before the prompt is submitted
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+    /// True when the invocation mutated user runtime settings; consumers caching settings should
+    /// refresh
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+}
+
+/// Slash-command invocation result indicating completion, with optional message and settings-change
+/// flag.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandCompletedResult {
+    /// Optional user-facing message describing the completed command
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Optional target session mode applied without submitting an agent prompt
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SessionMode>,
+    /// True when the invocation mutated user runtime settings; consumers caching settings should
+    /// refresh
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+}
+
+/// Slash-command metadata with name, aliases, description, kind, input hint, execution allowance,
+/// and schedulability.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandInfo {
+    /// Canonical command name without a leading slash
+    pub name: String,
+    /// Canonical aliases without leading slashes
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aliases: Option<Vec<String>>,
+    /// Human-readable command description
+    pub description: String,
+    /// Coarse command category for grouping and behavior: runtime built-in, skill-backed command,
+    /// or SDK/client-owned command
+    pub kind: SlashCommandKind,
+    /// Optional unstructured input hint
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<SlashCommandInput>,
+    /// Whether the command may run while an agent turn is active
+    #[serde(rename = "allowDuringAgentExecution")]
+    pub allow_during_agent_execution: bool,
+    /// Whether the command is experimental
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experimental: Option<bool>,
+    /// Whether the command may be the target of `/every` / `/after` schedules. Resolution happens
+    /// at every tick, so only set this when the command is safe to re-invoke and produces an agent
+    /// prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedulable: Option<bool>,
+}
+
+impl SlashCommandInfo {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(name: String, description: String, kind: SlashCommandKind, allow_during_agent_execution: bool) -> Self {
+        Self {
+            name,
+            aliases: None,
+            description,
+            kind,
+            input: None,
+            allow_during_agent_execution,
+            experimental: None,
+            schedulable: None,
+        }
+    }
+}
+
+/// Optional unstructured input hint
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandInput {
+    /// Hint to display when command input has not been provided
+    pub hint: String,
+    /// Optional literal choices the input accepts, each with a human-facing description; clients
+    /// may render these as selectable options
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices: Option<Vec<SlashCommandInputChoice>>,
+    /// When true, the command requires non-empty input; clients should render the input hint as
+    /// required
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
+    /// Optional completion hint for the input (e.g. 'directory' for filesystem path completion)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion: Option<SlashCommandInputCompletion>,
+    /// When true, clients should pass the full text after the command name as a single argument
+    /// rather than splitting on whitespace
+    #[serde(rename = "preserveMultilineInput", default, skip_serializing_if = "Option::is_none")]
+    pub preserve_multiline_input: Option<bool>,
+}
+
+/// A literal choice the command input accepts, with a human-facing description
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandInputChoice {
+    /// The literal choice value (e.g. 'on', 'off', 'show')
+    pub name: String,
+    /// Human-readable description shown alongside the choice
+    pub description: String,
+}
+
+/// Optional completion hint for the input (e.g. 'directory' for filesystem path completion)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SlashCommandInputCompletion {
+    /// Input should complete filesystem directories.
+    #[serde(rename = "directory")]
+    Directory,
+}
+
+impl SlashCommandInputCompletion {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Directory];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Directory => "directory",
+        }
+    }
+}
+
+impl std::fmt::Display for SlashCommandInputCompletion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Result of invoking the slash command (text output, prompt to send to the agent, completion, or
+/// subcommand selection).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum SlashCommandInvocationResult {
+    /// Slash-command invocation result containing text output plus Markdown/ANSI rendering flags.
+    #[serde(rename = "text")]
+    Text(SlashCommandTextResult),
+    /// Slash-command invocation result that submits an agent prompt, with display prompt, optional
+    /// mode, optional user-facing notice, and settings-change flag.
+    #[serde(rename = "agent-prompt")]
+    AgentPrompt(SlashCommandAgentPromptResult),
+    /// Slash-command invocation result indicating completion, with optional message and
+    /// settings-change flag.
+    #[serde(rename = "completed")]
+    Completed(SlashCommandCompletedResult),
+    /// Slash-command invocation result asking the client to present subcommand options for a parent
+    /// command.
+    #[serde(rename = "select-subcommand")]
+    SelectSubcommand(SlashCommandSelectSubcommandResult),
+    #[serde(rename = "add-timeline-entry")]
+    AddTimelineEntry(SlashCommandAddTimelineEntryResult),
+    #[serde(rename = "show-dialog")]
+    ShowDialog(SlashCommandShowDialogResult),
+    #[serde(rename = "set-model")]
+    SetModel(SlashCommandSetModelResult),
+    #[serde(rename = "set-plan-model")]
+    SetPlanModel(SlashCommandSetPlanModelResult),
+}
+
+impl SlashCommandInvocationResult {
+    /// The `kind` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Text(_) => "text",
+            Self::AgentPrompt(_) => "agent-prompt",
+            Self::Completed(_) => "completed",
+            Self::SelectSubcommand(_) => "select-subcommand",
+            Self::AddTimelineEntry(_) => "add-timeline-entry",
+            Self::ShowDialog(_) => "show-dialog",
+            Self::SetModel(_) => "set-model",
+            Self::SetPlanModel(_) => "set-plan-model",
+        }
+    }
+}
+
+/// Coarse command category for grouping and behavior: runtime built-in, skill-backed command, or
+/// SDK/client-owned command
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SlashCommandKind {
+    /// Command implemented by the runtime.
+    #[serde(rename = "builtin")]
+    Builtin,
+    /// Command backed by a skill.
+    #[serde(rename = "skill")]
+    Skill,
+    /// Command registered by an SDK client or extension.
+    #[serde(rename = "client")]
+    Client,
+}
+
+impl SlashCommandKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Builtin, Self::Skill, Self::Client];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Builtin => "builtin",
+            Self::Skill => "skill",
+            Self::Client => "client",
+        }
+    }
+}
+
+impl std::fmt::Display for SlashCommandKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandModelPickerDialog {
+    /// Discriminator for a model-picker dialog.
+    pub kind: String,
+    /// Model that should be enabled before it can be selected.
+    #[serde(rename = "modelToEnable", default, skip_serializing_if = "Option::is_none")]
+    pub model_to_enable: Option<String>,
+    /// Settings scope the picker should modify.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// Model-selection target represented by the picker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+/// Selectable slash-command subcommand option with name, description, and optional group label.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandSelectSubcommandOption {
+    /// Subcommand name to invoke
+    pub name: String,
+    /// Human-readable description of the subcommand
+    pub description: String,
+    /// Optional group label for organizing options
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+}
+
+/// Slash-command invocation result asking the client to present subcommand options for a parent
+/// command.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandSelectSubcommandResult {
+    /// Parent command name that requires subcommand selection
+    pub command: String,
+    /// Human-readable title for the selection UI
+    pub title: String,
+    /// Available subcommand options for the client to present
+    pub options: Vec<SlashCommandSelectSubcommandOption>,
+    /// True when the invocation mutated user runtime settings; consumers caching settings should
+    /// refresh
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandSetModelResult {
+    /// Model selected by the command.
+    pub model: String,
+    /// Settings scope modified by the command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// User-facing warning produced while selecting the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+    /// Reasoning effort selected for the model.
+    #[serde(rename = "reasoningEffort", default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// User-settings snapshot to restore if the host cancels the model switch.
+    #[serde(rename = "revertOnCancel", default, skip_serializing_if = "Option::is_none")]
+    pub revert_on_cancel: Option<SlashCommandSetModelResultRevertOnCancel>,
+    /// Repository settings scope modified by the command.
+    #[serde(rename = "repoScope", default, skip_serializing_if = "Option::is_none")]
+    pub repo_scope: Option<String>,
+    /// Whether command execution changed persisted runtime settings.
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+}
+
+/// User-settings snapshot to restore if the host cancels the model switch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandSetModelResultRevertOnCancel {}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandSetPlanModelResult {
+    /// Dedicated model selected for plan mode.
+    #[serde(rename = "planModel", default, skip_serializing_if = "Option::is_none")]
+    pub plan_model: Option<String>,
+    /// User-facing confirmation message for the plan-model selection.
+    pub message: String,
+    /// Whether command execution changed persisted runtime settings.
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandShowDialogResult {
+    /// Dialog the host should display.
+    pub dialog: SlashCommandModelPickerDialog,
+    /// Whether command execution changed persisted runtime settings.
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+}
+
+/// Slash-command invocation result containing text output plus Markdown/ANSI rendering flags.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandTextResult {
+    /// Text output for the client to render
+    pub text: String,
+    /// Whether text contains Markdown
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub markdown: Option<bool>,
+    /// Whether ANSI sequences should be preserved
+    #[serde(rename = "preserveAnsi", default, skip_serializing_if = "Option::is_none")]
+    pub preserve_ansi: Option<bool>,
+    /// True when the invocation mutated user runtime settings; consumers caching settings should
+    /// refresh
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+    /// Present when the invocation changed the sandbox for this session only. Nothing was
+    /// persisted, so consumers must mirror the change onto the live session rather than reloading
+    /// settings, and must not treat it as a settings change.
+    #[serde(rename = "sandboxSessionChange", default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_session_change: Option<SandboxSessionChange>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandTimelineEntry {
+    /// Timeline entry presentation type.
+    #[serde(rename = "type")]
+    pub r#type: String,
+    /// Text displayed for the timeline entry.
+    pub text: String,
+    /// Optional URL associated with the timeline entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// What the user must do to recover, when the entry reports a failure the runtime knows an
+    /// action for. The `text` never names a client affordance, so a client that offers one renders
+    /// it from this value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remediation: Option<RemediationAction>,
 }
 
 /// Session rewind details including target event and count of removed events
@@ -13877,6 +14848,499 @@ pub struct ToolsUpdatedData {
     pub model: String,
 }
 
+/// User's choice for auto-mode switching: yes (allow this turn), yes_always (allow + persist as
+/// setting), or no (decline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UIAutoModeSwitchResponse {
+    /// Allow the automatic mode switch for this turn.
+    #[serde(rename = "yes")]
+    Yes,
+    /// Allow this mode switch and persist the preference.
+    #[serde(rename = "yes_always")]
+    YesAlways,
+    /// Decline the automatic mode switch.
+    #[serde(rename = "no")]
+    No,
+}
+
+impl UIAutoModeSwitchResponse {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Yes, Self::YesAlways, Self::No];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Yes => "yes",
+            Self::YesAlways => "yes_always",
+            Self::No => "no",
+        }
+    }
+}
+
+impl std::fmt::Display for UIAutoModeSwitchResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Submitted UI elicitation field value: string, number, boolean, or an array of strings.
+///
+/// Untagged: the variants are tried in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UIElicitationFieldValue {
+    String(String),
+    Number(f64),
+    Bool(bool),
+    Array(Vec<String>),
+}
+
+/// The elicitation response (accept with form values, decline, or cancel)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UIElicitationResponse {
+    /// The user's response: accept (submitted), decline (rejected), or cancel (dismissed)
+    pub action: UIElicitationResponseAction,
+    /// The form values submitted by the user (present when action is 'accept')
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<UIElicitationResponseContent>,
+    /// MCP response metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<UiElicitationResponseMeta>,
+}
+
+impl UIElicitationResponse {
+    /// The required fields; every optional one is `None`.
+    pub fn new(action: UIElicitationResponseAction) -> Self {
+        Self {
+            action,
+            content: None,
+            meta: None,
+        }
+    }
+}
+
+/// The user's response: accept (submitted), decline (rejected), or cancel (dismissed)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UIElicitationResponseAction {
+    /// The user submitted the requested form values.
+    #[serde(rename = "accept")]
+    Accept,
+    /// The user explicitly declined to provide the requested input.
+    #[serde(rename = "decline")]
+    Decline,
+    /// The user dismissed the elicitation request.
+    #[serde(rename = "cancel")]
+    Cancel,
+}
+
+impl UIElicitationResponseAction {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Accept, Self::Decline, Self::Cancel];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Accept => "accept",
+            Self::Decline => "decline",
+            Self::Cancel => "cancel",
+        }
+    }
+}
+
+impl std::fmt::Display for UIElicitationResponseAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The form values submitted by the user (present when action is 'accept')
+pub type UIElicitationResponseContent = std::collections::BTreeMap<String, UIElicitationFieldValue>;
+
+/// Indicates whether the elicitation response was accepted; false if it was already resolved by
+/// another client.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIElicitationResult {
+    /// Whether the response was accepted. False if the request was already resolved by another
+    /// client.
+    pub success: bool,
+}
+
+/// JSON Schema describing the form fields to present to the user
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIElicitationSchema {
+    /// Schema type indicator (always 'object')
+    #[serde(rename = "type")]
+    pub r#type: String,
+    /// Form field definitions, keyed by field name
+    pub properties: std::collections::BTreeMap<String, UIElicitationSchemaProperty>,
+    /// List of required field names
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<Vec<String>>,
+}
+
+/// Definition for a single elicitation form field.
+pub type UIElicitationSchemaProperty = serde_json::Value;
+
+/// Completed transient query. Ordered chunks and the terminal outcome are also delivered through
+/// `ui.ephemeral_query` session events while it runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIEphemeralQueryResult {
+    /// Answer returned by the model
+    pub answer: String,
+}
+
+/// The action the user selected. Defaults to 'autopilot' when autoApproveEdits is true, otherwise
+/// 'interactive'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UIExitPlanModeAction {
+    /// Exit plan mode without starting implementation.
+    #[serde(rename = "exit_only")]
+    ExitOnly,
+    /// Exit plan mode and continue interactively.
+    #[serde(rename = "interactive")]
+    Interactive,
+    /// Exit plan mode and continue in autopilot mode.
+    #[serde(rename = "autopilot")]
+    Autopilot,
+    /// Exit plan mode and continue in autopilot mode with parallel subagent execution.
+    #[serde(rename = "autopilot_fleet")]
+    AutopilotFleet,
+}
+
+impl UIExitPlanModeAction {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::ExitOnly,
+        Self::Interactive,
+        Self::Autopilot,
+        Self::AutopilotFleet,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::ExitOnly => "exit_only",
+            Self::Interactive => "interactive",
+            Self::Autopilot => "autopilot",
+            Self::AutopilotFleet => "autopilot_fleet",
+        }
+    }
+}
+
+impl std::fmt::Display for UIExitPlanModeAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// User response for a pending exit-plan-mode request, with approval state, selected action,
+/// auto-approve flag, and feedback.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIExitPlanModeResponse {
+    /// Whether the plan was approved.
+    pub approved: bool,
+    /// The action the user selected. Defaults to 'autopilot' when autoApproveEdits is true,
+    /// otherwise 'interactive'.
+    #[serde(rename = "selectedAction", default, skip_serializing_if = "Option::is_none")]
+    pub selected_action: Option<UIExitPlanModeAction>,
+    /// Whether subsequent edits should be auto-approved without confirmation.
+    #[serde(rename = "autoApproveEdits", default, skip_serializing_if = "Option::is_none")]
+    pub auto_approve_edits: Option<bool>,
+    /// Feedback from the user when they declined the plan or requested changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
+    /// When true, the agent is instructed to end its turn without starting implementation so the
+    /// client can restore the session model and auto-submit a fresh implementation turn on it. Set
+    /// only when a distinct plan configuration (a different model, reasoning effort, or context
+    /// tier) actually ran the planning turn.
+    #[serde(rename = "deferImplementation", default, skip_serializing_if = "Option::is_none")]
+    pub defer_implementation: Option<bool>,
+}
+
+/// Indicates whether the pending UI request was resolved by this call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIHandlePendingResult {
+    /// True if the request was still pending and was resolved by this call. False if the request ID
+    /// was unknown, already resolved by another client (e.g. GitHub), expired, or otherwise no
+    /// longer pending.
+    pub success: bool,
+}
+
+/// Optional sampling result payload. Omit to reject/cancel the sampling request without providing a
+/// result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIHandlePendingSamplingResponse {}
+
+/// Register an in-process handler for `auto_mode_switch.requested` events. The caller still
+/// attaches the actual listener via the standard event-subscription mechanism; this registration
+/// solely tells the server bridge to skip its own dispatch (so a remote client doesn't race the
+/// in-process handler for the same requestId).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIRegisterDirectAutoModeSwitchHandlerResult {
+    /// Opaque handle representing the registration. Pass this same handle to
+    /// `unregisterDirectAutoModeSwitchHandler` when the in-process handler is no longer active.
+    /// Multiple registrations are reference-counted; the server bridge will only dispatch
+    /// auto-mode-switch requests when no handles are active.
+    pub handle: String,
+}
+
+/// The user's selected action for an exhausted session limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UISessionLimitsExhaustedResponse {
+    /// Action selected by the user.
+    pub action: UISessionLimitsExhaustedResponseAction,
+    /// AI Credits to add to the current max when action is 'add'.
+    #[serde(rename = "additionalAiCredits", default, skip_serializing_if = "Option::is_none")]
+    pub additional_ai_credits: Option<f64>,
+    /// New absolute max AI Credits when action is 'set'.
+    #[serde(rename = "maxAiCredits", default, skip_serializing_if = "Option::is_none")]
+    pub max_ai_credits: Option<f64>,
+}
+
+impl UISessionLimitsExhaustedResponse {
+    /// The required fields; every optional one is `None`.
+    pub fn new(action: UISessionLimitsExhaustedResponseAction) -> Self {
+        Self {
+            action,
+            additional_ai_credits: None,
+            max_ai_credits: None,
+        }
+    }
+}
+
+/// User action selected for an exhausted session limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UISessionLimitsExhaustedResponseAction {
+    /// Increase the current max by an exact AI Credits amount.
+    #[serde(rename = "add")]
+    Add,
+    /// Set a new absolute max AI Credits value.
+    #[serde(rename = "set")]
+    Set,
+    /// Remove the current session limit.
+    #[serde(rename = "unset")]
+    Unset,
+    /// Leave the limit unchanged and cancel the blocked model request.
+    #[serde(rename = "cancel")]
+    Cancel,
+}
+
+impl UISessionLimitsExhaustedResponseAction {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Add, Self::Set, Self::Unset, Self::Cancel];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Add => "add",
+            Self::Set => "set",
+            Self::Unset => "unset",
+            Self::Cancel => "cancel",
+        }
+    }
+}
+
+impl std::fmt::Display for UISessionLimitsExhaustedResponseAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether the handle was active and the registration count was decremented.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIUnregisterDirectAutoModeSwitchHandlerResult {
+    /// True if the handle was active and decremented the counter; false if the handle was unknown.
+    pub unregistered: bool,
+}
+
+/// User response for a pending user-input request, with answer text and whether it was typed
+/// freeform.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIUserInputResponse {
+    /// The user's answer text
+    pub answer: String,
+    /// True if the user typed a freeform response, false if they selected a presented choice. Used
+    /// by telemetry to differentiate between free text input and choice selection.
+    #[serde(rename = "wasFreeform")]
+    pub was_freeform: bool,
+}
+
+/// Prompt message and JSON schema describing the form fields to elicit from the user.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiElicitationRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Elicitation mode. Omitted and form are equivalent for structured elicitation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<McpElicitationFormMode>,
+    /// Message describing what information is needed from the user
+    pub message: String,
+    /// JSON Schema describing the form fields to present to the user
+    #[serde(rename = "requestedSchema")]
+    pub requested_schema: UIElicitationSchema,
+    /// MCP request metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<UiElicitationRequestMeta>,
+    /// MCP task metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<McpTaskMetadata>,
+}
+
+/// MCP request metadata.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiElicitationRequestMeta {}
+
+/// MCP response metadata.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiElicitationResponseMeta {}
+
+/// Transient question to answer without adding it to conversation history.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiEphemeralQueryRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Question to answer from the current conversation context.
+    pub question: String,
+    /// In-process streaming callback `(text) => void` invoked with each token as the model emits
+    /// it. Internal and excluded from the public SDK surface.
+    #[serde(rename = "onChunk", default, skip_serializing_if = "Option::is_none")]
+    pub on_chunk: Option<serde_json::Value>,
+    /// In-process `AbortSignal` forwarded to the model client to cancel an in-flight request.
+    /// Internal and excluded from the public SDK surface.
+    #[serde(rename = "abortSignal", default, skip_serializing_if = "Option::is_none")]
+    pub abort_signal: Option<serde_json::Value>,
+}
+
+/// Request ID of a pending `auto_mode_switch.requested` event and the user's response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UiHandlePendingAutoModeSwitchRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The unique request ID from the auto_mode_switch.requested event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// User's choice for auto-mode switching: yes (allow this turn), yes_always (allow + persist as
+    /// setting), or no (decline).
+    pub response: UIAutoModeSwitchResponse,
+}
+
+impl UiHandlePendingAutoModeSwitchRequest {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, request_id: String, response: UIAutoModeSwitchResponse) -> Self {
+        Self {
+            session_id,
+            request_id,
+            response,
+        }
+    }
+}
+
+/// Pending elicitation request ID and the user's response (accept/decline/cancel + form values).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UiHandlePendingElicitationRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The unique request ID from the elicitation.requested event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// The elicitation response (accept with form values, decline, or cancel)
+    pub result: UIElicitationResponse,
+}
+
+impl UiHandlePendingElicitationRequest {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, request_id: String, result: UIElicitationResponse) -> Self {
+        Self {
+            session_id,
+            request_id,
+            result,
+        }
+    }
+}
+
+/// Request ID of a pending `exit_plan_mode.requested` event and the user's response.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiHandlePendingExitPlanModeRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The unique request ID from the exit_plan_mode.requested event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// User response for a pending exit-plan-mode request, with approval state, selected action,
+    /// auto-approve flag, and feedback.
+    pub response: UIExitPlanModeResponse,
+}
+
+/// Request ID of a pending `sampling.requested` event and an optional sampling result payload (omit
+/// to reject).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiHandlePendingSamplingRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The unique request ID from the sampling.requested event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Optional sampling result payload. Omit to reject/cancel the sampling request without
+    /// providing a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<UIHandlePendingSamplingResponse>,
+}
+
+/// Request ID of a pending `session_limits_exhausted.requested` event and the user's selected limit
+/// action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UiHandlePendingSessionLimitsExhaustedRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The unique request ID from the session_limits_exhausted.requested event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// The selected session-limit action.
+    pub response: UISessionLimitsExhaustedResponse,
+}
+
+impl UiHandlePendingSessionLimitsExhaustedRequest {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, request_id: String, response: UISessionLimitsExhaustedResponse) -> Self {
+        Self {
+            session_id,
+            request_id,
+            response,
+        }
+    }
+}
+
+/// Request ID of a pending `user_input.requested` event and the user's response.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiHandlePendingUserInputRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The unique request ID from the user_input.requested event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// User response for a pending user-input request, with answer text and whether it was typed
+    /// freeform.
+    pub response: UIUserInputResponse,
+}
+
+/// Opaque handle previously returned by `registerDirectAutoModeSwitchHandler` to release.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiUnregisterDirectAutoModeSwitchHandlerRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Handle previously returned by `registerDirectAutoModeSwitchHandler`
+    pub handle: String,
+}
+
 /// Current context window usage statistics including token and message counts
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UsageInfoData {
@@ -14065,6 +15529,24 @@ impl std::fmt::Display for UserMessageDelivery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Result of a user-requested shell command.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserRequestedShellCommandResult {
+    /// Tool call id emitted for the shell execution
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: String,
+    /// Whether the command completed successfully
+    pub success: bool,
+    /// Captured command output
+    pub output: String,
+    /// Process exit code, when available
+    #[serde(rename = "exitCode", default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// Error output when the execution failed
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The approval to add as a session-scoped rule
@@ -14618,11 +16100,14 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 //
 // Fallbacks (the schema construct has no better mapping):
 // - ProtocolSystemMessageConfig: anyOf whose branches serde cannot tell apart
+// - QueuedCommandResult: anyOf whose branches serde cannot tell apart
+// - UIElicitationSchemaProperty: anyOf whose branches serde cannot tell apart
 //
 // Open by the schema (no type: any JSON value):
 // - AssistantMessageToolRequest.arguments: no type in the schema (any JSON)
 // - AttachmentExtensionContext.payload: no type in the schema (any JSON)
 // - CitationReference.providerMetadata: no type in the schema (any JSON)
+// - ElicitationCompletedContent: no type in the schema (any JSON)
 // - ExternalToolRequestedData.arguments: no type in the schema (any JSON)
 // - HookEndData.output: no type in the schema (any JSON)
 // - HookInvokeRequest.input: no type in the schema (any JSON)
@@ -14642,3 +16127,5 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // - ToolExecutionCompleteResult.mcpMeta: no type in the schema (any JSON)
 // - ToolExecutionCompleteResult.structuredContent: no type in the schema (any JSON)
 // - ToolExecutionStartData.arguments: no type in the schema (any JSON)
+// - UiEphemeralQueryRequest.abortSignal: no type in the schema (any JSON)
+// - UiEphemeralQueryRequest.onChunk: no type in the schema (any JSON)

@@ -2,6 +2,7 @@
 //! `async fn(&Ctx, Params) -> Result<Result, RpcError>`, listed in [`crate::methods`].
 
 pub mod agents;
+pub mod commands;
 pub mod history;
 pub mod inference;
 pub mod mcp;
@@ -10,4 +11,6 @@ pub mod server;
 pub mod session;
 pub mod session_extras;
 pub mod session_state;
+pub mod shell;
+pub mod ui;
 pub mod workspaces;

@@ -20,7 +20,13 @@ fn session_info(session: &SessionHandle) -> SessionInfo {
         is_remote: false,
         mode: view.settings.mode.as_str().to_string(),
         workspace_path: session.workspace_path().to_string_lossy().into_owned(),
-        capabilities: Capabilities::default(),
+        capabilities: Capabilities {
+            ui: protocol::methods::UiCapabilities {
+                elicitation: session.clients().union().elicitation,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
         model_state: ModelState { model_id: view.settings.model.clone() },
     }
 }
@@ -29,6 +35,7 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
     let Some(tenant) = tenant_of(ctx) else {
         let session =
             ctx.server.engine.create(&p, Some(ctx.caller.subscriber())).await.map_err(|e| ctx.engine_error(&e))?;
+        loop_engine::clients::join(&session, ctx.caller.id, &p, false).await;
         return Ok(session_info(&session));
     };
     // A tenant's session runs in its workspace, and is claimed before it exists so that its
@@ -39,7 +46,10 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
     let claimed = ctx.tenancy_claim(&tenant, &id).await?;
     let created = ctx.server.engine.create(&p, Some(ctx.caller.subscriber())).await;
     match created {
-        Ok(session) => Ok(session_info(&session)),
+        Ok(session) => {
+            loop_engine::clients::join(&session, ctx.caller.id, &p, false).await;
+            Ok(session_info(&session))
+        }
         Err(e) => {
             if claimed {
                 ctx.tenancy_release(&id).await;
@@ -70,6 +80,7 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
     }
     let session =
         ctx.server.engine.resume(&p, Some(ctx.caller.subscriber())).await.map_err(|e| ctx.engine_error(&e))?;
+    loop_engine::clients::join(&session, ctx.caller.id, &p, true).await;
     Ok(session_info(&session))
 }
 

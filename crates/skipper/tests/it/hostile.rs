@@ -306,6 +306,8 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("enableConfigDiscovery", &["boolean"], json!(true)),
             prop("mcpServers", &["object"], json!({})),
             prop("disabledMcpServers", &["array"], json!([])),
+            prop("commands", &["array"], json!([])),
+            prop("requestElicitation", &["boolean"], json!(true)),
         ],
         required: Vec::new(),
     };
