@@ -337,6 +337,16 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
 const SKIPPED: &[(&str, &str, &str)] = &[
     ("session.create", "defaultAgent", "typed serde_json::Value (free-form agent settings): any JSON is accepted"),
     ("session.resume", "defaultAgent", "typed serde_json::Value (free-form agent settings): any JSON is accepted"),
+    (
+        "session.ui.ephemeralQuery",
+        "onChunk",
+        "in-process callback in the schema: ignored over the wire, any JSON accepted",
+    ),
+    (
+        "session.ui.ephemeralQuery",
+        "abortSignal",
+        "in-process AbortSignal in the schema: ignored over the wire, any JSON accepted",
+    ),
 ];
 
 /// What a valid request naming an unknown session gets, where it is not "Session not found".
