@@ -14,7 +14,6 @@ from copilot.generated.rpc import (
     CommandsHandlePendingCommandRequest,
     CommandsInvokeRequest,
     CommandsRespondToQueuedCommandRequest,
-    EnqueueCommandParams,
     ModeSetRequest,
     QueuedCommandHandled,
     QueuedCommandNotHandled,
@@ -130,11 +129,13 @@ async def test_commands_queue_and_pending_answers(ctx: Ctx, client):
     assert help_text.kind == "text" and "/help" in help_text.text
 
     # Queued commands run one at a time: the first is offered at once, the rest wait.
-    assert (await session.rpc.commands.enqueue(EnqueueCommandParams(command="/first"))).queued
+    # (Raw: this SDK version expects a `queueId` the schema Skipper serves does not have.)
+    enqueue = {"sessionId": session.session_id, "command": "/first"}
+    assert (await raw_request(client, "session.commands.enqueue", enqueue))["queued"] is True
     await wait_for(lambda: events.has("command.queued"), what="command.queued")
     first = events.of("command.queued")[0].data
     assert first.command == "/first"
-    await session.rpc.commands.enqueue(EnqueueCommandParams(command="/second"))
+    await raw_request(client, "session.commands.enqueue", {**enqueue, "command": "/second"})
     pending = await session.rpc.queue.pending_items()
     assert [(i.kind.value, i.display_text) for i in pending.items] == [("command", "/second")]
     unknown = CommandsRespondToQueuedCommandRequest(request_id="missing", result=QueuedCommandNotHandled())
