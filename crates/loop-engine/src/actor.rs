@@ -349,6 +349,7 @@ impl Actor {
                 }
             }
             SessionInput::Handoff { reply } => self.handoff(reply),
+            SessionInput::EphemeralQuery { question, reply } => self.ephemeral_query(question, reply),
             SessionInput::Shutdown { shutdown_type, reply } => {
                 self.abort(t::AbortReason::UserInitiated);
                 self.pending.fail_all();
@@ -737,6 +738,17 @@ impl Actor {
         }
         let (_, _, route, _) = self.call_parts();
         let req = compaction::handoff_request(history, &route.model, self.handle.id());
+        tokio::spawn(async move {
+            let _ = reply.send(compaction::handoff(route.client, req).await);
+        });
+    }
+}
+
+impl Actor {
+    fn ephemeral_query(&self, question: String, reply: tokio::sync::oneshot::Sender<Result<String, String>>) {
+        let history = self.conv.as_ref().map_or_else(|| self.last_history.clone(), |c| c.history.clone());
+        let (system, _, route, _) = self.call_parts();
+        let req = crate::ephemeral_query::request(history, system, &route.model, self.handle.id(), question);
         tokio::spawn(async move {
             let _ = reply.send(compaction::handoff(route.client, req).await);
         });

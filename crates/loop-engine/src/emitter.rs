@@ -41,7 +41,12 @@ pub struct Emitter {
     inner: Mutex<Inner>,
     /// Wakes `session.eventLog.read` long-polls after each event.
     emitted: tokio::sync::Notify,
+    /// Told of each persisted event delivered to clients (the `session.updated` lifecycle
+    /// notification), outside the lock.
+    on_persisted: std::sync::OnceLock<PersistedHook>,
 }
+
+pub(crate) type PersistedHook = Box<dyn Fn(&str) + Send + Sync>;
 
 struct Inner {
     /// The latest persisted event (the parent of the next event of any kind).
@@ -107,7 +112,17 @@ impl Emitter {
         persisted_count: usize,
     ) -> Self {
         let inner = Inner { last_persisted_id, persisted_count, log, subscribers: Vec::new(), seq: 0, ring: None };
-        Self { session_id, inner: Mutex::new(inner), emitted: tokio::sync::Notify::new() }
+        Self {
+            session_id,
+            inner: Mutex::new(inner),
+            emitted: tokio::sync::Notify::new(),
+            on_persisted: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Sets what hears of persisted events (once; later calls are ignored).
+    pub(crate) fn set_on_persisted(&self, hook: PersistedHook) {
+        let _ = self.on_persisted.set(hook);
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -272,6 +287,11 @@ impl Emitter {
         }
         drop(inner);
         self.emitted.notify_waiters();
+        if !event.ephemeral && deliver {
+            if let Some(hook) = self.on_persisted.get() {
+                hook(event.kind());
+            }
+        }
         event.id
     }
 
@@ -295,6 +315,24 @@ impl Emitter {
     /// Removes and returns every subscriber (a session handed from one handle to another).
     pub fn take_subscribers(&self) -> Vec<Arc<dyn EventSubscriber>> {
         std::mem::take(&mut self.lock().subscribers)
+    }
+
+    /// An ephemeral event for one subscriber only: a request routed to the client that can
+    /// answer it (the others would answer that they cannot). Not in the read-back ring.
+    pub fn emit_ephemeral_to(&self, subscriber_id: u64, payload: impl Into<SessionEvent>) -> String {
+        let mut event = Event::new(payload.into(), true);
+        let mut inner = self.lock();
+        event.parent_id = inner.last_persisted_id.clone();
+        let json = match serde_json::to_string(&event) {
+            Ok(json) => json,
+            Err(e) => {
+                tracing::error!(session = %self.session_id, kind = event.kind(), error = %e, "event not serializable");
+                return event.id;
+            }
+        };
+        let sid = &self.session_id;
+        inner.subscribers.retain(|s| s.subscriber_id() != subscriber_id || s.deliver(sid, &event, &json));
+        event.id
     }
 
     fn deliver_locked(&self, inner: &mut Inner, event: &Event, json: &str) {

@@ -259,6 +259,11 @@ pub(crate) enum SessionInput {
     Handoff {
         reply: oneshot::Sender<Result<String, String>>,
     },
+    /// `session.ui.ephemeralQuery`: a question answered from the context; changes nothing.
+    EphemeralQuery {
+        question: String,
+        reply: oneshot::Sender<Result<String, String>>,
+    },
     /// From the run: remember a request it will wait for, before it offers it to clients.
     RunRegisterPending {
         request_id: String,
@@ -310,6 +315,12 @@ pub(crate) struct SessionParts {
     pub sql: Arc<dyn store::session_db::SqlBackend>,
     /// The client's database needs its todo tables made once.
     pub sql_ready: tokio::sync::OnceCell<()>,
+    /// What each attached client brings (tools, commands, elicitation).
+    pub clients: crate::clients::Clients,
+    /// Requests to clients that are not a run's (elicitations, commands), by request id.
+    pub ui: crate::ui_requests::UiRequests,
+    /// Commands clients run in the session's shell.
+    pub user_shell: crate::user_shell::UserShell,
 }
 
 impl SessionHandle {
@@ -381,6 +392,31 @@ impl SessionHandle {
     }
 
     /// Adds an event subscriber (a client connection, the runner).
+    /// Emits an event that is never persisted, to every client of the session.
+    pub fn emit_ephemeral(&self, payload: impl Into<protocol::event::SessionEvent>) -> String {
+        self.inner.emitter.emit_ephemeral(payload)
+    }
+
+    /// The session's shell as clients use it (`session.shell.*`).
+    pub fn user_shell(&self) -> &crate::user_shell::UserShell {
+        &self.inner.user_shell
+    }
+
+    /// Emits an event that is never persisted to one client of the session only.
+    pub fn emit_ephemeral_to(&self, subscriber_id: u64, payload: impl Into<protocol::event::SessionEvent>) -> String {
+        self.inner.emitter.emit_ephemeral_to(subscriber_id, payload)
+    }
+
+    /// What each attached client brings to the session.
+    pub fn clients(&self) -> &crate::clients::Clients {
+        &self.inner.clients
+    }
+
+    /// Elicitations, slash commands and queued commands waiting for a client.
+    pub fn ui(&self) -> &crate::ui_requests::UiRequests {
+        &self.inner.ui
+    }
+
     pub fn subscribe(&self, sub: Arc<dyn EventSubscriber>) {
         self.inner.emitter.subscribe(sub);
     }
@@ -599,6 +635,11 @@ impl SessionHandle {
     /// A summary of the conversation for a handoff (empty when there is no conversation).
     pub async fn summarize_for_handoff(&self) -> Result<String, EngineError> {
         self.ask(|reply| SessionInput::Handoff { reply }).await?.map_err(EngineError::Compaction)
+    }
+
+    /// Answers `question` from the conversation so far without adding to it.
+    pub async fn ephemeral_query(&self, question: String) -> Result<String, EngineError> {
+        self.ask(|reply| SessionInput::EphemeralQuery { question, reply }).await?.map_err(EngineError::Compaction)
     }
 
     pub(crate) async fn resume(

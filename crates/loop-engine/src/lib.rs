@@ -13,11 +13,13 @@ pub mod attachments;
 pub mod autopilot;
 pub mod byok;
 mod client;
+pub mod clients;
 pub mod cluster;
 pub mod compaction;
 mod conversation;
 mod dispatch;
 mod emitter;
+mod ephemeral_query;
 pub mod event_reader;
 mod external;
 mod frontmatter;
@@ -39,7 +41,9 @@ pub mod sql;
 mod subagent;
 pub mod system_prompt;
 pub mod tool_filter;
+pub mod ui_requests;
 mod user_input;
+pub mod user_shell;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -138,7 +142,7 @@ pub struct Engine {
     allow_all: bool,
     pending_grace: std::time::Duration,
     sessions: Mutex<HashMap<String, SessionHandle>>,
-    lifecycle: Mutex<Vec<Arc<dyn LifecycleSubscriber>>>,
+    lifecycle: Arc<Mutex<Vec<Arc<dyn LifecycleSubscriber>>>>,
     /// Several nodes on one database: leases and followers (`None` on one node).
     cluster: Option<cluster::Cluster>,
 }
@@ -288,7 +292,7 @@ impl Engine {
             allow_all: config.allow_all_tools,
             pending_grace: config.pending_grace,
             sessions: Mutex::new(HashMap::new()),
-            lifecycle: Mutex::new(Vec::new()),
+            lifecycle: Default::default(),
             cluster,
         }
     }
@@ -314,9 +318,35 @@ impl Engine {
     }
 
     fn broadcast_lifecycle(&self, params: LifecycleNotification) {
-        lock(&self.lifecycle).retain(|s| s.notify(&params));
+        broadcast(&self.lifecycle, &params);
     }
+}
 
+fn broadcast(subscribers: &Mutex<Vec<Arc<dyn LifecycleSubscriber>>>, params: &LifecycleNotification) {
+    lock(subscribers).retain(|s| s.notify(params));
+}
+
+/// `session.updated` for every client, after each persisted event of a session (its start
+/// excepted: `session.created` announces that).
+fn updated_notifier(
+    subscribers: Arc<Mutex<Vec<Arc<dyn LifecycleSubscriber>>>>,
+    session_id: String,
+    start_time: String,
+) -> emitter::PersistedHook {
+    Box::new(move |kind| {
+        if kind == "session.start" {
+            return;
+        }
+        let params = LifecycleNotification {
+            kind: "session.updated".into(),
+            session_id: session_id.clone(),
+            metadata: Some(LifecycleMetadata { start_time: start_time.clone(), modified_time: now() }),
+        };
+        broadcast(&subscribers, &params);
+    })
+}
+
+impl Engine {
     /// The model catalogue, cached after the first successful fetch.
     pub async fn list_models(&self) -> Result<Vec<ModelInfo>, EngineError> {
         if let Some(m) = lock(&self.deps.models).clone() {
@@ -421,6 +451,7 @@ impl Engine {
         storage: Storage,
     ) -> SessionHandle {
         let (tx, rx) = tokio::sync::mpsc::channel(actor::INPUT_CAPACITY);
+        emitter.set_on_persisted(updated_notifier(self.lifecycle.clone(), id.clone(), start_time.clone()));
         let view = SessionView { settings, approvals: Vec::new(), running: false, user_named: name.is_some(), name };
         let (view_tx, view_rx) = tokio::sync::watch::channel(Arc::new(view.clone()));
         let mcp = mcp_client::McpHost::new(view.settings.cwd.clone(), self.deps.tool_env.clone());
@@ -448,6 +479,9 @@ impl Engine {
             },
             remote: storage.remote,
             sql_ready: Default::default(),
+            clients: Default::default(),
+            ui: Default::default(),
+            user_shell: user_shell::UserShell::new(self.deps.tool_env.clone()),
         });
         let actor = actor::Actor::new(handle.clone(), self.deps.clone(), view, view_tx, conv);
         tokio::spawn(actor.run(rx));
@@ -698,6 +732,7 @@ impl Engine {
             let input = protocol::hooks::SessionEndInput { reason: "user_exit".into() };
             hooks::invoke(&handle, t::HookType::SessionEnd, input).await;
         }
+        clients::leave(&handle, subscriber_id).await;
         if let Ok(true) = handle.detach(subscriber_id).await {
             self.forget(&handle);
         }
@@ -793,6 +828,10 @@ impl Engine {
     pub fn drop_subscriber(&self, subscriber_id: u64) {
         let sessions: Vec<_> = lock(&self.sessions).values().cloned().collect();
         for s in sessions {
+            if s.clients().has(subscriber_id) {
+                let s = s.clone();
+                tokio::spawn(async move { clients::leave(&s, subscriber_id).await });
+            }
             if s.emitter().unsubscribe(subscriber_id) == 0 {
                 // A client may reconnect and resume (the SDKs' pending-work flow): keep what is
                 // pending answerable for a while, then stop waiting so the run cannot hang.

@@ -505,9 +505,15 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
         crate::attachments::render(&msg.prompt, &msg.attachments, &view.settings.cwd, view.settings.enable_citations);
     // A selected agent's instructions ride with every prompt.
     let instructions = view.settings.selected_agent.as_ref().and_then(crate::agents::instructions_block);
+    // Tools a departed client took with it are announced once, before the prompt.
+    let notice = ctx.handle.clients().take_tools_changed_notice();
+    let text = match notice {
+        Some(notice) => format!("{notice}\n\n{}", rendered.text),
+        None => rendered.text,
+    };
     let mut transformed = match instructions {
-        Some(block) => format!("<current_datetime>{now}</current_datetime>\n\n{block}\n\n{}", rendered.text),
-        None => format!("<current_datetime>{now}</current_datetime>\n\n{}", rendered.text),
+        Some(block) => format!("<current_datetime>{now}</current_datetime>\n\n{block}\n\n{text}"),
+        None => format!("<current_datetime>{now}</current_datetime>\n\n{text}"),
     };
     let input =
         hooks::UserPromptTransformedInput { prompt: msg.prompt.clone(), transformed_prompt: transformed.clone() };

@@ -104,6 +104,18 @@ pub struct SessionConfigParams {
     pub git_hub_token: Option<crate::secret::SecretString>,
     /// Plugin directories whose MCP servers (`.mcp.json`) the session starts too.
     pub plugin_directories: Option<Vec<String>>,
+    /// Slash commands this client handles (`command.execute` is routed to it).
+    pub commands: Option<Vec<ClientCommandDef>>,
+    /// This client answers `elicitation.requested`.
+    pub request_elicitation: Option<bool>,
+}
+
+/// One entry of `commands`: a slash command an SDK client registers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientCommandDef {
+    pub name: String,
+    pub description: Option<String>,
 }
 
 /// One entry of `customAgents`.
@@ -268,7 +280,7 @@ pub struct TransformResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LifecycleNotification {
-    /// `session.created` or `session.deleted`.
+    /// `session.created`, `session.updated` or `session.deleted`.
     #[serde(rename = "type")]
     pub kind: String,
     pub session_id: String,

@@ -6,8 +6,8 @@ use protocol::generated::methods as g;
 use protocol::methods as h;
 
 use crate::handlers::{
-    agents, auth, history, inference, mcp, mcp_extras, permission_paths, plugins, providers, server, session,
-    session_extras, session_fs, session_services, session_state, sessions_admin, tasks, user_settings,
+    agents, auth, commands, history, inference, mcp, mcp_extras, permission_paths, plugins, providers, server, session,
+    session_extras, session_fs, session_services, session_state, sessions_admin, shell, tasks, ui, user_settings,
     workspace_extras, workspaces,
 };
 use crate::table::method_table;
@@ -339,6 +339,45 @@ method_table! {
         => permission_paths::folder_trust_is_trusted, lane |_p| None, aliases [];
     SessionPermissionsFolderTrustAddTrusted: g::SessionPermissionsFolderTrustAddTrusted
         => permission_paths::folder_trust_add, lane |_p| None, aliases [];
+    // Slash commands and UI requests a client answers. Waiting ones run off the session's
+    // lane: the answer comes back on that lane.
+    SessionCommandsList: g::SessionCommandsList => commands::list, lane |p| Some(&p.session_id), aliases [];
+    SessionCommandsInvoke: g::SessionCommandsInvoke => commands::invoke, lane |p| Some(&p.session_id), aliases [];
+    SessionCommandsExecute: g::SessionCommandsExecute => commands::execute, lane |_p| None, aliases [];
+    SessionCommandsEnqueue: g::SessionCommandsEnqueue => commands::enqueue, lane |p| Some(&p.session_id), aliases [];
+    SessionCommandsRespondToQueuedCommand: g::SessionCommandsRespondToQueuedCommand
+        => commands::respond_to_queued, lane |p| Some(&p.session_id), aliases [];
+    SessionCommandsHandlePendingCommand: g::SessionCommandsHandlePendingCommand
+        => commands::handle_pending, lane |p| Some(&p.session_id), aliases [];
+    SessionUiElicitation: g::SessionUiElicitation => ui::elicitation, lane |_p| None, aliases [];
+    SessionUiHandlePendingElicitation: g::SessionUiHandlePendingElicitation
+        => ui::handle_pending_elicitation, lane |p| Some(&p.session_id), aliases [];
+    SessionUiHandlePendingUserInput: g::SessionUiHandlePendingUserInput
+        => ui::handle_pending_user_input, lane |p| Some(&p.session_id), aliases [];
+    SessionUiHandlePendingSampling: g::SessionUiHandlePendingSampling
+        => ui::handle_pending_sampling, lane |p| Some(&p.session_id), aliases [];
+    SessionUiHandlePendingAutoModeSwitch: g::SessionUiHandlePendingAutoModeSwitch
+        => ui::handle_pending_auto_mode_switch, lane |p| Some(&p.session_id), aliases [];
+    SessionUiHandlePendingExitPlanMode: g::SessionUiHandlePendingExitPlanMode
+        => ui::handle_pending_exit_plan_mode, lane |p| Some(&p.session_id), aliases [];
+    SessionUiHandlePendingSessionLimitsExhausted: g::SessionUiHandlePendingSessionLimitsExhausted
+        => ui::handle_pending_session_limits, lane |p| Some(&p.session_id), aliases [];
+    SessionUiRegisterDirectAutoModeSwitchHandler: g::SessionUiRegisterDirectAutoModeSwitchHandler
+        => ui::register_auto_mode_switch_handler, lane |p| Some(&p.session_id), aliases [];
+    SessionUiUnregisterDirectAutoModeSwitchHandler: g::SessionUiUnregisterDirectAutoModeSwitchHandler
+        => ui::unregister_auto_mode_switch_handler, lane |p| Some(&p.session_id), aliases [];
+    SessionUiEphemeralQuery: g::SessionUiEphemeralQuery => ui::ephemeral_query, lane |_p| None, aliases [];
+    SessionMcpHeadersHandlePendingHeadersRefreshRequest: g::SessionMcpHeadersHandlePendingHeadersRefreshRequest
+        => ui::handle_pending_headers_refresh, lane |p| Some(&p.session_id), aliases [];
+
+    // The session's shell as clients use it; a user-requested command runs to its end off the
+    // lane, so that its cancel is not queued behind it.
+    SessionShellExec: g::SessionShellExec => shell::exec, lane |p| Some(&p.session_id), aliases [];
+    SessionShellKill: g::SessionShellKill => shell::kill, lane |p| Some(&p.session_id), aliases [];
+    SessionShellExecuteUserRequested: g::SessionShellExecuteUserRequested
+        => shell::execute_user_requested, lane |_p| None, aliases [];
+    SessionShellCancelUserRequested: g::SessionShellCancelUserRequested
+        => shell::cancel_user_requested, lane |p| Some(&p.session_id), aliases [];
 }
 
 #[cfg(test)]

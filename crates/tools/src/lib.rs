@@ -21,7 +21,7 @@ pub mod view;
 mod walk;
 pub mod web_fetch;
 
-pub use bash::{ShellInfo, ShellManager};
+pub use bash::{ClientCommandEnd, ClientShells, ShellInfo, ShellManager};
 pub use context::{PermissionDecision, PermissionGate, PermissionRequest, ProgressSink, ShellCommand, ToolContext};
 pub use large_output::{spill_if_large, LARGE_OUTPUT_THRESHOLD};
 pub use output::{FileEdit, FileEditKind, ShellExit, ToolOutput, INTERRUPTED_TEXT};

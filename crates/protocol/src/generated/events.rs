@@ -172,6 +172,21 @@ pub enum SessionEvent {
     /// to. No payload — clients should call session.plan.readSqlTodosWithDependencies() to fetch
     /// the current state. Events arrive in order; clients can debounce on arrival if needed.
     SessionTodosChanged(t::TodosChangedData),
+    /// `capabilities.changed`: Session capability change notification
+    CapabilitiesChanged(t::CapabilitiesChangedData),
+    /// `commands.changed`: SDK command registration change notification
+    CommandsChanged(t::CommandsChangedData),
+    /// `command.execute`: Registered command dispatch request routed to the owning client
+    CommandExecute(t::CommandExecuteData),
+    /// `command.queued`: Queued slash command dispatch request for client execution
+    CommandQueued(t::CommandQueuedData),
+    /// `command.completed`: Queued command completion notification signaling UI dismissal
+    CommandCompleted(t::CommandCompletedData),
+    /// `elicitation.requested`: Elicitation request; may be form-based (structured input) or
+    /// URL-based (browser redirect)
+    ElicitationRequested(t::ElicitationRequestedData),
+    /// `elicitation.completed`: Elicitation request completion with the user's response
+    ElicitationCompleted(t::ElicitationCompletedData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -246,6 +261,13 @@ impl SessionEvent {
             Self::SessionMcpServersLoaded(_) => "session.mcp_servers_loaded",
             Self::SessionMcpServerStatusChanged(_) => "session.mcp_server_status_changed",
             Self::SessionTodosChanged(_) => "session.todos_changed",
+            Self::CapabilitiesChanged(_) => "capabilities.changed",
+            Self::CommandsChanged(_) => "commands.changed",
+            Self::CommandExecute(_) => "command.execute",
+            Self::CommandQueued(_) => "command.queued",
+            Self::CommandCompleted(_) => "command.completed",
+            Self::ElicitationRequested(_) => "elicitation.requested",
+            Self::ElicitationCompleted(_) => "elicitation.completed",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -322,6 +344,13 @@ impl SessionEvent {
             Self::SessionMcpServersLoaded(d) => d.serialize(s),
             Self::SessionMcpServerStatusChanged(d) => d.serialize(s),
             Self::SessionTodosChanged(d) => d.serialize(s),
+            Self::CapabilitiesChanged(d) => d.serialize(s),
+            Self::CommandsChanged(d) => d.serialize(s),
+            Self::CommandExecute(d) => d.serialize(s),
+            Self::CommandQueued(d) => d.serialize(s),
+            Self::CommandCompleted(d) => d.serialize(s),
+            Self::ElicitationRequested(d) => d.serialize(s),
+            Self::ElicitationCompleted(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -393,6 +422,13 @@ impl SessionEvent {
             "session.mcp_servers_loaded" => typed(kind, data, Self::SessionMcpServersLoaded),
             "session.mcp_server_status_changed" => typed(kind, data, Self::SessionMcpServerStatusChanged),
             "session.todos_changed" => typed(kind, data, Self::SessionTodosChanged),
+            "capabilities.changed" => typed(kind, data, Self::CapabilitiesChanged),
+            "commands.changed" => typed(kind, data, Self::CommandsChanged),
+            "command.execute" => typed(kind, data, Self::CommandExecute),
+            "command.queued" => typed(kind, data, Self::CommandQueued),
+            "command.completed" => typed(kind, data, Self::CommandCompleted),
+            "elicitation.requested" => typed(kind, data, Self::ElicitationRequested),
+            "elicitation.completed" => typed(kind, data, Self::ElicitationCompleted),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -443,6 +479,13 @@ pub fn ephemeral_policy_of(kind: &str) -> EphemeralPolicy {
         | "session.mcp_servers_loaded"
         | "session.mcp_server_status_changed"
         | "session.todos_changed"
+        | "capabilities.changed"
+        | "commands.changed"
+        | "command.execute"
+        | "command.queued"
+        | "command.completed"
+        | "elicitation.requested"
+        | "elicitation.completed"
         | "session.autopilot_stopped" => EphemeralPolicy::Always,
         _ => EphemeralPolicy::Optional,
     }
@@ -511,6 +554,13 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("session.mcp_servers_loaded", EphemeralPolicy::Always),
     ("session.mcp_server_status_changed", EphemeralPolicy::Always),
     ("session.todos_changed", EphemeralPolicy::Always),
+    ("capabilities.changed", EphemeralPolicy::Always),
+    ("commands.changed", EphemeralPolicy::Always),
+    ("command.execute", EphemeralPolicy::Always),
+    ("command.queued", EphemeralPolicy::Always),
+    ("command.completed", EphemeralPolicy::Always),
+    ("elicitation.requested", EphemeralPolicy::Always),
+    ("elicitation.completed", EphemeralPolicy::Always),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -878,6 +928,48 @@ impl From<t::McpServerStatusChangedData> for SessionEvent {
 impl From<t::TodosChangedData> for SessionEvent {
     fn from(data: t::TodosChangedData) -> Self {
         Self::SessionTodosChanged(data)
+    }
+}
+
+impl From<t::CapabilitiesChangedData> for SessionEvent {
+    fn from(data: t::CapabilitiesChangedData) -> Self {
+        Self::CapabilitiesChanged(data)
+    }
+}
+
+impl From<t::CommandsChangedData> for SessionEvent {
+    fn from(data: t::CommandsChangedData) -> Self {
+        Self::CommandsChanged(data)
+    }
+}
+
+impl From<t::CommandExecuteData> for SessionEvent {
+    fn from(data: t::CommandExecuteData) -> Self {
+        Self::CommandExecute(data)
+    }
+}
+
+impl From<t::CommandQueuedData> for SessionEvent {
+    fn from(data: t::CommandQueuedData) -> Self {
+        Self::CommandQueued(data)
+    }
+}
+
+impl From<t::CommandCompletedData> for SessionEvent {
+    fn from(data: t::CommandCompletedData) -> Self {
+        Self::CommandCompleted(data)
+    }
+}
+
+impl From<t::ElicitationRequestedData> for SessionEvent {
+    fn from(data: t::ElicitationRequestedData) -> Self {
+        Self::ElicitationRequested(data)
+    }
+}
+
+impl From<t::ElicitationCompletedData> for SessionEvent {
+    fn from(data: t::ElicitationCompletedData) -> Self {
+        Self::ElicitationCompleted(data)
     }
 }
 

@@ -1388,6 +1388,1391 @@ impl crate::rpc::RpcMethod for SessionWorkspacesSaveLargePaste {
     type Result = t::WorkspacesSaveLargePasteResult;
 }
 
+/// `sessions.list`: Lists sessions, optionally filtered by source and working-directory context.
+/// Returned entries are discriminated by `isRemote`: local entries carry only the lightweight
+/// `LocalSessionMetadataValue` shape; remote entries carry the full `RemoteSessionMetadataValue`
+/// shape (repository, PR number, taskType, etc.).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsList;
+
+impl crate::rpc::RpcMethod for SessionsList {
+    const NAME: &'static str = "sessions.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsListRequest;
+    type Result = t::SessionList;
+}
+
+/// `sessions.save`: Flushes a session's pending events to disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsSave;
+
+impl crate::rpc::RpcMethod for SessionsSave {
+    const NAME: &'static str = "sessions.save";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsSaveRequest;
+    type Result = t::SessionsSaveResult;
+}
+
+/// `sessions.open`: Creates or resumes a local session and returns the opened session ID.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsOpen;
+
+impl crate::rpc::RpcMethod for SessionsOpen {
+    const NAME: &'static str = "sessions.open";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionOpenParams;
+    type Result = t::SessionOpenResult;
+}
+
+/// `sessions.close`: Closes a session: emits shutdown, flushes pending events, releases the in-use
+/// lock, and disposes the active session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsClose;
+
+impl crate::rpc::RpcMethod for SessionsClose {
+    const NAME: &'static str = "sessions.close";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsCloseRequest;
+    type Result = t::SessionsCloseResult;
+}
+
+/// `sessions.getMetadata`: Reads lightweight persisted metadata for one local session without
+/// opening it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsGetMetadata;
+
+impl crate::rpc::RpcMethod for SessionsGetMetadata {
+    const NAME: &'static str = "sessions.getMetadata";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsGetMetadataRequest;
+    type Result = t::SessionsGetMetadataResult;
+}
+
+/// `sessions.findByPrefix`: Resolves a UUID prefix to a unique session ID, if exactly one session
+/// matches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsFindByPrefix;
+
+impl crate::rpc::RpcMethod for SessionsFindByPrefix {
+    const NAME: &'static str = "sessions.findByPrefix";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsFindByPrefixRequest;
+    type Result = t::SessionsFindByPrefixResult;
+}
+
+/// `sessions.findByTaskId`: Finds the local session bound to a GitHub task ID, if any.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsFindByTaskId;
+
+impl crate::rpc::RpcMethod for SessionsFindByTaskId {
+    const NAME: &'static str = "sessions.findByTaskId";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsFindByTaskIDRequest;
+    type Result = t::SessionsFindByTaskIDResult;
+}
+
+/// `sessions.getLastForContext`: Returns the most-relevant prior session for a given
+/// working-directory context.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsGetLastForContext;
+
+impl crate::rpc::RpcMethod for SessionsGetLastForContext {
+    const NAME: &'static str = "sessions.getLastForContext";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsGetLastForContextRequest;
+    type Result = t::SessionsGetLastForContextResult;
+}
+
+/// `sessions.getSizes`: Returns the on-disk byte size of each session's workspace directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsGetSizes;
+
+impl crate::rpc::RpcMethod for SessionsGetSizes {
+    const NAME: &'static str = "sessions.getSizes";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::SessionSizes;
+}
+
+/// `sessions.checkInUse`: Returns the subset of the supplied session IDs that are currently held by
+/// another running process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsCheckInUse;
+
+impl crate::rpc::RpcMethod for SessionsCheckInUse {
+    const NAME: &'static str = "sessions.checkInUse";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsCheckInUseRequest;
+    type Result = t::SessionsCheckInUseResult;
+}
+
+/// `sessions.releaseLock`: Releases the in-use lock held by this process for a session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsReleaseLock;
+
+impl crate::rpc::RpcMethod for SessionsReleaseLock {
+    const NAME: &'static str = "sessions.releaseLock";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsReleaseLockRequest;
+    type Result = t::SessionsReleaseLockResult;
+}
+
+/// `sessions.pruneOld`: Deletes sessions older than the given threshold, with optional dry-run and
+/// exclusion list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsPruneOld;
+
+impl crate::rpc::RpcMethod for SessionsPruneOld {
+    const NAME: &'static str = "sessions.pruneOld";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsPruneOldRequest;
+    type Result = t::SessionPruneResult;
+}
+
+/// `sessions.bulkDelete`: Closes, deactivates, and deletes a set of sessions, returning the bytes
+/// freed per session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsBulkDelete;
+
+impl crate::rpc::RpcMethod for SessionsBulkDelete {
+    const NAME: &'static str = "sessions.bulkDelete";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsBulkDeleteRequest;
+    type Result = t::SessionBulkDeleteResult;
+}
+
+/// `sessions.setAdditionalPlugins`: Replaces the manager-wide additional plugins registered with
+/// the session manager.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsSetAdditionalPlugins;
+
+impl crate::rpc::RpcMethod for SessionsSetAdditionalPlugins {
+    const NAME: &'static str = "sessions.setAdditionalPlugins";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsSetAdditionalPluginsRequest;
+    type Result = t::SessionsSetAdditionalPluginsResult;
+}
+
+/// `sessions.reloadPluginHooks`: Reloads user, plugin, and (optionally) repo hooks on the active
+/// session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsReloadPluginHooks;
+
+impl crate::rpc::RpcMethod for SessionsReloadPluginHooks {
+    const NAME: &'static str = "sessions.reloadPluginHooks";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsReloadPluginHooksRequest;
+    type Result = t::SessionsReloadPluginHooksResult;
+}
+
+/// `sessions.loadDeferredRepoHooks`: Loads previously-deferred repo-level hooks on the active
+/// session, returning queued startup prompts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsLoadDeferredRepoHooks;
+
+impl crate::rpc::RpcMethod for SessionsLoadDeferredRepoHooks {
+    const NAME: &'static str = "sessions.loadDeferredRepoHooks";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsLoadDeferredRepoHooksRequest;
+    type Result = t::SessionLoadDeferredRepoHooksResult;
+}
+
+/// `sessions.enrichMetadata`: Backfills missing summary and context fields on the supplied session
+/// metadata records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsEnrichMetadata;
+
+impl crate::rpc::RpcMethod for SessionsEnrichMetadata {
+    const NAME: &'static str = "sessions.enrichMetadata";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsEnrichMetadataRequest;
+    type Result = t::SessionEnrichMetadataResult;
+}
+
+/// `sessions.connect`: Connects to an existing remote session and exposes it as an SDK session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsConnect;
+
+impl crate::rpc::RpcMethod for SessionsConnect {
+    const NAME: &'static str = "sessions.connect";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::ConnectRemoteSessionParams;
+    type Result = t::RemoteSessionConnectionResult;
+}
+
+/// `secrets.addFilterValues`: Registers secret values for redaction in session logs and exports.
+/// The SDK calls this to inject dynamically generated secret values (e.g., OIDC tokens).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SecretsAddFilterValues;
+
+impl crate::rpc::RpcMethod for SecretsAddFilterValues {
+    const NAME: &'static str = "secrets.addFilterValues";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SecretsAddFilterValuesRequest;
+    type Result = t::SecretsAddFilterValuesResult;
+}
+
+/// `agentRegistry.spawn`: Spawns a managed-server child with the supplied configuration and returns
+/// a discriminated-union result. The caller (typically the CLI controller) is responsible for
+/// attaching to the spawned child and sending any follow-up prompt. When the controller-local spawn
+/// gate is closed the server returns JSON-RPC MethodNotFound.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AgentRegistrySpawn;
+
+impl crate::rpc::RpcMethod for AgentRegistrySpawn {
+    const NAME: &'static str = "agentRegistry.spawn";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::AgentRegistrySpawnRequest;
+    type Result = t::AgentRegistrySpawnResult;
+}
+
+/// `user.settings.get`: Lists every known user setting (settings.json overlaid with the legacy
+/// config.json, config.json wins), each with its effective value, its default, and whether it is at
+/// the default — so settings the user has never set still appear with their default value. Does
+/// not include repository- or enterprise-managed overrides that the runtime layers on top at
+/// session time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UserSettingsGet;
+
+impl crate::rpc::RpcMethod for UserSettingsGet {
+    const NAME: &'static str = "user.settings.get";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::UserSettingsGetResult;
+}
+
+/// `user.settings.set`: Writes one or more user settings to settings.json, replacing each provided
+/// top-level key. A key whose value is null is removed. Returns the keys whose new value is
+/// shadowed by a legacy config.json entry (config.json wins on read), which the runtime leaves in
+/// place — such writes do not take effect until the legacy value is removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UserSettingsSet;
+
+impl crate::rpc::RpcMethod for UserSettingsSet {
+    const NAME: &'static str = "user.settings.set";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::UserSettingsSetRequest;
+    type Result = t::UserSettingsSetResult;
+}
+
+/// `user.settings.reload`: Drops this runtime process's in-memory user settings cache so the next
+/// settings read observes disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UserSettingsReload;
+
+impl crate::rpc::RpcMethod for UserSettingsReload {
+    const NAME: &'static str = "user.settings.reload";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = ();
+}
+
+/// `session.extensions.sendAttachmentsToMessage`: Push attachments into the next user-message turn
+/// from an extension. The host should surface them as composer pills and forward them via the next
+/// session.send call. Callable only by extension-owned connections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionExtensionsSendAttachmentsToMessage;
+
+impl crate::rpc::RpcMethod for SessionExtensionsSendAttachmentsToMessage {
+    const NAME: &'static str = "session.extensions.sendAttachmentsToMessage";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionExtensionsSendAttachmentsToMessageParams;
+    type Result = ();
+}
+
+/// `session.instructions.getSources`: Gets instruction sources loaded for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionInstructionsGetSources;
+
+impl crate::rpc::RpcMethod for SessionInstructionsGetSources {
+    const NAME: &'static str = "session.instructions.getSources";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionInstructionsGetSourcesParams;
+    type Result = t::InstructionsGetSourcesResult;
+}
+
+/// `session.lsp.initialize`: Loads the merged LSP configuration set for the session's working
+/// directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionLspInitialize;
+
+impl crate::rpc::RpcMethod for SessionLspInitialize {
+    const NAME: &'static str = "session.lsp.initialize";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionLspInitializeParams;
+    type Result = ();
+}
+
+/// `session.gitHubAuth.getStatus`: Gets authentication status and account metadata for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionGitHubAuthGetStatus;
+
+impl crate::rpc::RpcMethod for SessionGitHubAuthGetStatus {
+    const NAME: &'static str = "session.gitHubAuth.getStatus";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionGitHubAuthGetStatusParams;
+    type Result = t::SessionAuthStatus;
+}
+
+/// `session.gitHubAuth.setCredentials`: Updates the session's auth credentials used for outbound
+/// model and API requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionGitHubAuthSetCredentials;
+
+impl crate::rpc::RpcMethod for SessionGitHubAuthSetCredentials {
+    const NAME: &'static str = "session.gitHubAuth.setCredentials";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionGitHubAuthSetCredentialsParams;
+    type Result = t::SessionSetCredentialsResult;
+}
+
+/// `session.usage.getMetrics`: Gets accumulated usage metrics for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUsageGetMetrics;
+
+impl crate::rpc::RpcMethod for SessionUsageGetMetrics {
+    const NAME: &'static str = "session.usage.getMetrics";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionUsageGetMetricsParams;
+    type Result = t::UsageGetMetricsResult;
+}
+
+/// `session.metadata.contextInfo`: Returns the token breakdown for the session's current context
+/// window for a given model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMetadataContextInfo;
+
+impl crate::rpc::RpcMethod for SessionMetadataContextInfo {
+    const NAME: &'static str = "session.metadata.contextInfo";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMetadataContextInfoParams;
+    type Result = t::MetadataContextInfoResult;
+}
+
+/// `session.metadata.getContextAttribution`: Returns the experimental per-source attribution
+/// breakdown of the session's current context window as a flat list of entries (skills, subagents,
+/// MCP servers, built-in tools, plugin rollups, system/tool-definition costs, with nesting via
+/// parentId), plus the successful compaction count. The heaviest individual messages are available
+/// separately via `metadata.getContextHeaviestMessages`. Returns null until the session has
+/// initialized its system prompt and tool metadata.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMetadataGetContextAttribution;
+
+impl crate::rpc::RpcMethod for SessionMetadataGetContextAttribution {
+    const NAME: &'static str = "session.metadata.getContextAttribution";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMetadataGetContextAttributionParams;
+    type Result = t::MetadataContextAttributionResult;
+}
+
+/// `session.metadata.getContextHeaviestMessages`: Returns the largest individual messages currently
+/// in the session's context window, most-expensive first. Companion to
+/// `metadata.getContextAttribution`. Returns an empty list until the session has initialized.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMetadataGetContextHeaviestMessages;
+
+impl crate::rpc::RpcMethod for SessionMetadataGetContextHeaviestMessages {
+    const NAME: &'static str = "session.metadata.getContextHeaviestMessages";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMetadataGetContextHeaviestMessagesParams;
+    type Result = t::MetadataContextHeaviestMessagesResult;
+}
+
+/// `session.telemetry.setFeatureOverrides`: Sets feature override key/value pairs to attach to
+/// subsequent telemetry events for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTelemetrySetFeatureOverrides;
+
+impl crate::rpc::RpcMethod for SessionTelemetrySetFeatureOverrides {
+    const NAME: &'static str = "session.telemetry.setFeatureOverrides";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTelemetrySetFeatureOverridesParams;
+    type Result = ();
+}
+
+/// `session.tools.initializeAndValidate`: Resolves, builds, and validates the runtime tool list for
+/// the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionToolsInitializeAndValidate;
+
+impl crate::rpc::RpcMethod for SessionToolsInitializeAndValidate {
+    const NAME: &'static str = "session.tools.initializeAndValidate";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionToolsInitializeAndValidateParams;
+    type Result = t::ToolsInitializeAndValidateResult;
+}
+
+/// `session.permissions.configure`: Replaces selected permission policy fields (rules, paths, URLs,
+/// exclusions, allow-all flags) on the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsConfigure;
+
+impl crate::rpc::RpcMethod for SessionPermissionsConfigure {
+    const NAME: &'static str = "session.permissions.configure";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsConfigureParams;
+    type Result = t::PermissionsConfigureResult;
+}
+
+/// `session.permissions.setRequired`: Sets whether the client wants permission prompts bridged into
+/// session events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsSetRequired;
+
+impl crate::rpc::RpcMethod for SessionPermissionsSetRequired {
+    const NAME: &'static str = "session.permissions.setRequired";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsSetRequiredParams;
+    type Result = t::PermissionsSetRequiredResult;
+}
+
+/// `session.permissions.notifyPromptShown`: Notifies the runtime that a permission prompt UI has
+/// been shown to the user.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsNotifyPromptShown;
+
+impl crate::rpc::RpcMethod for SessionPermissionsNotifyPromptShown {
+    const NAME: &'static str = "session.permissions.notifyPromptShown";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsNotifyPromptShownParams;
+    type Result = t::PermissionsNotifyPromptShownResult;
+}
+
+/// `session.permissions.modifyRules`: Adds or removes session-scoped or location-scoped permission
+/// rules.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsModifyRules;
+
+impl crate::rpc::RpcMethod for SessionPermissionsModifyRules {
+    const NAME: &'static str = "session.permissions.modifyRules";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsModifyRulesParams;
+    type Result = t::PermissionsModifyRulesResult;
+}
+
+/// `session.permissions.urls.setUnrestrictedMode`: Toggles the runtime's URL-permission policy
+/// between unrestricted and restricted modes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsUrlsSetUnrestrictedMode;
+
+impl crate::rpc::RpcMethod for SessionPermissionsUrlsSetUnrestrictedMode {
+    const NAME: &'static str = "session.permissions.urls.setUnrestrictedMode";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsUrlsSetUnrestrictedModeParams;
+    type Result = t::PermissionsUrlsSetUnrestrictedModeResult;
+}
+
+/// `session.permissions.paths.list`: Returns the session's allowed directories and primary working
+/// directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsPathsList;
+
+impl crate::rpc::RpcMethod for SessionPermissionsPathsList {
+    const NAME: &'static str = "session.permissions.paths.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsPathsListParams;
+    type Result = t::PermissionPathsList;
+}
+
+/// `session.permissions.paths.add`: Adds a directory to the session's allow-list and activates
+/// conventional skill and agent definitions under it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsPathsAdd;
+
+impl crate::rpc::RpcMethod for SessionPermissionsPathsAdd {
+    const NAME: &'static str = "session.permissions.paths.add";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsPathsAddParams;
+    type Result = t::PermissionsPathsAddResult;
+}
+
+/// `session.permissions.paths.isPathWithinAllowedDirectories`: Reports whether a path falls within
+/// any of the session's allowed directories.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsPathsIsPathWithinAllowedDirectories;
+
+impl crate::rpc::RpcMethod for SessionPermissionsPathsIsPathWithinAllowedDirectories {
+    const NAME: &'static str = "session.permissions.paths.isPathWithinAllowedDirectories";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsPathsIsPathWithinAllowedDirectoriesParams;
+    type Result = t::PermissionPathsAllowedCheckResult;
+}
+
+/// `session.permissions.paths.updatePrimary`: Updates the session's primary working directory used
+/// by the permission policy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsPathsUpdatePrimary;
+
+impl crate::rpc::RpcMethod for SessionPermissionsPathsUpdatePrimary {
+    const NAME: &'static str = "session.permissions.paths.updatePrimary";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsPathsUpdatePrimaryParams;
+    type Result = t::PermissionsPathsUpdatePrimaryResult;
+}
+
+/// `session.permissions.paths.isPathWithinWorkspace`: Reports whether a path falls within the
+/// session's workspace (primary) directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsPathsIsPathWithinWorkspace;
+
+impl crate::rpc::RpcMethod for SessionPermissionsPathsIsPathWithinWorkspace {
+    const NAME: &'static str = "session.permissions.paths.isPathWithinWorkspace";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsPathsIsPathWithinWorkspaceParams;
+    type Result = t::PermissionPathsWorkspaceCheckResult;
+}
+
+/// `session.permissions.locations.resolve`: Resolves the permission location key and type for a
+/// working directory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsLocationsResolve;
+
+impl crate::rpc::RpcMethod for SessionPermissionsLocationsResolve {
+    const NAME: &'static str = "session.permissions.locations.resolve";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsLocationsResolveParams;
+    type Result = t::PermissionLocationResolveResult;
+}
+
+/// `session.permissions.locations.addToolApproval`: Persists a tool approval for a permission
+/// location and applies its rules to this session's live permission service.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsLocationsAddToolApproval;
+
+impl crate::rpc::RpcMethod for SessionPermissionsLocationsAddToolApproval {
+    const NAME: &'static str = "session.permissions.locations.addToolApproval";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsLocationsAddToolApprovalParams;
+    type Result = t::PermissionsLocationsAddToolApprovalResult;
+}
+
+/// `session.permissions.locations.apply`: Applies persisted location-scoped tool approvals and
+/// allowed directories for a working directory to this session's permission service.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsLocationsApply;
+
+impl crate::rpc::RpcMethod for SessionPermissionsLocationsApply {
+    const NAME: &'static str = "session.permissions.locations.apply";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsLocationsApplyParams;
+    type Result = t::PermissionLocationApplyResult;
+}
+
+/// `session.permissions.folderTrust.isTrusted`: Reports whether a folder is trusted according to
+/// the user's folder trust state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsFolderTrustIsTrusted;
+
+impl crate::rpc::RpcMethod for SessionPermissionsFolderTrustIsTrusted {
+    const NAME: &'static str = "session.permissions.folderTrust.isTrusted";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsFolderTrustIsTrustedParams;
+    type Result = t::FolderTrustCheckResult;
+}
+
+/// `session.permissions.folderTrust.addTrusted`: Adds a folder to the user's trusted folders list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsFolderTrustAddTrusted;
+
+impl crate::rpc::RpcMethod for SessionPermissionsFolderTrustAddTrusted {
+    const NAME: &'static str = "session.permissions.folderTrust.addTrusted";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsFolderTrustAddTrustedParams;
+    type Result = t::PermissionsFolderTrustAddTrustedResult;
+}
+
+/// `session.permissions.resetSessionApprovals`: Clears session-scoped tool permission approvals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionPermissionsResetSessionApprovals;
+
+impl crate::rpc::RpcMethod for SessionPermissionsResetSessionApprovals {
+    const NAME: &'static str = "session.permissions.resetSessionApprovals";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionPermissionsResetSessionApprovalsParams;
+    type Result = t::PermissionsResetSessionApprovalsResult;
+}
+
+/// `session.mcp.setEnvValueMode`: Sets how environment-variable values supplied to MCP servers are
+/// resolved (direct or indirect).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpSetEnvValueMode;
+
+impl crate::rpc::RpcMethod for SessionMcpSetEnvValueMode {
+    const NAME: &'static str = "session.mcp.setEnvValueMode";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpSetEnvValueModeParams;
+    type Result = t::McpSetEnvValueModeResult;
+}
+
+/// `session.mcp.removeGitHub`: Removes the auto-managed `github` MCP server when present.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpRemoveGitHub;
+
+impl crate::rpc::RpcMethod for SessionMcpRemoveGitHub {
+    const NAME: &'static str = "session.mcp.removeGitHub";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpRemoveGitHubParams;
+    type Result = t::McpRemoveGitHubResult;
+}
+
+/// `session.mcp.executeSampling`: Runs an MCP sampling inference on behalf of an MCP server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpExecuteSampling;
+
+impl crate::rpc::RpcMethod for SessionMcpExecuteSampling {
+    const NAME: &'static str = "session.mcp.executeSampling";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpExecuteSamplingParams;
+    type Result = t::McpSamplingExecutionResult;
+}
+
+/// `session.mcp.cancelSamplingExecution`: Cancels an in-flight MCP sampling execution by request
+/// ID.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpCancelSamplingExecution;
+
+impl crate::rpc::RpcMethod for SessionMcpCancelSamplingExecution {
+    const NAME: &'static str = "session.mcp.cancelSamplingExecution";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpCancelSamplingExecutionParams;
+    type Result = t::McpCancelSamplingExecutionResult;
+}
+
+/// `session.mcp.apps.setHostContext`: Replace the host context returned to MCP App guests on
+/// `ui/initialize`. Hosts use this to advertise theme, locale, or other metadata to the guest UI.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpAppsSetHostContext;
+
+impl crate::rpc::RpcMethod for SessionMcpAppsSetHostContext {
+    const NAME: &'static str = "session.mcp.apps.setHostContext";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpAppsSetHostContextParams;
+    type Result = ();
+}
+
+/// `session.mcp.apps.getHostContext`: Read the current host context advertised to MCP App guests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpAppsGetHostContext;
+
+impl crate::rpc::RpcMethod for SessionMcpAppsGetHostContext {
+    const NAME: &'static str = "session.mcp.apps.getHostContext";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpAppsGetHostContextParams;
+    type Result = t::McpAppsHostContext;
+}
+
+/// `session.mcp.apps.diagnose`: Diagnose MCP Apps wiring for a specific MCP server. Reports the
+/// session capability, feature-flag state, advertised extension, and how many tools have `_meta.ui`
+/// populated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpAppsDiagnose;
+
+impl crate::rpc::RpcMethod for SessionMcpAppsDiagnose {
+    const NAME: &'static str = "session.mcp.apps.diagnose";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpAppsDiagnoseParams;
+    type Result = t::McpAppsDiagnoseResult;
+}
+
+/// `session.mcp.apps.listTools`: List tools that an MCP App view is allowed to call (SEP-1865
+/// visibility filter). Returns tools whose `_meta.ui.visibility` is unset (default
+/// `["model","app"]`) or includes `"app"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpAppsListTools;
+
+impl crate::rpc::RpcMethod for SessionMcpAppsListTools {
+    const NAME: &'static str = "session.mcp.apps.listTools";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpAppsListToolsParams;
+    type Result = t::McpAppsListToolsResult;
+}
+
+/// `session.mcp.apps.callTool`: Call an MCP tool from an MCP App view (SEP-1865). Enforces the
+/// visibility check that prevents an app iframe from invoking model-only tools. Returns the
+/// standard MCP `CallToolResult`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpAppsCallTool;
+
+impl crate::rpc::RpcMethod for SessionMcpAppsCallTool {
+    const NAME: &'static str = "session.mcp.apps.callTool";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpAppsCallToolParams;
+    type Result = serde_json::Map<String, serde_json::Value>;
+}
+
+/// `session.mcp.apps.readResource`: Fetch an MCP resource (typically a `ui://` MCP App bundle, per
+/// SEP-1865) from a connected server. Requires the `mcp-apps` session capability.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpAppsReadResource;
+
+impl crate::rpc::RpcMethod for SessionMcpAppsReadResource {
+    const NAME: &'static str = "session.mcp.apps.readResource";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpAppsReadResourceParams;
+    type Result = t::McpAppsReadResourceResult;
+}
+
+/// `session.mcp.oauth.login`: Starts OAuth authentication for a remote MCP server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpOauthLogin;
+
+impl crate::rpc::RpcMethod for SessionMcpOauthLogin {
+    const NAME: &'static str = "session.mcp.oauth.login";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpOauthLoginParams;
+    type Result = t::McpOauthLoginResult;
+}
+
+/// `session.extensions.list`: Lists extensions discovered for the session and their current status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionExtensionsList;
+
+impl crate::rpc::RpcMethod for SessionExtensionsList {
+    const NAME: &'static str = "session.extensions.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionExtensionsListParams;
+    type Result = t::ExtensionList;
+}
+
+/// `session.extensions.enable`: Enables an extension for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionExtensionsEnable;
+
+impl crate::rpc::RpcMethod for SessionExtensionsEnable {
+    const NAME: &'static str = "session.extensions.enable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionExtensionsEnableParams;
+    type Result = ();
+}
+
+/// `session.extensions.disable`: Disables an extension for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionExtensionsDisable;
+
+impl crate::rpc::RpcMethod for SessionExtensionsDisable {
+    const NAME: &'static str = "session.extensions.disable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionExtensionsDisableParams;
+    type Result = ();
+}
+
+/// `session.extensions.reload`: Reloads extension definitions and processes for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionExtensionsReload;
+
+impl crate::rpc::RpcMethod for SessionExtensionsReload {
+    const NAME: &'static str = "session.extensions.reload";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionExtensionsReloadParams;
+    type Result = ();
+}
+
+/// `mcp.config.list`: Lists MCP servers from user configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpConfigList;
+
+impl crate::rpc::RpcMethod for McpConfigList {
+    const NAME: &'static str = "mcp.config.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::McpConfigList;
+}
+
+/// `mcp.config.add`: Adds an MCP server to user configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpConfigAdd;
+
+impl crate::rpc::RpcMethod for McpConfigAdd {
+    const NAME: &'static str = "mcp.config.add";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::McpConfigAddRequest;
+    type Result = ();
+}
+
+/// `mcp.config.update`: Updates an MCP server in user configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpConfigUpdate;
+
+impl crate::rpc::RpcMethod for McpConfigUpdate {
+    const NAME: &'static str = "mcp.config.update";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::McpConfigUpdateRequest;
+    type Result = ();
+}
+
+/// `mcp.config.remove`: Removes an MCP server from user configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpConfigRemove;
+
+impl crate::rpc::RpcMethod for McpConfigRemove {
+    const NAME: &'static str = "mcp.config.remove";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::McpConfigRemoveRequest;
+    type Result = ();
+}
+
+/// `mcp.config.enable`: Enables MCP servers in user configuration for new sessions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpConfigEnable;
+
+impl crate::rpc::RpcMethod for McpConfigEnable {
+    const NAME: &'static str = "mcp.config.enable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::McpConfigEnableRequest;
+    type Result = ();
+}
+
+/// `mcp.config.disable`: Disables MCP servers in user configuration for new sessions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpConfigDisable;
+
+impl crate::rpc::RpcMethod for McpConfigDisable {
+    const NAME: &'static str = "mcp.config.disable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::McpConfigDisableRequest;
+    type Result = ();
+}
+
+/// `mcp.config.reload`: Drops this runtime process's in-memory MCP server-definition cache so the
+/// next MCP config read observes disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpConfigReload;
+
+impl crate::rpc::RpcMethod for McpConfigReload {
+    const NAME: &'static str = "mcp.config.reload";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = ();
+}
+
+/// `mcp.discover`: Discovers MCP servers from user, workspace, plugin, and builtin sources.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpDiscover;
+
+impl crate::rpc::RpcMethod for McpDiscover {
+    const NAME: &'static str = "mcp.discover";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::McpDiscoverRequest;
+    type Result = t::McpDiscoverResult;
+}
+
+/// `plugins.list`: Lists plugins installed in user/global state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsList;
+
+impl crate::rpc::RpcMethod for PluginsList {
+    const NAME: &'static str = "plugins.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::PluginListResult;
+}
+
+/// `plugins.install`: Installs a plugin from a marketplace, GitHub repo, URL, or local path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsInstall;
+
+impl crate::rpc::RpcMethod for PluginsInstall {
+    const NAME: &'static str = "plugins.install";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsInstallRequest;
+    type Result = t::PluginInstallResult;
+}
+
+/// `plugins.uninstall`: Uninstalls an installed plugin.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsUninstall;
+
+impl crate::rpc::RpcMethod for PluginsUninstall {
+    const NAME: &'static str = "plugins.uninstall";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsUninstallRequest;
+    type Result = ();
+}
+
+/// `plugins.update`: Updates an installed plugin to its latest published version.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsUpdate;
+
+impl crate::rpc::RpcMethod for PluginsUpdate {
+    const NAME: &'static str = "plugins.update";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsUpdateRequest;
+    type Result = t::PluginUpdateResult;
+}
+
+/// `plugins.updateAll`: Updates every installed plugin to its latest published version.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsUpdateAll;
+
+impl crate::rpc::RpcMethod for PluginsUpdateAll {
+    const NAME: &'static str = "plugins.updateAll";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::PluginUpdateAllResult;
+}
+
+/// `plugins.enable`: Enables installed plugins for new sessions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsEnable;
+
+impl crate::rpc::RpcMethod for PluginsEnable {
+    const NAME: &'static str = "plugins.enable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsEnableRequest;
+    type Result = ();
+}
+
+/// `plugins.disable`: Disables installed plugins for new sessions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsDisable;
+
+impl crate::rpc::RpcMethod for PluginsDisable {
+    const NAME: &'static str = "plugins.disable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsDisableRequest;
+    type Result = ();
+}
+
+/// `plugins.marketplaces.list`: Lists all registered marketplaces (defaults + user-added).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsMarketplacesList;
+
+impl crate::rpc::RpcMethod for PluginsMarketplacesList {
+    const NAME: &'static str = "plugins.marketplaces.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::MarketplaceListResult;
+}
+
+/// `plugins.marketplaces.add`: Registers a new marketplace from a source (owner/repo, URL, or local
+/// path).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsMarketplacesAdd;
+
+impl crate::rpc::RpcMethod for PluginsMarketplacesAdd {
+    const NAME: &'static str = "plugins.marketplaces.add";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsMarketplacesAddRequest;
+    type Result = t::MarketplaceAddResult;
+}
+
+/// `plugins.marketplaces.remove`: Removes a previously-registered marketplace. When the marketplace
+/// has dependent plugins and `force` is not set, the marketplace is left intact and the result
+/// lists the dependents so the caller can decide whether to retry with `force=true`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsMarketplacesRemove;
+
+impl crate::rpc::RpcMethod for PluginsMarketplacesRemove {
+    const NAME: &'static str = "plugins.marketplaces.remove";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsMarketplacesRemoveRequest;
+    type Result = t::MarketplaceRemoveResult;
+}
+
+/// `plugins.marketplaces.browse`: Lists plugins advertised by a registered marketplace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsMarketplacesBrowse;
+
+impl crate::rpc::RpcMethod for PluginsMarketplacesBrowse {
+    const NAME: &'static str = "plugins.marketplaces.browse";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsMarketplacesBrowseRequest;
+    type Result = t::MarketplaceBrowseResult;
+}
+
+/// `plugins.marketplaces.refresh`: Re-fetches one or all registered marketplace catalogs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PluginsMarketplacesRefresh;
+
+impl crate::rpc::RpcMethod for PluginsMarketplacesRefresh {
+    const NAME: &'static str = "plugins.marketplaces.refresh";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::PluginsMarketplacesRefreshRequest;
+    type Result = t::MarketplaceRefreshResult;
+}
+
+/// `session.tasks.list`: Lists background tasks tracked by the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksList;
+
+impl crate::rpc::RpcMethod for SessionTasksList {
+    const NAME: &'static str = "session.tasks.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksListParams;
+    type Result = t::TaskList;
+}
+
+/// `session.tasks.startAgent`: Starts a background agent task in the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksStartAgent;
+
+impl crate::rpc::RpcMethod for SessionTasksStartAgent {
+    const NAME: &'static str = "session.tasks.startAgent";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksStartAgentParams;
+    type Result = t::TasksStartAgentResult;
+}
+
+/// `session.tasks.refresh`: Refreshes metadata for any detached background shells the runtime knows
+/// about.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksRefresh;
+
+impl crate::rpc::RpcMethod for SessionTasksRefresh {
+    const NAME: &'static str = "session.tasks.refresh";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksRefreshParams;
+    type Result = t::TasksRefreshResult;
+}
+
+/// `session.tasks.waitForPending`: Waits for all in-flight background tasks and any follow-up turns
+/// to settle.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksWaitForPending;
+
+impl crate::rpc::RpcMethod for SessionTasksWaitForPending {
+    const NAME: &'static str = "session.tasks.waitForPending";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksWaitForPendingParams;
+    type Result = t::TasksWaitForPendingResult;
+}
+
+/// `session.tasks.getProgress`: Returns progress information for a background task by ID.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksGetProgress;
+
+impl crate::rpc::RpcMethod for SessionTasksGetProgress {
+    const NAME: &'static str = "session.tasks.getProgress";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksGetProgressParams;
+    type Result = t::TasksGetProgressResult;
+}
+
+/// `session.tasks.getCurrentPromotable`: Returns the first sync-waiting task that can currently be
+/// promoted to background mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksGetCurrentPromotable;
+
+impl crate::rpc::RpcMethod for SessionTasksGetCurrentPromotable {
+    const NAME: &'static str = "session.tasks.getCurrentPromotable";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksGetCurrentPromotableParams;
+    type Result = t::TasksGetCurrentPromotableResult;
+}
+
+/// `session.tasks.promoteToBackground`: Promotes an eligible synchronously-waited task so it
+/// continues running in the background.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksPromoteToBackground;
+
+impl crate::rpc::RpcMethod for SessionTasksPromoteToBackground {
+    const NAME: &'static str = "session.tasks.promoteToBackground";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksPromoteToBackgroundParams;
+    type Result = t::TasksPromoteToBackgroundResult;
+}
+
+/// `session.tasks.promoteCurrentToBackground`: Atomically promotes the first promotable
+/// sync-waiting task to background mode and returns it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksPromoteCurrentToBackground;
+
+impl crate::rpc::RpcMethod for SessionTasksPromoteCurrentToBackground {
+    const NAME: &'static str = "session.tasks.promoteCurrentToBackground";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksPromoteCurrentToBackgroundParams;
+    type Result = t::TasksPromoteCurrentToBackgroundResult;
+}
+
+/// `session.tasks.cancel`: Cancels a background task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksCancel;
+
+impl crate::rpc::RpcMethod for SessionTasksCancel {
+    const NAME: &'static str = "session.tasks.cancel";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksCancelParams;
+    type Result = t::TasksCancelResult;
+}
+
+/// `session.tasks.remove`: Removes a completed or cancelled background task from tracking.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksRemove;
+
+impl crate::rpc::RpcMethod for SessionTasksRemove {
+    const NAME: &'static str = "session.tasks.remove";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksRemoveParams;
+    type Result = t::TasksRemoveResult;
+}
+
+/// `session.tasks.sendMessage`: Sends a message to a background agent task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionTasksSendMessage;
+
+impl crate::rpc::RpcMethod for SessionTasksSendMessage {
+    const NAME: &'static str = "session.tasks.sendMessage";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionTasksSendMessageParams;
+    type Result = t::TasksSendMessageResult;
+}
+
+/// `session.commands.list`: Lists slash commands available in the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCommandsList;
+
+impl crate::rpc::RpcMethod for SessionCommandsList {
+    const NAME: &'static str = "session.commands.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCommandsListParams;
+    type Result = t::CommandList;
+}
+
+/// `session.commands.invoke`: Invokes a slash command in the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCommandsInvoke;
+
+impl crate::rpc::RpcMethod for SessionCommandsInvoke {
+    const NAME: &'static str = "session.commands.invoke";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCommandsInvokeParams;
+    type Result = t::SlashCommandInvocationResult;
+}
+
+/// `session.commands.execute`: Executes a slash command synchronously and returns any error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCommandsExecute;
+
+impl crate::rpc::RpcMethod for SessionCommandsExecute {
+    const NAME: &'static str = "session.commands.execute";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCommandsExecuteParams;
+    type Result = t::ExecuteCommandResult;
+}
+
+/// `session.commands.enqueue`: Enqueues a slash command for FIFO processing on the local session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCommandsEnqueue;
+
+impl crate::rpc::RpcMethod for SessionCommandsEnqueue {
+    const NAME: &'static str = "session.commands.enqueue";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCommandsEnqueueParams;
+    type Result = t::EnqueueCommandResult;
+}
+
+/// `session.commands.respondToQueuedCommand`: Reports whether the host actually executed a queued
+/// command and whether to continue processing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCommandsRespondToQueuedCommand;
+
+impl crate::rpc::RpcMethod for SessionCommandsRespondToQueuedCommand {
+    const NAME: &'static str = "session.commands.respondToQueuedCommand";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCommandsRespondToQueuedCommandParams;
+    type Result = t::CommandsRespondToQueuedCommandResult;
+}
+
+/// `session.commands.handlePendingCommand`: Reports completion of a pending client-handled slash
+/// command.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCommandsHandlePendingCommand;
+
+impl crate::rpc::RpcMethod for SessionCommandsHandlePendingCommand {
+    const NAME: &'static str = "session.commands.handlePendingCommand";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCommandsHandlePendingCommandParams;
+    type Result = t::CommandsHandlePendingCommandResult;
+}
+
+/// `session.ui.elicitation`: Requests structured input from a UI-capable client.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiElicitation;
+
+impl crate::rpc::RpcMethod for SessionUiElicitation {
+    const NAME: &'static str = "session.ui.elicitation";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiElicitationRequest;
+    type Result = t::UIElicitationResponse;
+}
+
+/// `session.ui.handlePendingElicitation`: Provides the user response for a pending elicitation
+/// request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiHandlePendingElicitation;
+
+impl crate::rpc::RpcMethod for SessionUiHandlePendingElicitation {
+    const NAME: &'static str = "session.ui.handlePendingElicitation";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiHandlePendingElicitationRequest;
+    type Result = t::UIElicitationResult;
+}
+
+/// `session.ui.handlePendingUserInput`: Resolves a pending `user_input.requested` event with the
+/// user's response.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiHandlePendingUserInput;
+
+impl crate::rpc::RpcMethod for SessionUiHandlePendingUserInput {
+    const NAME: &'static str = "session.ui.handlePendingUserInput";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiHandlePendingUserInputRequest;
+    type Result = t::UIHandlePendingResult;
+}
+
+/// `session.ui.handlePendingSampling`: Resolves a pending `sampling.requested` event with a
+/// sampling result, or rejects it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiHandlePendingSampling;
+
+impl crate::rpc::RpcMethod for SessionUiHandlePendingSampling {
+    const NAME: &'static str = "session.ui.handlePendingSampling";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiHandlePendingSamplingRequest;
+    type Result = t::UIHandlePendingResult;
+}
+
+/// `session.ui.handlePendingAutoModeSwitch`: Resolves a pending `auto_mode_switch.requested` event
+/// with the user's accept/decline decision.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiHandlePendingAutoModeSwitch;
+
+impl crate::rpc::RpcMethod for SessionUiHandlePendingAutoModeSwitch {
+    const NAME: &'static str = "session.ui.handlePendingAutoModeSwitch";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiHandlePendingAutoModeSwitchRequest;
+    type Result = t::UIHandlePendingResult;
+}
+
+/// `session.ui.handlePendingExitPlanMode`: Resolves a pending `exit_plan_mode.requested` event with
+/// the user's response.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiHandlePendingExitPlanMode;
+
+impl crate::rpc::RpcMethod for SessionUiHandlePendingExitPlanMode {
+    const NAME: &'static str = "session.ui.handlePendingExitPlanMode";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiHandlePendingExitPlanModeRequest;
+    type Result = t::UIHandlePendingResult;
+}
+
+/// `session.ui.handlePendingSessionLimitsExhausted`: Resolves a pending
+/// `session_limits_exhausted.requested` event with the user's selected limit action.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiHandlePendingSessionLimitsExhausted;
+
+impl crate::rpc::RpcMethod for SessionUiHandlePendingSessionLimitsExhausted {
+    const NAME: &'static str = "session.ui.handlePendingSessionLimitsExhausted";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiHandlePendingSessionLimitsExhaustedRequest;
+    type Result = t::UIHandlePendingResult;
+}
+
+/// `session.ui.registerDirectAutoModeSwitchHandler`: Registers an in-process handler for
+/// auto-mode-switch requests so the server bridge skips dispatch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiRegisterDirectAutoModeSwitchHandler;
+
+impl crate::rpc::RpcMethod for SessionUiRegisterDirectAutoModeSwitchHandler {
+    const NAME: &'static str = "session.ui.registerDirectAutoModeSwitchHandler";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionUiRegisterDirectAutoModeSwitchHandlerParams;
+    type Result = t::UIRegisterDirectAutoModeSwitchHandlerResult;
+}
+
+/// `session.ui.unregisterDirectAutoModeSwitchHandler`: Unregisters a previously-registered
+/// in-process auto-mode-switch handler by its opaque handle.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiUnregisterDirectAutoModeSwitchHandler;
+
+impl crate::rpc::RpcMethod for SessionUiUnregisterDirectAutoModeSwitchHandler {
+    const NAME: &'static str = "session.ui.unregisterDirectAutoModeSwitchHandler";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiUnregisterDirectAutoModeSwitchHandlerRequest;
+    type Result = t::UIUnregisterDirectAutoModeSwitchHandlerResult;
+}
+
+/// `session.ui.ephemeralQuery`: Runs a transient no-tools model query against the current
+/// conversation context.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionUiEphemeralQuery;
+
+impl crate::rpc::RpcMethod for SessionUiEphemeralQuery {
+    const NAME: &'static str = "session.ui.ephemeralQuery";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::UiEphemeralQueryRequest;
+    type Result = t::UIEphemeralQueryResult;
+}
+
+/// `session.mcp.headers.handlePendingHeadersRefreshRequest`: Responds to a pending MCP dynamic
+/// headers refresh request. Hosts that subscribe to `mcp.headers_refresh_required` use this to
+/// provide short-lived per-server headers or to indicate that no dynamic headers are available for
+/// this refresh.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpHeadersHandlePendingHeadersRefreshRequest;
+
+impl crate::rpc::RpcMethod for SessionMcpHeadersHandlePendingHeadersRefreshRequest {
+    const NAME: &'static str = "session.mcp.headers.handlePendingHeadersRefreshRequest";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpHeadersHandlePendingHeadersRefreshRequestParams;
+    type Result = t::McpHeadersHandlePendingHeadersRefreshRequestResult;
+}
+
+/// `session.shell.exec`: Starts a shell command and streams output through session notifications.
+/// The command runs as the leader of its own process group (POSIX) or in a dedicated job object
+/// (Windows), so a forced termination — via "shell.kill", the request timeout, or session
+/// disposal — signals that whole group/job rather than only the direct child. Two gaps are worth
+/// planning for: a command that exits on its own does not trigger that teardown, and on POSIX a
+/// descendant that moves itself into a new session or process group (for example via "setsid")
+/// leaves the signalled group, so either can leave a background process running.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionShellExec;
+
+impl crate::rpc::RpcMethod for SessionShellExec {
+    const NAME: &'static str = "session.shell.exec";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionShellExecParams;
+    type Result = t::ShellExecResult;
+}
+
+/// `session.shell.kill`: Sends a signal to a shell process previously started via "shell.exec". The
+/// signal targets the command's whole process group (POSIX) or job object (Windows), so descendants
+/// still in that group are signalled too, not just the direct child. On POSIX a descendant that
+/// moved itself into a new session or process group (for example via "setsid") is no longer in the
+/// signalled group and survives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionShellKill;
+
+impl crate::rpc::RpcMethod for SessionShellKill {
+    const NAME: &'static str = "session.shell.kill";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionShellKillParams;
+    type Result = t::ShellKillResult;
+}
+
+/// `session.shell.executeUserRequested`: Executes a user-requested shell command through the
+/// session runtime.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionShellExecuteUserRequested;
+
+impl crate::rpc::RpcMethod for SessionShellExecuteUserRequested {
+    const NAME: &'static str = "session.shell.executeUserRequested";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionShellExecuteUserRequestedParams;
+    type Result = t::UserRequestedShellCommandResult;
+}
+
+/// `session.shell.cancelUserRequested`: Cancels a user-requested shell command by request ID.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionShellCancelUserRequested;
+
+impl crate::rpc::RpcMethod for SessionShellCancelUserRequested {
+    const NAME: &'static str = "session.shell.cancelUserRequested";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionShellCancelUserRequestedParams;
+    type Result = t::CancelUserRequestedShellCommandResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1419,6 +2804,42 @@ impl crate::rpc::SessionScoped for t::SessionAgentReloadParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionAgentSelectParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCommandsEnqueueParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCommandsExecuteParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCommandsHandlePendingCommandParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCommandsInvokeParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCommandsListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCommandsRespondToQueuedCommandParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1460,6 +2881,48 @@ impl crate::rpc::SessionScoped for t::SessionEventLogTailParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionExtensionsDisableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionExtensionsEnableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionExtensionsListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionExtensionsReloadParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionExtensionsSendAttachmentsToMessageParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionGitHubAuthGetStatusParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionGitHubAuthSetCredentialsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionHistoryAbortManualCompactionParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1490,7 +2953,61 @@ impl crate::rpc::SessionScoped for t::SessionHistoryTruncateParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionInstructionsGetSourcesParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionLogParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionLspInitializeParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpAppsCallToolParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpAppsDiagnoseParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpAppsGetHostContextParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpAppsListToolsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpAppsReadResourceParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpAppsSetHostContextParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpCancelSamplingExecutionParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1503,6 +3020,18 @@ impl crate::rpc::SessionScoped for t::SessionMcpDisableParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionMcpEnableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpExecuteSamplingParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpHeadersHandlePendingHeadersRefreshRequestParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1526,7 +3055,19 @@ impl crate::rpc::SessionScoped for t::SessionMcpListToolsParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionMcpOauthLoginParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionMcpReloadParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpRemoveGitHubParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1550,6 +3091,12 @@ impl crate::rpc::SessionScoped for t::SessionMcpRestartServerParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionMcpSetEnvValueModeParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionMcpStartServerParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1563,6 +3110,24 @@ impl crate::rpc::SessionScoped for t::SessionMcpStopServerParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionMetadataActivityParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMetadataContextInfoParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMetadataGetContextAttributionParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMetadataGetContextHeaviestMessagesParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1652,6 +3217,24 @@ impl crate::rpc::SessionScoped for t::SessionOptionsUpdateParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionPermissionsConfigureParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsFolderTrustAddTrustedParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsFolderTrustIsTrustedParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionPermissionsGetModeParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1664,7 +3247,73 @@ impl crate::rpc::SessionScoped for t::SessionPermissionsHandlePendingPermissionR
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionPermissionsLocationsAddToolApprovalParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsLocationsApplyParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsLocationsResolveParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsModifyRulesParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsNotifyPromptShownParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsPathsAddParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsPathsIsPathWithinAllowedDirectoriesParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsPathsIsPathWithinWorkspaceParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsPathsListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsPathsUpdatePrimaryParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionPermissionsPendingRequestsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsResetSessionApprovalsParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1677,6 +3326,18 @@ impl crate::rpc::SessionScoped for t::SessionPermissionsSetApproveAllParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionPermissionsSetModeParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsSetRequiredParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionPermissionsUrlsSetUnrestrictedModeParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1790,6 +3451,30 @@ impl crate::rpc::SessionScoped for t::SessionSendParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionShellCancelUserRequestedParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionShellExecParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionShellExecuteUserRequestedParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionShellKillParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionShutdownParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1838,7 +3523,79 @@ impl crate::rpc::SessionScoped for t::SessionSuspendParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionTasksCancelParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksGetCurrentPromotableParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksGetProgressParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksPromoteCurrentToBackgroundParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksPromoteToBackgroundParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksRefreshParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksRemoveParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksSendMessageParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksStartAgentParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTasksWaitForPendingParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionTelemetryGetEngagementIdParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionTelemetrySetFeatureOverridesParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1856,6 +3613,12 @@ impl crate::rpc::SessionScoped for t::SessionToolsHandlePendingToolCallParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionToolsInitializeAndValidateParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionToolsSetParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -1863,6 +3626,18 @@ impl crate::rpc::SessionScoped for t::SessionToolsSetParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionToolsUpdateSubagentSettingsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionUiRegisterDirectAutoModeSwitchHandlerParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionUsageGetMetricsParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -1947,6 +3722,60 @@ impl crate::rpc::SessionScoped for t::SessionWorkspacesSaveLargePasteParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionWorkspacesStatFileParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiElicitationRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiEphemeralQueryRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiHandlePendingAutoModeSwitchRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiHandlePendingElicitationRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiHandlePendingExitPlanModeRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiHandlePendingSamplingRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiHandlePendingSessionLimitsExhaustedRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiHandlePendingUserInputRequest {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::UiUnregisterDirectAutoModeSwitchHandlerRequest {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -2068,4 +3897,121 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.plan.readSqlTodosWithDependencies",
     "session.workspaces.diff",
     "session.workspaces.saveLargePaste",
+    "sessions.list",
+    "sessions.save",
+    "sessions.open",
+    "sessions.close",
+    "sessions.getMetadata",
+    "sessions.findByPrefix",
+    "sessions.findByTaskId",
+    "sessions.getLastForContext",
+    "sessions.getSizes",
+    "sessions.checkInUse",
+    "sessions.releaseLock",
+    "sessions.pruneOld",
+    "sessions.bulkDelete",
+    "sessions.setAdditionalPlugins",
+    "sessions.reloadPluginHooks",
+    "sessions.loadDeferredRepoHooks",
+    "sessions.enrichMetadata",
+    "sessions.connect",
+    "secrets.addFilterValues",
+    "agentRegistry.spawn",
+    "user.settings.get",
+    "user.settings.set",
+    "user.settings.reload",
+    "session.extensions.sendAttachmentsToMessage",
+    "session.instructions.getSources",
+    "session.lsp.initialize",
+    "session.gitHubAuth.getStatus",
+    "session.gitHubAuth.setCredentials",
+    "session.usage.getMetrics",
+    "session.metadata.contextInfo",
+    "session.metadata.getContextAttribution",
+    "session.metadata.getContextHeaviestMessages",
+    "session.telemetry.setFeatureOverrides",
+    "session.tools.initializeAndValidate",
+    "session.permissions.configure",
+    "session.permissions.setRequired",
+    "session.permissions.notifyPromptShown",
+    "session.permissions.modifyRules",
+    "session.permissions.urls.setUnrestrictedMode",
+    "session.permissions.paths.list",
+    "session.permissions.paths.add",
+    "session.permissions.paths.isPathWithinAllowedDirectories",
+    "session.permissions.paths.updatePrimary",
+    "session.permissions.paths.isPathWithinWorkspace",
+    "session.permissions.locations.resolve",
+    "session.permissions.locations.addToolApproval",
+    "session.permissions.locations.apply",
+    "session.permissions.folderTrust.isTrusted",
+    "session.permissions.folderTrust.addTrusted",
+    "session.permissions.resetSessionApprovals",
+    "session.mcp.setEnvValueMode",
+    "session.mcp.removeGitHub",
+    "session.mcp.executeSampling",
+    "session.mcp.cancelSamplingExecution",
+    "session.mcp.apps.setHostContext",
+    "session.mcp.apps.getHostContext",
+    "session.mcp.apps.diagnose",
+    "session.mcp.apps.listTools",
+    "session.mcp.apps.callTool",
+    "session.mcp.apps.readResource",
+    "session.mcp.oauth.login",
+    "session.extensions.list",
+    "session.extensions.enable",
+    "session.extensions.disable",
+    "session.extensions.reload",
+    "mcp.config.list",
+    "mcp.config.add",
+    "mcp.config.update",
+    "mcp.config.remove",
+    "mcp.config.enable",
+    "mcp.config.disable",
+    "mcp.config.reload",
+    "mcp.discover",
+    "plugins.list",
+    "plugins.install",
+    "plugins.uninstall",
+    "plugins.update",
+    "plugins.updateAll",
+    "plugins.enable",
+    "plugins.disable",
+    "plugins.marketplaces.list",
+    "plugins.marketplaces.add",
+    "plugins.marketplaces.remove",
+    "plugins.marketplaces.browse",
+    "plugins.marketplaces.refresh",
+    "session.tasks.list",
+    "session.tasks.startAgent",
+    "session.tasks.refresh",
+    "session.tasks.waitForPending",
+    "session.tasks.getProgress",
+    "session.tasks.getCurrentPromotable",
+    "session.tasks.promoteToBackground",
+    "session.tasks.promoteCurrentToBackground",
+    "session.tasks.cancel",
+    "session.tasks.remove",
+    "session.tasks.sendMessage",
+    "session.commands.list",
+    "session.commands.invoke",
+    "session.commands.execute",
+    "session.commands.enqueue",
+    "session.commands.respondToQueuedCommand",
+    "session.commands.handlePendingCommand",
+    "session.ui.elicitation",
+    "session.ui.handlePendingElicitation",
+    "session.ui.handlePendingUserInput",
+    "session.ui.handlePendingSampling",
+    "session.ui.handlePendingAutoModeSwitch",
+    "session.ui.handlePendingExitPlanMode",
+    "session.ui.handlePendingSessionLimitsExhausted",
+    "session.ui.registerDirectAutoModeSwitchHandler",
+    "session.ui.unregisterDirectAutoModeSwitchHandler",
+    "session.ui.ephemeralQuery",
+    "session.mcp.headers.handlePendingHeadersRefreshRequest",
+    "session.shell.exec",
+    "session.shell.kill",
+    "session.shell.executeUserRequested",
+    "session.shell.cancelUserRequested",
 ];

@@ -87,7 +87,7 @@ pub struct AccountGetQuotaRequest {
     /// GitHub token accepted for compatibility with existing SDK clients. When provided, resolves
     /// this token instead of using the current account.
     #[serde(rename = "gitHubToken", default, skip_serializing_if = "Option::is_none")]
-    pub git_hub_token: Option<String>,
+    pub git_hub_token: Option<crate::secret::SecretString>,
 }
 
 /// Quota usage snapshots for the resolved user, keyed by quota type.
@@ -469,6 +469,561 @@ impl std::fmt::Display for AgentModelPolicy {
     }
 }
 
+/// Full registry entry for the spawned child. Lets the controller call
+/// `handleLiveTargetSelected(entry)` directly without re-reading the registry (avoids a TOCTOU
+/// window).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentRegistryLiveTargetEntry {
+    /// Registry entry schema version (1 = ui-server, 2 = managed-server)
+    #[serde(rename = "schemaVersion")]
+    pub schema_version: i64,
+    /// Process kind tag for the registry entry
+    pub kind: AgentRegistryLiveTargetEntryKind,
+    /// Operating-system pid of the process owning this entry
+    pub pid: i64,
+    /// Bind host for the entry's JSON-RPC server
+    pub host: String,
+    /// TCP port the entry's JSON-RPC server is listening on
+    pub port: i64,
+    /// Session ID of the foreground session for this entry
+    #[serde(rename = "sessionId", default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Friendly session name (when set)
+    #[serde(rename = "sessionName", default, skip_serializing_if = "Option::is_none")]
+    pub session_name: Option<String>,
+    /// Working directory of the session (when known)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Git branch of the session (when known)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Model identifier currently selected for the session
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Coarse lifecycle status of the foreground session
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<AgentRegistryLiveTargetEntryStatus>,
+    /// Kind of attention required when status === "attention". Meaningful only when status ===
+    /// "attention".
+    #[serde(rename = "attentionKind", default, skip_serializing_if = "Option::is_none")]
+    pub attention_kind: Option<AgentRegistryLiveTargetEntryAttentionKind>,
+    /// Monotonic per-publisher revision counter incremented on every status update. Lets watchers
+    /// detect transient flips.
+    #[serde(rename = "statusRevision", default, skip_serializing_if = "Option::is_none")]
+    pub status_revision: Option<u64>,
+    /// How the most recent turn ended (clean vs aborted). Lets the renderer distinguish done from
+    /// done_cancelled.
+    #[serde(rename = "lastTerminalEvent", default, skip_serializing_if = "Option::is_none")]
+    pub last_terminal_event: Option<AgentRegistryLiveTargetEntryLastTerminalEvent>,
+    /// ISO 8601 timestamp captured at registration
+    #[serde(rename = "startedAt")]
+    pub started_at: String,
+    /// Copilot CLI version that wrote the entry
+    #[serde(rename = "copilotVersion")]
+    pub copilot_version: String,
+    /// Wall-clock milliseconds since the watcher last observed this entry (heartbeat freshness)
+    #[serde(rename = "lastSeenMs")]
+    pub last_seen_ms: i64,
+    /// Connection token (null when the target is unauthenticated)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+impl AgentRegistryLiveTargetEntry {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(schema_version: i64, kind: AgentRegistryLiveTargetEntryKind, pid: i64, host: String, port: i64, started_at: String, copilot_version: String, last_seen_ms: i64) -> Self {
+        Self {
+            schema_version,
+            kind,
+            pid,
+            host,
+            port,
+            session_id: None,
+            session_name: None,
+            cwd: None,
+            branch: None,
+            model: None,
+            status: None,
+            attention_kind: None,
+            status_revision: None,
+            last_terminal_event: None,
+            started_at,
+            copilot_version,
+            last_seen_ms,
+            token: None,
+        }
+    }
+}
+
+/// Kind of attention required when status === "attention". Meaningful only when status ===
+/// "attention".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AgentRegistryLiveTargetEntryAttentionKind {
+    /// Session is blocked on an unrecoverable error
+    #[serde(rename = "error")]
+    Error,
+    /// Session is waiting for a tool-permission decision
+    #[serde(rename = "permission")]
+    Permission,
+    /// Session is waiting for the user to approve or reject a plan
+    #[serde(rename = "exit_plan")]
+    ExitPlan,
+    /// Session is waiting on an elicitation prompt
+    #[serde(rename = "elicitation")]
+    Elicitation,
+    /// Session is waiting for free-form user input
+    #[serde(rename = "user_input")]
+    UserInput,
+}
+
+impl AgentRegistryLiveTargetEntryAttentionKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Error,
+        Self::Permission,
+        Self::ExitPlan,
+        Self::Elicitation,
+        Self::UserInput,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Permission => "permission",
+            Self::ExitPlan => "exit_plan",
+            Self::Elicitation => "elicitation",
+            Self::UserInput => "user_input",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentRegistryLiveTargetEntryAttentionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Process kind tag for the registry entry
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AgentRegistryLiveTargetEntryKind {
+    /// Interactive Copilot CLI exposing a UI server (legacy/normal CLI process)
+    #[serde(rename = "ui-server")]
+    UiServer,
+    /// Headless `--server --managed-server` child spawned by a controller
+    #[serde(rename = "managed-server")]
+    ManagedServer,
+}
+
+impl AgentRegistryLiveTargetEntryKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::UiServer, Self::ManagedServer];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::UiServer => "ui-server",
+            Self::ManagedServer => "managed-server",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentRegistryLiveTargetEntryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How the most recent turn ended (clean vs aborted). Lets the renderer distinguish done from
+/// done_cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AgentRegistryLiveTargetEntryLastTerminalEvent {
+    /// Last turn ended cleanly (model returned a final assistant message)
+    #[serde(rename = "turn_end")]
+    TurnEnd,
+    /// Last turn was aborted (e.g. user interrupted)
+    #[serde(rename = "abort")]
+    Abort,
+}
+
+impl AgentRegistryLiveTargetEntryLastTerminalEvent {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::TurnEnd, Self::Abort];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::TurnEnd => "turn_end",
+            Self::Abort => "abort",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentRegistryLiveTargetEntryLastTerminalEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Coarse lifecycle status of the foreground session
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AgentRegistryLiveTargetEntryStatus {
+    /// Session is actively processing a turn
+    #[serde(rename = "working")]
+    Working,
+    /// Session is idle, waiting for input
+    #[serde(rename = "waiting")]
+    Waiting,
+    /// Last turn completed successfully
+    #[serde(rename = "done")]
+    Done,
+    /// Session needs user attention (see attentionKind for the specific reason)
+    #[serde(rename = "attention")]
+    Attention,
+}
+
+impl AgentRegistryLiveTargetEntryStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Working, Self::Waiting, Self::Done, Self::Attention];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::Waiting => "waiting",
+            Self::Done => "done",
+            Self::Attention => "attention",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentRegistryLiveTargetEntryStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Per-spawn log-capture outcome; populated from spawnLiveTarget.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentRegistryLogCapture {
+    /// Whether per-spawn log capture is on (false when env-disabled or open failed)
+    pub enabled: bool,
+    /// Absolute path to the per-spawn log file (only set when enabled)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Human-readable open failure message (only set when enabled === false AND the env-disable
+    /// opt-out was NOT used)
+    #[serde(rename = "openError", default, skip_serializing_if = "Option::is_none")]
+    pub open_error: Option<String>,
+    /// Categorized reason for log-open failure
+    #[serde(rename = "openErrorReason", default, skip_serializing_if = "Option::is_none")]
+    pub open_error_reason: Option<AgentRegistryLogCaptureOpenErrorReason>,
+}
+
+/// Categorized reason for log-open failure
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AgentRegistryLogCaptureOpenErrorReason {
+    /// Filesystem permission denied opening the log file
+    #[serde(rename = "permission")]
+    Permission,
+    /// No space left on device
+    #[serde(rename = "disk_full")]
+    DiskFull,
+    /// Other / uncategorized open failure
+    #[serde(rename = "other")]
+    Other,
+}
+
+impl AgentRegistryLogCaptureOpenErrorReason {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Permission, Self::DiskFull, Self::Other];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Permission => "permission",
+            Self::DiskFull => "disk_full",
+            Self::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentRegistryLogCaptureOpenErrorReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `child_process.spawn` itself failed before the child entered the registry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentRegistrySpawnError {
+    /// Human-readable error message
+    pub message: String,
+    /// Underlying errno code (e.g. ENOENT, EACCES) when available
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+/// Permission posture for the new session. 'yolo' requires the controller-local session to
+/// currently be in allow-all mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AgentRegistrySpawnPermissionMode {
+    /// Standard permission posture (prompts for each request)
+    #[serde(rename = "default")]
+    Default,
+    /// Full allow-all (requires the controller-local session to currently be in allow-all mode)
+    #[serde(rename = "yolo")]
+    Yolo,
+}
+
+impl AgentRegistrySpawnPermissionMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Default, Self::Yolo];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::Yolo => "yolo",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentRegistrySpawnPermissionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Spawn succeeded but the child did not publish a matching managed-server entry within the
+/// timeout.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentRegistrySpawnRegistryTimeout {
+    /// Process ID of the orphaned child (so the caller can offer 'kill the pid' guidance)
+    #[serde(rename = "childPid")]
+    pub child_pid: i64,
+    /// Per-spawn log-capture outcome; populated from spawnLiveTarget.
+    #[serde(rename = "logCapture", default, skip_serializing_if = "Option::is_none")]
+    pub log_capture: Option<AgentRegistryLogCapture>,
+}
+
+/// Inputs to spawn a managed-server child via the controller's spawn delegate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentRegistrySpawnRequest {
+    /// Working directory for the spawned child (must be an existing directory)
+    pub cwd: String,
+    /// Custom or built-in agent name (e.g. 'explore'). When omitted, the child uses its own
+    /// default.
+    #[serde(rename = "agentName", default, skip_serializing_if = "Option::is_none")]
+    pub agent_name: Option<String>,
+    /// Model identifier to apply to the new session
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Friendly session name. Must satisfy validateSessionName: non-empty, no leading/trailing
+    /// whitespace, \<=100 chars, no control chars, no double quotes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Permission posture for the new session. 'yolo' requires the controller-local session to
+    /// currently be in allow-all mode.
+    #[serde(rename = "permissionMode", default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<AgentRegistrySpawnPermissionMode>,
+    /// Optional first user message. Forwarded to the caller (the CLI's spawn wrapper sends it
+    /// post-attach via the standard LocalRpcSession.send path).
+    #[serde(rename = "initialPrompt", default, skip_serializing_if = "Option::is_none")]
+    pub initial_prompt: Option<String>,
+}
+
+/// Outcome of an agentRegistry.spawn call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum AgentRegistrySpawnResult {
+    /// Managed-server child was spawned and registered successfully.
+    #[serde(rename = "spawned")]
+    Spawned(AgentRegistrySpawnSpawned),
+    /// `child_process.spawn` itself failed before the child entered the registry.
+    #[serde(rename = "spawn-error")]
+    SpawnError(AgentRegistrySpawnError),
+    /// Spawn succeeded but the child did not publish a matching managed-server entry within the
+    /// timeout.
+    #[serde(rename = "registry-timeout")]
+    RegistryTimeout(AgentRegistrySpawnRegistryTimeout),
+    /// Synchronous pre-validation rejected the spawn request.
+    #[serde(rename = "validation-error")]
+    ValidationError(AgentRegistrySpawnValidationError),
+}
+
+impl AgentRegistrySpawnResult {
+    /// The `kind` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Spawned(_) => "spawned",
+            Self::SpawnError(_) => "spawn-error",
+            Self::RegistryTimeout(_) => "registry-timeout",
+            Self::ValidationError(_) => "validation-error",
+        }
+    }
+}
+
+/// Managed-server child was spawned and registered successfully.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentRegistrySpawnSpawned {
+    /// Full registry entry for the spawned child. Lets the controller call
+    /// `handleLiveTargetSelected(entry)` directly without re-reading the registry (avoids a TOCTOU
+    /// window).
+    pub entry: AgentRegistryLiveTargetEntry,
+    /// Whether the delegate already sent the initial prompt. Always omitted in the current wiring:
+    /// the controller sends the prompt post-attach via the standard LocalRpcSession.send path.
+    #[serde(rename = "initialPromptSent", default, skip_serializing_if = "Option::is_none")]
+    pub initial_prompt_sent: Option<bool>,
+    /// If the delegate attempted to send the initial prompt and failed, the categorized error
+    /// message.
+    #[serde(rename = "initialPromptError", default, skip_serializing_if = "Option::is_none")]
+    pub initial_prompt_error: Option<String>,
+    /// Per-spawn log-capture outcome; populated from spawnLiveTarget.
+    #[serde(rename = "logCapture", default, skip_serializing_if = "Option::is_none")]
+    pub log_capture: Option<AgentRegistryLogCapture>,
+}
+
+impl AgentRegistrySpawnSpawned {
+    /// The required fields; every optional one is `None`.
+    pub fn new(entry: AgentRegistryLiveTargetEntry) -> Self {
+        Self {
+            entry,
+            initial_prompt_sent: None,
+            initial_prompt_error: None,
+            log_capture: None,
+        }
+    }
+}
+
+/// Synchronous pre-validation rejected the spawn request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentRegistrySpawnValidationError {
+    /// Categorized reason for the rejection. Low-cardinality enum so telemetry can aggregate by
+    /// reason without leaking raw paths or agent/model names.
+    pub reason: AgentRegistrySpawnValidationErrorReason,
+    /// Which parameter field was invalid. Omitted when the rejection is not field-specific.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<AgentRegistrySpawnValidationErrorField>,
+    /// Human-readable explanation; safe to surface in the UI banner. Never logged to unrestricted
+    /// telemetry.
+    pub message: String,
+}
+
+impl AgentRegistrySpawnValidationError {
+    /// The required fields; every optional one is `None`.
+    pub fn new(reason: AgentRegistrySpawnValidationErrorReason, message: String) -> Self {
+        Self {
+            reason,
+            field: None,
+            message,
+        }
+    }
+}
+
+/// Which parameter field was invalid. Omitted when the rejection is not field-specific.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AgentRegistrySpawnValidationErrorField {
+    /// The cwd parameter
+    #[serde(rename = "cwd")]
+    Cwd,
+    /// The session name parameter
+    #[serde(rename = "name")]
+    Name,
+    /// The agentName parameter
+    #[serde(rename = "agentName")]
+    AgentName,
+    /// The model parameter
+    #[serde(rename = "model")]
+    Model,
+    /// The permissionMode parameter
+    #[serde(rename = "permissionMode")]
+    PermissionMode,
+}
+
+impl AgentRegistrySpawnValidationErrorField {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Cwd,
+        Self::Name,
+        Self::AgentName,
+        Self::Model,
+        Self::PermissionMode,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Cwd => "cwd",
+            Self::Name => "name",
+            Self::AgentName => "agentName",
+            Self::Model => "model",
+            Self::PermissionMode => "permissionMode",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentRegistrySpawnValidationErrorField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Categorized reason for the rejection. Low-cardinality enum so telemetry can aggregate by reason
+/// without leaking raw paths or agent/model names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AgentRegistrySpawnValidationErrorReason {
+    /// Provided cwd does not exist on disk
+    #[serde(rename = "cwd-not-found")]
+    CwdNotFound,
+    /// Provided cwd exists but is not a directory
+    #[serde(rename = "cwd-not-directory")]
+    CwdNotDirectory,
+    /// Session name failed validateSessionName
+    #[serde(rename = "invalid-name")]
+    InvalidName,
+    /// Requested agent name was not found in builtin or custom agents
+    #[serde(rename = "unknown-agent")]
+    UnknownAgent,
+    /// Requested model is not available to this session
+    #[serde(rename = "unknown-model")]
+    UnknownModel,
+    /// Caller asked for permissionMode='yolo' but the controller is not currently in allow-all mode
+    #[serde(rename = "yolo-not-allowed")]
+    YoloNotAllowed,
+}
+
+impl AgentRegistrySpawnValidationErrorReason {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::CwdNotFound,
+        Self::CwdNotDirectory,
+        Self::InvalidName,
+        Self::UnknownAgent,
+        Self::UnknownModel,
+        Self::YoloNotAllowed,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::CwdNotFound => "cwd-not-found",
+            Self::CwdNotDirectory => "cwd-not-directory",
+            Self::InvalidName => "invalid-name",
+            Self::UnknownAgent => "unknown-agent",
+            Self::UnknownModel => "unknown-model",
+            Self::YoloNotAllowed => "yolo-not-allowed",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentRegistrySpawnValidationErrorReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Custom agents available to the session after reloading definitions from disk.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AgentReloadResult {
@@ -481,6 +1036,22 @@ pub struct AgentReloadResult {
 pub struct AgentSelectResult {
     /// The newly selected custom agent
     pub agent: AgentInfo,
+}
+
+/// Authentication-info input variant for API-key authentication to a non-GitHub LLM provider,
+/// carrying the secret `apiKey` and host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ApiKeyAuthInfo {
+    /// The API key. Treat as a secret.
+    #[serde(rename = "apiKey")]
+    pub api_key: String,
+    /// Authentication host.
+    pub host: String,
+    /// Snapshot of the authenticated user's Copilot subscription info, if known. Mirrors the GitHub
+    /// API `/copilot_internal/v2/token` user response shape — the runtime trusts this verbatim
+    /// and does not re-fetch when set.
+    #[serde(rename = "copilotUser", default, skip_serializing_if = "Option::is_none")]
+    pub copilot_user: Option<CopilotUserResponse>,
 }
 
 /// Payload emitted whenever the main agent's processing loop goes idle, including while related
@@ -1690,6 +2261,124 @@ pub struct AttachmentSelectionDetailsStart {
     pub character: u64,
 }
 
+/// Authentication credentials accepted only at native protocol ingress. Runtime outputs use
+/// credential-free `AuthIdentity` metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum AuthInfo {
+    /// Authentication-info input variant for GitHub-internal HMAC auth, carrying the public GitHub
+    /// host and HMAC secret.
+    #[serde(rename = "hmac")]
+    Hmac(HMACAuthInfo),
+    /// Authentication-info input variant for a token sourced from an environment variable, with
+    /// host, optional login, token, and env var name.
+    #[serde(rename = "env")]
+    Env(EnvAuthInfo),
+    /// Authentication-info input variant for SDK-configured token authentication, carrying host and
+    /// the secret token value.
+    #[serde(rename = "token")]
+    Token(TokenAuthInfo),
+    /// Authentication-info variant backed by an SDK GitHub token callback. It carries routing
+    /// metadata but never a plaintext token.
+    #[serde(rename = "token-provider")]
+    TokenProvider(TokenProviderAuthInfo),
+    /// Authentication-info variant for direct Copilot API token auth sourced from environment
+    /// variables, with public GitHub host.
+    #[serde(rename = "copilot-api-token")]
+    CopilotApiToken(CopilotApiTokenAuthInfo),
+    /// Authentication-info variant for OAuth user auth, with host and login; the token remains in
+    /// the runtime secret store.
+    #[serde(rename = "user")]
+    User(UserAuthInfo),
+    /// Authentication-info input variant for GitHub CLI credentials, carrying host, login, and the
+    /// `gh auth token` value.
+    #[serde(rename = "gh-cli")]
+    GhCli(GhCliAuthInfo),
+    /// Authentication-info input variant for API-key authentication to a non-GitHub LLM provider,
+    /// carrying the secret `apiKey` and host.
+    #[serde(rename = "api-key")]
+    ApiKey(ApiKeyAuthInfo),
+}
+
+impl AuthInfo {
+    /// The `type` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Hmac(_) => "hmac",
+            Self::Env(_) => "env",
+            Self::Token(_) => "token",
+            Self::TokenProvider(_) => "token-provider",
+            Self::CopilotApiToken(_) => "copilot-api-token",
+            Self::User(_) => "user",
+            Self::GhCli(_) => "gh-cli",
+            Self::ApiKey(_) => "api-key",
+        }
+    }
+}
+
+/// Authentication type
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AuthInfoType {
+    /// Authentication provided by a GitHub App HMAC credential.
+    #[serde(rename = "hmac")]
+    Hmac,
+    /// Authentication resolved from environment-provided credentials.
+    #[serde(rename = "env")]
+    Env,
+    /// Authentication from an interactive user sign-in.
+    #[serde(rename = "user")]
+    User,
+    /// Authentication delegated to the GitHub CLI.
+    #[serde(rename = "gh-cli")]
+    GhCli,
+    /// Authentication from an API key credential.
+    #[serde(rename = "api-key")]
+    ApiKey,
+    /// Authentication from a GitHub token.
+    #[serde(rename = "token")]
+    Token,
+    /// Authentication from an SDK GitHub token callback.
+    #[serde(rename = "token-provider")]
+    TokenProvider,
+    /// Authentication from a Copilot API token.
+    #[serde(rename = "copilot-api-token")]
+    CopilotApiToken,
+}
+
+impl AuthInfoType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Hmac,
+        Self::Env,
+        Self::User,
+        Self::GhCli,
+        Self::ApiKey,
+        Self::Token,
+        Self::TokenProvider,
+        Self::CopilotApiToken,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Hmac => "hmac",
+            Self::Env => "env",
+            Self::User => "user",
+            Self::GhCli => "gh-cli",
+            Self::ApiKey => "api-key",
+            Self::Token => "token",
+            Self::TokenProvider => "token-provider",
+            Self::CopilotApiToken => "copilot-api-token",
+        }
+    }
+}
+
+impl std::fmt::Display for AuthInfoType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Routing preference used when the session model is `auto`. `fast` is an integrator-only latency
 /// preset and is not a first-party GitHub Copilot product preference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -1806,6 +2495,35 @@ impl std::fmt::Display for BinaryAssetReferenceType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Cancellation result for a user-requested shell command.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CancelUserRequestedShellCommandResult {
+    /// Whether an in-flight execution was found and signalled to cancel
+    pub cancelled: bool,
+}
+
+/// Session capability change notification
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapabilitiesChangedData {
+    /// UI capability changes
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui: Option<CapabilitiesChangedUI>,
+}
+
+/// UI capability changes
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapabilitiesChangedUI {
+    /// Whether elicitation is now supported
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<bool>,
+    /// Whether MCP Apps (SEP-1865) UI passthrough is now supported
+    #[serde(rename = "mcpApps", default, skip_serializing_if = "Option::is_none")]
+    pub mcp_apps: Option<bool>,
+    /// Whether canvas rendering is now supported
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canvases: Option<bool>,
 }
 
 /// Options scoped to the built-in CAPI (Copilot API) provider.
@@ -2014,6 +2732,102 @@ pub struct Citations {
     pub sources: Vec<CitationSource>,
     /// Spans of generated text annotated with the sources that support them.
     pub spans: Vec<CitationSpan>,
+}
+
+/// Queued command completion notification signaling UI dismissal
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandCompletedData {
+    /// Request ID of the resolved command request; clients should dismiss any UI for this request
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+}
+
+/// Registered command dispatch request routed to the owning client
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandExecuteData {
+    /// Unique identifier; used to respond via session.commands.handlePendingCommand()
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// The full command text (e.g., /deploy production)
+    pub command: String,
+    /// Command name without leading /
+    #[serde(rename = "commandName")]
+    pub command_name: String,
+    /// Raw argument string after the command name
+    pub args: String,
+}
+
+/// Slash commands available in the session, after applying any include/exclude filters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandList {
+    /// Commands available in this session
+    pub commands: Vec<SlashCommandInfo>,
+}
+
+/// Queued slash command dispatch request for client execution
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandQueuedData {
+    /// Unique identifier for this request; used to respond via session.respondToQueuedCommand()
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// The slash command text to be executed (e.g., /help, /clear)
+    pub command: String,
+}
+
+/// A single slash command available in the session, as listed by the `commands.changed` event.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandsChangedCommand {
+    /// Slash command name without the leading slash.
+    pub name: String,
+    /// Optional human-readable command description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// SDK command registration change notification
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandsChangedData {
+    /// Current list of registered SDK commands
+    pub commands: Vec<CommandsChangedCommand>,
+}
+
+/// Indicates whether the pending client-handled command was completed successfully.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandsHandlePendingCommandResult {
+    /// Whether the command was handled successfully
+    pub success: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CommandsInvocationOrigin {
+    #[serde(rename = "settings")]
+    Settings,
+}
+
+impl CommandsInvocationOrigin {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Settings];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Settings => "settings",
+        }
+    }
+}
+
+impl std::fmt::Display for CommandsInvocationOrigin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether the queued-command response was matched to a pending request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandsRespondToQueuedCommandResult {
+    /// Whether a pending queued command with the given request ID was found and resolved. False
+    /// when the request was already resolved, cancelled, or unknown.
+    pub success: bool,
 }
 
 /// Token usage breakdown for the compaction LLM call (aligned with assistant.usage format)
@@ -2265,6 +3079,14 @@ pub struct ConnectClientInfo {
     pub extension_version: Option<String>,
 }
 
+/// Remote session connection parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectRemoteSessionParams {
+    /// Session ID to connect to.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Connection-level opt-ins for the `server.connect` handshake. Transport authentication is
 /// consumed by the native protocol boundary before dispatch.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -2308,6 +3130,103 @@ pub struct ConnectResult {
     pub task_kinds: Option<Vec<TaskKind>>,
 }
 
+/// Metadata for a connected remote session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectedRemoteSessionMetadata {
+    /// SDK session ID for the connected remote session.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Optional friendly session name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Optional session summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Session start time as an ISO 8601 string.
+    #[serde(rename = "startTime")]
+    pub start_time: String,
+    /// Last session update time as an ISO 8601 string.
+    #[serde(rename = "modifiedTime")]
+    pub modified_time: String,
+    /// Repository associated with the connected remote session.
+    pub repository: ConnectedRemoteSessionMetadataRepository,
+    /// Pull request number associated with the session.
+    #[serde(rename = "pullRequestNumber", default, skip_serializing_if = "Option::is_none")]
+    pub pull_request_number: Option<u64>,
+    /// Original remote resource identifier.
+    #[serde(rename = "resourceId", default, skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
+    /// Neutral SDK discriminator for the connected remote session kind.
+    pub kind: ConnectedRemoteSessionMetadataKind,
+    /// Remote session staleness deadline as an ISO 8601 string.
+    #[serde(rename = "staleAt", default, skip_serializing_if = "Option::is_none")]
+    pub stale_at: Option<String>,
+    /// Remote session state returned by the backing service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+}
+
+impl ConnectedRemoteSessionMetadata {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(session_id: String, start_time: String, modified_time: String, repository: ConnectedRemoteSessionMetadataRepository, kind: ConnectedRemoteSessionMetadataKind) -> Self {
+        Self {
+            session_id,
+            name: None,
+            summary: None,
+            start_time,
+            modified_time,
+            repository,
+            pull_request_number: None,
+            resource_id: None,
+            kind,
+            stale_at: None,
+            state: None,
+        }
+    }
+}
+
+/// Neutral SDK discriminator for the connected remote session kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ConnectedRemoteSessionMetadataKind {
+    /// Remote CLI session.
+    #[serde(rename = "remote-session")]
+    RemoteSession,
+    /// GitHub Copilot coding agent session.
+    #[serde(rename = "coding-agent")]
+    CodingAgent,
+}
+
+impl ConnectedRemoteSessionMetadataKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::RemoteSession, Self::CodingAgent];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::RemoteSession => "remote-session",
+            Self::CodingAgent => "coding-agent",
+        }
+    }
+}
+
+impl std::fmt::Display for ConnectedRemoteSessionMetadataKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Repository associated with the connected remote session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectedRemoteSessionMetadataRepository {
+    /// Repository owner or organization login.
+    pub owner: String,
+    /// Repository name.
+    pub name: String,
+    /// Branch associated with the remote session.
+    pub branch: String,
+}
+
 /// Controls how MCP tool result content is filtered: none leaves content unchanged, markdown
 /// sanitizes HTML while preserving Markdown-friendly output, and hidden_characters removes
 /// characters that can hide directives.
@@ -2344,6 +3263,19 @@ impl std::fmt::Display for ContentFilterMode {
     }
 }
 
+/// A single large message currently in context.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContextHeaviestMessage {
+    /// Stable identifier for this message within the snapshot.
+    pub id: String,
+    /// Human-readable source label, e.g. `tool: bash` or `skill: tmux`. Presentation-only.
+    pub label: String,
+    /// Role of the chat message (`user`, `assistant`, or `tool`).
+    pub role: String,
+    /// Token count currently in context for this individual message.
+    pub tokens: u64,
+}
+
 /// Context tier for models that support multiple context-window sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ContextTier {
@@ -2372,6 +3304,295 @@ impl std::fmt::Display for ContextTier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Authentication-info variant for direct Copilot API token auth sourced from environment
+/// variables, with public GitHub host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CopilotApiTokenAuthInfo {
+    /// Authentication host (always the public GitHub host).
+    pub host: String,
+    /// Snapshot of the authenticated user's Copilot subscription info, if known. Mirrors the GitHub
+    /// API `/copilot_internal/v2/token` user response shape — the runtime trusts this verbatim
+    /// and does not re-fetch when set.
+    #[serde(rename = "copilotUser", default, skip_serializing_if = "Option::is_none")]
+    pub copilot_user: Option<CopilotUserResponse>,
+}
+
+/// Snapshot of the authenticated user's Copilot subscription info, if known. Mirrors the GitHub API
+/// `/copilot_internal/v2/token` user response shape — the runtime trusts this verbatim and does
+/// not re-fetch when set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CopilotUserResponse {
+    /// GitHub login of the authenticated user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login: Option<String>,
+    /// Copilot access SKU identifier (e.g. `free_limited_copilot`,
+    /// `copilot_for_business_seat_quota`) used to gate model and feature access.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_type_sku: Option<String>,
+    /// Opaque analytics tracking identifier for the user, forwarded from the Copilot API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analytics_tracking_id: Option<String>,
+    /// Date the Copilot seat was assigned to the user, if applicable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assigned_date: Option<String>,
+    /// Whether the user is eligible to sign up for the free/limited Copilot tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub can_signup_for_limited: Option<bool>,
+    /// Whether Copilot chat is enabled for the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_enabled: Option<bool>,
+    /// Copilot plan name for the user (e.g. `individual`, `business`, `enterprise`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copilot_plan: Option<String>,
+    /// Whether `.copilotignore` content-exclusion support is enabled for the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copilotignore_enabled: Option<bool>,
+    /// Endpoint URLs from the raw Copilot `/copilot_internal/v2/token` user-response passthrough.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<CopilotUserResponseEndpoints>,
+    /// Logins of the organizations the user belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub organization_login_list: Option<Vec<String>>,
+    /// Organizations the user belongs to, each with an optional ID, login, and display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub organization_list: Option<Vec<Option<CopilotUserResponseOrganizationList>>>,
+    /// Whether the Codex agent is enabled for the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codex_agent_enabled: Option<bool>,
+    /// Whether MCP (Model Context Protocol) support is enabled for the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_mcp_enabled: Option<bool>,
+    /// Date the user's usage quota next resets, as a raw string from the Copilot API; see
+    /// `quota_reset_date_utc` for the UTC-normalized value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_reset_date: Option<String>,
+    /// Quota snapshot map from the raw Copilot user-response passthrough, with chat, completions,
+    /// premium-interactions, and other entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_snapshots: Option<CopilotUserResponseQuotaSnapshots>,
+    /// Whether the user's telemetry is subject to restricted-data handling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restricted_telemetry: Option<bool>,
+    /// Whether the user is a GitHub/Microsoft staff member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_staff: Option<bool>,
+    /// Raw passthrough of the Copilot API `te` flag for the user (an opaque server-side eligibility
+    /// signal surfaced in telemetry); not otherwise interpreted by the runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub te: Option<bool>,
+    /// Whether the account is on usage-based (token/AI-credit) billing rather than a fixed
+    /// premium-request quota.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_based_billing: Option<bool>,
+    /// Whether the user is able to upgrade their Copilot plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub can_upgrade_plan: Option<bool>,
+    /// UTC-normalized form of `quota_reset_date` (the date the user's usage quota next resets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_reset_date_utc: Option<String>,
+    /// Per-category quota allotments for free/limited-tier users, keyed by quota category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited_user_quotas: Option<std::collections::BTreeMap<String, f64>>,
+    /// Date the free/limited-tier user's quotas next reset, as a raw string from the Copilot API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited_user_reset_date: Option<String>,
+    /// Per-category monthly quota allotments, keyed by quota category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monthly_quotas: Option<std::collections::BTreeMap<String, f64>>,
+    /// Whether cloud session storage is enabled for the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_session_storage_enabled: Option<bool>,
+    /// Whether CLI remote control is enabled for the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cli_remote_control_enabled: Option<bool>,
+}
+
+/// Endpoint URLs from the raw Copilot `/copilot_internal/v2/token` user-response passthrough.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CopilotUserResponseEndpoints {
+    /// Copilot API endpoint URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// Origin-tracker endpoint URL.
+    #[serde(rename = "origin-tracker", default, skip_serializing_if = "Option::is_none")]
+    pub origin_tracker: Option<String>,
+    /// Copilot proxy endpoint URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
+    /// Copilot telemetry endpoint URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<String>,
+    /// Experimental-service endpoint URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exp: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CopilotUserResponseOrganizationList {
+    /// Numeric database ID of the organization.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<f64>,
+    /// GitHub login of the organization.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login: Option<String>,
+    /// Display name of the organization.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// Quota snapshot map from the raw Copilot user-response passthrough, with chat, completions,
+/// premium-interactions, and other entries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CopilotUserResponseQuotaSnapshots {
+    /// Chat quota snapshot from the raw Copilot user-response passthrough, with entitlement,
+    /// overage, remaining quota, reset, and billing fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<CopilotUserResponseQuotaSnapshotsChat>,
+    /// Completions quota snapshot from the raw Copilot user-response passthrough, with entitlement,
+    /// overage, remaining quota, reset, and billing fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completions: Option<CopilotUserResponseQuotaSnapshotsCompletions>,
+    /// Premium-interactions quota snapshot from the raw Copilot user-response passthrough, with
+    /// entitlement, overage, remaining quota, reset, and billing fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub premium_interactions: Option<CopilotUserResponseQuotaSnapshotsPremiumInteractions>,
+}
+
+/// Chat quota snapshot from the raw Copilot user-response passthrough, with entitlement, overage,
+/// remaining quota, reset, and billing fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CopilotUserResponseQuotaSnapshotsChat {
+    /// Number of requests/units included in the entitlement for this period; `-1` denotes an
+    /// unlimited entitlement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entitlement: Option<f64>,
+    /// Count of additional pay-per-request usage consumed this period beyond the entitlement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overage_count: Option<f64>,
+    /// Whether usage may continue at pay-per-request rates once the entitlement is exhausted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overage_permitted: Option<bool>,
+    /// Percentage of the entitlement remaining at the snapshot timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percent_remaining: Option<f64>,
+    /// Identifier of the quota bucket this snapshot describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_id: Option<String>,
+    /// Amount of quota remaining at the snapshot timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_remaining: Option<f64>,
+    /// Remaining entitlement/quota amount at the snapshot timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remaining: Option<f64>,
+    /// Whether the entitlement for this category is unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unlimited: Option<bool>,
+    /// UTC timestamp when this snapshot was captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp_utc: Option<String>,
+    /// Whether the user currently has quota available; when `false` and not unlimited, further
+    /// requests are blocked until the quota resets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_quota: Option<bool>,
+    /// Unix epoch time, in seconds, when this quota next resets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_reset_at: Option<f64>,
+    /// Whether this category uses usage-based (token/AI-credit) billing rather than a fixed
+    /// premium-request count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_based_billing: Option<bool>,
+}
+
+/// Completions quota snapshot from the raw Copilot user-response passthrough, with entitlement,
+/// overage, remaining quota, reset, and billing fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CopilotUserResponseQuotaSnapshotsCompletions {
+    /// Number of requests/units included in the entitlement for this period; `-1` denotes an
+    /// unlimited entitlement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entitlement: Option<f64>,
+    /// Count of additional pay-per-request usage consumed this period beyond the entitlement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overage_count: Option<f64>,
+    /// Whether usage may continue at pay-per-request rates once the entitlement is exhausted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overage_permitted: Option<bool>,
+    /// Percentage of the entitlement remaining at the snapshot timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percent_remaining: Option<f64>,
+    /// Identifier of the quota bucket this snapshot describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_id: Option<String>,
+    /// Amount of quota remaining at the snapshot timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_remaining: Option<f64>,
+    /// Remaining entitlement/quota amount at the snapshot timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remaining: Option<f64>,
+    /// Whether the entitlement for this category is unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unlimited: Option<bool>,
+    /// UTC timestamp when this snapshot was captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp_utc: Option<String>,
+    /// Whether the user currently has quota available; when `false` and not unlimited, further
+    /// requests are blocked until the quota resets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_quota: Option<bool>,
+    /// Unix epoch time, in seconds, when this quota next resets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_reset_at: Option<f64>,
+    /// Whether this category uses usage-based (token/AI-credit) billing rather than a fixed
+    /// premium-request count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_based_billing: Option<bool>,
+}
+
+/// Premium-interactions quota snapshot from the raw Copilot user-response passthrough, with
+/// entitlement, overage, remaining quota, reset, and billing fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CopilotUserResponseQuotaSnapshotsPremiumInteractions {
+    /// Number of requests/units included in the entitlement for this period; `-1` denotes an
+    /// unlimited entitlement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entitlement: Option<f64>,
+    /// Count of additional pay-per-request usage consumed this period beyond the entitlement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overage_count: Option<f64>,
+    /// Whether usage may continue at pay-per-request rates once the entitlement is exhausted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overage_permitted: Option<bool>,
+    /// Percentage of the entitlement remaining at the snapshot timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percent_remaining: Option<f64>,
+    /// Identifier of the quota bucket this snapshot describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_id: Option<String>,
+    /// Amount of quota remaining at the snapshot timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_remaining: Option<f64>,
+    /// Remaining entitlement/quota amount at the snapshot timestamp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remaining: Option<f64>,
+    /// Whether the entitlement for this category is unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unlimited: Option<bool>,
+    /// UTC timestamp when this snapshot was captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp_utc: Option<String>,
+    /// Whether the user currently has quota available; when `false` and not unlimited, further
+    /// requests are blocked until the quota resets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_quota: Option<bool>,
+    /// Unix epoch time, in seconds, when this quota next resets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_reset_at: Option<f64>,
+    /// Whether this category uses usage-based (token/AI-credit) billing rather than a fixed
+    /// premium-request count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_based_billing: Option<bool>,
 }
 
 /// The session's authoritative model snapshot. Auto preference fields are configuration for the
@@ -2428,6 +3649,209 @@ pub struct CurrentToolMetadata {
     pub defer_loading: Option<bool>,
 }
 
+/// MCP server discovered by `mcp.discover`, with config source, optional plugin source, transport
+/// type, and enabled state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiscoveredMcpServer {
+    /// Server name (config key)
+    pub name: String,
+    /// Server transport type: stdio, http, sse (deprecated), or memory
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub r#type: Option<DiscoveredMcpServerType>,
+    /// Configuration source: user, workspace, plugin, or builtin
+    pub source: McpServerSource,
+    /// Plugin name that provided this server, when source is plugin.
+    #[serde(rename = "sourcePlugin", default, skip_serializing_if = "Option::is_none")]
+    pub source_plugin: Option<String>,
+    /// Plugin version that provided this server, when source is plugin.
+    #[serde(rename = "sourcePluginVersion", default, skip_serializing_if = "Option::is_none")]
+    pub source_plugin_version: Option<String>,
+    /// Canonical identity and location of the effective server declaration.
+    #[serde(rename = "effectiveSource", default, skip_serializing_if = "Option::is_none")]
+    pub effective_source: Option<McpSourceRef>,
+    /// Whether the server is enabled (not in the disabled list)
+    pub enabled: bool,
+}
+
+impl DiscoveredMcpServer {
+    /// The required fields; every optional one is `None`.
+    pub fn new(name: String, source: McpServerSource, enabled: bool) -> Self {
+        Self {
+            name,
+            r#type: None,
+            source,
+            source_plugin: None,
+            source_plugin_version: None,
+            effective_source: None,
+            enabled,
+        }
+    }
+}
+
+/// Server transport type: stdio, http, sse (deprecated), or memory
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DiscoveredMcpServerType {
+    /// Server communicates over stdio with a local child process.
+    #[serde(rename = "stdio")]
+    Stdio,
+    /// Server communicates over streamable HTTP.
+    #[serde(rename = "http")]
+    Http,
+    /// Server communicates over Server-Sent Events (deprecated).
+    #[serde(rename = "sse")]
+    Sse,
+    /// Server is backed by an in-memory runtime implementation.
+    #[serde(rename = "memory")]
+    Memory,
+}
+
+impl DiscoveredMcpServerType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Stdio, Self::Http, Self::Sse, Self::Memory];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            Self::Http => "http",
+            Self::Sse => "sse",
+            Self::Memory => "memory",
+        }
+    }
+}
+
+impl std::fmt::Display for DiscoveredMcpServerType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The user action: "accept" (submitted form), "decline" (explicitly refused), or "cancel"
+/// (dismissed)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ElicitationCompletedAction {
+    /// The user submitted the requested form.
+    #[serde(rename = "accept")]
+    Accept,
+    /// The user explicitly declined the request.
+    #[serde(rename = "decline")]
+    Decline,
+    /// The user dismissed the request.
+    #[serde(rename = "cancel")]
+    Cancel,
+}
+
+impl ElicitationCompletedAction {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Accept, Self::Decline, Self::Cancel];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Accept => "accept",
+            Self::Decline => "decline",
+            Self::Cancel => "cancel",
+        }
+    }
+}
+
+impl std::fmt::Display for ElicitationCompletedAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Opaque JSON value submitted for one field in accepted `elicitation.completed` form content.
+pub type ElicitationCompletedContent = serde_json::Value;
+
+/// Elicitation request completion with the user's response
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElicitationCompletedData {
+    /// Request ID of the resolved elicitation request; clients should dismiss any UI for this
+    /// request
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// The user action: "accept" (submitted form), "decline" (explicitly refused), or "cancel"
+    /// (dismissed)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<ElicitationCompletedAction>,
+    /// The submitted form data when action is 'accept'; keys match the requested schema fields
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<std::collections::BTreeMap<String, ElicitationCompletedContent>>,
+}
+
+/// Elicitation request; may be form-based (structured input) or URL-based (browser redirect)
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElicitationRequestedData {
+    /// Unique identifier for this elicitation request; used to respond via
+    /// session.respondToElicitation()
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Tool call ID from the LLM completion; used to correlate with CompletionChunk.toolCall.id for
+    /// remote UIs
+    #[serde(rename = "toolCallId", default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// The source that initiated the request (MCP server name, or absent for agent-initiated)
+    #[serde(rename = "elicitationSource", default, skip_serializing_if = "Option::is_none")]
+    pub elicitation_source: Option<String>,
+    /// Message describing what information is needed from the user
+    pub message: String,
+    /// Elicitation mode; "form" for structured input, "url" for browser-based. Defaults to "form"
+    /// when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ElicitationRequestedMode>,
+    /// JSON Schema describing the form fields to present to the user (form mode only)
+    #[serde(rename = "requestedSchema", default, skip_serializing_if = "Option::is_none")]
+    pub requested_schema: Option<ElicitationRequestedSchema>,
+    /// URL to open in the user's browser (url mode only)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// Elicitation mode; "form" for structured input, "url" for browser-based. Defaults to "form" when
+/// absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ElicitationRequestedMode {
+    /// Structured form-based elicitation.
+    #[serde(rename = "form")]
+    Form,
+    /// Browser URL-based elicitation.
+    #[serde(rename = "url")]
+    Url,
+}
+
+impl ElicitationRequestedMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Form, Self::Url];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Form => "form",
+            Self::Url => "url",
+        }
+    }
+}
+
+impl std::fmt::Display for ElicitationRequestedMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// JSON Schema describing the form fields to present to the user (form mode only)
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ElicitationRequestedSchema {
+    /// Schema type indicator (always 'object')
+    #[serde(rename = "type")]
+    pub r#type: String,
+    /// Form field definitions, keyed by field name
+    pub properties: serde_json::Map<String, serde_json::Value>,
+    /// List of required field names
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<Vec<String>>,
+}
+
 /// Embedded binary resource contents identified by a URI, with an optional MIME type and a
 /// base64-encoded blob.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -2452,6 +3876,36 @@ pub struct EmbeddedTextResourceContents {
     pub mime_type: Option<String>,
     /// Text content of the resource
     pub text: String,
+}
+
+/// Indicates whether the command was accepted into the local execution queue.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EnqueueCommandResult {
+    /// True when the command was accepted into the local execution queue. False when the call
+    /// targets a session that does not support local command queueing (e.g. remote sessions).
+    pub queued: bool,
+}
+
+/// Authentication-info input variant for a token sourced from an environment variable, with host,
+/// optional login, token, and env var name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EnvAuthInfo {
+    /// Authentication host (e.g. https://github.com or a GHES host).
+    pub host: String,
+    /// User login associated with the token. Undefined for server-to-server tokens (those starting
+    /// with `ghs_`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login: Option<String>,
+    /// The token value itself. Treat as a secret.
+    pub token: String,
+    /// Name of the environment variable the token was sourced from.
+    #[serde(rename = "envVar")]
+    pub env_var: String,
+    /// Snapshot of the authenticated user's Copilot subscription info, if known. Mirrors the GitHub
+    /// API `/copilot_internal/v2/token` user response shape — the runtime trusts this verbatim
+    /// and does not re-fetch when set.
+    #[serde(rename = "copilotUser", default, skip_serializing_if = "Option::is_none")]
+    pub copilot_user: Option<CopilotUserResponse>,
 }
 
 /// Error details for timeline display including message and optional diagnostic information
@@ -2672,6 +4126,141 @@ impl EventsReadResult {
             has_more,
             cursor_status,
         }
+    }
+}
+
+/// Error message produced while executing the command, if any.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExecuteCommandResult {
+    /// Error message produced while executing the command, if any. Omitted when the handler
+    /// succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Discovered extension metadata, including source-qualified ID, name, discovery source, status,
+/// and optional process ID.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Extension {
+    /// Source-qualified ID (e.g., 'project:my-ext', 'user:auth-helper', 'plugin:my-plugin:my-ext')
+    pub id: String,
+    /// Extension name (directory name)
+    pub name: String,
+    /// Discovery source: project (.github/extensions/), user (~/.copilot/extensions/), plugin
+    /// (installed plugin), or session (session-state/\<id\>/extensions/)
+    pub source: ExtensionSource,
+    /// Current status: running, disabled, failed, or starting
+    pub status: ExtensionStatus,
+    /// Process ID if the extension is running
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u64>,
+}
+
+impl Extension {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(id: String, name: String, source: ExtensionSource, status: ExtensionStatus) -> Self {
+        Self {
+            id,
+            name,
+            source,
+            status,
+            pid: None,
+        }
+    }
+}
+
+/// Slim input shape for extension_context attachments; identity fields are runtime-derived.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExtensionContextPushInput {
+    /// Human-readable composer pill label
+    pub title: String,
+    /// Caller-supplied JSON payload (required, may be null but not undefined)
+    pub payload: serde_json::Value,
+}
+
+/// Extensions discovered for the session, with their current status.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExtensionList {
+    /// Discovered extensions and their current status
+    pub extensions: Vec<Extension>,
+}
+
+/// Discovery source: project (.github/extensions/), user (~/.copilot/extensions/), plugin
+/// (installed plugin), or session (session-state/\<id\>/extensions/)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ExtensionSource {
+    /// Extension discovered from the current project's .github/extensions directory.
+    #[serde(rename = "project")]
+    Project,
+    /// Extension discovered from the user's ~/.copilot/extensions directory.
+    #[serde(rename = "user")]
+    User,
+    /// Extension contributed by an installed plugin.
+    #[serde(rename = "plugin")]
+    Plugin,
+    /// Extension discovered from the current session's state directory (loaded only for this
+    /// session).
+    #[serde(rename = "session")]
+    Session,
+}
+
+impl ExtensionSource {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Project, Self::User, Self::Plugin, Self::Session];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Project => "project",
+            Self::User => "user",
+            Self::Plugin => "plugin",
+            Self::Session => "session",
+        }
+    }
+}
+
+impl std::fmt::Display for ExtensionSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Current status: running, disabled, failed, or starting
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ExtensionStatus {
+    /// The extension process is running.
+    #[serde(rename = "running")]
+    Running,
+    /// The extension is installed but disabled.
+    #[serde(rename = "disabled")]
+    Disabled,
+    /// The extension failed to start or crashed.
+    #[serde(rename = "failed")]
+    Failed,
+    /// The extension process is starting.
+    #[serde(rename = "starting")]
+    Starting,
+}
+
+impl ExtensionStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Running, Self::Disabled, Self::Failed, Self::Starting];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Disabled => "disabled",
+            Self::Failed => "failed",
+            Self::Starting => "starting",
+        }
+    }
+}
+
+impl std::fmt::Display for ExtensionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -3086,6 +4675,13 @@ pub enum FilterMapping {
     ContentFilterMode(ContentFilterMode),
 }
 
+/// Folder trust check result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FolderTrustCheckResult {
+    /// Whether the folder is trusted
+    pub trusted: bool,
+}
+
 /// Experimental attribution linking an ordinary event to the HydraFusion turn, phase, and concrete
 /// source that produced it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -3125,6 +4721,23 @@ pub struct FusionAttribution {
     pub source_phase_id: Option<String>,
 }
 
+/// Authentication-info input variant for GitHub CLI credentials, carrying host, login, and the `gh
+/// auth token` value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GhCliAuthInfo {
+    /// Authentication host.
+    pub host: String,
+    /// User login as reported by `gh auth status`.
+    pub login: String,
+    /// The token returned by `gh auth token`. Treat as a secret.
+    pub token: String,
+    /// Snapshot of the authenticated user's Copilot subscription info, if known. Mirrors the GitHub
+    /// API `/copilot_internal/v2/token` user response shape — the runtime trusts this verbatim
+    /// and does not re-fetch when set.
+    #[serde(rename = "copilotUser", default, skip_serializing_if = "Option::is_none")]
+    pub copilot_user: Option<CopilotUserResponse>,
+}
+
 /// Per-session configuration for the built-in GitHub MCP server
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GitHubMcpToolConfig {
@@ -3152,6 +4765,21 @@ pub struct GitHubRepoRef {
     pub name: String,
     /// Repository owner login (user or organization)
     pub owner: String,
+}
+
+/// Authentication-info input variant for GitHub-internal HMAC auth, carrying the public GitHub host
+/// and HMAC secret.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HMACAuthInfo {
+    /// Authentication host. HMAC auth always targets the public GitHub host.
+    pub host: String,
+    /// HMAC secret used to sign requests.
+    pub hmac: String,
+    /// Snapshot of the authenticated user's Copilot subscription info, if known. Mirrors the GitHub
+    /// API `/copilot_internal/v2/token` user response shape — the runtime trusts this verbatim
+    /// and does not re-fetch when set.
+    #[serde(rename = "copilotUser", default, skip_serializing_if = "Option::is_none")]
+    pub copilot_user: Option<CopilotUserResponse>,
 }
 
 /// Indicates whether the external tool call result was handled successfully.
@@ -3515,6 +5143,301 @@ pub struct InfoData {
     pub tip: Option<String>,
 }
 
+/// Installed plugin record from global state, with marketplace, version, install time, enabled
+/// state, cache path, and source.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstalledPlugin {
+    /// Plugin name
+    pub name: String,
+    /// Marketplace the plugin came from (empty string for direct repo installs)
+    pub marketplace: String,
+    /// Version installed (if available)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Installation timestamp
+    pub installed_at: String,
+    /// Whether the plugin is currently enabled
+    pub enabled: bool,
+    /// Path where the plugin is cached locally
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_path: Option<String>,
+    /// Source for direct repo installs (when marketplace is empty)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<InstalledPluginSource>,
+    /// Per-plugin source fingerprint (a SHA-256 hash of the plugin's catalog source spec plus its
+    /// resolved source subtree — NOT a Git commit SHA) captured at marketplace install/update
+    /// time. Auto-update compares it against the freshly recomputed fingerprint to detect a content
+    /// change that does not bump the version. Absent for pre-existing installs and for direct
+    /// (non-marketplace) installs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_sha: Option<String>,
+    /// Absolute path of the marketplace directory a live plugin was resolved from. Present only on
+    /// live, never-persisted records — those synthesized at session start for a directory/local
+    /// marketplace, whose cache_path points at the real plugin directory on disk rather than a copy
+    /// under the installed-plugins cache. Its presence is what marks a record as live, and no
+    /// record carrying it is ever written to the persisted installedPlugins key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installed_from: Option<String>,
+}
+
+/// Information about an installed plugin tracked in global state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstalledPluginInfo {
+    /// Plugin name
+    pub name: String,
+    /// Marketplace the plugin came from. Empty string ("") for direct repo / URL / local installs.
+    pub marketplace: String,
+    /// Opaque, stable hash identifying a direct (non-marketplace) install source. Present only for
+    /// direct repo / URL / local installs; absent for marketplace plugins. Same source yields the
+    /// same id; distinct sources never collide.
+    #[serde(rename = "directSourceId", default, skip_serializing_if = "Option::is_none")]
+    pub direct_source_id: Option<String>,
+    /// Installed version (when reported by the plugin manifest)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Whether the plugin is currently enabled for new sessions
+    pub enabled: bool,
+    /// Absolute path of the marketplace directory a live plugin was resolved from. Present only on
+    /// live, never-persisted records — a plugin belonging to a directory/local marketplace, which
+    /// is loaded from its real directory on every pass instead of a copy under the
+    /// installed-plugins cache. Its presence is what marks a listed plugin as live: such a plugin
+    /// is always present on disk, so `enabled` is its only meaningful state and it is never "not
+    /// installed".
+    #[serde(rename = "installedFrom", default, skip_serializing_if = "Option::is_none")]
+    pub installed_from: Option<String>,
+    /// Runtime-reported plugin provenance. Currently set to "builtin" only for plugins registered
+    /// through the trusted host built-in boundary; absent for installed, marketplace, direct, and
+    /// live plugins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// Source for direct repo installs (when marketplace is empty)
+///
+/// Untagged: the variants are tried in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum InstalledPluginSource {
+    String(String),
+    /// Source descriptor for a direct GitHub plugin install, with `owner/repo`, optional ref or
+    /// full commit SHA, and optional subpath.
+    InstalledPluginSourceGitHub(InstalledPluginSourceGitHub),
+    /// Source descriptor for a direct URL plugin install, with URL, optional ref or full commit
+    /// SHA, and optional subpath.
+    InstalledPluginSourceUrl(InstalledPluginSourceUrl),
+    /// Source descriptor for a direct local plugin install, with a local filesystem path.
+    InstalledPluginSourceLocal(InstalledPluginSourceLocal),
+}
+
+/// Source descriptor for a direct GitHub plugin install, with `owner/repo`, optional ref or full
+/// commit SHA, and optional subpath.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstalledPluginSourceGitHub {
+    /// Constant value. Always "github".
+    pub source: String,
+    /// GitHub repository in `owner/repo` form.
+    pub repo: String,
+    /// Optional Git ref to resolve.
+    #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+    pub r#ref: Option<String>,
+    /// Optional full 40-character hexadecimal commit SHA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha: Option<String>,
+    /// Optional repository-relative path to the plugin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// Source descriptor for a direct local plugin install, with a local filesystem path.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstalledPluginSourceLocal {
+    /// Constant value. Always "local".
+    pub source: String,
+    /// Local filesystem path to the plugin.
+    pub path: String,
+}
+
+/// Source descriptor for a direct URL plugin install, with URL, optional ref or full commit SHA,
+/// and optional subpath.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstalledPluginSourceUrl {
+    /// Constant value. Always "url".
+    pub source: String,
+    /// URL of the plugin source.
+    pub url: String,
+    /// Optional Git ref to resolve.
+    #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+    pub r#ref: Option<String>,
+    /// Optional full 40-character hexadecimal commit SHA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha: Option<String>,
+    /// Optional source-relative path to the plugin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// Loaded instruction source for a session, including path, content, category, location,
+/// applicability, and optional description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstructionSource {
+    /// Unique identifier for this source (used for toggling)
+    pub id: String,
+    /// Human-readable label
+    pub label: String,
+    /// File path relative to repo or absolute for home
+    #[serde(rename = "sourcePath")]
+    pub source_path: String,
+    /// Raw content of the instruction file
+    pub content: String,
+    /// Category of instruction source — used for merge logic
+    #[serde(rename = "type")]
+    pub r#type: InstructionSourceType,
+    /// Where this source lives — used for UI grouping
+    pub location: InstructionSourceLocation,
+    /// Glob pattern(s) from frontmatter — when set, this instruction applies only to matching
+    /// files
+    #[serde(rename = "applyTo", default, skip_serializing_if = "Option::is_none")]
+    pub apply_to: Option<Vec<String>>,
+    /// Short description (body after frontmatter) for use in instruction tables
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// When true, this source starts disabled and must be toggled on by the user
+    #[serde(rename = "defaultDisabled", default, skip_serializing_if = "Option::is_none")]
+    pub default_disabled: Option<bool>,
+    /// The project path this source was discovered from. Only set by sessionless discovery for
+    /// repository, working-directory, and project-scoped plugin sources, where it disambiguates
+    /// sources across multiple workspace roots. The session-scoped getSources leaves it unset.
+    #[serde(rename = "projectPath", default, skip_serializing_if = "Option::is_none")]
+    pub project_path: Option<String>,
+}
+
+impl InstructionSource {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(id: String, label: String, source_path: String, content: String, r#type: InstructionSourceType, location: InstructionSourceLocation) -> Self {
+        Self {
+            id,
+            label,
+            source_path,
+            content,
+            r#type,
+            location,
+            apply_to: None,
+            description: None,
+            default_disabled: None,
+            project_path: None,
+        }
+    }
+}
+
+/// Where this source lives — used for UI grouping
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum InstructionSourceLocation {
+    /// Instructions live in user-level configuration.
+    #[serde(rename = "user")]
+    User,
+    /// Instructions live in repository-level configuration.
+    #[serde(rename = "repository")]
+    Repository,
+    /// Instructions live under the current working directory.
+    #[serde(rename = "working-directory")]
+    WorkingDirectory,
+    /// Instructions live in plugin-provided configuration.
+    #[serde(rename = "plugin")]
+    Plugin,
+}
+
+impl InstructionSourceLocation {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::User,
+        Self::Repository,
+        Self::WorkingDirectory,
+        Self::Plugin,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Repository => "repository",
+            Self::WorkingDirectory => "working-directory",
+            Self::Plugin => "plugin",
+        }
+    }
+}
+
+impl std::fmt::Display for InstructionSourceLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Category of instruction source — used for merge logic
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum InstructionSourceType {
+    /// Instructions loaded from the user's home configuration.
+    #[serde(rename = "home")]
+    Home,
+    /// Instructions loaded from repository-scoped files.
+    #[serde(rename = "repo")]
+    Repo,
+    /// Instructions loaded from model-specific files.
+    #[serde(rename = "model")]
+    Model,
+    /// Instructions loaded from VS Code instruction files.
+    #[serde(rename = "vscode")]
+    Vscode,
+    /// Instructions discovered from nested agent files.
+    #[serde(rename = "nested-agents")]
+    NestedAgents,
+    /// Instructions inherited from child instruction files.
+    #[serde(rename = "child-instructions")]
+    ChildInstructions,
+    /// Instructions supplied by an installed plugin.
+    #[serde(rename = "plugin")]
+    Plugin,
+}
+
+impl InstructionSourceType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Home,
+        Self::Repo,
+        Self::Model,
+        Self::Vscode,
+        Self::NestedAgents,
+        Self::ChildInstructions,
+        Self::Plugin,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Home => "home",
+            Self::Repo => "repo",
+            Self::Model => "model",
+            Self::Vscode => "vscode",
+            Self::NestedAgents => "nested-agents",
+            Self::ChildInstructions => "child-instructions",
+            Self::Plugin => "plugin",
+        }
+    }
+}
+
+impl std::fmt::Display for InstructionSourceType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Instruction sources loaded for the session, in merge order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstructionsGetSourcesResult {
+    /// Instruction sources for the session
+    pub sources: Vec<InstructionSource>,
+}
+
 /// A JSON Schema output contract. OpenAI receives the name, description, schema and strict setting;
 /// Anthropic receives the schema in output_config.format and always uses its native strict
 /// enforcement.
@@ -3747,12 +5670,726 @@ pub struct LlmInferenceSetProviderResult {
     pub success: bool,
 }
 
+/// Persisted local session metadata, including identifiers, timestamps, summary/name, client,
+/// context, detached state, and task ID.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LocalSessionMetadataValue {
+    /// Stable session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Session creation time as an ISO 8601 timestamp
+    #[serde(rename = "startTime")]
+    pub start_time: String,
+    /// Last-modified time of the session's persisted state, as ISO 8601
+    #[serde(rename = "modifiedTime")]
+    pub modified_time: String,
+    /// Short summary of the session, when one has been derived
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Optional human-friendly name set via /rename
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Runtime client name that created/last resumed this session
+    #[serde(rename = "clientName", default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+    /// Always false for local sessions.
+    #[serde(rename = "isRemote")]
+    pub is_remote: bool,
+    /// True for detached maintenance sessions that should be hidden from normal resume lists.
+    #[serde(rename = "isDetached", default, skip_serializing_if = "Option::is_none")]
+    pub is_detached: Option<bool>,
+    /// Pre-resolved working-directory context for session startup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<SessionContext>,
+    /// GitHub task ID, when this local session is bound to one. Only present for local sessions
+    /// exported to remote control.
+    #[serde(rename = "mcTaskId", default, skip_serializing_if = "Option::is_none")]
+    pub mc_task_id: Option<String>,
+}
+
 /// Identifier of the session event that was emitted for the log message.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LogResult {
     /// The unique identifier of the emitted session event
     #[serde(rename = "eventId")]
     pub event_id: String,
+}
+
+/// Non-secret host-managed HTTP MCP server configuration. The containing map key is the stable
+/// managed identity; credentials are supplied dynamically by the host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ManagedMcpServerConfig {
+    /// Human-readable catalog display name.
+    #[serde(rename = "displayName")]
+    pub display_name: String,
+    /// Hosted MCP streamable HTTP endpoint.
+    pub url: String,
+    /// Tools to include. Defaults to all tools when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Timeout in milliseconds for tool discovery and tool calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    /// Maximum dynamic-header cache lifetime in milliseconds.
+    #[serde(rename = "headersRefreshTtlMs", default, skip_serializing_if = "Option::is_none")]
+    pub headers_refresh_ttl_ms: Option<u64>,
+}
+
+/// Result of registering a new marketplace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplaceAddResult {
+    /// Final name of the marketplace as resolved from its manifest
+    pub name: String,
+}
+
+/// Plugins advertised by the marketplace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplaceBrowseResult {
+    /// Plugins advertised by the marketplace
+    pub plugins: Vec<MarketplacePluginInfo>,
+}
+
+/// Registered marketplace summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplaceInfo {
+    /// Marketplace name (matches the @marketplace suffix in plugin specs)
+    pub name: String,
+    /// Human-readable description of where the marketplace data is fetched from (e.g. "GitHub:
+    /// owner/repo").
+    pub source: String,
+    /// True when this is a default marketplace shipped with the runtime. Defaults are not
+    /// removable.
+    #[serde(rename = "isDefault", default, skip_serializing_if = "Option::is_none")]
+    pub is_default: Option<bool>,
+}
+
+/// All registered marketplaces, including built-in defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplaceListResult {
+    /// Registered marketplaces
+    pub marketplaces: Vec<MarketplaceInfo>,
+}
+
+/// Plugin entry advertised by a marketplace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplacePluginInfo {
+    /// Plugin name as listed in the marketplace catalog
+    pub name: String,
+    /// Short description from the marketplace catalog, when present
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// Per-marketplace refresh result, including marketplace name, success flag, and optional failure
+/// error.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplaceRefreshEntry {
+    /// Marketplace name that was refreshed
+    pub name: String,
+    /// Whether the refresh succeeded
+    pub success: bool,
+    /// Error message (failure only)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Result of refreshing one or more marketplace catalogs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplaceRefreshResult {
+    /// Per-marketplace refresh results in deterministic order.
+    pub results: Vec<MarketplaceRefreshEntry>,
+}
+
+/// Outcome of the remove attempt, including dependent-plugin info when applicable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MarketplaceRemoveResult {
+    /// True when the marketplace was actually removed. False when removal was skipped because the
+    /// marketplace has dependent plugins and `force` was not set.
+    pub removed: bool,
+    /// Names of installed plugins that prevented removal. Populated only when `removed=false`.
+    #[serde(rename = "dependentPlugins", default, skip_serializing_if = "Option::is_none")]
+    pub dependent_plugins: Option<Vec<String>>,
+}
+
+/// Capability negotiation snapshot
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsDiagnoseCapability {
+    /// Whether the session has the `mcp-apps` capability
+    #[serde(rename = "sessionHasMcpApps")]
+    pub session_has_mcp_apps: bool,
+    /// Whether the MCP_APPS feature flag (or COPILOT_MCP_APPS env override) is on
+    #[serde(rename = "featureFlagEnabled")]
+    pub feature_flag_enabled: bool,
+    /// Whether the runtime advertises `extensions.io.modelcontextprotocol/ui` to MCP servers
+    pub advertised: bool,
+}
+
+/// Diagnostic snapshot of MCP Apps wiring for the named server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsDiagnoseResult {
+    /// Capability negotiation snapshot
+    pub capability: McpAppsDiagnoseCapability,
+    /// What the server returned for this session
+    pub server: McpAppsDiagnoseServer,
+}
+
+/// What the server returned for this session
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsDiagnoseServer {
+    /// Whether the named server is currently connected
+    pub connected: bool,
+    /// Total tools returned by the server's tools/list
+    #[serde(rename = "toolCount")]
+    pub tool_count: f64,
+    /// Tools whose `_meta.ui` is populated (resourceUri and/or visibility set)
+    #[serde(rename = "toolsWithUiMeta")]
+    pub tools_with_ui_meta: f64,
+    /// Up to 5 tool names with `_meta.ui` for quick inspection
+    #[serde(rename = "sampleToolNames")]
+    pub sample_tool_names: Vec<String>,
+}
+
+/// Current host context advertised to MCP App guests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsHostContext {
+    /// Current host context
+    pub context: McpAppsHostContextDetails,
+}
+
+/// Current host context
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsHostContextDetails {
+    /// UI theme preference per SEP-1865
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<McpAppsHostContextDetailsTheme>,
+    /// BCP-47 locale, e.g. 'en-US'
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<String>,
+    /// IANA timezone, e.g. 'America/New_York'
+    #[serde(rename = "timeZone", default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// Current display mode (SEP-1865)
+    #[serde(rename = "displayMode", default, skip_serializing_if = "Option::is_none")]
+    pub display_mode: Option<McpAppsHostContextDetailsDisplayMode>,
+    /// Display modes the host supports
+    #[serde(rename = "availableDisplayModes", default, skip_serializing_if = "Option::is_none")]
+    pub available_display_modes: Option<Vec<McpAppsHostContextDetailsAvailableDisplayMode>>,
+    /// Platform type for responsive design
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<McpAppsHostContextDetailsPlatform>,
+    /// Host application identifier
+    #[serde(rename = "userAgent", default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
+}
+
+/// Allowed values for the `McpAppsHostContextDetailsAvailableDisplayMode` enumeration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsHostContextDetailsAvailableDisplayMode {
+    /// Rendered inline within the host conversation surface
+    #[serde(rename = "inline")]
+    Inline,
+    /// Rendered as a fullscreen overlay
+    #[serde(rename = "fullscreen")]
+    Fullscreen,
+    /// Rendered as a picture-in-picture floating panel
+    #[serde(rename = "pip")]
+    Pip,
+}
+
+impl McpAppsHostContextDetailsAvailableDisplayMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Inline, Self::Fullscreen, Self::Pip];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::Fullscreen => "fullscreen",
+            Self::Pip => "pip",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsHostContextDetailsAvailableDisplayMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Current display mode (SEP-1865)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsHostContextDetailsDisplayMode {
+    /// Rendered inline within the host conversation surface
+    #[serde(rename = "inline")]
+    Inline,
+    /// Rendered as a fullscreen overlay
+    #[serde(rename = "fullscreen")]
+    Fullscreen,
+    /// Rendered as a picture-in-picture floating panel
+    #[serde(rename = "pip")]
+    Pip,
+}
+
+impl McpAppsHostContextDetailsDisplayMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Inline, Self::Fullscreen, Self::Pip];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::Fullscreen => "fullscreen",
+            Self::Pip => "pip",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsHostContextDetailsDisplayMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Platform type for responsive design
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsHostContextDetailsPlatform {
+    /// Host runs in a web browser
+    #[serde(rename = "web")]
+    Web,
+    /// Host runs as a desktop application
+    #[serde(rename = "desktop")]
+    Desktop,
+    /// Host runs on a mobile device
+    #[serde(rename = "mobile")]
+    Mobile,
+}
+
+impl McpAppsHostContextDetailsPlatform {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Web, Self::Desktop, Self::Mobile];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Web => "web",
+            Self::Desktop => "desktop",
+            Self::Mobile => "mobile",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsHostContextDetailsPlatform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// UI theme preference per SEP-1865
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsHostContextDetailsTheme {
+    /// Light UI theme
+    #[serde(rename = "light")]
+    Light,
+    /// Dark UI theme
+    #[serde(rename = "dark")]
+    Dark,
+}
+
+impl McpAppsHostContextDetailsTheme {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Light, Self::Dark];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Light => "light",
+            Self::Dark => "dark",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsHostContextDetailsTheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// App-callable tools from the named MCP server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsListToolsResult {
+    /// App-callable tools from the server
+    pub tools: Vec<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Resource contents returned by the MCP server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsReadResourceResult {
+    /// Resource contents returned by the server
+    pub contents: Vec<McpAppsResourceContent>,
+}
+
+/// MCP Apps resource content with URI, optional MIME type, text or base64 blob, and resource
+/// metadata.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsResourceContent {
+    /// The resource URI (typically ui://...)
+    pub uri: String,
+    /// MIME type of the content
+    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Text content (e.g. HTML)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Base64-encoded binary content
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+    /// Resource-level metadata (CSP, permissions, etc.)
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Host context advertised to MCP App guests
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpAppsSetHostContextDetails {
+    /// UI theme preference per SEP-1865
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<McpAppsSetHostContextDetailsTheme>,
+    /// BCP-47 locale, e.g. 'en-US'
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<String>,
+    /// IANA timezone, e.g. 'America/New_York'
+    #[serde(rename = "timeZone", default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// Current display mode (SEP-1865)
+    #[serde(rename = "displayMode", default, skip_serializing_if = "Option::is_none")]
+    pub display_mode: Option<McpAppsSetHostContextDetailsDisplayMode>,
+    /// Display modes the host supports
+    #[serde(rename = "availableDisplayModes", default, skip_serializing_if = "Option::is_none")]
+    pub available_display_modes: Option<Vec<McpAppsSetHostContextDetailsAvailableDisplayMode>>,
+    /// Platform type for responsive design
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<McpAppsSetHostContextDetailsPlatform>,
+    /// Host application identifier
+    #[serde(rename = "userAgent", default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
+}
+
+/// Allowed values for the `McpAppsSetHostContextDetailsAvailableDisplayMode` enumeration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsSetHostContextDetailsAvailableDisplayMode {
+    /// Rendered inline within the host conversation surface
+    #[serde(rename = "inline")]
+    Inline,
+    /// Rendered as a fullscreen overlay
+    #[serde(rename = "fullscreen")]
+    Fullscreen,
+    /// Rendered as a picture-in-picture floating panel
+    #[serde(rename = "pip")]
+    Pip,
+}
+
+impl McpAppsSetHostContextDetailsAvailableDisplayMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Inline, Self::Fullscreen, Self::Pip];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::Fullscreen => "fullscreen",
+            Self::Pip => "pip",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsSetHostContextDetailsAvailableDisplayMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Current display mode (SEP-1865)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsSetHostContextDetailsDisplayMode {
+    /// Rendered inline within the host conversation surface
+    #[serde(rename = "inline")]
+    Inline,
+    /// Rendered as a fullscreen overlay
+    #[serde(rename = "fullscreen")]
+    Fullscreen,
+    /// Rendered as a picture-in-picture floating panel
+    #[serde(rename = "pip")]
+    Pip,
+}
+
+impl McpAppsSetHostContextDetailsDisplayMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Inline, Self::Fullscreen, Self::Pip];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::Fullscreen => "fullscreen",
+            Self::Pip => "pip",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsSetHostContextDetailsDisplayMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Platform type for responsive design
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsSetHostContextDetailsPlatform {
+    /// Host runs in a web browser
+    #[serde(rename = "web")]
+    Web,
+    /// Host runs as a desktop application
+    #[serde(rename = "desktop")]
+    Desktop,
+    /// Host runs on a mobile device
+    #[serde(rename = "mobile")]
+    Mobile,
+}
+
+impl McpAppsSetHostContextDetailsPlatform {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Web, Self::Desktop, Self::Mobile];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Web => "web",
+            Self::Desktop => "desktop",
+            Self::Mobile => "mobile",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsSetHostContextDetailsPlatform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// UI theme preference per SEP-1865
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpAppsSetHostContextDetailsTheme {
+    /// Light UI theme
+    #[serde(rename = "light")]
+    Light,
+    /// Dark UI theme
+    #[serde(rename = "dark")]
+    Dark,
+}
+
+impl McpAppsSetHostContextDetailsTheme {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Light, Self::Dark];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Light => "light",
+            Self::Dark => "dark",
+        }
+    }
+}
+
+impl std::fmt::Display for McpAppsSetHostContextDetailsTheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether an in-flight sampling execution with the given requestId was found and
+/// cancelled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpCancelSamplingExecutionResult {
+    /// True if an in-flight execution with the given requestId was found and signalled to cancel.
+    /// False when no such execution is in flight (already completed, never started, or cancelled by
+    /// another caller).
+    pub cancelled: bool,
+}
+
+/// MCP server name and configuration to add to user configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpConfigAddRequest {
+    /// Unique name for the MCP server
+    pub name: String,
+    /// MCP server configuration (stdio process or remote HTTP/SSE)
+    pub config: McpSerializableServerConfig,
+}
+
+impl McpConfigAddRequest {
+    /// The required fields; every optional one is `None`.
+    pub fn new(name: String, config: McpSerializableServerConfig) -> Self {
+        Self {
+            name,
+            config,
+        }
+    }
+}
+
+/// MCP server names to disable for new sessions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpConfigDisableRequest {
+    /// Names of MCP servers to disable. Each server is added to the persisted disabled list so new
+    /// sessions skip it. Already-disabled names are ignored. Active sessions keep their current
+    /// connections until they end.
+    pub names: Vec<String>,
+}
+
+/// MCP server names to enable for new sessions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpConfigEnableRequest {
+    /// Names of MCP servers to enable. Each server is removed from the persisted disabled list so
+    /// new sessions spawn it. Unknown or already-enabled names are ignored.
+    pub names: Vec<String>,
+}
+
+/// User-configured MCP servers, keyed by server name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpConfigList {
+    /// All MCP servers from user config, keyed by name
+    pub servers: std::collections::BTreeMap<String, McpSerializableServerConfig>,
+}
+
+/// MCP server name to remove from user configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpConfigRemoveRequest {
+    /// Name of the MCP server to remove
+    pub name: String,
+    /// OAuth Client ID Metadata Document URL whose persisted credentials should also be removed.
+    #[serde(rename = "authClientIdMetadataUrl", default, skip_serializing_if = "Option::is_none")]
+    pub auth_client_id_metadata_url: Option<String>,
+}
+
+/// MCP server name and replacement configuration to write to user configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpConfigUpdateRequest {
+    /// Name of the MCP server to update
+    pub name: String,
+    /// MCP server configuration (stdio process or remote HTTP/SSE)
+    pub config: McpSerializableServerConfig,
+}
+
+impl McpConfigUpdateRequest {
+    /// The required fields; every optional one is `None`.
+    pub fn new(name: String, config: McpSerializableServerConfig) -> Self {
+        Self {
+            name,
+            config,
+        }
+    }
+}
+
+/// Optional working directory used as context for MCP server discovery.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpDiscoverRequest {
+    /// Working directory used as context for discovery (e.g., plugin resolution)
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+    /// Whether to include canonical effectiveSource metadata for each discovered server. Callers
+    /// must opt in so protocol-3 clients retain the legacy closed response shape.
+    #[serde(rename = "includeEffectiveSource", default, skip_serializing_if = "Option::is_none")]
+    pub include_effective_source: Option<bool>,
+}
+
+/// MCP servers discovered from user, workspace, plugin, and built-in sources.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpDiscoverResult {
+    /// MCP servers discovered from all sources
+    pub servers: Vec<DiscoveredMcpServer>,
+}
+
+/// Structured MCP elicitation mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpElicitationFormMode {
+    #[serde(rename = "form")]
+    Form,
+}
+
+impl McpElicitationFormMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Form];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Form => "form",
+        }
+    }
+}
+
+impl std::fmt::Display for McpElicitationFormMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Raw MCP CreateMessageRequest params, as received in the `sampling.requested` event. Treated as
+/// opaque at the schema layer; the runtime converts the embedded MCP messages into the OpenAI
+/// chat-completion shape internally.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpExecuteSamplingRequest {}
+
+/// MCP CreateMessageResult payload (with optional 'tools' extension), present when
+/// action='success'. Treated as opaque at the schema layer; consumers should construct/consume it
+/// per the MCP CreateMessageResult shape.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpExecuteSamplingResult {}
+
+/// Host response: supply dynamic headers or decline this refresh.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum McpHeadersHandlePendingHeadersRefreshRequest {
+    #[serde(rename = "headers")]
+    Headers(McpHeadersHandlePendingHeadersRefreshRequestHeaders),
+    #[serde(rename = "none")]
+    None,
+    #[serde(rename = "error")]
+    Error(McpHeadersHandlePendingHeadersRefreshRequestError),
+}
+
+impl McpHeadersHandlePendingHeadersRefreshRequest {
+    /// The `kind` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Headers(_) => "headers",
+            Self::None => "none",
+            Self::Error(_) => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpHeadersHandlePendingHeadersRefreshRequestError {
+    /// Host credential broker failure, denial, or revocation reason.
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpHeadersHandlePendingHeadersRefreshRequestHeaders {
+    /// Headers to overlay onto the MCP request. Dynamic headers override static config headers but
+    /// do not replace SDK-managed request headers.
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// Optional lifetime in milliseconds for these returned headers. The runtime clamps its
+    /// configured cache lifetime to this value.
+    #[serde(rename = "ttlMs", default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+}
+
+/// Indicates whether the pending MCP headers refresh response was accepted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpHeadersHandlePendingHeadersRefreshRequestResult {
+    /// Whether the response was accepted. False if the request was unknown, timed out, or already
+    /// resolved.
+    pub success: bool,
 }
 
 /// Host-level state, omitted when no MCP host is initialized.
@@ -3792,6 +6429,58 @@ pub struct McpIsServerRunningResult {
 pub struct McpListToolsResult {
     /// Tools exposed by the server.
     pub tools: Vec<McpTools>,
+}
+
+/// OAuth grant type override for this login.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpOauthLoginGrantType {
+    /// Interactive browser-based OAuth flow using an authorization code, typically with PKCE.
+    #[serde(rename = "authorization_code")]
+    AuthorizationCode,
+    /// Headless OAuth flow where a confidential client authenticates directly with a client secret.
+    #[serde(rename = "client_credentials")]
+    ClientCredentials,
+}
+
+impl McpOauthLoginGrantType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::AuthorizationCode, Self::ClientCredentials];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::AuthorizationCode => "authorization_code",
+            Self::ClientCredentials => "client_credentials",
+        }
+    }
+}
+
+impl std::fmt::Display for McpOauthLoginGrantType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// OAuth authorization URL the caller should open, or empty when cached tokens already
+/// authenticated the server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpOauthLoginResult {
+    /// URL the caller should open in a browser to complete OAuth. Omitted when cached tokens were
+    /// still valid and no browser interaction was needed — the server is already reconnected in
+    /// that case. When present, the runtime starts the callback listener before returning and
+    /// continues the flow in the background; completion is signaled via
+    /// session.mcp_server_status_changed.
+    #[serde(rename = "authorizationUrl", default, skip_serializing_if = "Option::is_none")]
+    pub authorization_url: Option<String>,
+}
+
+/// Indicates whether the auto-managed `github` MCP server was removed (false when nothing to
+/// remove).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpRemoveGitHubResult {
+    /// True when the auto-managed `github` MCP server was removed; false when no removal happened
+    /// (e.g. user has explicitly configured a `github` server, or the server was not registered).
+    pub removed: bool,
 }
 
 /// An MCP resource descriptor (spec `Resource`): URI, name, and optional title, description, MIME
@@ -3920,6 +6609,70 @@ pub struct McpSafeForTelemetryFields {
     /// Whether MCP tool input names may be included in telemetry without obfuscation.
     #[serde(rename = "inputsNames")]
     pub inputs_names: bool,
+}
+
+/// Outcome of the sampling inference. 'success' produced a response; 'failure' encountered an error
+/// (including agent-side rejection by content filter or criteria); 'cancelled' the caller cancelled
+/// this execution via cancelSamplingExecution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpSamplingExecutionAction {
+    /// The sampling inference completed and produced a result.
+    #[serde(rename = "success")]
+    Success,
+    /// The sampling inference failed or was rejected.
+    #[serde(rename = "failure")]
+    Failure,
+    /// The sampling inference was cancelled before completion.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+}
+
+impl McpSamplingExecutionAction {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Success, Self::Failure, Self::Cancelled];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Failure => "failure",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::fmt::Display for McpSamplingExecutionAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Outcome of an MCP sampling execution: success result, failure error, or cancellation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpSamplingExecutionResult {
+    /// Outcome of the sampling inference. 'success' produced a response; 'failure' encountered an
+    /// error (including agent-side rejection by content filter or criteria); 'cancelled' the caller
+    /// cancelled this execution via cancelSamplingExecution.
+    pub action: McpSamplingExecutionAction,
+    /// MCP CreateMessageResult payload (with optional 'tools' extension), present when
+    /// action='success'. Treated as opaque at the schema layer; consumers should construct/consume
+    /// it per the MCP CreateMessageResult shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<McpExecuteSamplingResult>,
+    /// Error description, present when action='failure'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl McpSamplingExecutionResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(action: McpSamplingExecutionAction) -> Self {
+        Self {
+            action,
+            result: None,
+            error: None,
+        }
+    }
 }
 
 /// Serializable MCP server configuration (stdio process or remote HTTP/SSE)
@@ -4556,6 +7309,106 @@ impl McpServersLoadedServer {
     }
 }
 
+/// How environment-variable values supplied to MCP servers are resolved. "direct" passes literal
+/// string values; "indirect" treats values as references (e.g. names of environment variables on
+/// the host) that the runtime resolves before launch. Defaults to the runtime's startup mode;
+/// clients that intentionally launch MCP servers with literal values (e.g. CLI prompt mode and ACP)
+/// set this to "direct".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpSetEnvValueModeDetails {
+    /// Treat MCP server environment values as literal strings.
+    #[serde(rename = "direct")]
+    Direct,
+    /// Treat MCP server environment values as host-side references to resolve before launch.
+    #[serde(rename = "indirect")]
+    Indirect,
+}
+
+impl McpSetEnvValueModeDetails {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Direct, Self::Indirect];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Direct => "direct",
+            Self::Indirect => "indirect",
+        }
+    }
+}
+
+impl std::fmt::Display for McpSetEnvValueModeDetails {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Env-value mode recorded on the session after the update.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpSetEnvValueModeResult {
+    /// Mode recorded on the session after the update
+    pub mode: McpSetEnvValueModeDetails,
+}
+
+impl McpSetEnvValueModeResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(mode: McpSetEnvValueModeDetails) -> Self {
+        Self {
+            mode,
+        }
+    }
+}
+
+/// Concrete configuration file containing an MCP server declaration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpSourceFile {
+    /// Canonical file URI for the configuration document
+    pub uri: String,
+    /// RFC 6901 JSON Pointer to the server declaration, when known
+    #[serde(rename = "jsonPointer", default, skip_serializing_if = "Option::is_none")]
+    pub json_pointer: Option<String>,
+}
+
+/// Plugin identity associated with an MCP server declaration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpSourcePlugin {
+    /// Canonical plugin identity
+    pub id: String,
+    /// Human-readable plugin name, when available
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Plugin version, when available
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// Canonical identity and location of the effective MCP server declaration. The declaration is
+/// uniquely addressed by this source id together with the discovered server name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpSourceRef {
+    /// Open source-kind identifier. Known values include user, workspace, invocation, plugin,
+    /// builtin, and device-registry.
+    pub kind: String,
+    /// Opaque stable identity for the configuration source. Clients must not parse this value.
+    pub id: String,
+    /// Open semantic editability identifier. Known values are editable and read-only.
+    pub editability: String,
+    /// Configuration file location, when the declaration is file-backed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<McpSourceFile>,
+    /// Plugin identity, when the declaration is plugin-provided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<McpSourcePlugin>,
+}
+
+/// Metadata controlling an MCP task's lifetime.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpTaskMetadata {
+    /// Task time-to-live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<i64>,
+}
+
 /// Normalized MCP Apps discovery metadata from a tool's `_meta.ui` block.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct McpToolUi {
@@ -4611,6 +7464,43 @@ pub struct McpTools {
     /// block was present without recognized fields.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ui: Option<McpToolUi>,
+}
+
+/// Memory configuration for this session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemoryConfiguration {
+    /// Whether memory is enabled for the session.
+    pub enabled: bool,
+}
+
+/// Per-source attribution breakdown for the session's current context window, or null if
+/// uninitialized.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetadataContextAttributionResult {
+    /// Per-source context-window attribution, or null if the session has not yet been initialized
+    /// (no system prompt or tool metadata cached).
+    #[serde(rename = "contextAttribution", deserialize_with = "crate::nullable::required")]
+    pub context_attribution: Option<SessionContextAttribution>,
+}
+
+/// The heaviest individual messages in the session's context window, most-expensive first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetadataContextHeaviestMessagesResult {
+    /// Total token count of the current context window, so callers can compute each message's share
+    /// without a second call.
+    #[serde(rename = "totalTokens")]
+    pub total_tokens: u64,
+    /// Heaviest messages, most-expensive first.
+    pub messages: Vec<ContextHeaviestMessage>,
+}
+
+/// Token breakdown for the session's current context window, or null if uninitialized.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetadataContextInfoResult {
+    /// Token breakdown for the current context window, or null if the session has not yet been
+    /// initialized (no system prompt or tool metadata cached).
+    #[serde(rename = "contextInfo", deserialize_with = "crate::nullable::required")]
+    pub context_info: Option<SessionContextInfo>,
 }
 
 /// Indicates whether the local session is currently processing a turn or background continuation.
@@ -6999,6 +9889,94 @@ pub struct PermissionDeniedInteractivelyByUser {
     pub force_reject: Option<bool>,
 }
 
+/// Summary of persisted location permissions applied to the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionLocationApplyResult {
+    /// Location key used in the location-permissions store
+    #[serde(rename = "locationKey")]
+    pub location_key: String,
+    /// Whether the location is a git repo or directory
+    #[serde(rename = "locationType")]
+    pub location_type: PermissionLocationType,
+    /// Whether a different location was applied since the previous apply call
+    pub changed: bool,
+    /// Number of location-scoped rules added to the live permission service
+    #[serde(rename = "appliedRuleCount")]
+    pub applied_rule_count: u64,
+    /// Number of persisted allowed directories added to the live path manager
+    #[serde(rename = "appliedDirectoryCount")]
+    pub applied_directory_count: u64,
+    /// Location-scoped rules applied to the live permission service
+    #[serde(rename = "appliedRules")]
+    pub applied_rules: Vec<PermissionRule>,
+}
+
+impl PermissionLocationApplyResult {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(location_key: String, location_type: PermissionLocationType, changed: bool, applied_rule_count: u64, applied_directory_count: u64, applied_rules: Vec<PermissionRule>) -> Self {
+        Self {
+            location_key,
+            location_type,
+            changed,
+            applied_rule_count,
+            applied_directory_count,
+            applied_rules,
+        }
+    }
+}
+
+/// Resolved location-permissions key and type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionLocationResolveResult {
+    /// Location key used in the location-permissions store
+    #[serde(rename = "locationKey")]
+    pub location_key: String,
+    /// Whether the location is a git repo or directory
+    #[serde(rename = "locationType")]
+    pub location_type: PermissionLocationType,
+}
+
+impl PermissionLocationResolveResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(location_key: String, location_type: PermissionLocationType) -> Self {
+        Self {
+            location_key,
+            location_type,
+        }
+    }
+}
+
+/// Whether the location is a git repo or directory
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PermissionLocationType {
+    /// The permission location is persisted at the git repository root.
+    #[serde(rename = "repo")]
+    Repo,
+    /// The permission location is persisted at the working directory.
+    #[serde(rename = "dir")]
+    Dir,
+}
+
+impl PermissionLocationType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Repo, Self::Dir];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Repo => "repo",
+            Self::Dir => "dir",
+        }
+    }
+}
+
+impl std::fmt::Display for PermissionLocationType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Current or requested permission mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PermissionMode {
@@ -7085,6 +10063,56 @@ impl std::fmt::Display for PermissionModeSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Indicates whether the supplied path is within the session's allowed directories.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionPathsAllowedCheckResult {
+    /// Whether the path is within the session's allowed directories
+    pub allowed: bool,
+}
+
+/// If specified, replaces the session's path-permission policy. The runtime constructs the
+/// appropriate PathManager based on these inputs (rooted at the session's working directory). Omit
+/// to leave the current path policy unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionPathsConfig {
+    /// If true, the runtime allows access to all paths without prompting. Equivalent to
+    /// constructing an UnrestrictedPathManager.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unrestricted: Option<bool>,
+    /// Additional directories to allow tool access to (in addition to the session's working
+    /// directory). Conventional `.github/skills/` and `.github/agents/` definitions under them also
+    /// join the session catalogs when their subsystem gates are enabled, so supplying a directory
+    /// is a trust decision for configuration stored there. When `unrestricted` is true, these are
+    /// still pre-populated on the UnrestrictedPathManager so they remain visible via
+    /// getDirectories() (e.g. for @-mention completion).
+    #[serde(rename = "additionalDirectories", default, skip_serializing_if = "Option::is_none")]
+    pub additional_directories: Option<Vec<String>>,
+    /// Whether to include the system temp directory in the allowed list (defaults to true). Ignored
+    /// when `unrestricted` is true.
+    #[serde(rename = "includeTempDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub include_temp_directory: Option<bool>,
+    /// Workspace root path (special-cased to be allowed even before the directory exists). Ignored
+    /// when `unrestricted` is true.
+    #[serde(rename = "workspacePath", default, skip_serializing_if = "Option::is_none")]
+    pub workspace_path: Option<String>,
+}
+
+/// Snapshot of the session's allow-listed directories and primary working directory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionPathsList {
+    /// All directories currently allowed for tool access on this session.
+    pub directories: Vec<String>,
+    /// The primary working directory for this session.
+    pub primary: String,
+}
+
+/// Indicates whether the supplied path is within the session's workspace directory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionPathsWorkspaceCheckResult {
+    /// Whether the path is within the session workspace directory
+    pub allowed: bool,
 }
 
 /// Derived user-facing permission prompt details for UI consumers
@@ -8303,6 +11331,126 @@ pub struct PermissionRule {
     pub argument: Option<String>,
 }
 
+/// If specified, replaces the session's approved/denied permission rules. Omit to leave the current
+/// rules unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionRulesSet {
+    /// Rules that auto-approve matching requests
+    pub approved: Vec<PermissionRule>,
+    /// Rules that auto-deny matching requests
+    pub denied: Vec<PermissionRule>,
+}
+
+/// If specified, replaces the session's URL-permission policy. The runtime constructs a fresh
+/// DefaultUrlManager based on these inputs. Omit to leave the current URL policy unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionUrlsConfig {
+    /// If true, the runtime allows access to all URLs without prompting. Initial allow-list is
+    /// ignored when this is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unrestricted: Option<bool>,
+    /// Initial list of allowed URL/domain patterns. Patterns may include path components. Ignored
+    /// when `unrestricted` is true.
+    #[serde(rename = "initialAllowed", default, skip_serializing_if = "Option::is_none")]
+    pub initial_allowed: Option<Vec<String>>,
+}
+
+/// Content-exclusion policy supplied to `session.permissions.configure`, with rules, last-updated
+/// data, and scope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsConfigureAdditionalContentExclusionPolicy {
+    /// Content-exclusion rules to apply.
+    pub rules: Vec<PermissionsConfigureAdditionalContentExclusionPolicyRule>,
+    /// Opaque policy update timestamp supplied by the host.
+    pub last_updated_at: serde_json::Value,
+    /// Allowed values for the `PermissionsConfigureAdditionalContentExclusionPolicyScope`
+    /// enumeration.
+    pub scope: PermissionsConfigureAdditionalContentExclusionPolicyScope,
+}
+
+impl PermissionsConfigureAdditionalContentExclusionPolicy {
+    /// The required fields; every optional one is `None`.
+    pub fn new(rules: Vec<PermissionsConfigureAdditionalContentExclusionPolicyRule>, last_updated_at: serde_json::Value, scope: PermissionsConfigureAdditionalContentExclusionPolicyScope) -> Self {
+        Self {
+            rules,
+            last_updated_at,
+            scope,
+        }
+    }
+}
+
+/// Single content-exclusion rule supplied to `session.permissions.configure`, with paths, match
+/// conditions, and source.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsConfigureAdditionalContentExclusionPolicyRule {
+    /// Path patterns covered by this rule.
+    pub paths: Vec<String>,
+    /// Conditions of which at least one must match.
+    #[serde(rename = "ifAnyMatch", default, skip_serializing_if = "Option::is_none")]
+    pub if_any_match: Option<Vec<String>>,
+    /// Conditions none of which may match.
+    #[serde(rename = "ifNoneMatch", default, skip_serializing_if = "Option::is_none")]
+    pub if_none_match: Option<Vec<String>>,
+    /// Source descriptor for a `session.permissions.configure` content-exclusion rule, with source
+    /// name and type.
+    pub source: PermissionsConfigureAdditionalContentExclusionPolicyRuleSource,
+}
+
+/// Source descriptor for a `session.permissions.configure` content-exclusion rule, with source name
+/// and type.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsConfigureAdditionalContentExclusionPolicyRuleSource {
+    /// Name of the policy source.
+    pub name: String,
+    /// Type of the policy source.
+    #[serde(rename = "type")]
+    pub r#type: String,
+}
+
+/// Allowed values for the `PermissionsConfigureAdditionalContentExclusionPolicyScope` enumeration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PermissionsConfigureAdditionalContentExclusionPolicyScope {
+    /// The content exclusion policy applies to the current repository.
+    #[serde(rename = "repo")]
+    Repo,
+    /// The content exclusion policy applies across all repositories.
+    #[serde(rename = "all")]
+    All,
+}
+
+impl PermissionsConfigureAdditionalContentExclusionPolicyScope {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Repo, Self::All];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Repo => "repo",
+            Self::All => "all",
+        }
+    }
+}
+
+impl std::fmt::Display for PermissionsConfigureAdditionalContentExclusionPolicyScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether the operation succeeded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsConfigureResult {
+    /// Whether the operation succeeded
+    pub success: bool,
+}
+
+/// Indicates whether the operation succeeded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsFolderTrustAddTrustedResult {
+    /// Whether the operation succeeded
+    pub success: bool,
+}
+
 /// Current permission mode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PermissionsGetModeResult {
@@ -8317,6 +11465,218 @@ impl PermissionsGetModeResult {
             mode,
         }
     }
+}
+
+/// Tool approval to persist and apply
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum PermissionsLocationsAddToolApprovalDetails {
+    /// Location-persisted tool approval details for specific command identifiers.
+    #[serde(rename = "commands")]
+    Commands(PermissionsLocationsAddToolApprovalDetailsCommands),
+    /// Location-persisted tool approval details for read-only filesystem operations.
+    #[serde(rename = "read")]
+    Read,
+    /// Location-persisted tool approval details for filesystem write operations.
+    #[serde(rename = "write")]
+    Write,
+    /// Location-persisted tool approval details for an MCP server tool, or all tools when
+    /// `toolName` is null.
+    #[serde(rename = "mcp")]
+    Mcp(PermissionsLocationsAddToolApprovalDetailsMcp),
+    /// Location-persisted tool approval details for MCP sampling requests from a server.
+    #[serde(rename = "mcp-sampling")]
+    McpSampling(PermissionsLocationsAddToolApprovalDetailsMcpSampling),
+    /// Location-persisted tool approval details for writes to long-term memory.
+    #[serde(rename = "memory")]
+    Memory,
+    /// Location-persisted tool approval details for a custom tool, keyed by tool name.
+    #[serde(rename = "custom-tool")]
+    CustomTool(PermissionsLocationsAddToolApprovalDetailsCustomTool),
+    /// Location-persisted tool approval details for extension-management operations, optionally
+    /// narrowed by operation.
+    #[serde(rename = "extension-management")]
+    ExtensionManagement(PermissionsLocationsAddToolApprovalDetailsExtensionManagement),
+    /// Location-persisted factory approval, optionally narrowed by approval key.
+    #[serde(rename = "factory")]
+    Factory(PermissionsLocationsAddToolApprovalDetailsFactory),
+    /// Location-persisted tool approval details for an extension's permission-gated capability
+    /// access, keyed by extension name.
+    #[serde(rename = "extension-permission-access")]
+    ExtensionPermissionAccess(PermissionsLocationsAddToolApprovalDetailsExtensionPermissionAccess),
+    /// Location-persisted tool approval details for an extension's access to sensitive environment
+    /// variables, keyed by extension name and the exact set of variable names.
+    #[serde(rename = "extension-env-access")]
+    ExtensionEnvAccess(PermissionsLocationsAddToolApprovalDetailsExtensionEnvAccess),
+}
+
+impl PermissionsLocationsAddToolApprovalDetails {
+    /// The `kind` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Commands(_) => "commands",
+            Self::Read => "read",
+            Self::Write => "write",
+            Self::Mcp(_) => "mcp",
+            Self::McpSampling(_) => "mcp-sampling",
+            Self::Memory => "memory",
+            Self::CustomTool(_) => "custom-tool",
+            Self::ExtensionManagement(_) => "extension-management",
+            Self::Factory(_) => "factory",
+            Self::ExtensionPermissionAccess(_) => "extension-permission-access",
+            Self::ExtensionEnvAccess(_) => "extension-env-access",
+        }
+    }
+}
+
+/// Location-persisted tool approval details for specific command identifiers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsLocationsAddToolApprovalDetailsCommands {
+    /// Command identifiers covered by this approval.
+    #[serde(rename = "commandIdentifiers")]
+    pub command_identifiers: Vec<String>,
+}
+
+/// Location-persisted tool approval details for a custom tool, keyed by tool name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsLocationsAddToolApprovalDetailsCustomTool {
+    /// Custom tool name.
+    #[serde(rename = "toolName")]
+    pub tool_name: String,
+}
+
+/// Location-persisted tool approval details for an extension's access to sensitive environment
+/// variables, keyed by extension name and the exact set of variable names.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsLocationsAddToolApprovalDetailsExtensionEnvAccess {
+    /// Extension name.
+    #[serde(rename = "extensionName")]
+    pub extension_name: String,
+    /// Names of the sensitive environment variables this approval covers. Values are never
+    /// persisted.
+    #[serde(rename = "environmentVariables")]
+    pub environment_variables: Vec<String>,
+}
+
+/// Location-persisted tool approval details for extension-management operations, optionally
+/// narrowed by operation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsLocationsAddToolApprovalDetailsExtensionManagement {
+    /// Optional operation identifier; when omitted, the approval covers all extension management
+    /// operations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation: Option<String>,
+}
+
+/// Location-persisted tool approval details for an extension's permission-gated capability access,
+/// keyed by extension name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsLocationsAddToolApprovalDetailsExtensionPermissionAccess {
+    /// Extension name.
+    #[serde(rename = "extensionName")]
+    pub extension_name: String,
+}
+
+/// Location-persisted factory approval, optionally narrowed by approval key.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsLocationsAddToolApprovalDetailsFactory {
+    /// Optional factory operation name or canonical approval key; when omitted, the approval covers
+    /// all factory operations.
+    #[serde(rename = "approvalKey", default, skip_serializing_if = "Option::is_none")]
+    pub approval_key: Option<String>,
+}
+
+/// Location-persisted tool approval details for an MCP server tool, or all tools when `toolName` is
+/// null.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsLocationsAddToolApprovalDetailsMcp {
+    /// MCP server name.
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// MCP tool name, or null to cover every tool on the server.
+    #[serde(rename = "toolName", deserialize_with = "crate::nullable::required")]
+    pub tool_name: Option<String>,
+}
+
+/// Location-persisted tool approval details for MCP sampling requests from a server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsLocationsAddToolApprovalDetailsMcpSampling {
+    /// MCP server name.
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+}
+
+/// Indicates whether the operation succeeded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsLocationsAddToolApprovalResult {
+    /// Whether the operation succeeded
+    pub success: bool,
+}
+
+/// Indicates whether the operation succeeded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsModifyRulesResult {
+    /// Whether the operation succeeded
+    pub success: bool,
+}
+
+/// Whether the change applies to ephemeral session-scoped rules (cleared at session end) or to
+/// location-scoped rules persisted via the location-permissions config file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PermissionsModifyRulesScope {
+    /// Apply the rule change only to this session.
+    #[serde(rename = "session")]
+    Session,
+    /// Persist the rule change for this project location.
+    #[serde(rename = "location")]
+    Location,
+}
+
+impl PermissionsModifyRulesScope {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Session, Self::Location];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Session => "session",
+            Self::Location => "location",
+        }
+    }
+}
+
+impl std::fmt::Display for PermissionsModifyRulesScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether the operation succeeded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsNotifyPromptShownResult {
+    /// Whether the operation succeeded
+    pub success: bool,
+}
+
+/// Indicates whether the operation succeeded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsPathsAddResult {
+    /// Whether the operation succeeded
+    pub success: bool,
+}
+
+/// Indicates whether the operation succeeded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsPathsUpdatePrimaryResult {
+    /// Whether the operation succeeded
+    pub success: bool,
+}
+
+/// Indicates whether the operation succeeded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsResetSessionApprovalsResult {
+    /// Whether the operation succeeded
+    pub success: bool,
 }
 
 /// Indicates whether the operation succeeded.
@@ -8392,6 +11752,20 @@ impl PermissionsSetModeResult {
             mode,
         }
     }
+}
+
+/// Indicates whether the operation succeeded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsSetRequiredResult {
+    /// Whether the operation succeeded
+    pub success: bool,
+}
+
+/// Indicates whether the operation succeeded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionsUrlsSetUnrestrictedModeResult {
+    /// Whether the operation succeeded
+    pub success: bool,
 }
 
 /// Binary result returned by a tool for the model
@@ -8627,11 +12001,221 @@ pub struct Plugin {
     pub enabled: bool,
 }
 
+/// Result of installing a plugin.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginInstallResult {
+    /// The newly installed plugin's metadata
+    pub plugin: InstalledPluginInfo,
+    /// Number of skills discovered and installed from the plugin
+    #[serde(rename = "skillsInstalled")]
+    pub skills_installed: i64,
+    /// Where the completed plugin tree was staged before atomic promotion
+    #[serde(rename = "stagingMode", default, skip_serializing_if = "Option::is_none")]
+    pub staging_mode: Option<PluginInstallStagingMode>,
+    /// Optional post-install message provided by the plugin (e.g. setup instructions)
+    #[serde(rename = "postInstallMessage", default, skip_serializing_if = "Option::is_none")]
+    pub post_install_message: Option<String>,
+    /// Set when the install path is deprecated (e.g. direct repo / URL / local installs). Callers
+    /// should surface this to end users.
+    #[serde(rename = "deprecationWarning", default, skip_serializing_if = "Option::is_none")]
+    pub deprecation_warning: Option<String>,
+}
+
+/// Where completed plugin content was staged before atomic promotion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PluginInstallStagingMode {
+    /// A sibling of the installed-plugins root, outside the recursively watched tree.
+    #[serde(rename = "external")]
+    External,
+    /// A sibling of the destination plugin directory, used when external staging is unavailable.
+    #[serde(rename = "destination_sibling")]
+    DestinationSibling,
+}
+
+impl PluginInstallStagingMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::External, Self::DestinationSibling];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::External => "external",
+            Self::DestinationSibling => "destination_sibling",
+        }
+    }
+}
+
+impl std::fmt::Display for PluginInstallStagingMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Plugins installed for the session, with their enabled state and version metadata.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PluginList {
     /// Installed plugins
     pub plugins: Vec<Plugin>,
+}
+
+/// Plugins installed in user/global state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginListResult {
+    /// Installed plugins
+    pub plugins: Vec<InstalledPluginInfo>,
+}
+
+/// Per-plugin result from updating all plugins, with versions, skills installed, success flag, and
+/// optional error.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginUpdateAllEntry {
+    /// Plugin name that was updated
+    pub name: String,
+    /// Marketplace the plugin came from. Empty string ("") for direct installs.
+    pub marketplace: String,
+    /// Whether the update succeeded for this plugin
+    pub success: bool,
+    /// Previously installed version, when available
+    #[serde(rename = "previousVersion", default, skip_serializing_if = "Option::is_none")]
+    pub previous_version: Option<String>,
+    /// Version after the update, when available
+    #[serde(rename = "newVersion", default, skip_serializing_if = "Option::is_none")]
+    pub new_version: Option<String>,
+    /// Number of skills installed after the update (success only)
+    #[serde(rename = "skillsInstalled", default, skip_serializing_if = "Option::is_none")]
+    pub skills_installed: Option<i64>,
+    /// Error message (failure only)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Result of updating all installed plugins.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginUpdateAllResult {
+    /// Per-plugin update results in deterministic order.
+    pub results: Vec<PluginUpdateAllEntry>,
+}
+
+/// Result of updating a single plugin.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginUpdateResult {
+    /// Version that was previously installed, when available
+    #[serde(rename = "previousVersion", default, skip_serializing_if = "Option::is_none")]
+    pub previous_version: Option<String>,
+    /// Version after the update, when reported by the plugin manifest
+    #[serde(rename = "newVersion", default, skip_serializing_if = "Option::is_none")]
+    pub new_version: Option<String>,
+    /// Number of skills discovered and installed after the update
+    #[serde(rename = "skillsInstalled")]
+    pub skills_installed: i64,
+}
+
+/// Plugin names (or specs) to disable, plus the optional working directory the
+/// repository-controlled guard is evaluated against.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsDisableRequest {
+    /// Plugin names or "plugin@marketplace" specs to disable. Unknown names are ignored.
+    /// Non-marketplace direct installs cannot be disabled via this API; uninstall them instead.
+    /// Plugin-owned MCP servers are stopped in active sessions immediately; other plugin
+    /// contributions remain available until each session reloads plugins.
+    pub names: Vec<String>,
+    /// Working directory whose repository `enabledPlugins` overlay decides whether this mutation is
+    /// repository-controlled. Hosts that serve sessions across several repositories (the SDK
+    /// server) should pass the session's directory; otherwise the guard is evaluated against the
+    /// server process's own working directory, which may belong to a different repository. Defaults
+    /// to the server's current working directory.
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+}
+
+/// Plugin names (or specs) to enable, plus the optional working directory the repository-controlled
+/// guard is evaluated against.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsEnableRequest {
+    /// Plugin names or "plugin@marketplace" specs to enable. Unknown names are ignored.
+    /// Non-marketplace direct installs are always enabled and cannot be toggled via this API.
+    pub names: Vec<String>,
+    /// Working directory whose repository `enabledPlugins` overlay decides whether this mutation is
+    /// repository-controlled. Hosts that serve sessions across several repositories (the SDK
+    /// server) should pass the session's directory; otherwise the guard is evaluated against the
+    /// server process's own working directory, which may belong to a different repository. Defaults
+    /// to the server's current working directory.
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+}
+
+/// Plugin source and optional working directory for relative-path resolution.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsInstallRequest {
+    /// Plugin install spec. Accepts the same forms as the CLI: "plugin@marketplace" (marketplace
+    /// install), "owner/repo" or "owner/repo:subpath" (GitHub direct), an http/https/ssh URL, or a
+    /// local path. Direct (non-marketplace) installs are deprecated and will produce a
+    /// deprecationWarning in the result.
+    pub source: String,
+    /// Working directory used to resolve relative local paths in `source`. Defaults to the server's
+    /// current working directory.
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+}
+
+/// Marketplace source and optional working directory for relative-path resolution.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsMarketplacesAddRequest {
+    /// Marketplace source. Accepts the same forms as the CLI: "owner/repo" or "owner/repo#ref"
+    /// (GitHub), an http/https/ssh URL (optionally with #ref), a git scp-style URL
+    /// (user@host:path), or a local path. The marketplace's own name (from its manifest) is used as
+    /// the registration key.
+    pub source: String,
+    /// Working directory used to resolve relative local paths in `source`. Defaults to the server's
+    /// current working directory.
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+}
+
+/// Name of the marketplace whose plugin catalog to fetch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsMarketplacesBrowseRequest {
+    /// Marketplace name to browse
+    pub name: String,
+}
+
+/// Optional marketplace name; omit to refresh all.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsMarketplacesRefreshRequest {
+    /// Marketplace name to refresh. When omitted, every registered marketplace is refreshed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// Name of the marketplace to remove and an optional force flag.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsMarketplacesRemoveRequest {
+    /// Marketplace name to remove
+    pub name: String,
+    /// When true, also uninstall every plugin sourced from this marketplace. When false (default),
+    /// removal is a no-op if any plugin from this marketplace is installed and the dependent plugin
+    /// names are returned in the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force: Option<bool>,
+}
+
+/// Name (or spec) of the plugin to uninstall.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsUninstallRequest {
+    /// Plugin name or "plugin@marketplace" spec to uninstall. When ambiguous, prefer the
+    /// fully-qualified spec.
+    pub name: String,
+    /// Stable source identity for a direct (non-marketplace) install. Disambiguates uninstall when
+    /// multiple installed plugins share the same name.
+    #[serde(rename = "directSourceId", default, skip_serializing_if = "Option::is_none")]
+    pub direct_source_id: Option<String>,
+}
+
+/// Name (or spec) of the plugin to update.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginsUpdateRequest {
+    /// Plugin name or "plugin@marketplace" spec to update.
+    pub name: String,
 }
 
 /// Controls whether the runtime may defer loading an external tool definition.
@@ -9089,6 +12673,392 @@ pub struct ProviderTokenGetTokenParams {
     pub provider_name: String,
 }
 
+/// Attachment union accepted by push input, covering files, directories, GitHub objects, blobs,
+/// snippets, and extension context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum PushAttachment {
+    /// File attachment
+    #[serde(rename = "file")]
+    File(PushAttachmentFile),
+    /// Directory attachment
+    #[serde(rename = "directory")]
+    Directory(PushAttachmentDirectory),
+    /// Code selection attachment from an editor
+    #[serde(rename = "selection")]
+    Selection(PushAttachmentSelection),
+    /// GitHub issue, pull request, or discussion reference
+    #[serde(rename = "github_reference")]
+    GithubReference(PushAttachmentGitHubReference),
+    /// Pointer to a GitHub commit.
+    #[serde(rename = "github_commit")]
+    GithubCommit(PushAttachmentGitHubCommit),
+    /// Pointer to a GitHub release.
+    #[serde(rename = "github_release")]
+    GithubRelease(PushAttachmentGitHubRelease),
+    /// Pointer to a GitHub Actions job.
+    #[serde(rename = "github_actions_job")]
+    GithubActionsJob(PushAttachmentGitHubActionsJob),
+    /// Pointer to a GitHub repository.
+    #[serde(rename = "github_repository")]
+    GithubRepository(PushAttachmentGitHubRepository),
+    /// Pointer to a single-file diff. At least one of `head` and `base` must be present.
+    #[serde(rename = "github_file_diff")]
+    GithubFileDiff(PushAttachmentGitHubFileDiff),
+    /// Pointer to a comparison between two git revisions.
+    #[serde(rename = "github_tree_comparison")]
+    GithubTreeComparison(PushAttachmentGitHubTreeComparison),
+    /// Generic GitHub URL reference.
+    #[serde(rename = "github_url")]
+    GithubUrl(PushAttachmentGitHubUrl),
+    /// Pointer to a file in a GitHub repository at a specific ref.
+    #[serde(rename = "github_file")]
+    GithubFile(PushAttachmentGitHubFile),
+    /// Pointer to a line range inside a file in a GitHub repository.
+    #[serde(rename = "github_snippet")]
+    GithubSnippet(PushAttachmentGitHubSnippet),
+    /// Blob attachment with inline base64-encoded data
+    #[serde(rename = "blob")]
+    Blob(PushAttachmentBlob),
+    /// Slim input shape for extension_context attachments; identity fields are runtime-derived.
+    #[serde(rename = "extension_context")]
+    ExtensionContext(ExtensionContextPushInput),
+}
+
+impl PushAttachment {
+    /// The `type` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::File(_) => "file",
+            Self::Directory(_) => "directory",
+            Self::Selection(_) => "selection",
+            Self::GithubReference(_) => "github_reference",
+            Self::GithubCommit(_) => "github_commit",
+            Self::GithubRelease(_) => "github_release",
+            Self::GithubActionsJob(_) => "github_actions_job",
+            Self::GithubRepository(_) => "github_repository",
+            Self::GithubFileDiff(_) => "github_file_diff",
+            Self::GithubTreeComparison(_) => "github_tree_comparison",
+            Self::GithubUrl(_) => "github_url",
+            Self::GithubFile(_) => "github_file",
+            Self::GithubSnippet(_) => "github_snippet",
+            Self::Blob(_) => "blob",
+            Self::ExtensionContext(_) => "extension_context",
+        }
+    }
+}
+
+/// Blob attachment with inline base64-encoded data
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentBlob {
+    /// Base64-encoded content
+    pub data: String,
+    /// MIME type of the inline data
+    #[serde(rename = "mimeType")]
+    pub mime_type: String,
+    /// User-facing display name for the attachment
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+}
+
+/// Directory attachment
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentDirectory {
+    /// Absolute directory path
+    pub path: String,
+    /// User-facing display name for the attachment
+    #[serde(rename = "displayName")]
+    pub display_name: String,
+}
+
+/// File attachment
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentFile {
+    /// Absolute file path
+    pub path: String,
+    /// User-facing display name for the attachment
+    #[serde(rename = "displayName")]
+    pub display_name: String,
+    /// Optional line range to scope the attachment to a specific section of the file
+    #[serde(rename = "lineRange", default, skip_serializing_if = "Option::is_none")]
+    pub line_range: Option<PushAttachmentFileLineRange>,
+}
+
+/// Optional line range to scope the attachment to a specific section of the file
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentFileLineRange {
+    /// Start line number (1-based)
+    pub start: u64,
+    /// End line number (1-based, inclusive)
+    pub end: u64,
+}
+
+/// Pointer to a GitHub Actions job.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentGitHubActionsJob {
+    /// Repository the workflow run belongs to
+    pub repo: PushGitHubRepoRef,
+    /// Job id within the workflow run
+    #[serde(rename = "jobId")]
+    pub job_id: u64,
+    /// Display name of the job
+    #[serde(rename = "jobName")]
+    pub job_name: String,
+    /// Display name of the workflow the job ran in
+    #[serde(rename = "workflowName")]
+    pub workflow_name: String,
+    /// URL to the job on GitHub
+    pub url: String,
+    /// Terminal conclusion of the job when finished (e.g., success, failure, cancelled). Absent for
+    /// in-progress jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conclusion: Option<String>,
+}
+
+/// Pointer to a GitHub commit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentGitHubCommit {
+    /// Repository the commit belongs to
+    pub repo: PushGitHubRepoRef,
+    /// Full commit SHA
+    pub oid: String,
+    /// First line of the commit message
+    pub message: String,
+    /// URL to the commit on GitHub
+    pub url: String,
+}
+
+/// Pointer to a file in a GitHub repository at a specific ref.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentGitHubFile {
+    /// Repository the file lives in
+    pub repo: PushGitHubRepoRef,
+    /// Git ref the file is read at (branch, tag, or commit SHA)
+    #[serde(rename = "ref")]
+    pub r#ref: String,
+    /// Repository-relative path to the file
+    pub path: String,
+    /// URL to the file on GitHub
+    pub url: String,
+}
+
+/// Pointer to a single-file diff. At least one of `head` and `base` must be present.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentGitHubFileDiff {
+    /// URL to the diff on GitHub (e.g., a commit, compare, or PR-file URL)
+    pub url: String,
+    /// File location on the head side of the diff. Absent for deletions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<PushAttachmentGitHubFileDiffSide>,
+    /// File location on the base side of the diff. Absent for additions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<PushAttachmentGitHubFileDiffSide>,
+}
+
+/// One side of a file diff (head or base)
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentGitHubFileDiffSide {
+    /// Repository the file lives in
+    pub repo: PushGitHubRepoRef,
+    /// Git ref (branch, tag, or commit SHA) the file is read at
+    #[serde(rename = "ref")]
+    pub r#ref: String,
+    /// Repository-relative path to the file
+    pub path: String,
+}
+
+/// GitHub issue, pull request, or discussion reference
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentGitHubReference {
+    /// Issue, pull request, or discussion number
+    pub number: u64,
+    /// Title of the referenced item
+    pub title: String,
+    /// Type of GitHub reference
+    #[serde(rename = "referenceType")]
+    pub reference_type: PushAttachmentGitHubReferenceType,
+    /// Current state of the referenced item (e.g., open, closed, merged)
+    pub state: String,
+    /// URL to the referenced item on GitHub
+    pub url: String,
+}
+
+impl PushAttachmentGitHubReference {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(number: u64, title: String, reference_type: PushAttachmentGitHubReferenceType, state: String, url: String) -> Self {
+        Self {
+            number,
+            title,
+            reference_type,
+            state,
+            url,
+        }
+    }
+}
+
+/// Type of GitHub reference
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PushAttachmentGitHubReferenceType {
+    /// GitHub issue reference.
+    #[serde(rename = "issue")]
+    Issue,
+    /// GitHub pull request reference.
+    #[serde(rename = "pr")]
+    Pr,
+    /// GitHub discussion reference.
+    #[serde(rename = "discussion")]
+    Discussion,
+}
+
+impl PushAttachmentGitHubReferenceType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Issue, Self::Pr, Self::Discussion];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Issue => "issue",
+            Self::Pr => "pr",
+            Self::Discussion => "discussion",
+        }
+    }
+}
+
+impl std::fmt::Display for PushAttachmentGitHubReferenceType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Pointer to a GitHub release.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentGitHubRelease {
+    /// Repository the release belongs to
+    pub repo: PushGitHubRepoRef,
+    /// Git tag the release is anchored to
+    #[serde(rename = "tagName")]
+    pub tag_name: String,
+    /// Human-readable release name
+    pub name: String,
+    /// URL to the release on GitHub
+    pub url: String,
+}
+
+/// Pointer to a GitHub repository.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentGitHubRepository {
+    /// Repository pointer
+    pub repo: PushGitHubRepoRef,
+    /// URL to the repository on GitHub
+    pub url: String,
+    /// Short description of the repository
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Git ref this attachment is anchored at (branch, tag, or commit). When absent the default
+    /// branch is implied.
+    #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+    pub r#ref: Option<String>,
+}
+
+/// Pointer to a line range inside a file in a GitHub repository.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentGitHubSnippet {
+    /// Repository the file lives in
+    pub repo: PushGitHubRepoRef,
+    /// Git ref the file is read at (branch, tag, or commit SHA)
+    #[serde(rename = "ref")]
+    pub r#ref: String,
+    /// Repository-relative path to the file
+    pub path: String,
+    /// URL to the snippet on GitHub (with line anchor)
+    pub url: String,
+    /// Line range the snippet covers
+    #[serde(rename = "lineRange")]
+    pub line_range: PushAttachmentFileLineRange,
+}
+
+/// Pointer to a comparison between two git revisions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentGitHubTreeComparison {
+    /// URL to the comparison on GitHub
+    pub url: String,
+    /// Base side of the comparison
+    pub base: PushAttachmentGitHubTreeComparisonSide,
+    /// Head side of the comparison
+    pub head: PushAttachmentGitHubTreeComparisonSide,
+}
+
+/// One side of a tree comparison (head or base)
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentGitHubTreeComparisonSide {
+    /// Repository the revision belongs to
+    pub repo: PushGitHubRepoRef,
+    /// Git revision (branch, tag, or commit SHA)
+    pub revision: String,
+}
+
+/// Generic GitHub URL reference.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentGitHubUrl {
+    /// URL to the GitHub resource
+    pub url: String,
+}
+
+/// Code selection attachment from an editor
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentSelection {
+    /// Absolute path to the file containing the selection
+    #[serde(rename = "filePath")]
+    pub file_path: String,
+    /// User-facing display name for the selection
+    #[serde(rename = "displayName")]
+    pub display_name: String,
+    /// The selected text content
+    pub text: String,
+    /// Position range of the selection within the file
+    pub selection: PushAttachmentSelectionDetails,
+}
+
+/// Position range of the selection within the file
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentSelectionDetails {
+    /// Start position of the selection
+    pub start: PushAttachmentSelectionDetailsStart,
+    /// End position of the selection
+    pub end: PushAttachmentSelectionDetailsEnd,
+}
+
+/// End position of the selection
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentSelectionDetailsEnd {
+    /// End line number (0-based)
+    pub line: u64,
+    /// End character offset within the line (0-based)
+    pub character: u64,
+}
+
+/// Start position of the selection
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushAttachmentSelectionDetailsStart {
+    /// Start line number (0-based)
+    pub line: u64,
+    /// Start character offset within the line (0-based)
+    pub character: u64,
+}
+
+/// Pointer to a GitHub repository.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PushGitHubRepoRef {
+    /// Numeric GitHub repository id
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// Repository name (without owner)
+    pub name: String,
+    /// Repository owner login (user or organization)
+    pub owner: String,
+}
+
 /// User-facing pending queue entry, with kind and display text for a queued message, slash command,
 /// or model change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -9180,6 +13150,9 @@ pub struct QueueRemoveMostRecentResult {
     /// removable items remained.
     pub removed: bool,
 }
+
+/// Result of the queued command execution.
+pub type QueuedCommandResult = serde_json::Value;
 
 /// Reasoning summary mode to request for supported model clients
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -9453,6 +13426,165 @@ pub struct RemoteEnableResult {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RemoteNotifySteerableChangedResult {}
 
+/// Remote session connection result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoteSessionConnectionResult {
+    /// SDK session ID for the connected remote session.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Metadata for a connected remote session.
+    pub metadata: ConnectedRemoteSessionMetadata,
+}
+
+impl RemoteSessionConnectionResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, metadata: ConnectedRemoteSessionMetadata) -> Self {
+        Self {
+            session_id,
+            metadata,
+        }
+    }
+}
+
+/// What a remote host says one of its sessions is doing right now. Deliberately coarse: this is
+/// what a host can report for EVERY session in a catalogue listing, without a client subscribing to
+/// each one. AHP's `SessionSummary.status` is the source today; `input-needed` covers both a
+/// permission prompt and an `ask_user` question, since the summary does not say which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RemoteSessionHostStatus {
+    /// No turn is running.
+    #[serde(rename = "idle")]
+    Idle,
+    /// A turn is running.
+    #[serde(rename = "working")]
+    Working,
+    /// The session is blocked on the user: a permission prompt or an `ask_user` question.
+    #[serde(rename = "input-needed")]
+    InputNeeded,
+    /// The session ended its last turn in an error.
+    #[serde(rename = "error")]
+    Error,
+}
+
+impl RemoteSessionHostStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Idle, Self::Working, Self::InputNeeded, Self::Error];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Working => "working",
+            Self::InputNeeded => "input-needed",
+            Self::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for RemoteSessionHostStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// GitHub repository the remote session belongs to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteSessionMetadataRepository {
+    /// Repository owner.
+    pub owner: String,
+    /// Repository name.
+    pub name: String,
+    /// Branch associated with the remote session.
+    pub branch: String,
+}
+
+/// Whether the remote task originated from CCA or CLI `--remote`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RemoteSessionMetadataTaskType {
+    /// GitHub Copilot coding agent task.
+    #[serde(rename = "cca")]
+    Cca,
+    /// CLI remote task.
+    #[serde(rename = "cli")]
+    Cli,
+}
+
+impl RemoteSessionMetadataTaskType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Cca, Self::Cli];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Cca => "cca",
+            Self::Cli => "cli",
+        }
+    }
+}
+
+impl std::fmt::Display for RemoteSessionMetadataTaskType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Remote session metadata for the session to hand off (typically obtained from `sessions.list`
+/// with `source: "remote"`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteSessionMetadataValue {
+    /// Stable session identifier.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Session creation time as an ISO 8601 timestamp.
+    #[serde(rename = "startTime")]
+    pub start_time: String,
+    /// Last-modified time as an ISO 8601 timestamp.
+    #[serde(rename = "modifiedTime")]
+    pub modified_time: String,
+    /// Short summary of the session, when one has been derived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Optional human-friendly name set via /rename.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Always true for remote sessions.
+    #[serde(rename = "isRemote")]
+    pub is_remote: bool,
+    /// Most recent working directory context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<SessionContext>,
+    /// GitHub repository the remote session belongs to.
+    pub repository: RemoteSessionMetadataRepository,
+    /// Backing remote session IDs (most recent first).
+    #[serde(rename = "remoteSessionIds")]
+    pub remote_session_ids: Vec<String>,
+    /// Pull request number associated with the session.
+    #[serde(rename = "pullRequestNumber", default, skip_serializing_if = "Option::is_none")]
+    pub pull_request_number: Option<u64>,
+    /// Original remote resource identifier (task ID or PR node ID).
+    #[serde(rename = "resourceId", default, skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
+    /// Whether the remote task originated from CCA or CLI `--remote`.
+    #[serde(rename = "taskType", default, skip_serializing_if = "Option::is_none")]
+    pub task_type: Option<RemoteSessionMetadataTaskType>,
+    /// Deadline (ISO 8601) at which a CLI remote session becomes stale without further heartbeats.
+    #[serde(rename = "staleAt", default, skip_serializing_if = "Option::is_none")]
+    pub stale_at: Option<String>,
+    /// Server-side task state returned by GitHub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Live status as the owning host reports it in its session listing, so a row for a session
+    /// running elsewhere can show that it is running. Absent for hosts that publish no such status
+    /// (the cloud task managers), which read as idle.
+    #[serde(rename = "hostStatus", default, skip_serializing_if = "Option::is_none")]
+    pub host_status: Option<RemoteSessionHostStatus>,
+    /// Host-supplied human description of what the session is doing right now ("running tests",
+    /// "waiting for approval"). Optional in the protocol and absent on hosts that do not publish
+    /// it, so never rely on it -- it enriches `hostStatus`, it does not replace it.
+    #[serde(rename = "hostActivity", default, skip_serializing_if = "Option::is_none")]
+    pub host_activity: Option<String>,
+}
+
 /// Per-session remote mode. "off" disables remote, "export" exports session events to GitHub
 /// without enabling remote steering, "on" enables both export and remote steering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -9486,6 +13618,18 @@ impl std::fmt::Display for RemoteSessionMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Repository context for the remote session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RemoteSessionRepository {
+    /// Repository owner or organization login.
+    pub owner: String,
+    /// Repository name.
+    pub name: String,
+    /// Optional branch associated with the remote session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
 }
 
 /// Notifies that the session's remote steering capability has changed
@@ -9816,6 +13960,37 @@ pub struct SandboxConfigUserPolicySeatbelt {
     pub keychain_access: Option<bool>,
 }
 
+/// A session-scoped sandbox transition applied while handling a slash command
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxSessionChange {
+    /// The sandbox is off for the rest of this session; nothing was persisted and a new session
+    /// starts from managed policy.
+    #[serde(rename = "disabled")]
+    Disabled,
+    /// A previous session-scoped opt-out was cleared and the sandbox is enforced again.
+    #[serde(rename = "restored")]
+    Restored,
+}
+
+impl SandboxSessionChange {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Disabled, Self::Restored];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Disabled => "disabled",
+            Self::Restored => "restored",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxSessionChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Scheduled prompt entry with ID, timing (`intervalMs`, `cron`, or `at`), prompt text, recurrence,
 /// and next run time.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -9865,6 +14040,20 @@ pub struct ScheduleStopResult {
     /// The removed entry, or omitted if no entry matched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<ScheduleEntry>,
+}
+
+/// Secret values to add to the redaction filter.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SecretsAddFilterValuesRequest {
+    /// Raw secret values to register for redaction
+    pub values: Vec<String>,
+}
+
+/// Confirmation that the secret values were registered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SecretsAddFilterValuesResult {
+    /// Whether the values were successfully registered
+    pub ok: bool,
 }
 
 /// The UI mode the agent was in when this message was sent. Defaults to the session's current mode.
@@ -10017,6 +14206,39 @@ pub struct SessionAgentSelectParams {
     pub name: String,
 }
 
+/// Authentication status and account metadata for the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionAuthStatus {
+    /// Whether the session has resolved authentication
+    #[serde(rename = "isAuthenticated")]
+    pub is_authenticated: bool,
+    /// Authentication type
+    #[serde(rename = "authType", default, skip_serializing_if = "Option::is_none")]
+    pub auth_type: Option<AuthInfoType>,
+    /// Authentication host URL
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Authenticated login/username, if available
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login: Option<String>,
+    /// Human-readable authentication status description
+    #[serde(rename = "statusMessage", default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// Copilot plan tier (e.g., individual_pro, business)
+    #[serde(rename = "copilotPlan", default, skip_serializing_if = "Option::is_none")]
+    pub copilot_plan: Option<String>,
+}
+
+/// Map of sessionId -\> bytes freed by removing the session's workspace directory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionBulkDeleteResult {
+    /// Map of sessionId -\> bytes freed by removing the session's workspace directory. Sessions
+    /// whose deletion failed are omitted from this map (failures are logged on the server but not
+    /// surfaced per-id; check the map for absent IDs to detect them).
+    #[serde(rename = "freedBytes")]
+    pub freed_bytes: std::collections::BTreeMap<String, u64>,
+}
+
 /// Session capability enabled for this session
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SessionCapability {
@@ -10095,6 +14317,94 @@ impl std::fmt::Display for SessionCapability {
     }
 }
 
+/// Slash-prefixed command string to enqueue for FIFO processing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCommandsEnqueueParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Slash-prefixed command string to enqueue, e.g. '/compact' or '/model gpt-4'. Queued FIFO
+    /// with any in-flight items; if the session is idle, processing kicks off immediately.
+    pub command: String,
+    /// Optional user-facing text for the queue row. The command string is shown when omitted.
+    #[serde(rename = "displayText", default, skip_serializing_if = "Option::is_none")]
+    pub display_text: Option<String>,
+}
+
+/// Slash command name and argument string to execute synchronously.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCommandsExecuteParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the slash command to invoke (without the leading '/').
+    #[serde(rename = "commandName")]
+    pub command_name: String,
+    /// Argument string to pass to the command (empty string if none).
+    pub args: String,
+}
+
+/// Pending command request ID and an optional error if the client handler failed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCommandsHandlePendingCommandParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Request ID from the command invocation event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Error message if the command handler failed
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Slash command name and optional raw input string to invoke.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCommandsInvokeParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Command name. Leading slashes are stripped and the name is matched case-insensitively.
+    pub name: String,
+    /// Raw input after the command name
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// Optional client surface that initiated the invocation
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<CommandsInvocationOrigin>,
+}
+
+/// Optional filters controlling which command sources to include in the listing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCommandsListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Include runtime built-in commands
+    #[serde(rename = "includeBuiltins", default, skip_serializing_if = "Option::is_none")]
+    pub include_builtins: Option<bool>,
+    /// Include enabled user-invocable skills and commands
+    #[serde(rename = "includeSkills", default, skip_serializing_if = "Option::is_none")]
+    pub include_skills: Option<bool>,
+    /// Include commands registered by protocol clients, including SDK clients and extensions
+    #[serde(rename = "includeClientCommands", default, skip_serializing_if = "Option::is_none")]
+    pub include_client_commands: Option<bool>,
+}
+
+/// Queued-command request ID and the result indicating whether the host executed it (and whether to
+/// stop processing further queued commands).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCommandsRespondToQueuedCommandParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Request ID from the `command.queued` event the host is responding to.
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Result of the queued command execution.
+    pub result: QueuedCommandResult,
+}
+
 /// A single host-driven completion. Accepting an item replaces `[rangeStart, rangeEnd)` (UTF-16
 /// code units) in the composer with `insertText`; when the range is absent, the active token around
 /// the cursor is replaced.
@@ -10136,6 +14446,205 @@ pub struct SessionCompletionsRequestParams {
     pub text: String,
     /// Cursor offset within `text`, in UTF-16 code units.
     pub offset: u64,
+}
+
+/// Pre-resolved working-directory context for session startup.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionContext {
+    /// Most recent working directory for this session
+    pub cwd: String,
+    /// Git repository root, if the cwd was inside a git repo
+    #[serde(rename = "gitRoot", default, skip_serializing_if = "Option::is_none")]
+    pub git_root: Option<String>,
+    /// Repository slug in `owner/name` form, when known
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// Repository host type
+    #[serde(rename = "hostType", default, skip_serializing_if = "Option::is_none")]
+    pub host_type: Option<SessionContextHostType>,
+    /// Active git branch
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+}
+
+/// Per-source token attribution snapshot for the current context window. The heaviest individual
+/// messages are available separately via `metadata.getContextHeaviestMessages`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionContextAttribution {
+    /// Total token count of the current context window the entries are measured against (system
+    /// message + conversation messages + tool definitions — the same total reported by /context).
+    /// Divide an entry's `tokens` by this to derive its share.
+    #[serde(rename = "totalTokens")]
+    pub total_tokens: u64,
+    /// The concrete model id the entire breakdown was tokenized against (feeds the per-model token
+    /// multiplier). Under `Auto` (Free/Student) this is the resolved model, not the literal `auto`
+    /// sentinel, so totals are not undercounted. A single-model approximation of a potentially
+    /// multi-model Auto session.
+    #[serde(rename = "modelId")]
+    pub model_id: String,
+    /// How `modelId` was chosen. Not a closed set — tolerate unknown values. Known values today:
+    /// `autoResolved` (the model Auto resolved to), `selected` (the user's explicitly selected
+    /// model), `default` (a fallback before any model is known).
+    #[serde(rename = "modelSource")]
+    pub model_source: String,
+    /// Maximum prompt tokens the resolved model accepts — the denominator for a `##k/###k`
+    /// context-usage display. Mirrors `SessionContextInfo.promptTokenLimit`.
+    #[serde(rename = "promptTokenLimit")]
+    pub prompt_token_limit: u64,
+    /// Prompt limit plus the model's output reserve: the full context window `categories.freeSpace`
+    /// and `categories.buffer` are measured against. Mirrors `SessionContextInfo.limit`.
+    pub limit: u64,
+    /// Output reserve plus the tokens past the buffer-exhaustion blocking threshold. Mirrors
+    /// `SessionContextInfo.bufferTokens`.
+    #[serde(rename = "bufferTokens")]
+    pub buffer_tokens: u64,
+    /// Token count at which background compaction starts. Mirrors
+    /// `SessionContextInfo.compactionThreshold`.
+    #[serde(rename = "compactionThreshold")]
+    pub compaction_threshold: u64,
+    /// The six normalized `/context` header buckets, computed from the same tokenization as
+    /// `entries` so the two never disagree. Convenience rollups: `freeSpace` and `buffer` describe
+    /// window capacity rather than occupied context, so the values do not sum to `totalTokens`.
+    pub categories: SessionContextAttributionCategories,
+    /// Flat list of per-source attribution entries. Group by `kind` and render unrecognized kinds
+    /// generically. Nesting and rollups are expressed via `parentId`.
+    pub entries: Vec<SessionContextAttributionEntries>,
+    /// Successful compaction history for the session.
+    pub compactions: SessionContextAttributionCompactions,
+}
+
+/// The six normalized `/context` header buckets, computed from the same tokenization as `entries`
+/// so the two never disagree. Convenience rollups: `freeSpace` and `buffer` describe window
+/// capacity rather than occupied context, so the values do not sum to `totalTokens`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionContextAttributionCategories {
+    /// System prompt tokens, excluding custom instructions.
+    #[serde(rename = "systemPrompt")]
+    pub system_prompt: u64,
+    /// Custom-instructions tokens (0 when none are configured).
+    #[serde(rename = "customInstructions")]
+    pub custom_instructions: u64,
+    /// Non-MCP tool-definition tokens.
+    #[serde(rename = "systemTools")]
+    pub system_tools: u64,
+    /// MCP tool-definition tokens.
+    #[serde(rename = "mcpTools")]
+    pub mcp_tools: u64,
+    /// Conversation (user/assistant/tool) message tokens.
+    pub messages: u64,
+    /// Remaining unused window capacity (clamped at 0).
+    #[serde(rename = "freeSpace")]
+    pub free_space: u64,
+    /// Output reserve plus post-blocking-threshold buffer.
+    pub buffer: u64,
+}
+
+/// Successful compaction history for the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionContextAttributionCompactions {
+    /// Number of successful compactions in this session.
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionContextAttributionEntries {
+    /// Source category for this entry. Not a closed set — tolerate unknown values. Known values
+    /// today: `skill`, `subagent`, `mcpServer`, `tool`, `system`, `toolDefinition`, `plugin`.
+    pub kind: String,
+    /// Identifier for this entry, formed by joining its `kind` and source name (e.g. `tool:bash`,
+    /// `skill:tmux`, `toolDefinition:bash`); unique within the snapshot. Use it to match the same
+    /// entry across snapshots, to correlate with other APIs (skill/agent/MCP registries), and as
+    /// the `parentId` target for nesting. Distinct from the human-facing `label`.
+    pub id: String,
+    /// Human-readable display label, e.g. `bash` or `skill: tmux`. Presentation-only; may be
+    /// localized/reformatted without notice — do not key off it.
+    pub label: String,
+    /// Token count currently in context attributable to this entry.
+    pub tokens: u64,
+    /// Optional `id` of the parent entry: e.g. a `plugin` entry parenting its `skill`/`mcpServer`
+    /// entries, or the `system` entry parenting `toolDefinition` entries. Omitted for top-level
+    /// entries.
+    #[serde(rename = "parentId", default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    /// Supplementary per-entry metadata (e.g. `messageCount`, `role`, `evictable`, `pluginSource`).
+    /// Values are stringified; parse as needed and ignore unrecognized keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attributes: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// Repository host type
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionContextHostType {
+    /// Session repository is hosted on GitHub.
+    #[serde(rename = "github")]
+    Github,
+    /// Session repository is hosted on Azure DevOps.
+    #[serde(rename = "ado")]
+    Ado,
+}
+
+impl SessionContextHostType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Github, Self::Ado];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Github => "github",
+            Self::Ado => "ado",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionContextHostType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Token-usage breakdown for the session's current context window
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionContextInfo {
+    /// The model used for token counting
+    #[serde(rename = "modelName")]
+    pub model_name: String,
+    /// Tokens consumed by the system prompt
+    #[serde(rename = "systemTokens")]
+    pub system_tokens: u64,
+    /// Tokens consumed by user/assistant/tool messages
+    #[serde(rename = "conversationTokens")]
+    pub conversation_tokens: u64,
+    /// Tokens consumed by tool definitions sent to the model (excludes deferred tools)
+    #[serde(rename = "toolDefinitionsTokens")]
+    pub tool_definitions_tokens: u64,
+    /// Tokens consumed by MCP tool definitions (subset of toolDefinitionsTokens, excludes deferred
+    /// tools)
+    #[serde(rename = "mcpToolsTokens")]
+    pub mcp_tools_tokens: u64,
+    /// Sum of system, conversation and tool-definition tokens
+    #[serde(rename = "totalTokens")]
+    pub total_tokens: u64,
+    /// Maximum prompt tokens allowed by the model (or DEFAULT_TOKEN_LIMIT if unspecified)
+    #[serde(rename = "promptTokenLimit")]
+    pub prompt_token_limit: u64,
+    /// Token count at which background compaction starts (configurable percentage of
+    /// promptTokenLimit)
+    #[serde(rename = "compactionThreshold")]
+    pub compaction_threshold: u64,
+    /// Prompt token limit plus the model's full output token limit.
+    pub limit: u64,
+    /// Output reserve plus tokens after the buffer-exhaustion blocking threshold (default 95%)
+    #[serde(rename = "bufferTokens")]
+    pub buffer_tokens: u64,
+}
+
+/// The enriched metadata records, with summary and context fields backfilled where available.
+/// Sessions confirmed empty and unnamed are omitted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionEnrichMetadataResult {
+    /// Enriched records, with summary and context backfilled. Sessions confirmed empty and unnamed
+    /// may be omitted.
+    pub sessions: Vec<LocalSessionMetadataValue>,
 }
 
 /// Cursor, batch size, and optional long-poll/filter parameters for reading session events.
@@ -10241,6 +14750,59 @@ pub struct SessionEventLogTailParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
+}
+
+/// Source-qualified extension identifier to disable for the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionExtensionsDisableParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Source-qualified extension ID to disable
+    pub id: String,
+}
+
+/// Source-qualified extension identifier to enable for the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionExtensionsEnableParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Source-qualified extension ID to enable
+    pub id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionExtensionsListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionExtensionsReloadParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Parameters for session.extensions.sendAttachmentsToMessage.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionExtensionsSendAttachmentsToMessageParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Optional canvas instance binding the push for provenance. When supplied, the runtime
+    /// resolves the canvas, verifies it is owned by the calling extension, and stamps
+    /// canvasId/instanceId onto each extension_context entry. When omitted, no resolution runs and
+    /// those fields stay unset on the attachment.
+    #[serde(rename = "instanceId", default, skip_serializing_if = "Option::is_none")]
+    pub instance_id: Option<String>,
+    /// Attachments to push into the next user-message turn. extension_context entries take the slim
+    /// shape; standard variants take their full AttachmentSchema shape.
+    pub attachments: Vec<PushAttachment>,
 }
 
 /// Describes a filesystem error.
@@ -10440,6 +15002,33 @@ impl std::fmt::Display for SessionFsSqliteQueryType {
 
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionGitHubAuthGetStatusParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// New auth credentials to install on the session. Omit to leave credentials unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionGitHubAuthSetCredentialsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The new auth credentials to install on the session. When omitted or `undefined`, the call is
+    /// a no-op and the session's existing credentials are preserved. The runtime installs the
+    /// supplied value immediately for outbound model/API requests. When the credential carries a
+    /// raw token (`token`, `env`, or `gh-cli`) but no `copilotUser`, the runtime additionally
+    /// re-resolves `copilotUser` server-side (best-effort, asynchronously, after the synchronous
+    /// install) so plan/quota/billing metadata regains fidelity; on resolution failure the verbatim
+    /// credential remains installed. It does NOT otherwise validate the credential. Several
+    /// variants carry secret material; treat this method's params as containing secrets at rest and
+    /// in transit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<SettableAuthInfo>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionHistoryAbortManualCompactionParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
@@ -10631,12 +15220,60 @@ pub struct SessionInstalledPluginSourceUrl {
     pub path: Option<String>,
 }
 
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionInstructionsGetSourcesParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Optional session limits.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionLimitsConfig {
     /// Maximum AI Credits allowed across the session's current accounting window.
     #[serde(rename = "maxAiCredits", default, skip_serializing_if = "Option::is_none")]
     pub max_ai_credits: Option<f64>,
+}
+
+/// Sessions matching the filter, ordered most-recently-modified first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionList {
+    /// Sessions ordered most-recently-modified first. Discriminated by `isRemote`.
+    pub sessions: Vec<SessionListEntry>,
+}
+
+/// Local or remote session metadata entry. Narrow on `isRemote` to access source-specific fields.
+pub type SessionListEntry = serde_json::Value;
+
+/// Optional filter applied to the returned sessions
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionListFilter {
+    /// Match sessions whose context.cwd equals this value
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Match sessions whose context.gitRoot equals this value
+    #[serde(rename = "gitRoot", default, skip_serializing_if = "Option::is_none")]
+    pub git_root: Option<String>,
+    /// Match sessions whose context.repository equals this value
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// Match sessions whose context.branch equals this value
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+}
+
+/// Queued repo-level startup prompts and the total hook command count after loading.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionLoadDeferredRepoHooksResult {
+    /// Repo-level startup prompts queued from repo hook configs. Empty on resume, when no repo
+    /// configs were pending, or when disableAllHooks is set.
+    #[serde(rename = "startupPrompts")]
+    pub startup_prompts: Vec<String>,
+    /// Total hook command count (user + plugin + repo) loaded for the session by this call.
+    /// Captured atomically with startupPrompts so callers don't need to read a separate counter.
+    #[serde(rename = "hookCount")]
+    pub hook_count: u64,
 }
 
 /// Log severity level. Determines how the message is displayed in the timeline. Defaults to "info".
@@ -10701,6 +15338,147 @@ pub struct SessionLogParams {
     pub tip: Option<String>,
 }
 
+/// Parameters for (re)loading the merged LSP configuration set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionLspInitializeParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Working directory used to load project-level LSP configs. Defaults to the session working
+    /// directory when omitted.
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+    /// Git root used as the boundary when traversing for project-level LSP configs (supports
+    /// monorepos).
+    #[serde(rename = "gitRoot", default, skip_serializing_if = "Option::is_none")]
+    pub git_root: Option<String>,
+    /// Force re-initialization even when LSP configs were already loaded for the working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub force: Option<bool>,
+}
+
+/// Enterprise permission policy expressed with the runtime's managed permission-rule syntax.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionManagedPermissions {
+    /// When set to `disable`, prevents bypass/allow-all permission modes. `allow-auto-only` blocks
+    /// full allow-all but permits advisory auto-approval. Any other value is accepted rather than
+    /// failing the session, but is enforced as `disable`: the key is only present to restrict
+    /// something, so a mode this runtime cannot interpret fails closed to the most restrictive one
+    /// it knows. Omit the key entirely to impose no restriction.
+    #[serde(rename = "disableBypassPermissionsMode", default, skip_serializing_if = "Option::is_none")]
+    pub disable_bypass_permissions_mode: Option<String>,
+    /// Permission rules that block matching operations. Deny has highest precedence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny: Option<Vec<String>>,
+    /// Permission rules that require explicit human approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<Vec<String>>,
+    /// Permission rules that allow matching operations unless another managed source, deny, or ask
+    /// rule restricts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
+}
+
+/// Managed settings an SDK host may inject at session startup. Only permissions are accepted in
+/// this initial contract.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionManagedSettings {
+    /// Managed permission policy injected by the SDK host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<SessionManagedPermissions>,
+}
+
+/// MCP server, tool name, and arguments to invoke from an MCP App view.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpAppsCallToolParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// MCP server hosting the tool
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// MCP tool name
+    #[serde(rename = "toolName")]
+    pub tool_name: String,
+    /// Tool arguments
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    /// **Required.** Server whose ui:// view issued the request. Per SEP-1865 ('callable by the app
+    /// from this server only'), the call is rejected when this differs from `serverName`, and
+    /// rejected outright when missing.
+    #[serde(rename = "originServerName")]
+    pub origin_server_name: String,
+}
+
+/// MCP server to diagnose MCP Apps wiring for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpAppsDiagnoseParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// MCP server to probe
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpAppsGetHostContextParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// MCP server to list app-callable tools for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpAppsListToolsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// MCP server hosting the app
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// **Required.** Server whose ui:// view issued the request. Per SEP-1865 ('callable by the app
+    /// from this server only'), the call is rejected when this differs from `serverName`, and
+    /// rejected outright when missing.
+    #[serde(rename = "originServerName")]
+    pub origin_server_name: String,
+}
+
+/// MCP server and resource URI to fetch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpAppsReadResourceParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the MCP server hosting the resource
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// Resource URI (typically ui://...)
+    pub uri: String,
+}
+
+/// Host context to advertise to MCP App guests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpAppsSetHostContextParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Host context advertised to MCP App guests
+    pub context: McpAppsSetHostContextDetails,
+}
+
+/// The requestId previously passed to executeSampling that should be cancelled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpCancelSamplingExecutionParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The requestId previously passed to executeSampling that should be cancelled
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+}
+
 /// Name of the MCP server to disable for the session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionMcpDisableParams {
@@ -10721,6 +15499,55 @@ pub struct SessionMcpEnableParams {
     /// Name of the MCP server to enable
     #[serde(rename = "serverName")]
     pub server_name: String,
+}
+
+/// Identifiers and raw MCP CreateMessageRequest params used to run a sampling inference.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpExecuteSamplingParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Caller-provided unique identifier for this sampling execution. Use this same ID with
+    /// cancelSamplingExecution to cancel the in-flight call. Must be unique within the session for
+    /// the lifetime of the call.
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Name of the MCP server that initiated the sampling request
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// The original MCP JSON-RPC request ID (string or number). Used by the runtime to correlate
+    /// the inference with the originating MCP request for telemetry; this is distinct from
+    /// `requestId` (which is the schema-level cancellation handle).
+    #[serde(rename = "mcpRequestId")]
+    pub mcp_request_id: serde_json::Value,
+    /// Raw MCP CreateMessageRequest params, as received in the `sampling.requested` event. Treated
+    /// as opaque at the schema layer; the runtime converts the embedded MCP messages into the
+    /// OpenAI chat-completion shape internally.
+    pub request: McpExecuteSamplingRequest,
+}
+
+/// MCP headers refresh request id and the host response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpHeadersHandlePendingHeadersRefreshRequestParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Headers refresh request identifier from mcp.headers_refresh_required
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Host response: supply dynamic headers or decline this refresh.
+    pub result: McpHeadersHandlePendingHeadersRefreshRequest,
+}
+
+impl SessionMcpHeadersHandlePendingHeadersRefreshRequestParams {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, request_id: String, result: McpHeadersHandlePendingHeadersRefreshRequest) -> Self {
+        Self {
+            session_id,
+            request_id,
+            result,
+        }
+    }
 }
 
 /// Server name to check running status for.
@@ -10753,9 +15580,63 @@ pub struct SessionMcpListToolsParams {
     pub server_name: String,
 }
 
+/// Remote MCP server name and optional overrides controlling reauthentication, OAuth client display
+/// name, callback success-page copy, and static OAuth client selection.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpOauthLoginParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the remote MCP server to authenticate
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// When true, clears any cached OAuth token for the server and runs a full new authorization.
+    /// Use when the user explicitly wants to switch accounts or believes their session is stuck.
+    #[serde(rename = "forceReauth", default, skip_serializing_if = "Option::is_none")]
+    pub force_reauth: Option<bool>,
+    /// Optional override for the OAuth client display name shown on the consent screen. Applies to
+    /// newly registered dynamic clients only — existing registrations keep the name they were
+    /// created with. When omitted, the runtime applies a neutral fallback; callers driving
+    /// interactive auth should pass their own surface-specific label so the consent screen matches
+    /// the product the user sees.
+    #[serde(rename = "clientName", default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+    /// Optional override for the body text shown on the OAuth loopback callback success page. When
+    /// omitted, the runtime applies a neutral fallback; callers driving interactive auth should
+    /// pass surface-specific copy telling the user where to return.
+    #[serde(rename = "callbackSuccessMessage", default, skip_serializing_if = "Option::is_none")]
+    pub callback_success_message: Option<String>,
+    /// Optional OAuth client ID override for this login. When set, the runtime uses this
+    /// pre-registered static client instead of dynamic client registration.
+    #[serde(rename = "clientId", default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Optional OAuth client secret override for this login. The runtime treats this as an
+    /// ephemeral host-owned secret, uses it for this authentication attempt and does not persist
+    /// it.
+    #[serde(rename = "clientSecret", default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// Optional override indicating whether the static OAuth client is public. When false, the
+    /// runtime treats it as confidential and uses the per-login clientSecret if provided, otherwise
+    /// retrieving the client secret from the MCP OAuth secret store.
+    #[serde(rename = "publicClient", default, skip_serializing_if = "Option::is_none")]
+    pub public_client: Option<bool>,
+    /// Optional OAuth grant type override for this login. Defaults to the server configuration, or
+    /// authorization_code when no grant type is specified.
+    #[serde(rename = "grantType", default, skip_serializing_if = "Option::is_none")]
+    pub grant_type: Option<McpOauthLoginGrantType>,
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionMcpReloadParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpRemoveGitHubParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
@@ -10804,6 +15685,30 @@ pub struct SessionMcpRestartServerParams {
     pub config: Option<McpSerializableServerConfig>,
 }
 
+/// Mode controlling how MCP server env values are resolved (`direct` or `indirect`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpSetEnvValueModeParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// How environment-variable values supplied to MCP servers are resolved. "direct" passes
+    /// literal string values; "indirect" treats values as references (e.g. names of environment
+    /// variables on the host) that the runtime resolves before launch. Defaults to the runtime's
+    /// startup mode; clients that intentionally launch MCP servers with literal values (e.g. CLI
+    /// prompt mode and ACP) set this to "direct".
+    pub mode: McpSetEnvValueModeDetails,
+}
+
+impl SessionMcpSetEnvValueModeParams {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, mode: McpSetEnvValueModeDetails) -> Self {
+        Self {
+            session_id,
+            mode,
+        }
+    }
+}
+
 /// Server name and optional configuration for an individual MCP server start. Omit `config` for a
 /// config-free start-by-name of an already-configured server.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -10837,6 +15742,43 @@ pub struct SessionMetadataActivityParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
+}
+
+/// Model identifier and token limits used to compute the context-info breakdown.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMetadataContextInfoParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Maximum prompt tokens allowed by the target model. Pass 0 to use the runtime default.
+    #[serde(rename = "promptTokenLimit")]
+    pub prompt_token_limit: u64,
+    /// Maximum output tokens allowed by the target model. Pass 0 if unknown.
+    #[serde(rename = "outputTokenLimit")]
+    pub output_token_limit: u64,
+    /// Model identifier used for tokenization. Omit to use the session default. Used both for token
+    /// counting and to compute display values.
+    #[serde(rename = "selectedModel", default, skip_serializing_if = "Option::is_none")]
+    pub selected_model: Option<String>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMetadataGetContextAttributionParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Parameters for the heaviest-messages query.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMetadataGetContextHeaviestMessagesParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Maximum number of messages to return, most-expensive first. Omit for the server default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
 }
 
 /// Identifies the target session.
@@ -11235,6 +16177,519 @@ pub struct SessionNameSetParams {
     pub name: String,
 }
 
+/// Session construction options.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionOpenOptions {
+    /// Optional stable session identifier to use for a new session.
+    #[serde(rename = "sessionId", default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Optional human-friendly session name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Initial model identifier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Initial reasoning effort level. CAPI values are model-defined and validated against the
+    /// selected model; BYOK providers may define additional values. When omitted, no effort
+    /// override is applied.
+    #[serde(rename = "reasoningEffort", default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Initial reasoning summary mode for supported model clients.
+    #[serde(rename = "reasoningSummary", default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_summary: Option<SessionOpenOptionsReasoningSummary>,
+    /// Initial output verbosity level for supported models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verbosity: Option<Verbosity>,
+    /// Identifier of the client driving the session.
+    #[serde(rename = "clientName", default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+    /// OAuth Client ID Metadata Document URL used by this host for MCP authorization.
+    #[serde(rename = "authClientIdMetadataUrl", default, skip_serializing_if = "Option::is_none")]
+    pub auth_client_id_metadata_url: Option<String>,
+    /// Structured client kind used for runtime behavior gates.
+    #[serde(rename = "clientKind", default, skip_serializing_if = "Option::is_none")]
+    pub client_kind: Option<String>,
+    /// Identifier sent to LSP-style integrations.
+    #[serde(rename = "lspClientName", default, skip_serializing_if = "Option::is_none")]
+    pub lsp_client_name: Option<String>,
+    /// Stable integration identifier for analytics.
+    #[serde(rename = "integrationId", default, skip_serializing_if = "Option::is_none")]
+    pub integration_id: Option<String>,
+    /// ExP assignment ('flight') data injected by an SDK integrator, in the same JSON shape the
+    /// Copilot CLI fetches from the experimentation service (CopilotExpAssignmentResponse). When
+    /// supplied this is fed into the FeatureFlagService exactly like CLI-fetched assignments and
+    /// ExP-backed flags wait for it. When absent the session does not block on ExP.
+    #[serde(rename = "expAssignments", default, skip_serializing_if = "Option::is_none")]
+    pub exp_assignments: Option<serde_json::Value>,
+    /// Opt-in: self-fetch and enforce enterprise managed settings, including managed hook policies,
+    /// at session bootstrap.
+    #[serde(rename = "enableManagedSettings", default, skip_serializing_if = "Option::is_none")]
+    pub enable_managed_settings: Option<bool>,
+    /// Permissions-only enterprise policy injected by the SDK host at session create or resume.
+    /// Composes restrictively with self-fetched and device policy and is not persisted.
+    #[serde(rename = "managedSettings", default, skip_serializing_if = "Option::is_none")]
+    pub managed_settings: Option<SessionManagedSettings>,
+    /// Opt in to capturing file changes for session rewind and session diff. Capture cannot
+    /// reconstruct changes made before it was enabled. On create it starts capture from the first
+    /// turn. It is also honored on resume: for a session that already has tracked prior turns,
+    /// tracking continues automatically even if this is omitted; passing it on resume additionally
+    /// enables tracking for an eligible session that has no prior root turn yet. Resuming a session
+    /// whose prior root turns were never tracked has no restorable baseline, so tracking stays
+    /// disabled for it and rewind reports file change tracking as unavailable; the resume itself
+    /// still succeeds, so sessions that predate tracking remain loadable. The opt-in is only
+    /// rejected when the session can never track (a subagent session, or one without local session
+    /// storage). It is intentionally absent from the mutable options update because enabling it
+    /// after edits have occurred would create an incomplete, misleading baseline. Subagents share
+    /// the parent session's capture store and are not tracked as separate rewind points: a file a
+    /// subagent writes is attributed to whichever root user turn was open when the capture was
+    /// staged, just before the tool body ran. A turn cannot open while a staged capture is still in
+    /// flight, so a subagent tool that staged under the spawning turn stays attributed to it
+    /// however late the write lands, while a capture it stages after the user's next message
+    /// belongs to that later turn. Attribution decides which turn's rewind point counts and file
+    /// preview include that write; it does not narrow which rewinds revert it, because a rewind
+    /// restores every capture from the selected turn onward, so the earlier spawning turn reverts
+    /// it as well.
+    #[serde(rename = "enableFileChangeTracking", default, skip_serializing_if = "Option::is_none")]
+    pub enable_file_change_tracking: Option<bool>,
+    /// Feature-flag values resolved by the host.
+    #[serde(rename = "featureFlags", default, skip_serializing_if = "Option::is_none")]
+    pub feature_flags: Option<std::collections::BTreeMap<String, bool>>,
+    /// Whether experimental behavior is enabled.
+    #[serde(rename = "isExperimentalMode", default, skip_serializing_if = "Option::is_none")]
+    pub is_experimental_mode: Option<bool>,
+    /// Initial authentication info for the session.
+    #[serde(rename = "authInfo", default, skip_serializing_if = "Option::is_none")]
+    pub auth_info: Option<AuthInfo>,
+    /// Custom model-provider configuration (BYOK).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<ProviderConfig>,
+    /// Options scoped to the built-in CAPI (Copilot API) provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capi: Option<CapiSessionOptions>,
+    /// Named BYOK provider connections, additive to CAPI auth. Combining with `provider` is
+    /// rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub providers: Option<Vec<NamedProviderConfig>>,
+    /// BYOK model definitions added to the selectable model list, each referencing a provider name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub models: Option<Vec<ProviderModelConfig>>,
+    /// Working directory to anchor the session.
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+    /// Additional directories the agent may access beyond the working directory. Each entry is
+    /// granted to the session's file-access allow-list and surfaced to the model (system prompt
+    /// context and `@`-mention completion). Conventional `.github/skills/` and `.github/agents/`
+    /// definitions under each directory also join the session's project catalogs when their
+    /// existing subsystem gates are enabled: added-root skills require both `enableConfigDiscovery`
+    /// and effective `enableSkills`; added-root agents require `enableConfigDiscovery`. Supplying a
+    /// directory therefore activates configuration from it and should be treated as a trust
+    /// decision. Absolute paths are recommended; a relative path is resolved against the session's
+    /// working directory. Nonexistent or unresolvable entries are skipped with a warning. This is
+    /// applied during session creation and cold resume and is not persisted, so a cold resume must
+    /// re-supply the directories.
+    #[serde(rename = "additionalDirectories", default, skip_serializing_if = "Option::is_none")]
+    pub additional_directories: Option<Vec<String>>,
+    /// Pre-resolved working-directory context for session startup.
+    #[serde(rename = "workingDirectoryContext", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory_context: Option<SessionContext>,
+    /// Whether this session supports remote steering.
+    #[serde(rename = "remoteSteerable", default, skip_serializing_if = "Option::is_none")]
+    pub remote_steerable: Option<bool>,
+    /// Telemetry-only remote exporting flag.
+    #[serde(rename = "remoteExporting", default, skip_serializing_if = "Option::is_none")]
+    pub remote_exporting: Option<bool>,
+    /// Telemetry-only remote-defaulted flag.
+    #[serde(rename = "remoteDefaultedOn", default, skip_serializing_if = "Option::is_none")]
+    pub remote_defaulted_on: Option<bool>,
+    /// Parent session ID for detached child telemetry rollup.
+    #[serde(rename = "detachedFromSpawningParentSessionId", default, skip_serializing_if = "Option::is_none")]
+    pub detached_from_spawning_parent_session_id: Option<String>,
+    /// Parent engagement ID for detached child telemetry rollup.
+    #[serde(rename = "detachedFromSpawningParentEngagementId", default, skip_serializing_if = "Option::is_none")]
+    pub detached_from_spawning_parent_engagement_id: Option<String>,
+    /// Allowlist of available tool names.
+    #[serde(rename = "availableTools", default, skip_serializing_if = "Option::is_none")]
+    pub available_tools: Option<Vec<String>>,
+    /// Denylist of tool names.
+    #[serde(rename = "excludedTools", default, skip_serializing_if = "Option::is_none")]
+    pub excluded_tools: Option<Vec<String>>,
+    /// Built-in subagent names to include in this session. When specified, only these built-ins are
+    /// available, subject to runtime availability and exclusions. Custom agents with the same name
+    /// remain available.
+    #[serde(rename = "includedBuiltinAgents", default, skip_serializing_if = "Option::is_none")]
+    pub included_builtin_agents: Option<Vec<String>>,
+    /// Built-in subagent names to exclude from this session. Excluded built-ins are hidden from
+    /// agent discovery and cannot be dispatched unless a custom agent with the same name is
+    /// available.
+    #[serde(rename = "excludedBuiltinAgents", default, skip_serializing_if = "Option::is_none")]
+    pub excluded_builtin_agents: Option<Vec<String>>,
+    /// Whether shell-script safety heuristics are enabled.
+    #[serde(rename = "enableScriptSafety", default, skip_serializing_if = "Option::is_none")]
+    pub enable_script_safety: Option<bool>,
+    /// Per-session settings for built-in shell tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<ShellOptions>,
+    /// Use shell.initProfile instead. Shell init profile.
+    ///
+    /// Deprecated.
+    #[serde(rename = "shellInitProfile", default, skip_serializing_if = "Option::is_none")]
+    pub shell_init_profile: Option<String>,
+    /// PowerShell process flags applied to built-in and user-requested shell commands.
+    #[serde(rename = "shellProcessFlags", default, skip_serializing_if = "Option::is_none")]
+    pub shell_process_flags: Option<Vec<String>>,
+    /// Resolved sandbox configuration.
+    #[serde(rename = "sandboxConfig", default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_config: Option<SandboxConfig>,
+    /// Origin of the sandbox choice. The runtime uses this only for internal telemetry provenance;
+    /// managed policy is derived independently.
+    #[serde(rename = "sandboxConfigSource", default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_config_source: Option<SandboxConfigSource>,
+    /// Whether interactive shell sessions are logged.
+    #[serde(rename = "logInteractiveShells", default, skip_serializing_if = "Option::is_none")]
+    pub log_interactive_shells: Option<bool>,
+    /// How MCP server environment values are interpreted.
+    #[serde(rename = "envValueMode", default, skip_serializing_if = "Option::is_none")]
+    pub env_value_mode: Option<SessionOpenOptionsEnvValueMode>,
+    /// MCP server names disabled for this session. Disabled servers are not started or
+    /// authenticated on create or cold resume.
+    #[serde(rename = "disabledMcpServers", default, skip_serializing_if = "Option::is_none")]
+    pub disabled_mcp_servers: Option<Vec<String>>,
+    /// Non-secret host-managed HTTP MCP servers keyed by stable managed identity. Managed
+    /// provenance is runtime-established from this separate field and credentials are supplied
+    /// through dynamic-header refresh.
+    #[serde(rename = "managedMcpServers", default, skip_serializing_if = "Option::is_none")]
+    pub managed_mcp_servers: Option<std::collections::BTreeMap<String, ManagedMcpServerConfig>>,
+    /// Whether to include instructions from every MCP server in the system prompt instead of only
+    /// allowlisted servers.
+    #[serde(rename = "allowAllMcpServerInstructions", default, skip_serializing_if = "Option::is_none")]
+    pub allow_all_mcp_server_instructions: Option<bool>,
+    /// Additional directories to search for skills.
+    #[serde(rename = "skillDirectories", default, skip_serializing_if = "Option::is_none")]
+    pub skill_directories: Option<Vec<String>>,
+    /// Whether skill loading is enabled. When omitted, an SDK skill provider enables skills by
+    /// default.
+    #[serde(rename = "enableSkills", default, skip_serializing_if = "Option::is_none")]
+    pub enable_skills: Option<bool>,
+    /// Whether the requesting SDK session has a skill provider. The provider remains ephemeral and
+    /// is never persisted in session options or history. When enableSkills is false, it remains
+    /// bound but dormant and receives no callbacks. Cloud, relay, handoff, and raw sessions.open
+    /// flows reject it because they cannot safely pre-register the callback handler.
+    #[serde(rename = "hasSkillProvider", default, skip_serializing_if = "Option::is_none")]
+    pub has_skill_provider: Option<bool>,
+    /// Built-in skill names to include in this session. When specified, only these runtime-bundled
+    /// skills are available. Skills from other sources with the same name remain available.
+    #[serde(rename = "includedBuiltinSkills", default, skip_serializing_if = "Option::is_none")]
+    pub included_builtin_skills: Option<Vec<String>>,
+    /// Skill IDs disabled for this session.
+    #[serde(rename = "disabledSkills", default, skip_serializing_if = "Option::is_none")]
+    pub disabled_skills: Option<Vec<String>>,
+    /// Installed plugins visible to the session.
+    #[serde(rename = "installedPlugins", default, skip_serializing_if = "Option::is_none")]
+    pub installed_plugins: Option<Vec<InstalledPlugin>>,
+    /// Whether custom agents default to local-only execution.
+    #[serde(rename = "customAgentsLocalOnly", default, skip_serializing_if = "Option::is_none")]
+    pub custom_agents_local_only: Option<bool>,
+    /// Whether to skip custom instruction sources.
+    #[serde(rename = "skipCustomInstructions", default, skip_serializing_if = "Option::is_none")]
+    pub skip_custom_instructions: Option<bool>,
+    /// Whether to invalidate cached custom-instruction discovery before constructing the session.
+    /// Use when instruction files may have changed earlier in the same runtime process.
+    #[serde(rename = "refreshCustomInstructions", default, skip_serializing_if = "Option::is_none")]
+    pub refresh_custom_instructions: Option<bool>,
+    /// Instruction source IDs disabled for this session.
+    #[serde(rename = "disabledInstructionSources", default, skip_serializing_if = "Option::is_none")]
+    pub disabled_instruction_sources: Option<Vec<String>>,
+    /// Whether commit-message coauthor trailers are enabled.
+    #[serde(rename = "coauthorEnabled", default, skip_serializing_if = "Option::is_none")]
+    pub coauthor_enabled: Option<bool>,
+    /// Optional trajectory output file path.
+    #[serde(rename = "trajectoryFile", default, skip_serializing_if = "Option::is_none")]
+    pub trajectory_file: Option<String>,
+    /// Whether model responses stream as delta events.
+    #[serde(rename = "enableStreaming", default, skip_serializing_if = "Option::is_none")]
+    pub enable_streaming: Option<bool>,
+    /// Experimental: enable native model citations for supported Anthropic and OpenAI models,
+    /// normalized onto the `assistant.message` event. Off by default; may change or be removed
+    /// while the citations surface is experimental.
+    #[serde(rename = "enableCitations", default, skip_serializing_if = "Option::is_none")]
+    pub enable_citations: Option<bool>,
+    /// Override URL for the Copilot API endpoint.
+    #[serde(rename = "copilotUrl", default, skip_serializing_if = "Option::is_none")]
+    pub copilot_url: Option<String>,
+    /// Whether ask_user is explicitly disabled.
+    #[serde(rename = "askUserDisabled", default, skip_serializing_if = "Option::is_none")]
+    pub ask_user_disabled: Option<bool>,
+    /// Whether auto-mode continuation is enabled.
+    #[serde(rename = "continueOnAutoMode", default, skip_serializing_if = "Option::is_none")]
+    pub continue_on_auto_mode: Option<bool>,
+    /// Whether the host is an interactive UI.
+    #[serde(rename = "runningInInteractiveMode", default, skip_serializing_if = "Option::is_none")]
+    pub running_in_interactive_mode: Option<bool>,
+    /// Whether on-demand custom instruction discovery is enabled.
+    #[serde(rename = "enableOnDemandInstructionDiscovery", default, skip_serializing_if = "Option::is_none")]
+    pub enable_on_demand_instruction_discovery: Option<bool>,
+    /// Maximum decoded byte size of a single inline model-facing binary tool result persisted in
+    /// session events (default 10 MB).
+    #[serde(rename = "maxInlineBinaryBytes", default, skip_serializing_if = "Option::is_none")]
+    pub max_inline_binary_bytes: Option<u64>,
+    /// Initial model capability overrides.
+    #[serde(rename = "modelCapabilitiesOverrides", default, skip_serializing_if = "Option::is_none")]
+    pub model_capabilities_overrides: Option<ModelCapabilitiesOverride>,
+    /// Initial session limits.
+    #[serde(rename = "sessionLimits", default, skip_serializing_if = "Option::is_none")]
+    pub session_limits: Option<SessionLimitsConfig>,
+    /// Runtime context discriminator for agent filtering.
+    #[serde(rename = "agentContext", default, skip_serializing_if = "Option::is_none")]
+    pub agent_context: Option<String>,
+    /// Override directory for session event logs.
+    #[serde(rename = "eventsLogDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub events_log_directory: Option<String>,
+    /// Whether subagent callback events should be forwarded into the session event log sink.
+    #[serde(rename = "eventsLogIncludesSubagents", default, skip_serializing_if = "Option::is_none")]
+    pub events_log_includes_subagents: Option<bool>,
+    /// Override Copilot configuration directory.
+    #[serde(rename = "configDir", default, skip_serializing_if = "Option::is_none")]
+    pub config_dir: Option<String>,
+    /// Additional content-exclusion policies to merge into the session policy set.
+    #[serde(rename = "additionalContentExclusionPolicies", default, skip_serializing_if = "Option::is_none")]
+    pub additional_content_exclusion_policies: Option<Vec<SessionOpenOptionsAdditionalContentExclusionPolicy>>,
+    /// Memory configuration for this session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryConfiguration>,
+    /// Capabilities enabled for this session.
+    #[serde(rename = "sessionCapabilities", default, skip_serializing_if = "Option::is_none")]
+    pub session_capabilities: Option<Vec<SessionCapability>>,
+}
+
+/// Content-exclusion policy supplied to `sessions.open` options, with rules, last-updated data, and
+/// scope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionOpenOptionsAdditionalContentExclusionPolicy {
+    /// Content-exclusion rules to apply.
+    pub rules: Vec<SessionOpenOptionsAdditionalContentExclusionPolicyRule>,
+    /// Opaque policy update timestamp supplied by the host.
+    pub last_updated_at: serde_json::Value,
+    /// Allowed values for the `SessionOpenOptionsAdditionalContentExclusionPolicyScope`
+    /// enumeration.
+    pub scope: SessionOpenOptionsAdditionalContentExclusionPolicyScope,
+}
+
+impl SessionOpenOptionsAdditionalContentExclusionPolicy {
+    /// The required fields; every optional one is `None`.
+    pub fn new(rules: Vec<SessionOpenOptionsAdditionalContentExclusionPolicyRule>, last_updated_at: serde_json::Value, scope: SessionOpenOptionsAdditionalContentExclusionPolicyScope) -> Self {
+        Self {
+            rules,
+            last_updated_at,
+            scope,
+        }
+    }
+}
+
+/// Single content-exclusion rule supplied to `sessions.open` options, with paths, match conditions,
+/// and source.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionOpenOptionsAdditionalContentExclusionPolicyRule {
+    /// Path patterns covered by this rule.
+    pub paths: Vec<String>,
+    /// Conditions of which at least one must match.
+    #[serde(rename = "ifAnyMatch", default, skip_serializing_if = "Option::is_none")]
+    pub if_any_match: Option<Vec<String>>,
+    /// Conditions none of which may match.
+    #[serde(rename = "ifNoneMatch", default, skip_serializing_if = "Option::is_none")]
+    pub if_none_match: Option<Vec<String>>,
+    /// Source descriptor for a `sessions.open` content-exclusion rule, with source name and type.
+    pub source: SessionOpenOptionsAdditionalContentExclusionPolicyRuleSource,
+}
+
+/// Source descriptor for a `sessions.open` content-exclusion rule, with source name and type.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionOpenOptionsAdditionalContentExclusionPolicyRuleSource {
+    /// Name of the policy source.
+    pub name: String,
+    /// Type of the policy source.
+    #[serde(rename = "type")]
+    pub r#type: String,
+}
+
+/// Allowed values for the `SessionOpenOptionsAdditionalContentExclusionPolicyScope` enumeration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionOpenOptionsAdditionalContentExclusionPolicyScope {
+    /// The content exclusion policy applies to the current repository.
+    #[serde(rename = "repo")]
+    Repo,
+    /// The content exclusion policy applies across all repositories.
+    #[serde(rename = "all")]
+    All,
+}
+
+impl SessionOpenOptionsAdditionalContentExclusionPolicyScope {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Repo, Self::All];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Repo => "repo",
+            Self::All => "all",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionOpenOptionsAdditionalContentExclusionPolicyScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How MCP server environment values are interpreted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionOpenOptionsEnvValueMode {
+    /// Pass MCP server environment values as literal strings.
+    #[serde(rename = "direct")]
+    Direct,
+    /// Resolve MCP server environment values from host-side references.
+    #[serde(rename = "indirect")]
+    Indirect,
+}
+
+impl SessionOpenOptionsEnvValueMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Direct, Self::Indirect];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Direct => "direct",
+            Self::Indirect => "indirect",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionOpenOptionsEnvValueMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Initial reasoning summary mode for supported model clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionOpenOptionsReasoningSummary {
+    /// Do not request reasoning summaries from the model.
+    #[serde(rename = "none")]
+    None,
+    /// Request a concise summary of model reasoning.
+    #[serde(rename = "concise")]
+    Concise,
+    /// Request a detailed summary of model reasoning.
+    #[serde(rename = "detailed")]
+    Detailed,
+}
+
+impl SessionOpenOptionsReasoningSummary {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::None, Self::Concise, Self::Detailed];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Concise => "concise",
+            Self::Detailed => "detailed",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionOpenOptionsReasoningSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Open a session by creating, resuming, attaching, connecting to a remote, or handing off.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum SessionOpenParams {
+    /// Parameters for creating a new local session.
+    #[serde(rename = "create")]
+    Create(SessionsOpenCreate),
+    /// Parameters for resuming a specific local session.
+    #[serde(rename = "resume")]
+    Resume(SessionsOpenResume),
+    /// Parameters for resuming the most relevant local session.
+    #[serde(rename = "resumeLast")]
+    ResumeLast(SessionsOpenResumeLast),
+    /// Parameters for attaching to an already-active session by ID.
+    #[serde(rename = "attach")]
+    Attach(SessionsOpenAttach),
+    /// Parameters for connecting to a live remote session.
+    #[serde(rename = "remote")]
+    Remote(SessionsOpenRemote),
+    /// Parameters for creating a new cloud session.
+    #[serde(rename = "cloud")]
+    Cloud(SessionsOpenCloud),
+    /// Parameters for fetching a remote session and handing it off to a new local session.
+    #[serde(rename = "handoff")]
+    Handoff(SessionsOpenHandoff),
+}
+
+impl SessionOpenParams {
+    /// The `kind` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Create(_) => "create",
+            Self::Resume(_) => "resume",
+            Self::ResumeLast(_) => "resumeLast",
+            Self::Attach(_) => "attach",
+            Self::Remote(_) => "remote",
+            Self::Cloud(_) => "cloud",
+            Self::Handoff(_) => "handoff",
+        }
+    }
+}
+
+/// Result of opening a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionOpenResult {
+    /// Outcome of the open request.
+    pub status: SessionsOpenStatus,
+    /// Opened session ID. Omitted when status is `not_found`.
+    #[serde(rename = "sessionId", default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// In-process SessionClientApi handle for the opened session, returned to CLI callers as a
+    /// transitional shortcut. Marked internal so the public SDK surface does not expose it; SDK
+    /// consumers should construct per-session clients from `sessionId` instead.
+    #[serde(rename = "sessionApi", default, skip_serializing_if = "Option::is_none")]
+    pub session_api: Option<serde_json::Value>,
+    /// Startup prompts queued by user-level hook configs at session creation. Only populated when
+    /// status is `created`; resumed sessions return an empty array.
+    #[serde(rename = "startupPrompts", default, skip_serializing_if = "Option::is_none")]
+    pub startup_prompts: Option<Vec<String>>,
+    /// Remote session ID, present when status is `connected`.
+    #[serde(rename = "remoteSessionId", default, skip_serializing_if = "Option::is_none")]
+    pub remote_session_id: Option<String>,
+    /// Remote session metadata, present when status is `connected`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<RemoteSessionMetadataValue>,
+    /// Handoff progress steps, present when status is `handed_off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Vec<SessionsOpenProgress>>,
+}
+
+impl SessionOpenResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(status: SessionsOpenStatus) -> Self {
+        Self {
+            status,
+            session_id: None,
+            session_api: None,
+            startup_prompts: None,
+            remote_session_id: None,
+            metadata: None,
+            progress: None,
+        }
+    }
+}
+
 /// Patch of mutable session options to apply to the running session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionOptionsUpdateParams {
@@ -11453,6 +16908,60 @@ pub struct SessionOptionsUpdateParams {
     pub session_limits: Option<SessionLimitsConfig>,
 }
 
+/// Patch of permission policy fields to apply (omit a field to leave it unchanged).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsConfigureParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// If specified, sets whether tool permission requests are auto-approved without prompting.
+    /// Omit to leave the current value unchanged.
+    #[serde(rename = "approveAllToolPermissionRequests", default, skip_serializing_if = "Option::is_none")]
+    pub approve_all_tool_permission_requests: Option<bool>,
+    /// If specified, sets whether path/URL read permission requests are auto-approved. Omit to
+    /// leave the current value unchanged.
+    #[serde(rename = "approveAllReadPermissionRequests", default, skip_serializing_if = "Option::is_none")]
+    pub approve_all_read_permission_requests: Option<bool>,
+    /// If specified, replaces the session's approved/denied permission rules. Omit to leave the
+    /// current rules unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<PermissionRulesSet>,
+    /// If specified, replaces the session's path-permission policy. The runtime constructs the
+    /// appropriate PathManager based on these inputs (rooted at the session's working directory).
+    /// Omit to leave the current path policy unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: Option<PermissionPathsConfig>,
+    /// If specified, replaces the session's URL-permission policy. The runtime constructs a fresh
+    /// DefaultUrlManager based on these inputs. Omit to leave the current URL policy unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urls: Option<PermissionUrlsConfig>,
+    /// If specified, replaces the host-supplied GitHub Content Exclusion policies on the session
+    /// (combined with natively-discovered policies when evaluating tool/file access). Omit to leave
+    /// the current policies unchanged.
+    #[serde(rename = "additionalContentExclusionPolicies", default, skip_serializing_if = "Option::is_none")]
+    pub additional_content_exclusion_policies: Option<Vec<PermissionsConfigureAdditionalContentExclusionPolicy>>,
+}
+
+/// Folder path to add to trusted folders.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsFolderTrustAddTrustedParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Folder path to mark as trusted
+    pub path: String,
+}
+
+/// Folder path to check for trust.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsFolderTrustIsTrustedParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Folder path to check
+    pub path: String,
+}
+
 /// No parameters.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionPermissionsGetModeParams {
@@ -11490,12 +16999,166 @@ impl SessionPermissionsHandlePendingPermissionRequestParams {
     }
 }
 
+/// Location-scoped tool approval to persist.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsLocationsAddToolApprovalParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Location key (git root or cwd) to persist the approval to
+    #[serde(rename = "locationKey")]
+    pub location_key: String,
+    /// Tool approval to persist and apply
+    pub approval: PermissionsLocationsAddToolApprovalDetails,
+}
+
+impl SessionPermissionsLocationsAddToolApprovalParams {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, location_key: String, approval: PermissionsLocationsAddToolApprovalDetails) -> Self {
+        Self {
+            session_id,
+            location_key,
+            approval,
+        }
+    }
+}
+
+/// Working directory to load persisted location permissions for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsLocationsApplyParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Working directory whose persisted location permissions should be applied
+    #[serde(rename = "workingDirectory")]
+    pub working_directory: String,
+}
+
+/// Working directory to resolve into a location-permissions key.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsLocationsResolveParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Working directory whose permission location should be resolved
+    #[serde(rename = "workingDirectory")]
+    pub working_directory: String,
+}
+
+/// Scope and add/remove instructions for modifying session- or location-scoped permission rules.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsModifyRulesParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Whether the change applies to ephemeral session-scoped rules (cleared at session end) or to
+    /// location-scoped rules persisted via the location-permissions config file.
+    pub scope: PermissionsModifyRulesScope,
+    /// Rules to add to the scope. Applied before `remove`/`removeAll`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub add: Option<Vec<PermissionRule>>,
+    /// Specific rules to remove from the scope. Ignored when `removeAll` is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove: Option<Vec<PermissionRule>>,
+    /// When true, removes every rule currently in the scope (after any `add` is applied). Useful
+    /// for clearing the location scope wholesale.
+    #[serde(rename = "removeAll", default, skip_serializing_if = "Option::is_none")]
+    pub remove_all: Option<bool>,
+}
+
+impl SessionPermissionsModifyRulesParams {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, scope: PermissionsModifyRulesScope) -> Self {
+        Self {
+            session_id,
+            scope,
+            add: None,
+            remove: None,
+            remove_all: None,
+        }
+    }
+}
+
+/// Notification payload describing the permission prompt that the client just rendered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsNotifyPromptShownParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Human-readable description of the prompt the user is being asked to approve. Used by the
+    /// runtime to fire the registered `permission_prompt` notification hook (e.g. terminal bell,
+    /// desktop notification).
+    pub message: String,
+}
+
+/// Directory path to add to the session's allowed directories.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsPathsAddParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Directory to add to the allow-list. The runtime resolves and validates the path before
+    /// adding, then loads conventional `.github/skills/` and `.github/agents/` definitions under it
+    /// when their subsystem gates are enabled. Adding the directory is therefore also a trust
+    /// decision for configuration stored there.
+    pub path: String,
+}
+
+/// Path to evaluate against the session's allowed directories.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsPathsIsPathWithinAllowedDirectoriesParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Path to check against the session's allowed directories
+    pub path: String,
+}
+
+/// Path to evaluate against the session's workspace (primary) directory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsPathsIsPathWithinWorkspaceParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Path to check against the session workspace directory
+    pub path: String,
+}
+
+/// No parameters; returns the session's allow-listed directories.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsPathsListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Directory path to set as the session's new primary working directory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsPathsUpdatePrimaryParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Directory to set as the new primary working directory for the session's permission policy.
+    pub path: String,
+}
+
 /// No parameters; returns currently-pending permission requests for the session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionPermissionsPendingRequestsParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
+}
+
+/// Clears session-scoped tool permission approvals, and optionally the location-scoped ones.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsResetSessionApprovalsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Whether location-scoped approvals are cleared too. Defaults to `true`.
+    #[serde(rename = "includeLocation", default, skip_serializing_if = "Option::is_none")]
+    pub include_location: Option<bool>,
 }
 
 /// Allow-all toggle for tool permission requests, with an optional telemetry source.
@@ -11539,6 +17202,29 @@ impl SessionPermissionsSetModeParams {
             source: None,
         }
     }
+}
+
+/// Toggles whether permission prompts should be bridged into session events for this client.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsSetRequiredParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Whether the client wants `permission.requested` events bridged from the session-owned
+    /// permission service. CLI clients that render prompt UI set this to `true` for as long as
+    /// their listener is mounted; headless callers leave it unset (the default is `false`).
+    pub required: bool,
+}
+
+/// Whether the URL-permission policy should run in unrestricted mode.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPermissionsUrlsSetUnrestrictedModeParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Whether to allow access to all URLs without prompting. Toggles the runtime's URL-permission
+    /// policy in place.
+    pub enabled: bool,
 }
 
 /// Identifies the target session.
@@ -11646,6 +17332,24 @@ pub struct SessionProviderGetEndpointParams {
     /// correct wire shape. Omit to use whichever model the session is currently using.
     #[serde(rename = "modelId", default, skip_serializing_if = "Option::is_none")]
     pub model_id: Option<String>,
+}
+
+/// Outcome of the prune operation: deleted IDs, dry-run candidates, skipped IDs, total bytes freed,
+/// and the dry-run flag.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionPruneResult {
+    /// Session IDs that were deleted (always empty in dry-run mode)
+    pub deleted: Vec<String>,
+    /// Session IDs that would be deleted in dry-run mode (always empty otherwise)
+    pub candidates: Vec<String>,
+    /// Session IDs that were skipped (e.g., named sessions)
+    pub skipped: Vec<String>,
+    /// Total bytes freed (actual when not dry-run, projected when dry-run)
+    #[serde(rename = "freedBytes")]
+    pub freed_bytes: u64,
+    /// True when no deletions were actually performed
+    #[serde(rename = "dryRun")]
+    pub dry_run: bool,
 }
 
 /// Identifies the target session.
@@ -11793,6 +17497,76 @@ pub struct SessionSendParams {
     pub wait: Option<bool>,
 }
 
+/// Indicates whether the credential update succeeded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSetCredentialsResult {
+    /// Whether the operation succeeded
+    pub success: bool,
+    /// Whether the session ended up with a populated `copilotUser` for the installed credentials.
+    /// `true` when the supplied credential already carried `copilotUser` or it was successfully
+    /// re-resolved server-side. `false` when the credential is installed without `copilotUser` —
+    /// either re-resolution failed, or the variant cannot be re-resolved from the credential alone
+    /// (only the raw-token variants `token`, `env`, and `gh-cli` can). In both `false` cases the
+    /// token swap still applied, but plan/quota/billing metadata is degraded. Present whenever a
+    /// credential was supplied; omitted only when no credential was supplied (no-op call).
+    #[serde(rename = "copilotUserResolved", default, skip_serializing_if = "Option::is_none")]
+    pub copilot_user_resolved: Option<bool>,
+}
+
+/// User-requested shell execution cancellation handle.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionShellCancelUserRequestedParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Request ID previously passed to executeUserRequested
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+}
+
+/// Shell command to run, with optional working directory and timeout in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionShellExecParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Shell command to execute
+    pub command: String,
+    /// Working directory (defaults to session working directory)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Timeout in milliseconds (default: 30000)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+}
+
+/// User-requested shell command and cancellation handle.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionShellExecuteUserRequestedParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Caller-provided cancellation handle for this execution
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Shell command to execute
+    pub command: String,
+}
+
+/// Identifier of a process previously returned by "shell.exec" and the signal to send.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionShellKillParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Process identifier returned by shell.exec
+    #[serde(rename = "processId")]
+    pub process_id: String,
+    /// Signal to send (default: SIGTERM)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<ShellKillSignal>,
+}
+
 /// Parameters for shutting down the session
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionShutdownParams {
@@ -11813,6 +17587,13 @@ pub struct SessionShutdownParams {
     /// exits are terminated with it. Defaults to false.
     #[serde(rename = "detachSessionEndHooks", default, skip_serializing_if = "Option::is_none")]
     pub detach_session_end_hooks: Option<bool>,
+}
+
+/// Map of sessionId -\> on-disk size in bytes for each session's workspace directory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSizes {
+    /// Map of sessionId -\> on-disk size in bytes for the session's workspace directory
+    pub sizes: std::collections::BTreeMap<String, u64>,
 }
 
 /// Name of the skill to disable for the session.
@@ -11867,9 +17648,159 @@ pub struct SessionSkillsReloadParams {
     pub session_id: String,
 }
 
+/// Which session sources to include. Defaults to `local` for backward compatibility.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionSource {
+    /// Return only local sessions.
+    #[serde(rename = "local")]
+    Local,
+    /// Return only remote sessions.
+    #[serde(rename = "remote")]
+    Remote,
+    /// Return both local and remote sessions.
+    #[serde(rename = "all")]
+    All,
+}
+
+impl SessionSource {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Local, Self::Remote, Self::All];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Local => "local",
+            Self::Remote => "remote",
+            Self::All => "all",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionSuspendParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifier of the background task to cancel.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksCancelParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Task identifier
+    pub id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksGetCurrentPromotableParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifier of the background task to fetch progress for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksGetProgressParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Task identifier (agent ID or shell ID)
+    pub id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksPromoteCurrentToBackgroundParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifier of the task to promote to background mode.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksPromoteToBackgroundParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Task identifier
+    pub id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksRefreshParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifier of the completed or cancelled task to remove from tracking.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksRemoveParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Task identifier
+    pub id: String,
+}
+
+/// Identifier of the target agent task, message content, and optional sender agent ID.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksSendMessageParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Agent task identifier
+    pub id: String,
+    /// Message content to send to the agent
+    pub message: String,
+    /// Agent ID of the sender, if sent on behalf of another agent
+    #[serde(rename = "fromAgentId", default, skip_serializing_if = "Option::is_none")]
+    pub from_agent_id: Option<String>,
+}
+
+/// Agent type, prompt, name, and optional description and model override for the new task.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksStartAgentParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Type of agent to start (e.g., 'explore', 'task', 'general-purpose')
+    #[serde(rename = "agentType")]
+    pub agent_type: String,
+    /// Task prompt for the agent
+    pub prompt: String,
+    /// Friendly, non-unique name used when displaying the agent
+    pub name: String,
+    /// Short description of the task
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Optional model override
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTasksWaitForPendingParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
@@ -11889,6 +17820,17 @@ pub struct SessionTelemetryGetEngagementIdParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
+}
+
+/// Feature override key/value pairs to attach to subsequent telemetry events from this session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionTelemetrySetFeatureOverridesParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Override key/value pairs to attach to subsequent telemetry events from this session.
+    /// Replaces any previously-set overrides.
+    pub features: std::collections::BTreeMap<String, String>,
 }
 
 /// Identifies the target session.
@@ -11917,6 +17859,14 @@ pub struct SessionToolsHandlePendingToolCallParams {
     pub error: Option<String>,
 }
 
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionToolsInitializeAndValidateParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Complete externally implemented tool list for the calling connection. An empty list removes
 /// every tool previously supplied by that connection.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -11939,6 +17889,14 @@ pub struct SessionToolsUpdateSubagentSettingsParams {
     pub subagents: Option<SubagentSettings>,
 }
 
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionUiRegisterDirectAutoModeSwitchHandlerParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Indicates whether the session options patch was applied successfully.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionUpdateOptionsResult {
@@ -11947,6 +17905,14 @@ pub struct SessionUpdateOptionsResult {
     /// Number of hooks loaded from installed plugins, returned when installedPlugins is updated
     #[serde(rename = "pluginHookCount", default, skip_serializing_if = "Option::is_none")]
     pub plugin_hook_count: Option<u64>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionUsageGetMetricsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
 }
 
 /// Identifies the target session.
@@ -12210,6 +18176,84 @@ pub struct SessionWorkspacesStatFileParams {
     pub path: String,
 }
 
+/// Session IDs to close, deactivate, and delete from disk.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsBulkDeleteRequest {
+    /// Session IDs to close, deactivate, and delete from disk
+    #[serde(rename = "sessionIds")]
+    pub session_ids: Vec<String>,
+}
+
+/// Session IDs to test for live in-use locks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsCheckInUseRequest {
+    /// Session IDs to test for live in-use locks
+    #[serde(rename = "sessionIds")]
+    pub session_ids: Vec<String>,
+}
+
+/// Session IDs from the input set that are currently in use by another process.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsCheckInUseResult {
+    /// Session IDs from the input set that are currently held by another running process via an
+    /// alive lock file
+    #[serde(rename = "inUse")]
+    pub in_use: Vec<String>,
+}
+
+/// Session ID to close.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsCloseRequest {
+    /// Session ID to close
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Closes a session: emits shutdown, flushes pending events to disk, releases the in-use lock,
+/// disposes the active session. Idempotent: succeeds even if the session is not currently active.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsCloseResult {}
+
+/// Session metadata records to enrich with summary and context information.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsEnrichMetadataRequest {
+    /// Session metadata records to enrich. Records that already have summary and context are
+    /// returned unchanged.
+    pub sessions: Vec<LocalSessionMetadataValue>,
+}
+
+/// UUID prefix to resolve to a unique session ID.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsFindByPrefixRequest {
+    /// UUID prefix (\>=7 hex chars, \<36 chars). Returns the unique session ID, or undefined when
+    /// there is no match or the prefix matches multiple sessions.
+    pub prefix: String,
+}
+
+/// Session ID matching the prefix, omitted when no unique match exists.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsFindByPrefixResult {
+    /// Omitted when no unique session matches the prefix (no match or ambiguous)
+    #[serde(rename = "sessionId", default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// GitHub task ID to look up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsFindByTaskIDRequest {
+    /// GitHub task ID to look up
+    #[serde(rename = "taskId")]
+    pub task_id: String,
+}
+
+/// ID of the local session bound to the given GitHub task, or omitted when none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsFindByTaskIDResult {
+    /// Omitted when no local session is bound to that GitHub task
+    #[serde(rename = "sessionId", default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
 /// Source session identifier to fork from, optional event-ID boundary, and optional friendly name
 /// for the new session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -12236,6 +18280,448 @@ pub struct SessionsForkResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
+
+/// Optional working-directory context used to score session relevance.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsGetLastForContextRequest {
+    /// Optional working-directory context used to score session relevance. When omitted the
+    /// most-recently-modified session wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<SessionContext>,
+}
+
+/// Most-relevant session ID for the supplied context, or omitted when no sessions exist.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsGetLastForContextResult {
+    /// Most-relevant session ID for the supplied context, or omitted when no sessions exist
+    #[serde(rename = "sessionId", default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// Session ID whose persisted metadata should be read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsGetMetadataRequest {
+    /// Session ID to inspect
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Persisted local session metadata when the session exists.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsGetMetadataResult {
+    /// Local session metadata, omitted when the session does not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<LocalSessionMetadataValue>,
+}
+
+/// Optional source filter, metadata-load limit, and context filter applied to the returned
+/// sessions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsListRequest {
+    /// Which session sources to include. Defaults to `local` for backward compatibility.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SessionSource>,
+    /// When provided, only the first N local sessions (sorted by modification time, newest first)
+    /// load full metadata; remaining sessions return basic info only. Use 0 to return only basic
+    /// info for every local session. Has no effect on remote entries (which always carry their full
+    /// shape).
+    #[serde(rename = "metadataLimit", default, skip_serializing_if = "Option::is_none")]
+    pub metadata_limit: Option<u64>,
+    /// Optional filter applied to the returned sessions
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<SessionListFilter>,
+    /// When true, include detached maintenance sessions. Defaults to false for user-facing session
+    /// lists.
+    #[serde(rename = "includeDetached", default, skip_serializing_if = "Option::is_none")]
+    pub include_detached: Option<bool>,
+    /// Only meaningful when `source` includes remote. When true, propagates errors from the remote
+    /// service instead of silently returning an empty remote list. Defaults to false.
+    #[serde(rename = "throwOnError", default, skip_serializing_if = "Option::is_none")]
+    pub throw_on_error: Option<bool>,
+}
+
+/// Active session ID whose deferred repo-level hooks should be loaded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsLoadDeferredRepoHooksRequest {
+    /// Active session ID whose deferred repo-level hooks should be loaded
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Parameters for attaching to an already-active session by ID.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsOpenAttach {
+    /// Session ID to attach to.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Parameters for creating a new cloud session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsOpenCloud {
+    /// Repository for the cloud session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<RemoteSessionRepository>,
+    /// Optional owner (user or organization login) to associate with the cloud session when no
+    /// repository is provided. Ignored when `repository` is set (the repo's owner takes
+    /// precedence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Session options for cloud session creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<SessionOpenOptions>,
+    /// In-process callback invoked when the cloud task is created, before connection. Internal
+    /// because function references cannot cross the JSON-RPC boundary.
+    #[serde(rename = "onTaskCreated", default, skip_serializing_if = "Option::is_none")]
+    pub on_task_created: Option<serde_json::Value>,
+}
+
+/// Parameters for creating a new local session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsOpenCreate {
+    /// Session construction options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<SessionOpenOptions>,
+    /// Whether to emit session.start during creation. Defaults to true.
+    #[serde(rename = "emitStart", default, skip_serializing_if = "Option::is_none")]
+    pub emit_start: Option<bool>,
+}
+
+/// Parameters for fetching a remote session and handing it off to a new local session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsOpenHandoff {
+    /// Remote session metadata for the session to hand off (typically obtained from `sessions.list`
+    /// with `source: "remote"`).
+    pub metadata: RemoteSessionMetadataValue,
+    /// Session construction options for the new local session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<SessionOpenOptions>,
+    /// Task type determines the handoff strategy (CCA fetches events; CLI prepares a transient
+    /// session).
+    #[serde(rename = "taskType", default, skip_serializing_if = "Option::is_none")]
+    pub task_type: Option<SessionsOpenHandoffTaskType>,
+    /// In-process progress callback `(update) => void` invoked for each handoff step. Marked
+    /// internal because a function reference cannot cross the JSON-RPC boundary. The host-side
+    /// `handoffSession` is already declared as `AsyncGenerator<HandoffProgress, HandoffResult>`;
+    /// the schema layer flattens it because it does not yet support streaming methods. The
+    /// wire-clean replacement is to expose the AsyncGenerator directly (or use vscode-jsonrpc
+    /// `$/progress` notifications) once the schema/transport layer supports it.
+    #[serde(rename = "onProgress", default, skip_serializing_if = "Option::is_none")]
+    pub on_progress: Option<serde_json::Value>,
+    /// In-process confirmation callback `(request) => boolean | Promise<boolean>` invoked when the
+    /// handoff needs the caller to confirm a non-fatal blocker (e.g. a repository mismatch between
+    /// the current working directory and the remote session). Returning `true` proceeds with the
+    /// handoff; returning `false` (or omitting the callback) aborts it. Marked internal because a
+    /// function reference cannot cross the JSON-RPC boundary, for the same reasons as `onProgress`.
+    #[serde(rename = "onConfirm", default, skip_serializing_if = "Option::is_none")]
+    pub on_confirm: Option<serde_json::Value>,
+}
+
+/// Task type determines the handoff strategy (CCA fetches events; CLI prepares a transient
+/// session).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionsOpenHandoffTaskType {
+    /// GitHub Copilot coding agent task.
+    #[serde(rename = "cca")]
+    Cca,
+    /// CLI remote task.
+    #[serde(rename = "cli")]
+    Cli,
+}
+
+impl SessionsOpenHandoffTaskType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Cca, Self::Cli];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Cca => "cca",
+            Self::Cli => "cli",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionsOpenHandoffTaskType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `sessions.open` handoff progress update with step, status, and optional message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionsOpenProgress {
+    /// Handoff step.
+    pub step: SessionsOpenProgressStep,
+    /// Step status.
+    pub status: SessionsOpenProgressStatus,
+    /// Optional step message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl SessionsOpenProgress {
+    /// The required fields; every optional one is `None`.
+    pub fn new(step: SessionsOpenProgressStep, status: SessionsOpenProgressStatus) -> Self {
+        Self {
+            step,
+            status,
+            message: None,
+        }
+    }
+}
+
+/// Step status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionsOpenProgressStatus {
+    /// The step has started and has not yet finished.
+    #[serde(rename = "in-progress")]
+    InProgress,
+    /// The step has completed successfully.
+    #[serde(rename = "complete")]
+    Complete,
+}
+
+impl SessionsOpenProgressStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::InProgress, Self::Complete];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::InProgress => "in-progress",
+            Self::Complete => "complete",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionsOpenProgressStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Handoff step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionsOpenProgressStep {
+    /// Loading the source session's events from the remote service.
+    #[serde(rename = "load-session")]
+    LoadSession,
+    /// Validating that the local repository matches the remote session's repository.
+    #[serde(rename = "validate-repo")]
+    ValidateRepo,
+    /// Checking the local working tree for uncommitted changes that would block the handoff.
+    #[serde(rename = "check-changes")]
+    CheckChanges,
+    /// Checking out the branch associated with the remote session in the local working tree.
+    #[serde(rename = "checkout-branch")]
+    CheckoutBranch,
+    /// Creating the new local session and seeding it with the source session's events.
+    #[serde(rename = "create-session")]
+    CreateSession,
+    /// Persisting the newly-created local session to disk.
+    #[serde(rename = "save-session")]
+    SaveSession,
+}
+
+impl SessionsOpenProgressStep {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::LoadSession,
+        Self::ValidateRepo,
+        Self::CheckChanges,
+        Self::CheckoutBranch,
+        Self::CreateSession,
+        Self::SaveSession,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::LoadSession => "load-session",
+            Self::ValidateRepo => "validate-repo",
+            Self::CheckChanges => "check-changes",
+            Self::CheckoutBranch => "checkout-branch",
+            Self::CreateSession => "create-session",
+            Self::SaveSession => "save-session",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionsOpenProgressStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parameters for connecting to a live remote session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsOpenRemote {
+    /// Remote session identifier to connect to.
+    #[serde(rename = "remoteSessionId")]
+    pub remote_session_id: String,
+    /// Repository context for the remote session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<RemoteSessionRepository>,
+    /// Session options for the connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<SessionOpenOptions>,
+}
+
+/// Parameters for resuming a specific local session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsOpenResume {
+    /// Session ID or unique prefix to resume.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Session resume options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<SessionOpenOptions>,
+    /// Whether to emit session.resume after loading. Defaults to true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<bool>,
+    /// Suppress workspace.yaml metadata writeback when resuming from an incidental cwd.
+    #[serde(rename = "suppressResumeWorkspaceMetadataWriteback", default, skip_serializing_if = "Option::is_none")]
+    pub suppress_resume_workspace_metadata_writeback: Option<bool>,
+}
+
+/// Parameters for resuming the most relevant local session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsOpenResumeLast {
+    /// Working-directory context used to choose the most relevant session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<SessionContext>,
+    /// Session resume options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<SessionOpenOptions>,
+    /// Suppress workspace.yaml metadata writeback when resuming from an incidental cwd.
+    #[serde(rename = "suppressResumeWorkspaceMetadataWriteback", default, skip_serializing_if = "Option::is_none")]
+    pub suppress_resume_workspace_metadata_writeback: Option<bool>,
+}
+
+/// Outcome of the open request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionsOpenStatus {
+    /// A new session was created.
+    #[serde(rename = "created")]
+    Created,
+    /// An existing session was loaded or reattached.
+    #[serde(rename = "resumed")]
+    Resumed,
+    /// No matching persisted session was found.
+    #[serde(rename = "not_found")]
+    NotFound,
+    /// Connected to an existing remote session.
+    #[serde(rename = "connected")]
+    Connected,
+    /// Remote session was handed off to a new local session.
+    #[serde(rename = "handed_off")]
+    HandedOff,
+}
+
+impl SessionsOpenStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Created,
+        Self::Resumed,
+        Self::NotFound,
+        Self::Connected,
+        Self::HandedOff,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Resumed => "resumed",
+            Self::NotFound => "not_found",
+            Self::Connected => "connected",
+            Self::HandedOff => "handed_off",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionsOpenStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Age threshold and optional flags controlling which old sessions are pruned (or simulated when
+/// dryRun is true).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsPruneOldRequest {
+    /// Delete sessions whose modifiedTime is at least this many days old
+    #[serde(rename = "olderThanDays")]
+    pub older_than_days: u64,
+    /// When true, only report what would be deleted without performing any deletion
+    #[serde(rename = "dryRun", default, skip_serializing_if = "Option::is_none")]
+    pub dry_run: Option<bool>,
+    /// When true, named sessions (set via /rename) are also eligible for pruning
+    #[serde(rename = "includeNamed", default, skip_serializing_if = "Option::is_none")]
+    pub include_named: Option<bool>,
+    /// Session IDs that should never be considered for pruning
+    #[serde(rename = "excludeSessionIds", default, skip_serializing_if = "Option::is_none")]
+    pub exclude_session_ids: Option<Vec<String>>,
+}
+
+/// Session ID whose in-use lock should be released.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsReleaseLockRequest {
+    /// Session ID whose in-use lock should be released
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Release the in-use lock held by this process for the given session. No-op when this process does
+/// not currently hold a lock for the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsReleaseLockResult {}
+
+/// Active session ID and an optional flag for deferring repo-level hooks until folder trust.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsReloadPluginHooksRequest {
+    /// Active session ID to reload hooks for
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// When true, skip repo-level hooks. Use before folder trust is confirmed;
+    /// loadDeferredRepoHooks loads them post-trust.
+    #[serde(rename = "deferRepoHooks", default, skip_serializing_if = "Option::is_none")]
+    pub defer_repo_hooks: Option<bool>,
+}
+
+/// Reload all hooks (user, plugin, optionally repo) and apply them to the active session. Call
+/// after installing or removing plugins so their hooks take effect immediately. No-op when no
+/// active session matches the given sessionId.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsReloadPluginHooksResult {}
+
+/// Session ID whose pending events should be flushed to disk.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsSaveRequest {
+    /// Session ID whose pending events should be flushed to disk
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Flush a session's pending events to disk. No-op when no writer exists for the session (e.g.,
+/// already closed).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsSaveResult {}
+
+/// Manager-wide additional plugins to register; replaces any previously-configured set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsSetAdditionalPluginsRequest {
+    /// Manager-wide additional plugins to register. Replaces any previously-configured set. Pass an
+    /// empty array to clear.
+    pub plugins: Vec<InstalledPlugin>,
+}
+
+/// Replace the manager-wide additional plugins. New session creations and subsequent hook reloads
+/// see the new set; already-running sessions keep their existing hook installation until the next
+/// reload.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsSetAdditionalPluginsResult {}
 
 /// Patch for the singleton's steering state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -12280,6 +18766,80 @@ pub struct SessionsTransferRemoteControlRequest {
     pub expected_from_session_id: Option<String>,
 }
 
+/// Authentication credentials accepted by session.gitHubAuth.setCredentials. Session-owned
+/// token-provider identities cannot be installed through this method.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum SettableAuthInfo {
+    /// Authentication-info input variant for GitHub-internal HMAC auth, carrying the public GitHub
+    /// host and HMAC secret.
+    #[serde(rename = "hmac")]
+    Hmac(HMACAuthInfo),
+    /// Authentication-info input variant for a token sourced from an environment variable, with
+    /// host, optional login, token, and env var name.
+    #[serde(rename = "env")]
+    Env(EnvAuthInfo),
+    /// Token authentication accepted by session.gitHubAuth.setCredentials.
+    #[serde(rename = "token")]
+    Token(SettableTokenAuthInfo),
+    /// Authentication-info variant for direct Copilot API token auth sourced from environment
+    /// variables, with public GitHub host.
+    #[serde(rename = "copilot-api-token")]
+    CopilotApiToken(CopilotApiTokenAuthInfo),
+    /// Authentication-info variant for OAuth user auth, with host and login; the token remains in
+    /// the runtime secret store.
+    #[serde(rename = "user")]
+    User(UserAuthInfo),
+    /// Authentication-info input variant for GitHub CLI credentials, carrying host, login, and the
+    /// `gh auth token` value.
+    #[serde(rename = "gh-cli")]
+    GhCli(GhCliAuthInfo),
+    /// Authentication-info input variant for API-key authentication to a non-GitHub LLM provider,
+    /// carrying the secret `apiKey` and host.
+    #[serde(rename = "api-key")]
+    ApiKey(ApiKeyAuthInfo),
+}
+
+impl SettableAuthInfo {
+    /// The `type` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Hmac(_) => "hmac",
+            Self::Env(_) => "env",
+            Self::Token(_) => "token",
+            Self::CopilotApiToken(_) => "copilot-api-token",
+            Self::User(_) => "user",
+            Self::GhCli(_) => "gh-cli",
+            Self::ApiKey(_) => "api-key",
+        }
+    }
+}
+
+/// Token authentication accepted by session.gitHubAuth.setCredentials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettableTokenAuthInfo {
+    /// Authentication host.
+    pub host: String,
+    /// The token value itself. Treat as a secret.
+    pub token: crate::secret::SecretString,
+    /// Snapshot of the authenticated user's Copilot subscription info, if known. Mirrors the GitHub
+    /// API `/copilot_internal/v2/token` user response shape — the runtime trusts this verbatim
+    /// and does not re-fetch when set.
+    #[serde(rename = "copilotUser", default, skip_serializing_if = "Option::is_none")]
+    pub copilot_user: Option<CopilotUserResponse>,
+}
+
+impl SettableTokenAuthInfo {
+    /// The required fields; every optional one is `None`.
+    pub fn new(host: String, token: crate::secret::SecretString) -> Self {
+        Self {
+            host,
+            token,
+            copilot_user: None,
+        }
+    }
+}
+
 /// Command-scoped GitHub credential injection for the shell commands an agent runs.
 ///
 /// Each channel is opt-in and independent, and injection is scoped to the individual command spawn:
@@ -12317,6 +18877,14 @@ pub struct ShellCredentials {
     /// is scoped to one host by construction. Default: false (opt-in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gh: Option<bool>,
+}
+
+/// Identifier of the spawned process, used to correlate streamed output and exit notifications.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShellExecResult {
+    /// Unique identifier for tracking streamed output
+    #[serde(rename = "processId")]
+    pub process_id: String,
 }
 
 /// Controls automatic non-interactive profile loading where supported. Explicit initScripts are
@@ -12396,6 +18964,47 @@ impl ShellInitScriptShell {
 }
 
 impl std::fmt::Display for ShellInitScriptShell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether the signal was delivered; false if the process was unknown or already exited.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShellKillResult {
+    /// Whether the signal was sent successfully
+    pub killed: bool,
+}
+
+/// Signal to send (default: SIGTERM)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ShellKillSignal {
+    /// Request graceful process termination.
+    #[serde(rename = "SIGTERM")]
+    Sigterm,
+    /// Forcefully terminate the process.
+    #[serde(rename = "SIGKILL")]
+    Sigkill,
+    /// Send an interrupt signal to the process.
+    #[serde(rename = "SIGINT")]
+    Sigint,
+}
+
+impl ShellKillSignal {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Sigterm, Self::Sigkill, Self::Sigint];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Sigterm => "SIGTERM",
+            Self::Sigkill => "SIGKILL",
+            Self::Sigint => "SIGINT",
+        }
+    }
+}
+
+impl std::fmt::Display for ShellKillSignal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
@@ -12874,6 +19483,371 @@ pub struct SkillsLoadDiagnostics {
     pub warnings: Vec<String>,
     /// Errors emitted while loading skills (e.g. skills that failed to load entirely)
     pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandAddTimelineEntryResult {
+    /// Timeline entry the host should append.
+    pub entry: SlashCommandTimelineEntry,
+    /// Optional text the host should prefill into the input editor.
+    #[serde(rename = "prefillInput", default, skip_serializing_if = "Option::is_none")]
+    pub prefill_input: Option<String>,
+    /// Whether command execution changed persisted runtime settings.
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+}
+
+/// Slash-command invocation result that submits an agent prompt, with display prompt, optional
+/// mode, optional user-facing notice, and settings-change flag.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandAgentPromptResult {
+    /// Prompt to submit to the agent
+    pub prompt: String,
+    /// Prompt text to display to the user
+    #[serde(rename = "displayPrompt")]
+    pub display_prompt: String,
+    /// Optional target session mode for the agent prompt
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SessionMode>,
+    /// Optional user-facing notice to show before the prompt is submitted
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+    /// True when the invocation mutated user runtime settings; consumers caching settings should
+    /// refresh
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+}
+
+/// Slash-command invocation result indicating completion, with optional message and settings-change
+/// flag.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandCompletedResult {
+    /// Optional user-facing message describing the completed command
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Optional target session mode applied without submitting an agent prompt
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SessionMode>,
+    /// True when the invocation mutated user runtime settings; consumers caching settings should
+    /// refresh
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+}
+
+/// Slash-command metadata with name, aliases, description, kind, input hint, execution allowance,
+/// and schedulability.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandInfo {
+    /// Canonical command name without a leading slash
+    pub name: String,
+    /// Canonical aliases without leading slashes
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aliases: Option<Vec<String>>,
+    /// Human-readable command description
+    pub description: String,
+    /// Coarse command category for grouping and behavior: runtime built-in, skill-backed command,
+    /// or SDK/client-owned command
+    pub kind: SlashCommandKind,
+    /// Optional unstructured input hint
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<SlashCommandInput>,
+    /// Whether the command may run while an agent turn is active
+    #[serde(rename = "allowDuringAgentExecution")]
+    pub allow_during_agent_execution: bool,
+    /// Whether the command is experimental
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experimental: Option<bool>,
+    /// Whether the command may be the target of `/every` / `/after` schedules. Resolution happens
+    /// at every tick, so only set this when the command is safe to re-invoke and produces an agent
+    /// prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedulable: Option<bool>,
+}
+
+impl SlashCommandInfo {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(name: String, description: String, kind: SlashCommandKind, allow_during_agent_execution: bool) -> Self {
+        Self {
+            name,
+            aliases: None,
+            description,
+            kind,
+            input: None,
+            allow_during_agent_execution,
+            experimental: None,
+            schedulable: None,
+        }
+    }
+}
+
+/// Optional unstructured input hint
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandInput {
+    /// Hint to display when command input has not been provided
+    pub hint: String,
+    /// Optional literal choices the input accepts, each with a human-facing description; clients
+    /// may render these as selectable options
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices: Option<Vec<SlashCommandInputChoice>>,
+    /// When true, the command requires non-empty input; clients should render the input hint as
+    /// required
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
+    /// Optional completion hint for the input (e.g. 'directory' for filesystem path completion)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion: Option<SlashCommandInputCompletion>,
+    /// When true, clients should pass the full text after the command name as a single argument
+    /// rather than splitting on whitespace
+    #[serde(rename = "preserveMultilineInput", default, skip_serializing_if = "Option::is_none")]
+    pub preserve_multiline_input: Option<bool>,
+}
+
+/// A literal choice the command input accepts, with a human-facing description
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandInputChoice {
+    /// The literal choice value (e.g. 'on', 'off', 'show')
+    pub name: String,
+    /// Human-readable description shown alongside the choice
+    pub description: String,
+}
+
+/// Optional completion hint for the input (e.g. 'directory' for filesystem path completion)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SlashCommandInputCompletion {
+    /// Input should complete filesystem directories.
+    #[serde(rename = "directory")]
+    Directory,
+}
+
+impl SlashCommandInputCompletion {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Directory];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Directory => "directory",
+        }
+    }
+}
+
+impl std::fmt::Display for SlashCommandInputCompletion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Result of invoking the slash command (text output, prompt to send to the agent, completion, or
+/// subcommand selection).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum SlashCommandInvocationResult {
+    /// Slash-command invocation result containing text output plus Markdown/ANSI rendering flags.
+    #[serde(rename = "text")]
+    Text(SlashCommandTextResult),
+    /// Slash-command invocation result that submits an agent prompt, with display prompt, optional
+    /// mode, optional user-facing notice, and settings-change flag.
+    #[serde(rename = "agent-prompt")]
+    AgentPrompt(SlashCommandAgentPromptResult),
+    /// Slash-command invocation result indicating completion, with optional message and
+    /// settings-change flag.
+    #[serde(rename = "completed")]
+    Completed(SlashCommandCompletedResult),
+    /// Slash-command invocation result asking the client to present subcommand options for a parent
+    /// command.
+    #[serde(rename = "select-subcommand")]
+    SelectSubcommand(SlashCommandSelectSubcommandResult),
+    #[serde(rename = "add-timeline-entry")]
+    AddTimelineEntry(SlashCommandAddTimelineEntryResult),
+    #[serde(rename = "show-dialog")]
+    ShowDialog(SlashCommandShowDialogResult),
+    #[serde(rename = "set-model")]
+    SetModel(SlashCommandSetModelResult),
+    #[serde(rename = "set-plan-model")]
+    SetPlanModel(SlashCommandSetPlanModelResult),
+}
+
+impl SlashCommandInvocationResult {
+    /// The `kind` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Text(_) => "text",
+            Self::AgentPrompt(_) => "agent-prompt",
+            Self::Completed(_) => "completed",
+            Self::SelectSubcommand(_) => "select-subcommand",
+            Self::AddTimelineEntry(_) => "add-timeline-entry",
+            Self::ShowDialog(_) => "show-dialog",
+            Self::SetModel(_) => "set-model",
+            Self::SetPlanModel(_) => "set-plan-model",
+        }
+    }
+}
+
+/// Coarse command category for grouping and behavior: runtime built-in, skill-backed command, or
+/// SDK/client-owned command
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SlashCommandKind {
+    /// Command implemented by the runtime.
+    #[serde(rename = "builtin")]
+    Builtin,
+    /// Command backed by a skill.
+    #[serde(rename = "skill")]
+    Skill,
+    /// Command registered by an SDK client or extension.
+    #[serde(rename = "client")]
+    Client,
+}
+
+impl SlashCommandKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Builtin, Self::Skill, Self::Client];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Builtin => "builtin",
+            Self::Skill => "skill",
+            Self::Client => "client",
+        }
+    }
+}
+
+impl std::fmt::Display for SlashCommandKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandModelPickerDialog {
+    /// Discriminator for a model-picker dialog.
+    pub kind: String,
+    /// Model that should be enabled before it can be selected.
+    #[serde(rename = "modelToEnable", default, skip_serializing_if = "Option::is_none")]
+    pub model_to_enable: Option<String>,
+    /// Settings scope the picker should modify.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// Model-selection target represented by the picker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+/// Selectable slash-command subcommand option with name, description, and optional group label.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandSelectSubcommandOption {
+    /// Subcommand name to invoke
+    pub name: String,
+    /// Human-readable description of the subcommand
+    pub description: String,
+    /// Optional group label for organizing options
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+}
+
+/// Slash-command invocation result asking the client to present subcommand options for a parent
+/// command.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandSelectSubcommandResult {
+    /// Parent command name that requires subcommand selection
+    pub command: String,
+    /// Human-readable title for the selection UI
+    pub title: String,
+    /// Available subcommand options for the client to present
+    pub options: Vec<SlashCommandSelectSubcommandOption>,
+    /// True when the invocation mutated user runtime settings; consumers caching settings should
+    /// refresh
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandSetModelResult {
+    /// Model selected by the command.
+    pub model: String,
+    /// Settings scope modified by the command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// User-facing warning produced while selecting the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+    /// Reasoning effort selected for the model.
+    #[serde(rename = "reasoningEffort", default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// User-settings snapshot to restore if the host cancels the model switch.
+    #[serde(rename = "revertOnCancel", default, skip_serializing_if = "Option::is_none")]
+    pub revert_on_cancel: Option<SlashCommandSetModelResultRevertOnCancel>,
+    /// Repository settings scope modified by the command.
+    #[serde(rename = "repoScope", default, skip_serializing_if = "Option::is_none")]
+    pub repo_scope: Option<String>,
+    /// Whether command execution changed persisted runtime settings.
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+}
+
+/// User-settings snapshot to restore if the host cancels the model switch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandSetModelResultRevertOnCancel {}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandSetPlanModelResult {
+    /// Dedicated model selected for plan mode.
+    #[serde(rename = "planModel", default, skip_serializing_if = "Option::is_none")]
+    pub plan_model: Option<String>,
+    /// User-facing confirmation message for the plan-model selection.
+    pub message: String,
+    /// Whether command execution changed persisted runtime settings.
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandShowDialogResult {
+    /// Dialog the host should display.
+    pub dialog: SlashCommandModelPickerDialog,
+    /// Whether command execution changed persisted runtime settings.
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+}
+
+/// Slash-command invocation result containing text output plus Markdown/ANSI rendering flags.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandTextResult {
+    /// Text output for the client to render
+    pub text: String,
+    /// Whether text contains Markdown
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub markdown: Option<bool>,
+    /// Whether ANSI sequences should be preserved
+    #[serde(rename = "preserveAnsi", default, skip_serializing_if = "Option::is_none")]
+    pub preserve_ansi: Option<bool>,
+    /// True when the invocation mutated user runtime settings; consumers caching settings should
+    /// refresh
+    #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
+    pub runtime_settings_changed: Option<bool>,
+    /// Present when the invocation changed the sandbox for this session only. Nothing was
+    /// persisted, so consumers must mirror the change onto the live session rather than reloading
+    /// settings, and must not treat it as a settings change.
+    #[serde(rename = "sandboxSessionChange", default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_session_change: Option<SandboxSessionChange>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlashCommandTimelineEntry {
+    /// Timeline entry presentation type.
+    #[serde(rename = "type")]
+    pub r#type: String,
+    /// Text displayed for the timeline entry.
+    pub text: String,
+    /// Optional URL associated with the timeline entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// What the user must do to recover, when the entry reports a failure the runtime knows an
+    /// action for. The `text` never names a client affordance, so a client that offers one renders
+    /// it from this value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remediation: Option<RemediationAction>,
 }
 
 /// Session rewind details including target event and count of removed events
@@ -13357,6 +20331,419 @@ impl std::fmt::Display for SystemMessageRole {
     }
 }
 
+/// Tracked background agent task metadata, including IDs, status, timing, agent type, prompt,
+/// model, result, and latest response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskAgentInfo {
+    /// Unique task identifier
+    pub id: String,
+    /// Tool call ID associated with this agent task
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: String,
+    /// Friendly, non-unique name intended for display
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Short description of the task
+    pub description: String,
+    /// Current lifecycle status of the task
+    pub status: TaskStatus,
+    /// ISO 8601 timestamp when the task was started
+    #[serde(rename = "startedAt")]
+    pub started_at: String,
+    /// ISO 8601 timestamp when the task finished
+    #[serde(rename = "completedAt", default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+    /// Accumulated active execution time in milliseconds
+    #[serde(rename = "activeTimeMs", default, skip_serializing_if = "Option::is_none")]
+    pub active_time_ms: Option<u64>,
+    /// ISO 8601 timestamp when the current active period began
+    #[serde(rename = "activeStartedAt", default, skip_serializing_if = "Option::is_none")]
+    pub active_started_at: Option<String>,
+    /// Error message when the task failed
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Type of agent running this task
+    #[serde(rename = "agentType")]
+    pub agent_type: String,
+    /// Most recent prompt delivered to the agent. Updated whenever the agent receives a follow-up
+    /// message.
+    pub prompt: String,
+    /// Result text from the task when available
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// Requested model override for the task when specified
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Runtime model resolved for the task when available
+    #[serde(rename = "resolvedModel", default, skip_serializing_if = "Option::is_none")]
+    pub resolved_model: Option<String>,
+    /// Whether task execution is synchronously awaited or managed in the background
+    #[serde(rename = "executionMode", default, skip_serializing_if = "Option::is_none")]
+    pub execution_mode: Option<TaskExecutionMode>,
+    /// Whether the task is currently in the original sync wait and can be moved to background mode.
+    /// False once it is already backgrounded, idle, finished, or no longer has a promotable sync
+    /// waiter.
+    #[serde(rename = "canPromoteToBackground", default, skip_serializing_if = "Option::is_none")]
+    pub can_promote_to_background: Option<bool>,
+    /// Most recent response text from the agent
+    #[serde(rename = "latestResponse", default, skip_serializing_if = "Option::is_none")]
+    pub latest_response: Option<String>,
+    /// ISO 8601 timestamp when the agent entered idle state
+    #[serde(rename = "idleSince", default, skip_serializing_if = "Option::is_none")]
+    pub idle_since: Option<String>,
+}
+
+impl TaskAgentInfo {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(id: String, tool_call_id: String, description: String, status: TaskStatus, started_at: String, agent_type: String, prompt: String) -> Self {
+        Self {
+            id,
+            tool_call_id,
+            display_name: None,
+            description,
+            status,
+            started_at,
+            completed_at: None,
+            active_time_ms: None,
+            active_started_at: None,
+            error: None,
+            agent_type,
+            prompt,
+            result: None,
+            model: None,
+            resolved_model: None,
+            execution_mode: None,
+            can_promote_to_background: None,
+            latest_response: None,
+            idle_since: None,
+        }
+    }
+}
+
+/// Progress snapshot for an agent task, with recent activity lines and optional latest intent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskAgentProgress {
+    /// Recent tool execution events converted to display lines
+    #[serde(rename = "recentActivity")]
+    pub recent_activity: Vec<TaskProgressLine>,
+    /// The most recent intent reported by the agent
+    #[serde(rename = "latestIntent", default, skip_serializing_if = "Option::is_none")]
+    pub latest_intent: Option<String>,
+}
+
+/// Client-owned tasks always execute outside the runtime in background mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskClientExecutionMode {
+    #[serde(rename = "background")]
+    Background,
+}
+
+impl TaskClientExecutionMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Background];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Background => "background",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskClientExecutionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Tracked client-owned task metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskClientInfo {
+    /// Canonical runtime-generated task identifier
+    pub id: String,
+    /// Owner-scoped registration and reclaim key
+    #[serde(rename = "clientTaskId")]
+    pub client_task_id: String,
+    /// Optional task display name
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Task description
+    pub description: String,
+    /// Client task lifecycle status
+    pub status: TaskClientStatus,
+    /// Public attribution and presence for the task owner
+    pub owner: TaskClientOwner,
+    /// ISO 8601 timestamp when the task started
+    #[serde(rename = "startedAt")]
+    pub started_at: String,
+    /// ISO 8601 timestamp of the latest accepted lifecycle change
+    #[serde(rename = "updatedAt")]
+    pub updated_at: String,
+    /// ISO 8601 timestamp when the task reached a terminal status
+    #[serde(rename = "completedAt", default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+    /// Accumulated active execution time in milliseconds
+    #[serde(rename = "activeTimeMs")]
+    pub active_time_ms: u64,
+    /// ISO 8601 timestamp when the current active segment started
+    #[serde(rename = "activeStartedAt", default, skip_serializing_if = "Option::is_none")]
+    pub active_started_at: Option<String>,
+    /// ISO 8601 timestamp when the connected owner entered idle status
+    #[serde(rename = "idleSince", default, skip_serializing_if = "Option::is_none")]
+    pub idle_since: Option<String>,
+    /// ISO 8601 timestamp of the most recent orphan transition
+    #[serde(rename = "orphanedAt", default, skip_serializing_if = "Option::is_none")]
+    pub orphaned_at: Option<String>,
+    /// ISO 8601 timestamp of the most recent successful reclaim
+    #[serde(rename = "reclaimedAt", default, skip_serializing_if = "Option::is_none")]
+    pub reclaimed_at: Option<String>,
+    /// Execution mode, which is always background for client-owned tasks
+    #[serde(rename = "executionMode")]
+    pub execution_mode: TaskClientExecutionMode,
+    /// Whether the currently bound owner can receive a cancellation request
+    #[serde(rename = "canCancel")]
+    pub can_cancel: bool,
+    /// Sequence number of the latest accepted owner update
+    pub sequence: u64,
+    /// Opaque successful terminal result supplied by the task owner
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    /// Human-readable terminal failure message
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Optional owner-supplied terminal failure code
+    #[serde(rename = "errorCode", default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    /// Human-readable reason for terminal cancellation
+    #[serde(rename = "cancellationReason", default, skip_serializing_if = "Option::is_none")]
+    pub cancellation_reason: Option<String>,
+}
+
+impl TaskClientInfo {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(id: String, client_task_id: String, description: String, status: TaskClientStatus, owner: TaskClientOwner, started_at: String, updated_at: String, active_time_ms: u64, execution_mode: TaskClientExecutionMode, can_cancel: bool, sequence: u64) -> Self {
+        Self {
+            id,
+            client_task_id,
+            display_name: None,
+            description,
+            status,
+            owner,
+            started_at,
+            updated_at,
+            completed_at: None,
+            active_time_ms,
+            active_started_at: None,
+            idle_since: None,
+            orphaned_at: None,
+            reclaimed_at: None,
+            execution_mode,
+            can_cancel,
+            sequence,
+            result: None,
+            error: None,
+            error_code: None,
+            cancellation_reason: None,
+        }
+    }
+}
+
+/// Public owner attribution for a client-owned task. Identifiers are opaque and never authorize
+/// requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskClientOwner {
+    /// Opaque session-scoped participant identity
+    #[serde(rename = "participantId")]
+    pub participant_id: String,
+    /// Opaque identity of the currently or most recently bound session join
+    #[serde(rename = "joinId")]
+    pub join_id: String,
+    /// Class of the task owner
+    pub kind: TaskClientOwnerKind,
+    /// Display-only owner name
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Display-only owner source
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Whether this task's bound join is currently connected
+    pub presence: TaskClientOwnerPresence,
+    /// ISO 8601 timestamp when the bound join disconnected
+    #[serde(rename = "disconnectedAt", default, skip_serializing_if = "Option::is_none")]
+    pub disconnected_at: Option<String>,
+}
+
+impl TaskClientOwner {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(participant_id: String, join_id: String, kind: TaskClientOwnerKind, presence: TaskClientOwnerPresence) -> Self {
+        Self {
+            participant_id,
+            join_id,
+            kind,
+            display_name: None,
+            source: None,
+            presence,
+            disconnected_at: None,
+        }
+    }
+}
+
+/// Connection class owning a client task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskClientOwnerKind {
+    /// A discovered extension connection owns the task.
+    #[serde(rename = "extension")]
+    Extension,
+    /// A generic SDK connection owns the task.
+    #[serde(rename = "sdk")]
+    Sdk,
+}
+
+impl TaskClientOwnerKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Extension, Self::Sdk];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Extension => "extension",
+            Self::Sdk => "sdk",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskClientOwnerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Presence of the task's bound join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskClientOwnerPresence {
+    /// The bound session join is connected.
+    #[serde(rename = "connected")]
+    Connected,
+    /// The bound session join is disconnected.
+    #[serde(rename = "disconnected")]
+    Disconnected,
+}
+
+impl TaskClientOwnerPresence {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Connected, Self::Disconnected];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Connected => "connected",
+            Self::Disconnected => "disconnected",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskClientOwnerPresence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Generic progress for a client-owned task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskClientProgress {
+    /// Current client task lifecycle status
+    pub status: TaskClientStatus,
+    /// Sequence number of the latest accepted owner update
+    pub sequence: u64,
+    /// ISO 8601 timestamp of the latest accepted lifecycle change
+    #[serde(rename = "updatedAt")]
+    pub updated_at: String,
+    /// Current owner-defined progress phase
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Current completion percentage from zero through one hundred
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentage: Option<f64>,
+    /// Most recent nonempty progress message
+    #[serde(rename = "lastMessage", default, skip_serializing_if = "Option::is_none")]
+    pub last_message: Option<String>,
+    /// Recent server-timestamped progress messages
+    #[serde(rename = "recentActivity")]
+    pub recent_activity: Vec<TaskProgressLine>,
+}
+
+impl TaskClientProgress {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(status: TaskClientStatus, sequence: u64, updated_at: String, recent_activity: Vec<TaskProgressLine>) -> Self {
+        Self {
+            status,
+            sequence,
+            updated_at,
+            phase: None,
+            percentage: None,
+            last_message: None,
+            recent_activity,
+        }
+    }
+}
+
+/// Lifecycle status of a client-owned task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskClientStatus {
+    /// The external owner is actively working.
+    #[serde(rename = "running")]
+    Running,
+    /// The external owner is connected but waiting.
+    #[serde(rename = "idle")]
+    Idle,
+    /// The owner reported successful completion.
+    #[serde(rename = "completed")]
+    Completed,
+    /// The owner reported failure.
+    #[serde(rename = "failed")]
+    Failed,
+    /// The owner reported or confirmed cancellation.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// The bound owner join disappeared; external executor state is unknown.
+    #[serde(rename = "orphaned")]
+    Orphaned,
+}
+
+impl TaskClientStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Running,
+        Self::Idle,
+        Self::Completed,
+        Self::Failed,
+        Self::Cancelled,
+        Self::Orphaned,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Idle => "idle",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Orphaned => "orphaned",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskClientStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Task completion notification with summary from the agent
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TaskCompleteData {
@@ -13416,6 +20803,64 @@ impl std::fmt::Display for TaskCompletionOutcome {
     }
 }
 
+/// Whether task execution is synchronously awaited or managed in the background
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskExecutionMode {
+    /// The task was started with synchronous waiting.
+    #[serde(rename = "sync")]
+    Sync,
+    /// The task is managed in the background.
+    #[serde(rename = "background")]
+    Background,
+}
+
+impl TaskExecutionMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Sync, Self::Background];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Sync => "sync",
+            Self::Background => "background",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskExecutionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Tracked task union returned by task APIs, containing an agent, client, or shell task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum TaskInfo {
+    /// Tracked background agent task metadata, including IDs, status, timing, agent type, prompt,
+    /// model, result, and latest response.
+    #[serde(rename = "agent")]
+    Agent(TaskAgentInfo),
+    /// Tracked client-owned task metadata.
+    #[serde(rename = "client")]
+    Client(TaskClientInfo),
+    /// Tracked shell task metadata, including ID, command, status, timing, attachment/execution
+    /// mode, log path, and PID.
+    #[serde(rename = "shell")]
+    Shell(TaskShellInfo),
+}
+
+impl TaskInfo {
+    /// The `type` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Agent(_) => "agent",
+            Self::Client(_) => "client",
+            Self::Shell(_) => "shell",
+        }
+    }
+}
+
 /// Closed set of public task kinds a connection can negotiate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TaskKind {
@@ -13450,6 +20895,276 @@ impl std::fmt::Display for TaskKind {
     }
 }
 
+/// Background tasks currently tracked by the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskList {
+    /// Currently tracked tasks
+    pub tasks: Vec<TaskInfo>,
+}
+
+/// Progress information for the task, discriminated by type. Returns null when no task with this ID
+/// is currently tracked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum TaskProgress {
+    /// Progress snapshot for an agent task, with recent activity lines and optional latest intent.
+    #[serde(rename = "agent")]
+    Agent(TaskAgentProgress),
+    /// Generic progress for a client-owned task.
+    #[serde(rename = "client")]
+    Client(TaskClientProgress),
+    /// Progress snapshot for a shell task, with recent stdout/stderr output and optional process
+    /// ID.
+    #[serde(rename = "shell")]
+    Shell(TaskShellProgress),
+}
+
+impl TaskProgress {
+    /// The `type` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Agent(_) => "agent",
+            Self::Client(_) => "client",
+            Self::Shell(_) => "shell",
+        }
+    }
+}
+
+/// Timestamped display line for task progress output or recent agent activity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskProgressLine {
+    /// Display message, e.g., "▸ bash", "✓ edit src/foo.ts"
+    pub message: String,
+    /// ISO 8601 timestamp when this event occurred
+    pub timestamp: String,
+}
+
+/// Tracked shell task metadata, including ID, command, status, timing, attachment/execution mode,
+/// log path, and PID.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskShellInfo {
+    /// Unique task identifier
+    pub id: String,
+    /// Short description of the task
+    pub description: String,
+    /// Current lifecycle status of the task
+    pub status: TaskStatus,
+    /// ISO 8601 timestamp when the task was started
+    #[serde(rename = "startedAt")]
+    pub started_at: String,
+    /// ISO 8601 timestamp when the task finished
+    #[serde(rename = "completedAt", default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+    /// Command being executed
+    pub command: String,
+    /// Whether the shell runs inside a managed PTY session or as an independent background process
+    #[serde(rename = "attachmentMode")]
+    pub attachment_mode: TaskShellInfoAttachmentMode,
+    /// Whether task execution is synchronously awaited or managed in the background
+    #[serde(rename = "executionMode", default, skip_serializing_if = "Option::is_none")]
+    pub execution_mode: Option<TaskExecutionMode>,
+    /// Whether this shell task can be promoted to background mode
+    #[serde(rename = "canPromoteToBackground", default, skip_serializing_if = "Option::is_none")]
+    pub can_promote_to_background: Option<bool>,
+    /// Path to the detached shell log, when available
+    #[serde(rename = "logPath", default, skip_serializing_if = "Option::is_none")]
+    pub log_path: Option<String>,
+    /// Process ID when available
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u64>,
+}
+
+impl TaskShellInfo {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(id: String, description: String, status: TaskStatus, started_at: String, command: String, attachment_mode: TaskShellInfoAttachmentMode) -> Self {
+        Self {
+            id,
+            description,
+            status,
+            started_at,
+            completed_at: None,
+            command,
+            attachment_mode,
+            execution_mode: None,
+            can_promote_to_background: None,
+            log_path: None,
+            pid: None,
+        }
+    }
+}
+
+/// Whether the shell runs inside a managed PTY session or as an independent background process
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskShellInfoAttachmentMode {
+    /// The shell runs in a managed PTY session.
+    #[serde(rename = "attached")]
+    Attached,
+    /// The shell runs as an independent background process.
+    #[serde(rename = "detached")]
+    Detached,
+}
+
+impl TaskShellInfoAttachmentMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Attached, Self::Detached];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Attached => "attached",
+            Self::Detached => "detached",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskShellInfoAttachmentMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Progress snapshot for a shell task, with recent stdout/stderr output and optional process ID.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskShellProgress {
+    /// Recent stdout/stderr lines from the running shell command
+    #[serde(rename = "recentOutput")]
+    pub recent_output: String,
+    /// Process ID when available
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u64>,
+}
+
+/// Current lifecycle status of the task
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TaskStatus {
+    /// The task is actively executing.
+    #[serde(rename = "running")]
+    Running,
+    /// The task is waiting for additional input.
+    #[serde(rename = "idle")]
+    Idle,
+    /// The task finished successfully.
+    #[serde(rename = "completed")]
+    Completed,
+    /// The task finished with an error.
+    #[serde(rename = "failed")]
+    Failed,
+    /// The task was cancelled before completion.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Running,
+        Self::Idle,
+        Self::Completed,
+        Self::Failed,
+        Self::Cancelled,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Idle => "idle",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether the background task was successfully cancelled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksCancelResult {
+    /// Whether the task was successfully cancelled
+    pub cancelled: bool,
+}
+
+/// The first sync-waiting task that can currently be promoted to background mode.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksGetCurrentPromotableResult {
+    /// The first sync-waiting task (agent first, then shell) that can currently be promoted to
+    /// background mode. Omitted if no such task exists. The returned task is guaranteed to have
+    /// executionMode='sync' and canPromoteToBackground=true at the time of the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskInfo>,
+}
+
+/// Progress information for the task, or null when no task with that ID is tracked.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksGetProgressResult {
+    /// Progress information for the task, discriminated by type. Returns null when no task with
+    /// this ID is currently tracked.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub progress: Option<TaskProgress>,
+}
+
+/// The promoted task as it now exists in background mode, omitted if no promotable task was
+/// waiting.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksPromoteCurrentToBackgroundResult {
+    /// The promoted task as it now exists in background mode, omitted if no promotable task was
+    /// waiting. Atomic operation: avoids the race window of getCurrentPromotable +
+    /// promoteToBackground.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskInfo>,
+}
+
+/// Indicates whether the task was successfully promoted to background mode.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksPromoteToBackgroundResult {
+    /// Whether the task was successfully promoted to background mode
+    pub promoted: bool,
+}
+
+/// Refresh metadata for any detached background shells the runtime knows about. Use after a long
+/// pause to pick up exit/output state for shells running outside the agent loop.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksRefreshResult {}
+
+/// Indicates whether the task was removed. False when the task does not exist or is still
+/// running/idle.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksRemoveResult {
+    /// Whether the task was removed. Returns false if the task does not exist or is still
+    /// running/idle (cancel it first).
+    pub removed: bool,
+}
+
+/// Indicates whether the message was delivered, with an error message when delivery failed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksSendMessageResult {
+    /// Whether the message was successfully delivered or steered
+    pub sent: bool,
+    /// Error message if delivery failed
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Identifier assigned to the newly started background agent task.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksStartAgentResult {
+    /// Generated agent ID for the background task
+    #[serde(rename = "agentId")]
+    pub agent_id: String,
+}
+
+/// Wait until all in-flight background tasks (agents + shells) and any follow-up turns scheduled by
+/// their completions have settled. Returns when the runtime is fully drained or after an internal
+/// timeout (default 10 minutes; configurable via COPILOT_TASK_WAIT_TIMEOUT_SECONDS).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TasksWaitForPendingResult {}
+
 /// Session title change payload containing the new display title
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TitleChangedData {
@@ -13462,6 +21177,38 @@ pub struct TitleChangedData {
 /// arrive in order; clients can debounce on arrival if needed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TodosChangedData {}
+
+/// Authentication-info input variant for SDK-configured token authentication, carrying host and the
+/// secret token value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenAuthInfo {
+    /// Authentication host.
+    pub host: String,
+    /// The token value itself. Treat as a secret.
+    pub token: String,
+    /// Opaque native GitHub credential registration backing this token identity, when applicable.
+    #[serde(rename = "registrationId", default, skip_serializing_if = "Option::is_none")]
+    pub registration_id: Option<String>,
+    /// Snapshot of the authenticated user's Copilot subscription info, if known. Mirrors the GitHub
+    /// API `/copilot_internal/v2/token` user response shape — the runtime trusts this verbatim
+    /// and does not re-fetch when set.
+    #[serde(rename = "copilotUser", default, skip_serializing_if = "Option::is_none")]
+    pub copilot_user: Option<CopilotUserResponse>,
+}
+
+/// Authentication-info variant backed by an SDK GitHub token callback. It carries routing metadata
+/// but never a plaintext token.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenProviderAuthInfo {
+    /// Authentication host.
+    pub host: String,
+    /// Opaque SDK callback registration identifier.
+    #[serde(rename = "registrationId")]
+    pub registration_id: String,
+    /// Snapshot of the authenticated user's Copilot subscription info, if known.
+    #[serde(rename = "copilotUser", default, skip_serializing_if = "Option::is_none")]
+    pub copilot_user: Option<CopilotUserResponse>,
+}
 
 /// Built-in tool metadata with identifier, optional namespaced name, description, input-parameter
 /// schema, and usage instructions.
@@ -14162,6 +21909,12 @@ pub struct ToolsGetCurrentMetadataResult {
     pub tools: Option<Vec<CurrentToolMetadata>>,
 }
 
+/// Resolve, build, and validate the runtime tool list for this session. Subagent sessions and
+/// consumer flows that need an initialized tool set before `send` invoke this. Default base-class
+/// implementation is a no-op for sessions that don't support tool validation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolsInitializeAndValidateResult {}
+
 /// Optional model identifier whose tool overrides should be applied to the listing.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolsListRequest {
@@ -14184,6 +21937,543 @@ pub struct ToolsUpdateSubagentSettingsResult {}
 pub struct ToolsUpdatedData {
     /// Identifier of the model the resolved tools apply to.
     pub model: String,
+}
+
+/// User's choice for auto-mode switching: yes (allow this turn), yes_always (allow + persist as
+/// setting), or no (decline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UIAutoModeSwitchResponse {
+    /// Allow the automatic mode switch for this turn.
+    #[serde(rename = "yes")]
+    Yes,
+    /// Allow this mode switch and persist the preference.
+    #[serde(rename = "yes_always")]
+    YesAlways,
+    /// Decline the automatic mode switch.
+    #[serde(rename = "no")]
+    No,
+}
+
+impl UIAutoModeSwitchResponse {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Yes, Self::YesAlways, Self::No];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Yes => "yes",
+            Self::YesAlways => "yes_always",
+            Self::No => "no",
+        }
+    }
+}
+
+impl std::fmt::Display for UIAutoModeSwitchResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Submitted UI elicitation field value: string, number, boolean, or an array of strings.
+///
+/// Untagged: the variants are tried in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UIElicitationFieldValue {
+    String(String),
+    Number(f64),
+    Bool(bool),
+    Array(Vec<String>),
+}
+
+/// The elicitation response (accept with form values, decline, or cancel)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UIElicitationResponse {
+    /// The user's response: accept (submitted), decline (rejected), or cancel (dismissed)
+    pub action: UIElicitationResponseAction,
+    /// The form values submitted by the user (present when action is 'accept')
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<UIElicitationResponseContent>,
+    /// MCP response metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<UiElicitationResponseMeta>,
+}
+
+impl UIElicitationResponse {
+    /// The required fields; every optional one is `None`.
+    pub fn new(action: UIElicitationResponseAction) -> Self {
+        Self {
+            action,
+            content: None,
+            meta: None,
+        }
+    }
+}
+
+/// The user's response: accept (submitted), decline (rejected), or cancel (dismissed)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UIElicitationResponseAction {
+    /// The user submitted the requested form values.
+    #[serde(rename = "accept")]
+    Accept,
+    /// The user explicitly declined to provide the requested input.
+    #[serde(rename = "decline")]
+    Decline,
+    /// The user dismissed the elicitation request.
+    #[serde(rename = "cancel")]
+    Cancel,
+}
+
+impl UIElicitationResponseAction {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Accept, Self::Decline, Self::Cancel];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Accept => "accept",
+            Self::Decline => "decline",
+            Self::Cancel => "cancel",
+        }
+    }
+}
+
+impl std::fmt::Display for UIElicitationResponseAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The form values submitted by the user (present when action is 'accept')
+pub type UIElicitationResponseContent = std::collections::BTreeMap<String, UIElicitationFieldValue>;
+
+/// Indicates whether the elicitation response was accepted; false if it was already resolved by
+/// another client.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIElicitationResult {
+    /// Whether the response was accepted. False if the request was already resolved by another
+    /// client.
+    pub success: bool,
+}
+
+/// JSON Schema describing the form fields to present to the user
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIElicitationSchema {
+    /// Schema type indicator (always 'object')
+    #[serde(rename = "type")]
+    pub r#type: String,
+    /// Form field definitions, keyed by field name
+    pub properties: std::collections::BTreeMap<String, UIElicitationSchemaProperty>,
+    /// List of required field names
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<Vec<String>>,
+}
+
+/// Definition for a single elicitation form field.
+pub type UIElicitationSchemaProperty = serde_json::Value;
+
+/// Completed transient query. Ordered chunks and the terminal outcome are also delivered through
+/// `ui.ephemeral_query` session events while it runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIEphemeralQueryResult {
+    /// Answer returned by the model
+    pub answer: String,
+}
+
+/// The action the user selected. Defaults to 'autopilot' when autoApproveEdits is true, otherwise
+/// 'interactive'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UIExitPlanModeAction {
+    /// Exit plan mode without starting implementation.
+    #[serde(rename = "exit_only")]
+    ExitOnly,
+    /// Exit plan mode and continue interactively.
+    #[serde(rename = "interactive")]
+    Interactive,
+    /// Exit plan mode and continue in autopilot mode.
+    #[serde(rename = "autopilot")]
+    Autopilot,
+    /// Exit plan mode and continue in autopilot mode with parallel subagent execution.
+    #[serde(rename = "autopilot_fleet")]
+    AutopilotFleet,
+}
+
+impl UIExitPlanModeAction {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::ExitOnly,
+        Self::Interactive,
+        Self::Autopilot,
+        Self::AutopilotFleet,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::ExitOnly => "exit_only",
+            Self::Interactive => "interactive",
+            Self::Autopilot => "autopilot",
+            Self::AutopilotFleet => "autopilot_fleet",
+        }
+    }
+}
+
+impl std::fmt::Display for UIExitPlanModeAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// User response for a pending exit-plan-mode request, with approval state, selected action,
+/// auto-approve flag, and feedback.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIExitPlanModeResponse {
+    /// Whether the plan was approved.
+    pub approved: bool,
+    /// The action the user selected. Defaults to 'autopilot' when autoApproveEdits is true,
+    /// otherwise 'interactive'.
+    #[serde(rename = "selectedAction", default, skip_serializing_if = "Option::is_none")]
+    pub selected_action: Option<UIExitPlanModeAction>,
+    /// Whether subsequent edits should be auto-approved without confirmation.
+    #[serde(rename = "autoApproveEdits", default, skip_serializing_if = "Option::is_none")]
+    pub auto_approve_edits: Option<bool>,
+    /// Feedback from the user when they declined the plan or requested changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
+    /// When true, the agent is instructed to end its turn without starting implementation so the
+    /// client can restore the session model and auto-submit a fresh implementation turn on it. Set
+    /// only when a distinct plan configuration (a different model, reasoning effort, or context
+    /// tier) actually ran the planning turn.
+    #[serde(rename = "deferImplementation", default, skip_serializing_if = "Option::is_none")]
+    pub defer_implementation: Option<bool>,
+}
+
+/// Indicates whether the pending UI request was resolved by this call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIHandlePendingResult {
+    /// True if the request was still pending and was resolved by this call. False if the request ID
+    /// was unknown, already resolved by another client (e.g. GitHub), expired, or otherwise no
+    /// longer pending.
+    pub success: bool,
+}
+
+/// Optional sampling result payload. Omit to reject/cancel the sampling request without providing a
+/// result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIHandlePendingSamplingResponse {}
+
+/// Register an in-process handler for `auto_mode_switch.requested` events. The caller still
+/// attaches the actual listener via the standard event-subscription mechanism; this registration
+/// solely tells the server bridge to skip its own dispatch (so a remote client doesn't race the
+/// in-process handler for the same requestId).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIRegisterDirectAutoModeSwitchHandlerResult {
+    /// Opaque handle representing the registration. Pass this same handle to
+    /// `unregisterDirectAutoModeSwitchHandler` when the in-process handler is no longer active.
+    /// Multiple registrations are reference-counted; the server bridge will only dispatch
+    /// auto-mode-switch requests when no handles are active.
+    pub handle: String,
+}
+
+/// The user's selected action for an exhausted session limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UISessionLimitsExhaustedResponse {
+    /// Action selected by the user.
+    pub action: UISessionLimitsExhaustedResponseAction,
+    /// AI Credits to add to the current max when action is 'add'.
+    #[serde(rename = "additionalAiCredits", default, skip_serializing_if = "Option::is_none")]
+    pub additional_ai_credits: Option<f64>,
+    /// New absolute max AI Credits when action is 'set'.
+    #[serde(rename = "maxAiCredits", default, skip_serializing_if = "Option::is_none")]
+    pub max_ai_credits: Option<f64>,
+}
+
+impl UISessionLimitsExhaustedResponse {
+    /// The required fields; every optional one is `None`.
+    pub fn new(action: UISessionLimitsExhaustedResponseAction) -> Self {
+        Self {
+            action,
+            additional_ai_credits: None,
+            max_ai_credits: None,
+        }
+    }
+}
+
+/// User action selected for an exhausted session limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UISessionLimitsExhaustedResponseAction {
+    /// Increase the current max by an exact AI Credits amount.
+    #[serde(rename = "add")]
+    Add,
+    /// Set a new absolute max AI Credits value.
+    #[serde(rename = "set")]
+    Set,
+    /// Remove the current session limit.
+    #[serde(rename = "unset")]
+    Unset,
+    /// Leave the limit unchanged and cancel the blocked model request.
+    #[serde(rename = "cancel")]
+    Cancel,
+}
+
+impl UISessionLimitsExhaustedResponseAction {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Add, Self::Set, Self::Unset, Self::Cancel];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Add => "add",
+            Self::Set => "set",
+            Self::Unset => "unset",
+            Self::Cancel => "cancel",
+        }
+    }
+}
+
+impl std::fmt::Display for UISessionLimitsExhaustedResponseAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether the handle was active and the registration count was decremented.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIUnregisterDirectAutoModeSwitchHandlerResult {
+    /// True if the handle was active and decremented the counter; false if the handle was unknown.
+    pub unregistered: bool,
+}
+
+/// User response for a pending user-input request, with answer text and whether it was typed
+/// freeform.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UIUserInputResponse {
+    /// The user's answer text
+    pub answer: String,
+    /// True if the user typed a freeform response, false if they selected a presented choice. Used
+    /// by telemetry to differentiate between free text input and choice selection.
+    #[serde(rename = "wasFreeform")]
+    pub was_freeform: bool,
+}
+
+/// Prompt message and JSON schema describing the form fields to elicit from the user.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiElicitationRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Elicitation mode. Omitted and form are equivalent for structured elicitation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<McpElicitationFormMode>,
+    /// Message describing what information is needed from the user
+    pub message: String,
+    /// JSON Schema describing the form fields to present to the user
+    #[serde(rename = "requestedSchema")]
+    pub requested_schema: UIElicitationSchema,
+    /// MCP request metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<UiElicitationRequestMeta>,
+    /// MCP task metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<McpTaskMetadata>,
+}
+
+/// MCP request metadata.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiElicitationRequestMeta {}
+
+/// MCP response metadata.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiElicitationResponseMeta {}
+
+/// Transient question to answer without adding it to conversation history.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiEphemeralQueryRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Question to answer from the current conversation context.
+    pub question: String,
+    /// In-process streaming callback `(text) => void` invoked with each token as the model emits
+    /// it. Internal and excluded from the public SDK surface.
+    #[serde(rename = "onChunk", default, skip_serializing_if = "Option::is_none")]
+    pub on_chunk: Option<serde_json::Value>,
+    /// In-process `AbortSignal` forwarded to the model client to cancel an in-flight request.
+    /// Internal and excluded from the public SDK surface.
+    #[serde(rename = "abortSignal", default, skip_serializing_if = "Option::is_none")]
+    pub abort_signal: Option<serde_json::Value>,
+}
+
+/// Request ID of a pending `auto_mode_switch.requested` event and the user's response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UiHandlePendingAutoModeSwitchRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The unique request ID from the auto_mode_switch.requested event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// User's choice for auto-mode switching: yes (allow this turn), yes_always (allow + persist as
+    /// setting), or no (decline).
+    pub response: UIAutoModeSwitchResponse,
+}
+
+impl UiHandlePendingAutoModeSwitchRequest {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, request_id: String, response: UIAutoModeSwitchResponse) -> Self {
+        Self {
+            session_id,
+            request_id,
+            response,
+        }
+    }
+}
+
+/// Pending elicitation request ID and the user's response (accept/decline/cancel + form values).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UiHandlePendingElicitationRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The unique request ID from the elicitation.requested event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// The elicitation response (accept with form values, decline, or cancel)
+    pub result: UIElicitationResponse,
+}
+
+impl UiHandlePendingElicitationRequest {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, request_id: String, result: UIElicitationResponse) -> Self {
+        Self {
+            session_id,
+            request_id,
+            result,
+        }
+    }
+}
+
+/// Request ID of a pending `exit_plan_mode.requested` event and the user's response.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiHandlePendingExitPlanModeRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The unique request ID from the exit_plan_mode.requested event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// User response for a pending exit-plan-mode request, with approval state, selected action,
+    /// auto-approve flag, and feedback.
+    pub response: UIExitPlanModeResponse,
+}
+
+/// Request ID of a pending `sampling.requested` event and an optional sampling result payload (omit
+/// to reject).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiHandlePendingSamplingRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The unique request ID from the sampling.requested event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Optional sampling result payload. Omit to reject/cancel the sampling request without
+    /// providing a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<UIHandlePendingSamplingResponse>,
+}
+
+/// Request ID of a pending `session_limits_exhausted.requested` event and the user's selected limit
+/// action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UiHandlePendingSessionLimitsExhaustedRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The unique request ID from the session_limits_exhausted.requested event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// The selected session-limit action.
+    pub response: UISessionLimitsExhaustedResponse,
+}
+
+impl UiHandlePendingSessionLimitsExhaustedRequest {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, request_id: String, response: UISessionLimitsExhaustedResponse) -> Self {
+        Self {
+            session_id,
+            request_id,
+            response,
+        }
+    }
+}
+
+/// Request ID of a pending `user_input.requested` event and the user's response.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiHandlePendingUserInputRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The unique request ID from the user_input.requested event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// User response for a pending user-input request, with answer text and whether it was typed
+    /// freeform.
+    pub response: UIUserInputResponse,
+}
+
+/// Opaque handle previously returned by `registerDirectAutoModeSwitchHandler` to release.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UiUnregisterDirectAutoModeSwitchHandlerRequest {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Handle previously returned by `registerDirectAutoModeSwitchHandler`
+    pub handle: String,
+}
+
+/// Accumulated session usage metrics, including premium request cost, token counts, model
+/// breakdown, and code-change totals.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageGetMetricsResult {
+    /// Total user-initiated premium request cost across all models (may be fractional due to
+    /// multipliers)
+    #[serde(rename = "totalPremiumRequestCost")]
+    pub total_premium_request_cost: f64,
+    /// Raw count of user-initiated API requests
+    #[serde(rename = "totalUserRequests")]
+    pub total_user_requests: u64,
+    /// Session-wide accumulated nano-AI units cost
+    #[serde(rename = "totalNanoAiu", default, skip_serializing_if = "Option::is_none")]
+    pub total_nano_aiu: Option<f64>,
+    /// Session-wide per-token-type accumulated token counts
+    #[serde(rename = "tokenDetails", default, skip_serializing_if = "Option::is_none")]
+    pub token_details: Option<std::collections::BTreeMap<String, UsageMetricsTokenDetail>>,
+    /// Total time spent in model API calls (milliseconds)
+    #[serde(rename = "totalApiDurationMs")]
+    pub total_api_duration_ms: u64,
+    /// ISO 8601 timestamp when the session started
+    #[serde(rename = "sessionStartTime")]
+    pub session_start_time: String,
+    /// Aggregated code change metrics
+    #[serde(rename = "codeChanges")]
+    pub code_changes: UsageMetricsCodeChanges,
+    /// Per-model token and request metrics, keyed by model identifier
+    #[serde(rename = "modelMetrics")]
+    pub model_metrics: std::collections::BTreeMap<String, UsageMetricsModelMetric>,
+    /// Per-agent usage metrics, keyed by agent instance identifier. The main conversation uses the
+    /// stable key `main`.
+    #[serde(rename = "agentMetrics", default, skip_serializing_if = "Option::is_none")]
+    pub agent_metrics: Option<std::collections::BTreeMap<String, UsageMetricsAgentMetric>>,
+    /// Currently active model identifier
+    #[serde(rename = "currentModel", default, skip_serializing_if = "Option::is_none")]
+    pub current_model: Option<String>,
+    /// Input tokens from the most recent main-agent API call
+    #[serde(rename = "lastCallInputTokens")]
+    pub last_call_input_tokens: u64,
+    /// Output tokens from the most recent main-agent API call
+    #[serde(rename = "lastCallOutputTokens")]
+    pub last_call_output_tokens: u64,
 }
 
 /// Current context window usage statistics including token and message counts
@@ -14210,6 +22500,127 @@ pub struct UsageInfoData {
     /// Whether this is the first usage_info event emitted in this session
     #[serde(rename = "isInitial", default, skip_serializing_if = "Option::is_none")]
     pub is_initial: Option<bool>,
+}
+
+/// Usage attributed to one agent instance, including its identity, API duration, AI units, and
+/// per-model breakdown.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageMetricsAgentMetric {
+    /// Configured agent name, when this is a subagent
+    #[serde(rename = "agentName", default, skip_serializing_if = "Option::is_none")]
+    pub agent_name: Option<String>,
+    /// Human-readable label for this subagent invocation, copied from the originating
+    /// `subagent.started` event. For task-tool subagents this is the invocation's task description
+    /// rather than the agent's configured display name, so group by `agentName` for stable
+    /// per-agent labels.
+    #[serde(rename = "agentDisplayName", default, skip_serializing_if = "Option::is_none")]
+    pub agent_display_name: Option<String>,
+    /// Time spent in model API calls by this agent, in milliseconds
+    #[serde(rename = "totalApiDurationMs")]
+    pub total_api_duration_ms: u64,
+    /// Accumulated nano-AI units cost for this agent
+    #[serde(rename = "totalNanoAiu")]
+    pub total_nano_aiu: f64,
+    /// Per-model usage for this agent, keyed by model identifier
+    #[serde(rename = "modelMetrics")]
+    pub model_metrics: std::collections::BTreeMap<String, UsageMetricsModelMetric>,
+}
+
+/// Aggregated code change metrics
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageMetricsCodeChanges {
+    /// Total lines of code added
+    #[serde(rename = "linesAdded")]
+    pub lines_added: u64,
+    /// Total lines of code removed
+    #[serde(rename = "linesRemoved")]
+    pub lines_removed: u64,
+    /// Number of distinct files modified
+    #[serde(rename = "filesModifiedCount")]
+    pub files_modified_count: u64,
+    /// Distinct file paths modified during the session
+    #[serde(rename = "filesModified")]
+    pub files_modified: Vec<String>,
+}
+
+/// Per-model usage metrics, including request counts/costs, token usage, nano-AI units, and
+/// per-token-type details.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageMetricsModelMetric {
+    /// Request count and cost metrics for this model
+    pub requests: UsageMetricsModelMetricRequests,
+    /// Token usage metrics for this model
+    pub usage: UsageMetricsModelMetricUsage,
+    /// Latest known prompt-cache expiration for this model. A timestamp in the past indicates that
+    /// the observed cache has expired.
+    #[serde(rename = "cacheExpiresAt", default, skip_serializing_if = "Option::is_none")]
+    pub cache_expires_at: Option<String>,
+    /// Accumulated nano-AI units cost for this model
+    #[serde(rename = "totalNanoAiu", default, skip_serializing_if = "Option::is_none")]
+    pub total_nano_aiu: Option<f64>,
+    /// Token count details per type
+    #[serde(rename = "tokenDetails", default, skip_serializing_if = "Option::is_none")]
+    pub token_details: Option<std::collections::BTreeMap<String, UsageMetricsModelMetricTokenDetail>>,
+}
+
+/// Request count and cost metrics for this model
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageMetricsModelMetricRequests {
+    /// Number of API requests made with this model
+    pub count: u64,
+    /// User-initiated premium request cost (with multiplier applied)
+    pub cost: f64,
+}
+
+/// Per-model token-detail entry containing the accumulated token count for one token type.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageMetricsModelMetricTokenDetail {
+    /// Accumulated token count for this token type
+    #[serde(rename = "tokenCount")]
+    pub token_count: u64,
+}
+
+/// Token usage metrics for this model
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageMetricsModelMetricUsage {
+    /// Total input tokens consumed
+    #[serde(rename = "inputTokens")]
+    pub input_tokens: u64,
+    /// Total output tokens produced
+    #[serde(rename = "outputTokens")]
+    pub output_tokens: u64,
+    /// Total tokens read from prompt cache
+    #[serde(rename = "cacheReadTokens")]
+    pub cache_read_tokens: u64,
+    /// Total tokens written to prompt cache
+    #[serde(rename = "cacheWriteTokens")]
+    pub cache_write_tokens: u64,
+    /// Total output tokens used for reasoning
+    #[serde(rename = "reasoningTokens", default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+}
+
+/// Session-wide token-detail entry containing the accumulated token count for one token type.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageMetricsTokenDetail {
+    /// Accumulated token count for this token type
+    #[serde(rename = "tokenCount")]
+    pub token_count: u64,
+}
+
+/// Authentication-info variant for OAuth user auth, with host and login; the token remains in the
+/// runtime secret store.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserAuthInfo {
+    /// Authentication host.
+    pub host: String,
+    /// OAuth user login.
+    pub login: String,
+    /// Snapshot of the authenticated user's Copilot subscription info, if known. Mirrors the GitHub
+    /// API `/copilot_internal/v2/token` user response shape — the runtime trusts this verbatim
+    /// and does not re-fetch when set.
+    #[serde(rename = "copilotUser", default, skip_serializing_if = "Option::is_none")]
+    pub copilot_user: Option<CopilotUserResponse>,
 }
 
 /// User input request completion with the user's response
@@ -14374,6 +22785,68 @@ impl std::fmt::Display for UserMessageDelivery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Result of a user-requested shell command.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserRequestedShellCommandResult {
+    /// Tool call id emitted for the shell execution
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: String,
+    /// Whether the command completed successfully
+    pub success: bool,
+    /// Captured command output
+    pub output: String,
+    /// Process exit code, when available
+    #[serde(rename = "exitCode", default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// Error output when the execution failed
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A single user setting's effective value alongside its default, so consumers can render settings
+/// left at their default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserSettingMetadata {
+    /// The effective value: the user's value if set, otherwise the default.
+    pub value: serde_json::Value,
+    /// The centrally-known default for this setting (null when no default is registered).
+    pub default: serde_json::Value,
+    /// True when the user has not set an explicit value for this setting (i.e. it is left at its
+    /// default). Reflects whether the user has overridden the key, not whether the effective value
+    /// happens to equal the default — a key explicitly set to a value identical to the default
+    /// still reports false.
+    #[serde(rename = "isDefault")]
+    pub is_default: bool,
+}
+
+/// Per-key metadata for every known user setting (settings.json overlaid with the legacy
+/// config.json, config.json wins), including settings left at their default. Excludes repository-
+/// and enterprise-managed overrides.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserSettingsGetResult {
+    /// Every known user setting keyed by setting name, each with its effective value, default, and
+    /// whether it is at the default.
+    pub settings: std::collections::BTreeMap<String, UserSettingMetadata>,
+}
+
+/// Partial user settings to write to settings.json. Each top-level key is written individually,
+/// replacing the existing value; a key whose value is null is removed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserSettingsSetRequest {
+    /// Partial user settings to write, as a free-form object keyed by setting name
+    pub settings: serde_json::Value,
+}
+
+/// Outcome of writing user settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UserSettingsSetResult {
+    /// Top-level keys whose write landed in settings.json but is shadowed by a value still present
+    /// in the legacy config.json (config.json wins on read). The write does not take effect until
+    /// the legacy value is removed.
+    #[serde(rename = "shadowedKeys")]
+    pub shadowed_keys: Vec<String>,
 }
 
 /// The approval to add as a session-scoped rule
@@ -15099,11 +23572,16 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 //
 // Fallbacks (the schema construct has no better mapping):
 // - ProtocolSystemMessageConfig: anyOf whose branches serde cannot tell apart
+// - QueuedCommandResult: anyOf whose branches serde cannot tell apart
+// - SessionListEntry: anyOf whose branches serde cannot tell apart
+// - UIElicitationSchemaProperty: anyOf whose branches serde cannot tell apart
 //
 // Open by the schema (no type: any JSON value):
 // - AssistantMessageToolRequest.arguments: no type in the schema (any JSON)
 // - AttachmentExtensionContext.payload: no type in the schema (any JSON)
 // - CitationReference.providerMetadata: no type in the schema (any JSON)
+// - ElicitationCompletedContent: no type in the schema (any JSON)
+// - ExtensionContextPushInput.payload: no type in the schema (any JSON)
 // - ExternalToolRequestedData.arguments: no type in the schema (any JSON)
 // - HookEndData.output: no type in the schema (any JSON)
 // - HookInvokeRequest.input: no type in the schema (any JSON)
@@ -15118,8 +23596,22 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // - PermissionRequestHook.toolArgs: no type in the schema (any JSON)
 // - PermissionRequestMcp.args: no type in the schema (any JSON)
 // - PermissionRequestedData.riskAssessment: no type in the schema (any JSON)
+// - PermissionsConfigureAdditionalContentExclusionPolicy.last_updated_at: no type in the schema (any JSON)
 // - RemoteControlStatusActive.promptManager: no type in the schema (any JSON)
+// - SessionMcpExecuteSamplingParams.mcpRequestId: no type in the schema (any JSON)
+// - SessionOpenOptions.expAssignments: no type in the schema (any JSON)
+// - SessionOpenOptionsAdditionalContentExclusionPolicy.last_updated_at: no type in the schema (any JSON)
+// - SessionOpenResult.sessionApi: no type in the schema (any JSON)
+// - SessionsOpenCloud.onTaskCreated: no type in the schema (any JSON)
+// - SessionsOpenHandoff.onConfirm: no type in the schema (any JSON)
+// - SessionsOpenHandoff.onProgress: no type in the schema (any JSON)
+// - TaskClientInfo.result: no type in the schema (any JSON)
 // - ToolExecutionCompleteData.mcpMeta: no type in the schema (any JSON)
 // - ToolExecutionCompleteResult.mcpMeta: no type in the schema (any JSON)
 // - ToolExecutionCompleteResult.structuredContent: no type in the schema (any JSON)
 // - ToolExecutionStartData.arguments: no type in the schema (any JSON)
+// - UiEphemeralQueryRequest.abortSignal: no type in the schema (any JSON)
+// - UiEphemeralQueryRequest.onChunk: no type in the schema (any JSON)
+// - UserSettingMetadata.default: no type in the schema (any JSON)
+// - UserSettingMetadata.value: no type in the schema (any JSON)
+// - UserSettingsSetRequest.settings: no type in the schema (any JSON)

@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod auth;
+pub mod commands;
 pub mod history;
 pub mod inference;
 pub mod mcp;
@@ -17,7 +18,9 @@ pub mod session_fs;
 pub mod session_services;
 pub mod session_state;
 pub mod sessions_admin;
+pub mod shell;
 pub mod tasks;
+pub mod ui;
 pub mod user_settings;
 pub mod workspace_extras;
 pub mod workspaces;

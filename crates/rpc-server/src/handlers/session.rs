@@ -20,7 +20,13 @@ fn session_info(session: &SessionHandle) -> SessionInfo {
         is_remote: false,
         mode: view.settings.mode.as_str().to_string(),
         workspace_path: session.workspace_path().to_string_lossy().into_owned(),
-        capabilities: Capabilities::default(),
+        capabilities: Capabilities {
+            ui: protocol::methods::UiCapabilities {
+                elicitation: session.clients().union().elicitation,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
         model_state: ModelState { model_id: view.settings.model.clone() },
     }
 }
@@ -37,6 +43,7 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
         if let Some(identity) = identity {
             ctx.server.session_identities.set(session.id(), identity);
         }
+        loop_engine::clients::join(&session, ctx.caller.id, &p, false).await;
         return Ok(session_info(&session));
     };
     // A tenant's session runs in its workspace, and is claimed before it exists so that its
@@ -51,6 +58,7 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
             if let Some(identity) = identity {
                 ctx.server.session_identities.set(session.id(), identity);
             }
+            loop_engine::clients::join(&session, ctx.caller.id, &p, false).await;
             Ok(session_info(&session))
         }
         Err(e) => {
@@ -91,6 +99,7 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
     if let Some(identity) = identity {
         ctx.server.session_identities.set(session.id(), identity);
     }
+    loop_engine::clients::join(&session, ctx.caller.id, &p, true).await;
     Ok(session_info(&session))
 }
 

@@ -37,7 +37,14 @@ pub async fn queue_pending(
             display_text: m.prompt,
             agent_mode: send_agent_mode(m.agent_mode, mode),
         })
-        .collect();
+        .chain(session.ui().waiting_commands().into_iter().map(|c| t::QueuePendingItems {
+            id: c.request_id,
+            message_id: None,
+            kind: t::QueuePendingItemsKind::Command,
+            display_text: c.command,
+            agent_mode: send_agent_mode(None, mode),
+        }))
+        .collect::<Vec<_>>();
     Ok(t::QueuePendingItemsResult { items, steering_messages: state.steering, in_flight_steering_count: None })
 }
 
@@ -45,11 +52,16 @@ pub async fn queue_remove_most_recent(
     ctx: &Ctx,
     p: t::SessionQueueRemoveMostRecentParams,
 ) -> Result<t::QueueRemoveMostRecentResult, RpcError> {
+    // Slash commands queued behind a running one go first: they were queued while busy.
+    if ctx.session(&p.session_id)?.ui().remove_most_recent_command() {
+        return Ok(t::QueueRemoveMostRecentResult { removed: true });
+    }
     let state = queue(ctx, &p.session_id, QueueOp::RemoveMostRecent).await?;
     Ok(t::QueueRemoveMostRecentResult { removed: state.removed })
 }
 
 pub async fn queue_clear(ctx: &Ctx, p: t::SessionQueueClearParams) -> Result<(), RpcError> {
+    ctx.session(&p.session_id)?.ui().clear_waiting_commands();
     queue(ctx, &p.session_id, QueueOp::Clear).await.map(|_| ())
 }
 

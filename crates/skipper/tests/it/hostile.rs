@@ -308,6 +308,8 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("mcpServers", &["object"], json!({})),
             prop("disabledMcpServers", &["array"], json!([])),
             prop("pluginDirectories", &["array"], json!([])),
+            prop("commands", &["array"], json!([])),
+            prop("requestElicitation", &["boolean"], json!(true)),
         ],
         required: Vec::new(),
     };
@@ -341,6 +343,16 @@ const SKIPPED: &[(&str, &str, &str)] = &[
         "user.settings.set",
         "settings",
         "x-opaque-json in the schema: any JSON parses (a non-object is refused by the handler)",
+    ),
+    (
+        "session.ui.ephemeralQuery",
+        "onChunk",
+        "in-process callback in the schema: ignored over the wire, any JSON accepted",
+    ),
+    (
+        "session.ui.ephemeralQuery",
+        "abortSignal",
+        "in-process AbortSignal in the schema: ignored over the wire, any JSON accepted",
     ),
 ];
 

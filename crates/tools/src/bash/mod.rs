@@ -1,6 +1,7 @@
 //! The shell family: `bash` runs a command, `read_bash` / `stop_bash` / `list_bash` deal with
 //! commands that outlive their `bash` call.
 
+mod client_shell;
 mod filter;
 mod pty;
 mod shell;
@@ -10,6 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
+pub use client_shell::{ClientCommandEnd, ClientShells};
 pub use shell::{ShellInfo, ShellManager};
 
 use crate::args::{optional_bool, optional_number, optional_str, required_str, ArgError};

@@ -1,0 +1,222 @@
+//! What each client attached to a session brings to it: its SDK tools, its slash commands and
+//! whether it answers elicitations. Several clients may share a session; the session offers the
+//! union, and a client that leaves takes only its own contributions with it. Changes that other
+//! clients must learn of are announced as `commands.changed` / `capabilities.changed`.
+//!
+//! Like the session's `McpHost`, this is a component with its own short lock beside the actor:
+//! the tools reach the actor's settings through `SessionHandle::set_tools`.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use protocol::generated::types as t;
+use protocol::methods::{ClientCommandDef, ExternalToolDef, SessionConfigParams};
+
+use crate::SessionHandle;
+
+/// One client's contributions (from its `session.create` / `session.resume` params).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Contribution {
+    pub tools: Vec<ExternalToolDef>,
+    pub commands: Vec<ClientCommandDef>,
+    pub elicitation: bool,
+}
+
+impl Contribution {
+    pub fn from_params(p: &SessionConfigParams) -> Self {
+        Self {
+            tools: p.tools.clone().unwrap_or_default(),
+            commands: p.commands.clone().unwrap_or_default(),
+            elicitation: p.request_elicitation.unwrap_or(false),
+        }
+    }
+}
+
+/// The contributions of every attached client, by subscriber id (connection).
+#[derive(Debug, Default)]
+pub struct Clients {
+    by_client: Mutex<BTreeMap<u64, Contribution>>,
+    /// Tools that went away with their client since the model last heard about it.
+    removed_tools: Mutex<Vec<String>>,
+}
+
+/// What the session offers, all clients together.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Union {
+    pub tools: Vec<ExternalToolDef>,
+    pub commands: Vec<ClientCommandDef>,
+    pub elicitation: bool,
+}
+
+impl Clients {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Contribution>> {
+        // Only short map operations happen under this lock; a poisoned one is still consistent.
+        self.by_client.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records (or replaces) a client's contributions; returns the union before and after.
+    pub fn set(&self, client: u64, contribution: Contribution) -> (Union, Union) {
+        let mut map = self.lock();
+        let before = union_of(&map);
+        map.insert(client, contribution);
+        (before, union_of(&map))
+    }
+
+    /// Forgets a client; returns the union before and after (`None` if it contributed nothing).
+    pub fn remove(&self, client: u64) -> Option<(Union, Union)> {
+        let mut map = self.lock();
+        let before = union_of(&map);
+        map.remove(&client)?;
+        Some((before, union_of(&map)))
+    }
+
+    pub fn has(&self, client: u64) -> bool {
+        self.lock().contains_key(&client)
+    }
+
+    /// Remembers which tools went away (and which came back) between `before` and `after`.
+    fn note_tool_changes(&self, before: &Union, after: &Union) {
+        let mut removed = self.removed_tools.lock().unwrap_or_else(|e| e.into_inner());
+        removed.retain(|name| !after.tools.iter().any(|t| &t.name == name));
+        for tool in &before.tools {
+            if !after.tools.iter().any(|t| t.name == tool.name) && !removed.contains(&tool.name) {
+                removed.push(tool.name.clone());
+            }
+        }
+    }
+
+    /// The notice the next user message carries when tools went away since the last one
+    /// (`None` when nothing did); taking it clears it.
+    pub fn take_tools_changed_notice(&self) -> Option<String> {
+        let removed = std::mem::take(&mut *self.removed_tools.lock().unwrap_or_else(|e| e.into_inner()));
+        if removed.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "<tools_changed_notice>\nTools no longer available: {}\n\nImportant: Do not attempt to call tools that are no longer available unless you've been notified that they're available again.\n</tools_changed_notice>",
+            removed.join(", ")
+        ))
+    }
+
+    pub fn union(&self) -> Union {
+        union_of(&self.lock())
+    }
+
+    /// The client that registered slash command `name` (case-insensitive), if any.
+    pub fn command_owner(&self, name: &str) -> Option<u64> {
+        let map = self.lock();
+        map.iter().find(|(_, c)| c.commands.iter().any(|cmd| cmd.name.eq_ignore_ascii_case(name))).map(|(id, _)| *id)
+    }
+}
+
+/// Tools and commands by first registration (a later client's tool of the same name is not
+/// offered twice); elicitation when any client answers it.
+fn union_of(map: &BTreeMap<u64, Contribution>) -> Union {
+    let mut out = Union::default();
+    for c in map.values() {
+        for tool in &c.tools {
+            if !out.tools.iter().any(|t| t.name == tool.name) {
+                out.tools.push(tool.clone());
+            }
+        }
+        for cmd in &c.commands {
+            if !out.commands.iter().any(|x| x.name == cmd.name) {
+                out.commands.push(cmd.clone());
+            }
+        }
+        out.elicitation |= c.elicitation;
+    }
+    out
+}
+
+/// A client created or resumed the session with `params`: record what it brings, offer the
+/// union of tools, and tell the clients what changed (`announce`: not for the first client,
+/// which learns the state from its own create result).
+pub async fn join(handle: &SessionHandle, client: u64, params: &SessionConfigParams, announce: bool) {
+    let (before, after) = handle.clients().set(client, Contribution::from_params(params));
+    apply(handle, &before, &after, announce).await;
+}
+
+/// A client detached or disconnected: what it brought goes with it.
+pub async fn leave(handle: &SessionHandle, client: u64) {
+    if let Some((before, after)) = handle.clients().remove(client) {
+        apply(handle, &before, &after, true).await;
+    }
+}
+
+async fn apply(handle: &SessionHandle, before: &Union, after: &Union, announce: bool) {
+    handle.clients().note_tool_changes(before, after);
+    if !after.elicitation {
+        handle.ui().drop_elicitations(); // nobody is left to answer them
+    }
+    if handle.view().settings.external_tools != after.tools {
+        if let Err(e) = handle.set_tools(after.tools.clone()).await {
+            tracing::debug!(session = handle.id(), error = %e, "client tools not applied");
+        }
+    }
+    if !announce {
+        return;
+    }
+    let emitter = handle.emitter();
+    if before.commands != after.commands {
+        let commands = after
+            .commands
+            .iter()
+            .map(|c| t::CommandsChangedCommand { name: c.name.clone(), description: c.description.clone() })
+            .collect();
+        emitter.emit_ephemeral(t::CommandsChangedData { commands });
+    }
+    if before.elicitation != after.elicitation {
+        let ui = t::CapabilitiesChangedUI { elicitation: Some(after.elicitation), ..Default::default() };
+        emitter.emit_ephemeral(t::CapabilitiesChangedData { ui: Some(ui) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str) -> ExternalToolDef {
+        ExternalToolDef {
+            name: name.into(),
+            description: String::new(),
+            parameters: None,
+            overrides_built_in_tool: false,
+            skip_permission: false,
+        }
+    }
+
+    #[test]
+    fn the_union_keeps_every_clients_tools_and_a_leaving_client_takes_only_its_own() {
+        let clients = Clients::default();
+        clients.set(1, Contribution { tools: vec![tool("a")], ..Default::default() });
+        let (_, after) = clients.set(
+            2,
+            Contribution {
+                tools: vec![tool("b"), tool("a")],
+                elicitation: true,
+                commands: vec![ClientCommandDef { name: "deploy".into(), description: None }],
+            },
+        );
+        assert_eq!(after.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert!(after.elicitation);
+        assert_eq!(clients.command_owner("DEPLOY"), Some(2));
+        let (before, after) = clients.remove(2).expect("client 2 contributed");
+        assert!(before.elicitation && !after.elicitation);
+        assert_eq!(after.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["a"]);
+        assert!(after.commands.is_empty());
+        assert!(clients.remove(2).is_none());
+        clients.note_tool_changes(&before, &after);
+        let notice = clients.take_tools_changed_notice().expect("b went away");
+        assert!(notice.contains("Tools no longer available: b\n"), "{notice}");
+        assert!(clients.take_tools_changed_notice().is_none(), "told once");
+    }
+
+    #[test]
+    fn a_client_that_resumes_again_replaces_its_contribution() {
+        let clients = Clients::default();
+        clients.set(1, Contribution { tools: vec![tool("a")], ..Default::default() });
+        let (_, after) = clients.set(1, Contribution::default());
+        assert!(after.tools.is_empty());
+    }
+}

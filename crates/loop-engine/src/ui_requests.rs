@@ -1,0 +1,184 @@
+//! Requests a session puts to its clients outside a run: elicitations (`session.ui.elicitation`
+//! → `elicitation.requested`), slash commands a client registered (`command.execute`), and
+//! slash commands queued for a client to run (`command.queued`, one at a time), plus the
+//! handles of directly registered auto-mode-switch handlers. Each waiting request is a oneshot
+//! kept by request id; the client's answer resolves it once.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Mutex;
+
+use protocol::generated::types as t;
+use tokio::sync::oneshot;
+
+/// A slash command waiting its turn in the command queue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueuedCommand {
+    pub request_id: String,
+    pub command: String,
+}
+
+#[derive(Default)]
+struct State {
+    elicitations: HashMap<String, oneshot::Sender<t::UIElicitationResponse>>,
+    commands: HashMap<String, oneshot::Sender<Option<String>>>,
+    /// The queued command a client is running now.
+    active: Option<QueuedCommand>,
+    waiting: VecDeque<QueuedCommand>,
+    auto_mode_handlers: HashSet<String>,
+}
+
+#[derive(Default)]
+pub struct UiRequests {
+    state: Mutex<State>,
+}
+
+fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+impl UiRequests {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // Only short map operations happen under this lock; a poisoned one is still consistent.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new elicitation: its request id and where the answer arrives.
+    pub fn register_elicitation(&self) -> (String, oneshot::Receiver<t::UIElicitationResponse>) {
+        let (tx, rx) = oneshot::channel();
+        let id = new_id();
+        self.lock().elicitations.insert(id.clone(), tx);
+        (id, rx)
+    }
+
+    /// A client's answer; `false` when nothing waits under that id.
+    pub fn answer_elicitation(&self, request_id: &str, answer: t::UIElicitationResponse) -> bool {
+        let tx = self.lock().elicitations.remove(request_id);
+        tx.is_some_and(|tx| tx.send(answer).is_ok())
+    }
+
+    /// The requester gave up (or no client can answer any more): forget the request.
+    pub fn forget_elicitation(&self, request_id: &str) {
+        self.lock().elicitations.remove(request_id);
+    }
+
+    /// Nobody left answers elicitations: every waiting one ends (its receiver sees the drop).
+    pub fn drop_elicitations(&self) {
+        self.lock().elicitations.clear();
+    }
+
+    /// A new `command.execute`: its request id and where the client's outcome (an error
+    /// message, or none) arrives.
+    pub fn register_command(&self) -> (String, oneshot::Receiver<Option<String>>) {
+        let (tx, rx) = oneshot::channel();
+        let id = new_id();
+        self.lock().commands.insert(id.clone(), tx);
+        (id, rx)
+    }
+
+    /// `session.commands.handlePendingCommand`: `false` only when a waiting request could not
+    /// take the answer (an unknown id is acknowledged, as the original does).
+    pub fn finish_command(&self, request_id: &str, error: Option<String>) -> bool {
+        let tx = self.lock().commands.remove(request_id);
+        match tx {
+            Some(tx) => tx.send(error).is_ok(),
+            None => true,
+        }
+    }
+
+    pub fn forget_command(&self, request_id: &str) {
+        self.lock().commands.remove(request_id);
+    }
+
+    /// Queues a slash command. Returns it when it starts at once (nothing else is running),
+    /// for the caller to announce as `command.queued`.
+    pub fn enqueue_command(&self, command: String) -> Option<QueuedCommand> {
+        let item = QueuedCommand { request_id: new_id(), command };
+        let mut s = self.lock();
+        if s.active.is_none() {
+            s.active = Some(item.clone());
+            Some(item)
+        } else {
+            s.waiting.push_back(item);
+            None
+        }
+    }
+
+    /// A client finished the running queued command. `None` when `request_id` is not the
+    /// running one; otherwise the next command to announce, if the queue goes on.
+    pub fn complete_queued(&self, request_id: &str, stop_processing_queue: bool) -> Option<Option<QueuedCommand>> {
+        let mut s = self.lock();
+        if s.active.as_ref().is_none_or(|a| a.request_id != request_id) {
+            return None;
+        }
+        s.active = None;
+        if stop_processing_queue {
+            return Some(None);
+        }
+        let next = s.waiting.pop_front();
+        s.active = next.clone();
+        Some(next)
+    }
+
+    /// Commands waiting their turn (not the running one), oldest first.
+    pub fn waiting_commands(&self) -> Vec<QueuedCommand> {
+        self.lock().waiting.iter().cloned().collect()
+    }
+
+    /// Drops the most recently queued command; `false` when none waits.
+    pub fn remove_most_recent_command(&self) -> bool {
+        self.lock().waiting.pop_back().is_some()
+    }
+
+    pub fn clear_waiting_commands(&self) {
+        self.lock().waiting.clear();
+    }
+
+    pub fn register_auto_mode_handler(&self) -> String {
+        let handle = new_id();
+        self.lock().auto_mode_handlers.insert(handle.clone());
+        handle
+    }
+
+    pub fn unregister_auto_mode_handler(&self, handle: &str) -> bool {
+        self.lock().auto_mode_handlers.remove(handle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queued_commands_run_one_at_a_time_in_order() {
+        let ui = UiRequests::default();
+        let first = ui.enqueue_command("/a".into()).expect("starts at once");
+        assert!(ui.enqueue_command("/b".into()).is_none());
+        assert!(ui.enqueue_command("/c".into()).is_none());
+        assert!(ui.remove_most_recent_command());
+        assert_eq!(ui.waiting_commands().iter().map(|c| c.command.as_str()).collect::<Vec<_>>(), ["/b"]);
+        assert!(ui.complete_queued("unknown", false).is_none());
+        let next = ui.complete_queued(&first.request_id, false).expect("first was running");
+        assert_eq!(next.map(|c| c.command), Some("/b".to_string()));
+        assert!(ui.waiting_commands().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_elicitation_answer_reaches_its_requester_once() {
+        let ui = UiRequests::default();
+        let (id, rx) = ui.register_elicitation();
+        let answer = t::UIElicitationResponse::new(t::UIElicitationResponseAction::Decline);
+        assert!(!ui.answer_elicitation("other", answer.clone()));
+        assert!(ui.answer_elicitation(&id, answer.clone()));
+        assert!(!ui.answer_elicitation(&id, answer.clone()));
+        assert_eq!(rx.await.ok(), Some(answer));
+    }
+
+    #[test]
+    fn auto_mode_handler_handles_unregister_once() {
+        let ui = UiRequests::default();
+        assert!(!ui.unregister_auto_mode_handler("missing"));
+        let h = ui.register_auto_mode_handler();
+        assert!(ui.unregister_auto_mode_handler(&h));
+        assert!(!ui.unregister_auto_mode_handler(&h));
+    }
+}
