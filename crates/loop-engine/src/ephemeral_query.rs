@@ -23,5 +23,6 @@ pub(crate) fn request(
         extra_headers: Vec::new(),
         reasoning_effort: None,
         purpose: llm_providers::Purpose::Turn,
+        client_name: None,
     }
 }

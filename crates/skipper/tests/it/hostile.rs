@@ -310,6 +310,8 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("pluginDirectories", &["array"], json!([])),
             prop("commands", &["array"], json!([])),
             prop("requestElicitation", &["boolean"], json!(true)),
+            prop("instructionDirectories", &["array"], json!([])),
+            prop("sessionLimits", &["object"], json!({"maxAiCredits": 5})),
         ],
         required: Vec::new(),
     };
