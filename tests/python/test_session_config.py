@@ -151,3 +151,29 @@ async def test_source_qualified_tool_patterns_select_by_source(ctx: Ctx, client)
     )
     names = tool_names(await _first_request(ctx, only_some))
     assert sorted(names) == ["client_probe", "skill", "task"], names
+
+
+def _task_agent_types(request: dict) -> list[str]:
+    body = request.get("body", request)
+    for tool in body.get("tools") or []:
+        fn = tool.get("function") or {}
+        if fn.get("name") == "task":
+            return list(fn["parameters"]["properties"]["agent_type"]["enum"])
+    raise AssertionError("task is not offered")
+
+
+async def test_excluded_builtin_agents_are_not_offered_to_task(ctx: Ctx, client):
+    plain = await client.create_session(on_permission_request=PermissionHandler.approve_all)
+    assert "explore" in _task_agent_types(await _first_request(ctx, plain))
+    excluded = await client.create_session(
+        on_permission_request=PermissionHandler.approve_all, excluded_builtin_agents=["explore"]
+    )
+    types = _task_agent_types(await _first_request(ctx, excluded))
+    assert types and "explore" not in types and "task" in types
+    resumed = await client.resume_session(
+        plain.session_id,
+        on_permission_request=PermissionHandler.approve_all,
+        excluded_builtin_agents=["task"],
+    )
+    types = _task_agent_types(await _first_request(ctx, resumed))
+    assert "task" not in types and "explore" in types

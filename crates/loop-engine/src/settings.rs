@@ -53,6 +53,8 @@ pub struct SessionSettings {
     pub max_ai_credits: Option<f64>,
     /// `skipCustomInstructions` (`session.options.update`): the prompt leaves them out.
     pub skip_custom_instructions: bool,
+    /// `excludedBuiltinAgents`: built-in agent types `task` leaves out.
+    pub excluded_builtin_agents: Vec<String>,
 }
 
 /// The providers `p` configures, checked.
@@ -117,6 +119,7 @@ impl SessionSettings {
             custom_instructions: String::new(),
             max_ai_credits: p.session_limits.as_ref().and_then(|l| l.max_ai_credits),
             skip_custom_instructions: false,
+            excluded_builtin_agents: p.excluded_builtin_agents.clone().unwrap_or_default(),
         }
     }
 
@@ -172,6 +175,9 @@ impl SessionSettings {
         }
         if p.instruction_directories.is_some() {
             self.instruction_directories = instruction_directories(p);
+        }
+        if let Some(excluded) = &p.excluded_builtin_agents {
+            self.excluded_builtin_agents = excluded.clone();
         }
         if let Some(limits) = &p.session_limits {
             self.max_ai_credits = limits.max_ai_credits;

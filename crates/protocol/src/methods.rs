@@ -98,6 +98,8 @@ pub struct SessionConfigParams {
     pub disabled_mcp_servers: Option<Vec<String>>,
     /// More directories whose `.github/instructions/*.instructions.md` files steer the agent.
     pub instruction_directories: Option<Vec<String>>,
+    /// Built-in agent types the `task` tool does not offer (`explore`, `task`, ...).
+    pub excluded_builtin_agents: Option<Vec<String>>,
     /// Limits on the session's spending (`maxAiCredits`), told to the model every turn.
     pub session_limits: Option<crate::generated::types::SessionLimitsConfig>,
     /// The session's own GitHub identity: resolved at create/resume, never stored.

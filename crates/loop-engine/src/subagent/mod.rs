@@ -46,7 +46,7 @@ pub(crate) fn resolve(settings: &SessionSettings, agent_type: &str) -> Option<Re
             model: custom.model.clone(),
         });
     }
-    builtin::get(agent_type).map(|b| Resolved {
+    builtin::get(agent_type).filter(|b| offered(settings, b)).map(|b| Resolved {
         name: b.name.into(),
         display_name: b.display_name.into(),
         description: b.description.into(),
@@ -56,17 +56,27 @@ pub(crate) fn resolve(settings: &SessionSettings, agent_type: &str) -> Option<Re
     })
 }
 
+/// Whether the session offers a built-in agent type (`excludedBuiltinAgents` leaves some out).
+fn offered(settings: &SessionSettings, agent: &builtin::BuiltinAgent) -> bool {
+    !settings.excluded_builtin_agents.iter().any(|n| n == agent.name)
+}
+
+/// The built-in agent types the session offers.
+fn builtins(settings: &SessionSettings) -> impl Iterator<Item = &'static builtin::BuiltinAgent> + '_ {
+    BUILTIN_AGENTS.iter().filter(move |a| offered(settings, a))
+}
+
 /// The `task` tool as offered: built-in agent types, then the custom agents the model may pick.
 pub fn spec(settings: &SessionSettings) -> ToolSpec {
     let custom: Vec<_> = settings.agents.all().iter().filter(|a| a.infer).collect();
-    let mut types: Vec<String> = BUILTIN_AGENTS.iter().map(|a| a.name.to_string()).collect();
+    let mut types: Vec<String> = builtins(settings).map(|a| a.name.to_string()).collect();
     types.extend(custom.iter().map(|a| a.name.clone()));
     let mut description = String::from(
         "Start a sub-agent for a self-contained piece of work. It has its own context and tools, works on the \
          prompt you give it (include everything it needs to know) and returns its final answer as this tool's \
          result. Independent tasks can run in parallel: call this tool several times in one reply.\n\nAgent types:",
     );
-    for a in BUILTIN_AGENTS {
+    for a in builtins(settings) {
         description.push_str(&format!("\n- {}: {}", a.name, a.description));
     }
     for a in &custom {
@@ -103,7 +113,7 @@ pub(crate) fn run_task<'a>(
             return ToolOutput::fail("The `agent_type` argument is required.");
         };
         let Some(agent) = resolve(settings, &agent_type) else {
-            let mut known: Vec<String> = BUILTIN_AGENTS.iter().map(|a| a.name.to_string()).collect();
+            let mut known: Vec<String> = builtins(settings).map(|a| a.name.to_string()).collect();
             known.extend(settings.agents.all().iter().map(|a| a.name.clone()));
             return ToolOutput::fail(format!(
                 "Unknown agent type \"{agent_type}\". Available agent types: {}.",

@@ -311,6 +311,7 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("commands", &["array"], json!([])),
             prop("requestElicitation", &["boolean"], json!(true)),
             prop("instructionDirectories", &["array"], json!([])),
+            prop("excludedBuiltinAgents", &["array"], json!([])),
             prop("sessionLimits", &["object"], json!({"maxAiCredits": 5})),
         ],
         required: Vec::new(),
