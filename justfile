@@ -21,7 +21,7 @@ serve: build
 test: build test-rust test-sdk
     python3 tests/summary.py target/rust-tests.log target/python-tests.log target/node-tests.log
 
-test-rust:
+test-rust: deps
     mkdir -p target
     if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all --check; else echo "rustfmt not installed; format check skipped"; fi
     cargo test --release --workspace 2>&1 | tee target/rust-tests.log
@@ -44,6 +44,16 @@ test-python:
 test-node:
     cd tests/node && npm install --silent --no-audit --no-fund --omit=optional --ignore-scripts
     cd tests/node && npm test
+
+# System packages the tests need beyond the Rust toolchain: OpenSSL headers, which the official
+# Rust SDK's build script links (the SDK is a test client only; `build` and `serve` don't need it).
+deps:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if pkg-config --exists openssl 2>/dev/null; then exit 0; fi
+    sudo=""; if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libssl-dev pkg-config
 
 # Startup latency, memory, per-turn overhead (see tests/bench/README.md).
 bench: build

@@ -31,6 +31,9 @@ pub struct CopilotConfig {
     pub github_api_url: String,
     /// GitHub/Copilot token sent as `Authorization: Bearer`.
     pub token: Option<String>,
+    /// The account signed in at run time (`account.login`); when set it is used instead of
+    /// `token`.
+    pub signed_in: SignedInToken,
     /// Version reported in `editor-version` / `user-agent` (`copilot/<version>`).
     pub version: String,
     /// `copilot-integration-id` header.
@@ -48,6 +51,7 @@ impl CopilotConfig {
             api_url: None,
             github_api_url: Self::DEFAULT_GITHUB_API_URL.to_string(),
             token,
+            signed_in: SignedInToken::default(),
             version: version.into(),
             integration_id: Self::DEFAULT_INTEGRATION_ID.to_string(),
             retry: RetryPolicy::default(),
@@ -79,6 +83,27 @@ impl CopilotConfig {
             std::env::consts::OS,
             std::env::consts::ARCH
         )
+    }
+}
+
+/// The token of the account signed in while the server runs, shared between the server (which
+/// signs in and out) and the model client (which sends it). Never printed.
+#[derive(Clone, Default)]
+pub struct SignedInToken(Arc<std::sync::RwLock<Option<String>>>);
+
+impl SignedInToken {
+    pub fn set(&self, token: Option<String>) {
+        *self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner) = token;
+    }
+
+    pub fn get(&self) -> Option<String> {
+        self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+}
+
+impl fmt::Debug for SignedInToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.get().is_some() { "SignedInToken(<redacted>)" } else { "SignedInToken(None)" })
     }
 }
 
@@ -155,10 +180,11 @@ impl CopilotClient {
         Ok(base)
     }
 
-    fn token(&self) -> Result<&str, ProviderError> {
+    fn token(&self) -> Result<String, ProviderError> {
         self.config
-            .token
-            .as_deref()
+            .signed_in
+            .get()
+            .or_else(|| self.config.token.clone())
             .filter(|t| !t.is_empty())
             .ok_or_else(|| ProviderError::Auth("no GitHub token configured".into()))
     }
@@ -221,7 +247,7 @@ impl ModelClient for CopilotClient {
 
     async fn endpoint(&self) -> Result<Option<crate::Endpoint>, ProviderError> {
         let base_url = self.base_url(&CancellationToken::new()).await?;
-        let token = self.token()?.to_string();
+        let token = self.token()?;
         let headers = vec![
             ("Authorization".to_string(), format!("Bearer {token}")),
             ("Copilot-Integration-Id".to_string(), self.config.integration_id.clone()),

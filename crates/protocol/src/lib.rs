@@ -25,6 +25,7 @@ pub mod methods;
 pub mod nullable;
 pub mod rpc;
 pub mod secret;
+pub mod tagged;
 
 /// Protocol version the SDKs require (they accept exactly 3).
 pub const PROTOCOL_VERSION: u32 = 3;

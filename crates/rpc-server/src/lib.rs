@@ -13,6 +13,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod accounts;
 pub mod caller;
 pub mod connection;
 mod errors;
@@ -45,6 +46,13 @@ pub struct AuthInfo {
     /// `COPILOT_ALLOW_GET_PROVIDER_ENDPOINT`: `session.provider.getEndpoint` may hand out the
     /// session's credentials.
     pub expose_provider_endpoint: bool,
+    /// The token the server started with, for `account.getCurrentAuth` (the client that gave
+    /// it may read it back, as from the original); never logged.
+    pub token: Option<llm_providers::provider::Secret>,
+    /// The variable the token came from (`GH_TOKEN`, `COPILOT_SDK_AUTH_TOKEN`, ...).
+    pub token_env_var: Option<String>,
+    /// Where `account.login` puts the signed-in account's token for the Copilot model client.
+    pub signed_in: llm_providers::copilot::SignedInToken,
 }
 
 /// What one connection may hold. Past each bound the client gets a clear error (or, for a
@@ -91,6 +99,8 @@ pub struct Server {
     pub permissions: permission_state::PermissionState,
     /// Sessions given their own GitHub identity.
     pub session_identities: session_auth::SessionIdentities,
+    /// Accounts signed in with `account.login` while the server runs.
+    pub accounts: accounts::Accounts,
 }
 
 impl Server {
@@ -111,6 +121,7 @@ impl Server {
             tenancy: None,
             permissions: Default::default(),
             session_identities: Default::default(),
+            accounts: Default::default(),
         })
     }
 
@@ -133,6 +144,7 @@ impl Server {
             tenancy: Some(tenancy),
             permissions: Default::default(),
             session_identities: Default::default(),
+            accounts: Default::default(),
         })
     }
 }

@@ -6,9 +6,9 @@ use protocol::generated::methods as g;
 use protocol::methods as h;
 
 use crate::handlers::{
-    agents, auth, commands, history, inference, mcp, mcp_extras, permission_paths, plugins, providers, server, session,
-    session_extras, session_fs, session_services, session_state, sessions_admin, shell, tasks, ui, user_settings,
-    workspace_extras, workspaces,
+    account, agents, auth, commands, history, inference, mcp, mcp_extras, permission_paths, plugins, providers, server,
+    session, session_extras, session_fs, session_services, session_state, sessions_admin, shell, tasks, ui,
+    user_settings, workspace_extras, workspaces,
 };
 use crate::table::method_table;
 
@@ -21,6 +21,10 @@ method_table! {
     ModelsList: g::ModelsList => server::models_list, lane |_p| None, aliases [];
     ToolsList: g::ToolsList => server::tools_list, lane |_p| None, aliases [];
     AccountGetQuota: g::AccountGetQuota => auth::get_quota, lane |_p| None, aliases [];
+    AccountGetCurrentAuth: g::AccountGetCurrentAuth => account::get_current_auth, lane |_p| None, aliases [];
+    AccountGetAllUsers: g::AccountGetAllUsers => account::get_all_users, lane |_p| None, aliases [];
+    AccountLogin: g::AccountLogin => account::login, lane |_p| None, aliases [];
+    AccountLogout: g::AccountLogout => account::logout, lane |_p| None, aliases [];
     RuntimeShutdown: g::RuntimeShutdown => server::runtime_shutdown, lane |_p| None, aliases [];
 
     // SDK-hosted inference: a client performs the model's HTTP requests.

@@ -180,15 +180,20 @@ struct EngineSetup {
 /// The engine every mode shares: model client from the environment (GitHub token or
 /// `COPILOT_PROVIDER_*`), the session store under `home`, the built-in tools.
 async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> anyhow::Result<EngineSetup> {
-    let (token, auth_type) = match &opts.auth_token_env {
-        Some(var) => (env.get(var).cloned().filter(|t| !t.is_empty()), "token"),
-        None => (
-            ["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"]
+    let (token, auth_type, token_env_var) = match &opts.auth_token_env {
+        Some(var) => (env.get(var).cloned().filter(|t| !t.is_empty()), "token", Some(var.clone())),
+        None => {
+            let found = ["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"]
                 .iter()
-                .find_map(|v| env.get(*v).cloned().filter(|t| !t.is_empty())),
-            "env",
-        ),
+                .find_map(|v| env.get(*v).filter(|t| !t.is_empty()).map(|t| (t.clone(), v.to_string())));
+            match found {
+                Some((t, var)) => (Some(t), "env", Some(var)),
+                None => (None, "env", None),
+            }
+        }
     };
+    // `account.login` switches the Copilot client to the signed-in account's token.
+    let signed_in = llm_providers::copilot::SignedInToken::default();
     let host = env
         .get("COPILOT_GH_HOST")
         .or_else(|| env.get("GH_HOST"))
@@ -209,10 +214,11 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
         None if offline => Arc::new(UnavailableClient::new(
             "COPILOT_OFFLINE is set and no provider is configured (set COPILOT_PROVIDER_BASE_URL)",
         )),
-        None => Arc::new(CopilotClient::with_transport(
-            CopilotConfig::from_env_map(env, token.clone(), VERSION.to_string()),
-            http.clone(),
-        )),
+        None => {
+            let mut config = CopilotConfig::from_env_map(env, token.clone(), VERSION.to_string());
+            config.signed_in = signed_in.clone();
+            Arc::new(CopilotClient::with_transport(config, http.clone()))
+        }
     };
     let defaults = defaults()?;
     let limits = defaults.limits.with_env(env);
@@ -263,6 +269,9 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
         expose_provider_endpoint: env
             .get("COPILOT_ALLOW_GET_PROVIDER_ENDPOINT")
             .is_some_and(|v| v == "true" || v == "1"),
+        token: token.map(llm_providers::provider::Secret::new),
+        token_env_var,
+        signed_in,
     };
     let engine = Arc::new(engine);
     let idle_unload =

@@ -131,7 +131,8 @@ fn emit_string_enum(out: &mut String, e: &StringEnum) {
 
 fn emit_tagged(out: &mut String, t: &Tagged) {
     out.push_str(&render_opt(t.doc.as_deref(), ""));
-    out.push_str("#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]\n");
+    // Deserialize is written out (below) so that errors name the bad field inside a variant.
+    out.push_str("#[derive(Debug, Clone, PartialEq, Serialize)]\n");
     let _ = writeln!(out, "#[serde(tag = {})]", lit(&t.tag));
     let _ = writeln!(out, "pub enum {} {{", t.name);
     for v in &t.variants {
@@ -154,6 +155,33 @@ fn emit_tagged(out: &mut String, t: &Tagged) {
         let pattern = if v.payload.is_some() { "(_)" } else { "" };
         let _ = writeln!(out, "            Self::{}{pattern} => {},", v.ident, lit(&v.wire));
     }
+    out.push_str("        }\n    }\n}\n\n");
+    emit_tagged_deserialize(out, t);
+}
+
+fn emit_tagged_deserialize(out: &mut String, t: &Tagged) {
+    let _ = writeln!(out, "impl<'de> Deserialize<'de> for {} {{", t.name);
+    out.push_str("    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {\n");
+    let _ = writeln!(out, "        let (kind, _rest) = crate::tagged::split(d, {})?;", lit(&t.tag));
+    out.push_str("        match kind.as_str() {\n");
+    for v in &t.variants {
+        match &v.payload {
+            Some(_) => {
+                let _ = writeln!(
+                    out,
+                    "            {} => crate::tagged::variant(_rest).map(Self::{}),",
+                    lit(&v.wire),
+                    v.ident
+                );
+            }
+            None => {
+                let _ = writeln!(out, "            {} => Ok(Self::{}),", lit(&v.wire), v.ident);
+            }
+        }
+    }
+    let names: Vec<String> = t.variants.iter().map(|v| lit(&v.wire)).collect();
+    let _ =
+        writeln!(out, "            other => Err(serde::de::Error::unknown_variant(other, &[{}])),", names.join(", "));
     out.push_str("        }\n    }\n}\n");
 }
 

@@ -64,6 +64,52 @@ impl crate::rpc::RpcMethod for AccountGetQuota {
     type Result = t::AccountGetQuotaResult;
 }
 
+/// `account.getCurrentAuth`: Gets the currently active authentication credentials from the global
+/// auth manager.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AccountGetCurrentAuth;
+
+impl crate::rpc::RpcMethod for AccountGetCurrentAuth {
+    const NAME: &'static str = "account.getCurrentAuth";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::AccountGetCurrentAuthResult;
+}
+
+/// `account.login`: Validates and stores authentication credentials. When login is omitted,
+/// resolves the authenticated user from the token before persistence.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AccountLogin;
+
+impl crate::rpc::RpcMethod for AccountLogin {
+    const NAME: &'static str = "account.login";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::AccountLoginRequest;
+    type Result = t::AccountLoginResult;
+}
+
+/// `account.logout`: Removes user authentication from keychain and persisted state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AccountLogout;
+
+impl crate::rpc::RpcMethod for AccountLogout {
+    const NAME: &'static str = "account.logout";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::AccountLogoutRequest;
+    type Result = t::AccountLogoutResult;
+}
+
+/// `account.getAllUsers`: Gets all authenticated users available for account switching.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AccountGetAllUsers;
+
+impl crate::rpc::RpcMethod for AccountGetAllUsers {
+    const NAME: &'static str = "account.getAllUsers";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = Vec<t::AccountAllUsers>;
+}
+
 /// `runtime.shutdown`: Gracefully shuts down an SDK-owned runtime. The response is sent only after
 /// cleanup completes; callers may then terminate the owned runtime process.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -3788,6 +3834,10 @@ pub const METHOD_NAMES: &[&str] = &[
     "models.list",
     "tools.list",
     "account.getQuota",
+    "account.getCurrentAuth",
+    "account.login",
+    "account.logout",
+    "account.getAllUsers",
     "runtime.shutdown",
     "session.send",
     "session.abort",

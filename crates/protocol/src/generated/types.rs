@@ -77,6 +77,42 @@ pub struct AbortResult {
     pub error: Option<String>,
 }
 
+/// Authenticated account entry returned by `account.getAllUsers`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccountAllUsers {
+    /// Authentication information for this user
+    #[serde(rename = "authInfo")]
+    pub auth_info: AuthInfo,
+    /// Opaque identifier accepted by account and model selection APIs
+    #[serde(rename = "selectionId", default, skip_serializing_if = "Option::is_none")]
+    pub selection_id: Option<String>,
+    /// Associated token, if available
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+impl AccountAllUsers {
+    /// The required fields; every optional one is `None`.
+    pub fn new(auth_info: AuthInfo) -> Self {
+        Self {
+            auth_info,
+            selection_id: None,
+            token: None,
+        }
+    }
+}
+
+/// Current authentication state
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AccountGetCurrentAuthResult {
+    /// Current authentication information, if authenticated
+    #[serde(rename = "authInfo", default, skip_serializing_if = "Option::is_none")]
+    pub auth_info: Option<AuthInfo>,
+    /// Authentication errors from the last auth attempt, if any
+    #[serde(rename = "authErrors", default, skip_serializing_if = "Option::is_none")]
+    pub auth_errors: Option<Vec<String>>,
+}
+
 /// Optional opaque account selection or compatibility GitHub token used to look up quota.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AccountGetQuotaRequest {
@@ -96,6 +132,40 @@ pub struct AccountGetQuotaResult {
     /// Quota snapshots keyed by type (e.g., chat, completions, premium_interactions)
     #[serde(rename = "quotaSnapshots")]
     pub quota_snapshots: std::collections::BTreeMap<String, AccountQuotaSnapshot>,
+}
+
+/// Credentials to validate and store. Omit login to resolve the authenticated user from the token.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AccountLoginRequest {
+    /// GitHub host URL
+    pub host: String,
+    /// User login/username. When omitted, the runtime validates the token and resolves the login
+    /// from GitHub.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login: Option<String>,
+    /// GitHub authentication token
+    pub token: String,
+}
+
+/// Result of a successful login; throws on failure
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AccountLoginResult {
+    /// Whether the credential was persisted to a secure store (system keychain, or the config file
+    /// when plaintext storage is enabled). False when no secure store was available and the token
+    /// was not saved, so the consumer can decide how to proceed.
+    #[serde(rename = "storedInVault")]
+    pub stored_in_vault: bool,
+}
+
+/// User to log out
+pub type AccountLogoutRequest = serde_json::Value;
+
+/// Logout result indicating if more users remain
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AccountLogoutResult {
+    /// Whether other authenticated users remain after logout
+    #[serde(rename = "hasMoreUsers")]
+    pub has_more_users: bool,
 }
 
 /// Quota usage snapshot for a Copilot quota type, including entitlement, used requests, overage,
@@ -835,7 +905,7 @@ pub struct AgentRegistrySpawnRequest {
 }
 
 /// Outcome of an agentRegistry.spawn call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind")]
 pub enum AgentRegistrySpawnResult {
     /// Managed-server child was spawned and registered successfully.
@@ -861,6 +931,19 @@ impl AgentRegistrySpawnResult {
             Self::SpawnError(_) => "spawn-error",
             Self::RegistryTimeout(_) => "registry-timeout",
             Self::ValidationError(_) => "validation-error",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AgentRegistrySpawnResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "kind")?;
+        match kind.as_str() {
+            "spawned" => crate::tagged::variant(_rest).map(Self::Spawned),
+            "spawn-error" => crate::tagged::variant(_rest).map(Self::SpawnError),
+            "registry-timeout" => crate::tagged::variant(_rest).map(Self::RegistryTimeout),
+            "validation-error" => crate::tagged::variant(_rest).map(Self::ValidationError),
+            other => Err(serde::de::Error::unknown_variant(other, &["spawned", "spawn-error", "registry-timeout", "validation-error"])),
         }
     }
 }
@@ -1825,7 +1908,7 @@ impl std::fmt::Display for AssistedApprovalRecommendation {
 
 /// A user message attachment — a file, directory, code selection, blob, GitHub-anchored pointer,
 /// or extension-supplied context payload
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum Attachment {
     /// File attachment
@@ -1896,6 +1979,30 @@ impl Attachment {
             Self::GithubSnippet(_) => "github_snippet",
             Self::Blob(_) => "blob",
             Self::ExtensionContext(_) => "extension_context",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Attachment {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "file" => crate::tagged::variant(_rest).map(Self::File),
+            "directory" => crate::tagged::variant(_rest).map(Self::Directory),
+            "selection" => crate::tagged::variant(_rest).map(Self::Selection),
+            "github_reference" => crate::tagged::variant(_rest).map(Self::GithubReference),
+            "github_commit" => crate::tagged::variant(_rest).map(Self::GithubCommit),
+            "github_release" => crate::tagged::variant(_rest).map(Self::GithubRelease),
+            "github_actions_job" => crate::tagged::variant(_rest).map(Self::GithubActionsJob),
+            "github_repository" => crate::tagged::variant(_rest).map(Self::GithubRepository),
+            "github_file_diff" => crate::tagged::variant(_rest).map(Self::GithubFileDiff),
+            "github_tree_comparison" => crate::tagged::variant(_rest).map(Self::GithubTreeComparison),
+            "github_url" => crate::tagged::variant(_rest).map(Self::GithubUrl),
+            "github_file" => crate::tagged::variant(_rest).map(Self::GithubFile),
+            "github_snippet" => crate::tagged::variant(_rest).map(Self::GithubSnippet),
+            "blob" => crate::tagged::variant(_rest).map(Self::Blob),
+            "extension_context" => crate::tagged::variant(_rest).map(Self::ExtensionContext),
+            other => Err(serde::de::Error::unknown_variant(other, &["file", "directory", "selection", "github_reference", "github_commit", "github_release", "github_actions_job", "github_repository", "github_file_diff", "github_tree_comparison", "github_url", "github_file", "github_snippet", "blob", "extension_context"])),
         }
     }
 }
@@ -2263,7 +2370,7 @@ pub struct AttachmentSelectionDetailsStart {
 
 /// Authentication credentials accepted only at native protocol ingress. Runtime outputs use
 /// credential-free `AuthIdentity` metadata.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum AuthInfo {
     /// Authentication-info input variant for GitHub-internal HMAC auth, carrying the public GitHub
@@ -2312,6 +2419,23 @@ impl AuthInfo {
             Self::User(_) => "user",
             Self::GhCli(_) => "gh-cli",
             Self::ApiKey(_) => "api-key",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AuthInfo {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "hmac" => crate::tagged::variant(_rest).map(Self::Hmac),
+            "env" => crate::tagged::variant(_rest).map(Self::Env),
+            "token" => crate::tagged::variant(_rest).map(Self::Token),
+            "token-provider" => crate::tagged::variant(_rest).map(Self::TokenProvider),
+            "copilot-api-token" => crate::tagged::variant(_rest).map(Self::CopilotApiToken),
+            "user" => crate::tagged::variant(_rest).map(Self::User),
+            "gh-cli" => crate::tagged::variant(_rest).map(Self::GhCli),
+            "api-key" => crate::tagged::variant(_rest).map(Self::ApiKey),
+            other => Err(serde::de::Error::unknown_variant(other, &["hmac", "env", "token", "token-provider", "copilot-api-token", "user", "gh-cli", "api-key"])),
         }
     }
 }
@@ -2568,7 +2692,7 @@ pub struct CitableSource {
 }
 
 /// Location within a cited source (character, page, or content-block range) that supports a span.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum CitationLocation {
     /// A character range within the source's text content.
@@ -2589,6 +2713,18 @@ impl CitationLocation {
             Self::Char(_) => "char",
             Self::Page(_) => "page",
             Self::Block(_) => "block",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CitationLocation {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "char" => crate::tagged::variant(_rest).map(Self::Char),
+            "page" => crate::tagged::variant(_rest).map(Self::Page),
+            "block" => crate::tagged::variant(_rest).map(Self::Block),
+            other => Err(serde::de::Error::unknown_variant(other, &["char", "page", "block"])),
         }
     }
 }
@@ -4415,7 +4551,7 @@ impl std::fmt::Display for ExternalToolTextResultForLlmBinaryResultsForLlmType {
 
 /// A content block within a tool result, which may be text, terminal output, image, audio, or a
 /// resource
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum ExternalToolTextResultForLlmContent {
     /// Plain text content block
@@ -4452,6 +4588,22 @@ impl ExternalToolTextResultForLlmContent {
             Self::Audio(_) => "audio",
             Self::ResourceLink(_) => "resource_link",
             Self::Resource(_) => "resource",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ExternalToolTextResultForLlmContent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "text" => crate::tagged::variant(_rest).map(Self::Text),
+            "terminal" => crate::tagged::variant(_rest).map(Self::Terminal),
+            "shell_exit" => crate::tagged::variant(_rest).map(Self::ShellExit),
+            "image" => crate::tagged::variant(_rest).map(Self::Image),
+            "audio" => crate::tagged::variant(_rest).map(Self::Audio),
+            "resource_link" => crate::tagged::variant(_rest).map(Self::ResourceLink),
+            "resource" => crate::tagged::variant(_rest).map(Self::Resource),
+            other => Err(serde::de::Error::unknown_variant(other, &["text", "terminal", "shell_exit", "image", "audio", "resource_link", "resource"])),
         }
     }
 }
@@ -6345,7 +6497,7 @@ pub struct McpExecuteSamplingRequest {}
 pub struct McpExecuteSamplingResult {}
 
 /// Host response: supply dynamic headers or decline this refresh.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind")]
 pub enum McpHeadersHandlePendingHeadersRefreshRequest {
     #[serde(rename = "headers")]
@@ -6363,6 +6515,18 @@ impl McpHeadersHandlePendingHeadersRefreshRequest {
             Self::Headers(_) => "headers",
             Self::None => "none",
             Self::Error(_) => "error",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for McpHeadersHandlePendingHeadersRefreshRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "kind")?;
+        match kind.as_str() {
+            "headers" => crate::tagged::variant(_rest).map(Self::Headers),
+            "none" => Ok(Self::None),
+            "error" => crate::tagged::variant(_rest).map(Self::Error),
+            other => Err(serde::de::Error::unknown_variant(other, &["headers", "none", "error"])),
         }
     }
 }
@@ -9174,7 +9338,7 @@ impl PermissionCompletedData {
 }
 
 /// The client's response to the pending permission prompt
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind")]
 pub enum PermissionDecision {
     /// Permission-decision request variant to approve only the current permission request.
@@ -9258,6 +9422,30 @@ impl PermissionDecision {
     }
 }
 
+impl<'de> Deserialize<'de> for PermissionDecision {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "kind")?;
+        match kind.as_str() {
+            "approve-once" => crate::tagged::variant(_rest).map(Self::ApproveOnce),
+            "approve-for-session" => crate::tagged::variant(_rest).map(Self::ApproveForSession),
+            "approve-for-location" => crate::tagged::variant(_rest).map(Self::ApproveForLocation),
+            "approve-permanently" => crate::tagged::variant(_rest).map(Self::ApprovePermanently),
+            "reject" => crate::tagged::variant(_rest).map(Self::Reject),
+            "user-not-available" => Ok(Self::UserNotAvailable),
+            "approved" => Ok(Self::Approved),
+            "approved-for-session" => crate::tagged::variant(_rest).map(Self::ApprovedForSession),
+            "approved-for-location" => crate::tagged::variant(_rest).map(Self::ApprovedForLocation),
+            "cancelled" => crate::tagged::variant(_rest).map(Self::Cancelled),
+            "denied-by-rules" => crate::tagged::variant(_rest).map(Self::DeniedByRules),
+            "denied-no-approval-rule-and-could-not-request-from-user" => Ok(Self::DeniedNoApprovalRuleAndCouldNotRequestFromUser),
+            "denied-interactively-by-user" => crate::tagged::variant(_rest).map(Self::DeniedInteractivelyByUser),
+            "denied-by-content-exclusion-policy" => crate::tagged::variant(_rest).map(Self::DeniedByContentExclusionPolicy),
+            "denied-by-permission-request-hook" => crate::tagged::variant(_rest).map(Self::DeniedByPermissionRequestHook),
+            other => Err(serde::de::Error::unknown_variant(other, &["approve-once", "approve-for-session", "approve-for-location", "approve-permanently", "reject", "user-not-available", "approved", "approved-for-session", "approved-for-location", "cancelled", "denied-by-rules", "denied-no-approval-rule-and-could-not-request-from-user", "denied-interactively-by-user", "denied-by-content-exclusion-policy", "denied-by-permission-request-hook"])),
+        }
+    }
+}
+
 /// Permission-decision request variant to approve and persist a permission for a project location,
 /// with approval details and location key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -9280,7 +9468,7 @@ impl PermissionDecisionApproveForLocation {
 }
 
 /// Approval to persist for this location
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind")]
 pub enum PermissionDecisionApproveForLocationApproval {
     /// Location-scoped approval details for specific command identifiers.
@@ -9337,6 +9525,26 @@ impl PermissionDecisionApproveForLocationApproval {
             Self::Factory(_) => "factory",
             Self::ExtensionPermissionAccess(_) => "extension-permission-access",
             Self::ExtensionEnvAccess(_) => "extension-env-access",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PermissionDecisionApproveForLocationApproval {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "kind")?;
+        match kind.as_str() {
+            "commands" => crate::tagged::variant(_rest).map(Self::Commands),
+            "read" => Ok(Self::Read),
+            "write" => Ok(Self::Write),
+            "mcp" => crate::tagged::variant(_rest).map(Self::Mcp),
+            "mcp-sampling" => crate::tagged::variant(_rest).map(Self::McpSampling),
+            "memory" => Ok(Self::Memory),
+            "custom-tool" => crate::tagged::variant(_rest).map(Self::CustomTool),
+            "extension-management" => crate::tagged::variant(_rest).map(Self::ExtensionManagement),
+            "factory" => crate::tagged::variant(_rest).map(Self::Factory),
+            "extension-permission-access" => crate::tagged::variant(_rest).map(Self::ExtensionPermissionAccess),
+            "extension-env-access" => crate::tagged::variant(_rest).map(Self::ExtensionEnvAccess),
+            other => Err(serde::de::Error::unknown_variant(other, &["commands", "read", "write", "mcp", "mcp-sampling", "memory", "custom-tool", "extension-management", "factory", "extension-permission-access", "extension-env-access"])),
         }
     }
 }
@@ -9431,7 +9639,7 @@ pub struct PermissionDecisionApproveForSession {
 }
 
 /// Session-scoped approval to remember (tool prompts only; omitted for path/url prompts)
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind")]
 pub enum PermissionDecisionApproveForSessionApproval {
     /// Session-scoped approval details for specific command identifiers.
@@ -9488,6 +9696,26 @@ impl PermissionDecisionApproveForSessionApproval {
             Self::Factory(_) => "factory",
             Self::ExtensionPermissionAccess(_) => "extension-permission-access",
             Self::ExtensionEnvAccess(_) => "extension-env-access",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PermissionDecisionApproveForSessionApproval {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "kind")?;
+        match kind.as_str() {
+            "commands" => crate::tagged::variant(_rest).map(Self::Commands),
+            "read" => Ok(Self::Read),
+            "write" => Ok(Self::Write),
+            "mcp" => crate::tagged::variant(_rest).map(Self::Mcp),
+            "mcp-sampling" => crate::tagged::variant(_rest).map(Self::McpSampling),
+            "memory" => Ok(Self::Memory),
+            "custom-tool" => crate::tagged::variant(_rest).map(Self::CustomTool),
+            "extension-management" => crate::tagged::variant(_rest).map(Self::ExtensionManagement),
+            "factory" => crate::tagged::variant(_rest).map(Self::Factory),
+            "extension-permission-access" => crate::tagged::variant(_rest).map(Self::ExtensionPermissionAccess),
+            "extension-env-access" => crate::tagged::variant(_rest).map(Self::ExtensionEnvAccess),
+            other => Err(serde::de::Error::unknown_variant(other, &["commands", "read", "write", "mcp", "mcp-sampling", "memory", "custom-tool", "extension-management", "factory", "extension-permission-access", "extension-env-access"])),
         }
     }
 }
@@ -10116,7 +10344,7 @@ pub struct PermissionPathsWorkspaceCheckResult {
 }
 
 /// Derived user-facing permission prompt details for UI consumers
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind")]
 pub enum PermissionPromptRequest {
     /// Shell command permission prompt
@@ -10177,6 +10405,28 @@ impl PermissionPromptRequest {
             Self::Factory(_) => "factory",
             Self::ExtensionPermissionAccess(_) => "extension-permission-access",
             Self::ExtensionEnvAccess(_) => "extension-env-access",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PermissionPromptRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "kind")?;
+        match kind.as_str() {
+            "commands" => crate::tagged::variant(_rest).map(Self::Commands),
+            "write" => crate::tagged::variant(_rest).map(Self::Write),
+            "read" => crate::tagged::variant(_rest).map(Self::Read),
+            "mcp" => crate::tagged::variant(_rest).map(Self::Mcp),
+            "url" => crate::tagged::variant(_rest).map(Self::Url),
+            "memory" => crate::tagged::variant(_rest).map(Self::Memory),
+            "custom-tool" => crate::tagged::variant(_rest).map(Self::CustomTool),
+            "path" => crate::tagged::variant(_rest).map(Self::Path),
+            "hook" => crate::tagged::variant(_rest).map(Self::Hook),
+            "extension-management" => crate::tagged::variant(_rest).map(Self::ExtensionManagement),
+            "factory" => crate::tagged::variant(_rest).map(Self::Factory),
+            "extension-permission-access" => crate::tagged::variant(_rest).map(Self::ExtensionPermissionAccess),
+            "extension-env-access" => crate::tagged::variant(_rest).map(Self::ExtensionEnvAccess),
+            other => Err(serde::de::Error::unknown_variant(other, &["commands", "write", "read", "mcp", "url", "memory", "custom-tool", "path", "hook", "extension-management", "factory", "extension-permission-access", "extension-env-access"])),
         }
     }
 }
@@ -10629,7 +10879,7 @@ impl std::fmt::Display for PermissionRecommendation {
 }
 
 /// Details of the permission being requested
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind")]
 pub enum PermissionRequest {
     /// Shell command permission request
@@ -10686,6 +10936,27 @@ impl PermissionRequest {
             Self::Factory(_) => "factory",
             Self::ExtensionPermissionAccess(_) => "extension-permission-access",
             Self::ExtensionEnvAccess(_) => "extension-env-access",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PermissionRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "kind")?;
+        match kind.as_str() {
+            "shell" => crate::tagged::variant(_rest).map(Self::Shell),
+            "write" => crate::tagged::variant(_rest).map(Self::Write),
+            "read" => crate::tagged::variant(_rest).map(Self::Read),
+            "mcp" => crate::tagged::variant(_rest).map(Self::Mcp),
+            "url" => crate::tagged::variant(_rest).map(Self::Url),
+            "memory" => crate::tagged::variant(_rest).map(Self::Memory),
+            "custom-tool" => crate::tagged::variant(_rest).map(Self::CustomTool),
+            "hook" => crate::tagged::variant(_rest).map(Self::Hook),
+            "extension-management" => crate::tagged::variant(_rest).map(Self::ExtensionManagement),
+            "factory" => crate::tagged::variant(_rest).map(Self::Factory),
+            "extension-permission-access" => crate::tagged::variant(_rest).map(Self::ExtensionPermissionAccess),
+            "extension-env-access" => crate::tagged::variant(_rest).map(Self::ExtensionEnvAccess),
+            other => Err(serde::de::Error::unknown_variant(other, &["shell", "write", "read", "mcp", "url", "memory", "custom-tool", "hook", "extension-management", "factory", "extension-permission-access", "extension-env-access"])),
         }
     }
 }
@@ -11261,7 +11532,7 @@ impl std::fmt::Display for PermissionResponseCapability {
 }
 
 /// The result of the permission request
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind")]
 pub enum PermissionResult {
     /// Permission response variant indicating the request was approved without persisting an
@@ -11315,6 +11586,24 @@ impl PermissionResult {
             Self::DeniedInteractivelyByUser(_) => "denied-interactively-by-user",
             Self::DeniedByContentExclusionPolicy(_) => "denied-by-content-exclusion-policy",
             Self::DeniedByPermissionRequestHook(_) => "denied-by-permission-request-hook",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PermissionResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "kind")?;
+        match kind.as_str() {
+            "approved" => crate::tagged::variant(_rest).map(Self::Approved),
+            "approved-for-session" => crate::tagged::variant(_rest).map(Self::ApprovedForSession),
+            "approved-for-location" => crate::tagged::variant(_rest).map(Self::ApprovedForLocation),
+            "cancelled" => crate::tagged::variant(_rest).map(Self::Cancelled),
+            "denied-by-rules" => crate::tagged::variant(_rest).map(Self::DeniedByRules),
+            "denied-no-approval-rule-and-could-not-request-from-user" => Ok(Self::DeniedNoApprovalRuleAndCouldNotRequestFromUser),
+            "denied-interactively-by-user" => crate::tagged::variant(_rest).map(Self::DeniedInteractivelyByUser),
+            "denied-by-content-exclusion-policy" => crate::tagged::variant(_rest).map(Self::DeniedByContentExclusionPolicy),
+            "denied-by-permission-request-hook" => crate::tagged::variant(_rest).map(Self::DeniedByPermissionRequestHook),
+            other => Err(serde::de::Error::unknown_variant(other, &["approved", "approved-for-session", "approved-for-location", "cancelled", "denied-by-rules", "denied-no-approval-rule-and-could-not-request-from-user", "denied-interactively-by-user", "denied-by-content-exclusion-policy", "denied-by-permission-request-hook"])),
         }
     }
 }
@@ -11468,7 +11757,7 @@ impl PermissionsGetModeResult {
 }
 
 /// Tool approval to persist and apply
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind")]
 pub enum PermissionsLocationsAddToolApprovalDetails {
     /// Location-persisted tool approval details for specific command identifiers.
@@ -11525,6 +11814,26 @@ impl PermissionsLocationsAddToolApprovalDetails {
             Self::Factory(_) => "factory",
             Self::ExtensionPermissionAccess(_) => "extension-permission-access",
             Self::ExtensionEnvAccess(_) => "extension-env-access",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PermissionsLocationsAddToolApprovalDetails {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "kind")?;
+        match kind.as_str() {
+            "commands" => crate::tagged::variant(_rest).map(Self::Commands),
+            "read" => Ok(Self::Read),
+            "write" => Ok(Self::Write),
+            "mcp" => crate::tagged::variant(_rest).map(Self::Mcp),
+            "mcp-sampling" => crate::tagged::variant(_rest).map(Self::McpSampling),
+            "memory" => Ok(Self::Memory),
+            "custom-tool" => crate::tagged::variant(_rest).map(Self::CustomTool),
+            "extension-management" => crate::tagged::variant(_rest).map(Self::ExtensionManagement),
+            "factory" => crate::tagged::variant(_rest).map(Self::Factory),
+            "extension-permission-access" => crate::tagged::variant(_rest).map(Self::ExtensionPermissionAccess),
+            "extension-env-access" => crate::tagged::variant(_rest).map(Self::ExtensionEnvAccess),
+            other => Err(serde::de::Error::unknown_variant(other, &["commands", "read", "write", "mcp", "mcp-sampling", "memory", "custom-tool", "extension-management", "factory", "extension-permission-access", "extension-env-access"])),
         }
     }
 }
@@ -12675,7 +12984,7 @@ pub struct ProviderTokenGetTokenParams {
 
 /// Attachment union accepted by push input, covering files, directories, GitHub objects, blobs,
 /// snippets, and extension context.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum PushAttachment {
     /// File attachment
@@ -12744,6 +13053,30 @@ impl PushAttachment {
             Self::GithubSnippet(_) => "github_snippet",
             Self::Blob(_) => "blob",
             Self::ExtensionContext(_) => "extension_context",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PushAttachment {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "file" => crate::tagged::variant(_rest).map(Self::File),
+            "directory" => crate::tagged::variant(_rest).map(Self::Directory),
+            "selection" => crate::tagged::variant(_rest).map(Self::Selection),
+            "github_reference" => crate::tagged::variant(_rest).map(Self::GithubReference),
+            "github_commit" => crate::tagged::variant(_rest).map(Self::GithubCommit),
+            "github_release" => crate::tagged::variant(_rest).map(Self::GithubRelease),
+            "github_actions_job" => crate::tagged::variant(_rest).map(Self::GithubActionsJob),
+            "github_repository" => crate::tagged::variant(_rest).map(Self::GithubRepository),
+            "github_file_diff" => crate::tagged::variant(_rest).map(Self::GithubFileDiff),
+            "github_tree_comparison" => crate::tagged::variant(_rest).map(Self::GithubTreeComparison),
+            "github_url" => crate::tagged::variant(_rest).map(Self::GithubUrl),
+            "github_file" => crate::tagged::variant(_rest).map(Self::GithubFile),
+            "github_snippet" => crate::tagged::variant(_rest).map(Self::GithubSnippet),
+            "blob" => crate::tagged::variant(_rest).map(Self::Blob),
+            "extension_context" => crate::tagged::variant(_rest).map(Self::ExtensionContext),
+            other => Err(serde::de::Error::unknown_variant(other, &["file", "directory", "selection", "github_reference", "github_commit", "github_release", "github_actions_job", "github_repository", "github_file_diff", "github_tree_comparison", "github_url", "github_file", "github_snippet", "blob", "extension_context"])),
         }
     }
 }
@@ -13284,7 +13617,7 @@ pub struct RemoteControlConfigExistingMcSession {
 }
 
 /// State of the runtime-managed remote-control singleton.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "state")]
 pub enum RemoteControlStatus {
     /// Remote control is not connected.
@@ -13309,6 +13642,19 @@ impl RemoteControlStatus {
             Self::Connecting(_) => "connecting",
             Self::Active(_) => "active",
             Self::Error(_) => "error",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RemoteControlStatus {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "state")?;
+        match kind.as_str() {
+            "off" => Ok(Self::Off),
+            "connecting" => crate::tagged::variant(_rest).map(Self::Connecting),
+            "active" => crate::tagged::variant(_rest).map(Self::Active),
+            "error" => crate::tagged::variant(_rest).map(Self::Error),
+            other => Err(serde::de::Error::unknown_variant(other, &["off", "connecting", "active", "error"])),
         }
     }
 }
@@ -16606,7 +16952,7 @@ impl std::fmt::Display for SessionOpenOptionsReasoningSummary {
 }
 
 /// Open a session by creating, resuming, attaching, connecting to a remote, or handing off.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind")]
 pub enum SessionOpenParams {
     /// Parameters for creating a new local session.
@@ -16643,6 +16989,22 @@ impl SessionOpenParams {
             Self::Remote(_) => "remote",
             Self::Cloud(_) => "cloud",
             Self::Handoff(_) => "handoff",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionOpenParams {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "kind")?;
+        match kind.as_str() {
+            "create" => crate::tagged::variant(_rest).map(Self::Create),
+            "resume" => crate::tagged::variant(_rest).map(Self::Resume),
+            "resumeLast" => crate::tagged::variant(_rest).map(Self::ResumeLast),
+            "attach" => crate::tagged::variant(_rest).map(Self::Attach),
+            "remote" => crate::tagged::variant(_rest).map(Self::Remote),
+            "cloud" => crate::tagged::variant(_rest).map(Self::Cloud),
+            "handoff" => crate::tagged::variant(_rest).map(Self::Handoff),
+            other => Err(serde::de::Error::unknown_variant(other, &["create", "resume", "resumeLast", "attach", "remote", "cloud", "handoff"])),
         }
     }
 }
@@ -18768,7 +19130,7 @@ pub struct SessionsTransferRemoteControlRequest {
 
 /// Authentication credentials accepted by session.gitHubAuth.setCredentials. Session-owned
 /// token-provider identities cannot be installed through this method.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum SettableAuthInfo {
     /// Authentication-info input variant for GitHub-internal HMAC auth, carrying the public GitHub
@@ -18811,6 +19173,22 @@ impl SettableAuthInfo {
             Self::User(_) => "user",
             Self::GhCli(_) => "gh-cli",
             Self::ApiKey(_) => "api-key",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SettableAuthInfo {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "hmac" => crate::tagged::variant(_rest).map(Self::Hmac),
+            "env" => crate::tagged::variant(_rest).map(Self::Env),
+            "token" => crate::tagged::variant(_rest).map(Self::Token),
+            "copilot-api-token" => crate::tagged::variant(_rest).map(Self::CopilotApiToken),
+            "user" => crate::tagged::variant(_rest).map(Self::User),
+            "gh-cli" => crate::tagged::variant(_rest).map(Self::GhCli),
+            "api-key" => crate::tagged::variant(_rest).map(Self::ApiKey),
+            other => Err(serde::de::Error::unknown_variant(other, &["hmac", "env", "token", "copilot-api-token", "user", "gh-cli", "api-key"])),
         }
     }
 }
@@ -19640,7 +20018,7 @@ impl std::fmt::Display for SlashCommandInputCompletion {
 
 /// Result of invoking the slash command (text output, prompt to send to the agent, completion, or
 /// subcommand selection).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind")]
 pub enum SlashCommandInvocationResult {
     /// Slash-command invocation result containing text output plus Markdown/ANSI rendering flags.
@@ -19680,6 +20058,23 @@ impl SlashCommandInvocationResult {
             Self::ShowDialog(_) => "show-dialog",
             Self::SetModel(_) => "set-model",
             Self::SetPlanModel(_) => "set-plan-model",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SlashCommandInvocationResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "kind")?;
+        match kind.as_str() {
+            "text" => crate::tagged::variant(_rest).map(Self::Text),
+            "agent-prompt" => crate::tagged::variant(_rest).map(Self::AgentPrompt),
+            "completed" => crate::tagged::variant(_rest).map(Self::Completed),
+            "select-subcommand" => crate::tagged::variant(_rest).map(Self::SelectSubcommand),
+            "add-timeline-entry" => crate::tagged::variant(_rest).map(Self::AddTimelineEntry),
+            "show-dialog" => crate::tagged::variant(_rest).map(Self::ShowDialog),
+            "set-model" => crate::tagged::variant(_rest).map(Self::SetModel),
+            "set-plan-model" => crate::tagged::variant(_rest).map(Self::SetPlanModel),
+            other => Err(serde::de::Error::unknown_variant(other, &["text", "agent-prompt", "completed", "select-subcommand", "add-timeline-entry", "show-dialog", "set-model", "set-plan-model"])),
         }
     }
 }
@@ -20834,7 +21229,7 @@ impl std::fmt::Display for TaskExecutionMode {
 }
 
 /// Tracked task union returned by task APIs, containing an agent, client, or shell task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum TaskInfo {
     /// Tracked background agent task metadata, including IDs, status, timing, agent type, prompt,
@@ -20857,6 +21252,18 @@ impl TaskInfo {
             Self::Agent(_) => "agent",
             Self::Client(_) => "client",
             Self::Shell(_) => "shell",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskInfo {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "agent" => crate::tagged::variant(_rest).map(Self::Agent),
+            "client" => crate::tagged::variant(_rest).map(Self::Client),
+            "shell" => crate::tagged::variant(_rest).map(Self::Shell),
+            other => Err(serde::de::Error::unknown_variant(other, &["agent", "client", "shell"])),
         }
     }
 }
@@ -20904,7 +21311,7 @@ pub struct TaskList {
 
 /// Progress information for the task, discriminated by type. Returns null when no task with this ID
 /// is currently tracked.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum TaskProgress {
     /// Progress snapshot for an agent task, with recent activity lines and optional latest intent.
@@ -20926,6 +21333,18 @@ impl TaskProgress {
             Self::Agent(_) => "agent",
             Self::Client(_) => "client",
             Self::Shell(_) => "shell",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskProgress {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "agent" => crate::tagged::variant(_rest).map(Self::Agent),
+            "client" => crate::tagged::variant(_rest).map(Self::Client),
+            "shell" => crate::tagged::variant(_rest).map(Self::Shell),
+            other => Err(serde::de::Error::unknown_variant(other, &["agent", "client", "shell"])),
         }
     }
 }
@@ -21232,7 +21651,7 @@ pub struct Tool {
 
 /// A content block within a tool result, which may be text, terminal output, image, audio, or a
 /// resource
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum ToolExecutionCompleteContent {
     /// Plain text content block
@@ -21270,6 +21689,22 @@ impl ToolExecutionCompleteContent {
             Self::Audio(_) => "audio",
             Self::ResourceLink(_) => "resource_link",
             Self::Resource(_) => "resource",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolExecutionCompleteContent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "text" => crate::tagged::variant(_rest).map(Self::Text),
+            "terminal" => crate::tagged::variant(_rest).map(Self::Terminal),
+            "shell_exit" => crate::tagged::variant(_rest).map(Self::ShellExit),
+            "image" => crate::tagged::variant(_rest).map(Self::Image),
+            "audio" => crate::tagged::variant(_rest).map(Self::Audio),
+            "resource_link" => crate::tagged::variant(_rest).map(Self::ResourceLink),
+            "resource" => crate::tagged::variant(_rest).map(Self::Resource),
+            other => Err(serde::de::Error::unknown_variant(other, &["text", "terminal", "shell_exit", "image", "audio", "resource_link", "resource"])),
         }
     }
 }
@@ -22850,7 +23285,7 @@ pub struct UserSettingsSetResult {
 }
 
 /// The approval to add as a session-scoped rule
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind")]
 pub enum UserToolSessionApproval {
     /// Session-scoped tool-approval rule for specific shell command identifiers.
@@ -22903,6 +23338,25 @@ impl UserToolSessionApproval {
             Self::Factory(_) => "factory",
             Self::ExtensionPermissionAccess(_) => "extension-permission-access",
             Self::ExtensionEnvAccess(_) => "extension-env-access",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for UserToolSessionApproval {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "kind")?;
+        match kind.as_str() {
+            "commands" => crate::tagged::variant(_rest).map(Self::Commands),
+            "read" => Ok(Self::Read),
+            "write" => Ok(Self::Write),
+            "mcp" => crate::tagged::variant(_rest).map(Self::Mcp),
+            "memory" => Ok(Self::Memory),
+            "custom-tool" => crate::tagged::variant(_rest).map(Self::CustomTool),
+            "extension-management" => crate::tagged::variant(_rest).map(Self::ExtensionManagement),
+            "factory" => crate::tagged::variant(_rest).map(Self::Factory),
+            "extension-permission-access" => crate::tagged::variant(_rest).map(Self::ExtensionPermissionAccess),
+            "extension-env-access" => crate::tagged::variant(_rest).map(Self::ExtensionEnvAccess),
+            other => Err(serde::de::Error::unknown_variant(other, &["commands", "read", "write", "mcp", "memory", "custom-tool", "extension-management", "factory", "extension-permission-access", "extension-env-access"])),
         }
     }
 }
@@ -23571,6 +24025,7 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // serde_json::Value in this file
 //
 // Fallbacks (the schema construct has no better mapping):
+// - AccountLogoutRequest: anyOf whose branches serde cannot tell apart
 // - ProtocolSystemMessageConfig: anyOf whose branches serde cannot tell apart
 // - QueuedCommandResult: anyOf whose branches serde cannot tell apart
 // - SessionListEntry: anyOf whose branches serde cannot tell apart

@@ -1,6 +1,7 @@
 //! Method handlers, grouped by what they touch. Each is
 //! `async fn(&Ctx, Params) -> Result<Result, RpcError>`, listed in [`crate::methods`].
 
+pub mod account;
 pub mod agents;
 pub mod auth;
 pub mod commands;

@@ -53,6 +53,7 @@ impl Env {
             auth_type: "token".into(),
             host: "https://github.com".into(),
             expose_provider_endpoint: false,
+            ..Default::default()
         };
         let network = Arc::new(llm_providers::transport::ReqwestTransport::new(
             llm_providers::transport::ReqwestTransport::default_client().expect("http client"),
