@@ -64,6 +64,8 @@ pub(crate) struct Actor {
     last_history: llm_providers::History,
     /// When the session last did or was asked anything (the idle unloader's clock).
     last_active: std::time::Instant,
+    /// The conversation's history is not in memory (`parking`): read it back before use.
+    parked: bool,
 }
 
 enum Step {
@@ -101,6 +103,7 @@ impl Actor {
             deferred_compaction: None,
             last_history: Default::default(),
             last_active: std::time::Instant::now(),
+            parked: false,
         }
     }
 
@@ -120,10 +123,12 @@ impl Actor {
             }
             let flow = match step {
                 Step::Stop | Step::Input(None) => Flow::Exit,
-                Step::Input(Some(input)) => self.handle_input(*input).await,
+                // Boxed: an idle session's task then holds only this loop's small state, not
+                // the largest of its handlers' futures (a few KiB per session otherwise).
+                Step::Input(Some(input)) => Box::pin(self.handle_input(*input)).await,
                 Step::RunDone(done) => {
                     running = None;
-                    self.finish_run(done).await;
+                    self.finish_run(done);
                     Flow::Continue
                 }
                 Step::Compacted(result) => {
@@ -137,6 +142,12 @@ impl Actor {
             };
             if matches!(flow, Flow::Exit) {
                 break;
+            }
+            if self.parked
+                && (self.deferred_compaction.is_some()
+                    || (running.is_none() && self.batch.is_some() && !self.queue.is_empty()))
+            {
+                self.unpark().await;
             }
             self.start_deferred_compaction();
             if running.is_none() {
@@ -154,11 +165,11 @@ impl Actor {
         self.handle.mcp().shutdown();
     }
 
-    /// Whether the session could be unloaded without anyone noticing: no client, nothing
-    /// running, queued, pending or compacting, no background shell, quiet for `idle_for`.
-    fn idle_for(&self, idle_for: std::time::Duration) -> bool {
-        self.handle.subscriber_count() == 0
-            && !self.view.running
+    /// Nothing running, queued, pending or compacting, no background shell, quiet for
+    /// `idle_for`: the session is idle (with no client either, it could be unloaded without
+    /// anyone noticing).
+    fn quiet_for(&self, idle_for: std::time::Duration) -> bool {
+        !self.view.running
             && self.batch.is_none()
             && self.queue.is_empty()
             && self.steering.is_empty()
@@ -322,12 +333,18 @@ impl Actor {
                 let _ = reply.send(());
             }
             SessionInput::Unload { idle_for, reply } => {
-                if self.idle_for(idle_for) {
-                    // Nothing is emitted: a client that resumes later must not tell the
-                    // difference (the log is complete, the resume replays it).
-                    self.handle.stopped().cancel();
-                    let _ = reply.send(true);
-                    return Flow::Exit;
+                if self.quiet_for(idle_for) {
+                    if self.handle.subscriber_count() == 0 {
+                        // Nothing is emitted: a client that resumes later must not tell the
+                        // difference (the log is complete, the resume replays it).
+                        self.handle.stopped().cancel();
+                        let _ = reply.send(true);
+                        return Flow::Exit;
+                    }
+                    // A client is attached: the session stays, its history goes to the log.
+                    if !self.parked {
+                        self.parked = self.conv.as_mut().is_some_and(crate::parking::park);
+                    }
                 }
                 let _ = reply.send(false);
             }
@@ -348,8 +365,14 @@ impl Actor {
                         Some(compaction::Request { trigger, custom_instructions, manual: Some(reply) });
                 }
             }
-            SessionInput::Handoff { reply } => self.handoff(reply),
-            SessionInput::EphemeralQuery { question, reply } => self.ephemeral_query(question, reply),
+            SessionInput::Handoff { reply } => {
+                self.unpark().await;
+                self.handoff(reply)
+            }
+            SessionInput::EphemeralQuery { question, reply } => {
+                self.unpark().await;
+                self.ephemeral_query(question, reply)
+            }
             SessionInput::Shutdown { shutdown_type, reply } => {
                 self.abort(t::AbortReason::UserInitiated);
                 self.pending.fail_all();
@@ -490,6 +513,17 @@ impl Actor {
         self.emit(data);
     }
 
+    /// Reads a parked history back from the log (boxed, as the run loop's other awaits).
+    async fn unpark(&mut self) {
+        if !self.parked {
+            return;
+        }
+        if let Some(conv) = self.conv.as_mut() {
+            Box::pin(crate::parking::restore(&self.handle, &self.deps, conv)).await;
+        }
+        self.parked = false;
+    }
+
     /// Starts the next queued message of the current batch, if any.
     fn start_next(&mut self) -> Option<RunFuture> {
         let batch = self.batch.as_ref()?;
@@ -516,7 +550,7 @@ impl Actor {
 
     /// One message is done. The batch goes on with the next queued message, or ends with
     /// `session.idle`.
-    async fn finish_run(&mut self, done: RunDone) {
+    fn finish_run(&mut self, done: RunDone) {
         let RunDone { mut conv, message_id, outcome } = done;
         // The conversation is home: the run's snapshot would only keep old messages alive.
         self.last_history = Default::default();
@@ -563,9 +597,8 @@ impl Actor {
         if !self.handle.shells().running_shells().is_empty() {
             self.emit(t::BackgroundTasksChangedData {});
         }
-        if let Err(e) = self.deps.index.touch(self.handle.id(), &crate::now()).await {
-            tracing::warn!(session = %self.handle.id(), error = %e, "index touch failed");
-        }
+        // Written behind (batched, off this path); every later index read or write sees it.
+        self.deps.index.touch_later(self.handle.id(), &crate::now());
         self.emit(t::IdleData { aborted: aborted.then_some(true), mode: Some(self.view.settings.mode) });
     }
 }
@@ -718,6 +751,7 @@ impl Actor {
         fresh.last_system = restored.last_system;
         fresh.prompts = restored.prompts;
         *conv = fresh;
+        self.parked = false;
         self.emit_ephemeral(t::SnapshotRewindData {
             up_to_event_id: event_id.to_string(),
             events_removed: removed as u64,

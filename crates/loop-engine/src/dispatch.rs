@@ -265,7 +265,7 @@ async fn run_one(
                 .emit(t::ToolExecutionPartialData { tool_call_id: progress_id.clone(), partial_output: partial });
         }),
         cancel: ctx.cancel.clone(),
-        env: ctx.deps.tool_env.clone(),
+        env: ctx.deps.tool_env.as_ref().clone(),
         shells: ctx.handle.shells().clone(),
     };
     // A panicking tool must not take the run down with it.

@@ -30,6 +30,7 @@ mod instructions;
 mod mcp;
 pub mod mcp_config;
 mod model_call;
+mod parking;
 mod pending;
 mod permission;
 pub mod plugins;
@@ -119,7 +120,8 @@ pub(crate) struct Deps {
     pub model: Arc<dyn ModelClient>,
     pub http: Arc<dyn llm_providers::transport::HttpTransport>,
     pub builtins: tools::Registry,
-    pub tool_env: Vec<(String, String)>,
+    /// One copy for every session (each session's MCP host and user shell share it).
+    pub tool_env: Arc<Vec<(String, String)>>,
     pub version: String,
     pub models: Mutex<Option<Vec<ModelInfo>>>,
 }
@@ -283,7 +285,7 @@ impl Engine {
                 model: config.model,
                 http: config.http,
                 builtins: config.builtins,
-                tool_env: config.tool_env,
+                tool_env: Arc::new(config.tool_env),
                 version: config.version,
                 models: Mutex::new(None),
             }),
@@ -398,7 +400,8 @@ impl Engine {
 
     /// Unloads sessions that have had no client and done nothing for `idle_for`, checking
     /// every fraction of it, for as long as the engine lives. A later resume loads them again
-    /// from disk; a client notices only the latency.
+    /// from disk; a client notices only the latency. Idle sessions that keep a client drop
+    /// their history from memory instead (`parking`).
     pub fn start_idle_unloader(self: &Arc<Self>, idle_for: std::time::Duration) {
         let engine = Arc::downgrade(self);
         let every = (idle_for / 4).clamp(std::time::Duration::from_millis(10), std::time::Duration::from_secs(30));
@@ -408,8 +411,7 @@ impl Engine {
             loop {
                 tick.tick().await;
                 let Some(engine) = engine.upgrade() else { return };
-                let idle: Vec<SessionHandle> =
-                    lock(&engine.sessions).values().filter(|h| h.subscriber_count() == 0).cloned().collect();
+                let idle: Vec<SessionHandle> = lock(&engine.sessions).values().cloned().collect();
                 for handle in idle {
                     if handle.unload_if_idle(idle_for).await {
                         tracing::debug!(session = handle.id(), "unloaded an idle session");
@@ -423,6 +425,13 @@ impl Engine {
     /// The loaded session, or `SessionNotFound`.
     pub fn require(&self, id: &str) -> Result<SessionHandle, EngineError> {
         self.get(id).ok_or_else(|| EngineError::SessionNotFound(id.to_string()))
+    }
+
+    /// Writes what the session index holds back (modification times) before the process exits.
+    pub async fn flush_index(&self) {
+        if let Err(e) = self.deps.index.flush().await {
+            tracing::warn!(error = %e, "session index: writing modification times failed");
+        }
     }
 
     pub fn loaded_count(&self) -> usize {

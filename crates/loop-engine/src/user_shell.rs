@@ -12,13 +12,13 @@ pub use tools::ClientCommandEnd;
 
 pub struct UserShell {
     shells: tools::ClientShells,
-    env: Vec<(String, String)>,
+    env: std::sync::Arc<Vec<(String, String)>>,
     /// User-requested commands still running, by the client's request id.
     requests: Mutex<HashMap<String, CancellationToken>>,
 }
 
 impl UserShell {
-    pub(crate) fn new(env: Vec<(String, String)>) -> Self {
+    pub(crate) fn new(env: std::sync::Arc<Vec<(String, String)>>) -> Self {
         Self { shells: Default::default(), env, requests: Default::default() }
     }
 

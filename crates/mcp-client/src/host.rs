@@ -135,7 +135,7 @@ struct Inner {
     sink: Mutex<Option<Sink>>,
     shutdown: CancellationToken,
     cwd: Mutex<PathBuf>,
-    env: Vec<(String, String)>,
+    env: Arc<Vec<(String, String)>>,
     /// A configuration is loading: `Loaded` goes out when nothing is pending any more.
     loading: Mutex<bool>,
     /// Woken whenever a server's status changes.
@@ -165,14 +165,15 @@ pub fn qualified_name(server: &str, tool: &str) -> String {
 
 impl McpHost {
     /// A host whose local servers start in `cwd` with environment `env` (plus their own).
-    pub fn new(cwd: PathBuf, env: Vec<(String, String)>) -> Self {
+    /// `env` may be shared: every session's host can hold the same copy.
+    pub fn new(cwd: PathBuf, env: impl Into<Arc<Vec<(String, String)>>>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 servers: Mutex::new(BTreeMap::new()),
                 sink: Mutex::new(None),
                 shutdown: CancellationToken::new(),
                 cwd: Mutex::new(cwd),
-                env,
+                env: env.into(),
                 loading: Mutex::new(false),
                 changed: tokio::sync::Notify::new(),
                 app_context: Mutex::new(None),

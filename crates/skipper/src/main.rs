@@ -349,6 +349,7 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
         rpc_server::transport::serve_tcp(server.clone(), listener).await;
     }
     server.engine.shutdown_all();
+    server.engine.flush_index().await;
     Ok(0)
 }
 

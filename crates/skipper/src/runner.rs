@@ -81,6 +81,7 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
     out.flush()?;
     drop(out);
     engine.detach(session.id(), RUNNER_SUBSCRIBER).await;
+    engine.flush_index().await;
     eprintln!("session {} (events in {})", session.id(), session.workspace_path().display());
     Ok(if interrupted {
         130

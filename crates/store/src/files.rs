@@ -1,5 +1,5 @@
 //! A session's own files besides the log (`workspace.yaml`, `plan.md`), for callers on the
-//! async runtime: the work happens on the blocking pool (writes are fsynced) or through
+//! async runtime: the work happens on the blocking pool or through
 //! `tokio::fs`, never on an async worker.
 
 use crate::layout::{Layout, WorkspaceMeta};
@@ -10,7 +10,7 @@ fn joined(e: tokio::task::JoinError) -> StoreError {
 }
 
 impl Layout {
-    /// Writes `workspace.yaml` atomically (temp file, fsync, rename).
+    /// Writes `workspace.yaml` atomically (temp file, rename).
     pub async fn write_workspace_yaml(&self, id: &str, meta: &WorkspaceMeta) -> Result<(), StoreError> {
         let (layout, id, meta) = (self.clone(), id.to_string(), meta.clone());
         tokio::task::spawn_blocking(move || layout.write_workspace_yaml_blocking(&id, &meta)).await.map_err(joined)?

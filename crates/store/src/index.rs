@@ -21,6 +21,7 @@ use crate::StoreError;
 mod owners;
 mod rebuild;
 mod sqlite;
+mod touches;
 
 pub use rebuild::row_from_events;
 
@@ -61,6 +62,7 @@ fn to_postgres(sqlite: &str) -> String {
 /// Runs `$body` with `$pool` bound to the concrete pool and `$sql` to `$text` in its dialect.
 macro_rules! on_pool {
     ($self:expr, $text:expr, |$pool:ident, $sql:ident| $body:expr) => {{
+        $self.write_touches().await?;
         let $sql = $self.pool.sql($text);
         match &$self.pool {
             $crate::index::Pool::Sqlite(db) => {
@@ -109,6 +111,8 @@ pub struct ListFilter {
 #[derive(Debug, Clone)]
 pub struct SessionIndex {
     pub(crate) pool: Pool,
+    /// Modification times not yet written (`touch_later`).
+    touches: std::sync::Arc<touches::Touches>,
 }
 
 const COLUMNS: &str = "id, cwd, git_root, repository, branch, model, title, summary, \
@@ -119,7 +123,7 @@ impl SessionIndex {
     /// file deleted later is created again on next use (see `sqlite`).
     pub async fn open(db_path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let db = sqlite::SqliteDb::open(db_path.as_ref().to_path_buf()).await?;
-        Ok(Self { pool: Pool::Sqlite(db) })
+        Ok(Self { pool: Pool::Sqlite(db), touches: Default::default() })
     }
 
     /// A private in-memory index (tests, or running without a writable home).
@@ -138,7 +142,7 @@ impl SessionIndex {
 
     async fn migrated(pool: SqlitePool) -> Result<Self, StoreError> {
         SQLITE_MIGRATOR.run(&pool).await?;
-        Ok(Self { pool: Pool::Sqlite(sqlite::SqliteDb::wrap(None, pool)) })
+        Ok(Self { pool: Pool::Sqlite(sqlite::SqliteDb::wrap(None, pool)), touches: Default::default() })
     }
 
     /// Connects to PostgreSQL (`postgres://…`) and applies pending migrations. A database that
@@ -146,7 +150,7 @@ impl SessionIndex {
     pub async fn connect_postgres(url: &str) -> Result<Self, StoreError> {
         let pool = PgPoolOptions::new().max_connections(8).acquire_timeout(Duration::from_secs(5)).connect(url).await?;
         POSTGRES_MIGRATOR.run(&pool).await?;
-        Ok(Self { pool: Pool::Postgres(pool) })
+        Ok(Self { pool: Pool::Postgres(pool), touches: Default::default() })
     }
 
     /// The PostgreSQL pool, when the index lives there (the event log and leases share it).
@@ -159,6 +163,9 @@ impl SessionIndex {
 
     /// Closes the pool (on SQLite, so the WAL is checkpointed on shutdown).
     pub async fn close(&self) {
+        if let Err(e) = self.write_touches().await {
+            tracing::warn!(error = %e, "session index: writing modification times failed");
+        }
         match &self.pool {
             Pool::Sqlite(db) => db.close().await,
             Pool::Postgres(p) => p.close().await,
@@ -262,6 +269,7 @@ impl SessionIndex {
             // On PostgreSQL the log is in the database with the index; there are no files.
             return Err(StoreError::Unsupported("rebuilding a PostgreSQL index from log files"));
         };
+        self.write_touches().await?;
         let pool = &db.live().await?;
         let layout = layout.clone();
         // Reading every log is blocking file I/O of unbounded size.

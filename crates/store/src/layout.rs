@@ -112,7 +112,9 @@ impl Layout {
     }
 
     /// Writes `workspace.yaml` atomically (temp file + rename) so a crash never leaves a
-    /// half-written file behind.
+    /// half-written file behind. Not fsynced: the file is as durable as the event log it
+    /// describes (appends are not synced either), and a sync costs milliseconds per write on
+    /// the `-p` path and every rename.
     pub fn write_workspace_yaml_blocking(&self, id: &str, meta: &WorkspaceMeta) -> Result<(), StoreError> {
         let dir = self.ensure_session_dir(id)?;
         let path = dir.join("workspace.yaml");
@@ -120,8 +122,7 @@ impl Layout {
         let text = render_workspace_yaml(meta);
         let write = || -> std::io::Result<()> {
             let mut f = private_file_options().write(true).truncate(true).open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()
+            f.write_all(text.as_bytes())
         };
         write().map_err(io_err(&tmp))?;
         fs::rename(&tmp, &path).map_err(io_err(&path))

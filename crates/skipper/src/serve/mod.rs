@@ -130,6 +130,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     let all = u32::try_from(config.limits.max_connections).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(Duration::from_secs(10), all_slots.acquire_many(all)).await;
     server.engine.shutdown_all();
+    server.engine.flush_index().await;
     match http_result {
         Ok(Ok(())) => Ok(0),
         Ok(Err(e)) => Err(e).context("HTTP server"),

@@ -306,3 +306,52 @@ async fn an_idle_session_without_clients_unloads_and_resumes_unchanged() {
     })
     .await;
 }
+
+/// An idle session that keeps its client drops its history from memory after
+/// `SKIPPER_IDLE_UNLOAD_MS` and reads it back from the log for the next turn: the model gets
+/// the same conversation, and the unchanged system prompt is not written to the log again.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_idle_session_with_a_client_reads_its_history_back_for_the_next_turn() {
+    use crate::harness::{Dirs, Options, Skipper, Transport};
+    use std::time::Duration;
+    with_timeout(90, async {
+        let fake = fake_model::FakeModel::start().await.unwrap();
+        let dirs = Dirs::new();
+        fake.set_workdir(&dirs.workdir);
+        let opts = Options {
+            transport: Transport::Tcp,
+            extra_env: vec![("SKIPPER_IDLE_UNLOAD_MS".into(), "200".into())],
+            ..Default::default()
+        };
+        let sk = Skipper::spawn(&fake.url(), dirs, opts).await;
+        let a = sk.connect_tcp().await;
+        a.connect().await;
+        let sid = a.create_session(json!({})).await;
+        fake.push_reply(Reply::text("The secret word is PELICAN."));
+        a.send(&sid, "Remember a secret word.").await;
+        a.wait_for_nth_event(&sid, "session.idle", 1, T).await;
+        let first = fake.requests().last().cloned().expect("the first model request");
+
+        // Several idle periods with the client attached: parked, still loaded.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        fake.clear_requests();
+        fake.push_reply(Reply::text("PELICAN"));
+        a.send(&sid, "What was the word?").await;
+        a.wait_for_nth_event(&sid, "session.idle", 2, T).await;
+        let second = fake.requests().last().cloned().expect("a model request after parking");
+
+        let messages = |r: &Value| r["body"]["messages"].as_array().cloned().unwrap_or_else(|| panic!("{r}"));
+        let (before, after) = (messages(&first), messages(&second));
+        assert_eq!(after.len(), before.len() + 2, "{second}");
+        assert_eq!(after[..before.len()], before[..], "the earlier messages come back unchanged");
+        assert_eq!(after[before.len()]["role"], json!("assistant"));
+        assert_eq!(after[before.len()]["content"], json!("The secret word is PELICAN."));
+        assert!(after[before.len() + 1].to_string().contains("What was the word?"), "{second}");
+
+        let log = a.get_messages(&sid).await.unwrap();
+        let systems = log.iter().filter(|e| e["type"] == json!("system.message")).count();
+        assert_eq!(systems, 1, "the unchanged system prompt is written once");
+        a.assert_schema_clean();
+    })
+    .await;
+}

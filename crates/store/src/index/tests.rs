@@ -203,3 +203,32 @@ async fn rebuild_from_logs_rederives_rows() {
     assert_eq!(s2.model.as_deref(), Some("m1"));
     assert_eq!(ids(&index.list(&ListFilter::default()).await.unwrap()), ["s1"]);
 }
+
+#[tokio::test]
+async fn a_touch_written_behind_is_seen_by_the_next_query_and_reaches_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.db");
+    let index = SessionIndex::open(&path).await.unwrap();
+    index.upsert(&row("a", "2026-01-01T00:00:01.000Z", true)).await.unwrap();
+    index.upsert(&row("b", "2026-01-01T00:00:02.000Z", true)).await.unwrap();
+
+    index.touch_later("a", "2026-01-01T00:00:07.000Z");
+    index.touch_later("a", "2026-01-01T00:00:08.000Z");
+    index.touch_later("missing", "2026-01-01T00:00:08.000Z");
+    // The next query of this index writes it first, whatever the writer task did meanwhile.
+    assert_eq!(index.last_id().await.unwrap().as_deref(), Some("a"));
+    assert_eq!(index.get("a").await.unwrap().unwrap().updated_at, "2026-01-01T00:00:08.000Z");
+
+    // Without any query here, the writer task puts it in the file: a second connection sees it.
+    index.touch_later("b", "2026-01-01T00:00:09.000Z");
+    let other = SessionIndex::open(&path).await.unwrap();
+    let mut seen = String::new();
+    for _ in 0..200 {
+        seen = other.get("b").await.unwrap().unwrap().updated_at;
+        if seen == "2026-01-01T00:00:09.000Z" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(seen, "2026-01-01T00:00:09.000Z");
+}
