@@ -321,11 +321,36 @@ pub(crate) struct SessionParts {
     pub ui: crate::ui_requests::UiRequests,
     /// Commands clients run in the session's shell.
     pub user_shell: crate::user_shell::UserShell,
+    /// MCP OAuth token requests waiting for a client.
+    pub mcp_oauth: crate::mcp_oauth::OAuthRequests,
 }
 
 impl SessionHandle {
     pub(crate) fn new(parts: SessionParts) -> Self {
         Self { inner: Arc::new(parts) }
+    }
+
+    /// A reference that does not keep the session alive (for what the session itself holds).
+    pub(crate) fn downgrade(&self) -> std::sync::Weak<SessionParts> {
+        Arc::downgrade(&self.inner)
+    }
+
+    pub(crate) fn from_parts(inner: Arc<SessionParts>) -> Self {
+        Self { inner }
+    }
+
+    pub(crate) fn mcp_oauth_requests(&self) -> &crate::mcp_oauth::OAuthRequests {
+        &self.inner.mcp_oauth
+    }
+
+    /// `session.mcp.oauth.handlePendingRequest`: answers a waiting MCP OAuth token request;
+    /// `false` when none with that id waits.
+    pub fn resolve_mcp_oauth(
+        &self,
+        request_id: &str,
+        result: protocol::generated::types::McpOauthPendingRequestResponse,
+    ) -> bool {
+        crate::mcp_oauth::resolve(self, request_id, result)
     }
 
     /// The store the session's log is read back from.

@@ -29,6 +29,7 @@ mod hooks;
 mod instructions;
 mod mcp;
 pub mod mcp_config;
+mod mcp_oauth;
 mod model_call;
 mod parking;
 mod pending;
@@ -491,7 +492,9 @@ impl Engine {
             clients: Default::default(),
             ui: Default::default(),
             user_shell: user_shell::UserShell::new(self.deps.tool_env.clone()),
+            mcp_oauth: Default::default(),
         });
+        mcp_oauth::attach(&handle);
         let actor = actor::Actor::new(handle.clone(), self.deps.clone(), view, view_tx, conv);
         tokio::spawn(actor.run(rx));
         handle

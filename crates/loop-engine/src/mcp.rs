@@ -36,6 +36,7 @@ pub(crate) fn wire_status(s: Status) -> t::McpServerStatus {
         Status::Failed => t::McpServerStatus::Failed,
         Status::Disabled => t::McpServerStatus::Disabled,
         Status::Stopped => t::McpServerStatus::Stopped,
+        Status::NeedsAuth => t::McpServerStatus::NeedsAuth,
     }
 }
 

@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
 use crate::config::{ServerConfig, Transport};
+use crate::oauth::{AuthClient, ServerAuth};
 
 pub(crate) type Running = RunningService<RoleClient, ()>;
 
@@ -55,6 +56,7 @@ pub(crate) async fn connect(
     default_cwd: &Path,
     base_env: &[(String, String)],
     stderr: &StderrTail,
+    auth: Option<std::sync::Arc<ServerAuth>>,
 ) -> Result<Connected, String> {
     let mut process_group = None;
     let running = match &config.transport {
@@ -112,8 +114,15 @@ pub(crate) async fn connect(
                 custom.insert(name, value);
             }
             let cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
-            let transport = StreamableHttpClientTransport::from_config(cfg);
-            ().serve(transport).await.map_err(|e| format!("Failed to connect to MCP server at {url}: {e}"))?
+            let failed =
+                |e: rmcp::service::ClientInitializeError| format!("Failed to connect to MCP server at {url}: {e}");
+            match auth {
+                Some(auth) => {
+                    let transport = StreamableHttpClientTransport::with_client(AuthClient::new(auth), cfg);
+                    ().serve(transport).await.map_err(failed)?
+                }
+                None => ().serve(StreamableHttpClientTransport::from_config(cfg)).await.map_err(failed)?,
+            }
         }
     };
     let server_info = running.peer().peer_info().and_then(|i| serde_json::to_value(i).ok());

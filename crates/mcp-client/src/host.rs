@@ -28,6 +28,8 @@ pub enum Status {
     Failed,
     Disabled,
     Stopped,
+    /// A remote server whose host declined to provide a token.
+    NeedsAuth,
 }
 
 impl Status {
@@ -39,6 +41,7 @@ impl Status {
             Status::Failed => "failed",
             Status::Disabled => "disabled",
             Status::Stopped => "stopped",
+            Status::NeedsAuth => "needs-auth",
         }
     }
 }
@@ -142,6 +145,8 @@ struct Inner {
     changed: tokio::sync::Notify,
     /// What the session's MCP App guests are told of the host (`session.mcp.apps.*HostContext`).
     app_context: Mutex<Option<Value>>,
+    /// Where OAuth-protected remote servers get their tokens.
+    auth_provider: Mutex<Option<crate::oauth::AuthProvider>>,
 }
 
 /// The MCP servers of one session (or one agent). Cheap to clone.
@@ -177,6 +182,7 @@ impl McpHost {
                 loading: Mutex::new(false),
                 changed: tokio::sync::Notify::new(),
                 app_context: Mutex::new(None),
+                auth_provider: Mutex::new(None),
             }),
         }
     }
@@ -184,6 +190,12 @@ impl McpHost {
     /// Where the host reports status changes.
     pub fn set_sink(&self, sink: impl Fn(HostEvent) + Send + Sync + 'static) {
         *lock(&self.inner.sink) = Some(Arc::new(sink));
+    }
+
+    /// Where remote servers that answer with an OAuth challenge get their tokens; without one
+    /// such a server needs auth.
+    pub fn set_auth_provider(&self, provider: crate::oauth::AuthProvider) {
+        *lock(&self.inner.auth_provider) = Some(provider);
     }
 
     /// Records the host context MCP App guests see.
@@ -381,15 +393,26 @@ impl McpHost {
         let host = self.clone();
         let name = name.to_string();
         let cwd = lock(&self.inner.cwd).clone();
+        let auth = match &config.transport {
+            crate::config::Transport::Remote { url, .. } => {
+                let provider = lock(&self.inner.auth_provider).clone();
+                Some(crate::oauth::ServerAuth::new(&name, url, &config.raw, provider))
+            }
+            crate::config::Transport::Stdio { .. } => None,
+        };
         tokio::spawn(async move {
             let stderr = StderrTail::default();
-            let attempt = tokio::time::timeout(STARTUP_TIMEOUT, connect(&config, &cwd, &host.inner.env, &stderr));
+            let attempt =
+                tokio::time::timeout(STARTUP_TIMEOUT, connect(&config, &cwd, &host.inner.env, &stderr, auth.clone()));
             let outcome = tokio::select! {
                 r = attempt => r,
                 _ = token.cancelled() => return,
             };
             let connected = match outcome {
                 Ok(Ok(c)) => c,
+                Ok(Err(_)) if auth.as_ref().is_some_and(|a| a.needs_auth()) => {
+                    return host.settle(&name, generation, Status::NeedsAuth, None)
+                }
                 Ok(Err(e)) => return host.settle(&name, generation, Status::Failed, Some(e)),
                 Err(_) => {
                     let e = format!("MCP server \"{name}\" did not start within {} seconds", STARTUP_TIMEOUT.as_secs());

@@ -10,10 +10,12 @@
 pub mod config;
 mod connect;
 pub mod host;
+pub mod oauth;
 pub mod render;
 
 pub use config::{ConfigError, ServerConfig, Transport};
 pub use host::{qualified_name, CallError, HostError, HostEvent, McpHost, McpTool, ServerSummary, Status};
+pub use oauth::{AuthProvider, AuthReason, AuthReply, AuthRequest, Challenge, StaticClient};
 pub use render::{render, Rendered};
 
 /// Remote servers use rustls: pick its `ring` provider once (the rest of Skipper uses it too).

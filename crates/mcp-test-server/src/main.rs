@@ -4,6 +4,7 @@
 //! prints `listening <url>` on stdout. Tools succeed (`echo`, `get_env`, `echo_meta`, `add`),
 //! fail (`fail`: `isError`), hang (`hang`), crash the process (`crash`), and return images,
 //! resources and structured content; `read_only_info` is annotated read-only.
+//! `--oauth-token T` (with `--http`) makes it an OAuth-protected resource (see `oauth.rs`).
 
 use std::sync::Arc;
 
@@ -16,6 +17,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
+
+mod oauth;
 
 #[derive(Parser)]
 struct Args {
@@ -31,6 +34,9 @@ struct Args {
     /// Exit at once with status 3: a server that fails to start.
     #[arg(long)]
     fail_start: bool,
+    /// With `--http`: protect `/mcp` with OAuth bearer tokens (see `oauth.rs`).
+    #[arg(long)]
+    oauth_token: Option<String>,
 }
 
 /// A 1×1 transparent PNG.
@@ -227,7 +233,10 @@ async fn main() -> anyhow::Result<()> {
                 Arc::new(LocalSessionManager::default()),
                 StreamableHttpServerConfig::default(),
             );
-            let router = axum::Router::new().nest_service("/mcp", service);
+            let mut router = axum::Router::new().nest_service("/mcp", service);
+            if let Some(token) = args.oauth_token {
+                router = oauth::protect(router, token);
+            }
             let listener = tokio::net::TcpListener::bind(&addr).await.context("bind")?;
             println!("listening http://{}/mcp", listener.local_addr()?);
             axum::serve(listener, router).await?;

@@ -98,6 +98,8 @@ method_table! {
     SessionMcpAppsCallTool: g::SessionMcpAppsCallTool => mcp_extras::apps_call_tool, lane |_p| None, aliases [];
     SessionMcpAppsReadResource: g::SessionMcpAppsReadResource => mcp_extras::apps_read_resource, lane |_p| None, aliases [];
     SessionMcpOauthLogin: g::SessionMcpOauthLogin => mcp_extras::oauth_login, lane |_p| None, aliases [];
+    SessionMcpOauthHandlePendingRequest: g::SessionMcpOauthHandlePendingRequest
+        => mcp_extras::oauth_handle_pending, lane |_p| None, aliases [];
     SessionExtensionsList: g::SessionExtensionsList => mcp_extras::extensions_list, lane |_p| None, aliases [];
     SessionExtensionsEnable: g::SessionExtensionsEnable => mcp_extras::extensions_enable, lane |_p| None, aliases [];
     SessionExtensionsDisable: g::SessionExtensionsDisable => mcp_extras::extensions_disable, lane |_p| None, aliases [];

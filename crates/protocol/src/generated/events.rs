@@ -187,6 +187,10 @@ pub enum SessionEvent {
     ElicitationRequested(t::ElicitationRequestedData),
     /// `elicitation.completed`: Elicitation request completion with the user's response
     ElicitationCompleted(t::ElicitationCompletedData),
+    /// `mcp.oauth_required`: OAuth authentication request for an MCP server
+    McpOauthRequired(t::McpOauthRequiredData),
+    /// `mcp.oauth_completed`: MCP OAuth request completion notification
+    McpOauthCompleted(t::McpOauthCompletedData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -268,6 +272,8 @@ impl SessionEvent {
             Self::CommandCompleted(_) => "command.completed",
             Self::ElicitationRequested(_) => "elicitation.requested",
             Self::ElicitationCompleted(_) => "elicitation.completed",
+            Self::McpOauthRequired(_) => "mcp.oauth_required",
+            Self::McpOauthCompleted(_) => "mcp.oauth_completed",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -351,6 +357,8 @@ impl SessionEvent {
             Self::CommandCompleted(d) => d.serialize(s),
             Self::ElicitationRequested(d) => d.serialize(s),
             Self::ElicitationCompleted(d) => d.serialize(s),
+            Self::McpOauthRequired(d) => d.serialize(s),
+            Self::McpOauthCompleted(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -429,6 +437,8 @@ impl SessionEvent {
             "command.completed" => typed(kind, data, Self::CommandCompleted),
             "elicitation.requested" => typed(kind, data, Self::ElicitationRequested),
             "elicitation.completed" => typed(kind, data, Self::ElicitationCompleted),
+            "mcp.oauth_required" => typed(kind, data, Self::McpOauthRequired),
+            "mcp.oauth_completed" => typed(kind, data, Self::McpOauthCompleted),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -486,6 +496,8 @@ pub fn ephemeral_policy_of(kind: &str) -> EphemeralPolicy {
         | "command.completed"
         | "elicitation.requested"
         | "elicitation.completed"
+        | "mcp.oauth_required"
+        | "mcp.oauth_completed"
         | "session.autopilot_stopped" => EphemeralPolicy::Always,
         _ => EphemeralPolicy::Optional,
     }
@@ -561,6 +573,8 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("command.completed", EphemeralPolicy::Always),
     ("elicitation.requested", EphemeralPolicy::Always),
     ("elicitation.completed", EphemeralPolicy::Always),
+    ("mcp.oauth_required", EphemeralPolicy::Always),
+    ("mcp.oauth_completed", EphemeralPolicy::Always),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -970,6 +984,18 @@ impl From<t::ElicitationRequestedData> for SessionEvent {
 impl From<t::ElicitationCompletedData> for SessionEvent {
     fn from(data: t::ElicitationCompletedData) -> Self {
         Self::ElicitationCompleted(data)
+    }
+}
+
+impl From<t::McpOauthRequiredData> for SessionEvent {
+    fn from(data: t::McpOauthRequiredData) -> Self {
+        Self::McpOauthRequired(data)
+    }
+}
+
+impl From<t::McpOauthCompletedData> for SessionEvent {
+    fn from(data: t::McpOauthCompletedData) -> Self {
+        Self::McpOauthCompleted(data)
     }
 }
 

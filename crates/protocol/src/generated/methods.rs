@@ -2169,6 +2169,19 @@ impl crate::rpc::RpcMethod for SessionMcpOauthLogin {
     type Result = t::McpOauthLoginResult;
 }
 
+/// `session.mcp.oauth.handlePendingRequest`: Resolves a pending MCP OAuth request with a
+/// host-provided token or cancellation. The pending request is emitted as mcp.oauth_required with
+/// the data necessary to authorize the request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpOauthHandlePendingRequest;
+
+impl crate::rpc::RpcMethod for SessionMcpOauthHandlePendingRequest {
+    const NAME: &'static str = "session.mcp.oauth.handlePendingRequest";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpOauthHandlePendingRequestParams;
+    type Result = t::McpOauthHandlePendingResult;
+}
+
 /// `session.extensions.list`: Lists extensions discovered for the session and their current status.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SessionExtensionsList;
@@ -3101,6 +3114,12 @@ impl crate::rpc::SessionScoped for t::SessionMcpListToolsParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionMcpOauthHandlePendingRequestParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionMcpOauthLoginParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4008,6 +4027,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.mcp.apps.callTool",
     "session.mcp.apps.readResource",
     "session.mcp.oauth.login",
+    "session.mcp.oauth.handlePendingRequest",
     "session.extensions.list",
     "session.extensions.enable",
     "session.extensions.disable",

@@ -4941,6 +4941,15 @@ pub struct HandlePendingToolCallResult {
     pub success: bool,
 }
 
+/// Single HTTP header entry as a name/value pair.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HeaderEntry {
+    /// HTTP response header name as observed by the runtime.
+    pub name: String,
+    /// HTTP response header value as observed by the runtime.
+    pub value: String,
+}
+
 /// Indicates whether an in-progress manual compaction was aborted.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HistoryAbortManualCompactionResult {
@@ -6595,6 +6604,80 @@ pub struct McpListToolsResult {
     pub tools: Vec<McpTools>,
 }
 
+/// MCP OAuth request completion notification
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpOauthCompletedData {
+    /// Request ID of the resolved OAuth request
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// How the pending OAuth request was completed
+    pub outcome: McpOauthCompletionOutcome,
+}
+
+impl McpOauthCompletedData {
+    /// The required fields; every optional one is `None`.
+    pub fn new(request_id: String, outcome: McpOauthCompletionOutcome) -> Self {
+        Self {
+            request_id,
+            outcome,
+        }
+    }
+}
+
+/// How the pending MCP OAuth request was completed
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpOauthCompletionOutcome {
+    /// The request completed with a token-backed OAuth provider.
+    #[serde(rename = "token")]
+    Token,
+    /// The request completed without an OAuth provider.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+}
+
+impl McpOauthCompletionOutcome {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Token, Self::Cancelled];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Token => "token",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl std::fmt::Display for McpOauthCompletionOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Indicates whether the pending MCP OAuth response was accepted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpOauthHandlePendingResult {
+    /// Whether the response was accepted. False if the request was unknown, timed out, or already
+    /// resolved.
+    pub success: bool,
+}
+
+/// Raw HTTP response details from the OAuth auth challenge, as observed by the runtime.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpOauthHttpResponse {
+    /// HTTP status code returned with the auth challenge.
+    #[serde(rename = "statusCode")]
+    pub status_code: u64,
+    /// HTTP response headers as observed by the runtime. Order and casing are transport-dependent,
+    /// and duplicate header names may appear multiple times.
+    pub headers: Vec<HeaderEntry>,
+    /// Complete UTF-8 response body for host-specific challenge handling, including an empty string
+    /// for an empty body. Omitted when the complete body is not valid UTF-8; body read failures
+    /// fail the HTTP operation rather than exposing a partial response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+}
+
 /// OAuth grant type override for this login.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum McpOauthLoginGrantType {
@@ -6636,6 +6719,159 @@ pub struct McpOauthLoginResult {
     /// session.mcp_server_status_changed.
     #[serde(rename = "authorizationUrl", default, skip_serializing_if = "Option::is_none")]
     pub authorization_url: Option<String>,
+}
+
+/// Host response to the pending OAuth request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum McpOauthPendingRequestResponse {
+    #[serde(rename = "token")]
+    Token(McpOauthPendingRequestResponseToken),
+    #[serde(rename = "cancelled")]
+    Cancelled,
+}
+
+impl McpOauthPendingRequestResponse {
+    /// The `kind` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Token(_) => "token",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpOauthPendingRequestResponseToken {
+    /// Access token acquired by the SDK host
+    #[serde(rename = "accessToken")]
+    pub access_token: String,
+    /// OAuth token type. Defaults to bearer when omitted.
+    #[serde(rename = "tokenType", default, skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<String>,
+    /// Token lifetime in seconds, if known.
+    #[serde(rename = "expiresIn", default, skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<u64>,
+}
+
+/// Reason the runtime is requesting host-provided MCP OAuth credentials
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpOauthRequestReason {
+    /// Initial credentials are required before connecting to the MCP server.
+    #[serde(rename = "initial")]
+    Initial,
+    /// The current host-provided credential was rejected and a replacement is requested.
+    #[serde(rename = "refresh")]
+    Refresh,
+    /// The server requires a new host authorization flow before continuing.
+    #[serde(rename = "reauth")]
+    Reauth,
+    /// The server requires a credential with additional scope or audience.
+    #[serde(rename = "upscope")]
+    Upscope,
+}
+
+impl McpOauthRequestReason {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Initial, Self::Refresh, Self::Reauth, Self::Upscope];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Initial => "initial",
+            Self::Refresh => "refresh",
+            Self::Reauth => "reauth",
+            Self::Upscope => "upscope",
+        }
+    }
+}
+
+impl std::fmt::Display for McpOauthRequestReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// OAuth authentication request for an MCP server
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpOauthRequiredData {
+    /// Unique identifier for this OAuth request; used to respond via
+    /// session.mcp.oauth.handlePendingRequest
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Display name of the MCP server that requires OAuth
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// URL of the MCP server that requires OAuth
+    #[serde(rename = "serverUrl")]
+    pub server_url: String,
+    /// Static OAuth client configuration, if the server specifies one
+    #[serde(rename = "staticClientConfig", default, skip_serializing_if = "Option::is_none")]
+    pub static_client_config: Option<McpOauthRequiredStaticClientConfig>,
+    /// OAuth WWW-Authenticate parameters parsed from the auth challenge, if available
+    #[serde(rename = "wwwAuthenticateParams", default, skip_serializing_if = "Option::is_none")]
+    pub www_authenticate_params: Option<McpOauthWWWAuthenticateParams>,
+    /// Raw HTTP response details from the OAuth auth challenge, as observed by the runtime. Header
+    /// order and casing are transport-dependent, and duplicate header names may appear multiple
+    /// times.
+    #[serde(rename = "httpResponse", default, skip_serializing_if = "Option::is_none")]
+    pub http_response: Option<McpOauthHttpResponse>,
+    /// Raw OAuth protected-resource metadata document fetched for the MCP server, if available
+    #[serde(rename = "resourceMetadata", default, skip_serializing_if = "Option::is_none")]
+    pub resource_metadata: Option<String>,
+    /// Why the runtime is requesting host-provided OAuth credentials.
+    pub reason: McpOauthRequestReason,
+}
+
+impl McpOauthRequiredData {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(request_id: String, server_name: String, server_url: String, reason: McpOauthRequestReason) -> Self {
+        Self {
+            request_id,
+            server_name,
+            server_url,
+            static_client_config: None,
+            www_authenticate_params: None,
+            http_response: None,
+            resource_metadata: None,
+            reason,
+        }
+    }
+}
+
+/// Static OAuth client configuration, if the server specifies one
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpOauthRequiredStaticClientConfig {
+    /// OAuth client ID for the server
+    #[serde(rename = "clientId")]
+    pub client_id: String,
+    /// Optional OAuth client secret for confidential static clients, when the runtime can resolve
+    /// one
+    #[serde(rename = "clientSecret", default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// Whether this is a public OAuth client
+    #[serde(rename = "publicClient", default, skip_serializing_if = "Option::is_none")]
+    pub public_client: Option<bool>,
+    /// Optional non-default OAuth grant type. When set to 'client_credentials', the OAuth flow runs
+    /// headlessly using the client_id + keychain-stored secret (no browser, no callback server).
+    #[serde(rename = "grantType", default, skip_serializing_if = "Option::is_none")]
+    pub grant_type: Option<String>,
+}
+
+/// OAuth WWW-Authenticate parameters parsed from an MCP auth challenge
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpOauthWWWAuthenticateParams {
+    /// Protected resource metadata URL from the WWW-Authenticate resource_metadata parameter, if
+    /// present
+    #[serde(rename = "resourceMetadataUrl", default, skip_serializing_if = "Option::is_none")]
+    pub resource_metadata_url: Option<String>,
+    /// Requested OAuth scopes from the WWW-Authenticate scope parameter, if present
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// OAuth error from the WWW-Authenticate error parameter, if present
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Indicates whether the auto-managed `github` MCP server was removed (false when nothing to
@@ -15924,6 +16160,30 @@ pub struct SessionMcpListToolsParams {
     /// Name of the connected MCP server whose tools to list.
     #[serde(rename = "serverName")]
     pub server_name: String,
+}
+
+/// Pending MCP OAuth request ID and host-provided token or cancellation response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpOauthHandlePendingRequestParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// OAuth request identifier from the mcp.oauth_required event
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Host response to the pending OAuth request.
+    pub result: McpOauthPendingRequestResponse,
+}
+
+impl SessionMcpOauthHandlePendingRequestParams {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, request_id: String, result: McpOauthPendingRequestResponse) -> Self {
+        Self {
+            session_id,
+            request_id,
+            result,
+        }
+    }
 }
 
 /// Remote MCP server name and optional overrides controlling reauthentication, OAuth client display

@@ -19,6 +19,7 @@ fn wire_status(s: Status) -> t::McpServerStatus {
         Status::Failed => t::McpServerStatus::Failed,
         Status::Disabled => t::McpServerStatus::Disabled,
         Status::Stopped => t::McpServerStatus::Stopped,
+        Status::NeedsAuth => t::McpServerStatus::NeedsAuth,
     }
 }
 

@@ -13,7 +13,7 @@ use crate::table::Ctx;
 fn has_ui_meta(tool: &Value) -> bool {
     tool.get("_meta")
         .and_then(Value::as_object)
-        .is_some_and(|m| m.contains_key("ui") || m.contains_key("ui/resourceUri"))
+        .is_some_and(|m| m.keys().any(|k| k == "ui" || k.starts_with("ui/") || k.starts_with("ui.")))
 }
 
 /// A session's host exists once it has a server (from the session, a plugin or the user).
@@ -202,6 +202,14 @@ pub async fn oauth_login(ctx: &Ctx, p: t::SessionMcpOauthLoginParams) -> Result<
         "MCP server \"{}\" offers no OAuth authorization this runtime can start; provide its token through the MCP OAuth handler",
         p.server_name
     )))
+}
+
+pub async fn oauth_handle_pending(
+    ctx: &Ctx,
+    p: t::SessionMcpOauthHandlePendingRequestParams,
+) -> Result<t::McpOauthHandlePendingResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    Ok(t::McpOauthHandlePendingResult { success: session.resolve_mcp_oauth(&p.request_id, p.result) })
 }
 
 pub async fn extensions_list(ctx: &Ctx, p: t::SessionExtensionsListParams) -> Result<t::ExtensionList, RpcError> {
