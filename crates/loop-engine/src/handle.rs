@@ -321,6 +321,8 @@ pub(crate) struct SessionParts {
     pub ui: crate::ui_requests::UiRequests,
     /// Commands clients run in the session's shell.
     pub user_shell: crate::user_shell::UserShell,
+    /// Background sub-agents.
+    pub tasks: crate::subagent::Registry,
 }
 
 impl SessionHandle {
@@ -672,6 +674,11 @@ impl SessionHandle {
         self.inner.shells.kill_all();
         self.inner.mcp.shutdown();
         self.inner.stop.cancel();
+    }
+
+    /// The session's background sub-agents.
+    pub fn tasks(&self) -> &crate::subagent::Registry {
+        &self.inner.tasks
     }
 
     pub(crate) fn stopped(&self) -> &CancellationToken {

@@ -4,6 +4,8 @@
 pub mod agents;
 pub mod auth;
 pub mod commands;
+pub mod discovery;
+pub mod fleet;
 pub mod history;
 pub mod inference;
 pub mod mcp;
