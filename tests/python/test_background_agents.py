@@ -16,6 +16,7 @@ from copilot.generated.rpc import (
     FleetStartRequest,
     InstructionsDiscoverRequest,
     InstructionsGetDiscoveryPathsRequest,
+    SkillsConfigSetDisabledSkillsRequest,
     SkillsDiscoverRequest,
     SkillsGetDiscoveryPathsRequest,
     TasksCancelRequest,
@@ -176,6 +177,12 @@ async def test_discovery_without_a_session(ctx: Ctx, client):
     assert by_name["extra"].description == "An extra skill" and by_name["extra"].enabled is True
     assert by_name["extra"].path == str(skills_dir / "extra" / "SKILL.md")
     assert by_name["local"].source.value == "project" and by_name["local"].project_path == str(project)
+
+    # Skills turned off in the user's configuration are found, and reported off.
+    await client.rpc.skills.config.set_disabled_skills(SkillsConfigSetDisabledSkillsRequest(disabled_skills=["extra"]))
+    again = await client.rpc.skills.discover(SkillsDiscoverRequest(skill_directories=[str(skills_dir)]))
+    assert {s.name: s.enabled for s in again.skills} == {"extra": False, "mine": True}
+    await client.rpc.skills.config.set_disabled_skills(SkillsConfigSetDisabledSkillsRequest(disabled_skills=[]))
 
     paths = await client.rpc.skills.get_discovery_paths(
         SkillsGetDiscoveryPathsRequest(project_paths=[str(project)], exclude_host_skills=True)

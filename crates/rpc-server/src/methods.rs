@@ -111,6 +111,8 @@ method_table! {
     SkillsGetDiscoveryPaths: g::SkillsGetDiscoveryPaths => discovery::skills_get_discovery_paths, lane |_p| None, aliases [];
     AgentsDiscover: g::AgentsDiscover => discovery::agents_discover, lane |_p| None, aliases [];
     AgentsGetDiscoveryPaths: g::AgentsGetDiscoveryPaths => discovery::agents_get_discovery_paths, lane |_p| None, aliases [];
+    SkillsConfigSetDisabledSkills: g::SkillsConfigSetDisabledSkills => discovery::set_disabled_skills, lane |_p| None, aliases [];
+    SkillsConfigSetSkillDisabled: g::SkillsConfigSetSkillDisabled => discovery::set_skill_disabled, lane |_p| None, aliases [];
     InstructionsDiscover: g::InstructionsDiscover => discovery::instructions_discover, lane |_p| None, aliases [];
     InstructionsGetDiscoveryPaths: g::InstructionsGetDiscoveryPaths => discovery::instructions_get_discovery_paths, lane |_p| None, aliases [];
     PluginsList: g::PluginsList => plugins::list, lane |_p| None, aliases [];

@@ -2858,6 +2858,28 @@ impl crate::rpc::RpcMethod for SessionFleetStart {
     type Result = t::FleetStartResult;
 }
 
+/// `skills.config.setDisabledSkills`: Replaces the global list of disabled skills.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SkillsConfigSetDisabledSkills;
+
+impl crate::rpc::RpcMethod for SkillsConfigSetDisabledSkills {
+    const NAME: &'static str = "skills.config.setDisabledSkills";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SkillsConfigSetDisabledSkillsRequest;
+    type Result = ();
+}
+
+/// `skills.config.setSkillDisabled`: Atomically adds or removes one skill from the disabled list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SkillsConfigSetSkillDisabled;
+
+impl crate::rpc::RpcMethod for SkillsConfigSetSkillDisabled {
+    const NAME: &'static str = "skills.config.setSkillDisabled";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SkillsConfigSetSkillDisabledRequest;
+    type Result = ();
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4112,4 +4134,6 @@ pub const METHOD_NAMES: &[&str] = &[
     "instructions.discover",
     "instructions.getDiscoveryPaths",
     "session.fleet.start",
+    "skills.config.setDisabledSkills",
+    "skills.config.setSkillDisabled",
 ];

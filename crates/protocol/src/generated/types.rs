@@ -19864,6 +19864,24 @@ impl std::fmt::Display for SkillSource {
     }
 }
 
+/// Skill names to mark as disabled in global configuration, replacing any previous list.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillsConfigSetDisabledSkillsRequest {
+    /// List of skill names to disable
+    #[serde(rename = "disabledSkills")]
+    pub disabled_skills: Vec<String>,
+}
+
+/// Adds or removes a single skill from the global disabled list, leaving every other entry
+/// untouched.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillsConfigSetSkillDisabledRequest {
+    /// Name of the skill to add to or remove from the disabled list
+    pub name: String,
+    /// True to disable the skill, false to enable it
+    pub disabled: bool,
+}
+
 /// Optional project paths and additional skill directories to include in discovery.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SkillsDiscoverRequest {

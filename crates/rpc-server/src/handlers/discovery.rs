@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use loop_engine::mcp_config::McpConfigStore;
 use loop_engine::{agents, instructions, skills};
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
@@ -34,11 +35,18 @@ pub async fn skills_discover(ctx: &Ctx, p: t::SkillsDiscoverRequest) -> Result<t
     let projects = absolute(p.project_paths);
     let dirs = absolute(p.skill_directories);
     let home = home(ctx, p.exclude_host_skills);
-    let (found, errors) = blocking(ctx, move || skills::discover(&projects, &dirs, home.as_deref())).await?;
+    let config = McpConfigStore::new(ctx.server.engine.layout().home.clone());
+    let (found, errors, disabled) = blocking(ctx, move || {
+        let (found, errors) = skills::discover(&projects, &dirs, home.as_deref());
+        (found, errors, config.disabled_skills())
+    })
+    .await?;
+    let disabled = disabled.map_err(|e| ctx.failed(e))?;
     let skills = found
         .into_iter()
         .map(|(s, project)| {
-            let mut out = t::ServerSkill::new(s.name, s.description, s.source, s.user_invocable, true);
+            let enabled = !disabled.contains(&s.name);
+            let mut out = t::ServerSkill::new(s.name, s.description, s.source, s.user_invocable, enabled);
             out.path = Some(text(&s.path));
             out.project_path = project.as_deref().map(text);
             out
@@ -87,4 +95,25 @@ pub async fn instructions_get_discovery_paths(
     let paths =
         instructions::creation_paths(&absolute(p.project_paths), home(ctx, p.exclude_host_instructions).as_deref());
     Ok(t::InstructionDiscoveryPathList { paths })
+}
+
+/// `skills.config.setDisabledSkills`: the skills every session leaves off (`config.json`).
+pub async fn set_disabled_skills(ctx: &Ctx, p: t::SkillsConfigSetDisabledSkillsRequest) -> Result<(), RpcError> {
+    let config = McpConfigStore::new(ctx.server.engine.layout().home.clone());
+    blocking(ctx, move || config.set_disabled_skills(&p.disabled_skills)).await?.map_err(|e| ctx.failed(e))
+}
+
+/// `skills.config.setSkillDisabled`: one skill on or off in that list.
+pub async fn set_skill_disabled(ctx: &Ctx, p: t::SkillsConfigSetSkillDisabledRequest) -> Result<(), RpcError> {
+    let config = McpConfigStore::new(ctx.server.engine.layout().home.clone());
+    let changed = blocking(ctx, move || {
+        let mut list = config.disabled_skills()?;
+        list.retain(|n| n != &p.name);
+        if p.disabled {
+            list.push(p.name);
+        }
+        config.set_disabled_skills(&list)
+    })
+    .await?;
+    changed.map_err(|e| ctx.failed(e))
 }
