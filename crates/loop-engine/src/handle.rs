@@ -323,6 +323,8 @@ pub(crate) struct SessionParts {
     pub user_shell: crate::user_shell::UserShell,
     /// MCP OAuth token requests waiting for a client.
     pub mcp_oauth: crate::mcp_oauth::OAuthRequests,
+    /// Background sub-agents.
+    pub tasks: crate::subagent::Registry,
 }
 
 impl SessionHandle {
@@ -697,6 +699,11 @@ impl SessionHandle {
         self.inner.shells.kill_all();
         self.inner.mcp.shutdown();
         self.inner.stop.cancel();
+    }
+
+    /// The session's background sub-agents.
+    pub fn tasks(&self) -> &crate::subagent::Registry {
+        &self.inner.tasks
     }
 
     pub(crate) fn stopped(&self) -> &CancellationToken {

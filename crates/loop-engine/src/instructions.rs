@@ -10,6 +10,11 @@
 
 use std::path::{Path, PathBuf};
 
+use protocol::generated::types::{
+    InstructionDiscoveryPath, InstructionDiscoveryPathKind, InstructionDiscoveryPathLocation, InstructionSource,
+    InstructionSourceLocation, InstructionSourceType,
+};
+
 /// Repository files that each become a `<custom_instruction>` block, in order.
 const REPO_FILES: &[&str] = &[".github/copilot-instructions.md", "AGENTS.md", "CLAUDE.md", "GEMINI.md"];
 
@@ -71,6 +76,84 @@ pub fn load(cwd: &Path, home: &Path, extra_dirs: &[PathBuf]) -> String {
         blocks.push(format!("{SCOPED_HEADER}\n{}", scoped_rows.join("\n")));
     }
     blocks.join("\n\n")
+}
+
+/// Instruction files outside any session (`instructions.discover`): the user's unless `home` is
+/// `None`, then each project's repository files and `.github/instructions` files.
+pub fn discover(projects: &[PathBuf], home: Option<&Path>) -> Vec<InstructionSource> {
+    use InstructionSourceLocation as L;
+    use InstructionSourceType as T;
+    let mut out = Vec::new();
+    let mut add = |path: PathBuf, kind: T, location: L, project: Option<&Path>| {
+        let Some(text) = read(&path) else { return };
+        let source_path = path.to_string_lossy().into_owned();
+        let label = match project {
+            Some(p) => path.strip_prefix(p).unwrap_or(&path).to_string_lossy().into_owned(),
+            None => source_path.clone(),
+        };
+        if out.iter().any(|s: &InstructionSource| s.source_path == source_path) {
+            return;
+        }
+        let mut source = InstructionSource::new(source_path.clone(), label, source_path, text.clone(), kind, location);
+        if let Some((pattern, description)) = scope(&text) {
+            source.apply_to = Some(pattern.split(',').map(str::to_string).collect());
+            source.description = (!description.is_empty()).then_some(description);
+        }
+        source.project_path = project.map(|p| p.to_string_lossy().into_owned());
+        out.push(source);
+    };
+    if let Some(h) = home {
+        add(h.join("copilot-instructions.md"), T::Home, L::User, None);
+    }
+    for p in projects {
+        let root = repo_root(p);
+        for name in REPO_FILES {
+            add(root.join(name), T::Repo, L::Repository, Some(&root));
+        }
+        for file in instruction_files(&root) {
+            add(file, T::Repo, L::Repository, Some(&root));
+        }
+    }
+    out
+}
+
+/// Where instruction files may be created so they are found (`instructions.getDiscoveryPaths`),
+/// existing or not.
+pub fn creation_paths(projects: &[PathBuf], home: Option<&Path>) -> Vec<InstructionDiscoveryPath> {
+    use InstructionDiscoveryPathKind as K;
+    use InstructionDiscoveryPathLocation as L;
+    let mut out = Vec::new();
+    for p in projects {
+        let root = repo_root(p);
+        let mut entries = vec![InstructionDiscoveryPath::new(
+            root.join(".github").join("copilot-instructions.md").to_string_lossy().into_owned(),
+            L::Repository,
+            K::File,
+            true,
+        )];
+        entries.extend(REPO_FILES[1..].iter().map(|name| {
+            InstructionDiscoveryPath::new(root.join(name).to_string_lossy().into_owned(), L::Repository, K::File, false)
+        }));
+        entries.push(InstructionDiscoveryPath::new(
+            root.join(".github").join("instructions").to_string_lossy().into_owned(),
+            L::Repository,
+            K::Directory,
+            false,
+        ));
+        for mut e in entries {
+            e.project_path = Some(p.to_string_lossy().into_owned());
+            out.push(e);
+        }
+    }
+    if let Some(h) = home {
+        out.push(InstructionDiscoveryPath::new(
+            h.join("copilot-instructions.md").to_string_lossy().into_owned(),
+            L::User,
+            K::File,
+            true,
+        ));
+    }
+    out
 }
 
 /// The enclosing git work tree's root, else `cwd` itself.

@@ -26,7 +26,7 @@ mod frontmatter;
 mod handle;
 pub mod history;
 mod hooks;
-mod instructions;
+pub mod instructions;
 mod mcp;
 pub mod mcp_config;
 mod mcp_oauth;
@@ -40,7 +40,7 @@ pub mod session_fs;
 pub mod settings;
 pub mod skills;
 pub mod sql;
-mod subagent;
+pub mod subagent;
 pub mod system_prompt;
 pub mod tool_filter;
 pub mod ui_requests;
@@ -493,6 +493,7 @@ impl Engine {
             ui: Default::default(),
             user_shell: user_shell::UserShell::new(self.deps.tool_env.clone()),
             mcp_oauth: Default::default(),
+            tasks: subagent::Registry::new(self.deps.clone()),
         });
         mcp_oauth::attach(&handle);
         let actor = actor::Actor::new(handle.clone(), self.deps.clone(), view, view_tx, conv);

@@ -105,6 +105,39 @@ impl McpConfigStore {
     }
 }
 
+impl McpConfigStore {
+    /// `disabledSkills` in `config.json`: skills discovered but turned off for every session.
+    pub fn disabled_skills(&self) -> Result<Vec<String>, McpConfigError> {
+        let _guard = CONFIG_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(list_of(&read_json_object(&self.home.join("config.json"))?, DISABLED_SKILLS))
+    }
+
+    /// Replaces `disabledSkills` (`skills.config.setDisabledSkills`).
+    pub fn set_disabled_skills(&self, names: &[String]) -> Result<(), McpConfigError> {
+        let _guard = CONFIG_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let path = self.home.join("config.json");
+        let mut config = read_json_object(&path)?;
+        let mut list: Vec<String> = Vec::new();
+        for n in names {
+            if !list.contains(n) {
+                list.push(n.clone());
+            }
+        }
+        config.insert(DISABLED_SKILLS.into(), Value::from(list));
+        Ok(write_json_object(&path, config)?)
+    }
+}
+
+const DISABLED_SKILLS: &str = "disabledSkills";
+
+fn list_of(config: &serde_json::Map<String, Value>, key: &str) -> Vec<String> {
+    config
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
 fn disabled_of(config: &serde_json::Map<String, Value>) -> Vec<String> {
     config
         .get("disabledMcpServers")

@@ -6,9 +6,9 @@ use protocol::generated::methods as g;
 use protocol::methods as h;
 
 use crate::handlers::{
-    account, agents, auth, commands, history, inference, mcp, mcp_extras, permission_paths, plugins, providers, server,
-    session, session_extras, session_fs, session_services, session_state, sessions_admin, shell, tasks, ui,
-    user_settings, workspace_extras, workspaces,
+    account, agents, auth, commands, discovery, fleet, history, inference, mcp, mcp_extras, permission_paths, plugins,
+    providers, server, session, session_extras, session_fs, session_services, session_state, sessions_admin, shell,
+    tasks, ui, user_settings, workspace_extras, workspaces,
 };
 use crate::table::method_table;
 
@@ -113,6 +113,14 @@ method_table! {
     McpConfigDisable: g::McpConfigDisable => plugins::config_disable, lane |_p| None, aliases [];
     McpConfigReload: g::McpConfigReload => plugins::config_reload, lane |_p| None, aliases [];
     McpDiscover: g::McpDiscover => plugins::discover, lane |_p| None, aliases [];
+    SkillsDiscover: g::SkillsDiscover => discovery::skills_discover, lane |_p| None, aliases [];
+    SkillsGetDiscoveryPaths: g::SkillsGetDiscoveryPaths => discovery::skills_get_discovery_paths, lane |_p| None, aliases [];
+    AgentsDiscover: g::AgentsDiscover => discovery::agents_discover, lane |_p| None, aliases [];
+    AgentsGetDiscoveryPaths: g::AgentsGetDiscoveryPaths => discovery::agents_get_discovery_paths, lane |_p| None, aliases [];
+    SkillsConfigSetDisabledSkills: g::SkillsConfigSetDisabledSkills => discovery::set_disabled_skills, lane |_p| None, aliases [];
+    SkillsConfigSetSkillDisabled: g::SkillsConfigSetSkillDisabled => discovery::set_skill_disabled, lane |_p| None, aliases [];
+    InstructionsDiscover: g::InstructionsDiscover => discovery::instructions_discover, lane |_p| None, aliases [];
+    InstructionsGetDiscoveryPaths: g::InstructionsGetDiscoveryPaths => discovery::instructions_get_discovery_paths, lane |_p| None, aliases [];
     PluginsList: g::PluginsList => plugins::list, lane |_p| None, aliases [];
     PluginsInstall: g::PluginsInstall => plugins::install, lane |_p| None, aliases [];
     PluginsUninstall: g::PluginsUninstall => plugins::uninstall, lane |_p| None, aliases [];
@@ -126,6 +134,7 @@ method_table! {
     PluginsMarketplacesBrowse: g::PluginsMarketplacesBrowse => plugins::marketplaces_browse, lane |_p| None, aliases [];
     PluginsMarketplacesRefresh: g::PluginsMarketplacesRefresh => plugins::marketplaces_refresh, lane |_p| None, aliases [];
     // Sessions: background tasks.
+    SessionFleetStart: g::SessionFleetStart => fleet::start, lane |p| Some(&p.session_id), aliases [];
     SessionTasksList: g::SessionTasksList => tasks::list, lane |_p| None, aliases [];
     SessionTasksStartAgent: g::SessionTasksStartAgent => tasks::start_agent, lane |_p| None, aliases [];
     SessionTasksRefresh: g::SessionTasksRefresh => tasks::refresh, lane |_p| None, aliases [];

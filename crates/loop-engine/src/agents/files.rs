@@ -49,6 +49,14 @@ impl Tools {
 /// Where agent files are looked for, in priority order, with their source.
 pub fn discovery_dirs(project: Option<&Path>, home: &Path) -> Vec<(PathBuf, AgentInfoSource)> {
     let mut dirs = vec![(home.join("agents"), AgentInfoSource::User)];
+    dirs.extend(project_dirs(project));
+    dirs
+}
+
+/// The project's agent directories: `.github/agents` in `project` and its parents up to the
+/// repository root.
+pub(super) fn project_dirs(project: Option<&Path>) -> Vec<(PathBuf, AgentInfoSource)> {
+    let mut dirs = Vec::new();
     for dir in project.into_iter().flat_map(Path::ancestors) {
         dirs.push((dir.join(".github").join("agents"), AgentInfoSource::Project));
         if dir.join(".git").exists() {
@@ -60,8 +68,12 @@ pub fn discovery_dirs(project: Option<&Path>, home: &Path) -> Vec<(PathBuf, Agen
 
 /// Every readable agent file; one that cannot be read or parsed is skipped with a warning.
 pub(super) fn discover(project: Option<&Path>, home: &Path) -> Vec<AgentDef> {
+    read_dirs(discovery_dirs(project, home))
+}
+
+pub(super) fn read_dirs(dirs: Vec<(PathBuf, AgentInfoSource)>) -> Vec<AgentDef> {
     let mut out = Vec::new();
-    for (dir, source) in discovery_dirs(project, home) {
+    for (dir, source) in dirs {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
         paths.sort();

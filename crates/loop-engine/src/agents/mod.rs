@@ -9,7 +9,7 @@ mod files;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use protocol::generated::types::{AgentInfo, AgentInfoSource};
+use protocol::generated::types::{AgentDiscoveryPath, AgentDiscoveryPathScope, AgentInfo, AgentInfoSource};
 use protocol::methods::CustomAgentConfig;
 use serde_json::{Map, Value};
 
@@ -94,6 +94,46 @@ impl AgentDef {
             ..Default::default()
         }
     }
+}
+
+/// Agent files outside any session (`agents.discover`): the user's unless `home` is `None`,
+/// then each project's; the first of a name wins.
+pub fn discover(projects: &[PathBuf], home: Option<&Path>) -> Vec<AgentDef> {
+    let mut dirs: Vec<(PathBuf, AgentInfoSource)> =
+        home.map(|h| (h.join("agents"), AgentInfoSource::User)).into_iter().collect();
+    for p in projects {
+        dirs.extend(files::project_dirs(Some(p)));
+    }
+    let mut out: Vec<AgentDef> = Vec::new();
+    for found in files::read_dirs(dirs) {
+        if !out.iter().any(|a| a.name == found.name) {
+            out.push(found);
+        }
+    }
+    out
+}
+
+/// Where agent files may be created so they are found (`agents.getDiscoveryPaths`), existing
+/// or not: each project's `.github/agents`, then the user's directory.
+pub fn creation_paths(projects: &[PathBuf], home: Option<&Path>) -> Vec<AgentDiscoveryPath> {
+    let mut out = Vec::new();
+    for p in projects {
+        let mut entry = AgentDiscoveryPath::new(
+            p.join(".github").join("agents").to_string_lossy().into_owned(),
+            AgentDiscoveryPathScope::Project,
+            true,
+        );
+        entry.project_path = Some(p.to_string_lossy().into_owned());
+        out.push(entry);
+    }
+    if let Some(h) = home {
+        out.push(AgentDiscoveryPath::new(
+            h.join("agents").to_string_lossy().into_owned(),
+            AgentDiscoveryPathScope::User,
+            true,
+        ));
+    }
+    out
 }
 
 /// The custom agents of a session, in listing order: the client's first, then files (the

@@ -26,10 +26,10 @@ enum Tools {
     Text(String),
 }
 
-const PROJECT_DIRS: &[&str] = &[".github/skills", ".claude/skills", ".agents/skills"];
+pub(super) const PROJECT_DIRS: &[&str] = &[".github/skills", ".claude/skills", ".agents/skills"];
 
 /// The directories skills are read from, in priority order.
-fn roots(project: Option<&Path>, home: &Path, configured: &[PathBuf]) -> Vec<(PathBuf, SkillSource)> {
+fn roots(project: Option<&Path>, home: Option<&Path>, configured: &[PathBuf]) -> Vec<(PathBuf, SkillSource)> {
     let mut out = Vec::new();
     for (i, dir) in project.into_iter().flat_map(Path::ancestors).enumerate() {
         let source = if i == 0 { SkillSource::Project } else { SkillSource::Inherited };
@@ -39,12 +39,17 @@ fn roots(project: Option<&Path>, home: &Path, configured: &[PathBuf]) -> Vec<(Pa
         }
     }
     out.extend(configured.iter().map(|d| (d.clone(), SkillSource::Custom)));
-    out.push((home.join("skills"), SkillSource::PersonalCopilot));
+    out.extend(home.map(|h| (h.join("skills"), SkillSource::PersonalCopilot)));
     out
 }
 
 /// Every skill (the first of a name wins) and a warning for each file that could not be read.
-pub(super) fn discover(project: Option<&Path>, home: &Path, configured: &[PathBuf]) -> (Vec<SkillDef>, Vec<String>) {
+/// `home`: `None` leaves the user's skills out.
+pub(super) fn discover(
+    project: Option<&Path>,
+    home: Option<&Path>,
+    configured: &[PathBuf],
+) -> (Vec<SkillDef>, Vec<String>) {
     let mut skills: Vec<SkillDef> = Vec::new();
     let mut warnings = Vec::new();
     for (root, source) in roots(project, home, configured) {

@@ -10,7 +10,7 @@ pub mod tool;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use protocol::generated::types::{Skill, SkillSource};
+use protocol::generated::types::{Skill, SkillDiscoveryPath, SkillDiscoveryScope, SkillSource};
 use protocol::methods::SessionConfigParams;
 
 /// One skill file.
@@ -64,7 +64,7 @@ impl SkillSet {
     /// The same configuration, files read again.
     /// `project`: the session's directory when project files are read.
     pub fn reload(&self, project: Option<&Path>, home: &Path) -> Self {
-        let (skills, warnings) = files::discover(project, home, &self.directories);
+        let (skills, warnings) = files::discover(project, Some(home), &self.directories);
         Self {
             directories: self.directories.clone(),
             disabled: self.disabled.clone(),
@@ -102,6 +102,59 @@ impl SkillSet {
     pub fn list(&self) -> Vec<Skill> {
         self.skills.iter().map(|s| s.info(self.is_enabled(&s.name))).collect()
     }
+}
+
+/// Skills outside any session (`skills.discover`): each project directory's (with the project it
+/// came from), the given directories', then the user's unless `home` is `None`; the first of a
+/// name wins.
+pub fn discover(
+    projects: &[PathBuf],
+    directories: &[PathBuf],
+    home: Option<&Path>,
+) -> (Vec<(SkillDef, Option<PathBuf>)>, Vec<String>) {
+    let mut out: Vec<(SkillDef, Option<PathBuf>)> = Vec::new();
+    let mut warnings = Vec::new();
+    let mut add = |found: (Vec<SkillDef>, Vec<String>), project: Option<&Path>| {
+        for skill in found.0 {
+            if !out.iter().any(|(s, _)| s.name == skill.name) {
+                out.push((skill, project.map(Path::to_path_buf)));
+            }
+        }
+        warnings.extend(found.1);
+    };
+    for p in projects {
+        add(files::discover(Some(p), None, &[]), Some(p));
+    }
+    add(files::discover(None, None, directories), None);
+    if let Some(h) = home {
+        add(files::discover(None, Some(h), &[]), None);
+    }
+    (out, warnings)
+}
+
+/// Where skills may be created so they are found (`skills.getDiscoveryPaths`), existing or not:
+/// each project's directories (`.github/skills` preferred), then the user's.
+pub fn creation_paths(projects: &[PathBuf], home: Option<&Path>) -> Vec<SkillDiscoveryPath> {
+    let mut out = Vec::new();
+    for p in projects {
+        for (i, dir) in files::PROJECT_DIRS.iter().enumerate() {
+            let mut entry = SkillDiscoveryPath::new(
+                p.join(dir).to_string_lossy().into_owned(),
+                SkillDiscoveryScope::Project,
+                i == 0,
+            );
+            entry.project_path = Some(p.to_string_lossy().into_owned());
+            out.push(entry);
+        }
+    }
+    if let Some(h) = home {
+        out.push(SkillDiscoveryPath::new(
+            h.join("skills").to_string_lossy().into_owned(),
+            SkillDiscoveryScope::PersonalCopilot,
+            true,
+        ));
+    }
+    out
 }
 
 /// What the model reads after loading a skill (a user message after the tool result).

@@ -3,6 +3,8 @@
 //! its final answer is the `task` call's result. Sibling calls run concurrently; aborting the
 //! parent cancels them.
 
+pub mod agent_tools;
+pub mod background;
 mod run;
 mod scope;
 
@@ -14,6 +16,7 @@ use protocol::generated::types as t;
 use serde_json::{json, Value};
 use tools::ToolOutput;
 
+pub use background::Registry;
 pub use scope::{AgentScope, ScopedEmitter};
 
 use crate::agents::builtin::{self, BUILTIN_AGENTS};
@@ -97,6 +100,30 @@ pub fn spec(settings: &SessionSettings) -> ToolSpec {
     ToolSpec { name: TASK.into(), description, parameters: Arc::new(parameters) }
 }
 
+/// `session.tasks.startAgent`: a background agent started by a client; its id.
+pub fn start_background(
+    handle: &crate::SessionHandle,
+    agent_type: &str,
+    prompt: String,
+    name: Option<String>,
+    description: Option<String>,
+    model: Option<String>,
+) -> Result<String, String> {
+    let settings = handle.view().settings.clone();
+    let agent = resolve(&settings, agent_type).ok_or_else(|| format!("Agent type \"{agent_type}\" not found"))?;
+    let model = model.or_else(|| agent.model.clone()).unwrap_or_else(|| settings.model.clone());
+    let launch = background::Launch {
+        name: name.filter(|n| !n.trim().is_empty()).unwrap_or_else(|| agent.name.clone()),
+        description: description.unwrap_or_default(),
+        tool_call_id: format!("tasks-start-{}", uuid::Uuid::new_v4()),
+        agent_type: agent_type.to_string(),
+        agent,
+        prompt,
+        model,
+    };
+    background::start(handle, &settings, launch)
+}
+
 /// Runs one `task` call. Boxed: a sub-agent's loop dispatches tools, which is how it started.
 pub(crate) fn run_task<'a>(
     ctx: &'a RunCtx,
@@ -123,6 +150,21 @@ pub(crate) fn run_task<'a>(
         let model = text("model").or_else(|| agent.model.clone()).unwrap_or_else(|| settings.model.clone());
         let agent_id = text("name").unwrap_or_else(|| format!("{}-{}", agent.name, &call.id));
         let mode = text("mode").unwrap_or_else(|| "sync".into());
+        if mode == "background" {
+            let launch = background::Launch {
+                agent,
+                agent_type,
+                prompt,
+                model,
+                name: agent_id,
+                description: text("description").unwrap_or_default(),
+                tool_call_id: call.id.clone(),
+            };
+            return match background::start(&ctx.handle, settings, launch) {
+                Ok(id) => ToolOutput::ok(background::started_text(&id)),
+                Err(e) => ToolOutput::fail(e),
+            };
+        }
         ctx.emitter().emit(t::SubagentStartedData {
             tool_call_id: call.id.clone(),
             agent_name: agent.name.clone(),

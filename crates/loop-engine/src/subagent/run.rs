@@ -22,6 +22,7 @@ fn settings_for(parent: &SessionSettings, agent: &Resolved, model: &str) -> Sess
     s.mode = SessionMode::Interactive;
     s.request_user_input = false;
     s.excluded_tools.push(super::TASK.to_string());
+    s.excluded_tools.extend([super::agent_tools::READ_AGENT.to_string(), super::agent_tools::LIST_AGENTS.to_string()]);
     if let Some(tools) = &agent.tools {
         if !tools.iter().any(|t| t == "*") {
             let allowed: Vec<String> = match &parent.available_tools {

@@ -2832,6 +2832,113 @@ impl crate::rpc::RpcMethod for SessionShellCancelUserRequested {
     type Result = t::CancelUserRequestedShellCommandResult;
 }
 
+/// `skills.discover`: Discovers skills across global and project sources.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SkillsDiscover;
+
+impl crate::rpc::RpcMethod for SkillsDiscover {
+    const NAME: &'static str = "skills.discover";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SkillsDiscoverRequest;
+    type Result = t::ServerSkillList;
+}
+
+/// `skills.getDiscoveryPaths`: Returns the canonical directories where a client may create skills
+/// that the runtime will recognize, including ones that do not exist yet. Project directories
+/// become active once created.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SkillsGetDiscoveryPaths;
+
+impl crate::rpc::RpcMethod for SkillsGetDiscoveryPaths {
+    const NAME: &'static str = "skills.getDiscoveryPaths";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SkillsGetDiscoveryPathsRequest;
+    type Result = t::SkillDiscoveryPathList;
+}
+
+/// `agents.discover`: Discovers custom agents across user, project, plugin, and remote sources.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AgentsDiscover;
+
+impl crate::rpc::RpcMethod for AgentsDiscover {
+    const NAME: &'static str = "agents.discover";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::AgentsDiscoverRequest;
+    type Result = t::ServerAgentList;
+}
+
+/// `agents.getDiscoveryPaths`: Returns the canonical directories where a client may create custom
+/// agents that the runtime will recognize, including ones that do not exist yet. Project
+/// directories become active once created.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AgentsGetDiscoveryPaths;
+
+impl crate::rpc::RpcMethod for AgentsGetDiscoveryPaths {
+    const NAME: &'static str = "agents.getDiscoveryPaths";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::AgentsGetDiscoveryPathsRequest;
+    type Result = t::AgentDiscoveryPathList;
+}
+
+/// `instructions.discover`: Discovers instruction sources across user, repository, and plugin
+/// sources.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InstructionsDiscover;
+
+impl crate::rpc::RpcMethod for InstructionsDiscover {
+    const NAME: &'static str = "instructions.discover";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::InstructionsDiscoverRequest;
+    type Result = t::ServerInstructionSourceList;
+}
+
+/// `instructions.getDiscoveryPaths`: Returns the canonical files and directories where a client may
+/// create custom instructions that the runtime will recognize, including ones that do not exist
+/// yet. Repository targets become active once created.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct InstructionsGetDiscoveryPaths;
+
+impl crate::rpc::RpcMethod for InstructionsGetDiscoveryPaths {
+    const NAME: &'static str = "instructions.getDiscoveryPaths";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::InstructionsGetDiscoveryPathsRequest;
+    type Result = t::InstructionDiscoveryPathList;
+}
+
+/// `session.fleet.start`: Starts fleet mode by submitting the fleet orchestration prompt to the
+/// session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionFleetStart;
+
+impl crate::rpc::RpcMethod for SessionFleetStart {
+    const NAME: &'static str = "session.fleet.start";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionFleetStartParams;
+    type Result = t::FleetStartResult;
+}
+
+/// `skills.config.setDisabledSkills`: Replaces the global list of disabled skills.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SkillsConfigSetDisabledSkills;
+
+impl crate::rpc::RpcMethod for SkillsConfigSetDisabledSkills {
+    const NAME: &'static str = "skills.config.setDisabledSkills";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SkillsConfigSetDisabledSkillsRequest;
+    type Result = ();
+}
+
+/// `skills.config.setSkillDisabled`: Atomically adds or removes one skill from the disabled list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SkillsConfigSetSkillDisabled;
+
+impl crate::rpc::RpcMethod for SkillsConfigSetSkillDisabled {
+    const NAME: &'static str = "skills.config.setSkillDisabled";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SkillsConfigSetSkillDisabledRequest;
+    type Result = ();
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -2965,6 +3072,12 @@ impl crate::rpc::SessionScoped for t::SessionExtensionsReloadParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionExtensionsSendAttachmentsToMessageParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionFleetStartParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -4084,4 +4197,13 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.shell.kill",
     "session.shell.executeUserRequested",
     "session.shell.cancelUserRequested",
+    "skills.discover",
+    "skills.getDiscoveryPaths",
+    "agents.discover",
+    "agents.getDiscoveryPaths",
+    "instructions.discover",
+    "instructions.getDiscoveryPaths",
+    "session.fleet.start",
+    "skills.config.setDisabledSkills",
+    "skills.config.setSkillDisabled",
 ];

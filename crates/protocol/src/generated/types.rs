@@ -242,6 +242,72 @@ impl std::fmt::Display for AdaptiveThinkingSupport {
     }
 }
 
+/// Canonical directory where custom agents can be discovered or created, with scope, preference,
+/// and optional project path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentDiscoveryPath {
+    /// Absolute path of the search/create directory (may not exist on disk yet)
+    pub path: String,
+    /// Which tier this directory belongs to
+    pub scope: AgentDiscoveryPathScope,
+    /// Whether this is the canonical directory to create a new agent in its tier. At most one entry
+    /// per tier is preferred.
+    #[serde(rename = "preferredForCreation")]
+    pub preferred_for_creation: bool,
+    /// The input project path this directory was derived from (only for project scope)
+    #[serde(rename = "projectPath", default, skip_serializing_if = "Option::is_none")]
+    pub project_path: Option<String>,
+}
+
+impl AgentDiscoveryPath {
+    /// The required fields; every optional one is `None`.
+    pub fn new(path: String, scope: AgentDiscoveryPathScope, preferred_for_creation: bool) -> Self {
+        Self {
+            path,
+            scope,
+            preferred_for_creation,
+            project_path: None,
+        }
+    }
+}
+
+/// Canonical locations where custom agents can be created so the runtime will recognize them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentDiscoveryPathList {
+    /// Canonical agent create/discovery directories, in priority order
+    pub paths: Vec<AgentDiscoveryPath>,
+}
+
+/// Which tier this directory belongs to
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AgentDiscoveryPathScope {
+    /// The user's personal agent configuration directory.
+    #[serde(rename = "user")]
+    User,
+    /// A project's repository agent directory.
+    #[serde(rename = "project")]
+    Project,
+}
+
+impl AgentDiscoveryPathScope {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::User, Self::Project];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Project => "project",
+        }
+    }
+}
+
+impl std::fmt::Display for AgentDiscoveryPathScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The currently selected custom agent, or null when using the default agent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AgentGetCurrentResult {
@@ -1119,6 +1185,32 @@ pub struct AgentReloadResult {
 pub struct AgentSelectResult {
     /// The newly selected custom agent
     pub agent: AgentInfo,
+}
+
+/// Optional project paths to include in agent discovery.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentsDiscoverRequest {
+    /// Optional list of project directory paths to scan for project-scoped agents. When omitted or
+    /// empty, only user/plugin/remote-independent agents are returned (no project scan).
+    #[serde(rename = "projectPaths", default, skip_serializing_if = "Option::is_none")]
+    pub project_paths: Option<Vec<String>>,
+    /// When true, omit the host's agents (the user-level agent directory and all plugin agents),
+    /// leaving only project and remote agents. For multitenant deployments.
+    #[serde(rename = "excludeHostAgents", default, skip_serializing_if = "Option::is_none")]
+    pub exclude_host_agents: Option<bool>,
+}
+
+/// Optional project paths to include when enumerating agent discovery directories.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentsGetDiscoveryPathsRequest {
+    /// Optional list of project directory paths. When omitted or empty, only the user-level
+    /// directory is returned.
+    #[serde(rename = "projectPaths", default, skip_serializing_if = "Option::is_none")]
+    pub project_paths: Option<Vec<String>>,
+    /// When true, omit the host's user-level agent directory, leaving only project directories. For
+    /// multitenant deployments (mirrors `discover`'s `excludeHostAgents`).
+    #[serde(rename = "excludeHostAgents", default, skip_serializing_if = "Option::is_none")]
+    pub exclude_host_agents: Option<bool>,
 }
 
 /// Authentication-info input variant for API-key authentication to a non-GitHub LLM provider,
@@ -4827,6 +4919,13 @@ pub enum FilterMapping {
     ContentFilterMode(ContentFilterMode),
 }
 
+/// Indicates whether fleet mode was successfully activated.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FleetStartResult {
+    /// Whether fleet mode was successfully activated
+    pub started: bool,
+}
+
 /// Folder trust check result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FolderTrustCheckResult {
@@ -5437,6 +5536,120 @@ pub struct InstalledPluginSourceUrl {
     pub path: Option<String>,
 }
 
+/// Canonical file or directory where custom instructions can be discovered or created, with
+/// location, kind, preference, and project path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstructionDiscoveryPath {
+    /// Absolute path of the file or directory (may not exist on disk yet)
+    pub path: String,
+    /// Which tier this target belongs to
+    pub location: InstructionDiscoveryPathLocation,
+    /// Whether the target is a single file or a directory of instruction files
+    pub kind: InstructionDiscoveryPathKind,
+    /// Whether this is the canonical target to create new instructions in its tier. At most one
+    /// entry per tier is preferred.
+    #[serde(rename = "preferredForCreation")]
+    pub preferred_for_creation: bool,
+    /// The input project path this target was derived from (only for repository targets)
+    #[serde(rename = "projectPath", default, skip_serializing_if = "Option::is_none")]
+    pub project_path: Option<String>,
+}
+
+impl InstructionDiscoveryPath {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(path: String, location: InstructionDiscoveryPathLocation, kind: InstructionDiscoveryPathKind, preferred_for_creation: bool) -> Self {
+        Self {
+            path,
+            location,
+            kind,
+            preferred_for_creation,
+            project_path: None,
+        }
+    }
+}
+
+/// Whether the target is a single file or a directory of instruction files
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum InstructionDiscoveryPathKind {
+    /// The target is a single instruction file.
+    #[serde(rename = "file")]
+    File,
+    /// The target is a directory that holds instruction files.
+    #[serde(rename = "directory")]
+    Directory,
+}
+
+impl InstructionDiscoveryPathKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::File, Self::Directory];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::File => "file",
+            Self::Directory => "directory",
+        }
+    }
+}
+
+impl std::fmt::Display for InstructionDiscoveryPathKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Canonical files and directories where custom instructions can be created so the runtime will
+/// recognize them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstructionDiscoveryPathList {
+    /// Canonical instruction create/discovery files and directories, in priority order
+    pub paths: Vec<InstructionDiscoveryPath>,
+}
+
+/// Which tier this target belongs to
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum InstructionDiscoveryPathLocation {
+    /// Instructions live in user-level configuration.
+    #[serde(rename = "user")]
+    User,
+    /// Instructions live in repository-level configuration.
+    #[serde(rename = "repository")]
+    Repository,
+    /// Instructions live under the current working directory.
+    #[serde(rename = "working-directory")]
+    WorkingDirectory,
+    /// Instructions live in plugin-provided configuration.
+    #[serde(rename = "plugin")]
+    Plugin,
+}
+
+impl InstructionDiscoveryPathLocation {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::User,
+        Self::Repository,
+        Self::WorkingDirectory,
+        Self::Plugin,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Repository => "repository",
+            Self::WorkingDirectory => "working-directory",
+            Self::Plugin => "plugin",
+        }
+    }
+}
+
+impl std::fmt::Display for InstructionDiscoveryPathLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Loaded instruction source for a session, including path, content, category, location,
 /// applicability, and optional description.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -5590,6 +5803,33 @@ impl std::fmt::Display for InstructionSourceType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Optional project paths to include in instruction discovery.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstructionsDiscoverRequest {
+    /// Optional list of project directory paths to scan for repository/working-directory
+    /// instruction sources. When omitted or empty, only user-level and plugin instruction sources
+    /// are returned (no project scan).
+    #[serde(rename = "projectPaths", default, skip_serializing_if = "Option::is_none")]
+    pub project_paths: Option<Vec<String>>,
+    /// When true, omit the host's instruction sources (user/home-level files and plugin rules),
+    /// leaving only repository and working-directory sources. For multitenant deployments.
+    #[serde(rename = "excludeHostInstructions", default, skip_serializing_if = "Option::is_none")]
+    pub exclude_host_instructions: Option<bool>,
+}
+
+/// Optional project paths to include when enumerating instruction discovery targets.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstructionsGetDiscoveryPathsRequest {
+    /// Optional list of project directory paths. When omitted or empty, only the user-level targets
+    /// are returned.
+    #[serde(rename = "projectPaths", default, skip_serializing_if = "Option::is_none")]
+    pub project_paths: Option<Vec<String>>,
+    /// When true, omit the host's user-level instruction targets, leaving only repository targets.
+    /// For multitenant deployments (mirrors `discover`'s `excludeHostInstructions`).
+    #[serde(rename = "excludeHostInstructions", default, skip_serializing_if = "Option::is_none")]
+    pub exclude_host_instructions: Option<bool>,
 }
 
 /// Instruction sources loaded for the session, in merge order.
@@ -14715,6 +14955,79 @@ pub struct SendResult {
     pub message_id: String,
 }
 
+/// Agents discovered across user, project, plugin, and remote sources.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerAgentList {
+    /// All discovered agents across all sources
+    pub agents: Vec<AgentInfo>,
+}
+
+/// Instruction sources discovered across user, repository, and plugin sources.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerInstructionSourceList {
+    /// All discovered instruction sources
+    pub sources: Vec<InstructionSource>,
+}
+
+/// Server-side skill metadata, including name, description, source, enabled/invocable state, path,
+/// project path, and argument hint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerSkill {
+    /// Unique identifier for the skill
+    pub name: String,
+    /// Canonical slash command name used to invoke the skill, without the leading '/'
+    #[serde(rename = "commandName", default, skip_serializing_if = "Option::is_none")]
+    pub command_name: Option<String>,
+    /// Description of what the skill does
+    pub description: String,
+    /// Source location type (e.g., project, personal-copilot, plugin, builtin)
+    pub source: SkillSource,
+    /// Whether the skill can be invoked by the user as a slash command
+    #[serde(rename = "userInvocable")]
+    pub user_invocable: bool,
+    /// Whether the skill is currently enabled (based on global config)
+    pub enabled: bool,
+    /// Absolute path to the skill file
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The project path this skill belongs to (only for project/inherited skills)
+    #[serde(rename = "projectPath", default, skip_serializing_if = "Option::is_none")]
+    pub project_path: Option<String>,
+    /// Optional freeform hint describing the skill's expected arguments, from the `argument-hint`
+    /// frontmatter field
+    #[serde(rename = "argumentHint", default, skip_serializing_if = "Option::is_none")]
+    pub argument_hint: Option<String>,
+}
+
+impl ServerSkill {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(name: String, description: String, source: SkillSource, user_invocable: bool, enabled: bool) -> Self {
+        Self {
+            name,
+            command_name: None,
+            description,
+            source,
+            user_invocable,
+            enabled,
+            path: None,
+            project_path: None,
+            argument_hint: None,
+        }
+    }
+}
+
+/// Skills discovered across global and project sources.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerSkillList {
+    /// All discovered skills across all sources
+    pub skills: Vec<ServerSkill>,
+    /// Messages for skills that failed to load (e.g. malformed SKILL.md). Empty when host skills
+    /// are excluded so host-local paths are not disclosed to multitenant callers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<String>>,
+}
+
 /// Parameters for aborting the current turn
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionAbortParams {
@@ -15385,6 +15698,30 @@ pub struct SessionExtensionsSendAttachmentsToMessageParams {
     /// Attachments to push into the next user-message turn. extension_context entries take the slim
     /// shape; standard variants take their full AttachmentSchema shape.
     pub attachments: Vec<PushAttachment>,
+}
+
+/// Parameters for starting fleet orchestration: an optional user prompt combined with the fleet
+/// instructions, plus the send options forwarded to the resulting turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFleetStartParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Optional user prompt to combine with fleet instructions
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// Optional attachments (files, directories, selections, blobs, GitHub references) to include
+    /// with the fleet request
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachments: Option<Vec<Attachment>>,
+    /// If false, this request will not trigger a Premium Request Unit charge. User requests default
+    /// to billable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub billable: Option<bool>,
+    /// If true, await completion of the agentic loop for this fleet request before returning.
+    /// Defaults to false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<bool>,
 }
 
 /// Describes a filesystem error.
@@ -19934,6 +20271,85 @@ impl Skill {
     }
 }
 
+/// Canonical directory where skills can be discovered or created, with scope, preference, and
+/// optional project path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SkillDiscoveryPath {
+    /// Absolute path of the create/discovery target (may not exist on disk yet)
+    pub path: String,
+    /// Which tier this directory belongs to
+    pub scope: SkillDiscoveryScope,
+    /// Whether this is the canonical directory to create a new skill in its tier. At most one entry
+    /// per tier is preferred; the `personal-agents` and `custom` scopes are never preferred.
+    #[serde(rename = "preferredForCreation")]
+    pub preferred_for_creation: bool,
+    /// The input project path this directory was derived from (only for project scope)
+    #[serde(rename = "projectPath", default, skip_serializing_if = "Option::is_none")]
+    pub project_path: Option<String>,
+}
+
+impl SkillDiscoveryPath {
+    /// The required fields; every optional one is `None`.
+    pub fn new(path: String, scope: SkillDiscoveryScope, preferred_for_creation: bool) -> Self {
+        Self {
+            path,
+            scope,
+            preferred_for_creation,
+            project_path: None,
+        }
+    }
+}
+
+/// Canonical locations where skills can be created so the runtime will recognize them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillDiscoveryPathList {
+    /// Canonical skill create/discovery directories, in priority order
+    pub paths: Vec<SkillDiscoveryPath>,
+}
+
+/// Which tier this directory belongs to
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SkillDiscoveryScope {
+    /// A project's repository skill directory.
+    #[serde(rename = "project")]
+    Project,
+    /// The user's personal Copilot skill directory.
+    #[serde(rename = "personal-copilot")]
+    PersonalCopilot,
+    /// The user's personal agents skill directory.
+    #[serde(rename = "personal-agents")]
+    PersonalAgents,
+    /// A configured custom skill directory.
+    #[serde(rename = "custom")]
+    Custom,
+}
+
+impl SkillDiscoveryScope {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Project,
+        Self::PersonalCopilot,
+        Self::PersonalAgents,
+        Self::Custom,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Project => "project",
+            Self::PersonalCopilot => "personal-copilot",
+            Self::PersonalAgents => "personal-agents",
+            Self::Custom => "custom",
+        }
+    }
+}
+
+impl std::fmt::Display for SkillDiscoveryScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Skill invocation details including content, allowed tools, and plugin metadata
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SkillInvokedData {
@@ -20084,6 +20500,52 @@ impl std::fmt::Display for SkillSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Skill names to mark as disabled in global configuration, replacing any previous list.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillsConfigSetDisabledSkillsRequest {
+    /// List of skill names to disable
+    #[serde(rename = "disabledSkills")]
+    pub disabled_skills: Vec<String>,
+}
+
+/// Adds or removes a single skill from the global disabled list, leaving every other entry
+/// untouched.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillsConfigSetSkillDisabledRequest {
+    /// Name of the skill to add to or remove from the disabled list
+    pub name: String,
+    /// True to disable the skill, false to enable it
+    pub disabled: bool,
+}
+
+/// Optional project paths and additional skill directories to include in discovery.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillsDiscoverRequest {
+    /// Optional list of project directory paths to scan for project-scoped skills
+    #[serde(rename = "projectPaths", default, skip_serializing_if = "Option::is_none")]
+    pub project_paths: Option<Vec<String>>,
+    /// Optional list of additional skill directory paths to include
+    #[serde(rename = "skillDirectories", default, skip_serializing_if = "Option::is_none")]
+    pub skill_directories: Option<Vec<String>>,
+    /// When true, omit skills from the host's global sources (personal, custom, plugin, and
+    /// built-in), returning only project-scoped skills. For multitenant deployments.
+    #[serde(rename = "excludeHostSkills", default, skip_serializing_if = "Option::is_none")]
+    pub exclude_host_skills: Option<bool>,
+}
+
+/// Optional project paths to enumerate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillsGetDiscoveryPathsRequest {
+    /// Optional list of project directory paths. When omitted or empty, only personal and custom
+    /// directories are returned.
+    #[serde(rename = "projectPaths", default, skip_serializing_if = "Option::is_none")]
+    pub project_paths: Option<Vec<String>>,
+    /// When true, omit the host's personal and custom skill directories, leaving only project
+    /// directories. For multitenant deployments.
+    #[serde(rename = "excludeHostSkills", default, skip_serializing_if = "Option::is_none")]
+    pub exclude_host_skills: Option<bool>,
 }
 
 /// Skills invoked during this session, ordered by invocation time (most recent last).

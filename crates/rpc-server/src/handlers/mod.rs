@@ -5,6 +5,8 @@ pub mod account;
 pub mod agents;
 pub mod auth;
 pub mod commands;
+pub mod discovery;
+pub mod fleet;
 pub mod history;
 pub mod inference;
 pub mod mcp;

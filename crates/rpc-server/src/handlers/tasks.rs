@@ -1,7 +1,6 @@
-//! `session.tasks.*`: background tasks. Skipper's sub-agents run in the foreground of the turn
-//! that starts them (the `task` tool waits for them), so a session tracks no background task:
-//! listings are empty, operations on an id find nothing, and starting a background agent checks
-//! its agent type and model (the errors the original gives) and is then refused.
+//! `session.tasks.*`: the session's background agents (see `loop_engine::subagent::background`):
+//! listed, started, waited for, cancelled and removed. Foreground `task` calls are not tasks
+//! here, so nothing is promotable and no task takes messages.
 
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
@@ -9,8 +8,8 @@ use protocol::jsonrpc::RpcError;
 use crate::table::Ctx;
 
 pub async fn list(ctx: &Ctx, p: t::SessionTasksListParams) -> Result<t::TaskList, RpcError> {
-    ctx.session(&p.session_id)?;
-    Ok(t::TaskList { tasks: Vec::new() })
+    let session = ctx.session(&p.session_id)?;
+    Ok(t::TaskList { tasks: session.tasks().list().into_iter().map(t::TaskInfo::Agent).collect() })
 }
 
 pub async fn start_agent(ctx: &Ctx, p: t::SessionTasksStartAgentParams) -> Result<t::TasksStartAgentResult, RpcError> {
@@ -26,7 +25,16 @@ pub async fn start_agent(ctx: &Ctx, p: t::SessionTasksStartAgentParams) -> Resul
             return Err(ctx.failed(format!("Model \"{model}\" is not available")));
         }
     }
-    Err(ctx.failed("Background agents are not supported by this runtime; delegate with the task tool instead"))
+    let agent_id = loop_engine::subagent::start_background(
+        &session,
+        &p.agent_type,
+        p.prompt,
+        Some(p.name),
+        p.description,
+        p.model,
+    )
+    .map_err(|e| ctx.failed(e))?;
+    Ok(t::TasksStartAgentResult { agent_id })
 }
 
 pub async fn refresh(ctx: &Ctx, p: t::SessionTasksRefreshParams) -> Result<t::TasksRefreshResult, RpcError> {
@@ -38,7 +46,8 @@ pub async fn wait_for_pending(
     ctx: &Ctx,
     p: t::SessionTasksWaitForPendingParams,
 ) -> Result<t::TasksWaitForPendingResult, RpcError> {
-    ctx.session(&p.session_id)?;
+    let session = ctx.session(&p.session_id)?;
+    session.tasks().wait_all().await;
     Ok(t::TasksWaitForPendingResult {})
 }
 
@@ -75,13 +84,13 @@ pub async fn promote_current(
 }
 
 pub async fn cancel(ctx: &Ctx, p: t::SessionTasksCancelParams) -> Result<t::TasksCancelResult, RpcError> {
-    ctx.session(&p.session_id)?;
-    Ok(t::TasksCancelResult { cancelled: false })
+    let session = ctx.session(&p.session_id)?;
+    Ok(t::TasksCancelResult { cancelled: session.tasks().cancel(&p.id) })
 }
 
 pub async fn remove(ctx: &Ctx, p: t::SessionTasksRemoveParams) -> Result<t::TasksRemoveResult, RpcError> {
-    ctx.session(&p.session_id)?;
-    Ok(t::TasksRemoveResult { removed: false })
+    let session = ctx.session(&p.session_id)?;
+    Ok(t::TasksRemoveResult { removed: session.tasks().remove(&p.id) })
 }
 
 pub async fn send_message(

@@ -1,0 +1,119 @@
+//! `skills.*`, `agents.*` and `instructions.*` discovery outside any session: what a client
+//! would find for given project directories, and where it may create files so they are found.
+//! `exclude_host_*` leaves the user's own (`$COPILOT_HOME`) out. File work runs on the blocking
+//! pool.
+
+use std::path::{Path, PathBuf};
+
+use loop_engine::mcp_config::McpConfigStore;
+use loop_engine::{agents, instructions, skills};
+use protocol::generated::types as t;
+use protocol::jsonrpc::RpcError;
+
+use crate::table::Ctx;
+
+/// The request's directories, relative ones against the server's directory.
+fn absolute(paths: Option<Vec<String>>) -> Vec<PathBuf> {
+    let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    paths.unwrap_or_default().into_iter().filter(|p| !p.trim().is_empty()).map(|p| base.join(p)).collect()
+}
+
+/// `$COPILOT_HOME` unless the request leaves the host's files out.
+fn home(ctx: &Ctx, exclude: Option<bool>) -> Option<PathBuf> {
+    (!exclude.unwrap_or(false)).then(|| ctx.server.engine.layout().home.clone())
+}
+
+async fn blocking<T: Send + 'static>(ctx: &Ctx, f: impl FnOnce() -> T + Send + 'static) -> Result<T, RpcError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| ctx.failed(e))
+}
+
+fn text(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+pub async fn skills_discover(ctx: &Ctx, p: t::SkillsDiscoverRequest) -> Result<t::ServerSkillList, RpcError> {
+    let projects = absolute(p.project_paths);
+    let dirs = absolute(p.skill_directories);
+    let home = home(ctx, p.exclude_host_skills);
+    let config = McpConfigStore::new(ctx.server.engine.layout().home.clone());
+    let (found, errors, disabled) = blocking(ctx, move || {
+        let (found, errors) = skills::discover(&projects, &dirs, home.as_deref());
+        (found, errors, config.disabled_skills())
+    })
+    .await?;
+    let disabled = disabled.map_err(|e| ctx.failed(e))?;
+    let skills = found
+        .into_iter()
+        .map(|(s, project)| {
+            let enabled = !disabled.contains(&s.name);
+            let mut out = t::ServerSkill::new(s.name, s.description, s.source, s.user_invocable, enabled);
+            out.path = Some(text(&s.path));
+            out.project_path = project.as_deref().map(text);
+            out
+        })
+        .collect();
+    Ok(t::ServerSkillList { skills, errors: (!errors.is_empty()).then_some(errors) })
+}
+
+pub async fn skills_get_discovery_paths(
+    ctx: &Ctx,
+    p: t::SkillsGetDiscoveryPathsRequest,
+) -> Result<t::SkillDiscoveryPathList, RpcError> {
+    let paths = skills::creation_paths(&absolute(p.project_paths), home(ctx, p.exclude_host_skills).as_deref());
+    Ok(t::SkillDiscoveryPathList { paths })
+}
+
+pub async fn agents_discover(ctx: &Ctx, p: t::AgentsDiscoverRequest) -> Result<t::ServerAgentList, RpcError> {
+    let projects = absolute(p.project_paths);
+    let home = home(ctx, p.exclude_host_agents);
+    let found = blocking(ctx, move || agents::discover(&projects, home.as_deref())).await?;
+    Ok(t::ServerAgentList { agents: found.iter().map(|a| a.info(false)).collect() })
+}
+
+pub async fn agents_get_discovery_paths(
+    ctx: &Ctx,
+    p: t::AgentsGetDiscoveryPathsRequest,
+) -> Result<t::AgentDiscoveryPathList, RpcError> {
+    let paths = agents::creation_paths(&absolute(p.project_paths), home(ctx, p.exclude_host_agents).as_deref());
+    Ok(t::AgentDiscoveryPathList { paths })
+}
+
+pub async fn instructions_discover(
+    ctx: &Ctx,
+    p: t::InstructionsDiscoverRequest,
+) -> Result<t::ServerInstructionSourceList, RpcError> {
+    let projects = absolute(p.project_paths);
+    let home = home(ctx, p.exclude_host_instructions);
+    let sources = blocking(ctx, move || instructions::discover(&projects, home.as_deref())).await?;
+    Ok(t::ServerInstructionSourceList { sources })
+}
+
+pub async fn instructions_get_discovery_paths(
+    ctx: &Ctx,
+    p: t::InstructionsGetDiscoveryPathsRequest,
+) -> Result<t::InstructionDiscoveryPathList, RpcError> {
+    let paths =
+        instructions::creation_paths(&absolute(p.project_paths), home(ctx, p.exclude_host_instructions).as_deref());
+    Ok(t::InstructionDiscoveryPathList { paths })
+}
+
+/// `skills.config.setDisabledSkills`: the skills every session leaves off (`config.json`).
+pub async fn set_disabled_skills(ctx: &Ctx, p: t::SkillsConfigSetDisabledSkillsRequest) -> Result<(), RpcError> {
+    let config = McpConfigStore::new(ctx.server.engine.layout().home.clone());
+    blocking(ctx, move || config.set_disabled_skills(&p.disabled_skills)).await?.map_err(|e| ctx.failed(e))
+}
+
+/// `skills.config.setSkillDisabled`: one skill on or off in that list.
+pub async fn set_skill_disabled(ctx: &Ctx, p: t::SkillsConfigSetSkillDisabledRequest) -> Result<(), RpcError> {
+    let config = McpConfigStore::new(ctx.server.engine.layout().home.clone());
+    let changed = blocking(ctx, move || {
+        let mut list = config.disabled_skills()?;
+        list.retain(|n| n != &p.name);
+        if p.disabled {
+            list.push(p.name);
+        }
+        config.set_disabled_skills(&list)
+    })
+    .await?;
+    changed.map_err(|e| ctx.failed(e))
+}

@@ -1,0 +1,208 @@
+"""Background sub-agents, fleet mode and server-level discovery.
+
+Background agents: ``session.tasks.startAgent`` and ``task {mode: "background"}`` start an agent
+that outlives the turn; ``session.tasks.*`` report, cancel and remove it; its end reaches the
+model as a ``<system_notification>`` turn, and ``read_agent`` returns its answer (replayed
+against the original's recording). Fleet: ``session.fleet.start`` sends the orchestration
+instructions and the request as one message. Discovery: ``skills.*``, ``agents.*`` and
+``instructions.*`` ``discover`` / ``getDiscoveryPaths`` without a session.
+"""
+
+from __future__ import annotations
+
+from copilot.generated.rpc import (
+    AgentsDiscoverRequest,
+    AgentsGetDiscoveryPathsRequest,
+    FleetStartRequest,
+    InstructionsDiscoverRequest,
+    InstructionsGetDiscoveryPathsRequest,
+    SkillsConfigSetDisabledSkillsRequest,
+    SkillsDiscoverRequest,
+    SkillsGetDiscoveryPathsRequest,
+    TasksCancelRequest,
+    TasksRemoveRequest,
+    TasksStartAgentRequest,
+)
+from copilot.session import PermissionHandler
+from copilot.tools import Tool, ToolInvocation, ToolResult
+
+from conftest import Ctx, record_events, tool_results, user_texts, wait_for
+
+
+def _after_datetime(text: str) -> str:
+    return text.split("</current_datetime>")[-1].strip()
+
+
+async def test_a_started_agent_is_listed_notifies_the_session_and_is_removed(ctx: Ctx, client):
+    ctx.fake.replies({"text": "READY"}, {"text": "AGENT ANSWER"}, {"text": "NOTED"})
+    session = await client.create_session(on_permission_request=PermissionHandler.approve_all)
+    events = record_events(session)
+    await session.send_and_wait("get ready", timeout=30)
+
+    started = await session.rpc.tasks.start_agent(
+        TasksStartAgentRequest(
+            agent_type="general-purpose", prompt="Answer please.", name="helper", description="A helper"
+        )
+    )
+    assert started.agent_id == "helper"
+
+    def task():
+        return next((t for t in tasks if t.id == "helper"), None)
+
+    tasks = (await session.rpc.tasks.list()).tasks
+    assert task() is not None
+    assert task().agent_type == "general-purpose" and task().prompt == "Answer please."
+    assert task().description == "A helper" and task().execution_mode.value == "background"
+
+    # The end of the agent reaches the model as a notification turn.
+    await wait_for(lambda: any(e.data.content == "NOTED" for e in events.of("assistant.message")), 30, "notice turn")
+    tasks = (await session.rpc.tasks.list()).tasks
+    assert task().status.value == "completed" and task().result == "AGENT ANSWER"
+
+    main1, sub, main2 = ctx.fake.requests()
+    assert [_after_datetime(t) for t in user_texts(sub)] == ["Answer please."]
+    notice = _after_datetime(user_texts(main2)[-1])
+    assert notice == (
+        '<system_notification>\nAgent "helper" (general-purpose) has completed successfully. Use read_agent with '
+        'agent_id "helper" to retrieve the full results.\n</system_notification>'
+    )
+    assert "read_agent" in [t["function"]["name"] for t in main1["body"]["tools"]]
+
+    # A finished agent cannot be cancelled; it can be removed, once.
+    assert (await session.rpc.tasks.cancel(TasksCancelRequest(id="helper"))).cancelled is False
+    assert (await session.rpc.tasks.remove(TasksRemoveRequest(id="helper"))).removed is True
+    assert (await session.rpc.tasks.remove(TasksRemoveRequest(id="helper"))).removed is False
+    assert (await session.rpc.tasks.list()).tasks == []
+
+    sub_started = [e for e in events.of("subagent.started") if e.data.agent_name == "general-purpose"]
+    assert len(sub_started) == 1 and sub_started[0].data.execution_mode == "background"
+    assert len(events.of("subagent.completed")) == 1
+
+
+async def test_a_running_agent_can_be_cancelled(ctx: Ctx, client):
+    ctx.fake.replies({"hang": True})
+    session = await client.create_session(on_permission_request=PermissionHandler.approve_all)
+    started = await session.rpc.tasks.start_agent(
+        TasksStartAgentRequest(agent_type="explore", prompt="Look around.", name="looker")
+    )
+    await wait_for(lambda: len(ctx.fake.requests()) == 1, 30, "the agent's model call")
+    assert (await session.rpc.tasks.cancel(TasksCancelRequest(id=started.agent_id))).cancelled is True
+    tasks = (await session.rpc.tasks.list()).tasks
+    assert [t.status.value for t in tasks] == ["cancelled"]
+    # A second agent of the same name gets its own id.
+    ctx.fake.replies({"hang": True})
+    again = await session.rpc.tasks.start_agent(
+        TasksStartAgentRequest(agent_type="explore", prompt="Look again.", name="looker")
+    )
+    assert again.agent_id == "looker-2"
+    assert (await session.rpc.tasks.cancel(TasksCancelRequest(id="looker-2"))).cancelled is True
+
+
+async def test_background_task_call_replays_the_original_recording(ctx: Ctx, client):
+    (ctx.work_dir / "subagent-test.txt").write_text("Hello from subagent test!")
+    ctx.load("subagent_hooks/should_invoke_pretooluse_and_posttooluse_hooks_for_sub_agent_tool_calls.yaml")
+    session = await client.create_session(
+        on_permission_request=PermissionHandler.approve_all, working_directory=str(ctx.work_dir)
+    )
+    events = record_events(session)
+    await session.send_and_wait(
+        "Use the task tool to spawn an explore agent that reads the file subagent-test.txt in the current directory "
+        "and reports its contents. You must use the task tool.",
+        timeout=60,
+    )
+    await wait_for(
+        lambda: any(
+            "The explore agent successfully read the file" in (e.data.content or "")
+            for e in events.of("assistant.message")
+        ),
+        60,
+        "the reply after read_agent",
+    )
+    task_done = [e for e in events.of("tool.execution_complete") if e.data.result and "background" in e.data.result.content]
+    assert task_done[0].data.result.content.startswith("Agent started in background with agent_id: read-file.")
+    read = [r for req in ctx.fake.requests() for r in tool_results(req) if r["content"].startswith("Agent completed.")]
+    assert read and "agent_type: explore, status: completed" in read[-1]["content"]
+    assert "Hello from subagent test!" in read[-1]["content"]
+
+
+async def test_fleet_start_sends_the_instructions_and_the_request(ctx: Ctx, client):
+    ctx.load("rpc_shell_and_fleet/should_start_fleet_and_complete_custom_tool_task.yaml")
+    recorded: list[str] = []
+
+    def record(invocation: ToolInvocation) -> ToolResult:
+        recorded.append(invocation.arguments["content"])
+        return ToolResult(text_result_for_llm=invocation.arguments["content"])
+
+    tool = Tool(
+        name="record_fleet_completion",
+        description="Records completion of the fleet validation task.",
+        parameters={"type": "object", "properties": {"content": {"type": "string"}}, "required": ["content"]},
+        handler=record,
+    )
+    session = await client.create_session(on_permission_request=PermissionHandler.approve_all, tools=[tool])
+    events = record_events(session)
+    prompt = (
+        "Use the record_fleet_completion tool with content 'copilot-sdk-fleet-rpc', then report that the fleet task "
+        "is complete."
+    )
+    assert (await session.rpc.fleet.start(FleetStartRequest(prompt=prompt))).started is True
+    await wait_for(
+        lambda: any("fleet task complete" in (e.data.content or "").lower() for e in events.of("assistant.message")),
+        60,
+        "the fleet reply",
+    )
+    assert recorded == ["copilot-sdk-fleet-rpc"]
+    sent = events.of("user.message")[0].data.content
+    assert sent.startswith("You are now in fleet mode.") and sent.endswith(f"User request: {prompt}")
+
+
+async def test_discovery_without_a_session(ctx: Ctx, client):
+    project = ctx.work_dir
+    skills_dir = ctx.root / "more-skills"
+    (skills_dir / "extra").mkdir(parents=True)
+    (skills_dir / "extra" / "SKILL.md").write_text("---\nname: extra\ndescription: An extra skill\n---\nBody\n")
+    (project / ".github" / "skills" / "local").mkdir(parents=True)
+    (project / ".github" / "skills" / "local" / "SKILL.md").write_text("---\ndescription: Local one\n---\nB\n")
+    (ctx.copilot_home / "skills" / "mine").mkdir(parents=True)
+    (ctx.copilot_home / "skills" / "mine" / "SKILL.md").write_text("---\ndescription: Mine\n---\nB\n")
+    (project / ".github" / "agents").mkdir(parents=True)
+    (project / ".github" / "agents" / "fixer.agent.md").write_text("---\ndescription: Fixes\n---\nFix it.\n")
+    (project / "AGENTS.md").write_text("Be brief.\n")
+
+    found = await client.rpc.skills.discover(
+        SkillsDiscoverRequest(project_paths=[str(project)], skill_directories=[str(skills_dir)], exclude_host_skills=True)
+    )
+    by_name = {s.name: s for s in found.skills}
+    assert set(by_name) == {"extra", "local"}
+    assert by_name["extra"].description == "An extra skill" and by_name["extra"].enabled is True
+    assert by_name["extra"].path == str(skills_dir / "extra" / "SKILL.md")
+    assert by_name["local"].source.value == "project" and by_name["local"].project_path == str(project)
+
+    # Skills turned off in the user's configuration are found, and reported off.
+    await client.rpc.skills.config.set_disabled_skills(SkillsConfigSetDisabledSkillsRequest(disabled_skills=["extra"]))
+    again = await client.rpc.skills.discover(SkillsDiscoverRequest(skill_directories=[str(skills_dir)]))
+    assert {s.name: s.enabled for s in again.skills} == {"extra": False, "mine": True}
+    await client.rpc.skills.config.set_disabled_skills(SkillsConfigSetDisabledSkillsRequest(disabled_skills=[]))
+
+    paths = await client.rpc.skills.get_discovery_paths(
+        SkillsGetDiscoveryPathsRequest(project_paths=[str(project)], exclude_host_skills=True)
+    )
+    preferred = [p for p in paths.paths if p.preferred_for_creation]
+    assert [(p.path, p.project_path) for p in preferred] == [(str(project / ".github" / "skills"), str(project))]
+
+    agents = await client.rpc.agents.discover(AgentsDiscoverRequest(project_paths=[str(project)], exclude_host_agents=True))
+    assert [(a.name, a.description) for a in agents.agents] == [("fixer", "Fixes")]
+    agent_paths = await client.rpc.agents.get_discovery_paths(
+        AgentsGetDiscoveryPathsRequest(project_paths=[str(project)], exclude_host_agents=True)
+    )
+    assert [p.path for p in agent_paths.paths] == [str(project / ".github" / "agents")]
+
+    sources = await client.rpc.instructions.discover(
+        InstructionsDiscoverRequest(project_paths=[str(project)], exclude_host_instructions=True)
+    )
+    assert [(s.label, s.content) for s in sources.sources] == [("AGENTS.md", "Be brief.\n")]
+    targets = await client.rpc.instructions.get_discovery_paths(
+        InstructionsGetDiscoveryPathsRequest(project_paths=[str(project)], exclude_host_instructions=True)
+    )
+    assert str(project / ".github" / "copilot-instructions.md") in [p.path for p in targets.paths]
+    assert all(p.project_path == str(project) for p in targets.paths)
