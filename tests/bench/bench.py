@@ -12,7 +12,7 @@ only when a figure could not be measured at all (a server died, a wait timed out
 Environment knobs (see tests/bench/README.md for what every figure means):
 
   BENCH_QUICK=1            ~30 s smoke run (fewer iterations everywhere)
-  BENCH_ONLY=1,2,6         run only these figures (1-7)
+  BENCH_ONLY=1,2,6         run only these figures (1-13; 12-13: `skipper serve`)
   BENCH_JSON=path          where to write the JSON (default <repo>/target/bench.json)
   BENCH_TREE=dir           tree for the grep/glob figure (default ~/.cargo/registry/src,
                            else <repo>/target)
@@ -1775,6 +1775,26 @@ def git_rev() -> str | None:
         return None
 
 
+# ------------------------------------------------------------------------------------------
+# `skipper serve` (issue 10): figures 12 and 13 live in serve_bench.py.
+# ------------------------------------------------------------------------------------------
+
+
+def _serve_bench() -> Any:
+    sys.path.insert(0, str(HERE))
+    import serve_bench
+
+    return serve_bench
+
+
+def _serve_figures(env: Env) -> list[tuple[str, str, Callable[[], dict]]]:
+    return _serve_bench().figures(sys.modules[__name__], env)
+
+
+def _serve_rows(results: dict) -> list[tuple[str, str, str]]:
+    return _serve_bench().report_rows(results.get("figures", {}))
+
+
 def main() -> int:
     missing = [str(p) for p in (SKIPPER_BIN, FAKE_MODEL_BIN) if not p.is_file()]
     if missing:
@@ -1820,6 +1840,7 @@ def main() -> int:
         ("11", "11_fanout", lambda: fig_fanout(env, N_FANOUT_DELTAS, N_FANOUT_CLIENTS, FANOUT_QUEUE_LIMIT)),
         ("7", "7_reference", lambda: fig_reference(env)),
     ]
+    plan += _serve_figures(env)
     try:
         for fig, name, fn in plan:
             if not wanted(fig):
@@ -1840,7 +1861,7 @@ def main() -> int:
         env.cleanup()
     results["meta"]["elapsed_s"] = round(time.perf_counter() - t_all, 1)
     results["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    rows = report(results)
+    rows = report(results) + _serve_rows(results)
     m = results["meta"]
     print(f"\nskipper {m['git'] or '?'} · {m['machine']['cpus']} CPUs · load average "
           f"{m['loadavg_start'][0]} → {m['loadavg_end'][0]}{' · QUICK' if QUICK else ''}")

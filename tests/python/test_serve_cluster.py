@@ -216,3 +216,51 @@ async def test_when_a_node_dies_mid_turn_another_takes_its_session_over(ctx: Ctx
     assert set(persisted_seen) <= set(ids), "every persisted event a client saw is in the history"
     prompts = [e.data.content for e in history if e.type.value == "user.message"]
     assert prompts == ["first question", "second question", "third question"]
+
+
+async def test_a_follower_refuses_changes_and_the_plan_travels_with_the_session(ctx: Ctx, nodes, make_client):
+    from copilot.generated.rpc import ModeSetRequest, PlanUpdateRequest, SessionMode
+
+    (proc_a, node_a), (_, node_b) = nodes
+    a = make_client(uri=node_a, connection_token=TOKEN)
+    await a.start()
+    b = make_client(uri=node_b, connection_token=TOKEN)
+    await b.start()
+    told_b: list = []
+    b.on_lifecycle(told_b.append)
+
+    session = await a.create_session(on_permission_request=PermissionHandler.approve_all)
+    # The client on node b hears of the session node a created.
+    deadline = time.monotonic() + 20
+    while not any(e.type == "session.created" and e.session_id == session.session_id for e in told_b):
+        assert time.monotonic() < deadline, f"no session.created on node b: {told_b}"
+        await asyncio.sleep(0.05)
+    await session.rpc.plan.update(PlanUpdateRequest(content="# Plan\n\n- written on node a\n"))
+
+    followed = await b.resume_session(session.session_id, on_permission_request=PermissionHandler.approve_all)
+    assert (await followed.rpc.plan.read()).content == "# Plan\n\n- written on node a\n"
+    # Changes on the follower are refused, naming node a; the session keeps node a's state.
+    with pytest.raises(Exception) as refused:
+        await followed.rpc.plan.update(PlanUpdateRequest(content="from node b"))
+    assert "running on node a" in str(refused.value)
+    with pytest.raises(Exception) as refused:
+        await followed.rpc.mode.set(ModeSetRequest(mode=SessionMode.PLAN))
+    assert "running on node a" in str(refused.value)
+    assert (await session.rpc.plan.read()).content == "# Plan\n\n- written on node a\n"
+    mode = await session.rpc.mode.get()
+    assert str(getattr(mode, "value", mode)) == "interactive"
+
+    # Node a dies; node b takes over with node a's plan and may change it now.
+    proc_a.kill()
+    proc_a.wait(timeout=10)
+    deadline = time.monotonic() + 2 + 5 + 5
+    while True:
+        try:
+            await followed.rpc.plan.update(PlanUpdateRequest(content="# Plan\n\n- node b took over\n"))
+            break
+        except Exception as refused:  # noqa: BLE001 - refused while node a's lease runs
+            assert "running on node a" in str(refused), refused
+            assert time.monotonic() < deadline, "node b did not take the session over in time"
+            assert (await followed.rpc.plan.read()).content == "# Plan\n\n- written on node a\n"
+            await asyncio.sleep(0.25)
+    assert (await followed.rpc.plan.read()).content == "# Plan\n\n- node b took over\n"

@@ -34,6 +34,10 @@ pub(crate) struct Cluster {
     /// Sessions loaded here as followers of another node.
     followers: Mutex<HashMap<String, Follower>>,
     last_renewal: Mutex<Instant>,
+    /// Session files mirrored in the database (`shared_files`).
+    pub(crate) files: crate::shared_files::Mirror,
+    /// The last lifecycle row of another node told to this node's clients (`None`: not read yet).
+    lifecycle_seq: tokio::sync::Mutex<Option<i64>>,
 }
 
 struct Follower {
@@ -53,6 +57,8 @@ impl Cluster {
             unloaded: Mutex::default(),
             followers: Mutex::default(),
             last_renewal: Mutex::new(Instant::now()),
+            files: Default::default(),
+            lifecycle_seq: Default::default(),
         }
     }
 
@@ -90,6 +96,14 @@ impl Cluster {
         lock(&self.followers).get(id).map(|f| f.owner.clone())
     }
 
+    pub(crate) fn owns(&self, id: &str) -> bool {
+        lock(&self.owned).contains(id)
+    }
+
+    pub(crate) fn pg(&self) -> &PgEvents {
+        &self.pg
+    }
+
     pub(crate) fn add_follower(&self, id: &str, owner: &str, params: &SessionConfigParams, last_seq: i64) {
         let follower = Follower { owner: owner.to_string(), params: params.clone(), last_seq };
         lock(&self.followers).insert(id.to_string(), follower);
@@ -97,6 +111,93 @@ impl Cluster {
 }
 
 impl Engine {
+    /// Whether this node is one of several on a shared database.
+    pub fn is_clustered(&self) -> bool {
+        self.cluster.is_some()
+    }
+
+    /// Sends a session's changed files to the database, when this node runs it (a client
+    /// changed it, or it persisted events). Failures are logged: the files stay here, and the
+    /// next push sends them.
+    pub async fn share_files(&self, id: &str) {
+        let Some(cluster) = &self.cluster else { return };
+        let Some(handle) = self.get(id) else { return };
+        if !cluster.owns(id) || handle.remote_state().is_some() {
+            return;
+        }
+        let events = handle.emitter().persisted_count();
+        let dir = self.deps.layout.session_dir(id);
+        if let Err(e) = cluster.files.push(&cluster.pg, id, &dir, events).await {
+            tracing::warn!(session = %id, error = %e, "sharing session files failed");
+        }
+    }
+
+    /// Writes out the session files the database holds that this node has not seen.
+    pub(crate) async fn fetch_shared_files(&self, id: &str) {
+        let Some(cluster) = &self.cluster else { return };
+        let dir = self.deps.layout.session_dir(id);
+        if let Err(e) = cluster.files.pull(&cluster.pg, id, &dir).await {
+            tracing::warn!(session = %id, error = %e, "reading shared session files failed");
+        }
+    }
+
+    /// Tells the other nodes' clients of a session created or deleted here (with its owner as
+    /// the database has it now, so only that tenant's clients hear of it).
+    pub(crate) async fn publish_lifecycle(&self, notification: &protocol::methods::LifecycleNotification) {
+        let Some(cluster) = &self.cluster else { return };
+        let json = match serde_json::to_string(notification) {
+            Ok(j) => j,
+            Err(_) => return,
+        };
+        if let Err(e) = cluster.pg.publish_lifecycle(&notification.session_id, &json).await {
+            tracing::warn!(session = %notification.session_id, error = %e, "publishing a lifecycle notification failed");
+        }
+    }
+
+    /// Sessions other nodes created or deleted since the last call, with their owning tenant
+    /// (empty on one node). The caller makes the owner known, then [`Engine::tell_lifecycle`].
+    pub async fn remote_lifecycle(&self) -> Vec<(Option<String>, protocol::methods::LifecycleNotification)> {
+        let Some(cluster) = &self.cluster else { return Vec::new() };
+        let mut seq = cluster.lifecycle_seq.lock().await;
+        let after = match *seq {
+            Some(s) => s,
+            None => match cluster.pg.lifecycle_head().await {
+                Ok(head) => {
+                    *seq = Some(head);
+                    if let Err(e) = cluster.pg.prune_lifecycle().await {
+                        tracing::warn!(error = %e, "pruning lifecycle notifications failed");
+                    }
+                    return Vec::new();
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading lifecycle notifications failed");
+                    return Vec::new();
+                }
+            },
+        };
+        let rows = match cluster.pg.lifecycle_after(after).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading lifecycle notifications failed");
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::new();
+        for row in rows {
+            *seq = Some(row.seq);
+            match serde_json::from_str(&row.json) {
+                Ok(n) => out.push((row.tenant, n)),
+                Err(e) => tracing::warn!(seq = row.seq, error = %e, "skipping an unreadable lifecycle row"),
+            }
+        }
+        out
+    }
+
+    /// Delivers a lifecycle notification (from another node) to this node's clients.
+    pub fn tell_lifecycle(&self, notification: protocol::methods::LifecycleNotification) {
+        self.broadcast_lifecycle(notification);
+    }
+
     /// The node running a session this node only follows (a send must go there).
     pub fn follower_of(&self, id: &str) -> Option<String> {
         self.cluster.as_ref().and_then(|c| c.following(id))
@@ -108,6 +209,7 @@ impl Engine {
     pub async fn cluster_tick(&self) {
         let Some(cluster) = &self.cluster else { return };
         self.renew_and_release(cluster).await;
+        self.share_changed_files(cluster).await;
         let ids: Vec<String> = lock(&cluster.followers).keys().cloned().collect();
         for id in ids {
             if let Err(e) = self.follow_tick(cluster, &id).await {
@@ -119,6 +221,12 @@ impl Engine {
     async fn renew_and_release(&self, cluster: &Cluster) {
         let unloaded: Vec<String> = lock(&cluster.unloaded).drain().collect();
         for id in unloaded.iter().filter(|id| self.get(id).is_none()) {
+            // What the session wrote since the last push goes before the lease does.
+            let dir = self.deps.layout.session_dir(id);
+            if let Err(e) = cluster.files.push(&cluster.pg, id, &dir, 0).await {
+                tracing::warn!(session = %id, error = %e, "sharing session files failed");
+            }
+            cluster.files.forget(id);
             lock(&cluster.owned).remove(id);
             if let Err(e) = cluster.pg.release(id).await {
                 tracing::warn!(session = %id, error = %e, "releasing a session lease failed");
@@ -144,10 +252,25 @@ impl Engine {
         }
     }
 
+    /// Pushes the files of sessions run here that persisted events since their last push (a
+    /// turn's tools may have written them).
+    async fn share_changed_files(&self, cluster: &Cluster) {
+        let owned: Vec<String> = lock(&cluster.owned).iter().cloned().collect();
+        for id in owned {
+            let Some(handle) = self.get(&id) else { continue };
+            if cluster.files.stale(&id, handle.emitter().persisted_count()) {
+                self.share_files(&id).await;
+            }
+        }
+    }
+
     async fn follow_tick(&self, cluster: &Cluster, id: &str) -> Result<(), EngineError> {
         let Some(handle) = self.get(id) else {
             // Its last client left: nothing to follow for.
             lock(&cluster.followers).remove(id);
+            if !cluster.owns(id) {
+                cluster.files.forget(id);
+            }
             return Ok(());
         };
         let after = match lock(&cluster.followers).get(id) {
@@ -161,6 +284,8 @@ impl Engine {
                 f.last_seq = *seq;
             }
         }
+        // A client's change to the plan or a file adds no event: the files are looked at each time.
+        self.fetch_shared_files(id).await;
         if cluster.acquire(id).await? != Lease::Held {
             return Ok(());
         }
@@ -175,6 +300,7 @@ impl Engine {
         let subscribers = handle.emitter().take_subscribers();
         self.forget(&handle);
         handle.shutdown();
+        self.fetch_shared_files(id).await;
         let mut params = follower.params;
         params.disable_resume = Some(false);
         self.load(id, &params, subscribers, None, Default::default()).await?;

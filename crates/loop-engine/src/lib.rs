@@ -38,6 +38,7 @@ pub mod plugins;
 mod run;
 pub mod session_fs;
 pub mod settings;
+mod shared_files;
 pub mod skills;
 pub mod sql;
 pub mod subagent;
@@ -572,11 +573,13 @@ impl Engine {
         let remote = storage.remote.clone();
         let handle = self.spawn_session(id.clone(), emitter, settings.clone(), start_time.clone(), conv, None, storage);
         lock(&self.sessions).insert(id.clone(), handle.clone());
-        self.broadcast_lifecycle(LifecycleNotification {
+        let created = LifecycleNotification {
             kind: "session.created".into(),
             session_id: id.clone(),
             metadata: Some(LifecycleMetadata { start_time: start_time.clone(), modified_time: start_time.clone() }),
-        });
+        };
+        self.publish_lifecycle(&created).await;
+        self.broadcast_lifecycle(created);
         handle.emitter().emit(start);
         mcp::configure(handle.mcp(), &settings, params);
         write_workspace_yaml(&self.deps, &handle, &settings, None).await;
@@ -632,6 +635,10 @@ impl Engine {
             }
         }
         let storage = Storage::new(fs.as_ref(), subscriber.as_ref(), &id);
+        if storage.remote.is_none() {
+            // Another node may have run it last: its plan, checkpoints and files come first.
+            self.fetch_shared_files(&id).await;
+        }
         let subscribers = subscriber.into_iter().collect();
         let loaded = self.load(&id, params, subscribers, follow_owner, storage).await;
         if loaded.is_err() {
@@ -860,6 +867,12 @@ impl Engine {
     }
 
     pub async fn delete(&self, id: &str) -> Result<(), EngineError> {
+        if let Some(cluster) = &self.cluster {
+            // Running on another node: deleting it under that node would lose what it writes.
+            if let Some(node) = cluster.pg().holder(id).await?.filter(|n| n != cluster.pg().node_id()) {
+                return Err(store::StoreError::LeasedElsewhere { session: id.to_string(), node }.into());
+            }
+        }
         let removed = lock(&self.sessions).remove(id);
         if let Some(handle) = removed {
             handle.shutdown();
@@ -874,11 +887,13 @@ impl Engine {
         self.deps.layout.delete_session_dir(id)?;
         self.deps.events.delete(id).await?;
         self.deps.index.delete(id).await?;
-        self.broadcast_lifecycle(LifecycleNotification {
-            kind: "session.deleted".into(),
-            session_id: id.to_string(),
-            metadata: None,
-        });
+        if let Some(cluster) = &self.cluster {
+            cluster.files.forget(id);
+        }
+        let deleted =
+            LifecycleNotification { kind: "session.deleted".into(), session_id: id.to_string(), metadata: None };
+        self.publish_lifecycle(&deleted).await;
+        self.broadcast_lifecycle(deleted);
         Ok(())
     }
 

@@ -139,7 +139,9 @@ impl Reader {
             self.out.response(jsonrpc::error_frame(Some(&id), &RpcError::method_not_found(method)));
             return;
         };
-        let call = params.object_text().map_err(str::to_string).and_then(entry.parse);
+        let text = params.object_text();
+        let named = crate::follower_gate::named_session(&self.server.engine, text.ok());
+        let call = text.map_err(str::to_string).and_then(entry.parse);
         let call = match call {
             Ok(call) => call,
             Err(detail) => {
@@ -151,7 +153,7 @@ impl Reader {
         let ctx = Ctx { server: self.server.clone(), caller: self.caller.clone(), method: entry.name };
         match lane {
             Some(session_id) => {
-                let job = Box::pin(answer(ctx, id.clone(), call, self.out.clone()));
+                let job = Box::pin(answer(ctx, id.clone(), call, self.out.clone(), named));
                 if let Err(LaneFull(_job)) = self.lanes.submit(&session_id, job) {
                     let err = RpcError::overloaded(format!("too many requests queued for session {session_id}"));
                     self.out.response(jsonrpc::error_frame(Some(&id), &err));
@@ -161,7 +163,7 @@ impl Reader {
                 Ok(permit) => {
                     let out = self.out.clone();
                     tokio::spawn(async move {
-                        answer(ctx, id, call, out).await;
+                        answer(ctx, id, call, out, named).await;
                         drop(permit);
                     });
                 }
@@ -175,9 +177,14 @@ impl Reader {
 }
 
 /// Runs one call and writes its answer. A panicking handler is answered with an error instead
-/// of leaving the client waiting.
-async fn answer(ctx: Ctx, id: Id, call: Call, out: Outbound) {
+/// of leaving the client waiting. `named`: the session the params name, on a server with several
+/// nodes (a follower refuses changes; a change here shares the session's files).
+async fn answer(ctx: Ctx, id: Id, call: Call, out: Outbound, named: Option<String>) {
     let method = ctx.method;
+    if let Some(refused) = named.as_deref().and_then(|sid| crate::follower_gate::refusal(&ctx, sid)) {
+        out.response(jsonrpc::error_frame(Some(&id), &refused));
+        return;
+    }
     let result = match std::panic::AssertUnwindSafe(call.run(&ctx)).catch_unwind().await {
         Ok(r) => r,
         Err(_) => {
@@ -185,6 +192,9 @@ async fn answer(ctx: Ctx, id: Id, call: Call, out: Outbound) {
             Err(RpcError::handler_failed(method, "internal error"))
         }
     };
+    if let (Some(sid), Ok(_)) = (&named, &result) {
+        crate::follower_gate::after_change(&ctx, sid).await;
+    }
     let frame = match result {
         Ok(json) => jsonrpc::response_frame(&id, &json),
         Err(e) => jsonrpc::error_frame(Some(&id), &e),

@@ -17,6 +17,7 @@ pub mod accounts;
 pub mod caller;
 pub mod connection;
 mod errors;
+pub mod follower_gate;
 pub mod framing;
 mod handlers;
 pub mod inference;

@@ -176,6 +176,16 @@ impl Tenancy {
         Ok(())
     }
 
+    /// Another node told of a session `tenant` owns (created there): known here from now on.
+    pub fn note_owner(&self, session_id: &str, tenant: &str) {
+        self.owners().entry(session_id.to_string()).or_insert_with(|| Arc::from(tenant));
+    }
+
+    /// Another node deleted a session: its ownership is gone here too.
+    pub fn forget(&self, session_id: &str) {
+        self.owners().remove(session_id);
+    }
+
     /// [`Tenancy::learn`] for every session (before a listing).
     pub async fn learn_all(&self) -> Result<(), StoreError> {
         if self.index.postgres().is_none() {

@@ -201,7 +201,25 @@ async fn cluster_loop(server: Arc<Server>) {
     loop {
         tokio::select! {
             _ = server.shutdown.cancelled() => return,
-            _ = tick.tick() => server.engine.cluster_tick().await,
+            _ = tick.tick() => {
+                server.engine.cluster_tick().await;
+                relay_lifecycle(&server).await;
+            }
+        }
+    }
+}
+
+/// Sessions created or deleted on other nodes reach this node's clients of the owning tenant.
+async fn relay_lifecycle(server: &Server) {
+    for (tenant, notification) in server.engine.remote_lifecycle().await {
+        let id = notification.session_id.clone();
+        let deleted = notification.kind == "session.deleted";
+        if let (Some(tenancy), Some(tenant)) = (&server.tenancy, &tenant) {
+            tenancy.note_owner(&id, tenant);
+        }
+        server.engine.tell_lifecycle(notification);
+        if let (true, Some(tenancy)) = (deleted, &server.tenancy) {
+            tenancy.forget(&id);
         }
     }
 }

@@ -10,7 +10,7 @@ use fake_model::Reply;
 use serde_json::{json, Value};
 
 use crate::harness::{with_timeout, RpcClient};
-use crate::serve::{sha256_hex, Serve, ALPHA};
+use crate::serve::{sha256_hex, Serve, ALPHA, BETA};
 
 #[path = "../../../store/tests/support/pg_cluster.rs"]
 mod pg_cluster;
@@ -22,8 +22,9 @@ const LEASE_TTL_S: u64 = 2;
 
 async fn node(pg: &PgCluster, name: &str) -> Serve {
     let config = format!(
-        "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\n\n[cluster]\nnode_id = \"{name}\"\nlease_ttl_s = {LEASE_TTL_S}\n",
-        sha256_hex(ALPHA)
+        "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\n\n[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\n\n[cluster]\nnode_id = \"{name}\"\nlease_ttl_s = {LEASE_TTL_S}\n",
+        sha256_hex(ALPHA),
+        sha256_hex(BETA)
     );
     Serve::start_with_args(&config, &[], &["--database-url", &pg.url()]).await
 }
@@ -168,6 +169,120 @@ async fn readiness_follows_postgresql() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         assert_eq!(status, 200, "ready again once PostgreSQL is back");
+    })
+    .await;
+}
+
+async fn plan_of(c: &RpcClient, sid: &str) -> Value {
+    c.ok("session.plan.read", json!({"sessionId": sid})).await["content"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follower_refuses_changes_naming_the_owner_and_shares_its_plan_and_files() {
+    let Some(pg) = PgCluster::start() else { return };
+    with_timeout(120, async {
+        let mut a = node(&pg, "a").await;
+        let b = node(&pg, "b").await;
+        let ca = a.tenant(ALPHA).await;
+        let sid = ca.create_session(json!({})).await;
+        ca.ok("session.plan.update", json!({"sessionId": sid, "content": "# Plan\n- written on a\n"})).await;
+        let file = json!({"sessionId": sid, "path": "notes/a.md", "content": "a's notes"});
+        ca.ok("session.workspaces.createFile", file).await;
+        ca.ok("session.name.set", json!({"sessionId": sid, "name": "A's name"})).await;
+
+        // B follows the session A runs, and reads A's plan and files through the database.
+        let cb = b.tenant(ALPHA).await;
+        cb.ok("session.resume", json!({"sessionId": sid})).await;
+        assert_eq!(plan_of(&cb, &sid).await, json!("# Plan\n- written on a\n"));
+        let read = cb.ok("session.workspaces.readFile", json!({"sessionId": sid, "path": "notes/a.md"})).await;
+        assert_eq!(read["content"], json!("a's notes"), "{read}");
+
+        // Every change on B is refused, naming A; none reaches the session.
+        let changes = [
+            ("session.plan.update", json!({"sessionId": sid, "content": "from b"})),
+            ("session.plan.delete", json!({"sessionId": sid})),
+            ("session.name.set", json!({"sessionId": sid, "name": "B's name"})),
+            ("session.mode.set", json!({"sessionId": sid, "mode": "plan"})),
+            ("session.model.switchTo", json!({"sessionId": sid, "modelId": "gpt-4.1"})),
+            ("session.workspaces.createFile", json!({"sessionId": sid, "path": "b.md", "content": "b"})),
+            ("session.log", json!({"sessionId": sid, "message": "from b"})),
+            ("session.abort", json!({"sessionId": sid})),
+            ("session.send", json!({"sessionId": sid, "prompt": "from b"})),
+        ];
+        for (method, params) in changes {
+            let err = cb.call(method, params).await.expect_err(method);
+            assert!(err.message.contains("running on node a"), "{method}: {}", err.message);
+        }
+        let deleted = cb.ok("session.delete", json!({"sessionId": sid})).await;
+        assert_eq!(deleted["success"], json!(false), "{deleted}");
+        assert!(deleted["error"].as_str().unwrap_or_default().contains("running on node a"), "{deleted}");
+        assert_eq!(plan_of(&ca, &sid).await, json!("# Plan\n- written on a\n"));
+        assert_eq!(ca.ok("session.name.get", json!({"sessionId": sid})).await["name"], json!("A's name"));
+        assert_eq!(ca.ok("session.mode.get", json!({"sessionId": sid})).await, json!("interactive"));
+        assert!(ca.get_messages(&sid).await.is_ok(), "the session survived B's delete");
+        let listed = ca.ok("session.workspaces.listFiles", json!({"sessionId": sid})).await;
+        assert!(!listed.to_string().contains("b.md"), "{listed}");
+
+        // A changes the plan and removes the file while B follows: B sees both.
+        ca.ok("session.plan.update", json!({"sessionId": sid, "content": "# Plan v2\n"})).await;
+        ca.ok("session.workspaces.removePath", json!({"sessionId": sid, "path": "notes/a.md"})).await;
+        for _ in 0..80 {
+            if plan_of(&cb, &sid).await == json!("# Plan v2\n") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        assert_eq!(plan_of(&cb, &sid).await, json!("# Plan v2\n"), "B follows A's plan");
+        let gone = cb.call("session.workspaces.readFile", json!({"sessionId": sid, "path": "notes/a.md"})).await;
+        assert!(gone.is_err(), "the file A removed is gone on B: {gone:?}");
+
+        // A dies; B takes over with A's latest plan, and now changes it itself.
+        a.child.start_kill().unwrap();
+        a.child.wait().await.unwrap();
+        cb.wait_for_event(&sid, "session.resume", Duration::from_secs(LEASE_TTL_S + 5)).await;
+        assert_eq!(plan_of(&cb, &sid).await, json!("# Plan v2\n"));
+        cb.ok("session.plan.update", json!({"sessionId": sid, "content": "# Plan v3 (b)\n"})).await;
+        assert_eq!(plan_of(&cb, &sid).await, json!("# Plan v3 (b)\n"));
+        cb.ok("session.name.set", json!({"sessionId": sid, "name": "B's name"})).await;
+        assert!(!b.stderr_text().contains("panicked"), "{}", b.stderr_text());
+    })
+    .await;
+}
+
+/// `session.lifecycle` notifications of the given type for a session.
+fn lifecycle(c: &RpcClient, sid: &str, ty: &str) -> usize {
+    c.inbound()
+        .iter()
+        .filter(|m| {
+            m["method"] == json!("session.lifecycle")
+                && m["params"]["sessionId"] == json!(sid)
+                && m["params"]["type"] == json!(ty)
+        })
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_created_and_deleted_on_one_node_are_announced_on_every_node_to_their_tenant_only() {
+    let Some(pg) = PgCluster::start() else { return };
+    with_timeout(90, async {
+        let a = node(&pg, "a").await;
+        let b = node(&pg, "b").await;
+        let alpha_on_b = b.tenant(ALPHA).await;
+        let beta_on_b = b.tenant(BETA).await;
+        let ca = a.tenant(ALPHA).await;
+        let sid = ca.create_session(json!({})).await;
+        alpha_on_b
+            .wait_until(T, "session.created on B", |c| (lifecycle(c, &sid, "session.created") == 1).then_some(()))
+            .await;
+        // The node running it may delete it (its own lease).
+        let deleted = ca.ok("session.delete", json!({"sessionId": sid})).await;
+        assert_eq!(deleted["success"], json!(true), "{deleted}");
+        alpha_on_b
+            .wait_until(T, "session.deleted on B", |c| (lifecycle(c, &sid, "session.deleted") == 1).then_some(()))
+            .await;
+        // Beta's client on B heard nothing of alpha's session (it was told before alpha's).
+        assert_eq!(beta_on_b.inbound().iter().filter(|m| m["method"] == json!("session.lifecycle")).count(), 0);
+        assert_eq!(lifecycle(&alpha_on_b, &sid, "session.created"), 1, "told once");
     })
     .await;
 }

@@ -21,7 +21,7 @@ use crate::harness::{with_timeout, Dirs, RpcClient};
 
 const T: Duration = Duration::from_secs(20);
 pub(crate) const ALPHA: &str = "alpha-secret-token";
-const BETA: &str = "beta-secret-token";
+pub(crate) const BETA: &str = "beta-secret-token";
 
 pub(crate) fn sha256_hex(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))

@@ -1,14 +1,17 @@
-//! The event log, `workspace.yaml` metadata and session leases in PostgreSQL, for several nodes
+//! The event log, `workspace.yaml` metadata, session files, lifecycle notifications and session
+//! leases in PostgreSQL, for several nodes
 //! that share no disk (migration `postgres/0003_cluster.sql`).
 //!
 //! The emitter appends synchronously under its lock (persist before deliver), so appends go
 //! through [`writer::Writer`]: a thread with its own runtime and connection that the caller
 //! waits on. Reads, leases and metadata are plain async queries on the shared pool.
 
+mod files;
 mod leases;
 mod log;
 mod writer;
 
+pub use files::{LifecycleRow, SharedFile};
 pub use leases::Lease;
 pub use log::DbLog;
 
@@ -124,6 +127,7 @@ impl PgEvents {
             "DELETE FROM session_events WHERE session_id = $1",
             "DELETE FROM session_meta WHERE session_id = $1",
             "DELETE FROM session_leases WHERE session_id = $1",
+            "DELETE FROM session_files WHERE session_id = $1",
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
         }
