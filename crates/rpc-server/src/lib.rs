@@ -16,6 +16,7 @@
 pub mod caller;
 pub mod connection;
 mod errors;
+mod extensions;
 pub mod framing;
 mod handlers;
 pub mod inference;

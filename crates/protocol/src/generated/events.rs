@@ -187,6 +187,12 @@ pub enum SessionEvent {
     ElicitationRequested(t::ElicitationRequestedData),
     /// `elicitation.completed`: Elicitation request completion with the user's response
     ElicitationCompleted(t::ElicitationCompletedData),
+    /// `session.canvas.opened`: Payload of `session.canvas.opened` with canvas instance and
+    /// provider IDs plus optional icon, title, status, URL, and input.
+    SessionCanvasOpened(t::CanvasOpenedData),
+    /// `session.canvas.closed`: Payload of `session.canvas.closed` with the closed canvas instance
+    /// ID, provider ID, and canvas ID.
+    SessionCanvasClosed(t::CanvasClosedData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -268,6 +274,8 @@ impl SessionEvent {
             Self::CommandCompleted(_) => "command.completed",
             Self::ElicitationRequested(_) => "elicitation.requested",
             Self::ElicitationCompleted(_) => "elicitation.completed",
+            Self::SessionCanvasOpened(_) => "session.canvas.opened",
+            Self::SessionCanvasClosed(_) => "session.canvas.closed",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -351,6 +359,8 @@ impl SessionEvent {
             Self::CommandCompleted(d) => d.serialize(s),
             Self::ElicitationRequested(d) => d.serialize(s),
             Self::ElicitationCompleted(d) => d.serialize(s),
+            Self::SessionCanvasOpened(d) => d.serialize(s),
+            Self::SessionCanvasClosed(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -429,6 +439,8 @@ impl SessionEvent {
             "command.completed" => typed(kind, data, Self::CommandCompleted),
             "elicitation.requested" => typed(kind, data, Self::ElicitationRequested),
             "elicitation.completed" => typed(kind, data, Self::ElicitationCompleted),
+            "session.canvas.opened" => typed(kind, data, Self::SessionCanvasOpened),
+            "session.canvas.closed" => typed(kind, data, Self::SessionCanvasClosed),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -486,6 +498,8 @@ pub fn ephemeral_policy_of(kind: &str) -> EphemeralPolicy {
         | "command.completed"
         | "elicitation.requested"
         | "elicitation.completed"
+        | "session.canvas.opened"
+        | "session.canvas.closed"
         | "session.autopilot_stopped" => EphemeralPolicy::Always,
         _ => EphemeralPolicy::Optional,
     }
@@ -561,6 +575,8 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("command.completed", EphemeralPolicy::Always),
     ("elicitation.requested", EphemeralPolicy::Always),
     ("elicitation.completed", EphemeralPolicy::Always),
+    ("session.canvas.opened", EphemeralPolicy::Always),
+    ("session.canvas.closed", EphemeralPolicy::Always),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -970,6 +986,18 @@ impl From<t::ElicitationRequestedData> for SessionEvent {
 impl From<t::ElicitationCompletedData> for SessionEvent {
     fn from(data: t::ElicitationCompletedData) -> Self {
         Self::ElicitationCompleted(data)
+    }
+}
+
+impl From<t::CanvasOpenedData> for SessionEvent {
+    fn from(data: t::CanvasOpenedData) -> Self {
+        Self::SessionCanvasOpened(data)
+    }
+}
+
+impl From<t::CanvasClosedData> for SessionEvent {
+    fn from(data: t::CanvasClosedData) -> Self {
+        Self::SessionCanvasClosed(data)
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod auth;
+pub mod canvas;
 pub mod commands;
 pub mod history;
 pub mod inference;
@@ -11,6 +12,7 @@ pub mod mcp_extras;
 pub mod permission_paths;
 pub mod plugins;
 pub mod providers;
+pub mod rewind;
 pub mod server;
 pub mod session;
 pub mod session_extras;
@@ -20,6 +22,7 @@ pub mod session_state;
 pub mod sessions_admin;
 pub mod shell;
 pub mod tasks;
+pub mod telemetry;
 pub mod ui;
 pub mod user_settings;
 pub mod workspace_extras;

@@ -313,6 +313,13 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("instructionDirectories", &["array"], json!([])),
             prop("excludedBuiltinAgents", &["array"], json!([])),
             prop("sessionLimits", &["object"], json!({"maxAiCredits": 5})),
+            prop("canvases", &["array"], json!([])),
+            prop("canvasProvider", &["object"], json!({"id": "x"})),
+            prop("requestCanvasRenderer", &["boolean"], json!(true)),
+            prop("enableFileChangeTracking", &["boolean"], json!(true)),
+            prop("enableGitHubTelemetryForwarding", &["boolean"], json!(true)),
+            prop("requestExtensions", &["boolean"], json!(false)),
+            prop("extensionSdkPath", &["string"], json!("x")),
         ],
         required: Vec::new(),
     };
