@@ -373,6 +373,12 @@ const SKIPPED: &[(&str, &str, &str)] = &[
         "onChunk",
         "in-process callback in the schema: ignored over the wire, any JSON accepted",
     ),
+    ("session.canvas.open", "input", "x-opaque-json in the schema: any JSON is handed to the canvas provider as given"),
+    (
+        "session.canvas.action.invoke",
+        "input",
+        "x-opaque-json in the schema: any JSON is handed to the canvas provider as given",
+    ),
     (
         "session.ui.ephemeralQuery",
         "abortSignal",
