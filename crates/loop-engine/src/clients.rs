@@ -134,11 +134,19 @@ fn union_of(map: &BTreeMap<u64, Contribution>) -> Union {
 /// which learns the state from its own create result).
 pub async fn join(handle: &SessionHandle, client: u64, params: &SessionConfigParams, announce: bool) {
     let (before, after) = handle.clients().set(client, Contribution::from_params(params));
+    handle.canvases().join(client, params);
     apply(handle, &before, &after, announce).await;
 }
 
 /// A client detached or disconnected: what it brought goes with it.
 pub async fn leave(handle: &SessionHandle, client: u64) {
+    for gone in handle.canvases().leave(client) {
+        handle.emit_ephemeral(t::CanvasClosedData {
+            instance_id: gone.instance_id,
+            extension_id: gone.extension_id,
+            canvas_id: gone.canvas_id,
+        });
+    }
     if let Some((before, after)) = handle.clients().remove(client) {
         apply(handle, &before, &after, true).await;
     }

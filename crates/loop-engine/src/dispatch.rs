@@ -266,6 +266,11 @@ async fn run_one(
     let Some(tool) = ctx.deps.builtins.get(&call.name) else {
         return unknown_tool(&call.name, available);
     };
+    if crate::file_tracking::WRITING_TOOLS.contains(&call.name.as_str()) {
+        if let Some(path) = args.get("path").and_then(Value::as_str) {
+            ctx.handle.file_tracker().before_write(&settings.cwd.join(path));
+        }
+    }
     let progress_handle = ctx.handle.clone();
     let progress_id = call.id.clone();
     let tool_ctx = ToolContext {

@@ -192,6 +192,11 @@ impl Emitter {
         self.lock().subscribers.iter().find_map(|s| s.requester())
     }
 
+    /// How to ask one subscriber something (a request for the client that can answer it).
+    pub fn requester_of(&self, subscriber_id: u64) -> Option<Arc<dyn ClientRequester>> {
+        self.lock().subscribers.iter().find(|s| s.subscriber_id() == subscriber_id).and_then(|s| s.requester())
+    }
+
     pub fn subscriber_count(&self) -> usize {
         self.lock().subscribers.len()
     }

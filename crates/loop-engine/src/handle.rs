@@ -317,6 +317,10 @@ pub(crate) struct SessionParts {
     pub sql_ready: tokio::sync::OnceCell<()>,
     /// What each attached client brings (tools, commands, elicitation).
     pub clients: crate::clients::Clients,
+    /// Canvases clients provide and the instances open.
+    pub canvases: crate::canvases::Canvases,
+    /// What file tools changed since each user message, for rewinds.
+    pub files: crate::file_tracking::FileTracker,
     /// Requests to clients that are not a run's (elicitations, commands), by request id.
     pub ui: crate::ui_requests::UiRequests,
     /// Commands clients run in the session's shell.
@@ -437,6 +441,21 @@ impl SessionHandle {
     /// What each attached client brings to the session.
     pub fn clients(&self) -> &crate::clients::Clients {
         &self.inner.clients
+    }
+
+    /// Canvases clients provide and the instances open.
+    pub fn canvases(&self) -> &crate::canvases::Canvases {
+        &self.inner.canvases
+    }
+
+    /// File contents kept for rewinds (`enableFileChangeTracking`).
+    pub fn file_tracker(&self) -> &crate::file_tracking::FileTracker {
+        &self.inner.files
+    }
+
+    /// How to ask one attached client something (`None` when it is not attached).
+    pub fn requester_of(&self, subscriber_id: u64) -> Option<Arc<dyn crate::emitter::ClientRequester>> {
+        self.inner.emitter.requester_of(subscriber_id)
     }
 
     /// Elicitations, slash commands and queued commands waiting for a client.

@@ -12,6 +12,7 @@ pub mod agents;
 pub mod attachments;
 pub mod autopilot;
 pub mod byok;
+pub mod canvases;
 mod client;
 pub mod clients;
 pub mod cluster;
@@ -22,6 +23,7 @@ mod emitter;
 mod ephemeral_query;
 pub mod event_reader;
 mod external;
+pub mod file_tracking;
 mod frontmatter;
 mod handle;
 pub mod history;
@@ -491,6 +493,8 @@ impl Engine {
             remote: storage.remote,
             sql_ready: Default::default(),
             clients: Default::default(),
+            canvases: Default::default(),
+            files: Default::default(),
             ui: Default::default(),
             user_shell: user_shell::UserShell::new(self.deps.tool_env.clone()),
             mcp_oauth: Default::default(),

@@ -535,7 +535,7 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
         }
         crate::write_workspace_yaml_named(&ctx.deps, &ctx.handle, &view.settings, Some(&shown), view.user_named).await;
     }
-    ctx.emitter().emit(t::UserMessageData {
+    let event_id = ctx.emitter().emit(t::UserMessageData {
         content: msg.prompt.clone(),
         transformed_content: Some(transformed.clone()),
         message_id: Some(msg.message_id.clone()),
@@ -546,6 +546,10 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
         agent_mode: msg.agent_mode,
         ..Default::default()
     });
+    if ctx.scope.is_none() {
+        let timestamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        ctx.handle.file_tracker().begin_point(event_id, msg.prompt.clone(), timestamp);
+    }
     if !msg.prompt.is_empty() {
         conv.prompts.push(msg.prompt.clone());
     }

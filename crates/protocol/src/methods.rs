@@ -110,6 +110,41 @@ pub struct SessionConfigParams {
     pub commands: Option<Vec<ClientCommandDef>>,
     /// This client answers `elicitation.requested`.
     pub request_elicitation: Option<bool>,
+    /// Canvases this client provides (`canvas.open` / `close` / `action.invoke` are routed to it).
+    pub canvases: Option<Vec<CanvasDeclaration>>,
+    /// Who provides this client's canvases (`{id, name?}`); default `connection:<id>`.
+    pub canvas_provider: Option<CanvasProviderIdentity>,
+    /// This client renders canvases.
+    pub request_canvas_renderer: Option<bool>,
+    /// Keep what file tools overwrite, so `session.history.rewind` can put it back.
+    pub enable_file_change_tracking: Option<bool>,
+    /// This client receives `gitHubTelemetry.event` notifications.
+    #[serde(rename = "enableGitHubTelemetryForwarding")]
+    pub enable_github_telemetry_forwarding: Option<bool>,
+    /// Start the repository's `.github/extensions/*` programs for the session.
+    pub request_extensions: Option<bool>,
+    /// The SDK build extensions import (`@github/copilot-sdk/extension`).
+    pub extension_sdk_path: Option<String>,
+}
+
+/// One entry of `canvases`: a canvas an SDK client provides.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CanvasDeclaration {
+    pub id: String,
+    pub display_name: String,
+    pub description: String,
+    pub icon: Option<String>,
+    pub input_schema: Option<Value>,
+    pub actions: Option<Vec<crate::generated::types::CanvasAction>>,
+}
+
+/// `canvasProvider`: the identity a client's canvases are listed under.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CanvasProviderIdentity {
+    pub id: String,
+    pub name: Option<String>,
 }
 
 /// One entry of `commands`: a slash command an SDK client registers.

@@ -31,6 +31,9 @@ pub struct Caller {
     tenant: OnceLock<Arc<Tenant>>,
     /// The sessionFs provider this connection declared (`sessionFs.setProvider`, once).
     session_fs: OnceLock<loop_engine::session_fs::FsProvider>,
+    /// The client asked for `gitHubTelemetry.event` notifications (`connect` or a session's
+    /// `enableGitHubTelemetryForwarding`).
+    github_telemetry: AtomicBool,
 }
 
 fn closed() -> RpcError {
@@ -48,6 +51,7 @@ impl Caller {
             tenancy,
             tenant: OnceLock::new(),
             session_fs: OnceLock::new(),
+            github_telemetry: AtomicBool::new(false),
         }
     }
 
@@ -83,6 +87,23 @@ impl Caller {
     /// Declares the connection's sessionFs provider; `false` when it already declared one.
     pub fn set_session_fs(&self, fs: loop_engine::session_fs::FsProvider) -> bool {
         self.session_fs.set(fs).is_ok()
+    }
+
+    /// Whether the client asked for forwarded GitHub telemetry.
+    pub fn wants_github_telemetry(&self) -> bool {
+        self.github_telemetry.load(Ordering::Acquire)
+    }
+
+    pub fn set_wants_github_telemetry(&self) {
+        self.github_telemetry.store(true, Ordering::Release);
+    }
+
+    /// Sends a notification to the client; `false` once the connection is gone.
+    pub fn notify(&self, method: &str, params: &Value) -> bool {
+        match serde_json::to_vec(params) {
+            Ok(params) => self.out.event(jsonrpc::notification_frame(method, &params)),
+            Err(_) => true,
+        }
     }
 
     pub fn is_authenticated(&self) -> bool {

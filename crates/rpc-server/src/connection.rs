@@ -43,15 +43,37 @@ where
 /// with a connection token, the first request must be a successful `connect`.
 pub async fn serve_messages<S: MessageSource, K: MessageSink>(
     server: Arc<Server>,
+    source: S,
+    sink: K,
+    tenant: Option<Arc<Tenant>>,
+) {
+    serve_inner(server, source, sink, tenant, false).await;
+}
+
+/// Serves a connection the server opened itself (a session extension it started): trusted
+/// without a `connect` token.
+pub async fn serve_trusted<R, W>(server: Arc<Server>, reader: R, writer: W)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let max_frame_bytes = server.limits.max_frame_bytes;
+    let source = ContentLengthSource::new(reader, max_frame_bytes);
+    serve_inner(server, source, ContentLengthSink::new(writer), None, true).await;
+}
+
+async fn serve_inner<S: MessageSource, K: MessageSink>(
+    server: Arc<Server>,
     mut source: S,
     sink: K,
     tenant: Option<Arc<Tenant>>,
+    trusted: bool,
 ) {
     let id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
     let limits = server.limits;
     let closed = CancellationToken::new();
     let (out, writer_task) = Outbound::start_with_sink(id, sink, limits.max_queued_event_bytes, closed.clone());
-    let open = server.tenancy.is_none() && server.connection_token.is_none();
+    let open = trusted || (server.tenancy.is_none() && server.connection_token.is_none());
     let caller = Arc::new(Caller::new(id, out.clone(), open, server.tenancy.clone()));
     if let Some(tenant) = tenant {
         caller.set_tenant(tenant);

@@ -18,6 +18,7 @@ pub mod caller;
 pub mod connection;
 mod errors;
 pub mod follower_gate;
+mod extensions;
 pub mod framing;
 mod handlers;
 pub mod inference;

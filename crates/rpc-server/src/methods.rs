@@ -6,9 +6,9 @@ use protocol::generated::methods as g;
 use protocol::methods as h;
 
 use crate::handlers::{
-    account, agents, auth, commands, discovery, fleet, history, inference, mcp, mcp_extras, permission_paths, plugins,
-    providers, server, session, session_extras, session_fs, session_services, session_state, sessions_admin, shell,
-    tasks, ui, user_settings, workspace_extras, workspaces,
+    account, agents, auth, canvas, commands, discovery, fleet, history, inference, mcp, mcp_extras, permission_paths,
+    plugins, providers, rewind, server, session, session_extras, session_fs, session_services, session_state,
+    sessions_admin, shell, tasks, ui, user_settings, workspace_extras, workspaces,
 };
 use crate::table::method_table;
 
@@ -393,6 +393,21 @@ method_table! {
         => shell::execute_user_requested, lane |_p| None, aliases [];
     SessionShellCancelUserRequested: g::SessionShellCancelUserRequested
         => shell::cancel_user_requested, lane |p| Some(&p.session_id), aliases [];
+
+    // Canvases SDK clients provide.
+    SessionCanvasList: g::SessionCanvasList => canvas::list, lane |p| Some(&p.session_id), aliases [];
+    SessionCanvasListOpen: g::SessionCanvasListOpen => canvas::list_open, lane |p| Some(&p.session_id), aliases [];
+    SessionCanvasOpen: g::SessionCanvasOpen => canvas::open, lane |p| Some(&p.session_id), aliases [];
+    SessionCanvasClose: g::SessionCanvasClose => canvas::close, lane |p| Some(&p.session_id), aliases [];
+    SessionCanvasActionInvoke: g::SessionCanvasActionInvoke
+        => canvas::invoke_action, lane |p| Some(&p.session_id), aliases [];
+
+    // Rewinds with file restore.
+    SessionHistoryListRewindPoints: g::SessionHistoryListRewindPoints
+        => rewind::list_points, lane |p| Some(&p.session_id), aliases [];
+    SessionHistoryPreviewRewind: g::SessionHistoryPreviewRewind
+        => rewind::preview, lane |p| Some(&p.session_id), aliases [];
+    SessionHistoryRewind: g::SessionHistoryRewind => rewind::rewind, lane |p| Some(&p.session_id), aliases [];
 }
 
 #[cfg(test)]

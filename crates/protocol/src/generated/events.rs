@@ -191,6 +191,12 @@ pub enum SessionEvent {
     McpOauthRequired(t::McpOauthRequiredData),
     /// `mcp.oauth_completed`: MCP OAuth request completion notification
     McpOauthCompleted(t::McpOauthCompletedData),
+    /// `session.canvas.opened`: Payload of `session.canvas.opened` with canvas instance and
+    /// provider IDs plus optional icon, title, status, URL, and input.
+    SessionCanvasOpened(t::CanvasOpenedData),
+    /// `session.canvas.closed`: Payload of `session.canvas.closed` with the closed canvas instance
+    /// ID, provider ID, and canvas ID.
+    SessionCanvasClosed(t::CanvasClosedData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -274,6 +280,8 @@ impl SessionEvent {
             Self::ElicitationCompleted(_) => "elicitation.completed",
             Self::McpOauthRequired(_) => "mcp.oauth_required",
             Self::McpOauthCompleted(_) => "mcp.oauth_completed",
+            Self::SessionCanvasOpened(_) => "session.canvas.opened",
+            Self::SessionCanvasClosed(_) => "session.canvas.closed",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -359,6 +367,8 @@ impl SessionEvent {
             Self::ElicitationCompleted(d) => d.serialize(s),
             Self::McpOauthRequired(d) => d.serialize(s),
             Self::McpOauthCompleted(d) => d.serialize(s),
+            Self::SessionCanvasOpened(d) => d.serialize(s),
+            Self::SessionCanvasClosed(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -439,6 +449,8 @@ impl SessionEvent {
             "elicitation.completed" => typed(kind, data, Self::ElicitationCompleted),
             "mcp.oauth_required" => typed(kind, data, Self::McpOauthRequired),
             "mcp.oauth_completed" => typed(kind, data, Self::McpOauthCompleted),
+            "session.canvas.opened" => typed(kind, data, Self::SessionCanvasOpened),
+            "session.canvas.closed" => typed(kind, data, Self::SessionCanvasClosed),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -498,6 +510,8 @@ pub fn ephemeral_policy_of(kind: &str) -> EphemeralPolicy {
         | "elicitation.completed"
         | "mcp.oauth_required"
         | "mcp.oauth_completed"
+        | "session.canvas.opened"
+        | "session.canvas.closed"
         | "session.autopilot_stopped" => EphemeralPolicy::Always,
         _ => EphemeralPolicy::Optional,
     }
@@ -575,6 +589,8 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("elicitation.completed", EphemeralPolicy::Always),
     ("mcp.oauth_required", EphemeralPolicy::Always),
     ("mcp.oauth_completed", EphemeralPolicy::Always),
+    ("session.canvas.opened", EphemeralPolicy::Always),
+    ("session.canvas.closed", EphemeralPolicy::Always),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -996,6 +1012,18 @@ impl From<t::McpOauthRequiredData> for SessionEvent {
 impl From<t::McpOauthCompletedData> for SessionEvent {
     fn from(data: t::McpOauthCompletedData) -> Self {
         Self::McpOauthCompleted(data)
+    }
+}
+
+impl From<t::CanvasOpenedData> for SessionEvent {
+    fn from(data: t::CanvasOpenedData) -> Self {
+        Self::SessionCanvasOpened(data)
+    }
+}
+
+impl From<t::CanvasClosedData> for SessionEvent {
+    fn from(data: t::CanvasClosedData) -> Self {
+        Self::SessionCanvasClosed(data)
     }
 }
 

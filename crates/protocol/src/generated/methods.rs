@@ -2939,6 +2939,154 @@ impl crate::rpc::RpcMethod for SkillsConfigSetSkillDisabled {
     type Result = ();
 }
 
+/// `session.canvas.list`: Lists canvases declared for the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCanvasList;
+
+impl crate::rpc::RpcMethod for SessionCanvasList {
+    const NAME: &'static str = "session.canvas.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCanvasListParams;
+    type Result = t::CanvasList;
+}
+
+/// `session.canvas.listOpen`: Lists currently open canvas instances for the live session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCanvasListOpen;
+
+impl crate::rpc::RpcMethod for SessionCanvasListOpen {
+    const NAME: &'static str = "session.canvas.listOpen";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCanvasListOpenParams;
+    type Result = t::CanvasListOpenResult;
+}
+
+/// `session.canvas.open`: Opens or focuses a canvas instance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCanvasOpen;
+
+impl crate::rpc::RpcMethod for SessionCanvasOpen {
+    const NAME: &'static str = "session.canvas.open";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCanvasOpenParams;
+    type Result = t::OpenCanvasInstance;
+}
+
+/// `session.canvas.close`: Closes an open canvas instance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCanvasClose;
+
+impl crate::rpc::RpcMethod for SessionCanvasClose {
+    const NAME: &'static str = "session.canvas.close";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCanvasCloseParams;
+    type Result = ();
+}
+
+/// `session.canvas.action.invoke`: Invokes an action on an open canvas instance.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCanvasActionInvoke;
+
+impl crate::rpc::RpcMethod for SessionCanvasActionInvoke {
+    const NAME: &'static str = "session.canvas.action.invoke";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCanvasActionInvokeParams;
+    type Result = t::CanvasActionInvokeResult;
+}
+
+/// `canvas.open`: Opens a canvas instance on the provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CanvasOpen;
+
+impl crate::rpc::RpcMethod for CanvasOpen {
+    const NAME: &'static str = "canvas.open";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Client;
+    type Params = t::CanvasOpenParams;
+    type Result = t::CanvasProviderOpenResult;
+}
+
+/// `canvas.close`: Closes a canvas instance on the provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CanvasClose;
+
+impl crate::rpc::RpcMethod for CanvasClose {
+    const NAME: &'static str = "canvas.close";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Client;
+    type Params = t::CanvasCloseParams;
+    type Result = ();
+}
+
+/// `canvas.action.invoke`: Invokes an action on an open canvas instance via the provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CanvasActionInvoke;
+
+impl crate::rpc::RpcMethod for CanvasActionInvoke {
+    const NAME: &'static str = "canvas.action.invoke";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Client;
+    type Params = t::CanvasActionInvokeParams;
+    type Result = serde_json::Value;
+}
+
+/// `session.history.listRewindPoints`: Lists the user turns that the session can rewind to. Never
+/// rejects for a busy session: rewind reads need the session's file-change captures to be settled,
+/// so a session that still holds active work answers with `unavailableReason: "session-busy"` and
+/// no points, which the caller can retry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionHistoryListRewindPoints;
+
+impl crate::rpc::RpcMethod for SessionHistoryListRewindPoints {
+    const NAME: &'static str = "session.history.listRewindPoints";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionHistoryListRewindPointsParams;
+    type Result = t::HistoryListRewindPointsResult;
+}
+
+/// `session.history.previewRewind`: Previews the files that a conversation-and-files rewind would
+/// restore.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionHistoryPreviewRewind;
+
+impl crate::rpc::RpcMethod for SessionHistoryPreviewRewind {
+    const NAME: &'static str = "session.history.previewRewind";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionHistoryPreviewRewindParams;
+    type Result = t::HistoryPreviewRewindResult;
+}
+
+/// `session.history.rewind`: Rewinds the session conversation, optionally restoring files changed
+/// by the discarded turns. Not crash-atomic: file restore and conversation truncation are separate
+/// stores, applied in that order, so a process crash between them can leave the workspace rewound
+/// while the conversation still contains the discarded turns. There is no recovery journal;
+/// re-running the same rewind is the recovery path for a crash before truncation lands, since file
+/// restore is idempotent (already-restored files are reported as skipped) and truncation is
+/// re-derived from the still-retained boundary event. After truncation lands that boundary no
+/// longer exists, so the same request is rejected; the only stage that can still be outstanding is
+/// snapshot pruning, whose failure leaves orphan snapshots the capture store tolerates. The reverse
+/// inconsistency cannot occur, because truncation is never applied before file restore succeeds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionHistoryRewind;
+
+impl crate::rpc::RpcMethod for SessionHistoryRewind {
+    const NAME: &'static str = "session.history.rewind";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionHistoryRewindParams;
+    type Result = t::HistoryRewindResult;
+}
+
+/// `gitHubTelemetry.event`: Forwards a single GitHub telemetry event to a host connection that
+/// opted into telemetry forwarding during the `server.connect` handshake. Opted-in connections
+/// receive every event the runtime emits after the handshake — across all sessions, plus
+/// sessionless events (for example, `server.sendTelemetry` calls with no session id).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GitHubTelemetryEvent;
+
+impl crate::rpc::RpcMethod for GitHubTelemetryEvent {
+    const NAME: &'static str = "gitHubTelemetry.event";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Client;
+    type Params = t::GitHubTelemetryNotification;
+    type Result = ();
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -2970,6 +3118,36 @@ impl crate::rpc::SessionScoped for t::SessionAgentReloadParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionAgentSelectParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCanvasActionInvokeParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCanvasCloseParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCanvasListOpenParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCanvasListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCanvasOpenParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -3108,6 +3286,24 @@ impl crate::rpc::SessionScoped for t::SessionHistoryCancelBackgroundCompactionPa
 }
 
 impl crate::rpc::SessionScoped for t::SessionHistoryCompactParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionHistoryListRewindPointsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionHistoryPreviewRewindParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionHistoryRewindParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -4206,4 +4402,16 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.fleet.start",
     "skills.config.setDisabledSkills",
     "skills.config.setSkillDisabled",
+    "session.canvas.list",
+    "session.canvas.listOpen",
+    "session.canvas.open",
+    "session.canvas.close",
+    "session.canvas.action.invoke",
+    "canvas.open",
+    "canvas.close",
+    "canvas.action.invoke",
+    "session.history.listRewindPoints",
+    "session.history.previewRewind",
+    "session.history.rewind",
+    "gitHubTelemetry.event",
 ];

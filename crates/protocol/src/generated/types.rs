@@ -2720,6 +2720,210 @@ pub struct CancelUserRequestedShellCommandResult {
     pub cancelled: bool,
 }
 
+/// Canvas action that the agent or host can invoke. To discover the input schema for a particular
+/// action, call the list_canvas_capabilities tool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CanvasAction {
+    /// Action name exposed by the canvas provider
+    pub name: String,
+    /// Description of the action
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema for the action input
+    #[serde(rename = "inputSchema", default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<CanvasJsonSchema>,
+}
+
+/// Canvas action invocation parameters sent to the provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CanvasActionInvokeParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Owning provider identifier
+    #[serde(rename = "extensionId")]
+    pub extension_id: String,
+    /// Provider-local canvas identifier
+    #[serde(rename = "canvasId")]
+    pub canvas_id: String,
+    /// Canvas instance identifier
+    #[serde(rename = "instanceId")]
+    pub instance_id: String,
+    /// Action name to invoke
+    #[serde(rename = "actionName")]
+    pub action_name: String,
+    /// Action input
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<serde_json::Value>,
+    /// Host context supplied by the runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<CanvasHostContext>,
+    /// Session context supplied by the runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<CanvasSessionContext>,
+}
+
+/// Canvas action invocation result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CanvasActionInvokeResult {
+    /// Provider-supplied action result
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+}
+
+/// Canvas close parameters sent to the provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CanvasCloseParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Owning provider identifier
+    #[serde(rename = "extensionId")]
+    pub extension_id: String,
+    /// Provider-local canvas identifier
+    #[serde(rename = "canvasId")]
+    pub canvas_id: String,
+    /// Canvas instance identifier
+    #[serde(rename = "instanceId")]
+    pub instance_id: String,
+    /// Host context supplied by the runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<CanvasHostContext>,
+    /// Session context supplied by the runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<CanvasSessionContext>,
+}
+
+/// Payload of `session.canvas.closed` with the closed canvas instance ID, provider ID, and canvas
+/// ID.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CanvasClosedData {
+    /// Stable caller-supplied identifier of the canvas instance that was closed
+    #[serde(rename = "instanceId")]
+    pub instance_id: String,
+    /// Owning provider identifier
+    #[serde(rename = "extensionId")]
+    pub extension_id: String,
+    /// Provider-local canvas identifier
+    #[serde(rename = "canvasId")]
+    pub canvas_id: String,
+}
+
+/// Host context supplied by the runtime.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CanvasHostContext {
+    /// Host capabilities
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<CanvasHostContextCapabilities>,
+}
+
+/// Host capabilities
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CanvasHostContextCapabilities {
+    /// Whether canvas rendering is supported
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canvases: Option<bool>,
+}
+
+/// JSON Schema for canvas open input
+pub type CanvasJsonSchema = serde_json::Value;
+
+/// Declared canvases available in this session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CanvasList {
+    /// Declared canvases available in this session
+    pub canvases: Vec<DiscoveredCanvas>,
+}
+
+/// Live open-canvas snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CanvasListOpenResult {
+    /// Currently open canvas instances
+    #[serde(rename = "openCanvases")]
+    pub open_canvases: Vec<OpenCanvasInstance>,
+}
+
+/// Canvas open parameters sent to the provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CanvasOpenParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Owning provider identifier
+    #[serde(rename = "extensionId")]
+    pub extension_id: String,
+    /// Provider-local canvas identifier
+    #[serde(rename = "canvasId")]
+    pub canvas_id: String,
+    /// Stable caller-supplied canvas instance identifier
+    #[serde(rename = "instanceId")]
+    pub instance_id: String,
+    /// Canvas open input
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<serde_json::Value>,
+    /// Host context supplied by the runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<CanvasHostContext>,
+    /// Session context supplied by the runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<CanvasSessionContext>,
+}
+
+/// Payload of `session.canvas.opened` with canvas instance and provider IDs plus optional icon,
+/// title, status, URL, and input.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CanvasOpenedData {
+    /// Stable caller-supplied canvas instance identifier
+    #[serde(rename = "instanceId")]
+    pub instance_id: String,
+    /// Owning provider identifier
+    #[serde(rename = "extensionId")]
+    pub extension_id: String,
+    /// Owning extension display name, when available
+    #[serde(rename = "extensionName", default, skip_serializing_if = "Option::is_none")]
+    pub extension_name: Option<String>,
+    /// Provider-local canvas identifier
+    #[serde(rename = "canvasId")]
+    pub canvas_id: String,
+    /// Host-local PNG path for the canvas icon, when supplied
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
+    /// Rendered title
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Provider-supplied status text
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// URL for web-rendered canvases
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Input supplied when the instance was opened
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<serde_json::Value>,
+}
+
+/// Canvas open result returned by the provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CanvasProviderOpenResult {
+    /// URL for web-rendered canvases
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Provider-supplied title
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Provider-supplied status text
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+}
+
+/// Session context supplied by the runtime.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CanvasSessionContext {
+    /// Active session working directory, when known.
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+}
+
 /// Session capability change notification
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CapabilitiesChangedData {
@@ -3877,6 +4081,34 @@ pub struct CurrentToolMetadata {
     pub defer_loading: Option<bool>,
 }
 
+/// Canvas available in the current session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiscoveredCanvas {
+    /// Human-readable canvas name
+    #[serde(rename = "displayName")]
+    pub display_name: String,
+    /// Short, single-sentence description shown to the agent in canvas catalogs.
+    pub description: String,
+    /// Host-local PNG path for the canvas icon, when supplied
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
+    /// JSON Schema for canvas open input
+    #[serde(rename = "inputSchema", default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<CanvasJsonSchema>,
+    /// Actions the agent or host may invoke on an open instance
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actions: Option<Vec<CanvasAction>>,
+    /// Owning provider identifier
+    #[serde(rename = "extensionId")]
+    pub extension_id: String,
+    /// Owning extension display name, when available
+    #[serde(rename = "extensionName", default, skip_serializing_if = "Option::is_none")]
+    pub extension_name: Option<String>,
+    /// Provider-local canvas identifier
+    #[serde(rename = "canvasId")]
+    pub canvas_id: String,
+}
+
 /// MCP server discovered by `mcp.discover`, with config source, optional plugin source, transport
 /// type, and enabled state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -5018,6 +5250,93 @@ pub struct GitHubRepoRef {
     pub owner: String,
 }
 
+/// Client environment metadata describing the process that produced a telemetry event.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GitHubTelemetryClientInfo {
+    /// Copilot CLI version string.
+    pub cli_version: String,
+    /// Operating system platform (e.g. darwin, linux, win32).
+    pub os_platform: String,
+    /// Operating system version string.
+    pub os_version: String,
+    /// Operating system architecture (e.g. arm64, x64).
+    pub os_arch: String,
+    /// Node.js runtime version string.
+    pub node_version: String,
+    /// Copilot subscription plan, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copilot_plan: Option<String>,
+    /// Type of client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_type: Option<String>,
+    /// Name of the client application.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+    /// Whether the user is a GitHub/Microsoft staff member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_staff: Option<bool>,
+    /// Stable machine identifier for the device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev_device_id: Option<String>,
+    /// Distinct CPU model names for the host, comma-separated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+    /// Number of logical CPU cores on the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_count: Option<u64>,
+}
+
+/// A single telemetry event in the runtime's native GitHub-shaped telemetry format, forwarded
+/// verbatim to opted-in hosts. The `restricted` flag on the enclosing GitHubTelemetryNotification
+/// distinguishes standard from restricted events; the payload shape is identical for both.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GitHubTelemetryEvent {
+    /// Event type/kind (e.g. get_completion_with_tools_turn, tool_call_executed).
+    pub kind: String,
+    /// Timestamp when the event was created (ISO 8601 format).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// Reference to the model call that produced this event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_call_id: Option<String>,
+    /// String-valued properties as a map from key to value.
+    pub properties: std::collections::BTreeMap<String, String>,
+    /// Numeric metrics as a map from key to value.
+    pub metrics: std::collections::BTreeMap<String, f64>,
+    /// Experiment assignment context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exp_assignment_context: Option<String>,
+    /// Feature flags enabled for this session, as a map from flag to value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub features: Option<std::collections::BTreeMap<String, String>>,
+    /// Session identifier the event belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Copilot tracking ID for user-level attribution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copilot_tracking_id: Option<String>,
+    /// Client environment metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<GitHubTelemetryClientInfo>,
+}
+
+/// Payload for a `gitHubTelemetry.event` notification: a single GitHub telemetry event the runtime
+/// forwards to a host connection that opted into telemetry forwarding during the `server.connect`
+/// handshake.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GitHubTelemetryNotification {
+    /// Session the telemetry event belongs to, when it is session-scoped. Omitted for sessionless
+    /// events (for example, `server.sendTelemetry` calls with no session id), which are still
+    /// forwarded to opted-in connections.
+    #[serde(rename = "sessionId", default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Whether this is a restricted telemetry event (cli.restricted_telemetry). Hosts must route
+    /// restricted events to first-party Microsoft stores only.
+    pub restricted: bool,
+    /// The telemetry event, in the runtime's native GitHub-shaped telemetry format.
+    pub event: GitHubTelemetryEvent,
+}
+
 /// Authentication-info input variant for GitHub-internal HMAC auth, carrying the public GitHub host
 /// and HMAC secret.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -5109,6 +5428,321 @@ pub struct HistoryCompactResult {
     pub context_window: Option<HistoryCompactContextWindow>,
 }
 
+/// Reason a captured file was not restored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HistoryFileRestoreSkipReason {
+    /// The file changed after Copilot's last captured write.
+    #[serde(rename = "user-modified")]
+    UserModified,
+    /// A faithful preimage was not captured.
+    #[serde(rename = "skipped-capture")]
+    SkippedCapture,
+}
+
+impl HistoryFileRestoreSkipReason {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::UserModified, Self::SkippedCapture];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::UserModified => "user-modified",
+            Self::SkippedCapture => "skipped-capture",
+        }
+    }
+}
+
+impl std::fmt::Display for HistoryFileRestoreSkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Rewind points and file-change-tracking availability for the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryListRewindPointsResult {
+    /// Whether this session captured file changes from its first turn.
+    #[serde(rename = "fileChangeTrackingEnabled")]
+    pub file_change_tracking_enabled: bool,
+    /// Why the listed points could not be produced, when applicable; the points list is empty
+    /// whenever it is set. `unsupported-remote-session` is permanent for the session and comes with
+    /// `fileChangeTrackingEnabled: false`. `session-busy` is transient and only ever reported by a
+    /// session that *is* tracking (`fileChangeTrackingEnabled: true`), because the file-change
+    /// captures cannot be read while work that may still mutate them is in flight; the same request
+    /// succeeds once the session settles, so a client that wants points should retry rather than
+    /// treat it as a failure. It is never `file-change-tracking-disabled`: an untracked local
+    /// session still lists conversation-only points and reports that through
+    /// `fileChangeTrackingEnabled: false`.
+    #[serde(rename = "unavailableReason", default, skip_serializing_if = "Option::is_none")]
+    pub unavailable_reason: Option<HistoryRewindUnavailableReason>,
+    /// Root user turns in chronological order. Empty when `unavailableReason` is set.
+    pub points: Vec<HistoryRewindPoint>,
+}
+
+/// Files and aggregate changes for a prospective rewind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryPreviewRewindResult {
+    /// Whether file restore is available for this session. This is authoritative: switch on it and
+    /// read `reason` only when it is false.
+    pub available: bool,
+    /// Why file restore is unavailable, when applicable. Populated only when `available` is false
+    /// and never set when `available` is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<HistoryRewindUnavailableReason>,
+    /// Number of unique files in the preview.
+    #[serde(rename = "fileCount")]
+    pub file_count: u64,
+    /// Files ordered by path.
+    pub files: Vec<HistoryRewindFilePreview>,
+}
+
+/// Aggregate file change represented by a rewind preview.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HistoryRewindChangeType {
+    /// The discarded turns created the file.
+    #[serde(rename = "created")]
+    Created,
+    /// The discarded turns deleted the file.
+    #[serde(rename = "deleted")]
+    Deleted,
+    /// The discarded turns modified the file.
+    #[serde(rename = "modified")]
+    Modified,
+}
+
+impl HistoryRewindChangeType {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Created, Self::Deleted, Self::Modified];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Deleted => "deleted",
+            Self::Modified => "modified",
+        }
+    }
+}
+
+impl std::fmt::Display for HistoryRewindChangeType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A file that a conversation-and-files rewind would restore.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRewindFilePreview {
+    /// Absolute path of the captured file.
+    pub path: String,
+    /// Aggregate change made across the discarded turns.
+    #[serde(rename = "changeType")]
+    pub change_type: HistoryRewindChangeType,
+    /// Lines added across the discarded turns.
+    #[serde(rename = "linesAdded")]
+    pub lines_added: u64,
+    /// Lines removed across the discarded turns.
+    #[serde(rename = "linesRemoved")]
+    pub lines_removed: u64,
+}
+
+impl HistoryRewindFilePreview {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(path: String, change_type: HistoryRewindChangeType, lines_added: u64, lines_removed: u64) -> Self {
+        Self {
+            path,
+            change_type,
+            lines_added,
+            lines_removed,
+        }
+    }
+}
+
+/// Scope of a rewind operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HistoryRewindMode {
+    /// Discard conversation events while leaving files unchanged.
+    #[serde(rename = "conversation")]
+    Conversation,
+    /// Discard conversation events and restore captured files changed by those turns.
+    #[serde(rename = "conversation-and-files")]
+    ConversationAndFiles,
+}
+
+impl HistoryRewindMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Conversation, Self::ConversationAndFiles];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Conversation => "conversation",
+            Self::ConversationAndFiles => "conversation-and-files",
+        }
+    }
+}
+
+impl std::fmt::Display for HistoryRewindMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Outcome of a rewind request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HistoryRewindOutcome {
+    /// The requested rewind completed; reachable in either mode.
+    #[serde(rename = "success")]
+    Success,
+    /// The session still has work that may mutate files or history; reachable in either mode.
+    #[serde(rename = "session-busy")]
+    SessionBusy,
+    /// A conversation-and-files rewind was requested for a session that did not enable capture;
+    /// conversation-only rewinds never produce this.
+    #[serde(rename = "file-change-tracking-disabled")]
+    FileChangeTrackingDisabled,
+    /// Remote-backed rewind routing is not supported; reachable in either mode.
+    #[serde(rename = "unsupported-remote-session")]
+    UnsupportedRemoteSession,
+    /// File restore failed and all applied file changes were rolled back; only
+    /// conversation-and-files rewinds produce this.
+    #[serde(rename = "files-rolled-back")]
+    FilesRolledBack,
+    /// File restore failed and its rollback could not fully restore the pre-rewind state; only
+    /// conversation-and-files rewinds produce this.
+    #[serde(rename = "rollback-incomplete")]
+    RollbackIncomplete,
+    /// Conversation truncation failed. In conversation-and-files mode any files that were restored
+    /// are left in place because conversation history cannot be un-truncated; in conversation-only
+    /// mode no files are restored. Consult restoredFiles for what, if anything, was applied.
+    #[serde(rename = "truncation-failed")]
+    TruncationFailed,
+    /// The conversation was rewound (and, in conversation-and-files mode, captured files were
+    /// restored), but persisted checkpoints could not be cleaned up; reachable in either mode.
+    #[serde(rename = "checkpoint-cleanup-failed")]
+    CheckpointCleanupFailed,
+    /// Files and conversation were rewound, but obsolete file snapshots could not be removed; only
+    /// conversation-and-files rewinds produce this.
+    #[serde(rename = "snapshot-prune-failed")]
+    SnapshotPruneFailed,
+}
+
+impl HistoryRewindOutcome {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Success,
+        Self::SessionBusy,
+        Self::FileChangeTrackingDisabled,
+        Self::UnsupportedRemoteSession,
+        Self::FilesRolledBack,
+        Self::RollbackIncomplete,
+        Self::TruncationFailed,
+        Self::CheckpointCleanupFailed,
+        Self::SnapshotPruneFailed,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::SessionBusy => "session-busy",
+            Self::FileChangeTrackingDisabled => "file-change-tracking-disabled",
+            Self::UnsupportedRemoteSession => "unsupported-remote-session",
+            Self::FilesRolledBack => "files-rolled-back",
+            Self::RollbackIncomplete => "rollback-incomplete",
+            Self::TruncationFailed => "truncation-failed",
+            Self::CheckpointCleanupFailed => "checkpoint-cleanup-failed",
+            Self::SnapshotPruneFailed => "snapshot-prune-failed",
+        }
+    }
+}
+
+impl std::fmt::Display for HistoryRewindOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A root user turn that the session can rewind to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRewindPoint {
+    /// ID of the user.message event that begins the discarded suffix.
+    #[serde(rename = "eventId")]
+    pub event_id: String,
+    /// User-visible message text for the turn.
+    #[serde(rename = "userMessage")]
+    pub user_message: String,
+    /// ISO timestamp of the user turn.
+    pub timestamp: String,
+    /// Whether at least one file in this turn or a later turn can be restored.
+    #[serde(rename = "canRestoreFiles")]
+    pub can_restore_files: bool,
+    /// Number of unique files in this turn and all later turns that have captured changes.
+    #[serde(rename = "fileCount")]
+    pub file_count: u64,
+    /// Whether this turn itself captured any file changes.
+    #[serde(rename = "turnChangedFiles")]
+    pub turn_changed_files: bool,
+    /// Lines added by this turn's captured file changes.
+    #[serde(rename = "linesAdded")]
+    pub lines_added: u64,
+    /// Lines removed by this turn's captured file changes.
+    #[serde(rename = "linesRemoved")]
+    pub lines_removed: u64,
+    /// Whether this turn was an automatically injected autopilot continuation.
+    #[serde(rename = "isAutopilotContinuation")]
+    pub is_autopilot_continuation: bool,
+}
+
+/// Structured outcome of a rewind request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRewindResult {
+    /// Overall rewind outcome. This discriminates the result: it governs which of the remaining
+    /// fields are populated, so consumers must switch on it before reading `eventsRemoved`,
+    /// `restoredFiles`, `skippedFiles`, or `error`. See each field for the outcomes that populate
+    /// it.
+    pub outcome: HistoryRewindOutcome,
+    /// Number of persisted events removed by conversation truncation. Present only when truncation
+    /// succeeded (outcomes `success`, `checkpoint-cleanup-failed`, and `snapshot-prune-failed`);
+    /// omitted for every unavailable outcome (`session-busy`, `file-change-tracking-disabled`,
+    /// `unsupported-remote-session`) and for `truncation-failed`, `files-rolled-back`, and
+    /// `rollback-incomplete`.
+    #[serde(rename = "eventsRemoved", default, skip_serializing_if = "Option::is_none")]
+    pub events_removed: Option<u64>,
+    /// Absolute paths restored to their captured preimages. Always empty for conversation-only
+    /// rewinds and for the unavailable outcomes (`session-busy`, `file-change-tracking-disabled`,
+    /// `unsupported-remote-session`); only conversation-and-files outcomes that reached the
+    /// file-restore stage populate it.
+    #[serde(rename = "restoredFiles")]
+    pub restored_files: Vec<String>,
+    /// Captured files intentionally left unchanged. Always empty for conversation-only rewinds and
+    /// for the unavailable outcomes (`session-busy`, `file-change-tracking-disabled`,
+    /// `unsupported-remote-session`); only conversation-and-files outcomes that reached the
+    /// file-restore stage populate it.
+    #[serde(rename = "skippedFiles")]
+    pub skipped_files: Vec<HistorySkippedFileRestore>,
+    /// Failure detail. Set only for the failure and partial-failure outcomes (`files-rolled-back`,
+    /// `rollback-incomplete`, `truncation-failed`, `checkpoint-cleanup-failed`,
+    /// `snapshot-prune-failed`); omitted for `success` and for the unavailable outcomes
+    /// (`session-busy`, `file-change-tracking-disabled`, `unsupported-remote-session`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl HistoryRewindResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(outcome: HistoryRewindOutcome, restored_files: Vec<String>, skipped_files: Vec<HistorySkippedFileRestore>) -> Self {
+        Self {
+            outcome,
+            events_removed: None,
+            restored_files,
+            skipped_files,
+            error: None,
+        }
+    }
+}
+
 /// Reason a rewind read (rewind points, file-restore preview, or session diff) could not be
 /// answered from the session's file-change captures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -5147,6 +5781,25 @@ impl HistoryRewindUnavailableReason {
 impl std::fmt::Display for HistoryRewindUnavailableReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A captured file that rewind intentionally left unchanged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistorySkippedFileRestore {
+    /// Absolute path of the skipped file.
+    pub path: String,
+    /// Reason the file was not restored.
+    pub reason: HistoryFileRestoreSkipReason,
+}
+
+impl HistorySkippedFileRestore {
+    /// The required fields; every optional one is `None`.
+    pub fn new(path: String, reason: HistoryFileRestoreSkipReason) -> Self {
+        Self {
+            path,
+            reason,
+        }
     }
 }
 
@@ -6962,7 +7615,7 @@ pub struct McpOauthLoginResult {
 }
 
 /// Host response to the pending OAuth request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind")]
 pub enum McpOauthPendingRequestResponse {
     #[serde(rename = "token")]
@@ -6977,6 +7630,17 @@ impl McpOauthPendingRequestResponse {
         match self {
             Self::Token(_) => "token",
             Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for McpOauthPendingRequestResponse {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "kind")?;
+        match kind.as_str() {
+            "token" => crate::tagged::variant(_rest).map(Self::Token),
+            "cancelled" => Ok(Self::Cancelled),
+            other => Err(serde::de::Error::unknown_variant(other, &["token", "cancelled"])),
         }
     }
 }
@@ -9434,6 +10098,38 @@ impl std::fmt::Display for OmittedBinaryType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Open canvas instance snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenCanvasInstance {
+    /// Stable caller-supplied canvas instance identifier
+    #[serde(rename = "instanceId")]
+    pub instance_id: String,
+    /// Owning provider identifier
+    #[serde(rename = "extensionId")]
+    pub extension_id: String,
+    /// Owning extension display name, when available
+    #[serde(rename = "extensionName", default, skip_serializing_if = "Option::is_none")]
+    pub extension_name: Option<String>,
+    /// Provider-local canvas identifier
+    #[serde(rename = "canvasId")]
+    pub canvas_id: String,
+    /// Host-local PNG path for the canvas icon, when supplied
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon: Option<String>,
+    /// Rendered title
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Provider-supplied status text
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// URL for web-rendered canvases
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Input supplied when the instance was opened
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<serde_json::Value>,
 }
 
 /// Content-exclusion policy supplied to `session.options.update`, with rules, last-updated data,
@@ -15134,6 +15830,71 @@ pub struct SessionBulkDeleteResult {
     pub freed_bytes: std::collections::BTreeMap<String, u64>,
 }
 
+/// Canvas action invocation parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCanvasActionInvokeParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Open canvas instance identifier
+    #[serde(rename = "instanceId")]
+    pub instance_id: String,
+    /// Action name to invoke
+    #[serde(rename = "actionName")]
+    pub action_name: String,
+    /// Action input
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<serde_json::Value>,
+}
+
+/// Canvas close parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCanvasCloseParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Open canvas instance identifier
+    #[serde(rename = "instanceId")]
+    pub instance_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCanvasListOpenParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCanvasListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Canvas open parameters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCanvasOpenParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Owning provider identifier. Optional when the canvasId is unique across providers; required
+    /// to disambiguate when multiple providers register the same canvasId.
+    #[serde(rename = "extensionId", default, skip_serializing_if = "Option::is_none")]
+    pub extension_id: Option<String>,
+    /// Provider-local canvas identifier
+    #[serde(rename = "canvasId")]
+    pub canvas_id: String,
+    /// Caller-supplied stable instance identifier
+    #[serde(rename = "instanceId")]
+    pub instance_id: String,
+    /// Canvas open input
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<serde_json::Value>,
+}
+
 /// Session capability enabled for this session
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SessionCapability {
@@ -16016,6 +16777,49 @@ impl SessionHistoryCompactParamsTrigger {
 impl std::fmt::Display for SessionHistoryCompactParamsTrigger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionHistoryListRewindPointsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Event boundary to preview for conversation-and-files rewind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionHistoryPreviewRewindParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// ID of the user.message event that begins the discarded suffix.
+    #[serde(rename = "eventId")]
+    pub event_id: String,
+}
+
+/// Boundary and mode for rewinding session history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionHistoryRewindParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// ID of the user.message event that begins the discarded suffix.
+    #[serde(rename = "eventId")]
+    pub event_id: String,
+    /// Whether to rewind only conversation history or also restore captured files.
+    pub mode: HistoryRewindMode,
+}
+
+impl SessionHistoryRewindParams {
+    /// The required fields; every optional one is `None`.
+    pub fn new(session_id: String, event_id: String, mode: HistoryRewindMode) -> Self {
+        Self {
+            session_id,
+            event_id,
+            mode,
+        }
     }
 }
 
@@ -24756,6 +25560,11 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // Open by the schema (no type: any JSON value):
 // - AssistantMessageToolRequest.arguments: no type in the schema (any JSON)
 // - AttachmentExtensionContext.payload: no type in the schema (any JSON)
+// - CanvasActionInvokeParams.input: no type in the schema (any JSON)
+// - CanvasActionInvokeResult.result: no type in the schema (any JSON)
+// - CanvasJsonSchema: no type in the schema (any JSON)
+// - CanvasOpenParams.input: no type in the schema (any JSON)
+// - CanvasOpenedData.input: no type in the schema (any JSON)
 // - CitationReference.providerMetadata: no type in the schema (any JSON)
 // - ElicitationCompletedContent: no type in the schema (any JSON)
 // - ExtensionContextPushInput.payload: no type in the schema (any JSON)
@@ -24765,6 +25574,7 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // - HookInvokeResponse.output: no type in the schema (any JSON)
 // - HookStartData.input: no type in the schema (any JSON)
 // - JsonSchemaResponseFormat.schema: no type in the schema (any JSON)
+// - OpenCanvasInstance.input: no type in the schema (any JSON)
 // - OptionsUpdateAdditionalContentExclusionPolicy.last_updated_at: no type in the schema (any JSON)
 // - PermissionPromptRequestCustomTool.args: no type in the schema (any JSON)
 // - PermissionPromptRequestHook.toolArgs: no type in the schema (any JSON)
@@ -24775,6 +25585,8 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // - PermissionRequestedData.riskAssessment: no type in the schema (any JSON)
 // - PermissionsConfigureAdditionalContentExclusionPolicy.last_updated_at: no type in the schema (any JSON)
 // - RemoteControlStatusActive.promptManager: no type in the schema (any JSON)
+// - SessionCanvasActionInvokeParams.input: no type in the schema (any JSON)
+// - SessionCanvasOpenParams.input: no type in the schema (any JSON)
 // - SessionMcpExecuteSamplingParams.mcpRequestId: no type in the schema (any JSON)
 // - SessionOpenOptions.expAssignments: no type in the schema (any JSON)
 // - SessionOpenOptionsAdditionalContentExclusionPolicy.last_updated_at: no type in the schema (any JSON)
@@ -24792,3 +25604,4 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // - UserSettingMetadata.default: no type in the schema (any JSON)
 // - UserSettingMetadata.value: no type in the schema (any JSON)
 // - UserSettingsSetRequest.settings: no type in the schema (any JSON)
+// - method `canvas.action.invoke` result: no type in the schema (any JSON)

@@ -32,6 +32,9 @@ pub async fn connect(ctx: &Ctx, p: t::ConnectRequest) -> Result<t::ConnectResult
         }
     }
     ctx.caller.set_authenticated();
+    if p.enable_git_hub_telemetry_forwarding == Some(true) {
+        ctx.caller.set_wants_github_telemetry();
+    }
     let kinds = p.supported_task_kinds.unwrap_or_else(|| vec![t::TaskKind::Agent, t::TaskKind::Shell]);
     Ok(t::ConnectResult {
         ok: true,

@@ -32,6 +32,7 @@ fn session_info(session: &SessionHandle) -> SessionInfo {
 }
 
 pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo, RpcError> {
+    loop_engine::canvases::validate(&p).map_err(|e| ctx.failed(e))?;
     let identity = crate::handlers::auth::identity_for(ctx, p.git_hub_token.take()).await?;
     let Some(tenant) = tenant_of(ctx) else {
         let session = ctx
@@ -44,6 +45,14 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
             ctx.server.session_identities.set(session.id(), identity);
         }
         loop_engine::clients::join(&session, ctx.caller.id, &p, false).await;
+        if p.enable_file_change_tracking == Some(true) {
+            session.file_tracker().enable();
+        }
+        crate::handlers::telemetry::session_created(ctx, &session, &p);
+        if p.request_extensions == Some(true) {
+            let cwd = session.view().settings.cwd.clone();
+            crate::extensions::start(&ctx.server, session.id(), &cwd, p.extension_sdk_path.as_deref());
+        }
         return Ok(session_info(&session));
     };
     // A tenant's session runs in its workspace, and is claimed before it exists so that its
@@ -59,6 +68,10 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
                 ctx.server.session_identities.set(session.id(), identity);
             }
             loop_engine::clients::join(&session, ctx.caller.id, &p, false).await;
+            if p.enable_file_change_tracking == Some(true) {
+                session.file_tracker().enable();
+            }
+            crate::handlers::telemetry::session_created(ctx, &session, &p);
             Ok(session_info(&session))
         }
         Err(e) => {
@@ -74,6 +87,7 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
     let Some(id) = p.session_id.clone() else {
         return Err(RpcError::invalid_params(ctx.method, "sessionId: missing field `sessionId`"));
     };
+    loop_engine::canvases::validate(&p).map_err(|e| ctx.failed(e))?;
     if let Some(tenant) = tenant_of(ctx) {
         ctx.learn_owners(Some(&id)).await?;
         if !ctx.visible(&id) {
@@ -100,6 +114,9 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
         ctx.server.session_identities.set(session.id(), identity);
     }
     loop_engine::clients::join(&session, ctx.caller.id, &p, true).await;
+    if p.enable_file_change_tracking == Some(true) {
+        session.file_tracker().enable();
+    }
     Ok(session_info(&session))
 }
 

@@ -313,6 +313,13 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("instructionDirectories", &["array"], json!([])),
             prop("excludedBuiltinAgents", &["array"], json!([])),
             prop("sessionLimits", &["object"], json!({"maxAiCredits": 5})),
+            prop("canvases", &["array"], json!([])),
+            prop("canvasProvider", &["object"], json!({"id": "x"})),
+            prop("requestCanvasRenderer", &["boolean"], json!(true)),
+            prop("enableFileChangeTracking", &["boolean"], json!(true)),
+            prop("enableGitHubTelemetryForwarding", &["boolean"], json!(true)),
+            prop("requestExtensions", &["boolean"], json!(false)),
+            prop("extensionSdkPath", &["string"], json!("x")),
         ],
         required: Vec::new(),
     };
@@ -360,6 +367,12 @@ const SKIPPED: &[(&str, &str, &str)] = &[
         "session.ui.ephemeralQuery",
         "onChunk",
         "in-process callback in the schema: ignored over the wire, any JSON accepted",
+    ),
+    ("session.canvas.open", "input", "x-opaque-json in the schema: any JSON is handed to the canvas provider as given"),
+    (
+        "session.canvas.action.invoke",
+        "input",
+        "x-opaque-json in the schema: any JSON is handed to the canvas provider as given",
     ),
     (
         "session.ui.ephemeralQuery",
