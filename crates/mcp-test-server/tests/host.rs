@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 const BIN: &str = env!("CARGO_BIN_EXE_mcp-test-server");
 
 fn host() -> McpHost {
-    McpHost::new(std::env::temp_dir(), std::env::vars().collect())
+    McpHost::new(std::env::temp_dir(), std::env::vars().collect::<Vec<_>>())
 }
 
 fn servers(v: Value) -> serde_json::Map<String, Value> {
