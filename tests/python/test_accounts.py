@@ -82,3 +82,16 @@ async def test_the_startup_token_is_the_current_auth_until_someone_signs_in(ctx:
     await client.start()
     current = (await client.rpc.account.get_current_auth()).to_dict()["authInfo"]
     assert current["type"] == "token" and current["host"] == "https://github.com"
+
+
+async def test_no_auto_login_ignores_tokens_in_the_environment(ctx: Ctx, make_client):
+    # `useLoggedInUser: false` without a token (`--no-auto-login`): GH_TOKEN is not picked up.
+    strict = make_client(github_token=None, use_logged_in_user=False, env_extra={"GH_TOKEN": "env-token"})
+    await strict.start()
+    assert (await strict.rpc.account.get_current_auth()).auth_info is None
+
+    # By default a token in the environment is the server's credential.
+    relaxed = make_client(github_token=None, env_extra={"GH_TOKEN": "env-token"})
+    await relaxed.start()
+    current = (await relaxed.rpc.account.get_current_auth()).to_dict()["authInfo"]
+    assert (current["type"], current["envVar"], current["token"]) == ("env", "GH_TOKEN", "env-token")

@@ -157,6 +157,11 @@ impl Reader {
             self.out.response(jsonrpc::error_frame(Some(&id), &err));
             return;
         }
+        if self.server.stopping.load(std::sync::atomic::Ordering::Acquire) {
+            let err = RpcError::handler_failed(method, "the runtime is shutting down");
+            self.out.response(jsonrpc::error_frame(Some(&id), &err));
+            return;
+        }
         let Some(entry) = lookup(method) else {
             self.out.response(jsonrpc::error_frame(Some(&id), &RpcError::method_not_found(method)));
             return;

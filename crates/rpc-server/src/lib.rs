@@ -90,6 +90,10 @@ pub struct Server {
     pub connection_token: Option<String>,
     /// Cancelled by `runtime.shutdown`.
     pub shutdown: CancellationToken,
+    /// Set as `runtime.shutdown` is answered: later requests get an error at once. (An SDK
+    /// whose request the exiting process never answers waits forever: it does not fail
+    /// pending requests when the pipe closes.)
+    pub stopping: std::sync::atomic::AtomicBool,
     pub limits: Limits,
     /// Hands model requests to an SDK client that asked to serve them (`llmInference.*`); the
     /// engine's providers send through it.
@@ -118,6 +122,7 @@ impl Server {
             auth,
             connection_token,
             shutdown: CancellationToken::new(),
+            stopping: Default::default(),
             limits,
             inference,
             tenancy: None,
@@ -141,6 +146,7 @@ impl Server {
             auth,
             connection_token: None,
             shutdown: CancellationToken::new(),
+            stopping: Default::default(),
             limits,
             inference,
             tenancy: Some(tenancy),

@@ -160,6 +160,9 @@ struct EngineOptions {
     default_cwd: PathBuf,
     model: Option<String>,
     auth_token_env: Option<String>,
+    /// `--no-auto-login` (the SDKs' `useLoggedInUser: false`): only a token handed over with
+    /// `--auth-token-env` counts; `GH_TOKEN` and friends are not picked up.
+    no_auto_login: bool,
     allow_all_tools: bool,
     /// `skipper serve`: the model client and the tools are timed.
     metrics: Option<Arc<serve::metrics::Metrics>>,
@@ -182,6 +185,7 @@ struct EngineSetup {
 async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> anyhow::Result<EngineSetup> {
     let (token, auth_type, token_env_var) = match &opts.auth_token_env {
         Some(var) => (env.get(var).cloned().filter(|t| !t.is_empty()), "token", Some(var.clone())),
+        None if opts.no_auto_login => (None, "env", None),
         None => {
             let found = ["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"]
                 .iter()
@@ -299,6 +303,7 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
             default_cwd,
             model: cli.model.clone(),
             auth_token_env: cli.auth_token_env.clone(),
+            no_auto_login: cli.no_auto_login,
             allow_all_tools: cli.allow_all_tools || cli.allow_all || cli.yolo,
             metrics: None,
             confine_to: None,

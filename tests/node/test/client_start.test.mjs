@@ -62,6 +62,18 @@ test("start over stdio: connect handshake, ping, status, auth, models; stop", T,
     assert.ok(proc.exitCode !== null || proc.signalCode !== null, "the Skipper process is gone");
 });
 
+test("after runtime.shutdown every request is refused at once (none left unanswered)", T, async (t) => {
+    const ctx = await setup(t);
+    const client = ctx.client();
+    await client.start();
+    await client.rpc.user.settings.reload();
+    await client.rpc.runtime.shutdown();
+    // The SDK does not fail requests still pending when the pipe closes: the server must
+    // answer each one that reaches it, with an error, before it exits.
+    await assert.rejects(client.rpc.user.settings.reload(), /shutting down/);
+    await client.forceStop();
+});
+
 test("start over TCP with port 0: SDK reads the port line and authenticates with its token", T, async (t) => {
     const ctx = await setup(t);
     const client = ctx.client({ transport: "tcp" });

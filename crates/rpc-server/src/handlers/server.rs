@@ -113,6 +113,7 @@ pub async fn runtime_shutdown(ctx: &Ctx, _p: NoParams) -> Result<(), RpcError> {
         // One tenant must not stop everyone's server; operators use SIGTERM.
         return Err(ctx.failed("a shared server is not shut down by its clients"));
     }
+    ctx.server.stopping.store(true, std::sync::atomic::Ordering::Release);
     ctx.server.engine.shutdown_all();
     // Let the response reach the client before the transports stop.
     let shutdown = ctx.server.shutdown.clone();

@@ -78,6 +78,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             default_cwd: home.join("workspaces"),
             model: None,
             auth_token_env: None,
+            no_auto_login: false,
             allow_all_tools: false,
             metrics: Some(metrics.clone()),
             confine_to: Some(tenancy.tenants().map(|t| t.workspace.clone()).collect()),
