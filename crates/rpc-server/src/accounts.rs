@@ -23,7 +23,7 @@ impl Account {
         format!("user:{}:{}", self.host, self.login)
     }
 
-    fn same_user(&self, host: &str, login: &str) -> bool {
+    pub fn same_user(&self, host: &str, login: &str) -> bool {
         self.host == host && self.login.eq_ignore_ascii_case(login)
     }
 }
@@ -62,14 +62,6 @@ impl Accounts {
         list.remove(at);
         token.set(list.last().map(|a| a.token.expose().to_string()));
         Some(!list.is_empty())
-    }
-
-    pub fn find_by_selection(&self, selection_id: &str) -> Option<Account> {
-        self.lock().iter().find(|a| a.selection_id() == selection_id).cloned()
-    }
-
-    pub fn matches_user(account: &Account, host: &str, login: &str) -> bool {
-        account.same_user(host, login)
     }
 }
 

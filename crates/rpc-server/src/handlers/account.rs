@@ -7,7 +7,7 @@ use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 use serde_json::Value;
 
-use crate::accounts::{Account, Accounts};
+use crate::accounts::Account;
 use crate::session_auth::fetch_copilot_user;
 use crate::table::Ctx;
 
@@ -131,7 +131,7 @@ pub async fn logout(ctx: &Ctx, p: t::AccountLogoutRequest) -> Result<t::AccountL
         (None, Some((host, login))) => ctx
             .server
             .accounts
-            .sign_out(|a| Accounts::matches_user(a, host.trim_end_matches('/'), &login), &ctx.server.auth.signed_in),
+            .sign_out(|a| a.same_user(host.trim_end_matches('/'), &login), &ctx.server.auth.signed_in),
         (None, None) => return Err(bad("expected selectionId or authInfo")),
     };
     match remaining {
