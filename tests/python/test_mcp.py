@@ -11,6 +11,7 @@ session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -34,6 +35,24 @@ MCP_SERVER_BIN = Path(
 pytestmark = pytest.mark.skipif(
     not MCP_SERVER_BIN.is_file(), reason=f"build crates/mcp-test-server first: {MCP_SERVER_BIN}"
 )
+
+
+@contextlib.contextmanager
+def http_server(*args: str):
+    """The project's MCP test server on streamable HTTP (loopback, any port); yields its URL."""
+    proc = subprocess.Popen(
+        [str(MCP_SERVER_BIN), "--http", "127.0.0.1:0", *args],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline().strip()
+        assert line.startswith("listening "), line
+        yield line.removeprefix("listening ")
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def stdio_server(name: str, *extra: str, **config) -> dict:
@@ -237,16 +256,7 @@ async def test_children_end_when_the_server_process_stops(ctx: Ctx, make_client,
 
 
 async def test_streamable_http_server_and_pre_mcp_hook(ctx: Ctx, client):
-    proc = subprocess.Popen(
-        [str(MCP_SERVER_BIN), "--http", "127.0.0.1:0", "--name", "web"],
-        stdout=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline().strip()
-        assert line.startswith("listening "), line
-        url = line.removeprefix("listening ")
+    with http_server("--name", "web") as url:
         ctx.fake.replies(
             {"tool_calls": [{"name": "web-echo_meta", "arguments": {"value": "v1"}}]},
             {"text": "done"},
@@ -269,6 +279,3 @@ async def test_streamable_http_server_and_pre_mcp_hook(ctx: Ctx, client):
         assert hook_inputs[0]["toolName"] == "echo_meta"
         assert hook_inputs[0]["arguments"] == {"value": "v1"}
         await session.disconnect()
-    finally:
-        proc.kill()
-        proc.wait()

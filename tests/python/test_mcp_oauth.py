@@ -6,7 +6,6 @@ against the project's MCP server behind bearer tokens (``mcp-test-server --http 
 from __future__ import annotations
 
 import json
-import subprocess
 import urllib.request
 
 import pytest
@@ -19,7 +18,7 @@ from copilot.generated.rpc import (
 from copilot.session import PermissionHandler
 
 from conftest import Ctx, tool_results
-from test_mcp import MCP_SERVER_BIN, value, wait_status
+from test_mcp import MCP_SERVER_BIN, http_server, value, wait_status
 
 TOKEN = "conformance-token"
 
@@ -30,19 +29,8 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture
 def oauth_server():
-    proc = subprocess.Popen(
-        [str(MCP_SERVER_BIN), "--http", "127.0.0.1:0", "--name", "guarded", "--oauth-token", TOKEN],
-        stdout=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        line = proc.stdout.readline().strip()
-        assert line.startswith("listening "), line
-        yield line.removeprefix("listening ")
-    finally:
-        proc.kill()
-        proc.wait()
+    with http_server("--name", "guarded", "--oauth-token", TOKEN) as url:
+        yield url
 
 
 def seen_authorizations(mcp_url: str) -> list:
