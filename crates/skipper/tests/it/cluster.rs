@@ -82,13 +82,23 @@ async fn a_session_created_on_one_node_is_followed_on_another_and_taken_over_whe
         cb.send(&sid, "third").await;
         cb.wait_until(T, "B's own reply", |c| has_message(c, &sid, "assistant.message", "hello from b")).await;
 
-        // The history holds every persisted event either client saw, each id once.
+        // The history holds every persisted event either client saw before reading it (an
+        // event is written before it is delivered), each id once.
+        let seen = [("A's client", ca.events(&sid)), ("B's client", cb.events(&sid))];
         let history = cb.get_messages(&sid).await.unwrap();
         let logged: Vec<String> = persisted_ids(&history);
         let unique: HashSet<&String> = logged.iter().collect();
         assert_eq!(unique.len(), logged.len(), "no duplicate event ids");
-        for id in persisted_ids(&ca.events(&sid)).iter().chain(persisted_ids(&cb.events(&sid)).iter()) {
-            assert!(unique.contains(id), "event {id} seen by a client is missing from the history");
+        for (who, seen) in seen {
+            for e in seen.iter().filter(|e| e.get("ephemeral") != Some(&json!(true))) {
+                let id = e["id"].as_str().unwrap_or_default();
+                assert!(
+                    unique.contains(&id.to_string()),
+                    "{who} saw {e} which is missing from the history\nA: {}\nB: {}",
+                    a.stderr_text(),
+                    b.stderr_text()
+                );
+            }
         }
         let prompts: Vec<&str> = history
             .iter()
