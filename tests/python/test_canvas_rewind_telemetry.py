@@ -175,9 +175,14 @@ async def test_rewind_without_tracking_says_so_and_conversation_only_keeps_files
     session = await client.create_session(on_permission_request=APPROVE)
     await session.send_and_wait("make a file", timeout=30)
     listed = await session.rpc.history.list_rewind_points()
-    assert listed.file_change_tracking_enabled is False
-    assert listed.unavailable_reason.value == "file-change-tracking-disabled"
     user_message = next(e for e in await session.get_events() if e.type.value == "user.message")
+    # The conversation alone can still go back: its points say there is nothing to restore.
+    assert listed.file_change_tracking_enabled is False and listed.unavailable_reason is None
+    assert [(p.event_id, p.user_message, p.can_restore_files) for p in listed.points] == [
+        (str(user_message.id), "make a file", False)
+    ]
+    preview = await session.rpc.history.preview_rewind(HistoryPreviewRewindRequest(event_id=str(user_message.id)))
+    assert not preview.available and preview.reason.value == "file-change-tracking-disabled"
     refused = await session.rpc.history.rewind(
         HistoryRewindRequest(event_id=str(user_message.id), mode=HistoryRewindMode.CONVERSATION_AND_FILES)
     )
@@ -187,6 +192,40 @@ async def test_rewind_without_tracking_says_so_and_conversation_only_keeps_files
     )
     assert done.outcome.value == "success" and done.events_removed > 0 and done.restored_files == []
     assert created.exists()
+    assert (await session.rpc.history.list_rewind_points()).points == []
+
+
+async def test_rewind_points_and_kept_files_survive_a_resume(ctx: Ctx, client, make_client):
+    target = ctx.work_dir / "resumed.txt"
+    target.write_text("original\n")
+    ctx.fake.replies(
+        {"tool_calls": [{"name": "edit", "arguments": {"path": str(target), "old_str": "original", "new_str": "edited"}}]},
+        {"text": "EDITED"},
+    )
+    session = await client.create_session(on_permission_request=APPROVE, enable_file_change_tracking=True)
+    await session.send_and_wait("edit the file", timeout=30)
+    assert target.read_text() == "edited\n"
+    session_id = session.session_id
+    await session.disconnect()
+
+    other = make_client()
+    await other.start()
+    resumed = await other.resume_session(
+        session_id, on_permission_request=APPROVE, enable_file_change_tracking=True
+    )
+    listed = await resumed.rpc.history.list_rewind_points()
+    assert [p.user_message for p in listed.points] == ["edit the file"]
+    point = listed.points[0]
+    assert point.can_restore_files and point.file_count == 1 and point.turn_changed_files
+    wrong = "00000000-0000-0000-0000-000000000000"
+    with pytest.raises(Exception, match="is not a current root user turn"):
+        await resumed.rpc.history.preview_rewind(HistoryPreviewRewindRequest(event_id=wrong))
+    rewound = await resumed.rpc.history.rewind(
+        HistoryRewindRequest(event_id=point.event_id, mode=HistoryRewindMode.CONVERSATION_AND_FILES)
+    )
+    assert rewound.outcome.value == "success" and rewound.restored_files == [str(target)]
+    assert target.read_text() == "original\n"
+    assert (await resumed.rpc.history.list_rewind_points()).points == []
 
 
 async def test_opted_in_clients_get_session_start_telemetry(make_client):

@@ -1,37 +1,77 @@
-//! File-change tracking for rewinds (`enableFileChangeTracking`): each user message is a rewind
-//! point, and before a file tool first writes a file after that point, the file's content as it
-//! was (or its absence) is kept. Rewinding to a point puts back, for every file the later
-//! turns wrote, what it held before the earliest of them, and the conversation is truncated at
-//! the point (`session.history.rewind`).
+//! File-change tracking for rewinds (`enableFileChangeTracking`): each root user message in
+//! the log is a rewind point, and before a file tool first writes a file after that point, the
+//! file's content as it was (or its absence) is kept. Rewinding to a point puts back, for every
+//! file the later turns wrote, what it held before the earliest of them, and the conversation
+//! is truncated at the point (`session.history.rewind`).
+//!
+//! The points themselves are the log's user messages (as the original lists them), so they
+//! survive a resume; the kept contents are written under the session directory (`rewind/`)
+//! as they are taken, and read back when a resumed session enables tracking again.
 //!
 //! A component with its own short lock beside the actor: the dispatch records before a tool
-//! runs, the `session.history.*` handlers read and restore. Contents are kept in memory, for
-//! the life of the loaded session.
+//! runs, the `session.history.*` handlers read and restore.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use protocol::event::{Event, SessionEvent};
 use protocol::generated::types as t;
+use serde::{Deserialize, Serialize};
 
 /// The built-in tools whose `path` argument names a file they write.
 pub const WRITING_TOOLS: &[&str] = &["create", "edit"];
 
-/// One rewind point: a user message and what its turns changed.
-#[derive(Debug, Clone)]
-struct Point {
-    event_id: String,
-    user_message: String,
-    timestamp: String,
-    /// Each file written after this point (and before the next), as it was before: `None` when
-    /// it did not exist.
-    before: BTreeMap<PathBuf, Option<Vec<u8>>>,
+const INDEX: &str = "index.jsonl";
+
+/// A root user message of the log: a point the conversation can be rewound to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Turn {
+    pub event_id: String,
+    pub user_message: String,
+    pub timestamp: String,
+    pub is_autopilot_continuation: bool,
+}
+
+/// The rewind points of a log, oldest first: user messages of the main agent that no system
+/// part of the runtime sent (those carry a `source`).
+pub fn turns(events: &[Event]) -> Vec<Turn> {
+    events
+        .iter()
+        .filter(|e| e.agent_id.is_none())
+        .filter_map(|e| match &e.payload {
+            SessionEvent::UserMessage(d) if d.source.is_none() => Some(Turn {
+                event_id: e.id.clone(),
+                user_message: d.content.clone(),
+                timestamp: e.timestamp.clone(),
+                is_autopilot_continuation: d.is_autopilot_continuation == Some(true)
+                    || (d.agent_mode == Some(t::UserMessageAgentMode::Autopilot) && d.content.trim().is_empty()),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One line of `rewind/index.jsonl`: a file's content before the turns of `point` wrote it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Entry {
+    point: String,
+    path: PathBuf,
+    /// File under `rewind/` holding the content; `None`: the file did not exist.
+    blob: Option<String>,
 }
 
 #[derive(Debug, Default)]
 struct State {
     enabled: bool,
-    points: Vec<Point>,
+    /// Where kept contents go (`<session dir>/rewind`); `None` keeps them in memory only.
+    dir: Option<PathBuf>,
+    /// The user message later writes belong to.
+    current: Option<String>,
+    /// Per point (by event id), each file written after it, as it was before.
+    before: BTreeMap<String, BTreeMap<PathBuf, Option<Vec<u8>>>>,
+    blobs: usize,
 }
 
 #[derive(Debug, Default)]
@@ -56,8 +96,18 @@ impl FileTracker {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn enable(&self) {
-        self.lock().enabled = true;
+    /// Turns tracking on, keeping what is taken under `dir` (`None`: in memory only); a
+    /// resumed session reads back what it kept there before.
+    pub fn enable(&self, dir: Option<PathBuf>) {
+        let mut s = self.lock();
+        if s.enabled {
+            return;
+        }
+        s.enabled = true;
+        s.dir = dir;
+        if let Some(dir) = s.dir.clone() {
+            read_back(&mut s, &dir);
+        }
     }
 
     pub fn enabled(&self) -> bool {
@@ -65,10 +115,10 @@ impl FileTracker {
     }
 
     /// A user message was recorded as `event_id`: later writes belong to it.
-    pub fn begin_point(&self, event_id: String, user_message: String, timestamp: String) {
+    pub fn begin_point(&self, event_id: String) {
         let mut s = self.lock();
         if s.enabled {
-            s.points.push(Point { event_id, user_message, timestamp, before: BTreeMap::new() });
+            s.current = Some(event_id);
         }
     }
 
@@ -79,59 +129,122 @@ impl FileTracker {
         if !s.enabled {
             return;
         }
-        let Some(point) = s.points.last_mut() else { return };
-        if point.before.contains_key(path) {
+        let Some(point) = s.current.clone() else { return };
+        if s.before.get(&point).is_some_and(|files| files.contains_key(path)) {
             return;
         }
         // Small synchronous read: the tool that follows reads the same file anyway.
         let content = std::fs::read(path).ok();
-        point.before.insert(path.to_path_buf(), content);
+        if let Some(dir) = s.dir.clone() {
+            let blob = content.as_ref().map(|_| format!("{}.blob", s.blobs));
+            let entry = Entry { point: point.clone(), path: path.to_path_buf(), blob };
+            if let Err(e) = keep(&dir, &entry, content.as_deref()) {
+                tracing::warn!(dir = %dir.display(), error = %e, "keeping a file for rewinds failed");
+            }
+            s.blobs += 1;
+        }
+        s.before.entry(point).or_default().insert(path.to_path_buf(), content);
     }
 
-    /// The rewind points, newest first.
-    pub fn points(&self) -> Vec<t::HistoryRewindPoint> {
+    /// The rewind points of `turns` (the log's, oldest first), newest first.
+    pub fn points(&self, turns: &[Turn]) -> Vec<t::HistoryRewindPoint> {
         let s = self.lock();
-        (0..s.points.len())
+        (0..turns.len())
             .rev()
             .map(|i| {
-                let p = &s.points[i];
-                let changes = changes_from(&s.points[i..]);
+                let turn = &turns[i];
+                let changes = changes_from(&s, &turns[i..]);
                 t::HistoryRewindPoint {
-                    event_id: p.event_id.clone(),
-                    user_message: p.user_message.clone(),
-                    timestamp: p.timestamp.clone(),
-                    can_restore_files: true,
+                    event_id: turn.event_id.clone(),
+                    user_message: turn.user_message.clone(),
+                    timestamp: turn.timestamp.clone(),
+                    can_restore_files: s.enabled,
                     file_count: changes.len() as u64,
-                    turn_changed_files: !p.before.is_empty(),
+                    turn_changed_files: s.before.get(&turn.event_id).is_some_and(|f| !f.is_empty()),
                     lines_added: changes.iter().map(|c| c.lines_added).sum(),
                     lines_removed: changes.iter().map(|c| c.lines_removed).sum(),
-                    is_autopilot_continuation: false,
+                    is_autopilot_continuation: turn.is_autopilot_continuation,
                 }
             })
             .collect()
     }
 
-    /// What rewinding to `event_id` would put back; `None` when it is no rewind point.
-    pub fn changes_since(&self, event_id: &str) -> Option<Vec<FileChange>> {
-        let s = self.lock();
-        let at = s.points.iter().position(|p| p.event_id == event_id)?;
-        Some(changes_from(&s.points[at..]))
+    /// What rewinding to `event_id` would put back; `None` when it is none of `turns`.
+    pub fn changes_since(&self, event_id: &str, turns: &[Turn]) -> Option<Vec<FileChange>> {
+        let at = turns.iter().position(|t| t.event_id == event_id)?;
+        Some(changes_from(&self.lock(), &turns[at..]))
     }
 
-    /// Forgets the points from `event_id` on (their turns were rewound).
-    pub fn drop_from(&self, event_id: &str) {
+    /// Forgets what was kept for points no longer in the log (`turns`: what is left of it).
+    pub fn retain(&self, turns: &[Turn]) {
         let mut s = self.lock();
-        if let Some(at) = s.points.iter().position(|p| p.event_id == event_id) {
-            s.points.truncate(at);
+        s.before.retain(|point, _| turns.iter().any(|t| &t.event_id == point));
+        if s.current.as_ref().is_some_and(|c| !turns.iter().any(|t| &t.event_id == c)) {
+            s.current = None;
+        }
+        if let Some(dir) = s.dir.clone() {
+            if let Err(e) = rewrite(&mut s, &dir) {
+                tracing::warn!(dir = %dir.display(), error = %e, "rewriting the rewind index failed");
+            }
         }
     }
 }
 
-/// Every file the given points' turns wrote, with its content before the first of them.
-fn changes_from(points: &[Point]) -> Vec<FileChange> {
+/// Appends one kept content to the session's rewind directory.
+fn keep(dir: &Path, entry: &Entry, content: Option<&[u8]>) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    if let (Some(blob), Some(bytes)) = (&entry.blob, content) {
+        std::fs::write(dir.join(blob), bytes)?;
+    }
+    let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    std::fs::OpenOptions::new().create(true).append(true).open(dir.join(INDEX))?.write_all(&line)
+}
+
+/// Reads back what an earlier run of the session kept. Unreadable lines are skipped: a rewind
+/// then misses that file, which is no worse than having no tracking for it.
+fn read_back(s: &mut State, dir: &Path) {
+    let Ok(text) = std::fs::read_to_string(dir.join(INDEX)) else { return };
+    for line in text.lines() {
+        let Ok(entry) = serde_json::from_str::<Entry>(line) else { continue };
+        let content = match &entry.blob {
+            Some(blob) => match std::fs::read(dir.join(blob)) {
+                Ok(bytes) => Some(bytes),
+                Err(_) => continue,
+            },
+            None => None,
+        };
+        s.blobs += 1;
+        s.before.entry(entry.point).or_default().entry(entry.path).or_insert(content);
+    }
+}
+
+/// Writes the index again with only what is still kept, and removes the rest.
+fn rewrite(s: &mut State, dir: &Path) -> std::io::Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    std::fs::remove_dir_all(dir)?;
+    s.blobs = 0;
+    let kept: Vec<(String, PathBuf, Option<Vec<u8>>)> = s
+        .before
+        .iter()
+        .flat_map(|(point, files)| files.iter().map(move |(path, c)| (point.clone(), path.clone(), c.clone())))
+        .collect();
+    for (point, path, content) in kept {
+        let blob = content.as_ref().map(|_| format!("{}.blob", s.blobs));
+        keep(dir, &Entry { point, path, blob }, content.as_deref())?;
+        s.blobs += 1;
+    }
+    Ok(())
+}
+
+/// Every file the turns from the first of `turns` on wrote, with its content before the
+/// first of them.
+fn changes_from(s: &State, turns: &[Turn]) -> Vec<FileChange> {
     let mut first: BTreeMap<&Path, &Option<Vec<u8>>> = BTreeMap::new();
-    for p in points {
-        for (path, before) in &p.before {
+    for turn in turns {
+        for (path, before) in s.before.get(&turn.event_id).into_iter().flatten() {
             first.entry(path.as_path()).or_insert(before);
         }
     }
@@ -196,6 +309,15 @@ fn put(path: &Path, content: Option<&[u8]>) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    fn turn(id: &str, message: &str) -> Turn {
+        Turn {
+            event_id: id.into(),
+            user_message: message.into(),
+            timestamp: "t".into(),
+            is_autopilot_continuation: false,
+        }
+    }
+
     #[test]
     fn a_rewind_puts_back_what_files_held_before_the_point() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -203,35 +325,72 @@ mod tests {
         let edited = dir.path().join("old.txt");
         std::fs::write(&edited, "one\ntwo\n").expect("write");
         let tracker = FileTracker::default();
-        tracker.enable();
-        tracker.begin_point("p1".into(), "first".into(), "t1".into());
+        tracker.enable(None);
+        tracker.begin_point("p1".into());
         tracker.before_write(&edited);
         std::fs::write(&edited, "one\nTWO\nthree\n").expect("write");
-        tracker.begin_point("p2".into(), "second".into(), "t2".into());
+        tracker.begin_point("p2".into());
         tracker.before_write(&created);
         std::fs::write(&created, "hello\n").expect("write");
         tracker.before_write(&edited);
         std::fs::write(&edited, "changed again\n").expect("write");
 
-        let points = tracker.points();
+        let turns = [turn("p1", "first"), turn("p2", "second")];
+        let points = tracker.points(&turns);
         assert_eq!(points.iter().map(|p| p.event_id.as_str()).collect::<Vec<_>>(), ["p2", "p1"]);
         assert_eq!((points[0].file_count, points[1].file_count), (2, 2));
 
-        let changes = tracker.changes_since("p1").expect("a point");
+        let changes = tracker.changes_since("p1", &turns).expect("a point");
         let kinds: Vec<_> = changes.iter().map(|c| c.change).collect();
         assert_eq!(kinds, [t::HistoryRewindChangeType::Created, t::HistoryRewindChangeType::Modified]);
         assert_eq!(restore(&changes).map(|f| f.len()), Ok(2));
         assert!(!created.exists());
         assert_eq!(std::fs::read_to_string(&edited).expect("read"), "one\ntwo\n");
-        tracker.drop_from("p1");
-        assert!(tracker.points().is_empty());
-        assert!(tracker.changes_since("p1").is_none());
+        tracker.retain(&[]);
+        assert!(tracker.points(&[]).is_empty());
+        assert!(tracker.changes_since("p1", &[]).is_none());
+    }
+
+    #[test]
+    fn what_was_kept_is_read_back_by_a_resumed_session() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kept = dir.path().join("session/rewind");
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "before\n").expect("write");
+        let first = FileTracker::default();
+        first.enable(Some(kept.clone()));
+        first.begin_point("p1".into());
+        first.before_write(&file);
+        first.before_write(&dir.path().join("absent.txt"));
+        std::fs::write(&file, "after\n").expect("write");
+        std::fs::write(dir.path().join("absent.txt"), "new\n").expect("write");
+
+        let resumed = FileTracker::default();
+        let turns = [turn("p1", "first")];
+        assert!(resumed.changes_since("p1", &turns).expect("a point").is_empty(), "nothing before enabling");
+        resumed.enable(Some(kept.clone()));
+        let changes = resumed.changes_since("p1", &turns).expect("a point");
+        assert_eq!(changes.len(), 2);
+        assert_eq!(restore(&changes).map(|f| f.len()), Ok(2));
+        assert_eq!(std::fs::read_to_string(&file).expect("read"), "before\n");
+        assert!(!dir.path().join("absent.txt").exists());
+
+        resumed.retain(&[]);
+        let again = FileTracker::default();
+        again.enable(Some(kept));
+        assert!(again.changes_since("p1", &turns).expect("a point").is_empty(), "a rewound point is forgotten");
     }
 
     #[test]
     fn nothing_is_kept_unless_tracking_is_enabled() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("a.txt");
         let tracker = FileTracker::default();
-        tracker.begin_point("p1".into(), "first".into(), "t1".into());
-        assert!(tracker.points().is_empty());
+        tracker.begin_point("p1".into());
+        tracker.before_write(&file);
+        std::fs::write(&file, "x").expect("write");
+        let turns = [turn("p1", "first")];
+        assert!(tracker.changes_since("p1", &turns).expect("a point").is_empty());
+        assert!(!tracker.points(&turns)[0].can_restore_files);
     }
 }

@@ -481,7 +481,8 @@ async fn transform_sections(ctx: &RunCtx) -> std::collections::HashMap<String, S
 fn push_nudge(ctx: &RunCtx, conv: &mut Conversation, interaction_id: &str) {
     let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
     let transformed = format!("<current_datetime>{now}</current_datetime>\n\n{}", NUDGE_TEXT.trim_end());
-    ctx.emitter().emit(t::UserMessageData {
+    // A rewind point of its own, as the original lists it: later writes belong to it.
+    let event_id = ctx.emitter().emit(t::UserMessageData {
         content: String::new(),
         transformed_content: Some(transformed.clone()),
         message_id: Some(uuid::Uuid::new_v4().to_string()),
@@ -491,6 +492,9 @@ fn push_nudge(ctx: &RunCtx, conv: &mut Conversation, interaction_id: &str) {
         is_autopilot_continuation: Some(true),
         ..Default::default()
     });
+    if ctx.scope.is_none() {
+        ctx.handle.file_tracker().begin_point(event_id);
+    }
     conv.push(Message::User { content: UserContent::Text(transformed) });
 }
 
@@ -547,8 +551,7 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
         ..Default::default()
     });
     if ctx.scope.is_none() {
-        let timestamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        ctx.handle.file_tracker().begin_point(event_id, msg.prompt.clone(), timestamp);
+        ctx.handle.file_tracker().begin_point(event_id);
     }
     if !msg.prompt.is_empty() {
         conv.prompts.push(msg.prompt.clone());

@@ -9,15 +9,18 @@ use protocol::jsonrpc::RpcError;
 
 use crate::table::Ctx;
 
-/// Why rewinding is not possible now, if it is not.
-fn unavailable(session: &SessionHandle) -> Option<t::HistoryRewindUnavailableReason> {
-    if !session.file_tracker().enabled() {
-        Some(t::HistoryRewindUnavailableReason::FileChangeTrackingDisabled)
-    } else if session.view().running {
-        Some(t::HistoryRewindUnavailableReason::SessionBusy)
-    } else {
-        None
+/// The session's rewind points as its log has them now, oldest first.
+async fn turns(ctx: &Ctx, session: &SessionHandle) -> Result<Vec<file_tracking::Turn>, RpcError> {
+    let events = ctx.server.engine.messages(session.id()).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(file_tracking::turns(&events))
+}
+
+/// The original's error for an event id that is no rewind point.
+fn check_point(ctx: &Ctx, turns: &[file_tracking::Turn], event_id: &str) -> Result<(), RpcError> {
+    if turns.iter().any(|t| t.event_id == event_id) {
+        return Ok(());
     }
+    Err(ctx.failed(format!("Rewind event '{event_id}' is not a current root user turn")))
 }
 
 pub async fn list_points(
@@ -26,11 +29,18 @@ pub async fn list_points(
 ) -> Result<t::HistoryListRewindPointsResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
     let tracker = session.file_tracker();
-    Ok(t::HistoryListRewindPointsResult {
-        file_change_tracking_enabled: tracker.enabled(),
-        unavailable_reason: unavailable(&session),
-        points: tracker.points(),
-    })
+    let enabled = tracker.enabled();
+    if enabled && session.view().running {
+        let reason = Some(t::HistoryRewindUnavailableReason::SessionBusy);
+        return Ok(t::HistoryListRewindPointsResult {
+            file_change_tracking_enabled: true,
+            unavailable_reason: reason,
+            points: vec![],
+        });
+    }
+    // Without tracking the points are the conversation's alone (nothing to restore).
+    let points = tracker.points(&turns(ctx, &session).await?);
+    Ok(t::HistoryListRewindPointsResult { file_change_tracking_enabled: enabled, unavailable_reason: None, points })
 }
 
 pub async fn preview(
@@ -38,7 +48,14 @@ pub async fn preview(
     p: t::SessionHistoryPreviewRewindParams,
 ) -> Result<t::HistoryPreviewRewindResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    if let Some(reason) = unavailable(&session) {
+    let reason = if !session.file_tracker().enabled() {
+        Some(t::HistoryRewindUnavailableReason::FileChangeTrackingDisabled)
+    } else if session.view().running {
+        Some(t::HistoryRewindUnavailableReason::SessionBusy)
+    } else {
+        None
+    };
+    if let Some(reason) = reason {
         return Ok(t::HistoryPreviewRewindResult {
             available: false,
             reason: Some(reason),
@@ -46,7 +63,9 @@ pub async fn preview(
             files: vec![],
         });
     }
-    let changes = session.file_tracker().changes_since(&p.event_id).ok_or_else(|| not_a_point(ctx, &p.event_id))?;
+    let turns = turns(ctx, &session).await?;
+    check_point(ctx, &turns, &p.event_id)?;
+    let changes = session.file_tracker().changes_since(&p.event_id, &turns).unwrap_or_default();
     let files: Vec<_> = changes
         .iter()
         .map(|c| t::HistoryRewindFilePreview {
@@ -63,15 +82,17 @@ pub async fn rewind(ctx: &Ctx, p: t::SessionHistoryRewindParams) -> Result<t::Hi
     let session = ctx.session(&p.session_id)?;
     let with_files = p.mode == t::HistoryRewindMode::ConversationAndFiles;
     let outcome = |outcome| result(outcome, None, Vec::new());
-    if session.view().running {
-        return Ok(outcome(t::HistoryRewindOutcome::SessionBusy));
-    }
     if with_files && !session.file_tracker().enabled() {
         return Ok(outcome(t::HistoryRewindOutcome::FileChangeTrackingDisabled));
     }
+    if session.view().running {
+        return Ok(outcome(t::HistoryRewindOutcome::SessionBusy));
+    }
+    let turns = turns(ctx, &session).await?;
+    check_point(ctx, &turns, &p.event_id)?;
     let mut restored = Vec::new();
     if with_files {
-        let changes = session.file_tracker().changes_since(&p.event_id).ok_or_else(|| not_a_point(ctx, &p.event_id))?;
+        let changes = session.file_tracker().changes_since(&p.event_id, &turns).unwrap_or_default();
         match file_tracking::restore(&changes) {
             Ok(files) => restored = files.into_iter().map(|f| f.to_string_lossy().into_owned()).collect(),
             Err(true) => return Ok(outcome(t::HistoryRewindOutcome::FilesRolledBack)),
@@ -85,7 +106,8 @@ pub async fn rewind(ctx: &Ctx, p: t::SessionHistoryRewindParams) -> Result<t::Hi
             return Ok(result(t::HistoryRewindOutcome::TruncationFailed, None, restored));
         }
     };
-    session.file_tracker().drop_from(&p.event_id);
+    let left: Vec<_> = turns.into_iter().take_while(|t| t.event_id != p.event_id).collect();
+    session.file_tracker().retain(&left);
     Ok(result(t::HistoryRewindOutcome::Success, Some(truncated.events_removed), restored))
 }
 
@@ -95,8 +117,4 @@ fn result(
     restored: Vec<String>,
 ) -> t::HistoryRewindResult {
     t::HistoryRewindResult { outcome, events_removed, restored_files: restored, skipped_files: Vec::new(), error: None }
-}
-
-fn not_a_point(ctx: &Ctx, event_id: &str) -> RpcError {
-    ctx.failed(format!("Event {event_id} is not a rewind point"))
 }

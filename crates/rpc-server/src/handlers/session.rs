@@ -46,7 +46,7 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
         }
         loop_engine::clients::join(&session, ctx.caller.id, &p, false).await;
         if p.enable_file_change_tracking == Some(true) {
-            session.file_tracker().enable();
+            session.file_tracker().enable(Some(session.workspace_path().join("rewind")));
         }
         crate::handlers::telemetry::session_created(ctx, &session, &p);
         if p.request_extensions == Some(true) {
@@ -69,7 +69,7 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
             }
             loop_engine::clients::join(&session, ctx.caller.id, &p, false).await;
             if p.enable_file_change_tracking == Some(true) {
-                session.file_tracker().enable();
+                session.file_tracker().enable(Some(session.workspace_path().join("rewind")));
             }
             crate::handlers::telemetry::session_created(ctx, &session, &p);
             Ok(session_info(&session))
@@ -115,7 +115,7 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
     }
     loop_engine::clients::join(&session, ctx.caller.id, &p, true).await;
     if p.enable_file_change_tracking == Some(true) {
-        session.file_tracker().enable();
+        session.file_tracker().enable(Some(session.workspace_path().join("rewind")));
     }
     Ok(session_info(&session))
 }
