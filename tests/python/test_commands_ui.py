@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from pydantic import BaseModel, Field
 
 from copilot import define_tool
@@ -120,13 +121,58 @@ def _tool(name: str, prefix: str):
     return handler
 
 
+async def test_builtin_slash_commands_change_the_session_as_the_original_does(ctx: Ctx, client):
+    sub = ctx.work_dir / "sub"
+    sub.mkdir()
+    session = await client.create_session(on_permission_request=APPROVE, working_directory=str(ctx.work_dir))
+    builtins = await session.rpc.commands.list(SessionCommandsListRequest(include_client_commands=False))
+    by_name = {c.name: c for c in builtins.commands}
+    assert all(c.kind.value == "builtin" for c in builtins.commands)
+    assert {"allow-all", "permissions", "autopilot", "cwd", "model", "plan", "rename", "review"} <= set(by_name)
+    assert by_name["allow-all"].aliases == ["yolo"] and by_name["cwd"].aliases == ["cd"]
+
+    async def invoke(name: str, input: str | None = None):
+        return await session.rpc.commands.invoke(CommandsInvokeRequest(name=name, input=input))
+
+    assert (await invoke("permissions", "show")).text.startswith("Permission policy: Manual Approval")
+    assert "now enabled" in (await invoke("yolo", "on")).text
+    assert (await invoke("/permissions")).text.startswith("Permission policy: Allow All")
+    assert "disabled" in (await invoke("permissions", "default")).text
+    with pytest.raises(Exception, match='Invalid argument "maybe". Usage: /allow-all \\[on\\|off\\|show\\]'):
+        await invoke("allow-all", "maybe")
+
+    assert (await invoke("autopilot", "on")).message == "Switched to autopilot mode."
+    assert (await session.rpc.mode.get()).value == "autopilot"
+    assert (await invoke("goal", "off")).message == "Switched to interactive mode."
+    assert (await session.rpc.mode.get()).value == "interactive"
+    objective = await invoke("autopilot", "make the tests pass")
+    assert objective.kind == "agent-prompt" and objective.mode.value == "autopilot"
+    assert objective.display_prompt == "Autopilot objective: make the tests pass"
+    assert "make the tests pass" in objective.prompt
+    plan = await invoke("plan", "add a cache")
+    assert plan.mode.value == "plan" and plan.prompt.endswith("My request: add a cache")
+    review = await invoke("review")
+    assert review.display_prompt == "Review: my code changes" and "code-review" in review.prompt
+
+    assert (await invoke("cwd")).text == f"Current working directory: {ctx.work_dir}"
+    moved = await invoke("cd", "sub")
+    assert moved.message == f"Changed working directory to: {sub}"
+    assert (await invoke("cwd")).text == f"Current working directory: {sub}"
+    with pytest.raises(Exception, match="Directory does not exist or cannot be accessed: nowhere"):
+        await invoke("cd", "nowhere")
+
+    assert (await invoke("rename", "Cache work")).text == "Session renamed to: Cache work"
+    assert (await session.rpc.name.get()).name == "Cache work"
+    with pytest.raises(Exception, match="Usage: /rename <name>"):
+        await invoke("rename")
+    assert (await invoke("model", "no-such-model")).text.startswith('Model "no-such-model" is unsupported.')
+    with pytest.raises(Exception, match="Unknown slash command: /help"):
+        await invoke("help")
+
+
 async def test_commands_queue_and_pending_answers(ctx: Ctx, client):
     session = await client.create_session(on_permission_request=APPROVE)
     events = record_events(session)
-    builtins = await session.rpc.commands.list(SessionCommandsListRequest(include_client_commands=False))
-    assert "help" in [c.name for c in builtins.commands if c.kind.value == "builtin"]
-    help_text = await session.rpc.commands.invoke(CommandsInvokeRequest(name="help"))
-    assert help_text.kind == "text" and "/help" in help_text.text
 
     # Queued commands run one at a time: the first is offered at once, the rest wait.
     # (Raw: this SDK version expects a `queueId` the schema Skipper serves does not have.)

@@ -8,24 +8,14 @@ use loop_engine::SessionHandle;
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
+use crate::handlers::builtin_commands;
 use crate::table::Ctx;
-
-/// The built-in commands this runtime answers, with what they do.
-const BUILTINS: &[(&str, &str)] =
-    &[("help", "Show help for interactive commands"), ("model", "Show the current model")];
 
 pub async fn list(ctx: &Ctx, p: t::SessionCommandsListParams) -> Result<t::CommandList, RpcError> {
     let session = ctx.session(&p.session_id)?;
     let mut commands = Vec::new();
     if p.include_builtins.unwrap_or(true) {
-        for (name, description) in BUILTINS {
-            commands.push(t::SlashCommandInfo::new(
-                name.to_string(),
-                description.to_string(),
-                t::SlashCommandKind::Builtin,
-                true,
-            ));
-        }
+        commands.extend(builtin_commands::listing().iter().cloned());
     }
     if p.include_client_commands.unwrap_or(true) {
         for c in session.clients().union().commands {
@@ -38,31 +28,12 @@ pub async fn list(ctx: &Ctx, p: t::SessionCommandsListParams) -> Result<t::Comma
 
 pub async fn invoke(ctx: &Ctx, p: t::SessionCommandsInvokeParams) -> Result<t::SlashCommandInvocationResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    let name = p.name.trim_start_matches('/');
-    let text = match name.to_ascii_lowercase().as_str() {
-        "help" => help_text(&session),
-        "model" => format!("Current model: {}", session.view().settings.model),
-        _ => return Err(ctx.failed(format!("Unknown command: /{name}"))),
-    };
-    Ok(t::SlashCommandInvocationResult::Text(t::SlashCommandTextResult {
-        text,
-        markdown: Some(true),
-        ..Default::default()
-    }))
-}
-
-fn help_text(session: &SessionHandle) -> String {
-    let mut out = String::from("Available commands:\n");
-    for (name, description) in BUILTINS {
-        out.push_str(&format!("  /{name} - {description}\n"));
+    let name = p.name.strip_prefix('/').unwrap_or(&p.name);
+    let input = p.input.as_deref().unwrap_or_default();
+    match builtin_commands::invoke(ctx, &session, name, input).await {
+        Some(result) => result,
+        None => Err(ctx.failed(format!("Unknown slash command: /{name}"))),
     }
-    for c in session.clients().union().commands {
-        match c.description {
-            Some(d) => out.push_str(&format!("  /{} - {d}\n", c.name)),
-            None => out.push_str(&format!("  /{}\n", c.name)),
-        }
-    }
-    out
 }
 
 /// Runs a command a client registered: the owning client gets `command.execute` and reports

@@ -4,6 +4,7 @@
 pub mod account;
 pub mod agents;
 pub mod auth;
+pub mod builtin_commands;
 pub mod canvas;
 pub mod commands;
 pub mod discovery;

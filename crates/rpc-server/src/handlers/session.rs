@@ -130,6 +130,16 @@ fn tenant_of(ctx: &Ctx) -> Option<std::sync::Arc<crate::tenancy::Tenant>> {
     ctx.server.tenancy.as_ref().and(ctx.caller.tenant().cloned())
 }
 
+/// A working directory a client moves a session to. On a shared server it must stay in the
+/// caller's workspace (file tools are confined to the workspace holding the cwd, so a cwd in
+/// another tenant's would reach that tenant's files).
+pub(crate) fn confine_cwd(ctx: &Ctx, dir: &str) -> Result<std::path::PathBuf, RpcError> {
+    match tenant_of(ctx) {
+        Some(tenant) => tenant.confine(Some(dir)).map_err(|e| ctx.failed(e)),
+        None => Ok(std::path::PathBuf::from(dir)),
+    }
+}
+
 pub async fn send(ctx: &Ctx, p: t::SessionSendParams) -> Result<t::SendResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
     if let Some(node) = ctx.server.engine.follower_of(&p.session_id) {

@@ -76,11 +76,15 @@ pub async fn options_update(
     p: t::SessionOptionsUpdateParams,
 ) -> Result<t::SessionUpdateOptionsResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
+    let working_directory = match &p.working_directory {
+        Some(dir) => Some(crate::handlers::session::confine_cwd(ctx, dir)?),
+        None => None,
+    };
     let patch = loop_engine::OptionsPatch {
         model: p.model,
         reasoning_effort: p.reasoning_effort,
         client_name: p.client_name,
-        working_directory: p.working_directory.map(std::path::PathBuf::from),
+        working_directory,
         streaming: p.enable_streaming,
         available_tools: p.available_tools,
         excluded_tools: p.excluded_tools,
@@ -228,7 +232,10 @@ pub async fn set_working_directory(
     p: t::SessionMetadataSetWorkingDirectoryParams,
 ) -> Result<t::MetadataSetWorkingDirectoryResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    let dir = std::path::PathBuf::from(&p.working_directory);
+    if !std::path::Path::new(&p.working_directory).is_absolute() {
+        return Err(ctx.failed(format!("Working directory must be an existing absolute path: {}", p.working_directory)));
+    }
+    let dir = crate::handlers::session::confine_cwd(ctx, &p.working_directory)?;
     if !dir.is_absolute() || !tokio::fs::metadata(&dir).await.map(|m| m.is_dir()).unwrap_or(false) {
         return Err(ctx.failed(format!("Working directory must be an existing absolute path: {}", p.working_directory)));
     }

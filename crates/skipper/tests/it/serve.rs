@@ -555,6 +555,35 @@ async fn file_tools_stay_inside_the_tenants_workspace_even_when_everything_is_ap
     .await;
 }
 
+/// Moving a session's working directory cannot leave the tenant's workspace either: file tools
+/// are confined to the workspace holding the cwd, so a cwd in another tenant's would reach it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_cannot_move_its_working_directory_out_of_the_tenants_workspace() {
+    with_timeout(60, async {
+        let s = Serve::start().await;
+        std::fs::create_dir_all(s.workspace("beta")).unwrap();
+        let own = s.workspace("alpha").join("sub");
+        std::fs::create_dir_all(&own).unwrap();
+        let c = s.tenant(ALPHA).await;
+        let sid = c.create_session(json!({})).await;
+        let beta = s.workspace("beta").to_string_lossy().into_owned();
+        for (method, params) in [
+            ("session.options.update", json!({"sessionId": sid, "workingDirectory": beta})),
+            ("session.metadata.setWorkingDirectory", json!({"sessionId": sid, "workingDirectory": beta})),
+            ("session.options.update", json!({"sessionId": sid, "workingDirectory": "/"})),
+            ("session.commands.invoke", json!({"sessionId": sid, "name": "cwd", "input": beta})),
+        ] {
+            let err = c.call(method, params).await.expect_err(method);
+            assert!(err.message.contains("is not a directory in this tenant's workspace"), "{method}: {}", err.message);
+        }
+        let moved = own.canonicalize().unwrap().to_string_lossy().into_owned();
+        c.ok("session.metadata.setWorkingDirectory", json!({"sessionId": sid, "workingDirectory": moved})).await;
+        let shown = c.ok("session.commands.invoke", json!({"sessionId": sid, "name": "cwd"})).await;
+        assert_eq!(shown["text"], json!(format!("Current working directory: {moved}")), "{shown}");
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn two_clients_sending_to_one_session_are_served_in_order_and_both_see_everything() {
     with_timeout(60, async {
