@@ -13,7 +13,7 @@ use crate::permission;
 use crate::run::RunCtx;
 use crate::settings::SessionSettings;
 use crate::skills::tool::SKILL;
-use crate::subagent::agent_tools::{self, LIST_AGENTS, READ_AGENT};
+use crate::subagent::agent_tools::{self, LIST_AGENTS, READ_AGENT, WRITE_AGENT};
 use crate::subagent::TASK;
 use crate::Deps;
 
@@ -60,8 +60,11 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings, mcp: &mcp_client::Mcp
     }
     // As the original: the background-agent tools right before the search tools.
     let at = specs.iter().position(|x| matches!(x.name.as_str(), "grep" | "glob")).unwrap_or(specs.len());
-    let agent_tools =
-        [(READ_AGENT, agent_tools::read_agent_spec as fn() -> ToolSpec), (LIST_AGENTS, agent_tools::list_agents_spec)];
+    let agent_tools = [
+        (READ_AGENT, agent_tools::read_agent_spec as fn() -> ToolSpec),
+        (WRITE_AGENT, agent_tools::write_agent_spec),
+        (LIST_AGENTS, agent_tools::list_agents_spec),
+    ];
     let offered: Vec<ToolSpec> =
         agent_tools.iter().filter(|(n, _)| s.tool_allowed(n) && !overridden(n)).map(|(_, spec)| spec()).collect();
     specs.splice(at..at, offered);
@@ -256,6 +259,9 @@ async fn run_one(
     }
     if call.name == READ_AGENT {
         return agent_tools::read_agent(ctx.handle.tasks(), &args).await;
+    }
+    if call.name == WRITE_AGENT {
+        return agent_tools::write_agent(ctx.handle.tasks(), &args);
     }
     if call.name == LIST_AGENTS {
         return agent_tools::list_agents(ctx.handle.tasks());

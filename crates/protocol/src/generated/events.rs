@@ -197,6 +197,9 @@ pub enum SessionEvent {
     /// `session.canvas.closed`: Payload of `session.canvas.closed` with the closed canvas instance
     /// ID, provider ID, and canvas ID.
     SessionCanvasClosed(t::CanvasClosedData),
+    /// `system.notification`: System-generated notification for runtime events like background task
+    /// completion
+    SystemNotification(t::SystemNotificationData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -282,6 +285,7 @@ impl SessionEvent {
             Self::McpOauthCompleted(_) => "mcp.oauth_completed",
             Self::SessionCanvasOpened(_) => "session.canvas.opened",
             Self::SessionCanvasClosed(_) => "session.canvas.closed",
+            Self::SystemNotification(_) => "system.notification",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -369,6 +373,7 @@ impl SessionEvent {
             Self::McpOauthCompleted(d) => d.serialize(s),
             Self::SessionCanvasOpened(d) => d.serialize(s),
             Self::SessionCanvasClosed(d) => d.serialize(s),
+            Self::SystemNotification(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -451,6 +456,7 @@ impl SessionEvent {
             "mcp.oauth_completed" => typed(kind, data, Self::McpOauthCompleted),
             "session.canvas.opened" => typed(kind, data, Self::SessionCanvasOpened),
             "session.canvas.closed" => typed(kind, data, Self::SessionCanvasClosed),
+            "system.notification" => typed(kind, data, Self::SystemNotification),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -591,6 +597,7 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("mcp.oauth_completed", EphemeralPolicy::Always),
     ("session.canvas.opened", EphemeralPolicy::Always),
     ("session.canvas.closed", EphemeralPolicy::Always),
+    ("system.notification", EphemeralPolicy::Optional),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -1024,6 +1031,12 @@ impl From<t::CanvasOpenedData> for SessionEvent {
 impl From<t::CanvasClosedData> for SessionEvent {
     fn from(data: t::CanvasClosedData) -> Self {
         Self::SessionCanvasClosed(data)
+    }
+}
+
+impl From<t::SystemNotificationData> for SessionEvent {
+    fn from(data: t::SystemNotificationData) -> Self {
+        Self::SystemNotification(data)
     }
 }
 
