@@ -74,6 +74,13 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings, mcp: &mcp_client::Mcp
     if s.request_user_input && s.tool_allowed(crate::user_input::ASK_USER) {
         specs.push(crate::user_input::spec());
     }
+    if s.mode == SessionMode::Plan
+        && s.request_exit_plan_mode
+        && s.tool_allowed(crate::exit_plan_mode::EXIT_PLAN_MODE)
+        && !overridden(crate::exit_plan_mode::EXIT_PLAN_MODE)
+    {
+        specs.push(crate::exit_plan_mode::spec());
+    }
     if s.mode == SessionMode::Autopilot && !s.external_tools.iter().any(|e| e.name == crate::autopilot::TASK_COMPLETE) {
         specs.push(crate::autopilot::task_complete_spec());
     }
@@ -250,6 +257,9 @@ async fn run_one(
         if let Some(tool) = ctx.handle.mcp().tools().into_iter().find(|t| t.qualified == call.name) {
             return crate::mcp::run(ctx, &tool, call, args, settings, preapproved).await;
         }
+    }
+    if call.name == crate::exit_plan_mode::EXIT_PLAN_MODE && ctx.view().settings.request_exit_plan_mode {
+        return crate::exit_plan_mode::run(ctx, &args).await;
     }
     if call.name == crate::user_input::ASK_USER {
         return crate::user_input::run(ctx, &call.id, &args).await;

@@ -200,6 +200,12 @@ pub enum SessionEvent {
     /// `system.notification`: System-generated notification for runtime events like background task
     /// completion
     SystemNotification(t::SystemNotificationData),
+    /// `exit_plan_mode.requested`: Plan approval request with plan content and available user
+    /// actions
+    ExitPlanModeRequested(t::ExitPlanModeRequestedData),
+    /// `exit_plan_mode.completed`: Plan mode exit completion with the user's approval decision and
+    /// optional feedback
+    ExitPlanModeCompleted(t::ExitPlanModeCompletedData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -286,6 +292,8 @@ impl SessionEvent {
             Self::SessionCanvasOpened(_) => "session.canvas.opened",
             Self::SessionCanvasClosed(_) => "session.canvas.closed",
             Self::SystemNotification(_) => "system.notification",
+            Self::ExitPlanModeRequested(_) => "exit_plan_mode.requested",
+            Self::ExitPlanModeCompleted(_) => "exit_plan_mode.completed",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -374,6 +382,8 @@ impl SessionEvent {
             Self::SessionCanvasOpened(d) => d.serialize(s),
             Self::SessionCanvasClosed(d) => d.serialize(s),
             Self::SystemNotification(d) => d.serialize(s),
+            Self::ExitPlanModeRequested(d) => d.serialize(s),
+            Self::ExitPlanModeCompleted(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -457,6 +467,8 @@ impl SessionEvent {
             "session.canvas.opened" => typed(kind, data, Self::SessionCanvasOpened),
             "session.canvas.closed" => typed(kind, data, Self::SessionCanvasClosed),
             "system.notification" => typed(kind, data, Self::SystemNotification),
+            "exit_plan_mode.requested" => typed(kind, data, Self::ExitPlanModeRequested),
+            "exit_plan_mode.completed" => typed(kind, data, Self::ExitPlanModeCompleted),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -518,6 +530,8 @@ pub fn ephemeral_policy_of(kind: &str) -> EphemeralPolicy {
         | "mcp.oauth_completed"
         | "session.canvas.opened"
         | "session.canvas.closed"
+        | "exit_plan_mode.requested"
+        | "exit_plan_mode.completed"
         | "session.autopilot_stopped" => EphemeralPolicy::Always,
         _ => EphemeralPolicy::Optional,
     }
@@ -598,6 +612,8 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("session.canvas.opened", EphemeralPolicy::Always),
     ("session.canvas.closed", EphemeralPolicy::Always),
     ("system.notification", EphemeralPolicy::Optional),
+    ("exit_plan_mode.requested", EphemeralPolicy::Always),
+    ("exit_plan_mode.completed", EphemeralPolicy::Always),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -1037,6 +1053,18 @@ impl From<t::CanvasClosedData> for SessionEvent {
 impl From<t::SystemNotificationData> for SessionEvent {
     fn from(data: t::SystemNotificationData) -> Self {
         Self::SystemNotification(data)
+    }
+}
+
+impl From<t::ExitPlanModeRequestedData> for SessionEvent {
+    fn from(data: t::ExitPlanModeRequestedData) -> Self {
+        Self::ExitPlanModeRequested(data)
+    }
+}
+
+impl From<t::ExitPlanModeCompletedData> for SessionEvent {
+    fn from(data: t::ExitPlanModeCompletedData) -> Self {
+        Self::ExitPlanModeCompleted(data)
     }
 }
 

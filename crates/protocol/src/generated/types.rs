@@ -4598,6 +4598,106 @@ pub struct ExecuteCommandResult {
     pub error: Option<String>,
 }
 
+/// Exit plan mode action
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ExitPlanModeAction {
+    /// Exit plan mode without starting implementation.
+    #[serde(rename = "exit_only")]
+    ExitOnly,
+    /// Exit plan mode and continue in interactive mode.
+    #[serde(rename = "interactive")]
+    Interactive,
+    /// Exit plan mode and continue autonomously.
+    #[serde(rename = "autopilot")]
+    Autopilot,
+    /// Exit plan mode and continue with parallel autonomous workers.
+    #[serde(rename = "autopilot_fleet")]
+    AutopilotFleet,
+}
+
+impl ExitPlanModeAction {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::ExitOnly,
+        Self::Interactive,
+        Self::Autopilot,
+        Self::AutopilotFleet,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::ExitOnly => "exit_only",
+            Self::Interactive => "interactive",
+            Self::Autopilot => "autopilot",
+            Self::AutopilotFleet => "autopilot_fleet",
+        }
+    }
+}
+
+impl std::fmt::Display for ExitPlanModeAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Plan mode exit completion with the user's approval decision and optional feedback
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExitPlanModeCompletedData {
+    /// Request ID of the resolved exit plan mode request; clients should dismiss any UI for this
+    /// request
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Whether the plan was approved by the user
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<bool>,
+    /// Action selected by the user
+    #[serde(rename = "selectedAction", default, skip_serializing_if = "Option::is_none")]
+    pub selected_action: Option<ExitPlanModeAction>,
+    /// Whether edits should be auto-approved without confirmation
+    #[serde(rename = "autoApproveEdits", default, skip_serializing_if = "Option::is_none")]
+    pub auto_approve_edits: Option<bool>,
+    /// Free-form feedback from the user if they requested changes to the plan
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
+}
+
+/// Plan approval request with plan content and available user actions
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExitPlanModeRequestedData {
+    /// Unique identifier for this request; used to respond via session.respondToExitPlanMode()
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Summary of the plan that was created
+    pub summary: String,
+    /// Full content of the plan file
+    #[serde(rename = "planContent")]
+    pub plan_content: String,
+    /// Available actions the user can take
+    pub actions: Vec<ExitPlanModeAction>,
+    /// Recommended action to preselect for the user
+    #[serde(rename = "recommendedAction")]
+    pub recommended_action: ExitPlanModeAction,
+    /// Model the session had selected when the plan was authored, when one is known
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl ExitPlanModeRequestedData {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(request_id: String, summary: String, plan_content: String, actions: Vec<ExitPlanModeAction>, recommended_action: ExitPlanModeAction) -> Self {
+        Self {
+            request_id,
+            summary,
+            plan_content,
+            actions,
+            recommended_action,
+            model: None,
+        }
+    }
+}
+
 /// Discovered extension metadata, including source-qualified ID, name, discovery source, status,
 /// and optional process ID.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
