@@ -236,6 +236,28 @@ async def test_skills_are_discovered_listed_and_toggled(ctx: Ctx, client):
     assert [s.enabled for s in (await session.rpc.skills.list()).skills] == [False]
 
 
+async def test_the_user_s_disabled_skills_setting_applies_to_sessions(ctx: Ctx, client):
+    skills_dir = ctx.work_dir / "my-skills"
+    for name in ("deploy", "lint"):
+        (skills_dir / name).mkdir(parents=True)
+        (skills_dir / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Does {name}\n---\nBody.\n")
+    (ctx.copilot_home / "settings.json").write_text(json.dumps({"disabledSkills": ["deploy"]}))
+    ctx.fake.replies({"text": "hi"})
+    session = await client.create_session(
+        on_permission_request=PermissionHandler.approve_all,
+        skill_directories=[str(skills_dir)],
+        disabled_skills=["lint"],
+    )
+    listed = {s.name: s.enabled for s in (await session.rpc.skills.list()).skills}
+    assert listed == {"deploy": False, "lint": False}, "the user's and the session's disabledSkills both apply"
+    await session.send_and_wait("hello", timeout=30)
+    skill_tools = [t for t in ctx.fake.requests()[0]["body"]["tools"] if t["function"]["name"] == "skill"]
+    assert all("deploy" not in t["function"]["description"] for t in skill_tools)
+    # Turned back on for this session only.
+    await session.rpc.skills.enable(SkillsEnableRequest(name="deploy"))
+    assert {s.name: s.enabled for s in (await session.rpc.skills.list()).skills} == {"deploy": True, "lint": False}
+
+
 async def test_skill_tool_replays_the_original_recording(ctx: Ctx, client):
     snapshot = "skills/should_load_and_apply_skill_from_skilldirectories.yaml"
     skills_dir = ctx.work_dir / ".test_skills" / "test-skill"

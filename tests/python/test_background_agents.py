@@ -2,7 +2,9 @@
 
 Background agents: ``session.tasks.startAgent`` and ``task {mode: "background"}`` start an agent
 that outlives the turn; ``session.tasks.*`` report, cancel and remove it; its end reaches the
-model as a ``<system_notification>`` turn, and ``read_agent`` returns its answer (replayed
+model as a ``<system_notification>`` turn (and a ``system.notification`` event), messages sent
+while it runs (``session.tasks.sendMessage``, ``write_agent``) reach its conversation, and
+``read_agent`` returns its answer (replayed
 against the original's recording). Fleet: ``session.fleet.start`` sends the orchestration
 instructions and the request as one message. Discovery: ``skills.*``, ``agents.*`` and
 ``instructions.*`` ``discover`` / ``getDiscoveryPaths`` without a session.
@@ -21,12 +23,13 @@ from copilot.generated.rpc import (
     SkillsGetDiscoveryPathsRequest,
     TasksCancelRequest,
     TasksRemoveRequest,
+    TasksSendMessageRequest,
     TasksStartAgentRequest,
 )
 from copilot.session import PermissionHandler
 from copilot.tools import Tool, ToolInvocation, ToolResult
 
-from conftest import Ctx, record_events, tool_results, user_texts, wait_for
+from conftest import Ctx, record_events, tool_calls, tool_results, user_texts, wait_for
 
 
 def _after_datetime(text: str) -> str:
@@ -77,6 +80,84 @@ async def test_a_started_agent_is_listed_notifies_the_session_and_is_removed(ctx
     sub_started = [e for e in events.of("subagent.started") if e.data.agent_name == "general-purpose"]
     assert len(sub_started) == 1 and sub_started[0].data.execution_mode == "background"
     assert len(events.of("subagent.completed")) == 1
+
+
+async def test_a_message_sent_while_the_agent_runs_reaches_it_and_its_end_is_a_system_notification(
+    ctx: Ctx, client
+):
+    session = None
+    sent = []
+
+    async def nudge(invocation: ToolInvocation) -> ToolResult:
+        # Runs inside the agent's turn: the agent is certainly still running.
+        reply = await session.rpc.tasks.send_message(
+            TasksSendMessageRequest(id="helper", message="Also check the docs folder.")
+        )
+        sent.append(reply)
+        return ToolResult(text_result_for_llm="nudged")
+
+    tool = Tool(
+        name="nudge", description="Nudges.", parameters={"type": "object", "properties": {}}, handler=nudge,
+        skip_permission=True,
+    )
+    ctx.fake.replies(
+        {"tool_calls": [{"name": "nudge", "arguments": {}}]}, {"text": "CHECKED THE DOCS"}, {"text": "NOTED"}
+    )
+    session = await client.create_session(on_permission_request=PermissionHandler.approve_all, tools=[tool])
+    events = record_events(session)
+    started = await session.rpc.tasks.start_agent(
+        TasksStartAgentRequest(agent_type="general-purpose", prompt="Look around.", name="helper", description="Looks")
+    )
+    await wait_for(lambda: any(e.data.content == "NOTED" for e in events.of("assistant.message")), 30, "notice turn")
+
+    assert len(sent) == 1 and sent[0].sent is True and sent[0].error is None
+    first, second, notice_turn = ctx.fake.requests()
+    assert [_after_datetime(t) for t in user_texts(first)] == ["Look around."]
+    assert user_texts(second)[-1] == "Also check the docs folder.", "the message follows the tool result"
+    assert [r["content"] for r in tool_results(second)] == ["nudged"]
+    tasks = (await session.rpc.tasks.list()).tasks
+    assert [(t.id, t.status.value, t.result) for t in tasks] == [("helper", "completed", "CHECKED THE DOCS")]
+
+    notices = events.of("system.notification")
+    assert len(notices) == 1
+    notice = notices[0].data
+    assert notice.content == _after_datetime(user_texts(notice_turn)[-1])
+    assert notice.content.startswith('<system_notification>\nAgent "helper" (general-purpose) has completed')
+    kind = notice.kind
+    assert (kind.type.value if hasattr(kind.type, "value") else kind.type) == "agent_completed"
+    assert (kind.agent_id, kind.agent_type, kind.status.value) == ("helper", "general-purpose", "completed")
+    assert (kind.description, kind.prompt) == ("Looks", "Look around.")
+
+    # A finished agent takes no more messages; an unknown one neither.
+    late = await session.rpc.tasks.send_message(TasksSendMessageRequest(id=started.agent_id, message="More?"))
+    assert late.sent is False and "completed" in late.error
+    missing = await session.rpc.tasks.send_message(TasksSendMessageRequest(id="nobody", message="Hi"))
+    assert missing.sent is False and "nobody" in missing.error
+
+
+async def test_write_agent_messages_a_running_agent(ctx: Ctx, client):
+    ctx.fake.replies({"hang": True})
+    session = await client.create_session(on_permission_request=PermissionHandler.approve_all)
+    await session.rpc.tasks.start_agent(TasksStartAgentRequest(agent_type="explore", prompt="Wait.", name="looker"))
+    await wait_for(lambda: len(ctx.fake.requests()) == 1, 30, "the agent's model call")
+    ctx.fake.replies(
+        {
+            "tool_calls": [
+                {"name": "write_agent", "arguments": {"agent_id": "looker", "message": "Look at src too."}},
+                {"name": "write_agent", "arguments": {"agent_id": "nobody", "message": "Hello?"}},
+            ]
+        },
+        {"text": "SENT"},
+    )
+    await session.send_and_wait("tell the looker", timeout=30)
+    main1, main2 = ctx.fake.requests()[1:]
+    names = [t["function"]["name"] for t in main1["body"]["tools"]]
+    assert names.index("read_agent") + 1 == names.index("write_agent") == names.index("list_agents") - 1
+    results = [r["content"] for r in tool_results(main2)]
+    assert results[0] == "Message delivered to agent looker."
+    assert "nobody" in results[1] and results[1] != results[0]
+    assert [c["name"] for c in tool_calls(main2)] == ["write_agent", "write_agent"]
+    assert (await session.rpc.tasks.cancel(TasksCancelRequest(id="looker"))).cancelled is True
 
 
 async def test_a_running_agent_can_be_cancelled(ctx: Ctx, client):

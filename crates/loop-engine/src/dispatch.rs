@@ -13,7 +13,7 @@ use crate::permission;
 use crate::run::RunCtx;
 use crate::settings::SessionSettings;
 use crate::skills::tool::SKILL;
-use crate::subagent::agent_tools::{self, LIST_AGENTS, READ_AGENT};
+use crate::subagent::agent_tools::{self, LIST_AGENTS, READ_AGENT, WRITE_AGENT};
 use crate::subagent::TASK;
 use crate::Deps;
 
@@ -60,8 +60,11 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings, mcp: &mcp_client::Mcp
     }
     // As the original: the background-agent tools right before the search tools.
     let at = specs.iter().position(|x| matches!(x.name.as_str(), "grep" | "glob")).unwrap_or(specs.len());
-    let agent_tools =
-        [(READ_AGENT, agent_tools::read_agent_spec as fn() -> ToolSpec), (LIST_AGENTS, agent_tools::list_agents_spec)];
+    let agent_tools = [
+        (READ_AGENT, agent_tools::read_agent_spec as fn() -> ToolSpec),
+        (WRITE_AGENT, agent_tools::write_agent_spec),
+        (LIST_AGENTS, agent_tools::list_agents_spec),
+    ];
     let offered: Vec<ToolSpec> =
         agent_tools.iter().filter(|(n, _)| s.tool_allowed(n) && !overridden(n)).map(|(_, spec)| spec()).collect();
     specs.splice(at..at, offered);
@@ -70,6 +73,13 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings, mcp: &mcp_client::Mcp
     }
     if s.request_user_input && s.tool_allowed(crate::user_input::ASK_USER) {
         specs.push(crate::user_input::spec());
+    }
+    if s.mode == SessionMode::Plan
+        && s.request_exit_plan_mode
+        && s.tool_allowed(crate::exit_plan_mode::EXIT_PLAN_MODE)
+        && !overridden(crate::exit_plan_mode::EXIT_PLAN_MODE)
+    {
+        specs.push(crate::exit_plan_mode::spec());
     }
     if s.mode == SessionMode::Autopilot && !s.external_tools.iter().any(|e| e.name == crate::autopilot::TASK_COMPLETE) {
         specs.push(crate::autopilot::task_complete_spec());
@@ -248,6 +258,9 @@ async fn run_one(
             return crate::mcp::run(ctx, &tool, call, args, settings, preapproved).await;
         }
     }
+    if call.name == crate::exit_plan_mode::EXIT_PLAN_MODE && ctx.view().settings.request_exit_plan_mode {
+        return crate::exit_plan_mode::run(ctx, &args).await;
+    }
     if call.name == crate::user_input::ASK_USER {
         return crate::user_input::run(ctx, &call.id, &args).await;
     }
@@ -256,6 +269,9 @@ async fn run_one(
     }
     if call.name == READ_AGENT {
         return agent_tools::read_agent(ctx.handle.tasks(), &args).await;
+    }
+    if call.name == WRITE_AGENT {
+        return agent_tools::write_agent(ctx.handle.tasks(), &args);
     }
     if call.name == LIST_AGENTS {
         return agent_tools::list_agents(ctx.handle.tasks());

@@ -22,6 +22,7 @@ mod dispatch;
 mod emitter;
 mod ephemeral_query;
 pub mod event_reader;
+mod exit_plan_mode;
 mod external;
 pub mod file_tracking;
 mod frontmatter;

@@ -27,6 +27,8 @@ pub struct SessionSettings {
     pub hooks: bool,
     /// The client answers `userInput.request`: the `ask_user` tool is offered.
     pub request_user_input: bool,
+    /// The client answers `exitPlanMode.request`: `exit_plan_mode` is offered in plan mode.
+    pub request_exit_plan_mode: bool,
     /// This session was resumed (for the `sessionStart` hook's `source`).
     pub resumed: bool,
     /// Bring-your-own-key providers (re-sent on every resume; never persisted).
@@ -102,6 +104,7 @@ impl SessionSettings {
             mode: SessionMode::Interactive,
             hooks: p.hooks.unwrap_or(false),
             request_user_input: p.request_user_input.unwrap_or(false),
+            request_exit_plan_mode: p.request_exit_plan_mode.unwrap_or(false),
             resumed: false,
             providers,
             infinite: crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref()),
@@ -161,6 +164,7 @@ impl SessionSettings {
         self.request_permission = p.request_permission.unwrap_or(true);
         self.hooks = p.hooks.unwrap_or(false);
         self.request_user_input = p.request_user_input.unwrap_or(false);
+        self.request_exit_plan_mode = p.request_exit_plan_mode.unwrap_or(false);
         if let Some(c) = p.enable_citations {
             self.enable_citations = c;
         }

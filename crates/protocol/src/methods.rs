@@ -68,6 +68,8 @@ pub struct SessionConfigParams {
     pub system_message: Option<SystemMessageConfig>,
     pub request_permission: Option<bool>,
     pub request_user_input: Option<bool>,
+    /// The client answers `exitPlanMode.request`: `exit_plan_mode` is offered in plan mode.
+    pub request_exit_plan_mode: Option<bool>,
     pub hooks: Option<bool>,
     /// resume only: do not emit `session.resume`.
     pub disable_resume: Option<bool>,

@@ -2,7 +2,8 @@
 //! (see `tool`). They come from the session's `skillDirectories`, the user
 //! (`$COPILOT_HOME/skills`) and, with `enableConfigDiscovery`, the project (`.github/skills`,
 //! `.claude/skills`, `.agents/skills` in the working directory and its parents up to the
-//! repository root); `disabledSkills` and `session.skills.disable` turn some off.
+//! repository root); `disabledSkills` (the session's and the user's, see [`user_disabled`]) and
+//! `session.skills.disable` turn some off.
 
 mod files;
 pub mod tool;
@@ -61,13 +62,20 @@ impl SkillSet {
         }
     }
 
-    /// The same configuration, files read again.
+    /// The same configuration, files read again; the user's `disabledSkills` join the
+    /// session's (as the original, which merges the two sets when a session starts).
     /// `project`: the session's directory when project files are read.
     pub fn reload(&self, project: Option<&Path>, home: &Path) -> Self {
         let (skills, warnings) = files::discover(project, Some(home), &self.directories);
+        let mut disabled = self.disabled.as_ref().clone();
+        for name in user_disabled(home) {
+            if !disabled.contains(&name) {
+                disabled.push(name);
+            }
+        }
         Self {
             directories: self.directories.clone(),
-            disabled: self.disabled.clone(),
+            disabled: Arc::new(disabled),
             skills: Arc::new(skills),
             warnings: Arc::new(warnings),
         }
@@ -102,6 +110,17 @@ impl SkillSet {
     pub fn list(&self) -> Vec<Skill> {
         self.skills.iter().map(|s| s.info(self.is_enabled(&s.name))).collect()
     }
+}
+
+/// The user's `disabledSkills` setting (`$COPILOT_HOME/config.json`, else `settings.json`: the
+/// legacy file wins, as for every user setting). An unreadable file counts as no setting.
+pub fn user_disabled(home: &Path) -> Vec<String> {
+    let of = |file: &str| {
+        let config = crate::plugins::read_json_object(&home.join(file)).ok()?;
+        let list = config.get("disabledSkills")?.as_array()?;
+        Some(list.iter().filter_map(|v| v.as_str().map(str::to_string)).collect::<Vec<_>>())
+    };
+    of("config.json").or_else(|| of("settings.json")).unwrap_or_default()
 }
 
 /// Skills outside any session (`skills.discover`): each project directory's (with the project it
@@ -203,6 +222,14 @@ mod tests {
         assert!(set.enabled("lint").is_none());
         assert!(set.set_enabled("lint", true) && set.enabled("lint").is_some());
         assert!(!set.set_enabled("nope", true));
+
+        std::fs::write(home.path().join("settings.json"), r#"{"disabledSkills": ["deploy"]}"#).unwrap();
+        let user_off = SkillSet::from_params(&params).reload(Some(repo.path()), home.path());
+        assert!(user_off.enabled("deploy").is_none(), "the user's disabledSkills apply to the session");
+        assert!(user_off.enabled("lint").is_none(), "the session's own still apply");
+        std::fs::write(home.path().join("config.json"), r#"{"disabledSkills": []}"#).unwrap();
+        let legacy_wins = SkillSet::from_params(&params).reload(Some(repo.path()), home.path());
+        assert!(legacy_wins.enabled("deploy").is_some(), "config.json's setting wins over settings.json's");
 
         let deploy = set.enabled("deploy").unwrap();
         assert_eq!(deploy.source, SkillSource::Custom);

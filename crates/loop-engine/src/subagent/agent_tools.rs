@@ -1,5 +1,5 @@
-//! `read_agent` and `list_agents`: the model's view of its background agents (see
-//! `background`).
+//! `read_agent`, `write_agent` and `list_agents`: the model's view of its background agents
+//! (see `background`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +12,7 @@ use tools::ToolOutput;
 use super::background::{Registry, Snapshot};
 
 pub const READ_AGENT: &str = "read_agent";
+pub const WRITE_AGENT: &str = "write_agent";
 pub const LIST_AGENTS: &str = "list_agents";
 
 /// How long `read_agent {wait: true}` waits when no timeout is given.
@@ -36,6 +37,24 @@ pub fn read_agent_spec() -> ToolSpec {
     }
 }
 
+pub fn write_agent_spec() -> ToolSpec {
+    let parameters = json!({
+        "type": "object",
+        "properties": {
+            "agent_id": {"type": "string", "description": "The agent_id of the running background agent to message."},
+            "message": {"type": "string", "description": "The message; the agent reads it before its next step."},
+        },
+        "required": ["agent_id", "message"],
+    });
+    ToolSpec {
+        name: WRITE_AGENT.into(),
+        description: "Send a follow-up message to a running background agent of this session, to steer the work it \
+                      was given. It arrives in the agent's own conversation; for unrelated work start a new task."
+            .into(),
+        parameters: Arc::new(parameters),
+    }
+}
+
 pub fn list_agents_spec() -> ToolSpec {
     let parameters = json!({"type": "object", "properties": {}});
     ToolSpec {
@@ -45,7 +64,7 @@ pub fn list_agents_spec() -> ToolSpec {
     }
 }
 
-fn status(s: t::TaskStatus) -> &'static str {
+pub(crate) fn status_name(s: t::TaskStatus) -> &'static str {
     match s {
         t::TaskStatus::Running => "running",
         t::TaskStatus::Idle => "idle",
@@ -62,7 +81,7 @@ fn summary(snap: &Snapshot) -> String {
         "agent_id: {}, agent_type: {}, status: {}, description: {}, elapsed: {}s",
         i.id,
         i.agent_type,
-        status(i.status),
+        status_name(i.status),
         i.description,
         snap.elapsed.as_secs()
     )
@@ -98,6 +117,19 @@ pub async fn read_agent(registry: &Registry, args: &Value) -> ToolOutput {
     ToolOutput::ok(text)
 }
 
+pub fn write_agent(registry: &Registry, args: &Value) -> ToolOutput {
+    let Some(id) = args.get("agent_id").and_then(Value::as_str).filter(|s| !s.is_empty()) else {
+        return ToolOutput::fail("No agent_id provided. Please supply a valid agent_id.");
+    };
+    let Some(message) = args.get("message").and_then(Value::as_str).filter(|s| !s.trim().is_empty()) else {
+        return ToolOutput::fail("The `message` argument is required.");
+    };
+    match registry.send_message(id, message) {
+        Ok(()) => ToolOutput::ok(format!("Message delivered to agent {id}.")),
+        Err(error) => ToolOutput::fail(error),
+    }
+}
+
 pub fn list_agents(registry: &Registry) -> ToolOutput {
     let agents = registry.list();
     if agents.is_empty() {
@@ -105,7 +137,7 @@ pub fn list_agents(registry: &Registry) -> ToolOutput {
     }
     let lines: Vec<String> = agents
         .iter()
-        .map(|i| format!("- {} ({}): {} [{}]", i.id, i.agent_type, i.description, status(i.status)))
+        .map(|i| format!("- {} ({}): {} [{}]", i.id, i.agent_type, i.description, status_name(i.status)))
         .collect();
     ToolOutput::ok(format!("Background agents:\n{}", lines.join("\n")))
 }

@@ -1,7 +1,9 @@
 //! Background sub-agents: a `task` call with `mode: "background"` (or `session.tasks.startAgent`)
 //! starts an agent that outlives the turn. The session's registry tracks each one (what
 //! `session.tasks.*`, `read_agent` and `list_agents` report); when one ends, the session is told
-//! with a `<system_notification>` message, which starts a turn when it is idle.
+//! with a `system.notification` event and a `<system_notification>` message, which starts a turn
+//! when it is idle. While one runs, `write_agent` / `session.tasks.sendMessage` put messages in
+//! its inbox; the agent reads them before its next model call, and before it would finish.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -21,6 +23,10 @@ struct Entry {
     cancel: CancellationToken,
     started: Instant,
     finished: Option<Instant>,
+    /// Messages sent to the agent and not yet read by it.
+    inbox: Vec<String>,
+    /// The agent gave its final answer: it reads no more messages.
+    sealed: bool,
 }
 
 impl Entry {
@@ -125,6 +131,41 @@ impl Registry {
         }
     }
 
+    /// Leaves a message for a running agent; why not when it cannot take one.
+    pub fn send_message(&self, id: &str, message: &str) -> Result<(), String> {
+        let mut inner = self.lock();
+        let Some(e) = inner.entries.iter_mut().find(|e| e.info.id == id) else {
+            return Err(format!("Agent not found: {id}"));
+        };
+        if !e.running() || e.sealed {
+            // Running but sealed: it is giving its final answer.
+            let status = if e.running() { "completed" } else { super::agent_tools::status_name(e.info.status) };
+            return Err(format!(
+                "Agent \"{id}\" is {status} and cannot receive messages. Only running or idle agents accept messages."
+            ));
+        }
+        e.inbox.push(message.to_string());
+        Ok(())
+    }
+
+    /// The messages waiting for agent `id` (none for an agent not in the registry, such as a
+    /// synchronous one).
+    pub(crate) fn take_messages(&self, id: &str) -> Vec<String> {
+        let mut inner = self.lock();
+        inner.entries.iter_mut().find(|e| e.info.id == id).map(|e| std::mem::take(&mut e.inbox)).unwrap_or_default()
+    }
+
+    /// At the agent's final answer: the messages that arrived meanwhile (it goes on with them),
+    /// else none, and from then on it takes no more.
+    pub(crate) fn take_messages_or_seal(&self, id: &str) -> Vec<String> {
+        let mut inner = self.lock();
+        let Some(e) = inner.entries.iter_mut().find(|e| e.info.id == id) else { return Vec::new() };
+        if e.inbox.is_empty() {
+            e.sealed = true;
+        }
+        std::mem::take(&mut e.inbox)
+    }
+
     pub fn any_running(&self) -> bool {
         self.lock().entries.iter().any(Entry::running)
     }
@@ -190,6 +231,19 @@ fn notification(agent_id: &str, agent_type: &str, outcome: &Result<String, Strin
     )
 }
 
+/// What `system.notification` says triggered it when an agent ends.
+fn completed_kind(agent_id: &str, launch: &Launch, outcome: &Result<String, String>) -> t::SystemNotification {
+    let status = match outcome {
+        Ok(_) => t::SystemNotificationAgentCompletedStatus::Completed,
+        Err(_) => t::SystemNotificationAgentCompletedStatus::Failed,
+    };
+    let mut kind = t::SystemNotificationAgentCompleted::new(agent_id.to_string(), launch.agent_type.clone(), status);
+    kind.display_name = Some(launch.agent.display_name.clone());
+    kind.description = Some(launch.description.clone()).filter(|d| !d.is_empty());
+    kind.prompt = Some(launch.prompt.clone());
+    t::SystemNotification::AgentCompleted(kind)
+}
+
 /// Starts the agent and returns its id at once; it runs on its own task, cancelled with the
 /// session (or through the registry), never with the turn that started it.
 pub(crate) fn start(handle: &SessionHandle, settings: &SessionSettings, launch: Launch) -> Result<String, String> {
@@ -212,7 +266,14 @@ pub(crate) fn start(handle: &SessionHandle, settings: &SessionSettings, launch: 
         info.resolved_model = Some(launch.model.clone());
         info.execution_mode = Some(t::TaskExecutionMode::Background);
         info.can_promote_to_background = Some(false);
-        inner.entries.push(Entry { info, cancel: cancel.clone(), started: Instant::now(), finished: None });
+        inner.entries.push(Entry {
+            info,
+            cancel: cancel.clone(),
+            started: Instant::now(),
+            finished: None,
+            inbox: Vec::new(),
+            sealed: false,
+        });
         (agent_id, deps)
     };
     registry.changed.notify_waiters();
@@ -260,9 +321,11 @@ pub(crate) fn start(handle: &SessionHandle, settings: &SessionSettings, launch: 
         if base.handle.stopped().is_cancelled() {
             return;
         }
+        let text = notification(&id, &launch.agent_type, &outcome);
+        emitter.emit(t::SystemNotificationData { content: text.clone(), kind: completed_kind(&id, &launch, &outcome) });
         let msg = QueuedMessage {
             message_id: uuid::Uuid::new_v4().to_string(),
-            prompt: notification(&id, &launch.agent_type, &outcome),
+            prompt: text,
             attachments: Vec::new(),
             agent_mode: None,
             request_headers: Vec::new(),
@@ -311,16 +374,28 @@ mod tests {
                     cancel: CancellationToken::new(),
                     started: Instant::now(),
                     finished: None,
+                    inbox: Vec::new(),
+                    sealed: false,
                 });
             }
         }
         let ids: Vec<String> = registry.list().into_iter().map(|i| i.id).collect();
         assert_eq!(ids, ["a", "a-2"]);
+        assert!(registry.send_message("a", "one").is_ok() && registry.send_message("a", "two").is_ok());
+        assert_eq!(registry.take_messages("a"), ["one", "two"]);
+        assert!(registry.take_messages("a").is_empty(), "each message is read once");
+        assert_eq!(registry.send_message("b", "x").unwrap_err(), "Agent not found: b");
+        assert!(registry.send_message("a-2", "late").is_ok());
+        assert_eq!(registry.take_messages_or_seal("a-2"), ["late"], "a message before the end keeps it going");
+        assert!(registry.take_messages_or_seal("a-2").is_empty());
+        let sealed = registry.send_message("a-2", "too late").unwrap_err();
+        assert!(sealed.starts_with("Agent \"a-2\" is completed and cannot receive messages."), "{sealed}");
         assert!(!registry.remove("a"), "a running agent stays");
         assert!(registry.finish("a", &Ok("done".into())));
         assert_eq!(registry.get("a").unwrap().info.result.as_deref(), Some("done"));
         assert!(registry.cancel("a-2"));
         assert!(!registry.cancel("a-2"), "already cancelled");
+        assert!(registry.send_message("a-2", "x").unwrap_err().contains("is cancelled"));
         assert!(!registry.finish("a-2", &Ok("late".into())), "a cancelled agent keeps its state");
         assert!(registry.remove("a") && registry.remove("a-2"));
         assert!(registry.list().is_empty());

@@ -22,7 +22,10 @@ fn settings_for(parent: &SessionSettings, agent: &Resolved, model: &str) -> Sess
     s.mode = SessionMode::Interactive;
     s.request_user_input = false;
     s.excluded_tools.push(super::TASK.to_string());
-    s.excluded_tools.extend([super::agent_tools::READ_AGENT.to_string(), super::agent_tools::LIST_AGENTS.to_string()]);
+    s.excluded_tools.extend(
+        [super::agent_tools::READ_AGENT, super::agent_tools::WRITE_AGENT, super::agent_tools::LIST_AGENTS]
+            .map(String::from),
+    );
     if let Some(tools) = &agent.tools {
         if !tools.iter().any(|t| t == "*") {
             let allowed: Vec<String> = match &parent.available_tools {
@@ -66,6 +69,9 @@ pub(super) async fn run_agent(
     loop {
         if ctx.cancel.is_cancelled() {
             return Err("cancelled".into());
+        }
+        for message in inbox(ctx, false) {
+            conv.push(Message::User { content: UserContent::Text(message) });
         }
         let turn_id = turn.to_string();
         ctx.emitter().emit(t::AssistantTurnStartData {
@@ -159,7 +165,15 @@ pub(super) async fn run_agent(
         ));
         if reply.tool_calls.is_empty() {
             end_turn(ctx, &turn_id);
-            return Ok(reply.content);
+            let late = inbox(ctx, true);
+            if late.is_empty() {
+                return Ok(reply.content);
+            }
+            for message in late {
+                conv.push(Message::User { content: UserContent::Text(message) });
+            }
+            turn += 1;
+            continue;
         }
         let outcomes = dispatch::run_calls(ctx, &reply.tool_calls, &turn_id, &settings, &offered).await;
         let mut after = Vec::new();
@@ -178,6 +192,18 @@ pub(super) async fn run_agent(
         }
         end_turn(ctx, &turn_id);
         turn += 1;
+    }
+}
+
+/// Messages sent to this agent (`write_agent`, `session.tasks.sendMessage`) since it last
+/// looked; `last`: it is about to give its final answer, so afterwards it takes no more.
+fn inbox(ctx: &RunCtx, last: bool) -> Vec<String> {
+    let Some(scope) = ctx.scope.as_deref() else { return Vec::new() };
+    let registry = ctx.handle.tasks();
+    if last {
+        registry.take_messages_or_seal(&scope.agent_id)
+    } else {
+        registry.take_messages(&scope.agent_id)
     }
 }
 

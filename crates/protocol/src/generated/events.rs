@@ -197,6 +197,15 @@ pub enum SessionEvent {
     /// `session.canvas.closed`: Payload of `session.canvas.closed` with the closed canvas instance
     /// ID, provider ID, and canvas ID.
     SessionCanvasClosed(t::CanvasClosedData),
+    /// `system.notification`: System-generated notification for runtime events like background task
+    /// completion
+    SystemNotification(t::SystemNotificationData),
+    /// `exit_plan_mode.requested`: Plan approval request with plan content and available user
+    /// actions
+    ExitPlanModeRequested(t::ExitPlanModeRequestedData),
+    /// `exit_plan_mode.completed`: Plan mode exit completion with the user's approval decision and
+    /// optional feedback
+    ExitPlanModeCompleted(t::ExitPlanModeCompletedData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -282,6 +291,9 @@ impl SessionEvent {
             Self::McpOauthCompleted(_) => "mcp.oauth_completed",
             Self::SessionCanvasOpened(_) => "session.canvas.opened",
             Self::SessionCanvasClosed(_) => "session.canvas.closed",
+            Self::SystemNotification(_) => "system.notification",
+            Self::ExitPlanModeRequested(_) => "exit_plan_mode.requested",
+            Self::ExitPlanModeCompleted(_) => "exit_plan_mode.completed",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -369,6 +381,9 @@ impl SessionEvent {
             Self::McpOauthCompleted(d) => d.serialize(s),
             Self::SessionCanvasOpened(d) => d.serialize(s),
             Self::SessionCanvasClosed(d) => d.serialize(s),
+            Self::SystemNotification(d) => d.serialize(s),
+            Self::ExitPlanModeRequested(d) => d.serialize(s),
+            Self::ExitPlanModeCompleted(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -451,6 +466,9 @@ impl SessionEvent {
             "mcp.oauth_completed" => typed(kind, data, Self::McpOauthCompleted),
             "session.canvas.opened" => typed(kind, data, Self::SessionCanvasOpened),
             "session.canvas.closed" => typed(kind, data, Self::SessionCanvasClosed),
+            "system.notification" => typed(kind, data, Self::SystemNotification),
+            "exit_plan_mode.requested" => typed(kind, data, Self::ExitPlanModeRequested),
+            "exit_plan_mode.completed" => typed(kind, data, Self::ExitPlanModeCompleted),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -512,6 +530,8 @@ pub fn ephemeral_policy_of(kind: &str) -> EphemeralPolicy {
         | "mcp.oauth_completed"
         | "session.canvas.opened"
         | "session.canvas.closed"
+        | "exit_plan_mode.requested"
+        | "exit_plan_mode.completed"
         | "session.autopilot_stopped" => EphemeralPolicy::Always,
         _ => EphemeralPolicy::Optional,
     }
@@ -591,6 +611,9 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("mcp.oauth_completed", EphemeralPolicy::Always),
     ("session.canvas.opened", EphemeralPolicy::Always),
     ("session.canvas.closed", EphemeralPolicy::Always),
+    ("system.notification", EphemeralPolicy::Optional),
+    ("exit_plan_mode.requested", EphemeralPolicy::Always),
+    ("exit_plan_mode.completed", EphemeralPolicy::Always),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -1024,6 +1047,24 @@ impl From<t::CanvasOpenedData> for SessionEvent {
 impl From<t::CanvasClosedData> for SessionEvent {
     fn from(data: t::CanvasClosedData) -> Self {
         Self::SessionCanvasClosed(data)
+    }
+}
+
+impl From<t::SystemNotificationData> for SessionEvent {
+    fn from(data: t::SystemNotificationData) -> Self {
+        Self::SystemNotification(data)
+    }
+}
+
+impl From<t::ExitPlanModeRequestedData> for SessionEvent {
+    fn from(data: t::ExitPlanModeRequestedData) -> Self {
+        Self::ExitPlanModeRequested(data)
+    }
+}
+
+impl From<t::ExitPlanModeCompletedData> for SessionEvent {
+    fn from(data: t::ExitPlanModeCompletedData) -> Self {
+        Self::ExitPlanModeCompleted(data)
     }
 }
 

@@ -4598,6 +4598,106 @@ pub struct ExecuteCommandResult {
     pub error: Option<String>,
 }
 
+/// Exit plan mode action
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ExitPlanModeAction {
+    /// Exit plan mode without starting implementation.
+    #[serde(rename = "exit_only")]
+    ExitOnly,
+    /// Exit plan mode and continue in interactive mode.
+    #[serde(rename = "interactive")]
+    Interactive,
+    /// Exit plan mode and continue autonomously.
+    #[serde(rename = "autopilot")]
+    Autopilot,
+    /// Exit plan mode and continue with parallel autonomous workers.
+    #[serde(rename = "autopilot_fleet")]
+    AutopilotFleet,
+}
+
+impl ExitPlanModeAction {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::ExitOnly,
+        Self::Interactive,
+        Self::Autopilot,
+        Self::AutopilotFleet,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::ExitOnly => "exit_only",
+            Self::Interactive => "interactive",
+            Self::Autopilot => "autopilot",
+            Self::AutopilotFleet => "autopilot_fleet",
+        }
+    }
+}
+
+impl std::fmt::Display for ExitPlanModeAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Plan mode exit completion with the user's approval decision and optional feedback
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExitPlanModeCompletedData {
+    /// Request ID of the resolved exit plan mode request; clients should dismiss any UI for this
+    /// request
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Whether the plan was approved by the user
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<bool>,
+    /// Action selected by the user
+    #[serde(rename = "selectedAction", default, skip_serializing_if = "Option::is_none")]
+    pub selected_action: Option<ExitPlanModeAction>,
+    /// Whether edits should be auto-approved without confirmation
+    #[serde(rename = "autoApproveEdits", default, skip_serializing_if = "Option::is_none")]
+    pub auto_approve_edits: Option<bool>,
+    /// Free-form feedback from the user if they requested changes to the plan
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
+}
+
+/// Plan approval request with plan content and available user actions
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExitPlanModeRequestedData {
+    /// Unique identifier for this request; used to respond via session.respondToExitPlanMode()
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Summary of the plan that was created
+    pub summary: String,
+    /// Full content of the plan file
+    #[serde(rename = "planContent")]
+    pub plan_content: String,
+    /// Available actions the user can take
+    pub actions: Vec<ExitPlanModeAction>,
+    /// Recommended action to preselect for the user
+    #[serde(rename = "recommendedAction")]
+    pub recommended_action: ExitPlanModeAction,
+    /// Model the session had selected when the plan was authored, when one is known
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl ExitPlanModeRequestedData {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(request_id: String, summary: String, plan_content: String, actions: Vec<ExitPlanModeAction>, recommended_action: ExitPlanModeAction) -> Self {
+        Self {
+            request_id,
+            summary,
+            plan_content,
+            actions,
+            recommended_action,
+            model: None,
+        }
+    }
+}
+
 /// Discovered extension metadata, including source-qualified ID, name, discovery source, status,
 /// and optional process ID.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22252,6 +22352,392 @@ impl std::fmt::Display for SystemMessageRole {
     }
 }
 
+/// Structured metadata identifying what triggered this notification
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type")]
+pub enum SystemNotification {
+    /// System notification metadata for a background agent that completed or failed, including
+    /// agent ID, type, status, description, and prompt.
+    #[serde(rename = "agent_completed")]
+    AgentCompleted(SystemNotificationAgentCompleted),
+    /// System notification metadata for a background agent that became idle, including agent ID,
+    /// type, and description.
+    #[serde(rename = "agent_idle")]
+    AgentIdle(SystemNotificationAgentIdle),
+    /// System notification metadata for a new inbox message, including entry ID, sender details,
+    /// and summary.
+    #[serde(rename = "new_inbox_message")]
+    NewInboxMessage(SystemNotificationNewInboxMessage),
+    /// System notification metadata for a shell session that completed, including shell ID,
+    /// optional exit code, and description.
+    #[serde(rename = "shell_completed")]
+    ShellCompleted(SystemNotificationShellCompleted),
+    /// System notification metadata for a detached shell session that completed, including shell ID
+    /// and description.
+    #[serde(rename = "shell_detached_completed")]
+    ShellDetachedCompleted(SystemNotificationShellDetachedCompleted),
+    /// System notification metadata for an instruction file discovered during tool access,
+    /// including source, trigger file, and tool.
+    #[serde(rename = "instruction_discovered")]
+    InstructionDiscovered(SystemNotificationInstructionDiscovered),
+    /// System notification metadata for a factory execution attempt that reached a terminal state.
+    #[serde(rename = "factory_completed")]
+    FactoryCompleted(SystemNotificationFactoryCompleted),
+    /// System notification metadata from an external host that does not match a runtime-owned
+    /// notification kind.
+    #[serde(rename = "unclassified")]
+    Unclassified(SystemNotificationUnclassified),
+}
+
+impl SystemNotification {
+    /// The `type` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::AgentCompleted(_) => "agent_completed",
+            Self::AgentIdle(_) => "agent_idle",
+            Self::NewInboxMessage(_) => "new_inbox_message",
+            Self::ShellCompleted(_) => "shell_completed",
+            Self::ShellDetachedCompleted(_) => "shell_detached_completed",
+            Self::InstructionDiscovered(_) => "instruction_discovered",
+            Self::FactoryCompleted(_) => "factory_completed",
+            Self::Unclassified(_) => "unclassified",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SystemNotification {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "agent_completed" => crate::tagged::variant(_rest).map(Self::AgentCompleted),
+            "agent_idle" => crate::tagged::variant(_rest).map(Self::AgentIdle),
+            "new_inbox_message" => crate::tagged::variant(_rest).map(Self::NewInboxMessage),
+            "shell_completed" => crate::tagged::variant(_rest).map(Self::ShellCompleted),
+            "shell_detached_completed" => crate::tagged::variant(_rest).map(Self::ShellDetachedCompleted),
+            "instruction_discovered" => crate::tagged::variant(_rest).map(Self::InstructionDiscovered),
+            "factory_completed" => crate::tagged::variant(_rest).map(Self::FactoryCompleted),
+            "unclassified" => crate::tagged::variant(_rest).map(Self::Unclassified),
+            other => Err(serde::de::Error::unknown_variant(other, &["agent_completed", "agent_idle", "new_inbox_message", "shell_completed", "shell_detached_completed", "instruction_discovered", "factory_completed", "unclassified"])),
+        }
+    }
+}
+
+/// System notification metadata for a background agent that completed or failed, including agent
+/// ID, type, status, description, and prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SystemNotificationAgentCompleted {
+    /// Unique task identifier
+    #[serde(rename = "agentId")]
+    pub agent_id: String,
+    /// Friendly, non-unique name intended for display
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Type of the agent (e.g., explore, task, general-purpose)
+    #[serde(rename = "agentType")]
+    pub agent_type: String,
+    /// Whether the agent completed successfully or failed
+    pub status: SystemNotificationAgentCompletedStatus,
+    /// Human-readable description of the agent task
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The full prompt given to the background agent
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+}
+
+impl SystemNotificationAgentCompleted {
+    /// The required fields; every optional one is `None`.
+    pub fn new(agent_id: String, agent_type: String, status: SystemNotificationAgentCompletedStatus) -> Self {
+        Self {
+            agent_id,
+            display_name: None,
+            agent_type,
+            status,
+            description: None,
+            prompt: None,
+        }
+    }
+}
+
+/// Whether the agent completed successfully or failed
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SystemNotificationAgentCompletedStatus {
+    /// The agent completed successfully.
+    #[serde(rename = "completed")]
+    Completed,
+    /// The agent failed.
+    #[serde(rename = "failed")]
+    Failed,
+}
+
+impl SystemNotificationAgentCompletedStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Completed, Self::Failed];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for SystemNotificationAgentCompletedStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// System notification metadata for a background agent that became idle, including agent ID, type,
+/// and description.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemNotificationAgentIdle {
+    /// Unique task identifier
+    #[serde(rename = "agentId")]
+    pub agent_id: String,
+    /// Friendly, non-unique name intended for display
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Type of the agent (e.g., explore, task, general-purpose)
+    #[serde(rename = "agentType")]
+    pub agent_type: String,
+    /// Human-readable description of the agent task
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// System-generated notification for runtime events like background task completion
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SystemNotificationData {
+    /// The notification text, typically wrapped in \<system_notification\> XML tags
+    pub content: String,
+    /// Structured metadata identifying what triggered this notification
+    pub kind: SystemNotification,
+}
+
+impl SystemNotificationData {
+    /// The required fields; every optional one is `None`.
+    pub fn new(content: String, kind: SystemNotification) -> Self {
+        Self {
+            content,
+            kind,
+        }
+    }
+}
+
+/// System notification metadata for a factory execution attempt that reached a terminal state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SystemNotificationFactoryCompleted {
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Persisted factory name.
+    #[serde(rename = "factoryName")]
+    pub factory_name: String,
+    /// Terminal status reached by this execution attempt.
+    pub status: SystemNotificationFactoryCompletedStatus,
+    /// Subagents consumed by the run across all attempts.
+    #[serde(rename = "consumedSubagents")]
+    pub consumed_subagents: u64,
+    /// Accumulated active execution time in milliseconds.
+    #[serde(rename = "elapsedMs")]
+    pub elapsed_ms: u64,
+    /// Consumed AI usage in nano-AIU.
+    #[serde(rename = "consumedNanoAiu")]
+    pub consumed_nano_aiu: u64,
+    /// Execution attempt that reached this terminal state.
+    pub attempt: u64,
+    /// Bounded prompt-safe preview of the completed result.
+    #[serde(rename = "resultPreview", default, skip_serializing_if = "Option::is_none")]
+    pub result_preview: Option<String>,
+    /// Machine-readable terminal failure details, when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<serde_json::Value>,
+    /// Actionable run_factory resume guidance for a resource-limit failure.
+    #[serde(rename = "retryGuidance", default, skip_serializing_if = "Option::is_none")]
+    pub retry_guidance: Option<String>,
+    /// Pause initiator metadata when this attempt settled as paused.
+    #[serde(rename = "pauseInfo", default, skip_serializing_if = "Option::is_none")]
+    pub pause_info: Option<SystemNotificationFactoryPauseInfo>,
+}
+
+impl SystemNotificationFactoryCompleted {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(run_id: String, factory_name: String, status: SystemNotificationFactoryCompletedStatus, consumed_subagents: u64, elapsed_ms: u64, consumed_nano_aiu: u64, attempt: u64) -> Self {
+        Self {
+            run_id,
+            factory_name,
+            status,
+            consumed_subagents,
+            elapsed_ms,
+            consumed_nano_aiu,
+            attempt,
+            result_preview: None,
+            failure: None,
+            retry_guidance: None,
+            pause_info: None,
+        }
+    }
+}
+
+/// Terminal status reached by a factory execution attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SystemNotificationFactoryCompletedStatus {
+    /// The factory completed successfully.
+    #[serde(rename = "completed")]
+    Completed,
+    /// The factory was halted.
+    #[serde(rename = "halted")]
+    Halted,
+    /// The factory attempt paused intentionally.
+    #[serde(rename = "paused")]
+    Paused,
+    /// The factory was cancelled.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// The factory failed.
+    #[serde(rename = "error")]
+    Error,
+}
+
+impl SystemNotificationFactoryCompletedStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Completed,
+        Self::Halted,
+        Self::Paused,
+        Self::Cancelled,
+        Self::Error,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Halted => "halted",
+            Self::Paused => "paused",
+            Self::Cancelled => "cancelled",
+            Self::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for SystemNotificationFactoryCompletedStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Durable metadata describing who initiated a factory pause.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type")]
+pub enum SystemNotificationFactoryPauseInfo {
+    #[serde(rename = "user")]
+    User,
+    #[serde(rename = "checkpoint")]
+    Checkpoint(SystemNotificationFactoryPauseInfoCheckpoint),
+}
+
+impl SystemNotificationFactoryPauseInfo {
+    /// The `type` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Checkpoint(_) => "checkpoint",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SystemNotificationFactoryPauseInfo {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "user" => Ok(Self::User),
+            "checkpoint" => crate::tagged::variant(_rest).map(Self::Checkpoint),
+            other => Err(serde::de::Error::unknown_variant(other, &["user", "checkpoint"])),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemNotificationFactoryPauseInfoCheckpoint {
+    /// Stable author-defined checkpoint key that initiated the pause.
+    pub key: String,
+}
+
+/// System notification metadata for an instruction file discovered during tool access, including
+/// source, trigger file, and tool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemNotificationInstructionDiscovered {
+    /// Relative path to the discovered instruction file
+    #[serde(rename = "sourcePath")]
+    pub source_path: String,
+    /// Path of the file access that triggered discovery
+    #[serde(rename = "triggerFile")]
+    pub trigger_file: String,
+    /// Tool command that triggered discovery (currently always 'view')
+    #[serde(rename = "triggerTool")]
+    pub trigger_tool: String,
+    /// Human-readable label for the timeline (e.g., 'AGENTS.md from packages/billing/')
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// System notification metadata for a new inbox message, including entry ID, sender details, and
+/// summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemNotificationNewInboxMessage {
+    /// Unique identifier of the inbox entry
+    #[serde(rename = "entryId")]
+    pub entry_id: String,
+    /// Human-readable name of the sender
+    #[serde(rename = "senderName")]
+    pub sender_name: String,
+    /// Category of the sender (e.g., sidekick-agent, plugin, hook)
+    #[serde(rename = "senderType")]
+    pub sender_type: String,
+    /// Short summary shown before the agent decides whether to read the inbox
+    pub summary: String,
+}
+
+/// System notification metadata for a shell session that completed, including shell ID, optional
+/// exit code, and description.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemNotificationShellCompleted {
+    /// Unique identifier of the shell session
+    #[serde(rename = "shellId")]
+    pub shell_id: String,
+    /// Exit code of the shell command, if available
+    #[serde(rename = "exitCode", default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// Human-readable description of the command
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// System notification metadata for a detached shell session that completed, including shell ID and
+/// description.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemNotificationShellDetachedCompleted {
+    /// Unique identifier of the detached shell session
+    #[serde(rename = "shellId")]
+    pub shell_id: String,
+    /// Human-readable description of the command
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// System notification metadata from an external host that does not match a runtime-owned
+/// notification kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemNotificationUnclassified {
+    /// Opaque metadata supplied by the external host, when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
+}
+
 /// Tracked background agent task metadata, including IDs, status, timing, agent type, prompt,
 /// model, result, and latest response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25594,6 +26080,8 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // - SessionsOpenCloud.onTaskCreated: no type in the schema (any JSON)
 // - SessionsOpenHandoff.onConfirm: no type in the schema (any JSON)
 // - SessionsOpenHandoff.onProgress: no type in the schema (any JSON)
+// - SystemNotificationFactoryCompleted.failure: no type in the schema (any JSON)
+// - SystemNotificationUnclassified.metadata: no type in the schema (any JSON)
 // - TaskClientInfo.result: no type in the schema (any JSON)
 // - ToolExecutionCompleteData.mcpMeta: no type in the schema (any JSON)
 // - ToolExecutionCompleteResult.mcpMeta: no type in the schema (any JSON)

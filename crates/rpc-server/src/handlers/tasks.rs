@@ -1,6 +1,6 @@
 //! `session.tasks.*`: the session's background agents (see `loop_engine::subagent::background`):
-//! listed, started, waited for, cancelled and removed. Foreground `task` calls are not tasks
-//! here, so nothing is promotable and no task takes messages.
+//! listed, started, messaged while they run, waited for, cancelled and removed. Foreground `task`
+//! calls are not tasks here, so nothing is promotable.
 
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
@@ -97,6 +97,9 @@ pub async fn send_message(
     ctx: &Ctx,
     p: t::SessionTasksSendMessageParams,
 ) -> Result<t::TasksSendMessageResult, RpcError> {
-    ctx.session(&p.session_id)?;
-    Ok(t::TasksSendMessageResult { sent: false, error: Some(format!("Task \"{}\" not found", p.id)) })
+    let session = ctx.session(&p.session_id)?;
+    Ok(match session.tasks().send_message(&p.id, &p.message) {
+        Ok(()) => t::TasksSendMessageResult { sent: true, error: None },
+        Err(error) => t::TasksSendMessageResult { sent: false, error: Some(error) },
+    })
 }
