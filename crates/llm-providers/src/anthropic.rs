@@ -6,7 +6,7 @@
 //! provider `anthropic` and are sent back verbatim on the next call; their signatures cover
 //! the exact content.
 
-mod request;
+pub(crate) mod request;
 mod response;
 
 use std::sync::Arc;

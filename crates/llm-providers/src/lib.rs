@@ -20,6 +20,8 @@ pub mod responses;
 pub mod retry;
 pub mod sse;
 pub mod transport;
+#[cfg(test)]
+mod wire_cache_tests;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc::UnboundedSender;

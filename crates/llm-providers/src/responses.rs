@@ -21,7 +21,7 @@
 //! # Ok(()) }
 //! ```
 
-mod request;
+pub(crate) mod request;
 mod response;
 mod stream;
 mod transport;

@@ -48,7 +48,9 @@ struct Batch {
 pub(crate) struct Actor {
     handle: SessionHandle,
     deps: Arc<Deps>,
-    view: SessionView,
+    /// Shared with `view_tx`'s receivers: one copy while nothing changes (changes copy it
+    /// once, and the next publish lets the old one go).
+    view: Arc<SessionView>,
     view_tx: watch::Sender<Arc<SessionView>>,
     queue: VecDeque<QueuedMessage>,
     steering: Vec<QueuedMessage>,
@@ -85,7 +87,7 @@ impl Actor {
     pub(crate) fn new(
         handle: SessionHandle,
         deps: Arc<Deps>,
-        view: SessionView,
+        view: Arc<SessionView>,
         view_tx: watch::Sender<Arc<SessionView>>,
         conv: Conversation,
     ) -> Self {
@@ -190,7 +192,7 @@ impl Actor {
 
     /// Publishes the view after a change, for readers and for the run's next turn.
     fn publish(&self) {
-        self.view_tx.send_replace(Arc::new(self.view.clone()));
+        self.view_tx.send_replace(self.view.clone());
     }
 
     async fn handle_input(&mut self, input: SessionInput) -> Flow {
@@ -206,9 +208,9 @@ impl Actor {
                 let _ = reply.send(self.set_mode(mode));
             }
             SessionInput::SwitchModel { model, reasoning_effort, reply } => {
-                let previous = std::mem::replace(&mut self.view.settings.model, model.clone());
+                let previous = std::mem::replace(&mut Arc::make_mut(&mut self.view).settings.model, model.clone());
                 if reasoning_effort.is_some() {
-                    self.view.settings.reasoning_effort = reasoning_effort.clone();
+                    Arc::make_mut(&mut self.view).settings.reasoning_effort = reasoning_effort.clone();
                 }
                 self.publish();
                 self.emit(t::ModelChangeData {
@@ -221,22 +223,22 @@ impl Actor {
                 let _ = reply.send(previous);
             }
             SessionInput::SetApproveAll { enabled, reply } => {
-                self.view.settings.approve_all = enabled;
+                Arc::make_mut(&mut self.view).settings.approve_all = enabled;
                 self.publish();
                 let _ = reply.send(());
             }
             SessionInput::ResetApprovals { reply } => {
-                self.view.approvals.clear();
+                Arc::make_mut(&mut self.view).approvals.clear();
                 self.publish();
                 let _ = reply.send(());
             }
             SessionInput::SetTools { tools, reply } => {
-                self.view.settings.external_tools = tools;
+                Arc::make_mut(&mut self.view).settings.external_tools = tools;
                 self.publish();
                 let _ = reply.send(());
             }
             SessionInput::AddProviders { providers, models, reply } => {
-                let added = self.view.settings.providers.add(providers, models);
+                let added = Arc::make_mut(&mut self.view).settings.providers.add(providers, models);
                 if added.is_ok() {
                     self.publish();
                 }
@@ -256,8 +258,12 @@ impl Actor {
             }
             SessionInput::Agents { op, reply } => {
                 let emitter = crate::subagent::ScopedEmitter { emitter: self.handle.emitter(), scope: None };
-                let result =
-                    crate::agents::control::apply(&mut self.view.settings, op, &self.deps.layout.home, emitter);
+                let result = crate::agents::control::apply(
+                    &mut Arc::make_mut(&mut self.view).settings,
+                    op,
+                    &self.deps.layout.home,
+                    emitter,
+                );
                 self.publish();
                 let _ = reply.send(result);
             }
@@ -278,8 +284,8 @@ impl Actor {
                 let _ = reply.send(self.write_workspace_file(&path, content).await);
             }
             SessionInput::Resume { params, subscriber, reply } => {
-                self.view.settings.apply_resume(&params);
-                self.view.settings.load_files(&self.deps.layout.home);
+                Arc::make_mut(&mut self.view).settings.apply_resume(&params);
+                Arc::make_mut(&mut self.view).settings.load_files(&self.deps.layout.home);
                 self.select_requested_agent(params.agent.as_deref());
                 self.publish();
                 if let Some(sub) = subscriber {
@@ -328,7 +334,7 @@ impl Actor {
                 let _ = reply.send(Activity { has_active_work, abortable: self.batch.is_some() });
             }
             SessionInput::SetSubagentSettings { settings, reply } => {
-                self.view.settings.subagent_settings = settings;
+                Arc::make_mut(&mut self.view).settings.subagent_settings = settings;
                 self.publish();
                 let _ = reply.send(());
             }
@@ -402,7 +408,7 @@ impl Actor {
             SessionInput::RunApproveForSession { keys } => {
                 for k in keys {
                     if !self.view.approvals.contains(&k) {
-                        self.view.approvals.push(k);
+                        Arc::make_mut(&mut self.view).approvals.push(k);
                     }
                 }
                 self.publish();
@@ -427,7 +433,7 @@ impl Actor {
             msg.delivery = UserMessageDelivery::Idle;
             self.queue.push_back(msg);
             self.batch = Some(Batch { cancel: CancellationToken::new(), aborted: false });
-            self.view.running = true;
+            Arc::make_mut(&mut self.view).running = true;
             self.publish();
         }
         self.emit(t::PendingMessagesModifiedData {});
@@ -452,7 +458,12 @@ impl Actor {
         let Some(name) = name else { return };
         let op = crate::agents::control::AgentOp::Select(name.to_string());
         let emitter = crate::subagent::ScopedEmitter { emitter: self.handle.emitter(), scope: None };
-        if let Err(e) = crate::agents::control::apply(&mut self.view.settings, op, &self.deps.layout.home, emitter) {
+        if let Err(e) = crate::agents::control::apply(
+            &mut Arc::make_mut(&mut self.view).settings,
+            op,
+            &self.deps.layout.home,
+            emitter,
+        ) {
             tracing::warn!(session = %self.handle.id(), error = %e, "requested agent not selected");
         }
     }
@@ -461,7 +472,7 @@ impl Actor {
         if self.view.settings.mode == mode {
             return None;
         }
-        let previous = std::mem::replace(&mut self.view.settings.mode, mode);
+        let previous = std::mem::replace(&mut Arc::make_mut(&mut self.view).settings.mode, mode);
         self.publish();
         self.emit(t::ModeChangedData { previous_mode: previous, new_mode: mode });
         Some(previous)
@@ -590,7 +601,7 @@ impl Actor {
             }
         }
         self.batch = None;
-        self.view.running = false;
+        Arc::make_mut(&mut self.view).running = false;
         self.publish();
         // IdleData forbids extra fields (the schema wins over a `backgroundTasks` list), so
         // running background shells are signalled with `session.background_tasks_changed`.
@@ -675,8 +686,8 @@ impl Actor {
                 (summary, false)
             }
         };
-        self.view.name = Some(name.clone());
-        self.view.user_named |= user_named;
+        Arc::make_mut(&mut self.view).name = Some(name.clone());
+        Arc::make_mut(&mut self.view).user_named |= user_named;
         self.publish();
         self.emit(t::TitleChangedData { title: name.clone() });
         if let Err(e) = self.deps.index.rename(self.handle.id(), &name).await {
@@ -688,7 +699,7 @@ impl Actor {
     }
 
     fn update_options(&mut self, p: crate::handle::OptionsPatch) {
-        let s = &mut self.view.settings;
+        let s = &mut Arc::make_mut(&mut self.view).settings;
         let model_change = p.model.filter(|m| *m != s.model).map(|m| (std::mem::replace(&mut s.model, m.clone()), m));
         if p.reasoning_effort.is_some() {
             s.reasoning_effort = p.reasoning_effort.clone();

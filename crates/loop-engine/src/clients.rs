@@ -6,7 +6,6 @@
 //! Like the session's `McpHost`, this is a component with its own short lock beside the actor:
 //! the tools reach the actor's settings through `SessionHandle::set_tools`.
 
-use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use protocol::generated::types as t;
@@ -35,7 +34,9 @@ impl Contribution {
 /// The contributions of every attached client, by subscriber id (connection).
 #[derive(Debug, Default)]
 pub struct Clients {
-    by_client: Mutex<BTreeMap<u64, Contribution>>,
+    /// Sorted by client id. A vector, not a map: a session has one client or a few, and an
+    /// idle session should not hold a map node sized for eleven.
+    by_client: Mutex<Vec<(u64, Contribution)>>,
     /// Tools that went away with their client since the model last heard about it.
     removed_tools: Mutex<Vec<String>>,
 }
@@ -49,7 +50,7 @@ pub struct Union {
 }
 
 impl Clients {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Contribution>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Contribution)>> {
         // Only short map operations happen under this lock; a poisoned one is still consistent.
         self.by_client.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -58,7 +59,10 @@ impl Clients {
     pub fn set(&self, client: u64, contribution: Contribution) -> (Union, Union) {
         let mut map = self.lock();
         let before = union_of(&map);
-        map.insert(client, contribution);
+        match map.binary_search_by_key(&client, |(id, _)| *id) {
+            Ok(i) => map[i].1 = contribution,
+            Err(i) => map.insert(i, (client, contribution)),
+        }
         (before, union_of(&map))
     }
 
@@ -66,12 +70,13 @@ impl Clients {
     pub fn remove(&self, client: u64) -> Option<(Union, Union)> {
         let mut map = self.lock();
         let before = union_of(&map);
-        map.remove(&client)?;
+        let i = map.binary_search_by_key(&client, |(id, _)| *id).ok()?;
+        map.remove(i);
         Some((before, union_of(&map)))
     }
 
     pub fn has(&self, client: u64) -> bool {
-        self.lock().contains_key(&client)
+        self.lock().iter().any(|(id, _)| *id == client)
     }
 
     /// Remembers which tools went away (and which came back) between `before` and `after`.
@@ -111,9 +116,9 @@ impl Clients {
 
 /// Tools and commands by first registration (a later client's tool of the same name is not
 /// offered twice); elicitation when any client answers it.
-fn union_of(map: &BTreeMap<u64, Contribution>) -> Union {
+fn union_of(map: &[(u64, Contribution)]) -> Union {
     let mut out = Union::default();
-    for c in map.values() {
+    for (_, c) in map {
         for tool in &c.tools {
             if !out.tools.iter().any(|t| t.name == tool.name) {
                 out.tools.push(tool.clone());

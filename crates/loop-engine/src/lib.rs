@@ -439,6 +439,13 @@ impl Engine {
         }
     }
 
+    /// Before the process exits with everything written: the index stays open to the end, so
+    /// its WAL is not deleted and made again by the next process (see
+    /// `SessionIndex::leave_open_at_exit`).
+    pub fn leave_index_open_at_exit(&self) {
+        self.deps.index.leave_open_at_exit();
+    }
+
     pub fn loaded_count(&self) -> usize {
         lock(&self.sessions).len()
     }
@@ -466,8 +473,9 @@ impl Engine {
     ) -> SessionHandle {
         let (tx, rx) = tokio::sync::mpsc::channel(actor::INPUT_CAPACITY);
         emitter.set_on_persisted(updated_notifier(self.lifecycle.clone(), id.clone(), start_time.clone()));
-        let view = SessionView { settings, approvals: Vec::new(), running: false, user_named: name.is_some(), name };
-        let (view_tx, view_rx) = tokio::sync::watch::channel(Arc::new(view.clone()));
+        let view =
+            Arc::new(SessionView { settings, approvals: Vec::new(), running: false, user_named: name.is_some(), name });
+        let (view_tx, view_rx) = tokio::sync::watch::channel(view.clone());
         let mcp = mcp_client::McpHost::new(view.settings.cwd.clone(), self.deps.tool_env.clone());
         let emitter = Arc::new(emitter);
         mcp::attach(&mcp, emitter.clone());

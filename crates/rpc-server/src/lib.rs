@@ -28,6 +28,7 @@ mod outbound;
 pub mod permission_state;
 pub mod secret_filter;
 pub mod session_auth;
+mod stdio_pipe;
 pub mod table;
 pub mod tenancy;
 pub mod transport;

@@ -11,8 +11,13 @@ use protocol::jsonrpc::{self, RpcError};
 use crate::Server;
 
 /// Serves the single stdio connection; returns when stdin closes or on `runtime.shutdown`.
+/// Pipes and sockets are polled on the reactor (no blocking-thread hop per read and write).
 pub async fn serve_stdio(server: Arc<Server>) {
-    crate::connection::serve(server, tokio::io::stdin(), tokio::io::stdout()).await;
+    use crate::stdio_pipe::PolledStdio;
+    match PolledStdio::pair() {
+        Some((stdin, stdout)) => crate::connection::serve(server, stdin, stdout).await,
+        None => crate::connection::serve(server, tokio::io::stdin(), tokio::io::stdout()).await,
+    }
 }
 
 /// Binds 127.0.0.1:`port` (0 = any free port). Returns the listener and the bound port.

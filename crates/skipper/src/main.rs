@@ -326,7 +326,9 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
             model: cli.model.clone(),
             cwd,
         };
-        return runner::run(engine, opts).await;
+        let code = runner::run(engine.clone(), opts).await;
+        engine.leave_index_open_at_exit();
+        return code;
     }
     let server = Server::new(
         engine,
@@ -355,6 +357,7 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
     }
     server.engine.shutdown_all();
     server.engine.flush_index().await;
+    server.engine.leave_index_open_at_exit();
     Ok(0)
 }
 

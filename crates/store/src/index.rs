@@ -172,6 +172,18 @@ impl SessionIndex {
         }
     }
 
+    /// Keeps the database open until the process ends, for a process about to exit with
+    /// everything written. Closing SQLite's last connection checkpoints the WAL and deletes it,
+    /// and the next process to write creates it again: an fsync of the new file and one of its
+    /// directory on that first write, on the path of its first session. Left open, the WAL
+    /// stays (SQLite's own crash-safe state, read back at the next open) and is checkpointed as
+    /// it grows.
+    pub fn leave_open_at_exit(&self) {
+        if let Pool::Sqlite(db) = &self.pool {
+            std::mem::forget(db.clone());
+        }
+    }
+
     /// Inserts or replaces a row. `has_user_message` never goes back from true to false: a
     /// session that has been listed stays listed.
     pub async fn upsert(&self, row: &SessionRow) -> Result<(), StoreError> {

@@ -105,6 +105,26 @@ async fn open_creates_the_file_and_reopens_with_data() {
 }
 
 #[tokio::test]
+async fn an_index_left_open_at_exit_keeps_its_wal_and_the_next_open_sees_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::new(dir.path().join("home"));
+    let wal = layout.db_path().with_file_name("skipper-index.db-wal");
+    let index = SessionIndex::open(layout.db_path()).await.unwrap();
+    index.upsert(&row("kept", "2026-01-01T00:00:01.000Z", true)).await.unwrap();
+    index.touch_later("kept", "2026-01-01T00:00:07.000Z");
+    index.flush().await.unwrap();
+    index.leave_open_at_exit();
+    drop(index);
+    // Closed, the last connection would have checkpointed the WAL and deleted it.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert!(wal.is_file(), "the WAL was deleted");
+    let reopened = SessionIndex::open(layout.db_path()).await.unwrap();
+    let got = reopened.get("kept").await.unwrap().expect("the row is there");
+    assert_eq!(got.updated_at, "2026-01-01T00:00:07.000Z");
+    reopened.close().await;
+}
+
+#[tokio::test]
 async fn a_deleted_home_is_recreated_and_the_index_carries_on() {
     let dir = tempfile::tempdir().unwrap();
     let layout = Layout::new(dir.path().join("home"));
