@@ -3,79 +3,26 @@
 
 from __future__ import annotations
 
-import hashlib
-import os
-import selectors
-import subprocess
-import time
 from pathlib import Path
 
 import openai
 import pytest
 
-from conftest import SKIPPER_BIN, Ctx
+import serve_support
+from conftest import Ctx
 
 TOKEN = "python-openai-tenant-token"
 
 
-def _start_serve(ctx: Ctx) -> tuple[subprocess.Popen, str, Path]:
-    config = ctx.root / "server.toml"
-    digest = hashlib.sha256(TOKEN.encode()).hexdigest()
-    config.write_text(
-        f'[[tenants]]\nname = "py"\ntoken_sha256 = "{digest}"\n\n'
-        '[[agents]]\nname = "pilot"\ntenant = "py"\ninstructions = "Keep answers short."\n'
-        'allow_tools = ["view"]\n\n[extensions]\nverify_signatures = false\n',
-        encoding="utf-8",
-    )
-    stderr_path = ctx.root / "serve.stderr"
-    with open(stderr_path, "wb") as stderr:
-        proc = subprocess.Popen(
-            [
-                str(SKIPPER_BIN), "serve",
-                "--listen", "127.0.0.1:0", "--sdk-listen", "127.0.0.1:0",
-                "--config", str(config), "--home", str(ctx.copilot_home),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            env=ctx.env(GH_TOKEN="fake-token-for-e2e-tests"),
-            cwd=ctx.work_dir,
-        )
-    assert proc.stdout is not None
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + 15
-    buf = b""
-    try:
-        while b"listening" not in buf or not buf.endswith(b"\n"):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not sel.select(timeout=remaining):
-                raise RuntimeError("skipper serve printed no `listening` line within 15 s")
-            chunk = os.read(proc.stdout.fileno(), 4096)
-            if not chunk:
-                raise RuntimeError("skipper serve exited: " + stderr_path.read_text(errors="replace"))
-            buf += chunk
-    finally:
-        sel.close()
-    line = next(l for l in buf.decode().splitlines() if "listening" in l)
-    http = line.split("http://", 1)[1].split()[0]
-    return proc, http, stderr_path
-
-
 @pytest.fixture
 def base_url(ctx: Ctx):
-    proc, http, stderr_path = _start_serve(ctx)
-    yield f"http://{http}/v1"
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
-    if proc.stdout:
-        proc.stdout.close()
-    print("----- skipper serve stderr -----")
-    print(stderr_path.read_text(errors="replace")[-20000:])
+    config = serve_support.tenant("py", TOKEN) + (
+        '[[agents]]\nname = "pilot"\ntenant = "py"\ninstructions = "Keep answers short."\n'
+        'allow_tools = ["view"]\n\n[extensions]\nverify_signatures = false\n'
+    )
+    served = serve_support.start(ctx, config, home=ctx.copilot_home, state_dir=ctx.root)
+    yield f"http://{served.http}/v1"
+    serve_support.stop(served)
 
 
 def _client(base_url: str, token: str = TOKEN) -> openai.OpenAI:

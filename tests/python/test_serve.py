@@ -4,94 +4,30 @@ selects the tenant."""
 
 from __future__ import annotations
 
-import hashlib
-import os
-import selectors
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from copilot.session import PermissionHandler
 
-from conftest import SKIPPER_BIN, Ctx
+import serve_support
+from conftest import Ctx
 
 TOKEN = "python-tenant-token"
 OTHER_TOKEN = "another-tenant-token"
 
 
-def _start_serve(ctx: Ctx) -> tuple[subprocess.Popen, str, Path]:
-    proc, sdk, _http, stderr_path = _start_serve_with(ctx)
-    return proc, sdk, stderr_path
-
-
-def _start_serve_with(ctx: Ctx, **env: str) -> tuple[subprocess.Popen, str, str, Path]:
-    """`skipper serve` with two tenants; returns (process, SDK address, HTTP address, stderr file)."""
-    config = ctx.root / "server.toml"
-    tenants = [("py", TOKEN), ("other", OTHER_TOKEN)]
-    config.write_text(
-        "".join(
-            f'[[tenants]]\nname = "{name}"\ntoken_sha256 = "{hashlib.sha256(token.encode()).hexdigest()}"\n'
-            for name, token in tenants
-        ),
-        encoding="utf-8",
-    )
-    stderr_path = ctx.root / "serve.stderr"
-    with open(stderr_path, "wb") as stderr:
-        proc = subprocess.Popen(
-            [
-                str(SKIPPER_BIN), "serve",
-                "--listen", "127.0.0.1:0", "--sdk-listen", "127.0.0.1:0",
-                "--config", str(config), "--home", str(ctx.copilot_home),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            env=ctx.env(GH_TOKEN="fake-token-for-e2e-tests", **env),
-            cwd=ctx.work_dir,
-        )
-    assert proc.stdout is not None
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + 15
-    buf = b""
-    try:
-        # The readiness line, not a sleep: it is printed once both ports accept connections.
-        while b"listening" not in buf or not buf.endswith(b"\n"):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not sel.select(timeout=remaining):
-                raise RuntimeError("skipper serve printed no `listening` line within 15 s")
-            chunk = os.read(proc.stdout.fileno(), 4096)
-            if not chunk:
-                raise RuntimeError("skipper serve exited: " + stderr_path.read_text(errors="replace"))
-            buf += chunk
-    finally:
-        sel.close()
-    line = next(l for l in buf.decode().splitlines() if "listening" in l)
-    sdk = line.split("tcp://", 1)[1].split()[0]
-    http = line.split("http://", 1)[1].split()[0]
-    return proc, sdk, http, stderr_path
-
-
-def _stop(proc: subprocess.Popen, stderr_path: Path) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
-    if proc.stdout:
-        proc.stdout.close()
-    print("----- skipper serve stderr -----")
-    print(stderr_path.read_text(errors="replace")[-20000:])
+def _start_serve_with(ctx: Ctx, **env: str) -> serve_support.Served:
+    """`skipper serve` with two tenants."""
+    config = serve_support.tenant("py", TOKEN) + serve_support.tenant("other", OTHER_TOKEN)
+    return serve_support.start(ctx, config, home=ctx.copilot_home, state_dir=ctx.root, **env)
 
 
 @pytest.fixture
 def serve(ctx: Ctx):
-    proc, sdk, stderr_path = _start_serve(ctx)
-    yield sdk
-    _stop(proc, stderr_path)
+    served = _start_serve_with(ctx)
+    yield served.sdk
+    serve_support.stop(served)
 
 
 async def test_sdk_runs_a_turn_on_the_team_server(ctx: Ctx, serve: str, make_client):
@@ -151,7 +87,8 @@ def _sessions_active(http: str) -> int:
 async def test_an_idle_session_unloads_and_a_new_client_resumes_it_unchanged(ctx: Ctx, make_client):
     import asyncio
 
-    proc, sdk, http, stderr_path = _start_serve_with(ctx, SKIPPER_IDLE_UNLOAD_MS="200")
+    served = _start_serve_with(ctx, SKIPPER_IDLE_UNLOAD_MS="200")
+    sdk, http = served.sdk, served.http
     try:
         ctx.fake.replies({"text": "Noted: the code word is HERON."}, {"text": "HERON"})
         first = make_client(uri=sdk, connection_token=TOKEN)
@@ -180,4 +117,4 @@ async def test_an_idle_session_unloads_and_a_new_client_resumes_it_unchanged(ctx
         assert "Noted: the code word is HERON." in contents, contents
         await second.stop()
     finally:
-        _stop(proc, stderr_path)
+        serve_support.stop(served)

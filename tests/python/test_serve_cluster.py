@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import glob
-import hashlib
 import os
-import selectors
 import shutil
 import socket
 import subprocess
@@ -20,7 +18,8 @@ import pytest
 
 from copilot.session import PermissionHandler
 
-from conftest import SKIPPER_BIN, Ctx
+import serve_support
+from conftest import Ctx
 
 TOKEN = "cluster-tenant-token"
 
@@ -75,59 +74,22 @@ def postgres():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _start_node(ctx: Ctx, name: str, database_url: str) -> tuple[subprocess.Popen, str, Path]:
+def _start_node(ctx: Ctx, name: str, database_url: str) -> serve_support.Served:
     node_dir = ctx.root / f"node-{name}"
     home = node_dir / "home"
     home.mkdir(parents=True)
-    config = node_dir / "server.toml"
-    digest = hashlib.sha256(TOKEN.encode()).hexdigest()
-    config.write_text(
-        f'[[tenants]]\nname = "team"\ntoken_sha256 = "{digest}"\n\n'
-        f'[cluster]\nnode_id = "{name}"\nlease_ttl_s = 2\n',
-        encoding="utf-8",
+    config = serve_support.tenant("team", TOKEN) + f'[cluster]\nnode_id = "{name}"\nlease_ttl_s = 2\n'
+    return serve_support.start(
+        ctx, config, home=home, state_dir=node_dir, args=["--database-url", database_url], wait_s=20
     )
-    stderr_path = node_dir / "stderr"
-    with open(stderr_path, "wb") as stderr:
-        proc = subprocess.Popen(
-            [
-                str(SKIPPER_BIN), "serve", "--listen", "127.0.0.1:0", "--sdk-listen", "127.0.0.1:0",
-                "--config", str(config), "--home", str(home), "--database-url", database_url,
-            ],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
-            env=ctx.env(GH_TOKEN="fake-token-for-e2e-tests"), cwd=ctx.work_dir,
-        )
-    assert proc.stdout is not None
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + 20
-    buf = b""
-    try:
-        while b"listening" not in buf or not buf.endswith(b"\n"):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not sel.select(timeout=remaining):
-                raise RuntimeError("no `listening` line: " + stderr_path.read_text(errors="replace"))
-            chunk = os.read(proc.stdout.fileno(), 4096)
-            if not chunk:
-                raise RuntimeError("skipper serve exited: " + stderr_path.read_text(errors="replace"))
-            buf += chunk
-    finally:
-        sel.close()
-    line = next(l for l in buf.decode().splitlines() if "listening" in l)
-    return proc, line.split("tcp://", 1)[1].split()[0], stderr_path
 
 
 @pytest.fixture
 def nodes(ctx: Ctx, postgres: str) -> list[tuple[subprocess.Popen, str]]:
     started = [_start_node(ctx, "a", postgres), _start_node(ctx, "b", postgres)]
-    yield [(proc, sdk) for proc, sdk, _ in started]
-    for proc, _, stderr_path in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
-        if proc.stdout:
-            proc.stdout.close()
-        print(f"----- {stderr_path.parent.name} stderr -----")
-        print(stderr_path.read_text(errors="replace")[-10000:])
+    yield [(served.proc, served.sdk) for served in started]
+    for served in started:
+        serve_support.stop(served, kill=True, label=served.stderr_path.parent.name)
 
 
 async def test_created_on_one_node_resumed_and_followed_on_another(ctx: Ctx, nodes: list[str], make_client):

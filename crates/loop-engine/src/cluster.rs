@@ -7,13 +7,16 @@
 //! One periodic [`Engine::cluster_tick`] per node does the renewing, relaying and taking over.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use protocol::methods::SessionConfigParams;
 use store::pg::{Lease, PgEvents};
 
 use crate::{lock, Engine, EngineError};
+
+/// How often lifecycle rows older than an hour are dropped.
+const PRUNE_EVERY: Duration = Duration::from_secs(300);
 
 /// How a node takes part in a cluster.
 #[derive(Debug, Clone)]
@@ -38,6 +41,10 @@ pub(crate) struct Cluster {
     pub(crate) files: crate::shared_files::Mirror,
     /// The last lifecycle row of another node told to this node's clients (`None`: not read yet).
     lifecycle_seq: tokio::sync::Mutex<Option<i64>>,
+    /// Sessions run here that persisted events since the last tick, with their start time: one
+    /// `session.updated` each goes to the other nodes' clients.
+    updated: Mutex<HashMap<String, String>>,
+    last_prune: Mutex<Option<Instant>>,
 }
 
 struct Follower {
@@ -59,6 +66,8 @@ impl Cluster {
             last_renewal: Mutex::new(Instant::now()),
             files: Default::default(),
             lifecycle_seq: Default::default(),
+            updated: Mutex::default(),
+            last_prune: Mutex::default(),
         }
     }
 
@@ -100,6 +109,11 @@ impl Cluster {
         lock(&self.owned).contains(id)
     }
 
+    /// A session run here persisted an event (its start excepted, as for `session.updated` here).
+    pub(crate) fn note_updated(&self, id: &str, start_time: &str) {
+        lock(&self.updated).insert(id.to_string(), start_time.to_string());
+    }
+
     pub(crate) fn pg(&self) -> &PgEvents {
         &self.pg
     }
@@ -107,6 +121,34 @@ impl Cluster {
     pub(crate) fn add_follower(&self, id: &str, owner: &str, params: &SessionConfigParams, last_seq: i64) {
         let follower = Follower { owner: owner.to_string(), params: params.clone(), last_seq };
         lock(&self.followers).insert(id.to_string(), follower);
+    }
+}
+
+/// A session's files, sent to the database before an event that may mention them (a tool's
+/// completion, a compaction's checkpoint): once that event is persisted another node may follow
+/// or take the session over, and a kill -9 right after must not lose what it names. Awaited on
+/// the turn, but when nothing changed it costs a walk of the session directory's sizes and
+/// times; on one node, or for a session another node runs, nothing.
+#[derive(Clone)]
+pub(crate) struct FilesBarrier(Option<(Arc<Cluster>, crate::SessionHandle, std::path::PathBuf)>);
+
+impl FilesBarrier {
+    pub(crate) fn of(deps: &crate::Deps, handle: &crate::SessionHandle) -> Self {
+        let cluster = deps.cluster.clone().filter(|_| handle.remote_state().is_none());
+        Self(cluster.map(|c| (c, handle.clone(), deps.layout.session_dir(handle.id()))))
+    }
+
+    pub(crate) async fn share(&self) {
+        let Some((cluster, handle, dir)) = &self.0 else { return };
+        let id = handle.id();
+        if !cluster.owns(id) {
+            return;
+        }
+        // The event count stays: the events after this one still ask for the tick's push.
+        let events = cluster.files.pushed_events(id);
+        if let Err(e) = cluster.files.push(&cluster.pg, id, dir, events).await {
+            tracing::warn!(session = %id, error = %e, "sharing session files failed");
+        }
     }
 }
 
@@ -203,18 +245,55 @@ impl Engine {
         self.cluster.as_ref().and_then(|c| c.following(id))
     }
 
-    /// One round of cluster work: renew the leases of sessions loaded here, give up those of
-    /// sessions that unloaded, relay new events to followers, and take over sessions whose
-    /// owner's lease lapsed. Called every few hundred milliseconds by the server.
+    /// One round of cluster work: [`Engine::cluster_tick_own`], then [`Engine::cluster_follow`].
     pub async fn cluster_tick(&self) {
+        self.cluster_tick_own().await;
+        self.cluster_follow().await;
+    }
+
+    /// The work for sessions run here: renew the leases of sessions loaded here, give up those
+    /// of sessions that unloaded, share changed files, tell other nodes of updates. Called every
+    /// few hundred milliseconds by the server.
+    pub async fn cluster_tick_own(&self) {
         let Some(cluster) = &self.cluster else { return };
         self.renew_and_release(cluster).await;
         self.share_changed_files(cluster).await;
+        self.publish_updated(cluster).await;
+    }
+
+    /// Relays new events to followers and takes over sessions whose owner's lease lapsed: on a
+    /// wake-up from the database, and polled as a fallback.
+    pub async fn cluster_follow(&self) {
+        let Some(cluster) = &self.cluster else { return };
         let ids: Vec<String> = lock(&cluster.followers).keys().cloned().collect();
         for id in ids {
-            if let Err(e) = self.follow_tick(cluster, &id).await {
-                tracing::warn!(session = %id, error = %e, "following a session on another node failed");
+            self.follow_one(cluster, &id).await;
+        }
+    }
+
+    /// A session's log or files changed in the database: relays at once if it is followed here.
+    pub async fn cluster_session_changed(&self, id: &str) {
+        let Some(cluster) = &self.cluster else { return };
+        if lock(&cluster.followers).contains_key(id) {
+            self.follow_one(cluster, id).await;
+        }
+    }
+
+    /// Starts listening for the database's wake-ups (`None` on one node or when it cannot).
+    pub async fn cluster_wakeups(&self) -> Option<store::pg::Wakeups> {
+        let cluster = self.cluster.as_ref()?;
+        match cluster.pg.listen().await {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot LISTEN for cluster wake-ups; polling only");
+                None
             }
+        }
+    }
+
+    async fn follow_one(&self, cluster: &Cluster, id: &str) {
+        if let Err(e) = self.follow_tick(cluster, id).await {
+            tracing::warn!(session = %id, error = %e, "following a session on another node failed");
         }
     }
 
@@ -248,6 +327,28 @@ impl Engine {
                     lock(&cluster.owned).remove(id);
                 }
                 Err(e) => tracing::warn!(session = %id, error = %e, "renewing a session lease failed"),
+            }
+        }
+    }
+
+    /// One `session.updated` per session run here that persisted events since the last tick,
+    /// for the other nodes' clients (this node's heard one per event). Old lifecycle rows are
+    /// dropped every few minutes.
+    async fn publish_updated(&self, cluster: &Cluster) {
+        let updated: Vec<(String, String)> = lock(&cluster.updated).drain().collect();
+        for (id, start_time) in updated {
+            let notification = protocol::methods::LifecycleNotification {
+                kind: "session.updated".into(),
+                session_id: id,
+                metadata: Some(protocol::methods::LifecycleMetadata { start_time, modified_time: crate::now() }),
+            };
+            self.publish_lifecycle(&notification).await;
+        }
+        let due = lock(&cluster.last_prune).is_none_or(|t| t.elapsed() >= PRUNE_EVERY);
+        if due {
+            *lock(&cluster.last_prune) = Some(Instant::now());
+            if let Err(e) = cluster.pg.prune_lifecycle().await {
+                tracing::warn!(error = %e, "pruning lifecycle notifications failed");
             }
         }
     }

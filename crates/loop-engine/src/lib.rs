@@ -129,6 +129,8 @@ pub(crate) struct Deps {
     pub tool_env: Arc<Vec<(String, String)>>,
     pub version: String,
     pub models: Mutex<Option<Vec<ModelInfo>>>,
+    /// Several nodes: a tool's files reach the database before its completion event.
+    pub cluster: Option<Arc<cluster::Cluster>>,
 }
 
 impl Deps {
@@ -151,7 +153,7 @@ pub struct Engine {
     sessions: Mutex<HashMap<String, SessionHandle>>,
     lifecycle: Arc<Mutex<Vec<Arc<dyn LifecycleSubscriber>>>>,
     /// Several nodes on one database: leases and followers (`None` on one node).
-    cluster: Option<cluster::Cluster>,
+    cluster: Option<Arc<cluster::Cluster>>,
 }
 
 /// Locks a mutex, recovering it if a panicking holder poisoned it: every lock in this crate
@@ -279,7 +281,7 @@ impl Engine {
     ) -> Self {
         let layout = Layout::new(config.home.clone());
         let cluster = match (cluster, events.postgres()) {
-            (Some(settings), Some(pg)) => Some(cluster::Cluster::new(settings, pg.clone())),
+            (Some(settings), Some(pg)) => Some(Arc::new(cluster::Cluster::new(settings, pg.clone()))),
             _ => None,
         };
         Self {
@@ -293,6 +295,7 @@ impl Engine {
                 tool_env: Arc::new(config.tool_env),
                 version: config.version,
                 models: Mutex::new(None),
+                cluster: cluster.clone(),
             }),
             default_model: config.default_model,
             default_cwd: config.default_cwd,
@@ -334,15 +337,19 @@ fn broadcast(subscribers: &Mutex<Vec<Arc<dyn LifecycleSubscriber>>>, params: &Li
 }
 
 /// `session.updated` for every client, after each persisted event of a session (its start
-/// excepted: `session.created` announces that).
+/// excepted: `session.created` announces that); several nodes: once a tick for the others.
 fn updated_notifier(
     subscribers: Arc<Mutex<Vec<Arc<dyn LifecycleSubscriber>>>>,
+    cluster: Option<Arc<cluster::Cluster>>,
     session_id: String,
     start_time: String,
 ) -> emitter::PersistedHook {
     Box::new(move |kind| {
         if kind == "session.start" {
             return;
+        }
+        if let Some(cluster) = &cluster {
+            cluster.note_updated(&session_id, &start_time);
         }
         let params = LifecycleNotification {
             kind: "session.updated".into(),
@@ -472,7 +479,12 @@ impl Engine {
         storage: Storage,
     ) -> SessionHandle {
         let (tx, rx) = tokio::sync::mpsc::channel(actor::INPUT_CAPACITY);
-        emitter.set_on_persisted(updated_notifier(self.lifecycle.clone(), id.clone(), start_time.clone()));
+        emitter.set_on_persisted(updated_notifier(
+            self.lifecycle.clone(),
+            self.cluster.clone(),
+            id.clone(),
+            start_time.clone(),
+        ));
         let view =
             Arc::new(SessionView { settings, approvals: Vec::new(), running: false, user_named: name.is_some(), name });
         let (view_tx, view_rx) = tokio::sync::watch::channel(view.clone());

@@ -1,29 +1,82 @@
 //! Several nodes share no disk: the files in a session's directory besides its log (`plan.md`,
-//! `checkpoints/`, `files/`, spilled outputs) are mirrored in the database. The node running a
-//! session pushes what changed (after a client's change, after events were persisted, before it
-//! gives the lease up); a node loading, following or taking over the session writes the
-//! database's copy out first. Only the lease holder pushes, so the database's copy is the
-//! running node's.
+//! `checkpoints/`, `files/`, spilled outputs, the `sql` tool's `session.db`) are mirrored in the
+//! database. The node running a session pushes what changed (after a client's change, after
+//! each tool call before its completion event, after events were persisted, before it gives the
+//! lease up); a node loading, following or taking over the session writes the database's copy
+//! out first. Only the lease holder pushes, so the database's copy is the running node's.
+//!
+//! A push looks at every file's size and modification time and reads only those that changed
+//! (or changed too recently for the time to tell), so a push after a tool that wrote nothing
+//! costs a directory walk. Files over 16 MiB go in pieces, read and written one at a time.
+//! `session.db` is live (its connection stays open): it goes as a consistent snapshot taken with
+//! SQLite's backup, and is restored in place, so an open connection on the receiving node reads
+//! the new content.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
-use store::pg::PgEvents;
+use store::pg::{PgEvents, SharedFile, INLINE_MAX_BYTES};
 use store::StoreError;
 
 use crate::lock;
 
-/// Files larger than this stay local (a log of their own would not fit a row well).
-const MAX_FILE_BYTES: u64 = 16 << 20;
+/// The `sql` tool's database, shared as a snapshot.
+const SESSION_DB: &str = "session.db";
+
+/// Suffix of a file being written out from the database (renamed into place when complete).
+const PULLING: &str = ".skipper-pull";
+
+/// Where the snapshot of `session.db` is taken before it is sent (skipped by the scan).
+const DB_SNAPSHOT: &str = "session.db.share";
+
+/// A file modified this close to when it was read may change again without its modification
+/// time changing (coarse file-system clocks): it is read again at the next push.
+const SETTLE: Duration = Duration::from_secs(1);
 
 /// Entries of a session directory that are not mirrored: the log and metadata have tables of
-/// their own, and a live SQLite database cannot be copied file by file.
+/// their own, SQLite's side files are not the database, and half-written pulls are not files.
 fn skipped(relative: &str) -> bool {
-    matches!(relative, "events.jsonl" | "workspace.yaml") || relative.starts_with("session.db")
+    matches!(relative, "events.jsonl" | "workspace.yaml")
+        || (relative.starts_with(SESSION_DB) && relative != SESSION_DB)
+        || relative.ends_with(PULLING)
 }
 
-/// What this node last pushed or wrote out, per session: a file's content hash by path, and
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stat {
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+impl Stat {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        Self { len: meta.len(), modified: meta.modified().ok() }
+    }
+}
+
+/// What this node knows a file's content to be, and the stat it had then.
+#[derive(Debug, Clone)]
+struct Seen {
+    hash: u64,
+    stat: Stat,
+    /// The stat alone tells a later change (it was old enough when the file was read).
+    settled: bool,
+}
+
+impl Seen {
+    fn new(hash: u64, stat: Stat, read_at: SystemTime) -> Self {
+        let settled = stat.modified.is_some_and(|m| m + SETTLE < read_at);
+        Self { hash, stat, settled }
+    }
+
+    fn unchanged(&self, now: &Stat) -> bool {
+        self.settled && self.stat == *now
+    }
+}
+
+/// What this node last pushed or wrote out, per session: each file's content hash by path, and
 /// the newest version read from the database.
 #[derive(Default)]
 pub(crate) struct Mirror {
@@ -34,20 +87,31 @@ pub(crate) struct Mirror {
 
 #[derive(Default, Clone)]
 struct Known {
-    hashes: HashMap<String, u64>,
+    files: HashMap<String, Seen>,
     version: i64,
     /// The session's persisted event count at the last push (a push after new events only).
     events: usize,
 }
 
-fn hash(bytes: &[u8]) -> u64 {
+fn hash_reader(mut from: impl Read) -> std::io::Result<u64> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    bytes.hash(&mut h);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match from.read(&mut buf)? {
+            0 => return Ok(h.finish()),
+            n => h.write(&buf[..n]),
+        }
+    }
+}
+
+fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    h.write(bytes);
     h.finish()
 }
 
-/// Every mirrored file under `dir`, by relative path.
-fn scan(dir: &Path) -> HashMap<String, Vec<u8>> {
+/// Every mirrored file under `dir`, by relative path, with its stat.
+fn scan(dir: &Path) -> HashMap<String, Stat> {
     let mut found = HashMap::new();
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
@@ -59,9 +123,8 @@ fn scan(dir: &Path) -> HashMap<String, Vec<u8>> {
             if kind.is_dir() {
                 stack.push(rel);
             } else if kind.is_file() && !skipped(&name) {
-                let small = entry.metadata().is_ok_and(|m| m.len() <= MAX_FILE_BYTES);
-                if let (true, Ok(bytes)) = (small, std::fs::read(entry.path())) {
-                    found.insert(name, bytes);
+                if let Ok(meta) = entry.metadata() {
+                    found.insert(name, Stat::of(&meta));
                 }
             }
         }
@@ -80,6 +143,53 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     move |source| StoreError::Io { path: path.display().to_string(), source }
 }
 
+/// A file read for a push: its stat before reading, its hash, and its content when small.
+struct ForPush {
+    stat: Stat,
+    read_at: SystemTime,
+    hash: u64,
+    /// `None`: larger than a row; sent in pieces from `source`.
+    inline: Option<Vec<u8>>,
+    source: PathBuf,
+    len: u64,
+}
+
+/// Reads one file of `dir` for a push (`session.db` through a snapshot). `None`: it is gone.
+fn read_for_push(dir: &Path, relative: &str) -> Result<Option<ForPush>, StoreError> {
+    let path = dir.join(relative);
+    let read_at = SystemTime::now();
+    let meta = match std::fs::metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error(&path)(e)),
+    };
+    let stat = Stat::of(&meta);
+    let source = if relative == SESSION_DB {
+        let snap = dir.join(DB_SNAPSHOT);
+        let _ = std::fs::remove_file(&snap);
+        store::session_db::snapshot(&path, &snap).map_err(|e| StoreError::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        snap
+    } else {
+        path
+    };
+    let len = std::fs::metadata(&source).map_err(io_error(&source))?.len();
+    let (hash, inline) = if len <= INLINE_MAX_BYTES {
+        let bytes = match std::fs::read(&source) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error(&source)(e)),
+        };
+        (hash_bytes(&bytes), Some(bytes))
+    } else {
+        let file = std::fs::File::open(&source).map_err(io_error(&source))?;
+        (hash_reader(file).map_err(io_error(&source))?, None)
+    };
+    Ok(Some(ForPush { stat, read_at, hash, inline, source, len }))
+}
+
 impl Mirror {
     /// Forgets a session (deleted, or no longer loaded here).
     pub(crate) fn forget(&self, id: &str) {
@@ -91,23 +201,48 @@ impl Mirror {
         lock(&self.known).get(id).is_none_or(|k| k.events != events)
     }
 
+    /// The persisted event count recorded at the session's last push (0: none yet).
+    pub(crate) fn pushed_events(&self, id: &str) -> usize {
+        lock(&self.known).get(id).map_or(0, |k| k.events)
+    }
+
     /// Sends what changed in `dir` since the last push.
     pub(crate) async fn push(&self, pg: &PgEvents, id: &str, dir: &Path, events: usize) -> Result<(), StoreError> {
         let _one = self.busy.lock().await;
         let scan_dir = dir.to_path_buf();
-        let files = tokio::task::spawn_blocking(move || scan(&scan_dir)).await.unwrap_or_default();
+        let found = tokio::task::spawn_blocking(move || scan(&scan_dir)).await.unwrap_or_default();
         let mut known = lock(&self.known).get(id).cloned().unwrap_or_default();
-        for (path, bytes) in &files {
-            let h = hash(bytes);
-            if known.hashes.get(path) != Some(&h) {
-                pg.put_file(id, path, Some(bytes)).await?;
-                known.hashes.insert(path.clone(), h);
+        for (path, stat) in &found {
+            if known.files.get(path).is_some_and(|s| s.unchanged(stat)) {
+                continue;
             }
+            let (read_dir, rel) = (dir.to_path_buf(), path.clone());
+            let read = tokio::task::spawn_blocking(move || read_for_push(&read_dir, &rel))
+                .await
+                .map_err(|e| StoreError::Io { path: path.clone(), source: std::io::Error::other(e) })??;
+            let Some(read) = read else { continue };
+            if known.files.get(path).map(|s| s.hash) != Some(read.hash) {
+                let sent = match &read.inline {
+                    Some(bytes) => pg.put_file(id, path, Some(bytes)).await,
+                    None => {
+                        tracing::debug!(session = %id, path = %path, bytes = read.len, "sharing a large file in pieces");
+                        let mut file = tokio::fs::File::open(&read.source).await.map_err(io_error(&read.source))?;
+                        pg.put_file_chunked(id, path, &mut file).await
+                    }
+                };
+                if path == SESSION_DB {
+                    let _ = tokio::fs::remove_file(&read.source).await;
+                }
+                sent?;
+            } else if path == SESSION_DB {
+                let _ = tokio::fs::remove_file(&read.source).await;
+            }
+            known.files.insert(path.clone(), Seen::new(read.hash, read.stat, read.read_at));
         }
-        let removed: Vec<String> = known.hashes.keys().filter(|p| !files.contains_key(*p)).cloned().collect();
+        let removed: Vec<String> = known.files.keys().filter(|p| !found.contains_key(*p)).cloned().collect();
         for path in removed {
             pg.put_file(id, &path, None).await?;
-            known.hashes.remove(&path);
+            known.files.remove(&path);
         }
         known.events = events;
         lock(&self.known).insert(id.to_string(), known);
@@ -124,32 +259,66 @@ impl Mirror {
         }
         for file in changed {
             known.version = known.version.max(file.version);
-            let Some(path) = inside(dir, &file.path) else {
+            let Some(target) = inside(dir, &file.path) else {
                 tracing::warn!(session = %id, path = %file.path, "ignoring a shared file outside the session");
                 continue;
             };
-            match &file.content {
-                Some(bytes) => {
-                    if let Some(parent) = path.parent() {
-                        std::fs::create_dir_all(parent).map_err(io_error(parent))?;
-                    }
-                    std::fs::write(&path, bytes).map_err(io_error(&path))?;
-                    known.hashes.insert(file.path.clone(), hash(bytes));
+            if file.removed() {
+                match std::fs::remove_file(&target) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_error(&target)(e)),
+                    _ => {}
                 }
-                None => {
-                    match std::fs::remove_file(&path) {
-                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                            return Err(io_error(&path)(e));
-                        }
-                        _ => {}
-                    }
-                    known.hashes.remove(&file.path);
-                }
+                known.files.remove(&file.path);
+                continue;
             }
+            let read_at = SystemTime::now();
+            let (hash, stat) = write_out(pg, id, &file, &target).await?;
+            known.files.insert(file.path.clone(), Seen::new(hash, stat, read_at));
         }
         lock(&self.known).insert(id.to_string(), known);
         Ok(())
     }
+}
+
+/// Writes one shared file to `target` whole or not at all: into a side file first, then renamed
+/// into place (`session.db`: restored into the database already there). Returns the content's
+/// hash and the written file's stat.
+async fn write_out(pg: &PgEvents, id: &str, file: &SharedFile, target: &Path) -> Result<(u64, Stat), StoreError> {
+    if let Some(parent) = target.parent() {
+        tokio::fs::create_dir_all(parent).await.map_err(io_error(parent))?;
+    }
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let side = target.with_file_name(format!("{name}{PULLING}"));
+    match &file.content {
+        Some(bytes) => tokio::fs::write(&side, bytes).await.map_err(io_error(&side))?,
+        None => {
+            let mut out = tokio::fs::File::create(&side).await.map_err(io_error(&side))?;
+            pg.copy_file_chunks(id, &file.path, &mut out).await?;
+            out.sync_all().await.map_err(io_error(&side))?;
+        }
+    }
+    let (side_c, target_c, is_db) = (side.clone(), target.to_path_buf(), file.path == SESSION_DB);
+    let placed = tokio::task::spawn_blocking(move || -> Result<(u64, Stat), StoreError> {
+        let hash = hash_reader(std::fs::File::open(&side_c).map_err(io_error(&side_c))?).map_err(io_error(&side_c))?;
+        if is_db && target_c.exists() {
+            let restored = store::session_db::restore(&target_c, &side_c);
+            let _ = std::fs::remove_file(&side_c);
+            restored.map_err(|e| StoreError::Io {
+                path: target_c.display().to_string(),
+                source: std::io::Error::other(e.to_string()),
+            })?;
+        } else {
+            std::fs::rename(&side_c, &target_c).map_err(io_error(&target_c))?;
+        }
+        let stat = Stat::of(&std::fs::metadata(&target_c).map_err(io_error(&target_c))?);
+        Ok((hash, stat))
+    })
+    .await
+    .map_err(|e| StoreError::Io { path: side.display().to_string(), source: std::io::Error::other(e) })?;
+    if placed.is_err() {
+        let _ = tokio::fs::remove_file(&side).await;
+    }
+    placed
 }
 
 #[cfg(test)]
@@ -157,19 +326,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_log_metadata_and_database_stay_local_and_paths_stay_inside() {
+    fn the_log_metadata_and_side_files_stay_local_and_paths_stay_inside() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("events.jsonl"), "{}\n").unwrap();
         std::fs::write(dir.path().join("workspace.yaml"), "id: x\n").unwrap();
         std::fs::write(dir.path().join("session.db"), "x").unwrap();
+        std::fs::write(dir.path().join("session.db-journal"), "x").unwrap();
+        std::fs::write(dir.path().join(DB_SNAPSHOT), "x").unwrap();
         std::fs::write(dir.path().join("plan.md"), "# Plan").unwrap();
+        std::fs::write(dir.path().join(format!("plan.md{PULLING}")), "# Pl").unwrap();
         std::fs::create_dir_all(dir.path().join("files/notes")).unwrap();
         std::fs::write(dir.path().join("files/notes/a.txt"), "a").unwrap();
         let mut found: Vec<String> = scan(dir.path()).into_keys().collect();
         found.sort();
-        assert_eq!(found, ["files/notes/a.txt", "plan.md"]);
+        assert_eq!(found, ["files/notes/a.txt", "plan.md", "session.db"]);
         assert!(inside(dir.path(), "../escape").is_none());
         assert!(inside(dir.path(), "/etc/passwd").is_none());
         assert_eq!(inside(dir.path(), "files/a").unwrap(), dir.path().join("files/a"));
+    }
+
+    #[test]
+    fn a_file_read_just_after_it_changed_is_read_again_and_an_old_one_is_trusted_by_its_stat() {
+        let now = SystemTime::now();
+        let stat = Stat { len: 3, modified: Some(now) };
+        assert!(!Seen::new(1, stat, now).unchanged(&stat), "modified as it was read");
+        let old = Stat { len: 3, modified: Some(now - Duration::from_secs(5)) };
+        assert!(Seen::new(1, old, now).unchanged(&old));
+        assert!(!Seen::new(1, old, now).unchanged(&Stat { len: 4, ..old }));
+        // Hashing in pieces agrees with hashing the whole.
+        assert_eq!(hash_reader(&b"abcdef"[..]).unwrap(), hash_bytes(b"abcdef"));
     }
 }

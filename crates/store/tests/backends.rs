@@ -225,3 +225,40 @@ async fn a_stopped_database_is_not_ready() {
     }
     assert!(back, "the pool reconnects once the database is back");
 }
+
+fn within<F: std::future::Future>(what: F) -> tokio::time::Timeout<F> {
+    tokio::time::timeout(std::time::Duration::from_secs(20), what)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_files_go_in_pieces_and_changes_wake_other_nodes() {
+    let Some(cluster) = pg_cluster::PgCluster::start() else { return };
+    let (_, a) = postgres(&cluster, "a").await;
+    let (_, b) = postgres(&cluster, "b").await;
+    let mut woken = b.listen().await.unwrap();
+
+    // Two pieces and a bit, written and read one piece at a time.
+    let big: Vec<u8> = (0..(2 * store::pg::CHUNK_BYTES + 5)).map(|i| (i % 251) as u8).collect();
+    a.put_file_chunked("s", "files/big.bin", &mut &big[..]).await.unwrap();
+    let first = within(woken.next()).await.expect("a wake-up").unwrap();
+    assert_eq!(first, store::pg::Wakeup::Session("s".into()));
+    let [file] = &b.files_after("s", 0).await.unwrap()[..] else { panic!("one file") };
+    assert_eq!((file.content.as_ref(), file.chunks, file.removed()), (None, 3, false));
+    let mut copied = Vec::new();
+    assert_eq!(b.copy_file_chunks("s", "files/big.bin", &mut copied).await.unwrap(), big.len() as u64);
+    assert!(copied == big, "the pieces in order");
+
+    // Small again: inline, its pieces gone; then removed.
+    a.put_file("s", "files/big.bin", Some(b"small")).await.unwrap();
+    let [small] = &b.files_after("s", file.version).await.unwrap()[..] else { panic!("one change") };
+    assert_eq!((small.content.as_deref(), small.chunks), (Some(&b"small"[..]), 0));
+    let mut none = Vec::new();
+    assert_eq!(b.copy_file_chunks("s", "files/big.bin", &mut none).await.unwrap(), 0);
+    a.put_file("s", "files/big.bin", None).await.unwrap();
+    assert!(b.files_after("s", small.version).await.unwrap()[0].removed());
+
+    // A lifecycle row wakes the other nodes too.
+    a.publish_lifecycle("s", "{}").await.unwrap();
+    let lifecycle = async { while woken.next().await.unwrap() != store::pg::Wakeup::Lifecycle {} };
+    within(lifecycle).await.expect("a lifecycle wake-up");
+}

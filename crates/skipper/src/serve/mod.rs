@@ -192,21 +192,50 @@ enum Database {
     Postgres(String),
 }
 
-/// How often a node renews its leases, relays events to followers and looks for sessions to
-/// take over. Small against any sensible `lease_ttl_s`.
+/// How often a node renews its leases and shares its sessions' files and updates. Small
+/// against any sensible `lease_ttl_s`.
 const CLUSTER_TICK: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// While the database wakes a node up (LISTEN/NOTIFY), followers and lifecycle rows are still
+/// polled every this many ticks: a notification sent while the listener reconnected is lost,
+/// and a lapsed lease (a dead owner) notifies nobody.
+const POLL_EVERY_TICKS_WHEN_LISTENING: u32 = 4;
 
 async fn cluster_loop(server: Arc<Server>) {
     let mut tick = tokio::time::interval(CLUSTER_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut wakeups = server.engine.cluster_wakeups().await;
+    // The first read marks where this node starts hearing of other nodes' sessions.
+    relay_lifecycle(&server).await;
+    let mut ticks: u32 = 0;
     loop {
         tokio::select! {
             _ = server.shutdown.cancelled() => return,
             _ = tick.tick() => {
-                server.engine.cluster_tick().await;
-                relay_lifecycle(&server).await;
+                server.engine.cluster_tick_own().await;
+                ticks = ticks.wrapping_add(1);
+                if wakeups.is_none() || ticks.is_multiple_of(POLL_EVERY_TICKS_WHEN_LISTENING) {
+                    server.engine.cluster_follow().await;
+                    relay_lifecycle(&server).await;
+                }
             }
+            woken = next_wakeup(&mut wakeups) => match woken {
+                Ok(store::pg::Wakeup::Session(id)) => server.engine.cluster_session_changed(&id).await,
+                Ok(store::pg::Wakeup::Lifecycle) => relay_lifecycle(&server).await,
+                Err(e) => {
+                    tracing::warn!(error = %e, "lost the cluster wake-ups; polling only");
+                    wakeups = None;
+                }
+            },
         }
+    }
+}
+
+/// The next wake-up from the database; never, without a listener.
+async fn next_wakeup(wakeups: &mut Option<store::pg::Wakeups>) -> Result<store::pg::Wakeup, store::StoreError> {
+    match wakeups {
+        Some(w) => w.next().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -236,14 +236,17 @@ async fn a_follower_refuses_changes_naming_the_owner_and_shares_its_plan_and_fil
         // A changes the plan and removes the file while B follows: B sees both.
         ca.ok("session.plan.update", json!({"sessionId": sid, "content": "# Plan v2\n"})).await;
         ca.ok("session.workspaces.removePath", json!({"sessionId": sid, "path": "notes/a.md"})).await;
+        // Two changes, two pushes: B may be woken for each separately.
+        let read_note = json!({"sessionId": sid, "path": "notes/a.md"});
         for _ in 0..80 {
-            if plan_of(&cb, &sid).await == json!("# Plan v2\n") {
+            let gone = cb.call("session.workspaces.readFile", read_note.clone()).await.is_err();
+            if plan_of(&cb, &sid).await == json!("# Plan v2\n") && gone {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
         assert_eq!(plan_of(&cb, &sid).await, json!("# Plan v2\n"), "B follows A's plan");
-        let gone = cb.call("session.workspaces.readFile", json!({"sessionId": sid, "path": "notes/a.md"})).await;
+        let gone = cb.call("session.workspaces.readFile", read_note).await;
         assert!(gone.is_err(), "the file A removed is gone on B: {gone:?}");
 
         // A dies; B takes over with A's latest plan, and now changes it itself.
@@ -293,6 +296,47 @@ async fn sessions_created_and_deleted_on_one_node_are_announced_on_every_node_to
         // Beta's client on B heard nothing of alpha's session (it was told before alpha's).
         assert_eq!(beta_on_b.inbound().iter().filter(|m| m["method"] == json!("session.lifecycle")).count(), 0);
         assert_eq!(lifecycle(&alpha_on_b, &sid, "session.created"), 1, "told once");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn what_a_turn_wrote_and_large_files_outlive_a_killed_node_and_updates_reach_other_nodes() {
+    let Some(pg) = PgCluster::start() else { return };
+    with_timeout(120, async {
+        let mut a = node(&pg, "a").await;
+        let b = node(&pg, "b").await;
+        let ca = a.tenant(ALPHA).await;
+        let sid = ca.create_session(json!({})).await;
+        let cb = b.tenant(ALPHA).await;
+        cb.ok("session.resume", json!({"sessionId": sid})).await;
+
+        // A file too large for one row, in A's copy of the session's directory.
+        let big: Vec<u8> = (0..(17u32 << 20)).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let files = a.session_dir(&sid).join("files");
+        std::fs::create_dir_all(&files).unwrap();
+        std::fs::write(files.join("big.bin"), &big).unwrap();
+
+        // A's turn records a todo with the `sql` tool (its session.db), then A hangs mid-turn.
+        let insert =
+            json!({"description": "Track", "query": "INSERT INTO todos (id, title) VALUES ('t1', 'Written on a')"});
+        a.fake.push_reply(Reply::ToolCalls(vec![("sql".into(), insert.to_string())]));
+        a.fake.push_reply(Reply::Hang);
+        ca.send(&sid, "track it").await;
+        let done = cb.wait_for_event(&sid, "tool.execution_complete", T).await;
+        assert_eq!(done["data"]["success"], json!(true), "{done}");
+        // B's client heard that the session changed, as A's clients did.
+        cb.wait_until(T, "session.updated on B", |c| (lifecycle(c, &sid, "session.updated") > 0).then_some(())).await;
+
+        // kill -9 A as soon as B saw the tool's result: what the tool wrote was already shared.
+        a.child.start_kill().unwrap();
+        a.child.wait().await.unwrap();
+        cb.wait_for_event(&sid, "session.resume", Duration::from_secs(LEASE_TTL_S + 5)).await;
+        let todos = cb.ok("session.plan.readSqlTodos", json!({"sessionId": sid})).await;
+        assert!(todos.to_string().contains("Written on a"), "{todos}");
+        let copied = std::fs::read(b.session_dir(&sid).join("files/big.bin")).expect("the large file on B");
+        assert!(copied == big, "the large file arrived whole ({} of {} bytes)", copied.len(), big.len());
+        assert!(!b.stderr_text().contains("panicked"), "{}", b.stderr_text());
     })
     .await;
 }

@@ -116,6 +116,11 @@ impl Serve {
         c
     }
 
+    /// This node's copy of a session's directory.
+    pub(crate) fn session_dir(&self, session_id: &str) -> PathBuf {
+        self.dirs.copilot_home.join("session-state").join(session_id)
+    }
+
     fn workspace(&self, tenant: &str) -> PathBuf {
         self.dirs.copilot_home.join("workspaces").join(tenant)
     }

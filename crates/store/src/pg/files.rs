@@ -1,28 +1,48 @@
 //! A session's own files (everything in its directory but the log and `workspace.yaml`) in
 //! `session_files`, so nodes that share no disk see the same plan, checkpoints and workspace
-//! files (migration `postgres/0004_shared_files.sql`).
+//! files (migration `postgres/0004_shared_files.sql`). A file over [`INLINE_MAX_BYTES`] is kept in
+//! pieces of [`CHUNK_BYTES`] (`session_file_chunks`, migration `postgres/0005_large_files.sql`),
+//! read and written one piece at a time so neither side holds it whole.
 
+use futures::TryStreamExt;
 use sqlx::Row;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::PgEvents;
 use crate::StoreError;
 
-/// One file's latest state: its content, or `None` once removed.
+/// Files up to this size are one row; larger ones go in pieces.
+pub const INLINE_MAX_BYTES: u64 = 16 << 20;
+
+/// The size of one piece of a large file.
+pub const CHUNK_BYTES: usize = 4 << 20;
+
+/// One file's latest state: its content inline, in `chunks` pieces, or neither once removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedFile {
     /// Relative to the session's directory, `/`-separated.
     pub path: String,
     pub content: Option<Vec<u8>>,
+    /// Pieces in `session_file_chunks` (0: inline or removed); read them with
+    /// [`PgEvents::copy_file_chunks`].
+    pub chunks: i32,
     pub version: i64,
 }
 
+impl SharedFile {
+    pub fn removed(&self) -> bool {
+        self.content.is_none() && self.chunks == 0
+    }
+}
+
 impl PgEvents {
-    /// Records a file's content (`None`: removed).
+    /// Records a file's content (`None`: removed), dropping the pieces of an earlier large copy.
     pub async fn put_file(&self, id: &str, path: &str, content: Option<&[u8]>) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO session_files (session_id, path, content) VALUES ($1, $2, $3) \
+            "WITH gone AS (DELETE FROM session_file_chunks WHERE session_id = $1 AND path = $2) \
+             INSERT INTO session_files (session_id, path, content, chunks) VALUES ($1, $2, $3, 0) \
              ON CONFLICT (session_id, path) DO UPDATE \
-               SET content = excluded.content, version = nextval('session_files_version')",
+               SET content = excluded.content, chunks = 0, version = nextval('session_files_version')",
         )
         .bind(id)
         .bind(path)
@@ -32,17 +52,101 @@ impl PgEvents {
         Ok(())
     }
 
+    /// Records a large file's content in pieces read from `source` one at a time; readers see
+    /// the old pieces or the new ones, never a mix (one transaction).
+    pub async fn put_file_chunked(
+        &self,
+        id: &str,
+        path: &str,
+        source: &mut (dyn AsyncRead + Unpin + Send),
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query("DELETE FROM session_file_chunks WHERE session_id = $1 AND path = $2")
+            .bind(id)
+            .bind(path)
+            .execute(&mut *tx)
+            .await?;
+        let mut n: i32 = 0;
+        let mut piece = Vec::with_capacity(CHUNK_BYTES);
+        loop {
+            piece.clear();
+            let read = (&mut *source)
+                .take(CHUNK_BYTES as u64)
+                .read_to_end(&mut piece)
+                .await
+                .map_err(|source| StoreError::Io { path: path.to_string(), source })?;
+            if read == 0 && n > 0 {
+                break;
+            }
+            sqlx::query("INSERT INTO session_file_chunks (session_id, path, n, data) VALUES ($1, $2, $3, $4)")
+                .bind(id)
+                .bind(path)
+                .bind(n)
+                .bind(&piece)
+                .execute(&mut *tx)
+                .await?;
+            n += 1;
+            if read < CHUNK_BYTES {
+                break;
+            }
+        }
+        sqlx::query(
+            "INSERT INTO session_files (session_id, path, content, chunks) VALUES ($1, $2, NULL, $3) \
+             ON CONFLICT (session_id, path) DO UPDATE \
+               SET content = NULL, chunks = excluded.chunks, version = nextval('session_files_version')",
+        )
+        .bind(id)
+        .bind(path)
+        .bind(n)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Writes a large file's pieces to `out` in order, one at a time (a single statement: the
+    /// pieces of one version). Returns the bytes written.
+    pub async fn copy_file_chunks(
+        &self,
+        id: &str,
+        path: &str,
+        out: &mut (dyn AsyncWrite + Unpin + Send),
+    ) -> Result<u64, StoreError> {
+        let mut rows =
+            sqlx::query("SELECT data FROM session_file_chunks WHERE session_id = $1 AND path = $2 ORDER BY n")
+                .bind(id)
+                .bind(path)
+                .fetch(self.pool());
+        let mut written = 0u64;
+        let io = |source| StoreError::Io { path: path.to_string(), source };
+        while let Some(row) = rows.try_next().await? {
+            let data: Vec<u8> = row.try_get(0)?;
+            out.write_all(&data).await.map_err(io)?;
+            written += data.len() as u64;
+        }
+        out.flush().await.map_err(io)?;
+        Ok(written)
+    }
+
     /// The files changed after `version`, in the order they changed.
     pub async fn files_after(&self, id: &str, version: i64) -> Result<Vec<SharedFile>, StoreError> {
         let rows = sqlx::query(
-            "SELECT path, content, version FROM session_files WHERE session_id = $1 AND version > $2 ORDER BY version",
+            "SELECT path, content, chunks, version FROM session_files \
+             WHERE session_id = $1 AND version > $2 ORDER BY version",
         )
         .bind(id)
         .bind(version)
         .fetch_all(self.pool())
         .await?;
         rows.into_iter()
-            .map(|row| Ok(SharedFile { path: row.try_get(0)?, content: row.try_get(1)?, version: row.try_get(2)? }))
+            .map(|row| {
+                Ok(SharedFile {
+                    path: row.try_get(0)?,
+                    content: row.try_get(1)?,
+                    chunks: row.try_get(2)?,
+                    version: row.try_get(3)?,
+                })
+            })
             .collect()
     }
 }

@@ -9,11 +9,13 @@
 mod files;
 mod leases;
 mod log;
+mod notify;
 mod writer;
 
-pub use files::{LifecycleRow, SharedFile};
+pub use files::{LifecycleRow, SharedFile, CHUNK_BYTES, INLINE_MAX_BYTES};
 pub use leases::Lease;
 pub use log::DbLog;
+pub use notify::{Wakeup, Wakeups};
 
 use sqlx::postgres::PgPool;
 use sqlx::Row;
@@ -128,6 +130,7 @@ impl PgEvents {
             "DELETE FROM session_meta WHERE session_id = $1",
             "DELETE FROM session_leases WHERE session_id = $1",
             "DELETE FROM session_files WHERE session_id = $1",
+            "DELETE FROM session_file_chunks WHERE session_id = $1",
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
         }

@@ -1,0 +1,86 @@
+//! Wake-ups from the database: the triggers of migration `postgres/0006_notify.sql` NOTIFY
+//! channel `skipper_cluster` when a session's events or files change, or a lifecycle row is
+//! written. A node LISTENs on its own connection; notifications lost while it reconnects are
+//! caught by the polling it keeps as a fallback.
+
+use sqlx::postgres::PgListener;
+
+use super::PgEvents;
+use crate::StoreError;
+
+const CHANNEL: &str = "skipper_cluster";
+
+/// What changed, as a notification tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wakeup {
+    /// A session's log or files changed.
+    Session(String),
+    /// A session was created or deleted somewhere, or changed (`session.lifecycle`).
+    Lifecycle,
+}
+
+impl Wakeup {
+    fn parse(payload: &str) -> Option<Self> {
+        match payload.split_once(':') {
+            Some(("e" | "f", id)) if !id.is_empty() => Some(Wakeup::Session(id.to_string())),
+            _ if payload == "l" => Some(Wakeup::Lifecycle),
+            _ => None,
+        }
+    }
+}
+
+/// A node's LISTEN connection, read by a task of its own (so waiting for the next wake-up can
+/// be given up at any point without losing part of a message). Wake-ups a slow reader has not
+/// taken are dropped past a bound: the polling catches up.
+pub struct Wakeups {
+    rx: tokio::sync::mpsc::Receiver<Result<Wakeup, StoreError>>,
+}
+
+impl Wakeups {
+    /// The next wake-up. `Err` when the connection is lost and cannot be made again; the
+    /// listener reconnects by itself otherwise (what was sent meanwhile is lost).
+    pub async fn next(&mut self) -> Result<Wakeup, StoreError> {
+        self.rx.recv().await.unwrap_or(Err(StoreError::Unsupported("the cluster listener stopped")))
+    }
+}
+
+impl PgEvents {
+    /// Starts listening for wake-ups.
+    pub async fn listen(&self) -> Result<Wakeups, StoreError> {
+        let mut listener = PgListener::connect_with(self.pool()).await?;
+        listener.listen(CHANNEL).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(1024);
+        tokio::spawn(async move {
+            loop {
+                let woken = match listener.recv().await {
+                    Ok(n) => match Wakeup::parse(n.payload()) {
+                        Some(w) => Ok(w),
+                        None => continue,
+                    },
+                    Err(e) => Err(StoreError::from(e)),
+                };
+                let failed = woken.is_err();
+                match tx.try_send(woken) {
+                    Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => return,
+                    _ if failed => return,
+                    _ => {}
+                }
+            }
+        });
+        Ok(Wakeups { rx })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_name_what_changed() {
+        assert_eq!(Wakeup::parse("e:abc"), Some(Wakeup::Session("abc".into())));
+        assert_eq!(Wakeup::parse("f:a:b"), Some(Wakeup::Session("a:b".into())));
+        assert_eq!(Wakeup::parse("l"), Some(Wakeup::Lifecycle));
+        assert_eq!(Wakeup::parse("e:"), None);
+        assert_eq!(Wakeup::parse("x:abc"), None);
+    }
+}
