@@ -25,6 +25,7 @@ pub mod event_reader;
 mod external;
 pub mod file_tracking;
 mod frontmatter;
+mod github_mcp;
 mod handle;
 pub mod history;
 mod hooks;
@@ -585,7 +586,7 @@ impl Engine {
         self.publish_lifecycle(&created).await;
         self.broadcast_lifecycle(created);
         handle.emitter().emit(start);
-        mcp::configure(handle.mcp(), &settings, params);
+        mcp::configure(handle.mcp(), &self.deps.model, &settings, params);
         write_workspace_yaml(&self.deps, &handle, &settings, None).await;
         if let Some(remote) = remote {
             if let Err(e) = remote.ensure_checkpoint_index().await {
@@ -623,7 +624,7 @@ impl Engine {
             }
             match handle.resume(params.clone(), subscriber.clone()).await {
                 Ok(()) => {
-                    mcp::configure(handle.mcp(), &handle.view().settings, params);
+                    mcp::configure(handle.mcp(), &self.deps.model, &handle.view().settings, params);
                     return Ok(handle);
                 }
                 // The idle unloader ended it just now: load it again from disk.
@@ -735,7 +736,7 @@ impl Engine {
             for sub in subscribers {
                 first.subscribe(sub);
             }
-            mcp::configure(first.mcp(), &first.view().settings, params);
+            mcp::configure(first.mcp(), &self.deps.model, &first.view().settings, params);
             return Ok(first);
         }
         for sub in subscribers {
@@ -744,7 +745,7 @@ impl Engine {
         if follow.is_none() && !params.disable_resume.unwrap_or(false) {
             handle.emitter().emit(resume_event);
         }
-        mcp::configure(handle.mcp(), &handle.view().settings, params);
+        mcp::configure(handle.mcp(), &self.deps.model, &handle.view().settings, params);
         Ok(handle)
     }
 

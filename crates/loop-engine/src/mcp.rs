@@ -40,6 +40,13 @@ pub(crate) fn wire_status(s: Status) -> t::McpServerStatus {
     }
 }
 
+pub(crate) fn wire_source(s: mcp_client::Source) -> t::McpServerSource {
+    match s {
+        mcp_client::Source::User => t::McpServerSource::User,
+        mcp_client::Source::Builtin => t::McpServerSource::Builtin,
+    }
+}
+
 pub(crate) fn wire_transport(s: &ServerSummary) -> Option<t::McpServerTransport> {
     match s.transport? {
         "stdio" => Some(t::McpServerTransport::Stdio),
@@ -53,12 +60,17 @@ fn loaded_server(s: &ServerSummary) -> t::McpServersLoadedServer {
     let mut out = t::McpServersLoadedServer::new(s.name.clone(), wire_status(s.status));
     out.error = s.error.clone();
     out.transport = wire_transport(s);
-    out.source = Some(t::McpServerSource::User);
+    out.source = Some(wire_source(s.source));
     out
 }
 
 /// Starts (or re-points) the session's servers from create/resume params. Never waits.
-pub(crate) fn configure(host: &McpHost, settings: &SessionSettings, params: &protocol::methods::SessionConfigParams) {
+pub(crate) fn configure(
+    host: &McpHost,
+    model: &Arc<dyn llm_providers::ModelClient>,
+    settings: &SessionSettings,
+    params: &protocol::methods::SessionConfigParams,
+) {
     host.set_cwd(settings.cwd.clone());
     let mut servers = serde_json::Map::new();
     for dir in params.plugin_directories.iter().flatten() {
@@ -70,6 +82,7 @@ pub(crate) fn configure(host: &McpHost, settings: &SessionSettings, params: &pro
     if params.mcp_servers.is_some() || !servers.is_empty() {
         host.configure(&servers, params.disabled_mcp_servers.as_deref().unwrap_or_default());
     }
+    crate::github_mcp::configure(host, model, params);
 }
 
 /// The MCP tools offered to the model, after `availableTools` / `excludedTools`.
