@@ -14,7 +14,7 @@ import asyncio
 
 from copilot.session import PermissionHandler
 
-from conftest import GITHUB_TOKEN, Ctx, record_events, tool_results
+from conftest import GITHUB_TOKEN, Ctx, raw_request, record_events, tool_results
 
 NAME = "github-mcp-server"
 
@@ -135,3 +135,25 @@ async def test_own_toolsets_and_no_discovery(ctx: Ctx, client):
     assert headers["x-mcp-toolsets"] == "actions,repos"
     assert headers["x-mcp-tools"] == "get_me"
     assert "x-mcp-insiders" not in headers
+
+
+async def test_remove_github_drops_only_the_built_in_server(ctx: Ctx, client):
+    session = await client.create_session(
+        on_permission_request=PermissionHandler.approve_all,
+        enable_config_discovery=True,
+    )
+    await wait_listed(session, "connected")
+    sid = session.session_id
+    assert (await raw_request(client, "session.mcp.removeGitHub", {"sessionId": sid}))["removed"] is True
+    assert NAME not in [s.name for s in (await session.rpc.mcp.list()).servers]
+    assert (await raw_request(client, "session.mcp.removeGitHub", {"sessionId": sid}))["removed"] is False
+
+    own = await client.create_session(
+        on_permission_request=PermissionHandler.approve_all,
+        enable_config_discovery=True,
+        mcp_servers={NAME: {"type": "http", "url": ctx.fake.url + "/mcp", "tools": ["*"]}},
+    )
+    await wait_listed(own, "connected")
+    assert (await raw_request(client, "session.mcp.removeGitHub", {"sessionId": own.session_id}))["removed"] is False
+    listed = [s for s in (await own.rpc.mcp.list()).servers if s.name == NAME]
+    assert [value(s.source) for s in listed] == ["user"]

@@ -49,6 +49,7 @@ pub mod system_prompt;
 pub mod tool_filter;
 pub mod ui_requests;
 mod user_input;
+mod user_mcp;
 pub mod user_shell;
 
 use std::collections::HashMap;
@@ -586,7 +587,7 @@ impl Engine {
         self.publish_lifecycle(&created).await;
         self.broadcast_lifecycle(created);
         handle.emitter().emit(start);
-        mcp::configure(handle.mcp(), &self.deps.model, &settings, params);
+        mcp::configure(handle.mcp(), &self.deps, &settings, params);
         write_workspace_yaml(&self.deps, &handle, &settings, None).await;
         if let Some(remote) = remote {
             if let Err(e) = remote.ensure_checkpoint_index().await {
@@ -624,7 +625,7 @@ impl Engine {
             }
             match handle.resume(params.clone(), subscriber.clone()).await {
                 Ok(()) => {
-                    mcp::configure(handle.mcp(), &self.deps.model, &handle.view().settings, params);
+                    mcp::configure(handle.mcp(), &self.deps, &handle.view().settings, params);
                     return Ok(handle);
                 }
                 // The idle unloader ended it just now: load it again from disk.
@@ -736,7 +737,7 @@ impl Engine {
             for sub in subscribers {
                 first.subscribe(sub);
             }
-            mcp::configure(first.mcp(), &self.deps.model, &first.view().settings, params);
+            mcp::configure(first.mcp(), &self.deps, &first.view().settings, params);
             return Ok(first);
         }
         for sub in subscribers {
@@ -745,7 +746,7 @@ impl Engine {
         if follow.is_none() && !params.disable_resume.unwrap_or(false) {
             handle.emitter().emit(resume_event);
         }
-        mcp::configure(handle.mcp(), &self.deps.model, &handle.view().settings, params);
+        mcp::configure(handle.mcp(), &self.deps, &handle.view().settings, params);
         Ok(handle)
     }
 

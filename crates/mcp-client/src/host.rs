@@ -350,9 +350,10 @@ impl McpHost {
         lock(&self.inner.deferred).insert(name.to_string(), Deferred { resolve, disabled });
     }
 
-    /// Drops a built-in server registered with [`Self::defer`] (started or not).
-    pub fn undefer(&self, name: &str) {
-        lock(&self.inner.deferred).remove(name);
+    /// Drops a built-in server registered with [`Self::defer`] (started or not); whether there
+    /// was one.
+    pub fn undefer(&self, name: &str) -> bool {
+        let was_deferred = lock(&self.inner.deferred).remove(name).is_some();
         let removed = {
             let mut map = lock(&self.inner.servers);
             match map.get(name) {
@@ -360,12 +361,14 @@ impl McpHost {
                 _ => None,
             }
         };
+        let was_started = removed.is_some();
         if let Some(e) = removed {
             if let Some(stop) = e.stop {
                 stop.cancel();
             }
             self.emit(HostEvent::ToolsChanged);
         }
+        was_deferred || was_started
     }
 
     /// Starts the servers registered with [`Self::defer`] (a no-op once they have started).
