@@ -164,6 +164,12 @@ impl FakeModel {
             .with_context(|| format!("timed out waiting for {n} model requests (have {})", self.requests().len()))
     }
 
+    /// Every request to the GitHub MCP endpoint (`/mcp`, `/mcp/readonly`) so far, oldest first:
+    /// `{"method": "POST", "path": "/mcp", "headers": {…}, "body": {…}}`.
+    pub fn mcp_requests(&self) -> Vec<Value> {
+        self.shared.lock().mcp_requests.clone()
+    }
+
     /// Forgets captured requests/exchanges only.
     pub fn clear_requests(&self) {
         let mut st = self.shared.lock();

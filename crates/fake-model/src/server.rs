@@ -22,6 +22,7 @@ use crate::reply::{reply_to_json, Reply};
 use crate::snapshot::{Match, Snapshot, StoredError};
 
 mod anthropic;
+pub(crate) mod github_mcp;
 
 /// Models listed by `/models` when no snapshot (or override) provides a list.
 pub const DEFAULT_MODELS: &[&str] = &["claude-sonnet-4.5", "gpt-4.1"];
@@ -58,6 +59,8 @@ pub(crate) struct FakeState {
     pub exchanges: Vec<Value>,
     pub models: Option<Vec<String>>,
     pub users_by_token: HashMap<String, Value>,
+    /// Requests to the GitHub MCP endpoint (`/mcp`, `/mcp/readonly`), oldest first.
+    pub mcp_requests: Vec<Value>,
 }
 
 impl FakeState {
@@ -133,6 +136,9 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/openai/v1/responses", post(responses::responses))
         .route("/openai/responses", post(responses::responses))
         .route("/agents/{*rest}", get(memory).post(memory))
+        .route("/mcp", post(github_mcp::post).get(github_mcp::other).delete(github_mcp::other))
+        .route("/mcp/readonly", post(github_mcp::post).get(github_mcp::other).delete(github_mcp::other))
+        .route("/_fake/mcp_requests", get(github_mcp::requests))
         .route("/_fake/load", post(ctl_load))
         .route("/_fake/workdir", post(ctl_workdir))
         .route("/_fake/replies", post(ctl_replies))

@@ -266,6 +266,15 @@ impl ModelClient for CopilotClient {
         }))
     }
 
+    async fn copilot_api(&self) -> Result<Option<crate::CopilotApi>, ProviderError> {
+        let base_url = self.base_url(&CancellationToken::new()).await?;
+        Ok(Some(crate::CopilotApi {
+            base_url,
+            token: crate::provider::Secret::new(self.token()?),
+            integration_id: self.config.integration_id.clone(),
+        }))
+    }
+
     async fn chat(
         &self,
         req: ChatRequest,

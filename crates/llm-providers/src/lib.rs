@@ -47,6 +47,22 @@ pub trait ModelClient: Send + Sync {
     async fn endpoint(&self) -> Result<Option<Endpoint>, ProviderError> {
         Ok(None)
     }
+
+    /// The Copilot API this client talks to, for the services beside the model that live
+    /// there (the built-in GitHub MCP server at `<base>/mcp`). `None`: not the Copilot API.
+    async fn copilot_api(&self) -> Result<Option<CopilotApi>, ProviderError> {
+        Ok(None)
+    }
+}
+
+/// The Copilot API's base URL and the credentials a request to it carries.
+#[derive(Debug, Clone)]
+pub struct CopilotApi {
+    /// No trailing slash.
+    pub base_url: String,
+    pub token: provider::Secret,
+    /// `copilot-integration-id`.
+    pub integration_id: String,
 }
 
 /// A model backend as `session.provider.getEndpoint` describes it.

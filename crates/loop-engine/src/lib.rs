@@ -26,6 +26,7 @@ mod exit_plan_mode;
 mod external;
 pub mod file_tracking;
 mod frontmatter;
+mod github_mcp;
 mod handle;
 pub mod history;
 mod hooks;
@@ -49,6 +50,7 @@ pub mod system_prompt;
 pub mod tool_filter;
 pub mod ui_requests;
 mod user_input;
+mod user_mcp;
 pub mod user_shell;
 
 use std::collections::HashMap;
@@ -606,7 +608,7 @@ impl Engine {
         self.publish_lifecycle(&created).await;
         self.broadcast_lifecycle(created);
         handle.emitter().emit(start);
-        mcp::configure(handle.mcp(), &settings, params);
+        mcp::configure(handle.mcp(), &self.deps, &settings, params);
         write_workspace_yaml(&self.deps, &handle, &settings, None).await;
         if let Some(remote) = remote {
             if let Err(e) = remote.ensure_checkpoint_index().await {
@@ -644,7 +646,7 @@ impl Engine {
             }
             match handle.resume(params.clone(), subscriber.clone()).await {
                 Ok(()) => {
-                    mcp::configure(handle.mcp(), &handle.view().settings, params);
+                    mcp::configure(handle.mcp(), &self.deps, &handle.view().settings, params);
                     return Ok(handle);
                 }
                 // The idle unloader ended it just now: load it again from disk.
@@ -756,7 +758,7 @@ impl Engine {
             for sub in subscribers {
                 first.subscribe(sub);
             }
-            mcp::configure(first.mcp(), &first.view().settings, params);
+            mcp::configure(first.mcp(), &self.deps, &first.view().settings, params);
             return Ok(first);
         }
         for sub in subscribers {
@@ -765,7 +767,7 @@ impl Engine {
         if follow.is_none() && !params.disable_resume.unwrap_or(false) {
             handle.emitter().emit(resume_event);
         }
-        mcp::configure(handle.mcp(), &handle.view().settings, params);
+        mcp::configure(handle.mcp(), &self.deps, &handle.view().settings, params);
         Ok(handle)
     }
 

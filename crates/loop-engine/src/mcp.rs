@@ -40,6 +40,13 @@ pub(crate) fn wire_status(s: Status) -> t::McpServerStatus {
     }
 }
 
+pub(crate) fn wire_source(s: mcp_client::Source) -> t::McpServerSource {
+    match s {
+        mcp_client::Source::User => t::McpServerSource::User,
+        mcp_client::Source::Builtin => t::McpServerSource::Builtin,
+    }
+}
+
 pub(crate) fn wire_transport(s: &ServerSummary) -> Option<t::McpServerTransport> {
     match s.transport? {
         "stdio" => Some(t::McpServerTransport::Stdio),
@@ -53,23 +60,47 @@ fn loaded_server(s: &ServerSummary) -> t::McpServersLoadedServer {
     let mut out = t::McpServersLoadedServer::new(s.name.clone(), wire_status(s.status));
     out.error = s.error.clone();
     out.transport = wire_transport(s);
-    out.source = Some(t::McpServerSource::User);
+    out.source = Some(wire_source(s.source));
     out
 }
 
 /// Starts (or re-points) the session's servers from create/resume params. Never waits.
-pub(crate) fn configure(host: &McpHost, settings: &SessionSettings, params: &protocol::methods::SessionConfigParams) {
+/// Servers come from the enabled installed plugins, the user's `mcp-config.json`, the session's
+/// `pluginDirectories`, then its own `mcpServers` (a later source wins a name); the session's
+/// `disabledMcpServers` and the user's (`config.json`) are listed but not started, except that a
+/// server the session configures itself is never disabled by the user's list.
+pub(crate) fn configure(
+    host: &McpHost,
+    deps: &crate::Deps,
+    settings: &SessionSettings,
+    params: &protocol::methods::SessionConfigParams,
+) {
     host.set_cwd(settings.cwd.clone());
-    let mut servers = serde_json::Map::new();
+    let user = crate::user_mcp::UserServers::read(&deps.layout.home);
+    let mut servers = user.servers;
     for dir in params.plugin_directories.iter().flatten() {
         let dir = settings.cwd.join(dir);
         servers.extend(crate::plugins::manifest::mcp_servers(&dir));
     }
-    // The session's own servers win over a plugin's of the same name.
+    // The session's own servers win over a plugin's or the user's of the same name.
     servers.extend(params.mcp_servers.iter().flatten().map(|(k, v)| (k.clone(), v.clone())));
-    if params.mcp_servers.is_some() || !servers.is_empty() {
-        host.configure(&servers, params.disabled_mcp_servers.as_deref().unwrap_or_default());
+    let mut disabled = params.disabled_mcp_servers.clone().unwrap_or_default();
+    for name in user.disabled {
+        let configured_here = params.mcp_servers.as_ref().is_some_and(|m| m.contains_key(&name));
+        if !configured_here && !disabled.contains(&name) {
+            disabled.push(name);
+        }
     }
+    if params.mcp_servers.is_some() || !servers.is_empty() {
+        host.configure(&servers, &disabled);
+    }
+    let mut github = std::borrow::Cow::Borrowed(params);
+    if disabled.iter().any(|n| n == crate::github_mcp::NAME)
+        && !params.disabled_mcp_servers.iter().flatten().any(|n| n == crate::github_mcp::NAME)
+    {
+        github.to_mut().disabled_mcp_servers = Some(disabled.clone());
+    }
+    crate::github_mcp::configure(host, &deps.model, &github);
 }
 
 /// The MCP tools offered to the model, after `availableTools` / `excludedTools`.

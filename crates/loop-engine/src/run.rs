@@ -178,6 +178,8 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
         });
         // The original waits for the session's MCP servers before a call, so their tools are there.
         // Bounded: a server that neither starts nor fails does not hold the turn for long.
+        // Built-in servers start with the first turn (or listing), not with the session.
+        ctx.handle.mcp().start_deferred();
         let _ = tokio::time::timeout(MCP_WAIT, ctx.handle.mcp().wait_settled(&ctx.cancel)).await;
         let tool_specs = dispatch::tool_specs(&ctx.deps, settings, ctx.handle.mcp());
         let offered: Vec<String> = tool_specs.iter().map(|t| t.name.clone()).collect();

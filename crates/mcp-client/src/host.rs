@@ -46,11 +46,33 @@ impl Status {
     }
 }
 
+/// Where a server's configuration came from (`source` in `session.mcp.list`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Source {
+    /// The session's or the user's configuration.
+    #[default]
+    User,
+    /// Bundled with the runtime (the GitHub MCP server).
+    Builtin,
+}
+
+/// Makes a deferred server's configuration when it is first needed (it may have to ask the
+/// network where to connect). `Ok(None)`: the server is not available, drop it quietly.
+pub type Resolver = Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<Option<Value>, String>> + Send + Sync>;
+
+/// A server that starts only when first needed ([`McpHost::start_deferred`]).
+#[derive(Clone)]
+struct Deferred {
+    resolve: Resolver,
+    disabled: bool,
+}
+
 /// One server as `session.mcp.list` shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerSummary {
     pub name: String,
     pub status: Status,
+    pub source: Source,
     pub error: Option<String>,
     /// `stdio`, `http` or `sse`; `None` for a config that could not be read.
     pub transport: Option<&'static str>,
@@ -119,13 +141,31 @@ struct Entry {
     generation: u64,
     /// The running local server's process group.
     process_group: Option<u32>,
+    source: Source,
 }
 
 impl Entry {
+    fn new(config: Result<ServerConfig, String>, status: Status) -> Self {
+        let error = config.as_ref().err().cloned();
+        Entry {
+            config,
+            status,
+            error,
+            tools: Vec::new(),
+            peer: None,
+            server_info: None,
+            stop: None,
+            generation: 0,
+            process_group: None,
+            source: Source::User,
+        }
+    }
+
     fn summary(&self, name: &str) -> ServerSummary {
         ServerSummary {
             name: name.to_string(),
             status: self.status,
+            source: self.source,
             error: self.error.clone(),
             transport: self.config.as_ref().ok().map(ServerConfig::transport_name),
             server_info: self.server_info.clone(),
@@ -147,6 +187,8 @@ struct Inner {
     app_context: Mutex<Option<Value>>,
     /// Where OAuth-protected remote servers get their tokens.
     auth_provider: Mutex<Option<crate::oauth::AuthProvider>>,
+    /// Built-in servers not started yet: they start on the first turn or listing.
+    deferred: Mutex<BTreeMap<String, Deferred>>,
 }
 
 /// The MCP servers of one session (or one agent). Cheap to clone.
@@ -183,6 +225,7 @@ impl McpHost {
                 changed: tokio::sync::Notify::new(),
                 app_context: Mutex::new(None),
                 auth_provider: Mutex::new(None),
+                deferred: Mutex::new(BTreeMap::new()),
             }),
         }
     }
@@ -233,7 +276,12 @@ impl McpHost {
         let mut removed = false;
         {
             let mut map = lock(&self.inner.servers);
-            let stale: Vec<String> = map.keys().filter(|k| !servers.contains_key(*k)).cloned().collect();
+            // Built-in servers are not part of a configuration: they stay.
+            let stale: Vec<String> = map
+                .iter()
+                .filter(|(k, e)| !servers.contains_key(*k) && e.source != Source::Builtin)
+                .map(|(k, _)| k.clone())
+                .collect();
             for name in stale {
                 if let Some(e) = map.remove(&name) {
                     if let Some(stop) = e.stop {
@@ -262,21 +310,7 @@ impl McpHost {
                     (Err(_), _) => Status::Failed,
                     (Ok(_), false) => Status::Pending,
                 };
-                let error = config.as_ref().err().cloned();
-                map.insert(
-                    name.clone(),
-                    Entry {
-                        config,
-                        status,
-                        error,
-                        tools: Vec::new(),
-                        peer: None,
-                        server_info: None,
-                        stop: None,
-                        generation: 0,
-                        process_group: None,
-                    },
-                );
+                map.insert(name.clone(), Entry::new(config, status));
                 if status == Status::Pending {
                     to_start.push(name.clone());
                 }
@@ -292,22 +326,149 @@ impl McpHost {
         self.check_loaded();
     }
 
+    /// Registers a built-in server that starts only when first needed ([`Self::start_deferred`]):
+    /// until then nothing is listed and nothing contacted. A `disabled` one is then listed as
+    /// disabled and never contacted. A server of the same name from a configuration wins; a
+    /// started built-in one is left alone unless it changes between disabled and enabled.
+    pub fn defer(&self, name: &str, resolve: Resolver, disabled: bool) {
+        if self.inner.shutdown.is_cancelled() {
+            return;
+        }
+        let replaced = {
+            let mut map = lock(&self.inner.servers);
+            match map.get(name) {
+                Some(e) if e.source != Source::Builtin => return,
+                Some(e) if (e.status == Status::Disabled) == disabled => return,
+                Some(_) => map.remove(name),
+                None => None,
+            }
+        };
+        if let Some(stop) = replaced.and_then(|e| e.stop) {
+            stop.cancel();
+            self.emit(HostEvent::ToolsChanged);
+        }
+        lock(&self.inner.deferred).insert(name.to_string(), Deferred { resolve, disabled });
+    }
+
+    /// Drops a built-in server registered with [`Self::defer`] (started or not); whether there
+    /// was one.
+    pub fn undefer(&self, name: &str) -> bool {
+        let was_deferred = lock(&self.inner.deferred).remove(name).is_some();
+        let removed = {
+            let mut map = lock(&self.inner.servers);
+            match map.get(name) {
+                Some(e) if e.source == Source::Builtin => map.remove(name),
+                _ => None,
+            }
+        };
+        let was_started = removed.is_some();
+        if let Some(e) = removed {
+            if let Some(stop) = e.stop {
+                stop.cancel();
+            }
+            self.emit(HostEvent::ToolsChanged);
+        }
+        was_deferred || was_started
+    }
+
+    /// Starts the servers registered with [`Self::defer`] (a no-op once they have started).
+    /// Returns at once.
+    pub fn start_deferred(&self) {
+        if self.inner.shutdown.is_cancelled() {
+            return;
+        }
+        let deferred = std::mem::take(&mut *lock(&self.inner.deferred));
+        if deferred.is_empty() {
+            return;
+        }
+        let mut to_resolve = Vec::new();
+        {
+            let mut map = lock(&self.inner.servers);
+            for (name, d) in deferred {
+                if map.get(&name).is_some_and(|e| e.source != Source::Builtin) {
+                    continue;
+                }
+                let status = if d.disabled { Status::Disabled } else { Status::Pending };
+                let mut entry = Entry::new(Err(format!("MCP server \"{name}\" has not started")), status);
+                entry.error = None;
+                entry.source = Source::Builtin;
+                if !d.disabled {
+                    let token = self.inner.shutdown.child_token();
+                    entry.stop = Some(token.clone());
+                    to_resolve.push((name.clone(), d.resolve, token));
+                }
+                if let Some(old) = map.insert(name, entry).and_then(|e| e.stop) {
+                    old.cancel();
+                }
+            }
+        }
+        *lock(&self.inner.loading) = true;
+        for (name, resolve, token) in to_resolve {
+            self.spawn_resolve(name, resolve, token);
+        }
+        self.check_loaded();
+    }
+
+    /// Makes a deferred server's configuration, then connects it.
+    fn spawn_resolve(&self, name: String, resolve: Resolver, token: CancellationToken) {
+        let host = self.clone();
+        tokio::spawn(async move {
+            let resolved = tokio::select! {
+                r = tokio::time::timeout(STARTUP_TIMEOUT, resolve()) => r,
+                _ = token.cancelled() => return,
+            };
+            let raw = match resolved {
+                Ok(Ok(Some(raw))) => raw,
+                Ok(Ok(None)) => {
+                    // Not available here (no Copilot API, say): as if never configured.
+                    let removed = {
+                        let mut map = lock(&host.inner.servers);
+                        let ours = map.get(&name).is_some_and(|e| e.generation == 0 && e.source == Source::Builtin);
+                        if ours {
+                            map.remove(&name)
+                        } else {
+                            None
+                        }
+                    };
+                    if removed.is_some() {
+                        host.inner.changed.notify_waiters();
+                        host.check_loaded();
+                    }
+                    return;
+                }
+                Ok(Err(e)) => return host.settle(&name, 0, Status::Failed, Some(e)),
+                Err(_) => {
+                    let e = format!("MCP server \"{name}\" did not start within {} seconds", STARTUP_TIMEOUT.as_secs());
+                    return host.settle(&name, 0, Status::Failed, Some(e));
+                }
+            };
+            let config = match ServerConfig::parse(&name, &raw) {
+                Ok(mut c) => {
+                    // The credentials stay in the transport, never in what is shown of the config.
+                    if let Some(headers) = c.raw.get_mut("headers").and_then(Value::as_object_mut) {
+                        headers.retain(|k, _| !k.eq_ignore_ascii_case("authorization"));
+                    }
+                    c
+                }
+                Err(e) => return host.settle(&name, 0, Status::Failed, Some(e.to_string())),
+            };
+            {
+                let mut map = lock(&host.inner.servers);
+                match map.get_mut(&name).filter(|e| e.generation == 0 && e.source == Source::Builtin) {
+                    Some(entry) => entry.config = Ok(config),
+                    None => return,
+                }
+            }
+            host.spawn_connect(&name);
+        });
+    }
+
     /// Adds a server (or replaces its configuration) and starts it in the background.
     pub fn upsert(&self, name: &str, raw: Value) -> Result<(), HostError> {
         let config = ServerConfig::parse(name, &raw).map_err(|e| HostError::Server(e.to_string()))?;
         {
             let mut map = lock(&self.inner.servers);
-            let entry = map.entry(name.to_string()).or_insert_with(|| Entry {
-                config: Ok(config.clone()),
-                status: Status::Stopped,
-                error: None,
-                tools: Vec::new(),
-                peer: None,
-                server_info: None,
-                stop: None,
-                generation: 0,
-                process_group: None,
-            });
+            let entry = map.entry(name.to_string()).or_insert_with(|| Entry::new(Ok(config.clone()), Status::Stopped));
             entry.config = Ok(config);
         }
         self.spawn_connect(name);

@@ -14,7 +14,9 @@ pub mod oauth;
 pub mod render;
 
 pub use config::{ConfigError, ServerConfig, Transport};
-pub use host::{qualified_name, CallError, HostError, HostEvent, McpHost, McpTool, ServerSummary, Status};
+pub use host::{
+    qualified_name, CallError, HostError, HostEvent, McpHost, McpTool, Resolver, ServerSummary, Source, Status,
+};
 pub use oauth::{AuthProvider, AuthReason, AuthReply, AuthRequest, Challenge, StaticClient};
 pub use render::{render, Rendered};
 

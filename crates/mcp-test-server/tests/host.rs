@@ -234,3 +234,75 @@ async fn streamable_http_server() {
     h.shutdown();
     child.kill().await.unwrap();
 }
+
+fn resolver(
+    answer: Result<Option<Value>, String>,
+    calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> mcp_client::Resolver {
+    use futures::FutureExt;
+    std::sync::Arc::new(move || {
+        calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let answer = answer.clone();
+        async move { answer }.boxed()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deferred_servers_start_only_when_asked() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let h = host();
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = events.clone();
+    h.set_sink(move |e| seen.lock().unwrap().push(e));
+    let calls = std::sync::Arc::new(AtomicUsize::new(0));
+    let config = json!({"command": BIN, "args": ["--name", "b"], "tools": ["*"]});
+    h.defer("b", resolver(Ok(Some(config)), calls.clone()), false);
+    let off_calls = std::sync::Arc::new(AtomicUsize::new(0));
+    h.defer("off", resolver(Ok(Some(json!({"command": "/nonexistent"}))), off_calls.clone()), true);
+    // A configuration does not drop them, nor start them.
+    h.configure(&servers(json!({})), &[]);
+    assert!(h.list().is_empty());
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+
+    h.start_deferred();
+    assert_eq!(settled(&h, "b").await, Status::Connected);
+    let listed = h.list();
+    let b = listed.iter().find(|s| s.name == "b").unwrap();
+    assert_eq!(b.source, mcp_client::Source::Builtin);
+    let off = listed.iter().find(|s| s.name == "off").unwrap();
+    assert_eq!(off.status, Status::Disabled);
+    assert_eq!(off_calls.load(Ordering::SeqCst), 0, "a disabled server is never resolved");
+    assert!(h.tools().iter().any(|t| t.qualified == "b-echo"));
+    // Started once: asking again changes nothing.
+    h.start_deferred();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    // A later configuration keeps it.
+    h.configure(&servers(json!({})), &[]);
+    assert!(h.is_running("b"));
+    let loaded =
+        events.lock().unwrap().iter().any(
+            |e| matches!(e, HostEvent::Loaded(s) if s.iter().any(|s| s.name == "b" && s.status == Status::Connected)),
+        );
+    assert!(loaded, "no Loaded report with the started server");
+    h.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deferred_servers_that_cannot_resolve_fail_or_go_away() {
+    use std::sync::atomic::AtomicUsize;
+    let h = host();
+    let calls = std::sync::Arc::new(AtomicUsize::new(0));
+    h.defer("down", resolver(Err("Copilot API unreachable".into()), calls.clone()), false);
+    h.defer("absent", resolver(Ok(None), calls.clone()), false);
+    h.start_deferred();
+    assert_eq!(settled(&h, "down").await, Status::Failed);
+    let down = h.list().into_iter().find(|s| s.name == "down").unwrap();
+    assert_eq!(down.error.as_deref(), Some("Copilot API unreachable"));
+    let cancel = CancellationToken::new();
+    h.wait_settled(&cancel).await;
+    while h.is_configured("absent") {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!h.any_pending());
+    h.shutdown();
+}

@@ -127,6 +127,9 @@ pub struct SessionConfigParams {
     pub request_extensions: Option<bool>,
     /// The SDK build extensions import (`@github/copilot-sdk/extension`).
     pub extension_sdk_path: Option<String>,
+    /// What the built-in GitHub MCP server offers (`enableAllTools`, toolsets, insiders).
+    #[serde(rename = "githubMcpToolConfig")]
+    pub github_mcp_tool_config: Option<crate::generated::types::GitHubMcpToolConfig>,
 }
 
 /// One entry of `canvases`: a canvas an SDK client provides.

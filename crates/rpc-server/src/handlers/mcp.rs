@@ -33,7 +33,10 @@ fn server(s: ServerSummary) -> t::McpServer {
     t::McpServer {
         name: s.name,
         status: wire_status(s.status),
-        source: Some(t::McpServerSource::User),
+        source: Some(match s.source {
+            mcp_client::Source::User => t::McpServerSource::User,
+            mcp_client::Source::Builtin => t::McpServerSource::Builtin,
+        }),
         source_plugin: None,
         source_plugin_version: None,
         display_name: None,
@@ -44,6 +47,8 @@ fn server(s: ServerSummary) -> t::McpServer {
 
 pub async fn list(ctx: &Ctx, p: t::SessionMcpListParams) -> Result<t::McpServerList, RpcError> {
     let session = ctx.session(&p.session_id)?;
+    // Listing starts the built-in servers, as the original's listing does (it does not wait).
+    session.mcp().start_deferred();
     Ok(t::McpServerList { servers: session.mcp().list().into_iter().map(server).collect(), host: None })
 }
 

@@ -43,9 +43,9 @@ pub async fn remove_github(
     ctx: &Ctx,
     p: t::SessionMcpRemoveGitHubParams,
 ) -> Result<t::McpRemoveGitHubResult, RpcError> {
-    // Only an auto-managed GitHub server would go; one the session configured itself stays.
-    ctx.session(&p.session_id)?;
-    Ok(t::McpRemoveGitHubResult { removed: false })
+    // Only the built-in GitHub server goes; one the session configured itself stays.
+    let session = ctx.session(&p.session_id)?;
+    Ok(t::McpRemoveGitHubResult { removed: session.mcp().undefer("github-mcp-server") })
 }
 
 pub async fn execute_sampling(

@@ -152,6 +152,10 @@ impl ModelClient for MeteredModel {
     async fn endpoint(&self) -> Result<Option<llm_providers::Endpoint>, ProviderError> {
         self.inner.endpoint().await
     }
+
+    async fn copilot_api(&self) -> Result<Option<llm_providers::CopilotApi>, ProviderError> {
+        self.inner.copilot_api().await
+    }
 }
 
 struct MeteredTool {
