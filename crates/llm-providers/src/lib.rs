@@ -20,6 +20,8 @@ pub mod responses;
 pub mod retry;
 pub mod sse;
 pub mod transport;
+mod vision;
+pub use vision::TOOL_IMAGE_CAPTION;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc::UnboundedSender;

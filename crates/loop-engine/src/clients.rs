@@ -20,6 +20,8 @@ pub struct Contribution {
     pub tools: Vec<ExternalToolDef>,
     pub commands: Vec<ClientCommandDef>,
     pub elicitation: bool,
+    /// The client answers permission requests (`requestPermission`, on unless `false`).
+    pub permission: bool,
 }
 
 impl Contribution {
@@ -28,6 +30,7 @@ impl Contribution {
             tools: p.tools.clone().unwrap_or_default(),
             commands: p.commands.clone().unwrap_or_default(),
             elicitation: p.request_elicitation.unwrap_or(false),
+            permission: p.request_permission.unwrap_or(true),
         }
     }
 }
@@ -72,6 +75,14 @@ impl Clients {
 
     pub fn has(&self, client: u64) -> bool {
         self.lock().contains_key(&client)
+    }
+
+    /// Whether some attached client answers permission requests; `None` with no client
+    /// attached (the session's own setting decides then). One client that declines them does
+    /// not take them away from the others.
+    pub fn answers_permissions(&self) -> Option<bool> {
+        let map = self.lock();
+        (!map.is_empty()).then(|| map.values().any(|c| c.permission))
     }
 
     /// Remembers which tools went away (and which came back) between `before` and `after`.
@@ -204,6 +215,7 @@ mod tests {
                 tools: vec![tool("b"), tool("a")],
                 elicitation: true,
                 commands: vec![ClientCommandDef { name: "deploy".into(), description: None }],
+                permission: true,
             },
         );
         assert_eq!(after.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
@@ -226,5 +238,16 @@ mod tests {
         clients.set(1, Contribution { tools: vec![tool("a")], ..Default::default() });
         let (_, after) = clients.set(1, Contribution::default());
         assert!(after.tools.is_empty());
+    }
+
+    #[test]
+    fn a_client_declining_permissions_leaves_them_to_the_others() {
+        let clients = Clients::default();
+        assert_eq!(clients.answers_permissions(), None);
+        clients.set(1, Contribution { permission: true, ..Default::default() });
+        clients.set(2, Contribution { permission: false, ..Default::default() });
+        assert_eq!(clients.answers_permissions(), Some(true));
+        clients.remove(1);
+        assert_eq!(clients.answers_permissions(), Some(false));
     }
 }

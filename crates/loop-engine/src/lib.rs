@@ -45,6 +45,7 @@ pub mod skills;
 pub mod sql;
 pub mod subagent;
 pub mod system_prompt;
+pub mod telemetry;
 pub mod tool_filter;
 pub mod ui_requests;
 mod user_input;
@@ -113,6 +114,8 @@ pub struct EngineConfig {
     /// How long pending client work (permissions, SDK tools) waits for a client to come back
     /// after the last one disconnected, before it is answered as "no one available".
     pub pending_grace: std::time::Duration,
+    /// Spans to a file, as the SDKs' `telemetry` option asks (`None`: off).
+    pub telemetry: Option<telemetry::TelemetryConfig>,
 }
 
 /// What every session of an engine shares.
@@ -128,6 +131,8 @@ pub(crate) struct Deps {
     pub tool_env: Arc<Vec<(String, String)>>,
     pub version: String,
     pub models: Mutex<Option<Vec<ModelInfo>>>,
+    /// File telemetry (`COPILOT_OTEL_*`): spans of every session's work.
+    pub spans: Option<telemetry::SpanFile>,
 }
 
 impl Deps {
@@ -292,6 +297,7 @@ impl Engine {
                 tool_env: Arc::new(config.tool_env),
                 version: config.version,
                 models: Mutex::new(None),
+                spans: config.telemetry.map(telemetry::SpanFile::new),
             }),
             default_model: config.default_model,
             default_cwd: config.default_cwd,

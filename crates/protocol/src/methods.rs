@@ -125,6 +125,8 @@ pub struct SessionConfigParams {
     pub request_extensions: Option<bool>,
     /// The SDK build extensions import (`@github/copilot-sdk/extension`).
     pub extension_sdk_path: Option<String>,
+    /// Overrides of what the model supports (vision, ...).
+    pub model_capabilities: Option<crate::generated::types::ModelCapabilitiesOverride>,
 }
 
 /// One entry of `canvases`: a canvas an SDK client provides.
