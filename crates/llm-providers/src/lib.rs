@@ -20,8 +20,10 @@ pub mod responses;
 pub mod retry;
 pub mod sse;
 pub mod transport;
+mod vision;
 #[cfg(test)]
 mod wire_cache_tests;
+pub use vision::TOOL_IMAGE_CAPTION;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc::UnboundedSender;

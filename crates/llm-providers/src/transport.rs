@@ -32,8 +32,10 @@ pub struct HttpRequest {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestContext {
     pub session_id: Option<String>,
-    /// Stable across the session's turns (the root agent of the session).
+    /// Stable across the session's turns (the root agent of the session), or the sub-agent's.
     pub agent_id: Option<String>,
+    /// For a sub-agent's call, the agent that started it.
+    pub parent_agent_id: Option<String>,
     /// One user message's loop; the same across retries.
     pub invocation_id: Option<String>,
     /// `conversation-user` for the call a user message starts, `conversation-agent` after tools,
@@ -55,7 +57,11 @@ impl HttpRequest {
         let nonempty = |s: &str| (!s.is_empty()).then(|| s.to_string());
         self.context = RequestContext {
             session_id: nonempty(&req.session_id),
-            agent_id: nonempty(&req.session_id),
+            agent_id: match &req.sub_agent {
+                Some(agent) => Some(agent.id.clone()),
+                None => nonempty(&req.session_id),
+            },
+            parent_agent_id: req.sub_agent.as_ref().map(|a| a.parent_id.clone()),
             invocation_id: nonempty(&req.interaction_id),
             interaction_type: Some(req.interaction_type()),
         };

@@ -170,6 +170,10 @@ impl History {
         }
     }
 
+    pub(crate) fn from_items(items: Vec<std::sync::Arc<HistoryItem>>) -> Self {
+        Self { items: std::sync::Arc::new(items) }
+    }
+
     pub fn push(&mut self, message: Message) {
         std::sync::Arc::make_mut(&mut self.items).push(std::sync::Arc::new(HistoryItem::new(message)));
     }
@@ -247,6 +251,15 @@ pub struct ChatRequest {
     pub purpose: Purpose,
     /// The SDK's `clientName`, named in the Copilot API's user agent.
     pub client_name: Option<String>,
+    /// The sub-agent the call is made for; `None` for the session's own agent.
+    pub sub_agent: Option<SubAgent>,
+}
+
+/// A sub-agent making a model call: its id, and the id of the agent that started it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubAgent {
+    pub id: String,
+    pub parent_id: String,
 }
 
 /// Why a model call is made.
@@ -263,7 +276,10 @@ pub enum Purpose {
 impl ChatRequest {
     /// The `x-interaction-type` of this call.
     pub fn interaction_type(&self) -> &'static str {
-        interaction_type(self.purpose, self.initiator)
+        match (self.purpose, &self.sub_agent) {
+            (Purpose::Turn, Some(_)) => "conversation-subagent",
+            _ => interaction_type(self.purpose, self.initiator),
+        }
     }
 }
 

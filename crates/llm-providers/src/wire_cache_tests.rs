@@ -65,6 +65,7 @@ fn request(history: History) -> ChatRequest {
         reasoning_effort: None,
         purpose: Default::default(),
         client_name: None,
+        sub_agent: None,
     }
 }
 

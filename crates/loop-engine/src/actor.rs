@@ -68,6 +68,8 @@ pub(crate) struct Actor {
     last_active: std::time::Instant,
     /// The conversation's history is not in memory (`parking`): read it back before use.
     parked: bool,
+    /// A batch ended while background agents ran: `session.idle` waits for them.
+    idle_withheld: bool,
 }
 
 enum Step {
@@ -106,6 +108,7 @@ impl Actor {
             last_history: Default::default(),
             last_active: std::time::Instant::now(),
             parked: false,
+            idle_withheld: false,
         }
     }
 
@@ -207,8 +210,12 @@ impl Actor {
             SessionInput::SetMode { mode, reply } => {
                 let _ = reply.send(self.set_mode(mode));
             }
-            SessionInput::SwitchModel { model, reasoning_effort, reply } => {
+            SessionInput::SwitchModel { model, reasoning_effort, vision, reply } => {
                 let previous = std::mem::replace(&mut Arc::make_mut(&mut self.view).settings.model, model.clone());
+                // An override belongs to the model it was given for.
+                if vision.is_some() || previous != model {
+                    Arc::make_mut(&mut self.view).settings.vision = vision;
+                }
                 if reasoning_effort.is_some() {
                     Arc::make_mut(&mut self.view).settings.reasoning_effort = reasoning_effort.clone();
                 }
@@ -288,18 +295,26 @@ impl Actor {
                 Arc::make_mut(&mut self.view).settings.load_files(&self.deps.layout.home);
                 self.select_requested_agent(params.agent.as_deref());
                 self.publish();
+                // Active: a run is under way and a client is still there to carry it on. A run
+                // whose clients all left is cold: its pending work is orphaned.
+                let active = self.view.running && self.handle.subscriber_count() > 0;
+                let cold_run = self.view.running && !active;
                 if let Some(sub) = subscriber {
                     self.handle.subscribe(sub);
                 }
+                let continue_pending = params.continue_pending_work.unwrap_or(false);
                 if !params.disable_resume.unwrap_or(false) {
                     let data = crate::resume_data(
                         &self.view.settings,
                         self.handle.emitter().persisted_count(),
                         None,
-                        self.view.running,
-                        params.continue_pending_work.unwrap_or(false),
+                        active,
+                        continue_pending,
                     );
                     self.emit(data);
+                }
+                if cold_run && !continue_pending {
+                    self.interrupt_orphaned_run();
                 }
                 let _ = reply.send(());
             }
@@ -405,6 +420,7 @@ impl Actor {
                 self.pending.register(request_id, kind, tx);
             }
             SessionInput::RunForgetPending { request_id } => self.pending.forget(&request_id),
+            SessionInput::BackgroundSettled => self.background_settled(),
             SessionInput::RunApproveForSession { keys } => {
                 for k in keys {
                     if !self.view.approvals.contains(&k) {
@@ -437,6 +453,20 @@ impl Actor {
             self.publish();
         }
         self.emit(t::PendingMessagesModifiedData {});
+    }
+
+    /// A cold resume that does not continue pending work: the run's pending calls end as
+    /// interrupted (no one will answer them) and the run stops without another model call, as
+    /// the original does; no `abort` is announced, as no one asked for one.
+    fn interrupt_orphaned_run(&mut self) {
+        let Some(batch) = &mut self.batch else { return };
+        batch.cancel.cancel();
+        let dropped = self.queue.len() + self.steering.len();
+        self.queue.clear();
+        self.steering.clear();
+        if dropped > 0 {
+            self.emit(t::PendingMessagesModifiedData {});
+        }
     }
 
     fn abort(&mut self, reason: t::AbortReason) -> bool {
@@ -610,7 +640,24 @@ impl Actor {
         }
         // Written behind (batched, off this path); every later index read or write sees it.
         self.deps.index.touch_later(self.handle.id(), &crate::now());
+        // Idle means no background agent is in flight either: one that ends either sends its
+        // notice (a new batch, which ends idle) or settles (`BackgroundSettled`).
+        if !aborted && self.handle.tasks().any_running() {
+            self.idle_withheld = true;
+            return;
+        }
+        self.idle_withheld = false;
         self.emit(t::IdleData { aborted: aborted.then_some(true), mode: Some(self.view.settings.mode) });
+    }
+
+    /// A background agent ended without a notice to answer: the idle it held back goes out
+    /// once nothing else runs.
+    fn background_settled(&mut self) {
+        if !self.idle_withheld || self.batch.is_some() || self.handle.tasks().any_running() {
+            return;
+        }
+        self.idle_withheld = false;
+        self.emit(t::IdleData { aborted: None, mode: Some(self.view.settings.mode) });
     }
 }
 

@@ -19,6 +19,8 @@ pub struct Contribution {
     pub tools: Vec<ExternalToolDef>,
     pub commands: Vec<ClientCommandDef>,
     pub elicitation: bool,
+    /// The client answers permission requests (`requestPermission`, on unless `false`).
+    pub permission: bool,
 }
 
 impl Contribution {
@@ -27,6 +29,7 @@ impl Contribution {
             tools: p.tools.clone().unwrap_or_default(),
             commands: p.commands.clone().unwrap_or_default(),
             elicitation: p.request_elicitation.unwrap_or(false),
+            permission: p.request_permission.unwrap_or(true),
         }
     }
 }
@@ -77,6 +80,14 @@ impl Clients {
 
     pub fn has(&self, client: u64) -> bool {
         self.lock().iter().any(|(id, _)| *id == client)
+    }
+
+    /// Whether some attached client answers permission requests; `None` with no client
+    /// attached (the session's own setting decides then). One client that declines them does
+    /// not take them away from the others.
+    pub fn answers_permissions(&self) -> Option<bool> {
+        let clients = self.lock();
+        (!clients.is_empty()).then(|| clients.iter().any(|(_, c)| c.permission))
     }
 
     /// Remembers which tools went away (and which came back) between `before` and `after`.
@@ -209,6 +220,7 @@ mod tests {
                 tools: vec![tool("b"), tool("a")],
                 elicitation: true,
                 commands: vec![ClientCommandDef { name: "deploy".into(), description: None }],
+                permission: true,
             },
         );
         assert_eq!(after.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
@@ -231,5 +243,16 @@ mod tests {
         clients.set(1, Contribution { tools: vec![tool("a")], ..Default::default() });
         let (_, after) = clients.set(1, Contribution::default());
         assert!(after.tools.is_empty());
+    }
+
+    #[test]
+    fn a_client_declining_permissions_leaves_them_to_the_others() {
+        let clients = Clients::default();
+        assert_eq!(clients.answers_permissions(), None);
+        clients.set(1, Contribution { permission: true, ..Default::default() });
+        clients.set(2, Contribution { permission: false, ..Default::default() });
+        assert_eq!(clients.answers_permissions(), Some(true));
+        clients.remove(1);
+        assert_eq!(clients.answers_permissions(), Some(false));
     }
 }

@@ -132,7 +132,9 @@ pub(crate) async fn run_calls(
     let runs = calls.iter().zip(args).map(|(call, args)| {
         let available = &available;
         async move {
+            let span = crate::telemetry::tool_span(ctx, call);
             let (output, modified_args, guidance, loaded) = run_with_hooks(ctx, call, args, settings, available).await;
+            crate::telemetry::end_tool_span(ctx, span, &output);
             let output = match ctx.handle.remote_state() {
                 Some(remote) => crate::session_fs::spill_output(remote, output).await,
                 None => output.spill_if_large(&ctx.deps.layout.temp_dir()),
@@ -178,8 +180,9 @@ async fn run_with_hooks(
 ) -> (ToolOutput, Option<Value>, Option<String>, Option<String>) {
     let mut preapproved = false;
     let mut modified_args = None;
+    let agent = ctx.scope.as_deref().map(|s| s.agent_id.as_str());
     let input = hooks::PreToolUseInput { tool_name: call.name.clone(), tool_args: args.clone() };
-    let pre = crate::hooks::invoke(&ctx.handle, HookType::PreToolUse, input).await.unwrap_or_default();
+    let pre = crate::hooks::invoke_for(&ctx.handle, agent, HookType::PreToolUse, input).await.unwrap_or_default();
     match pre.permission_decision.as_deref() {
         Some("deny") => {
             let reason = pre.permission_decision_reason.as_deref().unwrap_or("No reason provided");
@@ -215,14 +218,15 @@ async fn run_with_hooks(
             tool_telemetry: output.telemetry.clone(),
         };
         let input = hooks::PostToolUseInput { tool_name: call.name.clone(), tool_args: args, tool_result };
-        let post = crate::hooks::invoke(&ctx.handle, HookType::PostToolUse, input).await.unwrap_or_default();
+        let post = crate::hooks::invoke_for(&ctx.handle, agent, HookType::PostToolUse, input).await.unwrap_or_default();
         if let Some(text) = post.modified_result_text() {
             output.text_for_llm = text.to_string();
         }
     } else {
         let error = output.error_message.clone().unwrap_or_else(|| output.text_for_llm.clone());
         let input = hooks::PostToolUseFailureInput { tool_name: call.name.clone(), tool_args: args, error };
-        let failure = crate::hooks::invoke(&ctx.handle, HookType::PostToolUseFailure, input).await.unwrap_or_default();
+        let failure =
+            crate::hooks::invoke_for(&ctx.handle, agent, HookType::PostToolUseFailure, input).await.unwrap_or_default();
         guidance = failure
             .additional_context
             .filter(|c| !c.is_empty())

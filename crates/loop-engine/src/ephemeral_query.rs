@@ -24,5 +24,6 @@ pub(crate) fn request(
         reasoning_effort: None,
         purpose: llm_providers::Purpose::Turn,
         client_name: None,
+        sub_agent: None,
     }
 }

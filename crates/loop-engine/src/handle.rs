@@ -157,6 +157,8 @@ pub(crate) enum SessionInput {
     SwitchModel {
         model: String,
         reasoning_effort: Option<String>,
+        /// `modelCapabilities.supports.vision` given with the switch.
+        vision: Option<bool>,
         reply: oneshot::Sender<String>,
     },
     SetApproveAll {
@@ -274,6 +276,8 @@ pub(crate) enum SessionInput {
     RunForgetPending {
         request_id: String,
     },
+    /// A background agent ended and no notice of it will start a batch.
+    BackgroundSettled,
     /// From the run: approvals "for the session" to remember.
     RunApproveForSession {
         keys: Vec<String>,
@@ -510,8 +514,13 @@ impl SessionHandle {
     }
 
     /// Switches the model; returns the previous one.
-    pub async fn switch_model(&self, model: &str, reasoning_effort: Option<String>) -> Result<String, EngineError> {
-        self.ask(|reply| SessionInput::SwitchModel { model: model.to_string(), reasoning_effort, reply }).await
+    pub async fn switch_model(
+        &self,
+        model: &str,
+        reasoning_effort: Option<String>,
+        vision: Option<bool>,
+    ) -> Result<String, EngineError> {
+        self.ask(|reply| SessionInput::SwitchModel { model: model.to_string(), reasoning_effort, vision, reply }).await
     }
 
     pub async fn set_approve_all(&self, enabled: bool) -> Result<(), EngineError> {

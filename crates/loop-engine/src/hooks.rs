@@ -17,13 +17,25 @@ const HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 /// Invokes one hook. `None` when hooks are off, no client can answer, or the hook returned
 /// nothing; the loop then behaves as if no hook were registered.
 pub(crate) async fn invoke<I: Serialize>(session: &SessionHandle, hook_type: HookType, input: I) -> Option<HookOutput> {
+    invoke_for(session, None, hook_type, input).await
+}
+
+/// Invokes one hook for a sub-agent's step (`agent`: its id) or the session's own (`None`). A
+/// sub-agent is a session of its own in the original: its id is the input's `sessionId`, so a
+/// host tells the two apart; the request itself names the session the host knows.
+pub(crate) async fn invoke_for<I: Serialize>(
+    session: &SessionHandle,
+    agent: Option<&str>,
+    hook_type: HookType,
+    input: I,
+) -> Option<HookOutput> {
     let view = session.view();
     if !view.settings.hooks {
         return None;
     }
     let client = session.emitter().requester()?;
     let input = HookInput {
-        session_id: session.id().to_string(),
+        session_id: agent.unwrap_or(session.id()).to_string(),
         timestamp: chrono::Utc::now().timestamp_millis(),
         cwd: view.settings.cwd.to_string_lossy().into_owned(),
         input,

@@ -47,6 +47,7 @@ pub mod skills;
 pub mod sql;
 pub mod subagent;
 pub mod system_prompt;
+pub mod telemetry;
 pub mod tool_filter;
 pub mod ui_requests;
 mod user_input;
@@ -116,6 +117,8 @@ pub struct EngineConfig {
     /// How long pending client work (permissions, SDK tools) waits for a client to come back
     /// after the last one disconnected, before it is answered as "no one available".
     pub pending_grace: std::time::Duration,
+    /// Spans to a file, as the SDKs' `telemetry` option asks (`None`: off).
+    pub telemetry: Option<telemetry::TelemetryConfig>,
 }
 
 /// What every session of an engine shares.
@@ -133,6 +136,8 @@ pub(crate) struct Deps {
     pub models: Mutex<Option<Vec<ModelInfo>>>,
     /// Several nodes: a tool's files reach the database before its completion event.
     pub cluster: Option<Arc<cluster::Cluster>>,
+    /// File telemetry (`COPILOT_OTEL_*`): spans of every session's work.
+    pub spans: Option<telemetry::SpanFile>,
 }
 
 impl Deps {
@@ -298,6 +303,7 @@ impl Engine {
                 version: config.version,
                 models: Mutex::new(None),
                 cluster: cluster.clone(),
+                spans: config.telemetry.map(telemetry::SpanFile::new),
             }),
             default_model: config.default_model,
             default_cwd: config.default_cwd,

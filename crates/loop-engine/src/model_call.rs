@@ -20,6 +20,21 @@ pub(crate) async fn call_model(
     message_id: &str,
     streaming: bool,
 ) -> Result<ChatResponse, ProviderError> {
+    let span = crate::telemetry::chat_span(ctx, &req, model);
+    let result = stream_call(ctx, client, req, model, turn_id, message_id, streaming).await;
+    crate::telemetry::end_chat_span(ctx, span, &result);
+    result
+}
+
+async fn stream_call(
+    ctx: &RunCtx,
+    client: &dyn ModelClient,
+    req: ChatRequest,
+    model: &str,
+    turn_id: &str,
+    message_id: &str,
+    streaming: bool,
+) -> Result<ChatResponse, ProviderError> {
     let model = model.to_string();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let call = client.chat(req, tx, ctx.cancel.clone());

@@ -34,7 +34,8 @@ impl Gate {
         if !keys.is_empty() && keys.iter().all(|k| view.approvals.contains(k)) {
             return Decision::Approved;
         }
-        if !view.settings.request_permission {
+        let asks = self.handle.clients().answers_permissions().unwrap_or(view.settings.request_permission);
+        if !asks {
             return denied(NO_APPROVER_TEXT);
         }
         let request_id = uuid::Uuid::new_v4().to_string();

@@ -38,11 +38,25 @@ pub(crate) struct RunCtx {
     user_rejected: Arc<AtomicBool>,
     /// Set when this run is a sub-agent's.
     pub scope: Option<Arc<crate::subagent::AgentScope>>,
+    /// The `invoke_agent` span this run's spans belong under (file telemetry on).
+    pub trace: Option<crate::telemetry::Span>,
 }
 
 impl RunCtx {
     pub fn new(handle: SessionHandle, deps: Arc<Deps>, cancel: CancellationToken) -> Self {
-        Self { handle, deps, cancel, user_rejected: Arc::new(AtomicBool::new(false)), scope: None }
+        Self { handle, deps, cancel, user_rejected: Arc::new(AtomicBool::new(false)), scope: None, trace: None }
+    }
+
+    /// This context with the span its work is traced under.
+    fn traced(&self, trace: crate::telemetry::Span) -> Self {
+        Self {
+            handle: self.handle.clone(),
+            deps: self.deps.clone(),
+            cancel: self.cancel.clone(),
+            user_rejected: self.user_rejected.clone(),
+            scope: self.scope.clone(),
+            trace: Some(trace),
+        }
     }
 
     /// The context of a sub-agent started from this run: cancelled with it.
@@ -53,6 +67,7 @@ impl RunCtx {
             cancel: self.cancel.child_token(),
             user_rejected: Arc::new(AtomicBool::new(false)),
             scope: Some(Arc::new(scope)),
+            trace: self.trace.clone(),
         }
     }
 
@@ -99,6 +114,14 @@ fn requested_mode(mode: Option<t::UserMessageAgentMode>) -> Option<SessionMode> 
 }
 
 pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage) -> StopReason {
+    let Some(root) = crate::telemetry::agent_span(ctx) else { return run_traced(ctx, conv, msg).await };
+    let traced = ctx.traced(root.clone());
+    let stop = run_traced(&traced, conv, msg).await;
+    crate::telemetry::end_agent_span(ctx, root, stop);
+    stop
+}
+
+async fn run_traced(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage) -> StopReason {
     let interaction_id = uuid::Uuid::new_v4().to_string();
     if msg.delivery != UserMessageDelivery::Idle {
         ctx.emitter().emit(t::PendingMessagesModifiedData {});
@@ -207,7 +230,7 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
         let req = ChatRequest {
             model: route.model.clone(),
             system,
-            history: conv.history.clone(),
+            history: settings.history_for_model(&conv.history),
             tools: tool_specs,
             stream: settings.streaming,
             initiator: if turn == 0 { Initiator::User } else { Initiator::Agent },
@@ -217,6 +240,7 @@ pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: Queu
             purpose: Default::default(),
             reasoning_effort: settings.reasoning_effort.clone(),
             client_name: Some(settings.client_name.clone()),
+            sub_agent: None,
         };
         emit_usage_info(ctx, tokens, &req, token_limit);
 
@@ -452,7 +476,7 @@ fn image_message(call: &ToolCall, cwd: &std::path::Path, images: Vec<String>) ->
     } else {
         cwd.join(&arg_path).to_string_lossy().to_string()
     };
-    let mut parts = vec![ContentPart::Text { text: format!("Image file at path {path}") }];
+    let mut parts = vec![ContentPart::Text { text: format!("{}{path}", llm_providers::TOOL_IMAGE_CAPTION) }];
     parts.extend(images.into_iter().map(|url| ContentPart::ImageUrl { image_url: ImageUrl { url } }));
     Message::User { content: UserContent::Parts(parts) }
 }

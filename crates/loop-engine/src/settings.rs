@@ -57,6 +57,14 @@ pub struct SessionSettings {
     pub skip_custom_instructions: bool,
     /// `excludedBuiltinAgents`: built-in agent types `task` leaves out.
     pub excluded_builtin_agents: Vec<String>,
+    /// `modelCapabilities.supports.vision` of create/resume or of the last model switch that
+    /// gave one; `None` keeps the model's own (images are sent).
+    pub vision: Option<bool>,
+}
+
+/// `supports.vision` of a capability override.
+pub fn vision_override(c: Option<&protocol::generated::types::ModelCapabilitiesOverride>) -> Option<bool> {
+    c.and_then(|c| c.supports.as_ref()).and_then(|s| s.vision)
 }
 
 /// The providers `p` configures, checked.
@@ -123,6 +131,7 @@ impl SessionSettings {
             max_ai_credits: p.session_limits.as_ref().and_then(|l| l.max_ai_credits),
             skip_custom_instructions: false,
             excluded_builtin_agents: p.excluded_builtin_agents.clone().unwrap_or_default(),
+            vision: vision_override(p.model_capabilities.as_ref()),
         }
     }
 
@@ -186,10 +195,27 @@ impl SessionSettings {
         if let Some(limits) = &p.session_limits {
             self.max_ai_credits = limits.max_ai_credits;
         }
+        if let Some(v) = vision_override(p.model_capabilities.as_ref()) {
+            self.vision = Some(v);
+        }
         if p.infinite_sessions.is_some() {
             self.infinite = crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref());
         }
         self.resumed = true;
+    }
+
+    /// Whether the model is sent images.
+    pub fn sees_images(&self) -> bool {
+        self.vision.unwrap_or(true)
+    }
+
+    /// The history as this session's model is sent it.
+    pub fn history_for_model(&self, history: &llm_providers::History) -> llm_providers::History {
+        if self.sees_images() {
+            history.clone()
+        } else {
+            history.without_images()
+        }
     }
 
     /// What the system prompt's sections are filled with.

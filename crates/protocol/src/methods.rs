@@ -130,6 +130,8 @@ pub struct SessionConfigParams {
     /// What the built-in GitHub MCP server offers (`enableAllTools`, toolsets, insiders).
     #[serde(rename = "githubMcpToolConfig")]
     pub github_mcp_tool_config: Option<crate::generated::types::GitHubMcpToolConfig>,
+    /// Overrides of what the model supports (vision, ...).
+    pub model_capabilities: Option<crate::generated::types::ModelCapabilitiesOverride>,
 }
 
 /// One entry of `canvases`: a canvas an SDK client provides.

@@ -199,7 +199,7 @@ impl InferenceBridge {
             headers: header_lists(&request.headers),
             transport: Some(t::LlmInferenceHttpRequestStartTransport::Http),
             agent_id: ctx.agent_id.clone(),
-            parent_agent_id: None,
+            parent_agent_id: ctx.parent_agent_id.clone(),
             agent_invocation_id: ctx.invocation_id.clone(),
             interaction_type: ctx.interaction_type.map(str::to_string),
         };

@@ -316,6 +316,8 @@ method_table! {
         => session_services::instructions_get_sources, lane |_p| None, aliases [];
     SessionUsageGetMetrics: g::SessionUsageGetMetrics => session_services::usage_get_metrics, lane |_p| None, aliases [];
     SessionMetadataContextInfo: g::SessionMetadataContextInfo => session_services::context_info, lane |_p| None, aliases [];
+    SessionMetadataRecomputeContextTokens: g::SessionMetadataRecomputeContextTokens
+        => session_services::recompute_context_tokens, lane |_p| None, aliases [];
     SessionMetadataGetContextAttribution: g::SessionMetadataGetContextAttribution
         => session_services::context_attribution, lane |_p| None, aliases [];
     SessionMetadataGetContextHeaviestMessages: g::SessionMetadataGetContextHeaviestMessages

@@ -261,6 +261,11 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
         pending_grace: std::time::Duration::from_millis(
             env.get("SKIPPER_PENDING_GRACE_MS").and_then(|v| v.parse().ok()).unwrap_or(defaults.pending_grace_ms),
         ),
+        // A relative file path is the process's working directory's, where the SDK starts it.
+        telemetry: loop_engine::telemetry::TelemetryConfig::from_env(
+            |k| env.get(k).cloned(),
+            &std::env::current_dir().unwrap_or_default(),
+        ),
     };
     let engine = match opts.store {
         Some(store) => Engine::with_store(config, store.index, store.events, store.cluster),

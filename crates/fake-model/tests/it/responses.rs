@@ -235,6 +235,7 @@ async fn the_skipper_client_completes_a_tool_round_trip() {
         session_id: "s-1".into(),
         extra_headers: vec![],
         client_name: None,
+        sub_agent: None,
         purpose: Default::default(),
         reasoning_effort: None,
     };

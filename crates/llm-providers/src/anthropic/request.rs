@@ -334,6 +334,7 @@ mod tests {
             session_id: "s".into(),
             extra_headers: vec![],
             client_name: None,
+            sub_agent: None,
             purpose: Default::default(),
             reasoning_effort: None,
         }

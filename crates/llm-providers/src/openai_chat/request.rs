@@ -160,6 +160,7 @@ mod tests {
             session_id: "s".into(),
             extra_headers: vec![],
             client_name: None,
+            sub_agent: None,
             reasoning_effort: None,
             purpose: Purpose::Turn,
         }

@@ -188,6 +188,7 @@ mod tests {
             session_id: "session-7".into(),
             extra_headers: vec![],
             client_name: None,
+            sub_agent: None,
             purpose: Default::default(),
             reasoning_effort: None,
         }

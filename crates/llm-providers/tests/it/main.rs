@@ -31,6 +31,7 @@ fn request(stream: bool) -> ChatRequest {
         session_id: "session-1".into(),
         extra_headers: vec![],
         client_name: None,
+        sub_agent: None,
         purpose: Default::default(),
         reasoning_effort: None,
     }

@@ -71,6 +71,7 @@ pub(crate) fn summary_request(
         session_id: session_id.to_string(),
         extra_headers: Vec::new(),
         client_name: None,
+        sub_agent: None,
         reasoning_effort: None,
         purpose: Purpose::Compaction,
     }

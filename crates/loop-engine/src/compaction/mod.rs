@@ -151,6 +151,7 @@ pub(crate) fn handoff_request(
         session_id: session_id.to_string(),
         extra_headers: Vec::new(),
         client_name: None,
+        sub_agent: None,
         reasoning_effort: None,
         purpose: llm_providers::Purpose::Turn,
     }

@@ -12,7 +12,7 @@ use protocol::generated::types as t;
 use tokio_util::sync::CancellationToken;
 
 use super::{AgentScope, Resolved};
-use crate::handle::{QueuedMessage, SessionHandle};
+use crate::handle::{QueuedMessage, SessionHandle, SessionInput};
 use crate::run::RunCtx;
 use crate::settings::SessionSettings;
 use crate::Deps;
@@ -296,7 +296,8 @@ pub(crate) fn start(handle: &SessionHandle, settings: &SessionSettings, launch: 
             base.for_subagent(AgentScope { agent_id: id.clone(), parent_tool_call_id: launch.tool_call_id.clone() });
         let outcome = super::run::run_agent(&sub, &launch.agent, &launch.prompt, &launch.model, &settings).await;
         if !registry.finish(&id, &outcome) {
-            // Cancelled: nobody waits for a notice.
+            // Cancelled: nobody waits for a notice; an idle held back for it may go out.
+            let _ = base.handle.tell(SessionInput::BackgroundSettled).await;
             return;
         }
         let emitter = base.emitter();
@@ -333,6 +334,7 @@ pub(crate) fn start(handle: &SessionHandle, settings: &SessionSettings, launch: 
         };
         if let Err(e) = base.handle.send(msg, false).await {
             tracing::warn!(session = %base.handle.id(), error = %e, "background agent notice not delivered");
+            let _ = base.handle.tell(SessionInput::BackgroundSettled).await;
         }
     });
     Ok(agent_id)

@@ -2,7 +2,7 @@
 //! no tools. The model calls and tool dispatch are the main loop's; what it does not do is
 //! what belongs to the session (titles, hooks on prompts, compaction, autopilot).
 
-use llm_providers::{ChatRequest, Initiator, Message, ProviderError, ToolContent, UserContent};
+use llm_providers::{ChatRequest, Initiator, Message, ProviderError, SubAgent, ToolContent, UserContent};
 use protocol::generated::types::{self as t, SessionMode};
 use serde_json::Value;
 use tools::INTERRUPTED_TEXT;
@@ -94,7 +94,7 @@ pub(super) async fn run_agent(
         let req = ChatRequest {
             model: route.model.clone(),
             system: system.clone(),
-            history: conv.history.clone(),
+            history: settings.history_for_model(&conv.history),
             tools,
             stream: settings.streaming,
             initiator: Initiator::Agent,
@@ -104,6 +104,10 @@ pub(super) async fn run_agent(
             client_name: Some(settings.client_name.clone()),
             purpose: Default::default(),
             reasoning_effort: settings.reasoning_effort.clone(),
+            sub_agent: ctx
+                .scope
+                .as_deref()
+                .map(|scope| SubAgent { id: scope.agent_id.clone(), parent_id: ctx.handle.id().to_string() }),
         };
         let message_id = uuid::Uuid::new_v4().to_string();
         let result = crate::model_call::call_model(

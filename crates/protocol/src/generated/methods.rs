@@ -1811,6 +1811,18 @@ impl crate::rpc::RpcMethod for SessionMetadataGetContextAttribution {
     type Result = t::MetadataContextAttributionResult;
 }
 
+/// `session.metadata.recomputeContextTokens`: Re-tokenizes the session's existing messages against
+/// a model and returns aggregate token totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMetadataRecomputeContextTokens;
+
+impl crate::rpc::RpcMethod for SessionMetadataRecomputeContextTokens {
+    const NAME: &'static str = "session.metadata.recomputeContextTokens";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMetadataRecomputeContextTokensParams;
+    type Result = t::MetadataRecomputeContextTokensResult;
+}
+
 /// `session.metadata.getContextHeaviestMessages`: Returns the largest individual messages currently
 /// in the session's context window, most-expensive first. Companion to
 /// `metadata.getContextAttribution`. Returns an empty list until the session has initialized.
@@ -3513,6 +3525,12 @@ impl crate::rpc::SessionScoped for t::SessionMetadataIsProcessingParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionMetadataRecomputeContextTokensParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionMetadataRecordContextChangeParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4306,6 +4324,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.usage.getMetrics",
     "session.metadata.contextInfo",
     "session.metadata.getContextAttribution",
+    "session.metadata.recomputeContextTokens",
     "session.metadata.getContextHeaviestMessages",
     "session.telemetry.setFeatureOverrides",
     "session.tools.initializeAndValidate",

@@ -8916,6 +8916,22 @@ pub struct MetadataIsProcessingResult {
     pub processing: bool,
 }
 
+/// Re-tokenize the session's existing messages against `modelId` and return the token totals.
+/// Useful for hosts that want an initial estimate of context usage on session resume, before the
+/// next agent turn fires `session.context_info_changed` events. Returns zeros for an empty session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetadataRecomputeContextTokensResult {
+    /// Sum of tokens across chat-context and system-context messages currently held by the session.
+    #[serde(rename = "totalTokens")]
+    pub total_tokens: u64,
+    /// Tokens contributed by user/assistant/tool messages (excludes system/developer prompts).
+    #[serde(rename = "messagesTokenCount")]
+    pub messages_token_count: u64,
+    /// Tokens contributed by system/developer prompt snapshots.
+    #[serde(rename = "systemTokenCount")]
+    pub system_token_count: u64,
+}
+
 /// Notify the session that its working directory context has changed. Emits a
 /// `session.context_changed` event so consumers (telemetry, OTel tracker, ACP, the timeline UI) can
 /// react. Use this when the host has detected a cwd/branch/repo change outside the session's normal
@@ -17634,6 +17650,18 @@ pub struct SessionMetadataIsProcessingParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
+}
+
+/// Model identifier to use when re-tokenizing the session's existing messages.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMetadataRecomputeContextTokensParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Model identifier used for tokenization. The runtime token-counts both chat-context and
+    /// system-context messages against this model.
+    #[serde(rename = "modelId")]
+    pub model_id: String,
 }
 
 /// Updated working-directory/git context to record on the session.

@@ -200,7 +200,7 @@ async fn switch_model(
         }
         return Ok(text(out.trim_end().to_string()));
     }
-    session.switch_model(model, None).await.map_err(|e| ctx.engine_error(&e))?;
+    session.switch_model(model, None, None).await.map_err(|e| ctx.engine_error(&e))?;
     Ok(completed(None, None))
 }
 

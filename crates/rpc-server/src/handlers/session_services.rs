@@ -219,6 +219,22 @@ pub async fn context_info(
     })
 }
 
+/// Counts the context again from the log: the system prompt, and the messages after it (the
+/// tool definitions are not part of this count, as in the original).
+pub async fn recompute_context_tokens(
+    ctx: &Ctx,
+    p: t::SessionMetadataRecomputeContextTokensParams,
+) -> Result<t::MetadataRecomputeContextTokensResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    let messages = context_messages(ctx, &p.session_id).await;
+    let (system, conversation) = split_system(&messages);
+    Ok(t::MetadataRecomputeContextTokensResult {
+        total_tokens: system + conversation,
+        messages_token_count: conversation,
+        system_token_count: system,
+    })
+}
+
 pub async fn context_attribution(
     ctx: &Ctx,
     p: t::SessionMetadataGetContextAttributionParams,

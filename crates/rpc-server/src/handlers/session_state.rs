@@ -17,8 +17,14 @@ pub async fn model_get(ctx: &Ctx, p: t::SessionModelGetCurrentParams) -> Result<
 
 pub async fn model_switch(ctx: &Ctx, p: t::SessionModelSwitchToParams) -> Result<t::ModelSwitchToResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    let previous =
-        session.switch_model(&p.model_id, p.reasoning_effort.clone()).await.map_err(|e| ctx.engine_error(&e))?;
+    let previous = session
+        .switch_model(
+            &p.model_id,
+            p.reasoning_effort.clone(),
+            loop_engine::settings::vision_override(p.model_capabilities.as_ref()),
+        )
+        .await
+        .map_err(|e| ctx.engine_error(&e))?;
     Ok(t::ModelSwitchToResult {
         status: Some("applied".into()),
         deferred: Some(false),

@@ -45,6 +45,7 @@ impl Env {
             )),
             builtins: tools::Registry::builtins(),
             pending_grace: Duration::from_secs(1),
+            telemetry: None,
         })
         .await
         .expect("engine");
