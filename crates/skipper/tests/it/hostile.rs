@@ -320,6 +320,9 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("enableGitHubTelemetryForwarding", &["boolean"], json!(true)),
             prop("requestExtensions", &["boolean"], json!(false)),
             prop("extensionSdkPath", &["string"], json!("x")),
+            prop("githubMcpToolConfig", &["object"], json!({"enableAllTools": false})),
+            prop("modelCapabilities", &["object"], json!({})),
+            prop("requestExitPlanMode", &["boolean"], json!(false)),
         ],
         required: Vec::new(),
     };
