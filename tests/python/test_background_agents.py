@@ -149,7 +149,10 @@ async def test_write_agent_messages_a_running_agent(ctx: Ctx, client):
         },
         {"text": "SENT"},
     )
-    await session.send_and_wait("tell the looker", timeout=30)
+    # `session.idle` waits for background agents, and this one runs on: wait for the main
+    # turn's second model call instead.
+    await session.send("tell the looker")
+    await wait_for(lambda: len(ctx.fake.requests()) == 3, 30, "the main turn's second model call")
     main1, main2 = ctx.fake.requests()[1:]
     names = [t["function"]["name"] for t in main1["body"]["tools"]]
     assert names.index("read_agent") + 1 == names.index("write_agent") == names.index("list_agents") - 1

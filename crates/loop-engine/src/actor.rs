@@ -295,14 +295,14 @@ impl Actor {
                 Arc::make_mut(&mut self.view).settings.load_files(&self.deps.layout.home);
                 self.select_requested_agent(params.agent.as_deref());
                 self.publish();
-                // Active: a run is under way and a client is still there to carry it on. A run
-                // whose clients all left is cold: its pending work is orphaned.
-                let active = self.view.running && self.handle.subscriber_count() > 0;
-                let cold_run = self.view.running && !active;
+                // A run whose clients all left is orphaned (a cold resume) unless this resume
+                // carries its pending work on; otherwise it is still active.
+                let continue_pending = params.continue_pending_work.unwrap_or(false);
+                let orphaned = self.view.running && self.handle.subscriber_count() == 0 && !continue_pending;
+                let active = self.view.running && !orphaned;
                 if let Some(sub) = subscriber {
                     self.handle.subscribe(sub);
                 }
-                let continue_pending = params.continue_pending_work.unwrap_or(false);
                 if !params.disable_resume.unwrap_or(false) {
                     let data = crate::resume_data(
                         &self.view.settings,
@@ -313,7 +313,7 @@ impl Actor {
                     );
                     self.emit(data);
                 }
-                if cold_run && !continue_pending {
+                if orphaned {
                     self.interrupt_orphaned_run();
                 }
                 let _ = reply.send(());

@@ -402,10 +402,9 @@ test("continuePendingWork true is reported in the resume event (should_report_co
     await s2.disconnect();
 });
 
-for (const variant of [
-    { name: "original client still connected", disconnect: false },
-    { name: "original client force-stopped", disconnect: true },
-]) {
+// With the original client force-stopped the resume is cold instead (the SDK e2e's "cold"
+// scenario): the orphaned call is interrupted, as that e2e test asserts.
+for (const variant of [{ name: "original client still connected", disconnect: false }]) {
     test(
         `warm resume with continuePendingWork false keeps the pending tool handleable (${variant.name}; should_keep_..._on_warm_resume_...)`,
         T,
