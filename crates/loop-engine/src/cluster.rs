@@ -396,12 +396,14 @@ impl Engine {
         for (_, event, json) in &cluster.pg.after(id, after).await?.events {
             handle.emitter().relay(event, json);
         }
+        // The files first, while the follower still answers: between forgetting it and loading
+        // the session here, requests for it find no session.
+        self.fetch_shared_files(id).await;
         let Some(follower) = lock(&cluster.followers).remove(id) else { return Ok(()) };
         tracing::info!(session = %id, from = %follower.owner, "taking over a session");
         let subscribers = handle.emitter().take_subscribers();
         self.forget(&handle);
         handle.shutdown();
-        self.fetch_shared_files(id).await;
         let mut params = follower.params;
         params.disable_resume = Some(false);
         self.load(id, &params, subscribers, None, Default::default()).await?;
