@@ -49,7 +49,7 @@ pub use snapshot::Snapshot;
 ///   `/agents/*/memory/*`; anything else → 404 JSON.
 /// * control: `POST /_fake/load {"snapshot","workdir"?}`, `POST /_fake/workdir {"workdir"}`,
 ///   `POST /_fake/replies {"replies":[…]}`, `GET /_fake/requests`, `DELETE /_fake/requests`,
-///   `GET /_fake/exchanges`, `POST /_fake/reset`, `POST /_fake/models {"models":[…]|null}`,
+///   `GET /_fake/exchanges`, `POST /_fake/reset`, `POST /_fake/models {"models":[…]|null, "supportedEndpoints"?: {id: […]}}`,
 ///   `POST /_fake/user {"token","response"}`.
 /// * official-harness aliases: `POST /config {"filePath","workDir"}`, `GET /exchanges`,
 ///   `POST /copilot-user-config {"token","response"}`, `POST /stop`.
@@ -125,6 +125,11 @@ impl FakeModel {
     /// Overrides the `/models` list (`None` = snapshot's list or [`DEFAULT_MODELS`]).
     pub fn set_models(&self, models: Option<Vec<String>>) {
         self.shared.lock().models = models;
+    }
+
+    /// Lists `supported_endpoints` for model `id` in `/models` (e.g. `["/responses"]`).
+    pub fn set_model_endpoints(&self, id: impl Into<String>, endpoints: Vec<String>) {
+        self.shared.lock().model_endpoints.insert(id.into(), endpoints);
     }
 
     /// Answers `/copilot_internal/user` for `Authorization: Bearer <token>` with `response`;

@@ -58,6 +58,8 @@ pub(crate) struct FakeState {
     pub requests: Vec<Value>,
     pub exchanges: Vec<Value>,
     pub models: Option<Vec<String>>,
+    /// `supported_endpoints` of listed models, by id (absent: the catalogue omits the field).
+    pub model_endpoints: HashMap<String, Vec<String>>,
     pub users_by_token: HashMap<String, Value>,
     /// Requests to the GitHub MCP endpoint (`/mcp`, `/mcp/readonly`), oldest first.
     pub mcp_requests: Vec<Value>,
@@ -232,11 +234,12 @@ pub(crate) fn model_ids(st: &FakeState) -> Vec<String> {
 }
 
 async fn models(State(s): S) -> Response {
-    let ids = model_ids(&s.lock());
+    let st = s.lock();
+    let ids = model_ids(&st);
     let data: Vec<Value> = ids
         .iter()
         .map(|id| {
-            json!({
+            let mut entry = json!({
                 "id": id,
                 "name": id,
                 "capabilities": {
@@ -249,9 +252,14 @@ async fn models(State(s): S) -> Response {
                 },
                 "policy": {"state": "enabled", "terms": ""},
                 "billing": {"multiplier": 1}
-            })
+            });
+            if let Some(endpoints) = st.model_endpoints.get(id) {
+                entry["supported_endpoints"] = json!(endpoints);
+            }
+            entry
         })
         .collect();
+    drop(st);
     json_response(StatusCode::OK, json!({"data": data}))
 }
 
@@ -902,7 +910,20 @@ async fn ctl_models(State(s): S, body: Bytes) -> Response {
         Some(Value::Null) | None => None,
         Some(_) => return bad_request("`models` must be a list of ids or null"),
     };
-    s.lock().models = models;
+    let endpoints = match v.get("supportedEndpoints") {
+        Some(Value::Object(by_id)) => by_id
+            .iter()
+            .map(|(id, list)| {
+                let list = list.as_array().map(|l| l.iter().filter_map(|e| e.as_str().map(str::to_string)).collect());
+                (id.clone(), list.unwrap_or_default())
+            })
+            .collect(),
+        Some(Value::Null) | None => HashMap::new(),
+        Some(_) => return bad_request("`supportedEndpoints` must map model ids to lists of endpoints"),
+    };
+    let mut st = s.lock();
+    st.models = models;
+    st.model_endpoints = endpoints;
     ok()
 }
 

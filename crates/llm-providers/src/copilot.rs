@@ -131,6 +131,29 @@ pub struct CopilotClient {
     /// Base discovered from the account; resolved once, and only when `api_url` is unset. A
     /// failed lookup leaves it empty so the next call tries again.
     discovered_base: OnceCell<String>,
+    /// `supported_endpoints` of the catalogue's models by id, from the last `/models` read
+    /// (`None` until one succeeded). Picks the API a model is called on.
+    catalog_endpoints: std::sync::RwLock<Option<HashMap<String, Vec<String>>>>,
+}
+
+/// The wire API a model is called on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    ChatCompletions,
+    Responses,
+}
+
+/// Chat completions unless the catalogue lists the model's endpoints without it and with the
+/// Responses API (plain or over a WebSocket; this client speaks it over HTTP). A model the
+/// catalogue does not describe keeps chat completions.
+fn api_for(endpoints: Option<&[String]>) -> Api {
+    let Some(endpoints) = endpoints.filter(|e| !e.is_empty()) else { return Api::ChatCompletions };
+    let has = |name: &str| endpoints.iter().any(|e| e == name);
+    if !has("/chat/completions") && (has("/responses") || has("ws:/responses")) {
+        Api::Responses
+    } else {
+        Api::ChatCompletions
+    }
 }
 
 impl CopilotClient {
@@ -146,7 +169,7 @@ impl CopilotClient {
 
     /// With requests sent some other way (through the SDK client, for one).
     pub fn with_transport(config: CopilotConfig, http: Arc<dyn HttpTransport>) -> Self {
-        Self { config, http, discovered_base: OnceCell::new() }
+        Self { config, http, discovered_base: OnceCell::new(), catalog_endpoints: std::sync::RwLock::new(None) }
     }
 
     pub fn config(&self) -> &CopilotConfig {
@@ -178,6 +201,39 @@ impl CopilotClient {
         .await?;
         tracing::debug!(%base, "resolved Copilot API base URL");
         Ok(base)
+    }
+
+    fn remember_endpoints(&self, body: &[u8]) {
+        let endpoints = parse_endpoints(body);
+        *self.catalog_endpoints.write().unwrap_or_else(|e| e.into_inner()) = Some(endpoints);
+    }
+
+    /// The API `model` is called on. Before any catalogue was read, one `/models` request is
+    /// made (once, without retries: a catalogue that cannot be read leaves chat completions).
+    async fn api(&self, model: &str, cancel: &CancellationToken) -> Api {
+        let known = |s: &Self| {
+            let guard = s.catalog_endpoints.read().unwrap_or_else(|e| e.into_inner());
+            guard.as_ref().map(|m| api_for(m.get(model).map(Vec::as_slice)))
+        };
+        if let Some(api) = known(self) {
+            return api;
+        }
+        let fetched = async {
+            let url = format!("{}/models", self.base_url(cancel).await?);
+            let resp = self.http.send(HttpRequest::get(url.as_str(), self.common_headers()?)).await?;
+            let resp = ensure_success(resp, "Model list request").await.map_err(|f| f.error)?;
+            Ok::<_, ProviderError>(resp.bytes().await?)
+        };
+        match fetched.await {
+            Ok(body) => self.remember_endpoints(&body),
+            Err(e) => {
+                // Asked once: an unreadable catalogue pins chat completions until a model list
+                // succeeds, rather than costing every call a request.
+                tracing::debug!(error = %e, "model catalogue unavailable; calling chat completions");
+                self.remember_endpoints(b"[]");
+            }
+        }
+        known(self).unwrap_or(Api::ChatCompletions)
     }
 
     fn token(&self) -> Result<String, ProviderError> {
@@ -240,7 +296,9 @@ impl ModelClient for CopilotClient {
             let resp = self.http.send(HttpRequest::get(url.as_str(), headers.clone())).await?;
             let resp = ensure_success(resp, "Model list request").await?;
             let body = resp.bytes().await?;
-            Ok(parse_models(&body)?)
+            let models = parse_models(&body)?;
+            self.remember_endpoints(&body);
+            Ok(models)
         })
         .await
     }
@@ -281,7 +339,11 @@ impl ModelClient for CopilotClient {
         events: UnboundedSender<ModelEvent>,
         cancel: CancellationToken,
     ) -> Result<ChatResponse, ProviderError> {
-        let url = format!("{}/chat/completions", self.base_url(&cancel).await?);
+        let base = self.base_url(&cancel).await?;
+        if self.api(&req.model, &cancel).await == Api::Responses {
+            return self.call_responses(&base, req, events, cancel).await;
+        }
+        let url = format!("{base}/chat/completions");
         let body = Bytes::from(request_body(&req, BodyFlavor::Capi));
         let request_bytes = body.len() as u64;
         tracing::debug!(%url, model = %req.model, messages = req.history.len() + 1, stream = req.stream, "model call");
@@ -295,6 +357,55 @@ impl ModelClient for CopilotClient {
         resp.request_bytes = request_bytes;
         Ok(resp)
     }
+}
+
+impl CopilotClient {
+    /// One model call on `/responses`, with the same headers and retries as chat completions.
+    async fn call_responses(
+        &self,
+        base: &str,
+        req: ChatRequest,
+        events: UnboundedSender<ModelEvent>,
+        cancel: CancellationToken,
+    ) -> Result<ChatResponse, ProviderError> {
+        let url = format!("{base}/responses");
+        let body = Bytes::from(crate::responses::request::request_body(&req, &req.model, None));
+        let request_bytes = body.len() as u64;
+        tracing::debug!(%url, model = %req.model, stream = req.stream, "model call (responses)");
+        let (req, events, url, body) = (&req, &events, &url, &body);
+        let mut resp = retry::run(&self.config.retry, Some(events), &cancel, move |attempt| async move {
+            let headers = self.chat_headers(req, attempt)?;
+            let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_call(req);
+            crate::responses::transport::attempt_with_id_header(
+                self.http.as_ref(),
+                request,
+                req.stream,
+                events,
+                "x-github-request-id",
+            )
+            .await
+        })
+        .await?;
+        resp.request_bytes = request_bytes;
+        Ok(resp)
+    }
+}
+
+/// `supported_endpoints` of each catalogue entry that lists them.
+fn parse_endpoints(body: &[u8]) -> HashMap<String, Vec<String>> {
+    let Ok(json) = serde_json::from_slice::<Value>(body) else { return HashMap::new() };
+    let entries = match &json {
+        Value::Array(entries) => entries.as_slice(),
+        other => other.get("data").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default(),
+    };
+    entries
+        .iter()
+        .filter_map(|entry| {
+            let id = entry.get("id")?.as_str()?;
+            let list = entry.get("supported_endpoints")?.as_array()?;
+            Some((id.to_string(), list.iter().filter_map(|e| e.as_str().map(str::to_string)).collect()))
+        })
+        .collect()
 }
 
 fn parse_models(body: &[u8]) -> Result<Vec<ModelInfo>, ProviderError> {
@@ -348,6 +459,20 @@ mod tests {
         let c = CopilotConfig::from_env_map(&empty, None, "1");
         assert_eq!(c.api_url, None);
         assert_eq!(c.github_api_url, "https://api.github.com");
+    }
+
+    #[test]
+    fn responses_only_when_chat_completions_is_not_listed() {
+        let list = |e: &[&str]| e.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(api_for(None), Api::ChatCompletions);
+        assert_eq!(api_for(Some(&list(&[]))), Api::ChatCompletions);
+        assert_eq!(api_for(Some(&list(&["/responses", "ws:/responses"]))), Api::Responses);
+        assert_eq!(api_for(Some(&list(&["/chat/completions", "/responses"]))), Api::ChatCompletions);
+        assert_eq!(api_for(Some(&list(&["/v1/messages"]))), Api::ChatCompletions);
+        let body = br#"{"data":[{"id":"a","supported_endpoints":["/responses"]},{"id":"b"}]}"#;
+        let parsed = parse_endpoints(body);
+        assert_eq!(parsed.get("a"), Some(&list(&["/responses"])));
+        assert!(!parsed.contains_key("b"));
     }
 
     #[test]

@@ -24,7 +24,7 @@
 pub(crate) mod request;
 mod response;
 mod stream;
-mod transport;
+pub(crate) mod transport;
 
 use std::sync::Arc;
 

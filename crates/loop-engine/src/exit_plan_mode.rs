@@ -89,6 +89,21 @@ fn mode_after(action: Option<t::ExitPlanModeAction>) -> SessionMode {
     }
 }
 
+/// A `handlePendingExitPlanMode` answer; without an action, `autoApproveEdits` means autopilot
+/// (the schema's default).
+fn from_pending(answer: t::UIExitPlanModeResponse) -> ExitPlanModeAnswer {
+    let action = answer.selected_action.unwrap_or(if answer.auto_approve_edits == Some(true) {
+        t::UIExitPlanModeAction::Autopilot
+    } else {
+        t::UIExitPlanModeAction::Interactive
+    });
+    ExitPlanModeAnswer {
+        approved: answer.approved,
+        selected_action: Some(action.as_str().to_string()),
+        feedback: answer.feedback,
+    }
+}
+
 /// What the model is told about the user's decision.
 fn result_text(answer: &ExitPlanModeAnswer, mode: SessionMode, action: Option<t::ExitPlanModeAction>) -> String {
     if !answer.approved {
@@ -157,7 +172,16 @@ pub(crate) async fn run(ctx: &RunCtx, args: &Value) -> ToolOutput {
         actions,
         recommended_action: recommended,
     };
-    let answer = match crate::client::request::<ExitPlanModeRequest>(&*client, &params).await {
+    // The handler's answer to `exitPlanMode.request`, or any client's through
+    // `session.ui.handlePendingExitPlanMode` under the announced id: the first one decides.
+    let pending = ctx.handle.ui().register_exit_plan(&request_id);
+    let asked = crate::client::request::<ExitPlanModeRequest>(&*client, &params);
+    let answer = tokio::select! {
+        asked = asked => asked,
+        Ok(answer) = pending => Ok(from_pending(answer)),
+    };
+    ctx.handle.ui().forget_exit_plan(&request_id);
+    let answer = match answer {
         Ok(answer) => answer,
         Err(e) => {
             ctx.emitter().emit(t::ExitPlanModeCompletedData { request_id, ..Default::default() });

@@ -947,6 +947,22 @@ impl Engine {
         }
     }
 
+    /// The persisted events of a session, loaded here or not (`sessions.readPersistedEvents`);
+    /// a loaded session's own store is read, so a client-held log is read from the client.
+    pub async fn persisted_events(&self, id: &str) -> Result<Vec<protocol::event::Event>, EngineError> {
+        if self.get(id).is_some() {
+            return self.messages(id).await;
+        }
+        Layout::check_id(id).map_err(|_| EngineError::SessionNotFound(id.to_string()))?;
+        match self.deps.events.load(id).await {
+            Ok(l) => {
+                Ok(l.events.into_iter().filter(|e| !matches!(e.payload, SessionEvent::SessionUsageRecord(_))).collect())
+            }
+            Err(store::StoreError::NotFound(_)) => Err(EngineError::SessionNotFound(id.to_string())),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// The usage record of each model call in a session's log (`session.usage.getMetrics`).
     pub async fn usage_records(&self, id: &str) -> Vec<protocol::extensions::UsageRecord> {
         let Ok(log) = self.deps.events.load(id).await else { return Vec::new() };

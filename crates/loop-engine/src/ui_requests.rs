@@ -1,7 +1,8 @@
 //! Requests a session puts to its clients outside a run: elicitations (`session.ui.elicitation`
 //! → `elicitation.requested`), slash commands a client registered (`command.execute`), and
 //! slash commands queued for a client to run (`command.queued`, one at a time), plus the
-//! handles of directly registered auto-mode-switch handlers. Each waiting request is a oneshot
+//! handles of directly registered auto-mode-switch handlers, and `exit_plan_mode` reviews a
+//! client may answer by id. Each waiting request is a oneshot
 //! kept by request id; the client's answer resolves it once.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -20,6 +21,8 @@ pub struct QueuedCommand {
 #[derive(Default)]
 struct State {
     elicitations: HashMap<String, oneshot::Sender<t::UIElicitationResponse>>,
+    /// `exit_plan_mode` reviews waiting on a client: answered by `exitPlanMode.request` or here.
+    exit_plans: HashMap<String, oneshot::Sender<t::UIExitPlanModeResponse>>,
     commands: HashMap<String, oneshot::Sender<Option<String>>>,
     /// The queued command a client is running now.
     active: Option<QueuedCommand>,
@@ -64,6 +67,24 @@ impl UiRequests {
     /// Nobody left answers elicitations: every waiting one ends (its receiver sees the drop).
     pub fn drop_elicitations(&self) {
         self.lock().elicitations.clear();
+    }
+
+    /// An `exit_plan_mode` review under `request_id` (announced by `exit_plan_mode.requested`):
+    /// a client may answer it through `session.ui.handlePendingExitPlanMode`.
+    pub fn register_exit_plan(&self, request_id: &str) -> oneshot::Receiver<t::UIExitPlanModeResponse> {
+        let (tx, rx) = oneshot::channel();
+        self.lock().exit_plans.insert(request_id.to_string(), tx);
+        rx
+    }
+
+    /// `false` when no review waits under that id (unknown, or already answered).
+    pub fn answer_exit_plan(&self, request_id: &str, answer: t::UIExitPlanModeResponse) -> bool {
+        let tx = self.lock().exit_plans.remove(request_id);
+        tx.is_some_and(|tx| tx.send(answer).is_ok())
+    }
+
+    pub fn forget_exit_plan(&self, request_id: &str) {
+        self.lock().exit_plans.remove(request_id);
     }
 
     /// A new `command.execute`: its request id and where the client's outcome (an error

@@ -270,6 +270,8 @@ method_table! {
         => workspaces::rename_path, lane |p| Some(&p.session_id), aliases [];
     SessionWorkspacesGetWorkspace: g::SessionWorkspacesGetWorkspace
         => workspaces::get_workspace, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkspacesEnsure: g::SessionWorkspacesEnsure
+        => workspaces::ensure, lane |p| Some(&p.session_id), aliases [];
 
     // Persisted sessions as a whole (`sessions.*`), gated server features.
     SessionsList: g::SessionsList => sessions_admin::list, lane |_p| None, aliases [];
@@ -284,6 +286,8 @@ method_table! {
     SessionsGetSizes: g::SessionsGetSizes => sessions_admin::get_sizes, lane |_p| None, aliases [];
     SessionsCheckInUse: g::SessionsCheckInUse => sessions_admin::check_in_use, lane |_p| None, aliases [];
     SessionsReleaseLock: g::SessionsReleaseLock => sessions_admin::release_lock, lane |_p| None, aliases [];
+    SessionsReadPersistedEvents: g::SessionsReadPersistedEvents
+        => sessions_admin::read_persisted_events, lane |_p| None, aliases [];
     SessionsPruneOld: g::SessionsPruneOld => sessions_admin::prune_old, lane |_p| None, aliases [];
     SessionsBulkDelete: g::SessionsBulkDelete => sessions_admin::bulk_delete, lane |_p| None, aliases [];
     SessionsSetAdditionalPlugins: g::SessionsSetAdditionalPlugins

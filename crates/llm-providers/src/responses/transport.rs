@@ -22,9 +22,21 @@ pub(crate) async fn attempt(
     stream: bool,
     events: &UnboundedSender<ModelEvent>,
 ) -> Result<ChatResponse, AttemptError> {
+    attempt_with_id_header(http, request, stream, events, REQUEST_ID_HEADER).await
+}
+
+/// [`attempt`] against a server that names its calls in another header (CAPI's
+/// `x-github-request-id`).
+pub(crate) async fn attempt_with_id_header(
+    http: &dyn HttpTransport,
+    request: HttpRequest,
+    stream: bool,
+    events: &UnboundedSender<ModelEvent>,
+    request_id_header: &str,
+) -> Result<ChatResponse, AttemptError> {
     let started = Instant::now();
     let resp = http.send(request).await?;
-    let provider_call_id = resp.header(REQUEST_ID_HEADER);
+    let provider_call_id = resp.header(request_id_header);
     let resp = match ensure_success(resp, "Model request").await {
         Ok(resp) => resp,
         Err(mut failure) => {

@@ -665,6 +665,17 @@ impl crate::rpc::RpcMethod for SessionWorkspacesGetWorkspace {
     type Result = t::WorkspacesGetWorkspaceResult;
 }
 
+/// `session.workspaces.ensure`: Ensures a local session workspace exists and returns it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesEnsure;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesEnsure {
+    const NAME: &'static str = "session.workspaces.ensure";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesEnsureParams;
+    type Result = t::WorkspacesGetWorkspaceResult;
+}
+
 /// `session.shutdown`: Shuts down the session and persists its final state. Awaits any deferred
 /// sessionEnd hooks before resolving so user-supplied hook scripts complete before the runtime
 /// tears down.
@@ -1561,6 +1572,39 @@ impl crate::rpc::RpcMethod for SessionsReleaseLock {
     const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
     type Params = t::SessionsReleaseLockRequest;
     type Result = t::SessionsReleaseLockResult;
+}
+
+/// `sessions.readPersistedEvents`: Reads a page of durable events directly from a local session's
+/// persisted journal without creating, resuming, or activating the session. The first read pins the
+/// currently opened journal generation and its byte-length boundary; opaque cursor continuations
+/// remain on that generation across runtime-owned compaction, truncation, and rewrite operations,
+/// which replace the live path atomically, and events appended after the boundary are excluded. For
+/// cold hydration, await the first successful page before activation and establish lossless
+/// live-event buffering before resume; merge subsequent live events by ID, preserving persisted
+/// order and letting live payloads win. Continuations are process-local, single-use capabilities
+/// bound to the originating session and storage context and must be paged sequentially; concurrent
+/// or repeated use of the same cursor expires that duplicate read rather than reading the
+/// generation twice. A complete snapshot has cursorStatus 'ok' and hasMore false. Snapshots expire
+/// after five idle minutes, with at most eight retained per process and idle-only eviction under
+/// pressure; completion and cancelled-worker exit release their handles. No transcript copy is
+/// created, but retained handles may keep replaced files' disk blocks alive until release. Pages
+/// have a soft 1 MiB serialized event-array budget including resolved binary assets; one oversized
+/// event is returned alone to guarantee progress. Working memory also includes a record/lookahead
+/// and asset resolution; resolving the first binary reference may scan the full pinned generation
+/// to build a bounded offset index. If the snapshot expires, is evicted, is cancelled before a
+/// continuation is established, or becomes unreadable after an observable unsupported in-place
+/// shortening, the continuation returns cursorStatus 'expired' with an empty terminal page and
+/// never falls back to a different generation. A missing or initially unreadable journal is an RPC
+/// error. Persisted history excludes ephemeral events and may omit payloads that are reconstructed
+/// only for an active session; use the active session event stream for post-resume live events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsReadPersistedEvents;
+
+impl crate::rpc::RpcMethod for SessionsReadPersistedEvents {
+    const NAME: &'static str = "sessions.readPersistedEvents";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsReadPersistedEventsRequest;
+    type Result = t::EventsReadResult;
 }
 
 /// `sessions.pruneOld`: Deletes sessions older than the given threshold, with optional dry-run and
@@ -4065,6 +4109,12 @@ impl crate::rpc::SessionScoped for t::SessionWorkspacesDiffParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionWorkspacesEnsureParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionWorkspacesGetWorkspaceParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4230,6 +4280,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.workspaces.removePath",
     "session.workspaces.renamePath",
     "session.workspaces.getWorkspace",
+    "session.workspaces.ensure",
     "session.shutdown",
     "session.model.setReasoningEffort",
     "session.metadata.isProcessing",
@@ -4304,6 +4355,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "sessions.getSizes",
     "sessions.checkInUse",
     "sessions.releaseLock",
+    "sessions.readPersistedEvents",
     "sessions.pruneOld",
     "sessions.bulkDelete",
     "sessions.setAdditionalPlugins",

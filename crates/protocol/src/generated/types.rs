@@ -19975,6 +19975,17 @@ impl SessionWorkspacesDiffParams {
     }
 }
 
+/// Optional session context used when creating a local workspace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesEnsureParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Opaque workspace context supplied by the session host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<serde_json::Value>,
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionWorkspacesGetWorkspaceParams {
@@ -20554,6 +20565,29 @@ pub struct SessionsPruneOldRequest {
     /// Session IDs that should never be considered for pruning
     #[serde(rename = "excludeSessionIds", default, skip_serializing_if = "Option::is_none")]
     pub exclude_session_ids: Option<Vec<String>>,
+}
+
+/// Pagination options for reading an inactive or active local session's persisted event journal.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsReadPersistedEventsRequest {
+    /// Session ID whose persisted event journal should be read.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Opaque, process-local, single-use cursor returned by the previous persisted-event read. Omit
+    /// on the first call and issue continuations sequentially; reusing the same cursor returns an
+    /// expired terminal page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// Maximum number of events to return in this batch (1–1000, default 200). Pages may contain
+    /// fewer events to keep the serialized event array within a soft 1 MiB budget including
+    /// resolved binary assets; one oversized event is returned alone to guarantee progress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<u64>,
+    /// Direction to page through persisted history. Forward starts at the beginning; backward
+    /// starts with the newest events. Events in each page remain chronological. This selects the
+    /// initial read only; a continuation always uses the direction bound into its cursor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<EventsReadDirection>,
 }
 
 /// Session ID whose in-use lock should be released.
@@ -26105,6 +26139,7 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // - SessionOpenOptions.expAssignments: no type in the schema (any JSON)
 // - SessionOpenOptionsAdditionalContentExclusionPolicy.last_updated_at: no type in the schema (any JSON)
 // - SessionOpenResult.sessionApi: no type in the schema (any JSON)
+// - SessionWorkspacesEnsureParams.context: no type in the schema (any JSON)
 // - SessionsOpenCloud.onTaskCreated: no type in the schema (any JSON)
 // - SessionsOpenHandoff.onConfirm: no type in the schema (any JSON)
 // - SessionsOpenHandoff.onProgress: no type in the schema (any JSON)

@@ -387,3 +387,55 @@ fn config_from(options: Option<t::SessionOpenOptions>, id: Option<String>) -> Se
         ..Default::default()
     }
 }
+
+/// A session's persisted events by cursor, whether or not it is loaded here. The cursor
+/// `p<n>` is a position in the log: forward pages go on from it, backward pages end at it;
+/// each page is in log order.
+pub async fn read_persisted_events(
+    ctx: &Ctx,
+    p: t::SessionsReadPersistedEventsRequest,
+) -> Result<t::EventsReadResult, RpcError> {
+    check_id(ctx, &p.session_id)?;
+    ctx.learn_owners(Some(&p.session_id)).await?;
+    if !ctx.visible(&p.session_id) {
+        return Err(ctx.not_found(&p.session_id));
+    }
+    let events = ctx.server.engine.persisted_events(&p.session_id).await.map_err(|e| ctx.engine_error(&e))?;
+    let max = p.max.unwrap_or(200).clamp(1, 1000) as usize;
+    let backward = matches!(p.direction, Some(t::EventsReadDirection::Backward));
+    let total = events.len();
+    let parsed = p.cursor.as_deref().map(|c| c.strip_prefix('p').and_then(|n| n.parse::<usize>().ok()));
+    let at = match parsed {
+        None => {
+            if backward {
+                total
+            } else {
+                0
+            }
+        }
+        Some(Some(n)) if n <= total => n,
+        // Not a cursor of this log: an empty last page, never a read from elsewhere.
+        Some(_) => {
+            let cursor = p.cursor.unwrap_or_default();
+            return Ok(t::EventsReadResult {
+                events: Vec::new(),
+                cursor,
+                has_more: false,
+                cursor_status: t::EventsCursorStatus::Expired,
+            });
+        }
+    };
+    let (start, end) = if backward { (at.saturating_sub(max), at) } else { (at, (at + max).min(total)) };
+    let page = events[start..end]
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ctx.failed(e))?;
+    let (cursor, has_more) = if backward { (start, start > 0) } else { (end, end < total) };
+    Ok(t::EventsReadResult {
+        events: page,
+        cursor: format!("p{cursor}"),
+        has_more,
+        cursor_status: t::EventsCursorStatus::Ok,
+    })
+}

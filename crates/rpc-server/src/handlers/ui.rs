@@ -1,6 +1,7 @@
 //! `session.ui.*`: questions for the user that a client answers. An elicitation is offered to
 //! every client as `elicitation.requested` and answered by one through
-//! `handlePendingElicitation`. The other `handlePending*` answers match requests this runtime
+//! `handlePendingElicitation`; an `exit_plan_mode` review through `handlePendingExitPlanMode`
+//! (or the handler's `exitPlanMode.request`). The other `handlePending*` answers match requests this runtime
 //! does not raise (user input goes out as a `userInput.request` call, not a pending event), so
 //! nothing waits under any id and they answer `success: false`, as for an unknown id.
 
@@ -84,11 +85,13 @@ pub async fn handle_pending_auto_mode_switch(
     nothing_pending(ctx, &p.session_id)
 }
 
+/// Answers an `exit_plan_mode` review announced by `exit_plan_mode.requested`.
 pub async fn handle_pending_exit_plan_mode(
     ctx: &Ctx,
     p: t::UiHandlePendingExitPlanModeRequest,
 ) -> Result<t::UIHandlePendingResult, RpcError> {
-    nothing_pending(ctx, &p.session_id)
+    let session = ctx.session(&p.session_id)?;
+    Ok(t::UIHandlePendingResult { success: session.ui().answer_exit_plan(&p.request_id, p.response) })
 }
 
 pub async fn handle_pending_session_limits(

@@ -80,7 +80,20 @@ pub async fn get_workspace(
     ctx: &Ctx,
     p: t::SessionWorkspacesGetWorkspaceParams,
 ) -> Result<t::WorkspacesGetWorkspaceResult, RpcError> {
-    let session = ctx.session(&p.session_id)?;
+    workspace_of(ctx, &p.session_id).await
+}
+
+/// A loaded session's workspace always exists (it is written at create), so ensuring it is
+/// reading it; the client's `context` adds nothing a session does not already know.
+pub async fn ensure(
+    ctx: &Ctx,
+    p: t::SessionWorkspacesEnsureParams,
+) -> Result<t::WorkspacesGetWorkspaceResult, RpcError> {
+    workspace_of(ctx, &p.session_id).await
+}
+
+async fn workspace_of(ctx: &Ctx, session_id: &str) -> Result<t::WorkspacesGetWorkspaceResult, RpcError> {
+    let session = ctx.session(session_id)?;
     let layout = ctx.server.engine.layout();
     let meta = layout.workspace_meta(session.id()).await.map_err(|e| ctx.failed(e))?;
     let workspace = match meta {
