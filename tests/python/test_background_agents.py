@@ -1,11 +1,11 @@
 """Background sub-agents, fleet mode and server-level discovery.
 
 Background agents: ``session.tasks.startAgent`` and ``task {mode: "background"}`` start an agent
-that outlives the turn; ``session.tasks.*`` report, cancel and remove it; its end reaches the
-model as a ``<system_notification>`` turn (and a ``system.notification`` event), messages sent
-while it runs (``session.tasks.sendMessage``, ``write_agent``) reach its conversation, and
-``read_agent`` returns its answer (replayed
-against the original's recording). Fleet: ``session.fleet.start`` sends the orchestration
+that outlives the turn; ``session.tasks.*`` report, cancel and remove it; when it has answered
+it goes idle, which reaches the model as a ``<system_notification>`` turn (and a
+``system.notification`` event); messages (``session.tasks.sendMessage``, ``write_agent``) reach
+its conversation while it runs, and start its next turn when it is idle; ``read_agent`` returns
+its answers (replayed against the original's recording). Fleet: ``session.fleet.start`` sends the orchestration
 instructions and the request as one message. Discovery: ``skills.*``, ``agents.*`` and
 ``instructions.*`` ``discover`` / ``getDiscoveryPaths`` without a session.
 """
@@ -60,18 +60,22 @@ async def test_a_started_agent_is_listed_notifies_the_session_and_is_removed(ctx
     # The end of the agent reaches the model as a notification turn.
     await wait_for(lambda: any(e.data.content == "NOTED" for e in events.of("assistant.message")), 30, "notice turn")
     tasks = (await session.rpc.tasks.list()).tasks
-    assert task().status.value == "completed" and task().result == "AGENT ANSWER"
+    assert task().status.value == "idle" and task().result == "AGENT ANSWER"
+    assert task().latest_response == "AGENT ANSWER" and task().idle_since
 
     main1, sub, main2 = ctx.fake.requests()
     assert [_after_datetime(t) for t in user_texts(sub)] == ["Answer please."]
     notice = _after_datetime(user_texts(main2)[-1])
     assert notice == (
-        '<system_notification>\nAgent "helper" (general-purpose) has completed successfully. Use read_agent with '
-        'agent_id "helper" to retrieve the full results.\n</system_notification>'
+        '<system_notification>\nAgent "helper" (general-purpose) has finished processing and is now idle. Use '
+        'read_agent with agent_id "helper" to read the results, or write_agent to send follow-up messages.\n'
+        "</system_notification>"
     )
     assert "read_agent" in [t["function"]["name"] for t in main1["body"]["tools"]]
 
-    # A finished agent cannot be cancelled; it can be removed, once.
+    # An idle agent is cancelled before it can be removed, once.
+    assert (await session.rpc.tasks.remove(TasksRemoveRequest(id="helper"))).removed is False
+    assert (await session.rpc.tasks.cancel(TasksCancelRequest(id="helper"))).cancelled is True
     assert (await session.rpc.tasks.cancel(TasksCancelRequest(id="helper"))).cancelled is False
     assert (await session.rpc.tasks.remove(TasksRemoveRequest(id="helper"))).removed is True
     assert (await session.rpc.tasks.remove(TasksRemoveRequest(id="helper"))).removed is False
@@ -116,21 +120,35 @@ async def test_a_message_sent_while_the_agent_runs_reaches_it_and_its_end_is_a_s
     assert user_texts(second)[-1] == "Also check the docs folder.", "the message follows the tool result"
     assert [r["content"] for r in tool_results(second)] == ["nudged"]
     tasks = (await session.rpc.tasks.list()).tasks
-    assert [(t.id, t.status.value, t.result) for t in tasks] == [("helper", "completed", "CHECKED THE DOCS")]
+    assert [(t.id, t.status.value, t.result) for t in tasks] == [("helper", "idle", "CHECKED THE DOCS")]
 
     notices = events.of("system.notification")
     assert len(notices) == 1
     notice = notices[0].data
     assert notice.content == _after_datetime(user_texts(notice_turn)[-1])
-    assert notice.content.startswith('<system_notification>\nAgent "helper" (general-purpose) has completed')
+    assert notice.content.startswith('<system_notification>\nAgent "helper" (general-purpose) has finished')
     kind = notice.kind
-    assert (kind.type.value if hasattr(kind.type, "value") else kind.type) == "agent_completed"
-    assert (kind.agent_id, kind.agent_type, kind.status.value) == ("helper", "general-purpose", "completed")
-    assert (kind.description, kind.prompt) == ("Looks", "Look around.")
+    assert (kind.type.value if hasattr(kind.type, "value") else kind.type) == "agent_idle"
+    assert (kind.agent_id, kind.agent_type, kind.description) == ("helper", "general-purpose", "Looks")
 
-    # A finished agent takes no more messages; an unknown one neither.
+    # The idle agent takes a message as its next turn, in the same conversation.
+    ctx.fake.replies({"text": "MORE ANSWER"}, {"text": "NOTED AGAIN"})
     late = await session.rpc.tasks.send_message(TasksSendMessageRequest(id=started.agent_id, message="More?"))
-    assert late.sent is False and "completed" in late.error
+    assert late.sent is True and late.error is None
+    await wait_for(
+        lambda: any(e.data.content == "NOTED AGAIN" for e in events.of("assistant.message")), 30, "second notice"
+    )
+    resumed = ctx.fake.requests()[3]
+    assert [_after_datetime(t) for t in user_texts(resumed)] == ["Look around.", "Also check the docs folder.", "More?"]
+    said = [m.get("content") for m in resumed["body"]["messages"] if m.get("role") == "assistant"]
+    assert "CHECKED THE DOCS" in said, "its earlier answer is part of the conversation"
+    tasks = (await session.rpc.tasks.list()).tasks
+    assert [(t.status.value, t.result, t.prompt) for t in tasks] == [("idle", "MORE ANSWER", "More?")]
+    assert len(events.of("system.notification")) == 2
+    # A cancelled agent takes no more messages; an unknown one neither.
+    assert (await session.rpc.tasks.cancel(TasksCancelRequest(id="helper"))).cancelled is True
+    refused = await session.rpc.tasks.send_message(TasksSendMessageRequest(id="helper", message="Still there?"))
+    assert refused.sent is False and "cancelled" in refused.error
     missing = await session.rpc.tasks.send_message(TasksSendMessageRequest(id="nobody", message="Hi"))
     assert missing.sent is False and "nobody" in missing.error
 
@@ -145,6 +163,9 @@ async def test_write_agent_messages_a_running_agent(ctx: Ctx, client):
             "tool_calls": [
                 {"name": "write_agent", "arguments": {"agent_id": "looker", "message": "Look at src too."}},
                 {"name": "write_agent", "arguments": {"agent_id": "nobody", "message": "Hello?"}},
+                {"name": "write_agent", "arguments": {"agent_ids": ["looker", "nobody"], "message": "Both?"}},
+                {"name": "write_agent", "arguments": {"scope": "children", "message": "All of you."}},
+                {"name": "write_agent", "arguments": {"agent_id": "looker", "scope": "children", "message": "?"}},
             ]
         },
         {"text": "SENT"},
@@ -157,9 +178,15 @@ async def test_write_agent_messages_a_running_agent(ctx: Ctx, client):
     names = [t["function"]["name"] for t in main1["body"]["tools"]]
     assert names.index("read_agent") + 1 == names.index("write_agent") == names.index("list_agents") - 1
     results = [r["content"] for r in tool_results(main2)]
-    assert results[0] == "Message delivered to agent looker."
+    assert results[0] == "Message delivered to agent looker. Use read_agent to check the agent's response."
     assert "nobody" in results[1] and results[1] != results[0]
-    assert [c["name"] for c in tool_calls(main2)] == ["write_agent", "write_agent"]
+    assert results[2].startswith("One or more recipients cannot receive messages") and "nobody" in results[2]
+    assert results[3] == "Message delivered to agent looker. Use read_agent to check the agent's response."
+    assert results[4] == 'Provide exactly one of "agent_id", "agent_ids", or "scope"'
+    assert [c["name"] for c in tool_calls(main2)] == ["write_agent"] * 5
+    write = next(t["function"] for t in main1["body"]["tools"] if t["function"]["name"] == "write_agent")
+    assert write["parameters"]["required"] == ["message"]
+    assert set(write["parameters"]["properties"]) == {"agent_id", "agent_ids", "scope", "message"}
     assert (await session.rpc.tasks.cancel(TasksCancelRequest(id="looker"))).cancelled is True
 
 
@@ -204,8 +231,14 @@ async def test_background_task_call_replays_the_original_recording(ctx: Ctx, cli
     )
     task_done = [e for e in events.of("tool.execution_complete") if e.data.result and "background" in e.data.result.content]
     assert task_done[0].data.result.content.startswith("Agent started in background with agent_id: read-file.")
-    read = [r for req in ctx.fake.requests() for r in tool_results(req) if r["content"].startswith("Agent completed.")]
-    assert read and "agent_type: explore, status: completed" in read[-1]["content"]
+    read = [
+        r
+        for req in ctx.fake.requests()
+        for r in tool_results(req)
+        if r["content"].startswith("Agent is idle (waiting for messages).")
+    ]
+    assert read and "agent_type: explore, status: idle" in read[-1]["content"]
+    assert ", total_turns: 1\n\n[Turn 0]\n" in read[-1]["content"]
     assert "Hello from subagent test!" in read[-1]["content"]
 
 

@@ -280,7 +280,7 @@ async fn run_one(
         return agent_tools::write_agent(ctx.handle.tasks(), &args);
     }
     if call.name == LIST_AGENTS {
-        return agent_tools::list_agents(ctx.handle.tasks());
+        return agent_tools::list_agents(ctx.handle.tasks(), &args);
     }
     if call.name == crate::sql::SQL {
         return crate::sql::run(ctx, &args).await;

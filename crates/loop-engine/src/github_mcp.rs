@@ -78,7 +78,7 @@ pub(crate) fn configure(host: &McpHost, model: &Arc<dyn ModelClient>, params: &S
         }
         .boxed()
     });
-    host.defer(NAME, resolve, disabled);
+    host.defer(NAME, resolve, disabled, mcp_client::Source::Builtin);
 }
 
 /// The server's `mcpServers` entry: the read-write endpoint when the session asks for all

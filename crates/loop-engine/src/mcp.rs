@@ -65,10 +65,12 @@ fn loaded_server(s: &ServerSummary) -> t::McpServersLoadedServer {
 }
 
 /// Starts (or re-points) the session's servers from create/resume params. Never waits.
-/// Servers come from the enabled installed plugins, the user's `mcp-config.json`, the session's
-/// `pluginDirectories`, then its own `mcpServers` (a later source wins a name); the session's
-/// `disabledMcpServers` and the user's (`config.json`) are listed but not started, except that a
-/// server the session configures itself is never disabled by the user's list.
+/// The session's `pluginDirectories` servers, then its own `mcpServers` (a later source wins a
+/// name), start now. The user's — the enabled installed plugins', then `mcp-config.json`'s —
+/// start lazily, as the original starts them: with the first turn or `session.mcp.list`
+/// (`McpHost::defer_config`), and never when the session configures that name itself. The
+/// session's `disabledMcpServers` and the user's (`config.json`) are listed but not started,
+/// except that a server the session configures itself is never disabled by the user's list.
 pub(crate) fn configure(
     host: &McpHost,
     deps: &crate::Deps,
@@ -77,12 +79,12 @@ pub(crate) fn configure(
 ) {
     host.set_cwd(settings.cwd.clone());
     let user = crate::user_mcp::UserServers::read(&deps.layout.home);
-    let mut servers = user.servers;
+    let mut servers = serde_json::Map::new();
     for dir in params.plugin_directories.iter().flatten() {
         let dir = settings.cwd.join(dir);
         servers.extend(crate::plugins::manifest::mcp_servers(&dir));
     }
-    // The session's own servers win over a plugin's or the user's of the same name.
+    // The session's own servers win over a plugin's of the same name.
     servers.extend(params.mcp_servers.iter().flatten().map(|(k, v)| (k.clone(), v.clone())));
     let mut disabled = params.disabled_mcp_servers.clone().unwrap_or_default();
     for name in user.disabled {
@@ -93,6 +95,12 @@ pub(crate) fn configure(
     }
     if params.mcp_servers.is_some() || !servers.is_empty() {
         host.configure(&servers, &disabled);
+    }
+    let lazy: Vec<String> = user.servers.keys().filter(|n| !servers.contains_key(*n)).cloned().collect();
+    host.undefer_except(mcp_client::Source::User, &lazy);
+    for name in &lazy {
+        let off = disabled.contains(name);
+        host.defer_config(name, user.servers[name].clone(), off, mcp_client::Source::User);
     }
     let mut github = std::borrow::Cow::Borrowed(params);
     if disabled.iter().any(|n| n == crate::github_mcp::NAME)

@@ -63,8 +63,16 @@ pub type Resolver = Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<O
 /// A server that starts only when first needed ([`McpHost::start_deferred`]).
 #[derive(Clone)]
 struct Deferred {
-    resolve: Resolver,
+    make: Make,
     disabled: bool,
+    source: Source,
+}
+
+/// How a deferred server gets its configuration when it starts.
+#[derive(Clone)]
+enum Make {
+    Resolve(Resolver),
+    Config(Value),
 }
 
 /// One server as `session.mcp.list` shows it.
@@ -142,6 +150,8 @@ struct Entry {
     /// The running local server's process group.
     process_group: Option<u32>,
     source: Source,
+    /// Registered with [`McpHost::defer`]: no configuration replaces or removes it.
+    deferred: bool,
 }
 
 impl Entry {
@@ -158,6 +168,7 @@ impl Entry {
             generation: 0,
             process_group: None,
             source: Source::User,
+            deferred: false,
         }
     }
 
@@ -187,7 +198,8 @@ struct Inner {
     app_context: Mutex<Option<Value>>,
     /// Where OAuth-protected remote servers get their tokens.
     auth_provider: Mutex<Option<crate::oauth::AuthProvider>>,
-    /// Built-in servers not started yet: they start on the first turn or listing.
+    /// Servers registered with [`McpHost::defer`] not started yet: they start on the first
+    /// turn or listing.
     deferred: Mutex<BTreeMap<String, Deferred>>,
 }
 
@@ -276,12 +288,9 @@ impl McpHost {
         let mut removed = false;
         {
             let mut map = lock(&self.inner.servers);
-            // Built-in servers are not part of a configuration: they stay.
-            let stale: Vec<String> = map
-                .iter()
-                .filter(|(k, e)| !servers.contains_key(*k) && e.source != Source::Builtin)
-                .map(|(k, _)| k.clone())
-                .collect();
+            // Deferred servers are not part of a configuration: they stay.
+            let stale: Vec<String> =
+                map.iter().filter(|(k, e)| !servers.contains_key(*k) && !e.deferred).map(|(k, _)| k.clone()).collect();
             for name in stale {
                 if let Some(e) = map.remove(&name) {
                     if let Some(stop) = e.stop {
@@ -326,18 +335,27 @@ impl McpHost {
         self.check_loaded();
     }
 
-    /// Registers a built-in server that starts only when first needed ([`Self::start_deferred`]):
-    /// until then nothing is listed and nothing contacted. A `disabled` one is then listed as
-    /// disabled and never contacted. A server of the same name from a configuration wins; a
-    /// started built-in one is left alone unless it changes between disabled and enabled.
-    pub fn defer(&self, name: &str, resolve: Resolver, disabled: bool) {
+    /// Registers a server that starts only when first needed ([`Self::start_deferred`]): until
+    /// then nothing is listed and nothing contacted or spawned. A `disabled` one is then listed
+    /// as disabled and never contacted. A server of the same name from a configuration wins; a
+    /// started deferred one is left alone unless it changes between disabled and enabled.
+    pub fn defer(&self, name: &str, resolve: Resolver, disabled: bool, source: Source) {
+        self.defer_make(name, Make::Resolve(resolve), disabled, source);
+    }
+
+    /// [`Self::defer`] for a server whose configuration is known now (`mcpServers` JSON).
+    pub fn defer_config(&self, name: &str, raw: Value, disabled: bool, source: Source) {
+        self.defer_make(name, Make::Config(raw), disabled, source);
+    }
+
+    fn defer_make(&self, name: &str, make: Make, disabled: bool, source: Source) {
         if self.inner.shutdown.is_cancelled() {
             return;
         }
         let replaced = {
             let mut map = lock(&self.inner.servers);
             match map.get(name) {
-                Some(e) if e.source != Source::Builtin => return,
+                Some(e) if !e.deferred => return,
                 Some(e) if (e.status == Status::Disabled) == disabled => return,
                 Some(_) => map.remove(name),
                 None => None,
@@ -347,17 +365,35 @@ impl McpHost {
             stop.cancel();
             self.emit(HostEvent::ToolsChanged);
         }
-        lock(&self.inner.deferred).insert(name.to_string(), Deferred { resolve, disabled });
+        lock(&self.inner.deferred).insert(name.to_string(), Deferred { make, disabled, source });
     }
 
-    /// Drops a built-in server registered with [`Self::defer`] (started or not); whether there
-    /// was one.
+    /// Drops the servers registered with [`Self::defer`] from `source` (started or not) whose
+    /// names `keep` does not hold.
+    pub fn undefer_except(&self, source: Source, keep: &[String]) {
+        let mut names: Vec<String> = lock(&self.inner.deferred)
+            .iter()
+            .filter(|(n, d)| d.source == source && !keep.contains(n))
+            .map(|(n, _)| n.clone())
+            .collect();
+        names.extend(
+            lock(&self.inner.servers)
+                .iter()
+                .filter(|(n, e)| e.deferred && e.source == source && !keep.contains(n))
+                .map(|(n, _)| n.clone()),
+        );
+        for name in names {
+            self.undefer(&name);
+        }
+    }
+
+    /// Drops a server registered with [`Self::defer`] (started or not); whether there was one.
     pub fn undefer(&self, name: &str) -> bool {
         let was_deferred = lock(&self.inner.deferred).remove(name).is_some();
         let removed = {
             let mut map = lock(&self.inner.servers);
             match map.get(name) {
-                Some(e) if e.source == Source::Builtin => map.remove(name),
+                Some(e) if e.deferred => map.remove(name),
                 _ => None,
             }
         };
@@ -382,21 +418,40 @@ impl McpHost {
             return;
         }
         let mut to_resolve = Vec::new();
+        let mut to_connect = Vec::new();
         {
             let mut map = lock(&self.inner.servers);
             for (name, d) in deferred {
-                if map.get(&name).is_some_and(|e| e.source != Source::Builtin) {
+                if map.get(&name).is_some_and(|e| !e.deferred) {
                     continue;
                 }
-                let status = if d.disabled { Status::Disabled } else { Status::Pending };
-                let mut entry = Entry::new(Err(format!("MCP server \"{name}\" has not started")), status);
-                entry.error = None;
-                entry.source = Source::Builtin;
-                if !d.disabled {
-                    let token = self.inner.shutdown.child_token();
-                    entry.stop = Some(token.clone());
-                    to_resolve.push((name.clone(), d.resolve, token));
-                }
+                let mut entry = match &d.make {
+                    Make::Config(raw) => {
+                        let config = ServerConfig::parse(&name, raw).map_err(|e| e.to_string());
+                        let status = match (&config, d.disabled) {
+                            (_, true) => Status::Disabled,
+                            (Err(_), _) => Status::Failed,
+                            (Ok(_), false) => Status::Pending,
+                        };
+                        if status == Status::Pending {
+                            to_connect.push(name.clone());
+                        }
+                        Entry::new(config, status)
+                    }
+                    Make::Resolve(resolve) => {
+                        let status = if d.disabled { Status::Disabled } else { Status::Pending };
+                        let mut entry = Entry::new(Err(format!("MCP server \"{name}\" has not started")), status);
+                        entry.error = None;
+                        if !d.disabled {
+                            let token = self.inner.shutdown.child_token();
+                            entry.stop = Some(token.clone());
+                            to_resolve.push((name.clone(), resolve.clone(), token));
+                        }
+                        entry
+                    }
+                };
+                entry.source = d.source;
+                entry.deferred = true;
                 if let Some(old) = map.insert(name, entry).and_then(|e| e.stop) {
                     old.cancel();
                 }
@@ -405,6 +460,9 @@ impl McpHost {
         *lock(&self.inner.loading) = true;
         for (name, resolve, token) in to_resolve {
             self.spawn_resolve(name, resolve, token);
+        }
+        for name in &to_connect {
+            self.spawn_connect(name);
         }
         self.check_loaded();
     }
@@ -423,7 +481,7 @@ impl McpHost {
                     // Not available here (no Copilot API, say): as if never configured.
                     let removed = {
                         let mut map = lock(&host.inner.servers);
-                        let ours = map.get(&name).is_some_and(|e| e.generation == 0 && e.source == Source::Builtin);
+                        let ours = map.get(&name).is_some_and(|e| e.generation == 0 && e.deferred);
                         if ours {
                             map.remove(&name)
                         } else {
@@ -454,7 +512,7 @@ impl McpHost {
             };
             {
                 let mut map = lock(&host.inner.servers);
-                match map.get_mut(&name).filter(|e| e.generation == 0 && e.source == Source::Builtin) {
+                match map.get_mut(&name).filter(|e| e.generation == 0 && e.deferred) {
                     Some(entry) => entry.config = Ok(config),
                     None => return,
                 }

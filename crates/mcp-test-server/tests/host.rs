@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mcp_client::{render, CallError, HostEvent, McpHost, Status};
+use mcp_client::{render, CallError, HostEvent, McpHost, Source, Status};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -256,9 +256,9 @@ async fn deferred_servers_start_only_when_asked() {
     h.set_sink(move |e| seen.lock().unwrap().push(e));
     let calls = std::sync::Arc::new(AtomicUsize::new(0));
     let config = json!({"command": BIN, "args": ["--name", "b"], "tools": ["*"]});
-    h.defer("b", resolver(Ok(Some(config)), calls.clone()), false);
+    h.defer("b", resolver(Ok(Some(config)), calls.clone()), false, Source::Builtin);
     let off_calls = std::sync::Arc::new(AtomicUsize::new(0));
-    h.defer("off", resolver(Ok(Some(json!({"command": "/nonexistent"}))), off_calls.clone()), true);
+    h.defer("off", resolver(Ok(Some(json!({"command": "/nonexistent"}))), off_calls.clone()), true, Source::Builtin);
     // A configuration does not drop them, nor start them.
     h.configure(&servers(json!({})), &[]);
     assert!(h.list().is_empty());
@@ -292,8 +292,8 @@ async fn deferred_servers_that_cannot_resolve_fail_or_go_away() {
     use std::sync::atomic::AtomicUsize;
     let h = host();
     let calls = std::sync::Arc::new(AtomicUsize::new(0));
-    h.defer("down", resolver(Err("Copilot API unreachable".into()), calls.clone()), false);
-    h.defer("absent", resolver(Ok(None), calls.clone()), false);
+    h.defer("down", resolver(Err("Copilot API unreachable".into()), calls.clone()), false, Source::Builtin);
+    h.defer("absent", resolver(Ok(None), calls.clone()), false, Source::Builtin);
     h.start_deferred();
     assert_eq!(settled(&h, "down").await, Status::Failed);
     let down = h.list().into_iter().find(|s| s.name == "down").unwrap();
@@ -304,5 +304,37 @@ async fn deferred_servers_that_cannot_resolve_fail_or_go_away() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(!h.any_pending());
+    h.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deferred_configs_spawn_nothing_until_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pids");
+    let h = host();
+    let cfg = |name: &str| json!({"command": BIN, "args": ["--name", name, "--pid-file", pid_file.to_str().unwrap()], "tools": ["*"]});
+    h.defer_config("lazy", cfg("lazy"), false, Source::User);
+    h.defer_config("off", cfg("off"), true, Source::User);
+    h.defer_config("gone", cfg("gone"), false, Source::User);
+    // A configuration neither starts nor drops them; a session's own server of the same name wins.
+    h.configure(&servers(json!({"own": cfg("own")})), &[]);
+    h.defer_config("own", json!({"command": "/nonexistent"}), false, Source::User);
+    assert_eq!(settled(&h, "own").await, Status::Connected);
+    assert_eq!(pids(&pid_file).len(), 1, "only the configured server runs");
+    assert_eq!(h.list().len(), 1);
+    h.undefer_except(Source::User, &["lazy".to_string(), "off".to_string()]);
+
+    h.start_deferred();
+    assert_eq!(settled(&h, "lazy").await, Status::Connected);
+    let listed = h.list();
+    let names: Vec<&str> = listed.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["lazy", "off", "own"]);
+    assert_eq!(listed[0].source, Source::User);
+    assert_eq!(listed[1].status, Status::Disabled);
+    assert!(h.tools().iter().any(|t| t.qualified == "lazy-echo"));
+    assert_eq!(pids(&pid_file).len(), 2);
+    // A disabled deferred server has its configuration: enabling it starts it.
+    h.start("off").unwrap();
+    assert_eq!(settled(&h, "off").await, Status::Connected);
     h.shutdown();
 }

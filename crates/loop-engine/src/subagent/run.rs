@@ -57,158 +57,180 @@ pub(super) async fn run_agent(
     model: &str,
     parent: &SessionSettings,
 ) -> Result<String, String> {
-    let settings = settings_for(parent, agent, model);
-    let system = system_prompt(&settings, agent);
-    let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
-    let mut conv = Conversation::new(Vec::new(), Some(prompt.to_string()));
-    conv.push(Message::User {
-        content: UserContent::Text(format!("<current_datetime>{now}</current_datetime>\n\n{prompt}")),
-    });
-    let interaction_id = uuid::Uuid::new_v4().to_string();
-    let mut turn: u32 = 0;
-    loop {
-        if ctx.cancel.is_cancelled() {
-            return Err("cancelled".into());
-        }
-        for message in inbox(ctx, false) {
-            conv.push(Message::User { content: UserContent::Text(message) });
-        }
-        let turn_id = turn.to_string();
-        ctx.emitter().emit(t::AssistantTurnStartData {
-            turn_id: turn_id.clone(),
-            model: Some(settings.model.clone()),
-            interaction_id: Some(interaction_id.clone()),
+    AgentLoop::new(agent, prompt, model, parent).run(ctx).await
+}
+
+/// A sub-agent's conversation, kept between its runs: a background agent that gave its answer
+/// goes on from here when a message reaches it.
+pub(super) struct AgentLoop {
+    settings: SessionSettings,
+    system: String,
+    conv: Conversation,
+    turn: u32,
+}
+
+impl AgentLoop {
+    /// The agent's prompt as its first user message.
+    pub(super) fn new(agent: &Resolved, prompt: &str, model: &str, parent: &SessionSettings) -> Self {
+        let settings = settings_for(parent, agent, model);
+        let system = system_prompt(&settings, agent);
+        let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
+        let mut conv = Conversation::new(Vec::new(), Some(prompt.to_string()));
+        conv.push(Message::User {
+            content: UserContent::Text(format!("<current_datetime>{now}</current_datetime>\n\n{prompt}")),
         });
-        let tools = dispatch::tool_specs(&ctx.deps, &settings, ctx.handle.mcp());
-        let offered: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-        let route = crate::byok::route(
-            &settings.providers,
-            &settings.model,
-            &crate::byok::RouteCtx {
-                default_client: &ctx.deps.model,
-                http: &ctx.deps.http,
-                emitter: ctx.handle.emitter_arc(),
-                session_id: ctx.handle.id(),
-            },
-        );
-        let req = ChatRequest {
-            model: route.model.clone(),
-            system: system.clone(),
-            history: settings.history_for_model(&conv.history),
-            tools,
-            stream: settings.streaming,
-            initiator: Initiator::Agent,
-            interaction_id: interaction_id.clone(),
-            session_id: ctx.handle.id().to_string(),
-            extra_headers: Default::default(),
-            client_name: Some(settings.client_name.clone()),
-            purpose: Default::default(),
-            reasoning_effort: settings.reasoning_effort.clone(),
-            sub_agent: ctx
-                .scope
-                .as_deref()
-                .map(|scope| SubAgent { id: scope.agent_id.clone(), parent_id: ctx.handle.id().to_string() }),
-        };
-        let message_id = uuid::Uuid::new_v4().to_string();
-        let result = crate::model_call::call_model(
-            ctx,
-            route.client.as_ref(),
-            req,
-            &settings.model,
-            &turn_id,
-            &message_id,
-            settings.streaming,
-        )
-        .await;
-        let resp = match result {
-            Ok(resp) => resp,
-            Err(ProviderError::Cancelled) => {
-                end_turn(ctx, &turn_id);
+        Self { settings, system, conv, turn: 0 }
+    }
+
+    /// A message for the agent's next run, as a user turn of its conversation.
+    pub(super) fn push_message(&mut self, message: String) {
+        self.conv.push(Message::User { content: UserContent::Text(message) });
+    }
+
+    /// Turns until a reply asks for no tools and no message waits.
+    pub(super) async fn run(&mut self, ctx: &RunCtx) -> Result<String, String> {
+        let settings = &self.settings;
+        let conv = &mut self.conv;
+        let interaction_id = uuid::Uuid::new_v4().to_string();
+        loop {
+            if ctx.cancel.is_cancelled() {
                 return Err("cancelled".into());
             }
-            Err(e) => {
-                end_turn(ctx, &turn_id);
-                return Err(e.to_string());
-            }
-        };
-        let reply = crate::run::merge_replies(&resp);
-        ctx.emitter().emit(t::AssistantUsageData {
-            model: resp.model.clone().unwrap_or_else(|| settings.model.clone()),
-            input_tokens: Some(resp.usage.input_tokens),
-            output_tokens: Some(resp.usage.output_tokens),
-            duration: Some(resp.duration_ms),
-            initiator: Some("agent".into()),
-            api_call_id: resp.api_call_id.clone(),
-            ..Default::default()
-        });
-        let tool_requests = reply
-            .tool_calls
-            .iter()
-            .map(|c| t::AssistantMessageToolRequest {
-                tool_call_id: c.id.clone(),
-                name: c.name.clone(),
-                arguments: serde_json::from_str::<Value>(&c.arguments).ok(),
-                r#type: Some(t::AssistantMessageToolRequestType::Function),
-                ..Default::default()
-            })
-            .collect();
-        ctx.emitter().emit(t::AssistantMessageData {
-            message_id,
-            content: reply.content.clone(),
-            tool_requests: Some(tool_requests),
-            model: Some(settings.model.clone()),
-            interaction_id: Some(interaction_id.clone()),
-            turn_id: Some(turn_id.clone()),
-            output_tokens: Some(resp.usage.output_tokens),
-            ..Default::default()
-        });
-        conv.push(crate::history::assistant_message(
-            reply.content.clone(),
-            reply.tool_calls.clone(),
-            reply.reasoning_blocks.clone(),
-        ));
-        if reply.tool_calls.is_empty() {
-            end_turn(ctx, &turn_id);
-            let late = inbox(ctx, true);
-            if late.is_empty() {
-                return Ok(reply.content);
-            }
-            for message in late {
+            for message in inbox(ctx) {
                 conv.push(Message::User { content: UserContent::Text(message) });
             }
-            turn += 1;
-            continue;
-        }
-        let outcomes = dispatch::run_calls(ctx, &reply.tool_calls, &turn_id, &settings, &offered).await;
-        let mut after = Vec::new();
-        for (call, outcome) in reply.tool_calls.iter().zip(outcomes) {
-            let text = match outcome {
-                CallOutcome::Done { text, guidance, .. } => {
-                    after.extend(guidance.map(|g| Message::User { content: UserContent::Text(g) }));
-                    text
-                }
-                CallOutcome::Interrupted => INTERRUPTED_TEXT.to_string(),
+            let turn_id = self.turn.to_string();
+            ctx.emitter().emit(t::AssistantTurnStartData {
+                turn_id: turn_id.clone(),
+                model: Some(settings.model.clone()),
+                interaction_id: Some(interaction_id.clone()),
+            });
+            let tools = dispatch::tool_specs(&ctx.deps, settings, ctx.handle.mcp());
+            let offered: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+            let route = crate::byok::route(
+                &settings.providers,
+                &settings.model,
+                &crate::byok::RouteCtx {
+                    default_client: &ctx.deps.model,
+                    http: &ctx.deps.http,
+                    emitter: ctx.handle.emitter_arc(),
+                    session_id: ctx.handle.id(),
+                },
+            );
+            let req = ChatRequest {
+                model: route.model.clone(),
+                system: self.system.clone(),
+                history: settings.history_for_model(&conv.history),
+                tools,
+                stream: settings.streaming,
+                initiator: Initiator::Agent,
+                interaction_id: interaction_id.clone(),
+                session_id: ctx.handle.id().to_string(),
+                extra_headers: Default::default(),
+                client_name: Some(settings.client_name.clone()),
+                purpose: Default::default(),
+                reasoning_effort: settings.reasoning_effort.clone(),
+                sub_agent: ctx
+                    .scope
+                    .as_deref()
+                    .map(|scope| SubAgent { id: scope.agent_id.clone(), parent_id: ctx.handle.id().to_string() }),
             };
-            conv.push(Message::Tool { tool_call_id: call.id.clone(), content: ToolContent::Text(text) });
+            let message_id = uuid::Uuid::new_v4().to_string();
+            let result = crate::model_call::call_model(
+                ctx,
+                route.client.as_ref(),
+                req,
+                &settings.model,
+                &turn_id,
+                &message_id,
+                settings.streaming,
+            )
+            .await;
+            let resp = match result {
+                Ok(resp) => resp,
+                Err(ProviderError::Cancelled) => {
+                    end_turn(ctx, &turn_id);
+                    return Err("cancelled".into());
+                }
+                Err(e) => {
+                    end_turn(ctx, &turn_id);
+                    return Err(e.to_string());
+                }
+            };
+            let reply = crate::run::merge_replies(&resp);
+            ctx.emitter().emit(t::AssistantUsageData {
+                model: resp.model.clone().unwrap_or_else(|| settings.model.clone()),
+                input_tokens: Some(resp.usage.input_tokens),
+                output_tokens: Some(resp.usage.output_tokens),
+                duration: Some(resp.duration_ms),
+                initiator: Some("agent".into()),
+                api_call_id: resp.api_call_id.clone(),
+                ..Default::default()
+            });
+            let tool_requests = reply
+                .tool_calls
+                .iter()
+                .map(|c| t::AssistantMessageToolRequest {
+                    tool_call_id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: serde_json::from_str::<Value>(&c.arguments).ok(),
+                    r#type: Some(t::AssistantMessageToolRequestType::Function),
+                    ..Default::default()
+                })
+                .collect();
+            ctx.emitter().emit(t::AssistantMessageData {
+                message_id,
+                content: reply.content.clone(),
+                tool_requests: Some(tool_requests),
+                model: Some(settings.model.clone()),
+                interaction_id: Some(interaction_id.clone()),
+                turn_id: Some(turn_id.clone()),
+                output_tokens: Some(resp.usage.output_tokens),
+                ..Default::default()
+            });
+            conv.push(crate::history::assistant_message(
+                reply.content.clone(),
+                reply.tool_calls.clone(),
+                reply.reasoning_blocks.clone(),
+            ));
+            self.turn += 1;
+            if reply.tool_calls.is_empty() {
+                end_turn(ctx, &turn_id);
+                let late = inbox(ctx);
+                if late.is_empty() {
+                    return Ok(reply.content);
+                }
+                for message in late {
+                    conv.push(Message::User { content: UserContent::Text(message) });
+                }
+                continue;
+            }
+            let outcomes = dispatch::run_calls(ctx, &reply.tool_calls, &turn_id, settings, &offered).await;
+            let mut after = Vec::new();
+            for (call, outcome) in reply.tool_calls.iter().zip(outcomes) {
+                let text = match outcome {
+                    CallOutcome::Done { text, guidance, .. } => {
+                        after.extend(guidance.map(|g| Message::User { content: UserContent::Text(g) }));
+                        text
+                    }
+                    CallOutcome::Interrupted => INTERRUPTED_TEXT.to_string(),
+                };
+                conv.push(Message::Tool { tool_call_id: call.id.clone(), content: ToolContent::Text(text) });
+            }
+            for m in after {
+                conv.push(m);
+            }
+            end_turn(ctx, &turn_id);
         }
-        for m in after {
-            conv.push(m);
-        }
-        end_turn(ctx, &turn_id);
-        turn += 1;
     }
 }
 
 /// Messages sent to this agent (`write_agent`, `session.tasks.sendMessage`) since it last
-/// looked; `last`: it is about to give its final answer, so afterwards it takes no more.
-fn inbox(ctx: &RunCtx, last: bool) -> Vec<String> {
+/// looked. One that arrives after its final answer is taken when the registry records that
+/// answer (`background`), and starts its next run.
+fn inbox(ctx: &RunCtx) -> Vec<String> {
     let Some(scope) = ctx.scope.as_deref() else { return Vec::new() };
-    let registry = ctx.handle.tasks();
-    if last {
-        registry.take_messages_or_seal(&scope.agent_id)
-    } else {
-        registry.take_messages(&scope.agent_id)
-    }
+    ctx.handle.tasks().take_messages(&scope.agent_id)
 }
 
 fn end_turn(ctx: &RunCtx, turn_id: &str) {

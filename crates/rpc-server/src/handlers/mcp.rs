@@ -45,10 +45,17 @@ fn server(s: ServerSummary) -> t::McpServer {
     }
 }
 
+/// A call that names a server starts the lazily started ones first (the built-in GitHub server,
+/// the user's), as the original loads its whole MCP configuration for it; it does not wait.
+fn start_lazy(session: &loop_engine::SessionHandle) {
+    session.mcp().start_deferred();
+}
+
 pub async fn list(ctx: &Ctx, p: t::SessionMcpListParams) -> Result<t::McpServerList, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    // Listing starts the built-in servers, as the original's listing does (it does not wait).
-    session.mcp().start_deferred();
+    // Listing starts the lazily started servers, as the original's listing does (it also
+    // waits for them; this answers at once, `pending`, and clients poll).
+    start_lazy(&session);
     Ok(t::McpServerList { servers: session.mcp().list().into_iter().map(server).collect(), host: None })
 }
 
@@ -80,6 +87,7 @@ fn config_value(ctx: &Ctx, config: Option<t::McpSerializableServerConfig>) -> Re
 
 pub async fn start(ctx: &Ctx, p: t::SessionMcpStartServerParams) -> Result<(), RpcError> {
     let session = ctx.session(&p.session_id)?;
+    start_lazy(&session);
     let result = match config_value(ctx, p.config)? {
         Some(config) => session.mcp().upsert(&p.server_name, config),
         None => session.mcp().start(&p.server_name),
@@ -89,6 +97,7 @@ pub async fn start(ctx: &Ctx, p: t::SessionMcpStartServerParams) -> Result<(), R
 
 pub async fn restart(ctx: &Ctx, p: t::SessionMcpRestartServerParams) -> Result<(), RpcError> {
     let session = ctx.session(&p.session_id)?;
+    start_lazy(&session);
     let result = match config_value(ctx, p.config)? {
         Some(config) => session.mcp().upsert(&p.server_name, config),
         None => session.mcp().start(&p.server_name),
@@ -98,23 +107,27 @@ pub async fn restart(ctx: &Ctx, p: t::SessionMcpRestartServerParams) -> Result<(
 
 pub async fn stop(ctx: &Ctx, p: t::SessionMcpStopServerParams) -> Result<(), RpcError> {
     let session = ctx.session(&p.session_id)?;
+    start_lazy(&session);
     session.mcp().stop(&p.server_name).map_err(|e| host_error(ctx, e))
 }
 
 pub async fn enable(ctx: &Ctx, p: t::SessionMcpEnableParams) -> Result<(), RpcError> {
     let session = ctx.session(&p.session_id)?;
+    start_lazy(&session);
     super::mcp_extras::no_host(ctx, &session)?;
     session.mcp().start(&p.server_name).map_err(|e| host_error(ctx, e))
 }
 
 pub async fn disable(ctx: &Ctx, p: t::SessionMcpDisableParams) -> Result<(), RpcError> {
     let session = ctx.session(&p.session_id)?;
+    start_lazy(&session);
     super::mcp_extras::no_host(ctx, &session)?;
     session.mcp().disable(&p.server_name).map_err(|e| host_error(ctx, e))
 }
 
 pub async fn reload(ctx: &Ctx, p: t::SessionMcpReloadParams) -> Result<(), RpcError> {
     let session = ctx.session(&p.session_id)?;
+    start_lazy(&session);
     if session.mcp().list().is_empty() {
         return Err(ctx.failed("MCP config reload not available"));
     }
