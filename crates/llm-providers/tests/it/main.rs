@@ -410,7 +410,9 @@ async fn base_url_is_discovered_from_the_account() {
         "/capi/chat/completions",
         [Reply::sse(&[text(0, "hi"), finish(0, "stop")]), Reply::sse(&[finish(0, "stop")])],
     );
-    fake.script("/capi/models", [Reply::json(200, json!({"data": [{"id": "m1"}]}))]);
+    // Read twice: once before the first call (which API the model is on), once listed.
+    let catalogue = || Reply::json(200, json!({"data": [{"id": "m1"}]}));
+    fake.script("/capi/models", [catalogue(), catalogue()]);
 
     let mut config = CopilotConfig::new(Some("test-token".into()), "9.9.9");
     config.github_api_url = fake.base.clone();
@@ -430,6 +432,7 @@ async fn base_url_is_discovered_from_the_account() {
     assert_eq!(lookups.len(), 1, "the discovered base is cached");
     assert_eq!(lookups[0].header("authorization"), Some("Bearer test-token"));
     assert_eq!(fake.requests_to("/capi/chat/completions").len(), 2);
+    assert_eq!(fake.requests_to("/capi/models").len(), 2, "the catalogue is read once before the calls");
 }
 
 #[tokio::test]
