@@ -354,6 +354,11 @@ const RELAXED: &[(&str, &str)] = &[("session.tools.updateSubagentSettings", "sub
 
 /// Fields whose wrong-typed values are accepted on purpose.
 const SKIPPED: &[(&str, &str, &str)] = &[
+    (
+        "session.workspaces.ensure",
+        "context",
+        "untyped in the schema (the client's context): any JSON is accepted and unused",
+    ),
     ("session.create", "defaultAgent", "typed serde_json::Value (free-form agent settings): any JSON is accepted"),
     ("session.resume", "defaultAgent", "typed serde_json::Value (free-form agent settings): any JSON is accepted"),
     (

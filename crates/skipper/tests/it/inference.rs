@@ -74,6 +74,9 @@ async fn a_registered_client_serves_the_model_requests() {
         let (fake, sk) = tcp_server().await;
         let provider = sk.connect_tcp().await;
         provider.connect().await;
+        // The catalogue is read over the network first (which API each model is on), so the
+        // client is asked for the model calls alone.
+        provider.ok("models.list", json!({})).await;
         assert_eq!(provider.ok("llmInference.setProvider", json!({})).await["success"], json!(true));
         // Idempotent for the same client; refused for another while the first is connected.
         provider.ok("llmInference.setProvider", json!({})).await;
@@ -114,6 +117,9 @@ async fn abort_cancels_the_request_the_client_is_serving() {
         let (_fake, sk) = tcp_server().await;
         let c = sk.connect_tcp().await;
         c.connect().await;
+        // The catalogue is read over the network first (which API each model is on), so the
+        // client is asked for the model calls alone.
+        c.ok("models.list", json!({})).await;
         c.ok("llmInference.setProvider", json!({})).await;
         let sid = c.create_session(json!({})).await;
         c.send(&sid, "never answered").await;
@@ -138,6 +144,9 @@ async fn a_transport_error_from_the_client_is_retried_then_served() {
         let (_fake, sk) = tcp_server().await;
         let c: Arc<RpcClient> = sk.connect_tcp().await;
         c.connect().await;
+        // The catalogue is read over the network first (which API each model is on), so the
+        // client is asked for the model calls alone.
+        c.ok("models.list", json!({})).await;
         c.ok("llmInference.setProvider", json!({})).await;
         let sid = c.create_session(json!({})).await;
         c.send(&sid, "hello").await;
