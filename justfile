@@ -18,15 +18,22 @@ serve: build
     ./target/release/skipper serve --listen {{listen}} --sdk-listen {{sdk_listen}}
 
 # Everything: Rust unit+integration tests, then the official SDK suites against the binary.
-test: build test-rust test-sdk
+test: build-tests test-rust test-sdk
     python3 tests/summary.py target/rust-tests.log target/python-tests.log target/node-tests.log
 
-test-rust: deps
+# The binaries and every test binary in one cargo invocation. `cargo test` turns on features of
+# shared dependencies that the dev-dependencies ask for, so a separate `cargo build --bins` would
+# compile some 60 crates (sqlx, reqwest, axum, every workspace crate) a second time; the binaries
+# built here (target/release/skipper, fake-model, mcp-test-server) serve the SDK suites.
+build-tests: deps
+    cargo test --release --workspace --no-run
+
+test-rust: build-tests
     mkdir -p target
     if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all --check; else echo "rustfmt not installed; format check skipped"; fi
     cargo test --release --workspace 2>&1 | tee target/rust-tests.log
 
-test-sdk: build
+test-sdk: build-tests
     #!/usr/bin/env bash
     set -uo pipefail
     (just test-python > target/python-tests.log 2>&1; echo $? > target/python-tests.rc) &
