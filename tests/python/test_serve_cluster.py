@@ -93,38 +93,78 @@ def nodes(ctx: Ctx, postgres: str) -> list[tuple[subprocess.Popen, str]]:
 
 
 async def test_created_on_one_node_resumed_and_followed_on_another(ctx: Ctx, nodes: list[str], make_client):
-    (_, node_a), (_, node_b) = nodes
-    ctx.fake.replies({"text": "first answer"}, {"text": "second answer"})
-    a = make_client(uri=node_a, connection_token=TOKEN)
+    ctx.fake.replies(
+        {"text": "first answer"},
+        {"text": "second answer, streamed in several deltas to the other node"},
+        {"text": "answer to node b"},
+    )
+    a = make_client(uri=node_a_of(nodes), connection_token=TOKEN)
     await a.start()
-    session = await a.create_session(on_permission_request=PermissionHandler.approve_all)
+    session = await a.create_session(on_permission_request=PermissionHandler.approve_all, streaming=True)
     await session.send_and_wait("first question", timeout=30)
 
-    b = make_client(uri=node_b, connection_token=TOKEN)
+    b = make_client(uri=node_b_of(nodes), connection_token=TOKEN)
     await b.start()
     assert [s.session_id for s in await b.list_sessions()] == [session.session_id]
     followed = await b.resume_session(session.session_id, on_permission_request=PermissionHandler.approve_all)
     history = [e.data.content for e in await followed.get_events() if e.type.value == "assistant.message"]
     assert history == ["first answer"]
 
-    # Node a runs the session: a send on node b is refused, naming node a.
-    with pytest.raises(Exception) as refused:
-        await followed.send("from node b")
-    assert "running on node a" in str(refused.value)
+    seen_a: list = []
+    seen_b: list = []
+    idle_b = asyncio.Event()
 
-    # What node a's turn produces reaches the client on node b.
-    seen: list[str] = []
-    arrived = asyncio.Event()
+    def on_b(event) -> None:
+        seen_b.append(event)
+        if event.type.value == "session.idle":
+            idle_b.set()
 
-    def on_event(event) -> None:
-        if event.type.value == "assistant.message":
-            seen.append(event.data.content)
-            arrived.set()
+    session.on(seen_a.append)
+    followed.on(on_b)
 
-    followed.on(on_event)
+    # What node a's turn produces reaches the client on node b as it streams, idle included,
+    # each ephemeral event after the persisted events before it.
     await session.send_and_wait("second question", timeout=30)
-    await asyncio.wait_for(arrived.wait(), timeout=20)
-    assert seen == ["second answer"]
+    await asyncio.wait_for(idle_b.wait(), timeout=20)
+    deltas = "".join(e.data.delta_content for e in seen_b if e.type.value == "assistant.message_delta")
+    assert deltas == "second answer, streamed in several deltas to the other node"
+    _assert_ephemeral_after_their_persisted(seen_a, seen_b)
+
+    # A send on node b goes to node a, which runs it: send_and_wait on b ends with a's answer,
+    # and both clients see the same turn.
+    start_a, start_b = len(seen_a), len(seen_b)
+    reply = await followed.send_and_wait("from node b", timeout=30)
+    assert reply is not None and reply.data.content == "answer to node b"
+    deadline = time.monotonic() + 20
+    while not any(e.type.value == "session.idle" for e in seen_a[start_a:]):
+        assert time.monotonic() < deadline, "node a's client never saw the turn end"
+        await asyncio.sleep(0.05)
+    turn_a = {e.id for e in seen_a[start_a:]}
+    turn_b = {e.id for e in seen_b[start_b:]}
+    assert turn_a == turn_b
+    prompts = [e.data.content for e in seen_a[start_a:] if e.type.value == "user.message"]
+    assert prompts == ["from node b"]
+
+
+def node_a_of(nodes) -> str:
+    return nodes[0][1]
+
+
+def node_b_of(nodes) -> str:
+    return nodes[1][1]
+
+
+def _assert_ephemeral_after_their_persisted(seen_a: list, seen_b: list) -> None:
+    """Each ephemeral event node b's client got came after every persisted event node a's
+    client got before it."""
+    order_a = [e.id for e in seen_a]
+    persisted_a = [e.id for e in seen_a if not getattr(e, "ephemeral", False)]
+    for i, event in enumerate(seen_b):
+        if not getattr(event, "ephemeral", False) or event.id not in order_a:
+            continue
+        before_a = set(order_a[: order_a.index(event.id)]) & set(persisted_a)
+        before_b = {e.id for e in seen_b[:i]}
+        assert before_a <= before_b, f"{event.type.value} overtook persisted events on node b"
 
 
 async def test_when_a_node_dies_mid_turn_another_takes_its_session_over(ctx: Ctx, nodes, make_client):

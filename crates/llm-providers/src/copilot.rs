@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::http::{ensure_success, insert};
 use crate::openai_chat::{chat_attempt, request_body, BodyFlavor};
-use crate::retry::{self, RetryPolicy};
+use crate::retry::{self, AttemptError, RetryPolicy};
 use crate::transport::{HttpRequest, HttpTransport, ReqwestTransport};
 use crate::types::{ChatRequest, ChatResponse, Initiator, ModelEvent, ModelInfo, ProviderError};
 use crate::ModelClient;
@@ -134,6 +134,8 @@ pub struct CopilotClient {
     /// `supported_endpoints` of the catalogue's models by id, from the last `/models` read
     /// (`None` until one succeeded). Picks the API a model is called on.
     catalog_endpoints: std::sync::RwLock<Option<HashMap<String, Vec<String>>>>,
+    /// Set once the first model call's catalogue read is done (concurrent first calls share it).
+    first_catalogue_read: OnceCell<()>,
 }
 
 /// The wire API a model is called on.
@@ -169,7 +171,13 @@ impl CopilotClient {
 
     /// With requests sent some other way (through the SDK client, for one).
     pub fn with_transport(config: CopilotConfig, http: Arc<dyn HttpTransport>) -> Self {
-        Self { config, http, discovered_base: OnceCell::new(), catalog_endpoints: std::sync::RwLock::new(None) }
+        Self {
+            config,
+            http,
+            discovered_base: OnceCell::new(),
+            catalog_endpoints: std::sync::RwLock::new(None),
+            first_catalogue_read: OnceCell::new(),
+        }
     }
 
     pub fn config(&self) -> &CopilotConfig {
@@ -208,8 +216,17 @@ impl CopilotClient {
         *self.catalog_endpoints.write().unwrap_or_else(|e| e.into_inner()) = Some(endpoints);
     }
 
+    /// One `GET /models`, unretried (the catalogue a model list and the API choice read).
+    async fn fetch_catalogue(&self, cancel: &CancellationToken) -> Result<Bytes, AttemptError> {
+        let url = format!("{}/models", self.base_url(cancel).await?);
+        let resp = self.http.send(HttpRequest::get(url.as_str(), self.common_headers()?)).await?;
+        let resp = ensure_success(resp, "Model list request").await?;
+        Ok(resp.bytes().await?)
+    }
+
     /// The API `model` is called on. Before any catalogue was read, one `/models` request is
-    /// made (once, without retries: a catalogue that cannot be read leaves chat completions).
+    /// made (once for all callers, without retries: a catalogue that cannot be read leaves chat
+    /// completions).
     async fn api(&self, model: &str, cancel: &CancellationToken) -> Api {
         let known = |s: &Self| {
             let guard = s.catalog_endpoints.read().unwrap_or_else(|e| e.into_inner());
@@ -218,21 +235,22 @@ impl CopilotClient {
         if let Some(api) = known(self) {
             return api;
         }
-        let fetched = async {
-            let url = format!("{}/models", self.base_url(cancel).await?);
-            let resp = self.http.send(HttpRequest::get(url.as_str(), self.common_headers()?)).await?;
-            let resp = ensure_success(resp, "Model list request").await.map_err(|f| f.error)?;
-            Ok::<_, ProviderError>(resp.bytes().await?)
-        };
-        match fetched.await {
-            Ok(body) => self.remember_endpoints(&body),
-            Err(e) => {
-                // Asked once: an unreadable catalogue pins chat completions until a model list
-                // succeeds, rather than costing every call a request.
-                tracing::debug!(error = %e, "model catalogue unavailable; calling chat completions");
-                self.remember_endpoints(b"[]");
-            }
-        }
+        self.first_catalogue_read
+            .get_or_init(|| async {
+                if known(self).is_some() {
+                    return; // a model list read it meanwhile
+                }
+                match self.fetch_catalogue(cancel).await {
+                    Ok(body) => self.remember_endpoints(&body),
+                    Err(e) => {
+                        // Asked once: an unreadable catalogue pins chat completions until a model
+                        // list succeeds, rather than costing every call a request.
+                        tracing::debug!(error = %e.error, "model catalogue unavailable; calling chat completions");
+                        self.remember_endpoints(b"[]");
+                    }
+                }
+            })
+            .await;
         known(self).unwrap_or(Api::ChatCompletions)
     }
 
@@ -289,13 +307,9 @@ impl ModelClient for CopilotClient {
     async fn list_models(&self) -> Result<Vec<ModelInfo>, ProviderError> {
         // The trait offers no cancellation here; the caller can drop the future instead.
         let cancel = CancellationToken::new();
-        let url = format!("{}/models", self.base_url(&cancel).await?);
-        let headers = self.common_headers()?;
-        let (url, headers) = (&url, &headers);
+        let cancel_ref = &cancel;
         retry::run(&self.config.retry, None, &cancel, move |_| async move {
-            let resp = self.http.send(HttpRequest::get(url.as_str(), headers.clone())).await?;
-            let resp = ensure_success(resp, "Model list request").await?;
-            let body = resp.bytes().await?;
+            let body = self.fetch_catalogue(cancel_ref).await?;
             let models = parse_models(&body)?;
             self.remember_endpoints(&body);
             Ok(models)

@@ -1,28 +1,37 @@
 //! Several nodes on one database. A session runs on the node holding its lease; that node
 //! renews the lease while the session is loaded and gives it up when it unloads. Another node
-//! asked to resume it loads a read-only follower: it relays the events the owner persists to
-//! its own clients, refuses sends (naming the owner), and takes the session over as soon as
-//! the lease is free — at the latest `lease_ttl` after the owner died.
+//! asked to resume it loads a read-only follower: it relays the events the owner persists and
+//! the ephemeral ones it notifies to its own clients, forwards sends and aborts to the owner
+//! (refusing other changes, naming it), and takes the session over as soon as the lease is
+//! free — at the latest `lease_ttl` after the owner died.
 //!
 //! One periodic [`Engine::cluster_tick`] per node does the renewing, relaying and taking over.
 
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use protocol::methods::SessionConfigParams;
-use store::pg::{Lease, PgEvents};
+use store::pg::{FileScope, Lease, PgEvents};
 
 use crate::{lock, Engine, EngineError};
 
 /// How often lifecycle rows older than an hour are dropped.
 const PRUNE_EVERY: Duration = Duration::from_secs(300);
 
+/// How often a node waiting for a forwarded request's answer looks, should its notification
+/// be lost.
+const FORWARD_POLL: Duration = Duration::from_millis(500);
+
 /// How a node takes part in a cluster.
 #[derive(Debug, Clone)]
 pub struct ClusterSettings {
     /// A lease not renewed for this long is free for another node to take.
     pub lease_ttl: Duration,
+    /// The tenants' workspaces (name, canonical root), mirrored in the database: a session
+    /// whose working directory lies in one shares it.
+    pub workspaces: Vec<(String, PathBuf)>,
 }
 
 pub(crate) struct Cluster {
@@ -39,12 +48,33 @@ pub(crate) struct Cluster {
     last_renewal: Mutex<Instant>,
     /// Session files mirrored in the database (`shared_files`).
     pub(crate) files: crate::shared_files::Mirror,
+    /// Tenant workspaces mirrored in the database, by tenant name.
+    workspace_files: crate::shared_files::Mirror,
+    /// Tenants whose workspace changed in the database, for [`Engine::sync_workspaces`].
+    dirty_workspaces: Mutex<HashSet<String>>,
+    workspace_wake: tokio::sync::Notify,
     /// The last lifecycle row of another node told to this node's clients (`None`: not read yet).
     lifecycle_seq: tokio::sync::Mutex<Option<i64>>,
     /// Sessions run here that persisted events since the last tick, with their start time: one
     /// `session.updated` each goes to the other nodes' clients.
     updated: Mutex<HashMap<String, String>>,
     last_prune: Mutex<Option<Instant>>,
+    /// Requests this node forwarded to a session's owner, by inbox row: woken by the answer.
+    forwarded: Mutex<HashMap<i64, Arc<tokio::sync::Notify>>>,
+    /// Sessions being taken over (the follower swapped for the loaded session): requests for
+    /// them wait for the swap rather than find no session.
+    swapping: Mutex<HashSet<String>>,
+    swapped: tokio::sync::Notify,
+}
+
+/// Marks a session as being taken over until dropped.
+struct Swap<'a>(&'a Cluster, String);
+
+impl Drop for Swap<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.swapping).remove(&self.1);
+        self.0.swapped.notify_waiters();
+    }
 }
 
 struct Follower {
@@ -53,6 +83,20 @@ struct Follower {
     params: SessionConfigParams,
     /// Position of the last event relayed.
     last_seq: i64,
+    /// The mode and title the relayed events last set (the follower's own state is as loaded).
+    mode: Option<protocol::generated::types::SessionMode>,
+    title: Option<String>,
+}
+
+impl Follower {
+    fn note(&mut self, event: &protocol::event::Event) {
+        use protocol::event::SessionEvent as E;
+        match &event.payload {
+            E::SessionModeChanged(d) => self.mode = Some(d.new_mode),
+            E::SessionTitleChanged(d) => self.title = Some(d.title.clone()),
+            _ => {}
+        }
+    }
 }
 
 impl Cluster {
@@ -64,10 +108,16 @@ impl Cluster {
             unloaded: Mutex::default(),
             followers: Mutex::default(),
             last_renewal: Mutex::new(Instant::now()),
-            files: Default::default(),
+            files: crate::shared_files::Mirror::new(FileScope::Session),
+            workspace_files: crate::shared_files::Mirror::new(FileScope::Workspace),
+            dirty_workspaces: Mutex::default(),
+            workspace_wake: tokio::sync::Notify::new(),
             lifecycle_seq: Default::default(),
             updated: Mutex::default(),
             last_prune: Mutex::default(),
+            forwarded: Mutex::default(),
+            swapping: Mutex::default(),
+            swapped: tokio::sync::Notify::new(),
         }
     }
 
@@ -118,17 +168,75 @@ impl Cluster {
         &self.pg
     }
 
+    /// The tenant workspace holding `cwd` (the innermost, as the tools' confinement picks it).
+    fn workspace_of(&self, cwd: &Path) -> Option<&(String, PathBuf)> {
+        let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+        self.settings
+            .workspaces
+            .iter()
+            .filter(|(_, root)| cwd.starts_with(root))
+            .max_by_key(|(_, r)| r.as_os_str().len())
+    }
+
+    /// `cwd` as this node knows the place: a working directory in another node's copy of a
+    /// tenant's workspace (nodes need not keep them at the same path) moves to the same place in
+    /// this node's copy; anything else stays as it is.
+    pub(crate) async fn local_cwd(&self, cwd: &Path) -> PathBuf {
+        if self.workspace_of(cwd).is_some() {
+            return cwd.to_path_buf();
+        }
+        for (tenant, root) in &self.settings.workspaces {
+            let roots = match self.pg.workspace_roots(tenant).await {
+                Ok(roots) => roots,
+                Err(e) => {
+                    tracing::warn!(tenant = %tenant, error = %e, "reading the other nodes' workspace roots failed");
+                    continue;
+                }
+            };
+            for other in roots.iter().map(Path::new).filter(|r| r.is_absolute()) {
+                let Ok(rest) = cwd.strip_prefix(other) else { continue };
+                if rest.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
+                    return root.join(rest);
+                }
+            }
+        }
+        cwd.to_path_buf()
+    }
+
+    /// Sends what changed in the workspace holding `cwd`, if it is a tenant's.
+    pub(crate) async fn push_workspace(&self, cwd: &Path) {
+        let Some((tenant, root)) = self.workspace_of(cwd) else { return };
+        if let Err(e) = self.workspace_files.push(&self.pg, tenant, root, 0).await {
+            tracing::warn!(tenant = %tenant, error = %e, "sharing workspace files failed");
+        }
+    }
+
+    /// Writes out the database's newer copies of a tenant's workspace files.
+    async fn pull_workspace(&self, tenant: &str, root: &Path) {
+        if let Err(e) = self.workspace_files.pull(&self.pg, tenant, root).await {
+            tracing::warn!(tenant = %tenant, error = %e, "reading shared workspace files failed");
+        }
+    }
+
+    /// [`Cluster::pull_workspace`] for the workspace holding `cwd`, if it is a tenant's.
+    pub(crate) async fn pull_workspace_of(&self, cwd: &Path) {
+        if let Some((tenant, root)) = self.workspace_of(cwd) {
+            self.pull_workspace(tenant, root).await;
+        }
+    }
+
     pub(crate) fn add_follower(&self, id: &str, owner: &str, params: &SessionConfigParams, last_seq: i64) {
-        let follower = Follower { owner: owner.to_string(), params: params.clone(), last_seq };
+        let follower = Follower { owner: owner.to_string(), params: params.clone(), last_seq, mode: None, title: None };
         lock(&self.followers).insert(id.to_string(), follower);
     }
 }
 
-/// A session's files, sent to the database before an event that may mention them (a tool's
-/// completion, a compaction's checkpoint): once that event is persisted another node may follow
-/// or take the session over, and a kill -9 right after must not lose what it names. Awaited on
-/// the turn, but when nothing changed it costs a walk of the session directory's sizes and
-/// times; on one node, or for a session another node runs, nothing.
+/// A session's files and its tenant's workspace, sent to the database before an event that may
+/// mention them (a tool's completion, a compaction's checkpoint): once that event is persisted
+/// another node may follow or take the session over, and a kill -9 right after must not lose
+/// what it names. Awaited on the turn, but when nothing changed it costs a walk of the session
+/// directory's and the workspace's sizes and times; on one node, or for a session another node
+/// runs, nothing.
 #[derive(Clone)]
 pub(crate) struct FilesBarrier(Option<(Arc<Cluster>, crate::SessionHandle, std::path::PathBuf)>);
 
@@ -149,6 +257,7 @@ impl FilesBarrier {
         if let Err(e) = cluster.files.push(&cluster.pg, id, dir, events).await {
             tracing::warn!(session = %id, error = %e, "sharing session files failed");
         }
+        cluster.push_workspace(&handle.view().settings.cwd).await;
     }
 }
 
@@ -171,6 +280,46 @@ impl Engine {
         let dir = self.deps.layout.session_dir(id);
         if let Err(e) = cluster.files.push(&cluster.pg, id, &dir, events).await {
             tracing::warn!(session = %id, error = %e, "sharing session files failed");
+        }
+        // Called from the tick that renews the leases: a long push or pull under way (a turn's,
+        // or another node's changes being written out) is not waited for; the next tick pushes.
+        if !cluster.workspace_files.is_busy() {
+            cluster.push_workspace(&handle.view().settings.cwd).await;
+        }
+    }
+
+    /// Writes out the database's newer copies of the files of the tenant workspace holding
+    /// `cwd` (a session is about to run there).
+    pub(crate) async fn fetch_workspace(&self, cwd: &Path) {
+        if let Some(cluster) = &self.cluster {
+            cluster.pull_workspace_of(cwd).await;
+        }
+    }
+
+    /// A tenant's workspace changed in the database (another node pushed): [`Engine::sync_workspaces`]
+    /// writes it out here.
+    pub fn cluster_workspace_changed(&self, tenant: &str) {
+        let Some(cluster) = &self.cluster else { return };
+        lock(&cluster.dirty_workspaces).insert(tenant.to_string());
+        cluster.workspace_wake.notify_one();
+    }
+
+    /// Writes other nodes' workspace changes out, when told of them and every `poll` (a
+    /// notification lost while the listener reconnected). A task of its own, so that a large
+    /// pull never holds up the leases' renewal. Returns at once on one node.
+    pub async fn sync_workspaces(&self, poll: Duration) {
+        let Some(cluster) = &self.cluster else { return };
+        loop {
+            if tokio::time::timeout(poll, cluster.workspace_wake.notified()).await.is_err() {
+                let all = cluster.settings.workspaces.iter().map(|(t, _)| t.clone());
+                lock(&cluster.dirty_workspaces).extend(all);
+            }
+            let dirty: Vec<String> = lock(&cluster.dirty_workspaces).drain().collect();
+            for tenant in dirty {
+                if let Some((name, root)) = cluster.settings.workspaces.iter().find(|(name, _)| *name == tenant) {
+                    cluster.pull_workspace(name, root).await;
+                }
+            }
         }
     }
 
@@ -238,6 +387,31 @@ impl Engine {
     /// Delivers a lifecycle notification (from another node) to this node's clients.
     pub fn tell_lifecycle(&self, notification: protocol::methods::LifecycleNotification) {
         self.broadcast_lifecycle(notification);
+    }
+
+    /// The mode and title of a session this node follows, as the relayed events last set them
+    /// (`None` when not followed; inner `None`s: unchanged since it was loaded).
+    pub fn followed_state(
+        &self,
+        id: &str,
+    ) -> Option<(Option<protocol::generated::types::SessionMode>, Option<String>)> {
+        let cluster = self.cluster.as_ref()?;
+        lock(&cluster.followers).get(id).map(|f| (f.mode, f.title.clone()))
+    }
+
+    /// Returns once the session is not being taken over here (at once, almost always): between
+    /// dropping its follower and loading it, the session is in neither state.
+    pub async fn settled(&self, id: &str) {
+        let Some(cluster) = &self.cluster else { return };
+        loop {
+            let swapped = cluster.swapped.notified();
+            tokio::pin!(swapped);
+            swapped.as_mut().enable();
+            if !lock(&cluster.swapping).contains(id) {
+                return;
+            }
+            swapped.await;
+        }
     }
 
     /// The node running a session this node only follows (a send must go there).
@@ -350,6 +524,9 @@ impl Engine {
             if let Err(e) = cluster.pg.prune_lifecycle().await {
                 tracing::warn!(error = %e, "pruning lifecycle notifications failed");
             }
+            if let Err(e) = cluster.pg.prune_inbox().await {
+                tracing::warn!(error = %e, "pruning forwarded requests failed");
+            }
         }
     }
 
@@ -365,6 +542,136 @@ impl Engine {
         }
     }
 
+    /// Relays the rows of a followed session after the last one relayed, up to `upto` (all
+    /// without). `None` when it is not followed here; else the position relayed before.
+    async fn relay_rows(
+        &self,
+        cluster: &Cluster,
+        id: &str,
+        handle: &crate::SessionHandle,
+        upto: Option<i64>,
+    ) -> Result<Option<i64>, EngineError> {
+        let after = match lock(&cluster.followers).get(id) {
+            Some(f) => f.last_seq,
+            None => return Ok(None),
+        };
+        if upto.is_some_and(|u| u <= after) {
+            return Ok(Some(after));
+        }
+        let tail = cluster.pg.after(id, after).await?;
+        for (seq, event, json) in &tail.events {
+            if upto.is_some_and(|u| *seq > u) {
+                break;
+            }
+            // Noted first: a client that saw the event asks for what it changed next.
+            if let Some(f) = lock(&cluster.followers).get_mut(id) {
+                f.last_seq = *seq;
+                f.note(event);
+            }
+            handle.emitter().relay(event, json);
+        }
+        Ok(Some(after))
+    }
+
+    /// Ephemeral events of a session another node runs: delivered to this node's followers
+    /// after the persisted events emitted before them.
+    pub async fn cluster_ephemeral(&self, batch: store::pg::EphemeralBatch) {
+        let Some(cluster) = &self.cluster else { return };
+        let id = batch.session_id.as_str();
+        let Some(handle) = self.get(id) else { return };
+        if handle.emitter().has_log() {
+            return; // run here (a stale payload of the node it was taken from)
+        }
+        match self.relay_rows(cluster, id, &handle, Some(batch.position)).await {
+            Ok(Some(_)) => {}
+            Ok(None) => return,
+            Err(e) => tracing::warn!(session = %id, error = %e, "following a session on another node failed"),
+        }
+        for json in &batch.events {
+            match serde_json::from_str::<protocol::event::Event>(json) {
+                Ok(event) => {
+                    if let Some(f) = lock(&cluster.followers).get_mut(id) {
+                        f.note(&event);
+                    }
+                    handle.emitter().relay_ephemeral(&event, json);
+                }
+                Err(e) => tracing::warn!(session = %id, error = %e, "skipping an unreadable ephemeral event"),
+            }
+        }
+    }
+
+    /// Hands a request for a session another node runs to that node and waits for its answer
+    /// (the result's JSON text or the error's message). `None` when none came in time: the
+    /// request is withdrawn.
+    pub async fn forward_request(
+        &self,
+        id: &str,
+        method: &str,
+        params: &str,
+        wait: Duration,
+    ) -> Result<Option<Result<String, String>>, EngineError> {
+        let Some(cluster) = &self.cluster else { return Ok(None) };
+        let row = cluster.pg.forward(id, method, params).await?;
+        let woken = Arc::new(tokio::sync::Notify::new());
+        lock(&cluster.forwarded).insert(row, woken.clone());
+        let deadline = tokio::time::Instant::now() + wait;
+        let answer = loop {
+            match cluster.pg.take_answer(row).await {
+                Ok(Some(answer)) => break Some(answer),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(session = %id, error = %e, "reading a forwarded request's answer failed"),
+            }
+            if tokio::time::Instant::now() >= deadline {
+                break None;
+            }
+            // The answer's notification wakes this; the timeout covers one lost meanwhile.
+            let _ = tokio::time::timeout_at(deadline.min(tokio::time::Instant::now() + FORWARD_POLL), woken.notified())
+                .await;
+        };
+        lock(&cluster.forwarded).remove(&row);
+        if answer.is_none() {
+            if let Err(e) = cluster.pg.withdraw(row).await {
+                tracing::warn!(session = %id, error = %e, "withdrawing a forwarded request failed");
+            }
+        }
+        Ok(answer)
+    }
+
+    /// A forwarded request was answered (the database's wake-up).
+    pub fn cluster_answered(&self, row: i64) {
+        let Some(cluster) = &self.cluster else { return };
+        if let Some(woken) = lock(&cluster.forwarded).get(&row) {
+            woken.notify_one();
+        }
+    }
+
+    /// Claims the requests other nodes forwarded to sessions run here (to `only`, or to any).
+    pub async fn claim_forwarded(&self, only: Option<&str>) -> Vec<store::pg::InboxItem> {
+        let Some(cluster) = &self.cluster else { return Vec::new() };
+        let ids: Vec<String> = match only {
+            Some(id) if cluster.owns(id) => vec![id.to_string()],
+            Some(_) => return Vec::new(),
+            None => lock(&cluster.owned).iter().cloned().collect(),
+        };
+        let ids: Vec<String> =
+            ids.into_iter().filter(|id| self.get(id).is_some_and(|h| h.emitter().has_log())).collect();
+        match cluster.pg.claim_inbox(&ids).await {
+            Ok(items) => items,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading forwarded requests failed");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Writes the answer to a claimed forwarded request.
+    pub async fn answer_forwarded(&self, row: i64, answer: Result<String, String>) {
+        let Some(cluster) = &self.cluster else { return };
+        if let Err(e) = cluster.pg.answer(row, answer).await {
+            tracing::warn!(row, error = %e, "answering a forwarded request failed");
+        }
+    }
+
     async fn follow_tick(&self, cluster: &Cluster, id: &str) -> Result<(), EngineError> {
         let Some(handle) = self.get(id) else {
             // Its last client left: nothing to follow for.
@@ -374,17 +681,7 @@ impl Engine {
             }
             return Ok(());
         };
-        let after = match lock(&cluster.followers).get(id) {
-            Some(f) => f.last_seq,
-            None => return Ok(()),
-        };
-        let tail = cluster.pg.after(id, after).await?;
-        for (seq, event, json) in &tail.events {
-            handle.emitter().relay(event, json);
-            if let Some(f) = lock(&cluster.followers).get_mut(id) {
-                f.last_seq = *seq;
-            }
-        }
+        let Some(after) = self.relay_rows(cluster, id, &handle, None).await? else { return Ok(()) };
         // A client's change to the plan or a file adds no event: the files are looked at each time.
         self.fetch_shared_files(id).await;
         if cluster.acquire(id).await? != Lease::Held {
@@ -399,6 +696,9 @@ impl Engine {
         // The files first, while the follower still answers: between forgetting it and loading
         // the session here, requests for it find no session.
         self.fetch_shared_files(id).await;
+        cluster.pull_workspace_of(&handle.view().settings.cwd).await;
+        lock(&cluster.swapping).insert(id.to_string());
+        let _swap = Swap(cluster, id.to_string());
         let Some(follower) = lock(&cluster.followers).remove(id) else { return Ok(()) };
         tracing::info!(session = %id, from = %follower.owner, "taking over a session");
         let subscribers = handle.emitter().take_subscribers();

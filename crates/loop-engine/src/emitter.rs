@@ -44,9 +44,19 @@ pub struct Emitter {
     /// Told of each persisted event delivered to clients (the `session.updated` lifecycle
     /// notification), outside the lock.
     on_persisted: std::sync::OnceLock<PersistedHook>,
+    /// Told of each ephemeral event delivered, with the log's length, under the lock (so in
+    /// order with the appends): other nodes' followers hear them this way.
+    on_ephemeral: std::sync::OnceLock<EphemeralHook>,
+}
+
+/// Written to the log for the runtime's own bookkeeping and never shown to a client
+/// (`session.usage_record`): not delivered, not in `session.getMessages`, not relayed.
+pub(crate) fn log_only(event: &Event) -> bool {
+    matches!(event.payload, protocol::event::SessionEvent::SessionUsageRecord(_))
 }
 
 pub(crate) type PersistedHook = Box<dyn Fn(&str) + Send + Sync>;
+pub(crate) type EphemeralHook = Box<dyn Fn(&str, usize) + Send + Sync>;
 
 struct Inner {
     /// The latest persisted event (the parent of the next event of any kind).
@@ -117,7 +127,18 @@ impl Emitter {
             inner: Mutex::new(inner),
             emitted: tokio::sync::Notify::new(),
             on_persisted: std::sync::OnceLock::new(),
+            on_ephemeral: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets what hears of ephemeral events (once; later calls are ignored).
+    pub(crate) fn set_on_ephemeral(&self, hook: EphemeralHook) {
+        let _ = self.on_ephemeral.set(hook);
+    }
+
+    /// Whether events are written here (not a follower of another node).
+    pub fn has_log(&self) -> bool {
+        self.lock().log.is_some()
     }
 
     /// Sets what hears of persisted events (once; later calls are ignored).
@@ -273,6 +294,11 @@ impl Emitter {
         }
         if deliver {
             self.deliver_locked(&mut inner, &event, &json);
+            if event.ephemeral {
+                if let Some(hook) = self.on_ephemeral.get() {
+                    hook(&json, inner.persisted_count);
+                }
+            }
         }
         if let Some(err) = write_error {
             tracing::error!(session = %self.session_id, error = %err, "event not persisted");
@@ -306,11 +332,22 @@ impl Emitter {
         let mut inner = self.lock();
         inner.last_persisted_id = Some(event.id.clone());
         inner.persisted_count += 1;
+        if log_only(event) {
+            return; // the owner never delivered it either
+        }
+        self.relay_locked(inner, event, json, false);
+    }
+
+    /// Delivers an ephemeral event of a session another node runs (never written here).
+    pub fn relay_ephemeral(&self, event: &Event, json: &str) {
+        self.relay_locked(self.lock(), event, json, true);
+    }
+
+    fn relay_locked(&self, mut inner: MutexGuard<'_, Inner>, event: &Event, json: &str, ephemeral: bool) {
         inner.seq += 1;
         let seq = inner.seq;
         if let Some(ring) = inner.ring.as_mut() {
-            let entry = RingEntry { seq, ephemeral: false, kind: event.kind().to_string(), json: json.into() };
-            ring.push(entry);
+            ring.push(RingEntry { seq, ephemeral, kind: event.kind().to_string(), json: json.into() });
         }
         self.deliver_locked(&mut inner, event, json);
         drop(inner);

@@ -493,6 +493,10 @@ impl Engine {
             id.clone(),
             start_time.clone(),
         ));
+        if let (Some(cluster), true) = (&self.cluster, emitter.has_log()) {
+            let (pg, sid) = (cluster.pg().clone(), id.clone());
+            emitter.set_on_ephemeral(Box::new(move |json, position| pg.publish_ephemeral(&sid, position as i64, json)));
+        }
         let view =
             Arc::new(SessionView { settings, approvals: Vec::new(), running: false, user_named: name.is_some(), name });
         let (view_tx, view_rx) = tokio::sync::watch::channel(view.clone());
@@ -566,6 +570,8 @@ impl Engine {
         if let Some(cluster) = &self.cluster {
             cluster.acquire_new(&id).await?;
         }
+        // The tenant's code as the other nodes left it, before a tool can look at it.
+        self.fetch_workspace(&settings.cwd).await;
         let start_time = now();
         let storage = Storage::new(fs.as_ref(), subscriber.as_ref(), &id);
         let prepared = async {
@@ -717,6 +723,12 @@ impl Engine {
         if let Some(mode) = restored.mode {
             settings.mode = mode;
         }
+        // Another node may have run it last: in its copy of the workspace, where the code its
+        // tools wrote comes from.
+        if let Some(cluster) = &self.cluster {
+            settings.cwd = cluster.local_cwd(&settings.cwd).await;
+        }
+        self.fetch_workspace(&settings.cwd).await;
         let log = match (&follow, &storage.remote) {
             (None, Some(remote)) => Some(store::EventSink::Remote(remote.open_sink().await?)),
             (None, None) => Some(self.deps.events.open_sink(&id).await?),
@@ -938,10 +950,7 @@ impl Engine {
             None => self.deps.events.load(id).await,
         };
         match loaded {
-            // Usage records are the log's own bookkeeping; clients never see them.
-            Ok(l) => {
-                Ok(l.events.into_iter().filter(|e| !matches!(e.payload, SessionEvent::SessionUsageRecord(_))).collect())
-            }
+            Ok(l) => Ok(l.events.into_iter().filter(|e| !crate::emitter::log_only(e)).collect()),
             Err(store::StoreError::NotFound(_)) => Err(EngineError::SessionNotFound(id.to_string())),
             Err(e) => Err(e.into()),
         }
@@ -955,9 +964,7 @@ impl Engine {
         }
         Layout::check_id(id).map_err(|_| EngineError::SessionNotFound(id.to_string()))?;
         match self.deps.events.load(id).await {
-            Ok(l) => {
-                Ok(l.events.into_iter().filter(|e| !matches!(e.payload, SessionEvent::SessionUsageRecord(_))).collect())
-            }
+            Ok(l) => Ok(l.events.into_iter().filter(|e| !crate::emitter::log_only(e)).collect()),
             Err(store::StoreError::NotFound(_)) => Err(EngineError::SessionNotFound(id.to_string())),
             Err(e) => Err(e.into()),
         }

@@ -11,6 +11,17 @@
 //! `session.db` is live (its connection stays open): it goes as a consistent snapshot taken with
 //! SQLite's backup, and is restored in place, so an open connection on the receiving node reads
 //! the new content.
+//!
+//! The same machinery mirrors a tenant's workspace ([`FileScope::Workspace`], keyed by tenant):
+//! every regular file under the root, `.git` included (a tool's commit is work too). Symlinks,
+//! sockets and fifos are not shared (a link's target may mean nothing on another node, and a
+//! file written through one could land outside the workspace). A file over
+//! [`WORKSPACE_MAX_FILE_BYTES`], or past the first [`WORKSPACE_MAX_FILES`], stays local with a
+//! warning. Paths from the database are confined: no `..`, not absolute, no symlink on the way.
+//!
+//! Writers: per file the last push wins. A pull leaves alone a file changed here since this
+//! node last pushed or wrote it (its change is pushed next and wins), and skips rows that are
+//! this node's own pushes.
 
 use std::collections::HashMap;
 use std::hash::Hasher;
@@ -18,7 +29,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use store::pg::{PgEvents, SharedFile, INLINE_MAX_BYTES};
+use store::pg::{FileScope, PgEvents, SharedFile, INLINE_MAX_BYTES};
 use store::StoreError;
 
 use crate::lock;
@@ -36,12 +47,24 @@ const DB_SNAPSHOT: &str = "session.db.share";
 /// time changing (coarse file-system clocks): it is read again at the next push.
 const SETTLE: Duration = Duration::from_secs(1);
 
-/// Entries of a session directory that are not mirrored: the log and metadata have tables of
-/// their own, SQLite's side files are not the database, and half-written pulls are not files.
-fn skipped(relative: &str) -> bool {
-    matches!(relative, "events.jsonl" | "workspace.yaml")
-        || (relative.starts_with(SESSION_DB) && relative != SESSION_DB)
-        || relative.ends_with(PULLING)
+/// A workspace file larger than this stays on its node (a build artefact, a data set).
+pub(crate) const WORKSPACE_MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// A workspace with more files than this shares only the first ones found (and removes none).
+pub(crate) const WORKSPACE_MAX_FILES: usize = 50_000;
+
+/// Entries that are not mirrored: half-written pulls are not files; in a session directory the
+/// log and metadata have tables of their own, and SQLite's side files are not the database.
+fn skipped(scope: FileScope, relative: &str) -> bool {
+    relative.ends_with(PULLING)
+        || (scope == FileScope::Session
+            && (matches!(relative, "events.jsonl" | "workspace.yaml")
+                || (relative.starts_with(SESSION_DB) && relative != SESSION_DB)))
+}
+
+/// Whether `relative` is the live `session.db` (shared through snapshots).
+fn is_db(scope: FileScope, relative: &str) -> bool {
+    scope == FileScope::Session && relative == SESSION_DB
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,12 +86,14 @@ struct Seen {
     stat: Stat,
     /// The stat alone tells a later change (it was old enough when the file was read).
     settled: bool,
+    /// The database version this content is (pushed or pulled here): rows up to it are known.
+    version: i64,
 }
 
 impl Seen {
-    fn new(hash: u64, stat: Stat, read_at: SystemTime) -> Self {
+    fn new(hash: u64, stat: Stat, read_at: SystemTime, version: i64) -> Self {
         let settled = stat.modified.is_some_and(|m| m + SETTLE < read_at);
-        Self { hash, stat, settled }
+        Self { hash, stat, settled, version }
     }
 
     fn unchanged(&self, now: &Stat) -> bool {
@@ -76,10 +101,10 @@ impl Seen {
     }
 }
 
-/// What this node last pushed or wrote out, per session: each file's content hash by path, and
-/// the newest version read from the database.
-#[derive(Default)]
+/// What this node last pushed or wrote out, per session (or per tenant's workspace): each
+/// file's content hash by path, and the newest version read from the database.
 pub(crate) struct Mirror {
+    scope: FileScope,
     known: std::sync::Mutex<HashMap<String, Known>>,
     /// One push or pull at a time: two would race on the same files.
     busy: tokio::sync::Mutex<()>,
@@ -91,6 +116,8 @@ struct Known {
     version: i64,
     /// The session's persisted event count at the last push (a push after new events only).
     events: usize,
+    /// The caps were hit at the last push (warned once, until they no longer are).
+    capped: bool,
 }
 
 fn hash_reader(mut from: impl Read) -> std::io::Result<u64> {
@@ -110,9 +137,24 @@ fn hash_bytes(bytes: &[u8]) -> u64 {
     h.finish()
 }
 
-/// Every mirrored file under `dir`, by relative path, with its stat.
-fn scan(dir: &Path) -> HashMap<String, Stat> {
-    let mut found = HashMap::new();
+/// The mirrored files under a directory, as one walk found them.
+#[derive(Default)]
+struct Scan {
+    found: HashMap<String, Stat>,
+    /// Files left local for their size (not removed elsewhere either).
+    too_large: Vec<String>,
+    /// The walk stopped at the file cap: a file not found may exist, so none is removed.
+    truncated: bool,
+}
+
+/// Every mirrored file under `dir`, by relative path, with its stat. Symlinks are not followed
+/// nor shared; only regular files are.
+fn scan(dir: &Path, scope: FileScope) -> Scan {
+    let mut out = Scan::default();
+    let (max_files, max_bytes) = match scope {
+        FileScope::Session => (usize::MAX, u64::MAX),
+        FileScope::Workspace => (WORKSPACE_MAX_FILES, WORKSPACE_MAX_FILE_BYTES),
+    };
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(dir.join(&rel)) else { continue };
@@ -122,21 +164,42 @@ fn scan(dir: &Path) -> HashMap<String, Stat> {
             let Some(name) = rel.to_str().map(|s| s.replace('\\', "/")) else { continue };
             if kind.is_dir() {
                 stack.push(rel);
-            } else if kind.is_file() && !skipped(&name) {
-                if let Ok(meta) = entry.metadata() {
-                    found.insert(name, Stat::of(&meta));
+            } else if kind.is_file() && !skipped(scope, &name) {
+                let Ok(meta) = entry.metadata() else { continue };
+                if meta.len() > max_bytes {
+                    out.too_large.push(name);
+                } else if out.found.len() >= max_files {
+                    out.truncated = true;
+                    return out;
+                } else {
+                    out.found.insert(name, Stat::of(&meta));
                 }
             }
         }
     }
-    found
+    out
 }
 
-/// `dir/relative`, refusing a path from the database that would leave `dir`.
+/// `dir/relative`, refusing a path from the database that would leave `dir`: anything but
+/// plain names (`..`, an absolute path), or a symlink on the way (a directory of the path, or
+/// the file itself, being a link here).
 fn inside(dir: &Path, relative: &str) -> Option<PathBuf> {
     let rel = Path::new(relative);
     let plain = rel.components().all(|c| matches!(c, std::path::Component::Normal(_)));
-    (plain && !relative.is_empty()).then(|| dir.join(rel))
+    if !plain || relative.is_empty() {
+        return None;
+    }
+    let mut at = dir.to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => return None,
+            Ok(_) => {}
+            // The rest does not exist yet: it is made as plain directories.
+            Err(_) => break,
+        }
+    }
+    Some(dir.join(rel))
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -155,7 +218,7 @@ struct ForPush {
 }
 
 /// Reads one file of `dir` for a push (`session.db` through a snapshot). `None`: it is gone.
-fn read_for_push(dir: &Path, relative: &str) -> Result<Option<ForPush>, StoreError> {
+fn read_for_push(dir: &Path, relative: &str, db: bool) -> Result<Option<ForPush>, StoreError> {
     let path = dir.join(relative);
     let read_at = SystemTime::now();
     let meta = match std::fs::metadata(&path) {
@@ -164,7 +227,7 @@ fn read_for_push(dir: &Path, relative: &str) -> Result<Option<ForPush>, StoreErr
         Err(e) => return Err(io_error(&path)(e)),
     };
     let stat = Stat::of(&meta);
-    let source = if relative == SESSION_DB {
+    let source = if db {
         let snap = dir.join(DB_SNAPSHOT);
         let _ = std::fs::remove_file(&snap);
         store::session_db::snapshot(&path, &snap).map_err(|e| StoreError::Io {
@@ -191,6 +254,15 @@ fn read_for_push(dir: &Path, relative: &str) -> Result<Option<ForPush>, StoreErr
 }
 
 impl Mirror {
+    pub(crate) fn new(scope: FileScope) -> Self {
+        Self { scope, known: Default::default(), busy: Default::default() }
+    }
+
+    /// Whether a push or pull is under way.
+    pub(crate) fn is_busy(&self) -> bool {
+        self.busy.try_lock().is_err()
+    }
+
     /// Forgets a session (deleted, or no longer loaded here).
     pub(crate) fn forget(&self, id: &str) {
         lock(&self.known).remove(id);
@@ -209,39 +281,60 @@ impl Mirror {
     /// Sends what changed in `dir` since the last push.
     pub(crate) async fn push(&self, pg: &PgEvents, id: &str, dir: &Path, events: usize) -> Result<(), StoreError> {
         let _one = self.busy.lock().await;
+        let scope = self.scope;
         let scan_dir = dir.to_path_buf();
-        let found = tokio::task::spawn_blocking(move || scan(&scan_dir)).await.unwrap_or_default();
+        let scanned = tokio::task::spawn_blocking(move || scan(&scan_dir, scope)).await.unwrap_or_default();
         let mut known = lock(&self.known).get(id).cloned().unwrap_or_default();
+        let capped = scanned.truncated || !scanned.too_large.is_empty();
+        if capped && !known.capped {
+            tracing::warn!(
+                key = %id,
+                too_large = scanned.too_large.len(),
+                first_too_large = scanned.too_large.first().map(String::as_str).unwrap_or(""),
+                max_bytes = WORKSPACE_MAX_FILE_BYTES,
+                truncated = scanned.truncated,
+                max_files = WORKSPACE_MAX_FILES,
+                "some workspace files stay on this node"
+            );
+        }
+        known.capped = capped;
+        let found = scanned.found;
         for (path, stat) in &found {
             if known.files.get(path).is_some_and(|s| s.unchanged(stat)) {
                 continue;
             }
-            let (read_dir, rel) = (dir.to_path_buf(), path.clone());
-            let read = tokio::task::spawn_blocking(move || read_for_push(&read_dir, &rel))
+            let (read_dir, rel, db) = (dir.to_path_buf(), path.clone(), is_db(scope, path));
+            let read = tokio::task::spawn_blocking(move || read_for_push(&read_dir, &rel, db))
                 .await
                 .map_err(|e| StoreError::Io { path: path.clone(), source: std::io::Error::other(e) })??;
             let Some(read) = read else { continue };
+            let mut version = known.files.get(path).map_or(0, |s| s.version);
             if known.files.get(path).map(|s| s.hash) != Some(read.hash) {
                 let sent = match &read.inline {
-                    Some(bytes) => pg.put_file(id, path, Some(bytes)).await,
+                    Some(bytes) => pg.put_file(scope, id, path, Some(bytes)).await,
                     None => {
-                        tracing::debug!(session = %id, path = %path, bytes = read.len, "sharing a large file in pieces");
+                        tracing::debug!(key = %id, path = %path, bytes = read.len, "sharing a large file in pieces");
                         let mut file = tokio::fs::File::open(&read.source).await.map_err(io_error(&read.source))?;
-                        pg.put_file_chunked(id, path, &mut file).await
+                        pg.put_file_chunked(scope, id, path, &mut file).await
                     }
                 };
-                if path == SESSION_DB {
+                if db {
                     let _ = tokio::fs::remove_file(&read.source).await;
                 }
-                sent?;
-            } else if path == SESSION_DB {
+                version = sent?;
+            } else if db {
                 let _ = tokio::fs::remove_file(&read.source).await;
             }
-            known.files.insert(path.clone(), Seen::new(read.hash, read.stat, read.read_at));
+            known.files.insert(path.clone(), Seen::new(read.hash, read.stat, read.read_at, version));
         }
-        let removed: Vec<String> = known.files.keys().filter(|p| !found.contains_key(*p)).cloned().collect();
+        let removed: Vec<String> = if scanned.truncated {
+            Vec::new()
+        } else {
+            let kept: std::collections::HashSet<&String> = scanned.too_large.iter().collect();
+            known.files.keys().filter(|p| !found.contains_key(*p) && !kept.contains(p)).cloned().collect()
+        };
         for path in removed {
-            pg.put_file(id, &path, None).await?;
+            pg.put_file(scope, id, &path, None).await?;
             known.files.remove(&path);
         }
         known.events = events;
@@ -249,31 +342,59 @@ impl Mirror {
         Ok(())
     }
 
-    /// Writes out what the database holds for the session that this node has not seen yet.
+    /// Writes out what the database holds for the session (or workspace) that this node has
+    /// not seen yet.
     pub(crate) async fn pull(&self, pg: &PgEvents, id: &str, dir: &Path) -> Result<(), StoreError> {
         let _one = self.busy.lock().await;
+        let scope = self.scope;
         let mut known = lock(&self.known).get(id).cloned().unwrap_or_default();
-        let changed = pg.files_after(id, known.version).await?;
+        let changed = pg.files_after(scope, id, known.version).await?;
         if changed.is_empty() {
             return Ok(());
         }
         for file in changed {
             known.version = known.version.max(file.version);
+            let seen = known.files.get(&file.path);
+            if seen.is_some_and(|s| s.version >= file.version) || skipped(scope, &file.path) {
+                continue; // this node's own push (or a name this scope never shares)
+            }
             let Some(target) = inside(dir, &file.path) else {
-                tracing::warn!(session = %id, path = %file.path, "ignoring a shared file outside the session");
+                tracing::warn!(key = %id, path = %file.path, "refusing a shared file path that leaves its directory");
                 continue;
             };
+            let here = std::fs::symlink_metadata(&target).ok();
+            if let (Some(seen), Some(meta)) = (seen, &here) {
+                if seen.stat != Stat::of(meta) {
+                    // Changed here since this node pushed or wrote it: its push comes next and wins.
+                    continue;
+                }
+            }
             if file.removed() {
-                match std::fs::remove_file(&target) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_error(&target)(e)),
-                    _ => {}
+                if here.as_ref().is_some_and(|m| m.is_file()) {
+                    match std::fs::remove_file(&target) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_error(&target)(e)),
+                        _ => {}
+                    }
                 }
                 known.files.remove(&file.path);
                 continue;
             }
+            if here.as_ref().is_some_and(|m| !m.is_file()) {
+                tracing::warn!(key = %id, path = %file.path, "a shared file's place is taken by a directory here");
+                continue;
+            }
             let read_at = SystemTime::now();
-            let (hash, stat) = write_out(pg, id, &file, &target).await?;
-            known.files.insert(file.path.clone(), Seen::new(hash, stat, read_at));
+            let same = match (&file.content, &here) {
+                (Some(bytes), Some(meta)) if meta.len() == bytes.len() as u64 => {
+                    std::fs::read(&target).is_ok_and(|local| local == *bytes)
+                }
+                _ => false,
+            };
+            let (hash, stat) = match (same, &here, &file.content) {
+                (true, Some(meta), Some(bytes)) => (hash_bytes(bytes), Stat::of(meta)),
+                _ => write_out(pg, scope, id, &file, &target).await?,
+            };
+            known.files.insert(file.path.clone(), Seen::new(hash, stat, read_at, file.version));
         }
         lock(&self.known).insert(id.to_string(), known);
         Ok(())
@@ -283,7 +404,13 @@ impl Mirror {
 /// Writes one shared file to `target` whole or not at all: into a side file first, then renamed
 /// into place (`session.db`: restored into the database already there). Returns the content's
 /// hash and the written file's stat.
-async fn write_out(pg: &PgEvents, id: &str, file: &SharedFile, target: &Path) -> Result<(u64, Stat), StoreError> {
+async fn write_out(
+    pg: &PgEvents,
+    scope: FileScope,
+    id: &str,
+    file: &SharedFile,
+    target: &Path,
+) -> Result<(u64, Stat), StoreError> {
     if let Some(parent) = target.parent() {
         tokio::fs::create_dir_all(parent).await.map_err(io_error(parent))?;
     }
@@ -293,11 +420,11 @@ async fn write_out(pg: &PgEvents, id: &str, file: &SharedFile, target: &Path) ->
         Some(bytes) => tokio::fs::write(&side, bytes).await.map_err(io_error(&side))?,
         None => {
             let mut out = tokio::fs::File::create(&side).await.map_err(io_error(&side))?;
-            pg.copy_file_chunks(id, &file.path, &mut out).await?;
+            pg.copy_file_chunks(scope, id, &file.path, &mut out).await?;
             out.sync_all().await.map_err(io_error(&side))?;
         }
     }
-    let (side_c, target_c, is_db) = (side.clone(), target.to_path_buf(), file.path == SESSION_DB);
+    let (side_c, target_c, is_db) = (side.clone(), target.to_path_buf(), is_db(scope, &file.path));
     let placed = tokio::task::spawn_blocking(move || -> Result<(u64, Stat), StoreError> {
         let hash = hash_reader(std::fs::File::open(&side_c).map_err(io_error(&side_c))?).map_err(io_error(&side_c))?;
         if is_db && target_c.exists() {
@@ -337,9 +464,13 @@ mod tests {
         std::fs::write(dir.path().join(format!("plan.md{PULLING}")), "# Pl").unwrap();
         std::fs::create_dir_all(dir.path().join("files/notes")).unwrap();
         std::fs::write(dir.path().join("files/notes/a.txt"), "a").unwrap();
-        let mut found: Vec<String> = scan(dir.path()).into_keys().collect();
+        let mut found: Vec<String> = scan(dir.path(), FileScope::Session).found.into_keys().collect();
         found.sort();
         assert_eq!(found, ["files/notes/a.txt", "plan.md", "session.db"]);
+        // A workspace shares every regular file but half-written pulls.
+        let mut all: Vec<String> = scan(dir.path(), FileScope::Workspace).found.into_keys().collect();
+        all.sort();
+        assert_eq!(all.len(), 7, "{all:?}");
         assert!(inside(dir.path(), "../escape").is_none());
         assert!(inside(dir.path(), "/etc/passwd").is_none());
         assert_eq!(inside(dir.path(), "files/a").unwrap(), dir.path().join("files/a"));
@@ -349,11 +480,38 @@ mod tests {
     fn a_file_read_just_after_it_changed_is_read_again_and_an_old_one_is_trusted_by_its_stat() {
         let now = SystemTime::now();
         let stat = Stat { len: 3, modified: Some(now) };
-        assert!(!Seen::new(1, stat, now).unchanged(&stat), "modified as it was read");
+        assert!(!Seen::new(1, stat, now, 0).unchanged(&stat), "modified as it was read");
         let old = Stat { len: 3, modified: Some(now - Duration::from_secs(5)) };
-        assert!(Seen::new(1, old, now).unchanged(&old));
-        assert!(!Seen::new(1, old, now).unchanged(&Stat { len: 4, ..old }));
+        assert!(Seen::new(1, old, now, 0).unchanged(&old));
+        assert!(!Seen::new(1, old, now, 0).unchanged(&Stat { len: 4, ..old }));
         // Hashing in pieces agrees with hashing the whole.
         assert_eq!(hash_reader(&b"abcdef"[..]).unwrap(), hash_bytes(b"abcdef"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_are_neither_shared_nor_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "a").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("a.txt"), dir.path().join("link.txt")).unwrap();
+        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        let found: Vec<String> = scan(dir.path(), FileScope::Workspace).found.into_keys().collect();
+        assert_eq!(found, ["a.txt"]);
+        assert!(inside(dir.path(), "out/secret").is_none(), "a linked directory on the way");
+        assert!(inside(dir.path(), "link.txt").is_none(), "the file itself a link");
+        assert_eq!(inside(dir.path(), "new/dir/b.txt").unwrap(), dir.path().join("new/dir/b.txt"));
+    }
+
+    #[test]
+    fn a_workspace_over_the_caps_keeps_the_rest_local() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = std::fs::File::create(dir.path().join("big.bin")).unwrap();
+        big.set_len(WORKSPACE_MAX_FILE_BYTES + 1).unwrap();
+        std::fs::write(dir.path().join("small.txt"), "s").unwrap();
+        let scanned = scan(dir.path(), FileScope::Workspace);
+        assert_eq!(scanned.too_large, ["big.bin"]);
+        assert!(scanned.found.contains_key("small.txt") && !scanned.truncated);
     }
 }

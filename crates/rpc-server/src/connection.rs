@@ -167,7 +167,7 @@ impl Reader {
             return;
         };
         let text = params.object_text();
-        let named = crate::follower_gate::named_session(&self.server.engine, text.ok());
+        let named = crate::follower_gate::named_session(&self.server.engine, entry.name, text.ok());
         let call = text.map_err(str::to_string).and_then(entry.parse);
         let call = match call {
             Ok(call) => call,
@@ -206,21 +206,24 @@ impl Reader {
 /// Runs one call and writes its answer. A panicking handler is answered with an error instead
 /// of leaving the client waiting. `named`: the session the params name, on a server with several
 /// nodes (a follower refuses changes; a change here shares the session's files).
-async fn answer(ctx: Ctx, id: Id, call: Call, out: Outbound, named: Option<String>) {
+async fn answer(ctx: Ctx, id: Id, call: Call, out: Outbound, named: Option<crate::follower_gate::Named>) {
     let method = ctx.method;
-    if let Some(refused) = named.as_deref().and_then(|sid| crate::follower_gate::refusal(&ctx, sid)) {
-        out.response(jsonrpc::error_frame(Some(&id), &refused));
-        return;
-    }
-    let result = match std::panic::AssertUnwindSafe(call.run(&ctx)).catch_unwind().await {
-        Ok(r) => r,
-        Err(_) => {
-            tracing::error!(%method, "handler panicked");
-            Err(RpcError::handler_failed(method, "internal error"))
-        }
+    let intercepted = match &named {
+        Some(named) => crate::follower_gate::intercept(&ctx, named).await,
+        None => None,
     };
-    if let (Some(sid), Ok(_)) = (&named, &result) {
-        crate::follower_gate::after_change(&ctx, sid).await;
+    let result = match intercepted {
+        Some(answer) => answer,
+        None => match std::panic::AssertUnwindSafe(call.run(&ctx)).catch_unwind().await {
+            Ok(r) => r,
+            Err(_) => {
+                tracing::error!(%method, "handler panicked");
+                Err(RpcError::handler_failed(method, "internal error"))
+            }
+        },
+    };
+    if let (Some(named), Ok(_)) = (&named, &result) {
+        crate::follower_gate::after_change(&ctx, &named.session_id).await;
     }
     let frame = match result {
         Ok(json) => jsonrpc::response_frame(&id, &json),

@@ -1,7 +1,8 @@
 //! Several nodes: a session loaded here as a read-only follower runs on another node, and its
-//! state there is the truth. A request that would change it is refused here with an error
-//! naming that node (as a send is), so nothing a client changes is applied to a copy that is
-//! never persisted; reads answer from what the follower holds. After a change to a session
+//! state there is the truth. A send or an abort is forwarded to that node (`forwarding`); any
+//! other request that would change it is refused here with an error naming that node, so
+//! nothing a client changes is applied to a copy that is never persisted; reads answer from
+//! what the follower holds. After a change to a session
 //! this node runs, the session's files go to the database for the other nodes.
 
 use protocol::jsonrpc::RpcError;
@@ -93,28 +94,43 @@ fn passes(method: &str) -> bool {
 }
 
 #[derive(Deserialize)]
-struct Named {
+struct SessionParam {
     #[serde(rename = "sessionId")]
     session_id: Option<String>,
 }
 
+/// The session a request names, and for a request a follower forwards, its params.
+pub struct Named {
+    pub session_id: String,
+    forward: Option<String>,
+}
+
 /// The session a request's params name (`sessionId`), on a server with several nodes only: a
 /// single node has no followers, and skips the extra parse.
-pub fn named_session(ctx_engine: &loop_engine::Engine, params_text: Option<&str>) -> Option<String> {
+pub fn named_session(ctx_engine: &loop_engine::Engine, method: &str, params_text: Option<&str>) -> Option<Named> {
     if !ctx_engine.is_clustered() {
         return None;
     }
-    serde_json::from_str::<Named>(params_text?).ok()?.session_id
+    let text = params_text?;
+    let session_id = serde_json::from_str::<SessionParam>(text).ok()?.session_id?;
+    let forward = crate::forwarding::forwarded(method).then(|| text.to_string());
+    Some(Named { session_id, forward })
 }
 
-/// The refusal for a request that would change a session this node follows (checked when the
-/// request runs: a `session.resume` queued before it may just have made it a follower).
-pub fn refusal(ctx: &Ctx, session_id: &str) -> Option<RpcError> {
+/// What happens to a request that would change a session this node follows (checked when the
+/// request runs: a `session.resume` queued before it may just have made it a follower): a send
+/// or an abort goes to the owner, whose answer it gets; anything else is refused.
+pub async fn intercept(ctx: &Ctx, named: &Named) -> Option<Result<Vec<u8>, RpcError>> {
+    let session_id = named.session_id.as_str();
+    ctx.server.engine.settled(session_id).await;
     if passes(ctx.method) || !ctx.visible(session_id) {
         return None;
     }
     let node = ctx.server.engine.follower_of(session_id)?;
-    Some(refused(ctx, session_id, node))
+    Some(match &named.forward {
+        Some(params) => crate::forwarding::forward(ctx, session_id, params, node).await,
+        None => Err(refused(ctx, session_id, node)),
+    })
 }
 
 /// "Session X is running on node N; …" as a failed request of `ctx.method`.

@@ -19,6 +19,7 @@ pub mod connection;
 mod errors;
 mod extensions;
 pub mod follower_gate;
+pub mod forwarding;
 pub mod framing;
 mod handlers;
 pub mod inference;

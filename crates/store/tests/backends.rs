@@ -9,7 +9,7 @@ mod pg_cluster;
 
 use protocol::event::Event;
 use serde_json::json;
-use store::pg::{Lease, PgEvents};
+use store::pg::{FileScope, Lease, PgEvents};
 use store::{EventStore, Layout, ListFilter, SessionIndex, SessionRow, StoreError, WorkspaceMeta};
 
 fn row(id: &str, updated_at: &str, listed: bool) -> SessionRow {
@@ -239,23 +239,28 @@ async fn large_files_go_in_pieces_and_changes_wake_other_nodes() {
 
     // Two pieces and a bit, written and read one piece at a time.
     let big: Vec<u8> = (0..(2 * store::pg::CHUNK_BYTES + 5)).map(|i| (i % 251) as u8).collect();
-    a.put_file_chunked("s", "files/big.bin", &mut &big[..]).await.unwrap();
+    a.put_file_chunked(FileScope::Session, "s", "files/big.bin", &mut &big[..]).await.unwrap();
     let first = within(woken.next()).await.expect("a wake-up").unwrap();
     assert_eq!(first, store::pg::Wakeup::Session("s".into()));
-    let [file] = &b.files_after("s", 0).await.unwrap()[..] else { panic!("one file") };
+    let [file] = &b.files_after(FileScope::Session, "s", 0).await.unwrap()[..] else { panic!("one file") };
     assert_eq!((file.content.as_ref(), file.chunks, file.removed()), (None, 3, false));
     let mut copied = Vec::new();
-    assert_eq!(b.copy_file_chunks("s", "files/big.bin", &mut copied).await.unwrap(), big.len() as u64);
+    assert_eq!(
+        b.copy_file_chunks(FileScope::Session, "s", "files/big.bin", &mut copied).await.unwrap(),
+        big.len() as u64
+    );
     assert!(copied == big, "the pieces in order");
 
     // Small again: inline, its pieces gone; then removed.
-    a.put_file("s", "files/big.bin", Some(b"small")).await.unwrap();
-    let [small] = &b.files_after("s", file.version).await.unwrap()[..] else { panic!("one change") };
+    a.put_file(FileScope::Session, "s", "files/big.bin", Some(b"small")).await.unwrap();
+    let [small] = &b.files_after(FileScope::Session, "s", file.version).await.unwrap()[..] else {
+        panic!("one change")
+    };
     assert_eq!((small.content.as_deref(), small.chunks), (Some(&b"small"[..]), 0));
     let mut none = Vec::new();
-    assert_eq!(b.copy_file_chunks("s", "files/big.bin", &mut none).await.unwrap(), 0);
-    a.put_file("s", "files/big.bin", None).await.unwrap();
-    assert!(b.files_after("s", small.version).await.unwrap()[0].removed());
+    assert_eq!(b.copy_file_chunks(FileScope::Session, "s", "files/big.bin", &mut none).await.unwrap(), 0);
+    a.put_file(FileScope::Session, "s", "files/big.bin", None).await.unwrap();
+    assert!(b.files_after(FileScope::Session, "s", small.version).await.unwrap()[0].removed());
 
     // A lifecycle row wakes the other nodes too.
     a.publish_lifecycle("s", "{}").await.unwrap();

@@ -147,6 +147,15 @@ pub async fn send(ctx: &Ctx, p: t::SessionSendParams) -> Result<t::SendResult, R
         let running = store::StoreError::LeasedElsewhere { session: p.session_id.clone(), node };
         return Err(ctx.failed(format!("{running}; this node follows it read-only, send to that node")));
     }
+    enqueue(&session, p).await.map_err(|e| ctx.engine_error(&e))
+}
+
+/// Queues a message on a session run here: for a local `session.send`, and for one another
+/// node forwarded (`crate::forwarding`).
+pub(crate) async fn enqueue(
+    session: &loop_engine::SessionHandle,
+    p: t::SessionSendParams,
+) -> Result<t::SendResult, loop_engine::EngineError> {
     let message_id = uuid::Uuid::new_v4().to_string();
     let msg = QueuedMessage {
         message_id: message_id.clone(),
@@ -157,7 +166,7 @@ pub async fn send(ctx: &Ctx, p: t::SessionSendParams) -> Result<t::SendResult, R
         delivery: t::UserMessageDelivery::Idle,
     };
     let immediate = p.mode == Some(t::SendMode::Immediate);
-    session.send(msg, immediate).await.map_err(|e| ctx.engine_error(&e))?;
+    session.send(msg, immediate).await?;
     Ok(t::SendResult { message_id })
 }
 
@@ -173,8 +182,16 @@ fn agent_mode(mode: t::SendAgentMode) -> t::UserMessageAgentMode {
 
 pub async fn abort(ctx: &Ctx, p: t::SessionAbortParams) -> Result<t::AbortResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
+    abort_here(&session, p).await.map_err(|e| ctx.engine_error(&e))
+}
+
+/// Aborts a session run here (a local `session.abort`, or one another node forwarded).
+pub(crate) async fn abort_here(
+    session: &loop_engine::SessionHandle,
+    p: t::SessionAbortParams,
+) -> Result<t::AbortResult, loop_engine::EngineError> {
     let reason = p.reason.unwrap_or(t::AbortReason::UserInitiated);
-    session.abort(reason).await.map_err(|e| ctx.engine_error(&e))?;
+    session.abort(reason).await?;
     Ok(t::AbortResult { success: true, error: None })
 }
 

@@ -61,6 +61,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             let events = store::pg::PgEvents::new(pool, &url, &config.cluster.node_id);
             let cluster = loop_engine::cluster::ClusterSettings {
                 lease_ttl: std::time::Duration::from_secs(config.cluster.lease_ttl_s.max(1)),
+                workspaces: Vec::new(), // once the tenancy prepared them, below
             };
             let storage =
                 Storage { index: index.clone(), events: store::EventStore::Postgres(events), cluster: Some(cluster) };
@@ -68,6 +69,15 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
         }
     };
     let tenancy = Arc::new(Tenancy::open(specs, index).await.context("preparing the tenants")?);
+    let mut storage = storage;
+    if let Some(cluster) = storage.as_mut().and_then(|s| s.cluster.as_mut()) {
+        cluster.workspaces = tenancy.tenants().map(|t| (t.name.clone(), t.workspace.clone())).collect();
+    }
+    if let Some(store::EventStore::Postgres(pg)) = storage.as_ref().map(|s| &s.events) {
+        let roots: Vec<(String, String)> =
+            tenancy.tenants().map(|t| (t.name.clone(), t.workspace.to_string_lossy().into_owned())).collect();
+        pg.register_workspace_roots(&roots).await.context("recording the tenants' workspaces in PostgreSQL")?;
+    }
     for t in tenancy.tenants() {
         tracing::info!(tenant = %t.name, workspace = %t.workspace.display(), "tenant");
     }
@@ -116,6 +126,13 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
         }
     });
     tokio::spawn(cluster_loop(server.clone()));
+    let workspaces = server.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = workspaces.engine.sync_workspaces(WORKSPACE_POLL) => {}
+            _ = workspaces.shutdown.cancelled() => {}
+        }
+    });
     // Both sockets are bound and listening: connections are accepted (queued by the kernel)
     // from here on, so the line may be printed.
     {
@@ -201,6 +218,10 @@ const CLUSTER_TICK: std::time::Duration = std::time::Duration::from_millis(250);
 /// and a lapsed lease (a dead owner) notifies nobody.
 const POLL_EVERY_TICKS_WHEN_LISTENING: u32 = 4;
 
+/// Tenant workspaces are written out when the database tells of a change, and polled this
+/// often besides (a notification sent while the listener reconnected is lost).
+const WORKSPACE_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
 async fn cluster_loop(server: Arc<Server>) {
     let mut tick = tokio::time::interval(CLUSTER_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -217,11 +238,16 @@ async fn cluster_loop(server: Arc<Server>) {
                 if wakeups.is_none() || ticks.is_multiple_of(POLL_EVERY_TICKS_WHEN_LISTENING) {
                     server.engine.cluster_follow().await;
                     relay_lifecycle(&server).await;
+                    rpc_server::forwarding::serve_inbox(&server, None).await;
                 }
             }
             woken = next_wakeup(&mut wakeups) => match woken {
                 Ok(store::pg::Wakeup::Session(id)) => server.engine.cluster_session_changed(&id).await,
+                Ok(store::pg::Wakeup::Workspace(tenant)) => server.engine.cluster_workspace_changed(&tenant),
                 Ok(store::pg::Wakeup::Lifecycle) => relay_lifecycle(&server).await,
+                Ok(store::pg::Wakeup::Ephemeral(batch)) => server.engine.cluster_ephemeral(batch).await,
+                Ok(store::pg::Wakeup::Inbox(id)) => rpc_server::forwarding::serve_inbox(&server, Some(&id)).await,
+                Ok(store::pg::Wakeup::Answered(row)) => server.engine.cluster_answered(row),
                 Err(e) => {
                     tracing::warn!(error = %e, "lost the cluster wake-ups; polling only");
                     wakeups = None;

@@ -64,8 +64,8 @@ async fn a_session_created_on_one_node_is_followed_on_another_and_taken_over_whe
         let before = cb.get_messages(&sid).await.unwrap();
         assert!(before.iter().any(|e| e["data"]["content"] == json!("hello from a")), "B reads A's history");
 
-        // A runs the session: a send on B is refused, naming A.
-        let refused = cb.call("session.send", json!({"sessionId": sid, "prompt": "from b"})).await.unwrap_err();
+        // A runs the session: a change on B is refused, naming A.
+        let refused = cb.call("session.plan.update", json!({"sessionId": sid, "content": "b"})).await.unwrap_err();
         assert!(refused.message.contains("running on node a"), "{}", refused.message);
 
         // A's next turn reaches B's client; the model never answers, so A is mid-turn.
@@ -113,6 +113,85 @@ async fn a_session_created_on_one_node_is_followed_on_another_and_taken_over_whe
         ca.assert_schema_clean();
         cb.assert_schema_clean();
         assert!(!b.stderr_text().contains("panicked"), "{}", b.stderr_text());
+    })
+    .await;
+}
+
+/// Each ephemeral event `b` received comes after every persisted event `a` received before it
+/// (of those `b` received at all: `b` follows from the moment it resumed).
+fn assert_ephemeral_after_their_persisted(a: &[Value], b: &[Value]) {
+    let persisted = |e: &Value| e.get("ephemeral") != Some(&json!(true));
+    let in_b: HashSet<&Value> = b.iter().map(|x| &x["id"]).collect();
+    for (at_b, e) in b.iter().enumerate().filter(|(_, e)| !persisted(e)) {
+        let Some(at_a) = a.iter().position(|x| x["id"] == e["id"]) else { continue };
+        let before_b: HashSet<&Value> = b[..at_b].iter().filter(|x| persisted(x)).map(|x| &x["id"]).collect();
+        for x in a[..at_a].iter().filter(|x| persisted(x) && in_b.contains(&x["id"])) {
+            assert!(
+                before_b.contains(&x["id"]),
+                "{} ({}) overtook {} ({}) on B",
+                e["type"],
+                e["id"],
+                x["type"],
+                x["id"]
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follower_streams_the_owners_turn_and_forwards_its_sends_and_aborts() {
+    let Some(pg) = PgCluster::start() else { return };
+    with_timeout(120, async {
+        let a = node(&pg, "a").await;
+        let b = node(&pg, "b").await;
+        let ca = a.tenant(ALPHA).await;
+        let sid = ca.create_session(json!({"streaming": true})).await;
+        let cb = b.tenant(ALPHA).await;
+        cb.ok("session.resume", json!({"sessionId": sid})).await;
+
+        // A send on B goes to A, which runs the turn: both clients see the same turn, B with
+        // A's deltas and session.idle, each after the persisted events before it.
+        let text = "Streamed from a: one, two, three, four, five, six, seven.";
+        a.fake.push_reply(Reply::text(text));
+        let sent = cb.ok("session.send", json!({"sessionId": sid, "prompt": "from b"})).await;
+        assert!(sent["messageId"].as_str().is_some_and(|m| !m.is_empty()), "{sent}");
+        ca.wait_for_event(&sid, "session.idle", T).await;
+        cb.wait_for_event(&sid, "session.idle", T).await;
+        assert!(has_message(&ca, &sid, "user.message", "from b").is_some(), "A ran B's send");
+        let (ea, eb) = (ca.events(&sid), cb.events(&sid));
+        let deltas: Vec<&Value> = eb.iter().filter(|e| e["type"] == "assistant.message_delta").collect();
+        assert!(!deltas.is_empty(), "B streams A's deltas: {eb:?}");
+        let joined: String = deltas.iter().map(|d| d["data"]["deltaContent"].as_str().unwrap_or("")).collect();
+        assert_eq!(joined, text);
+        let ids = |es: &[Value]| es.iter().map(|e| e["id"].clone()).collect::<HashSet<Value>>();
+        let turn_a: Vec<Value> = ea
+            .iter()
+            .skip_while(|e| e["type"] != "user.message")
+            .filter(|e| e["type"] != "session.resume")
+            .cloned()
+            .collect();
+        assert!(ids(&turn_a).is_subset(&ids(&eb)), "B saw every event of A's turn\nA: {turn_a:?}\nB: {eb:?}");
+        assert_ephemeral_after_their_persisted(&ea, &eb);
+        assert!(!eb.iter().any(|e| e["type"] == "session.resume"), "B only follows");
+
+        // An abort on B reaches A's hanging turn.
+        a.fake.push_reply(Reply::Hang);
+        cb.ok("session.send", json!({"sessionId": sid, "prompt": "hang"})).await;
+        cb.wait_for_nth_event(&sid, "assistant.turn_start", 2, T).await;
+        let aborted = cb.ok("session.abort", json!({"sessionId": sid})).await;
+        assert_eq!(aborted["success"], json!(true), "{aborted}");
+        ca.wait_for_event(&sid, "abort", T).await;
+        cb.wait_for_nth_event(&sid, "session.idle", 2, T).await;
+
+        // Mode and name changed on A are what B answers.
+        ca.ok("session.mode.set", json!({"sessionId": sid, "mode": "plan"})).await;
+        ca.ok("session.name.set", json!({"sessionId": sid, "name": "Named on a"})).await;
+        cb.wait_for_event(&sid, "session.mode_changed", T).await;
+        cb.wait_for_event(&sid, "session.title_changed", T).await;
+        assert_eq!(cb.ok("session.mode.get", json!({"sessionId": sid})).await, json!("plan"));
+        assert_eq!(cb.ok("session.name.get", json!({"sessionId": sid})).await["name"], json!("Named on a"));
+        ca.assert_schema_clean();
+        cb.assert_schema_clean();
     })
     .await;
 }
@@ -207,7 +286,8 @@ async fn a_follower_refuses_changes_naming_the_owner_and_shares_its_plan_and_fil
         let read = cb.ok("session.workspaces.readFile", json!({"sessionId": sid, "path": "notes/a.md"})).await;
         assert_eq!(read["content"], json!("a's notes"), "{read}");
 
-        // Every change on B is refused, naming A; none reaches the session.
+        // Every change on B but a send or an abort (forwarded to A) is refused, naming A; none
+        // reaches the session.
         let changes = [
             ("session.plan.update", json!({"sessionId": sid, "content": "from b"})),
             ("session.plan.delete", json!({"sessionId": sid})),
@@ -216,8 +296,6 @@ async fn a_follower_refuses_changes_naming_the_owner_and_shares_its_plan_and_fil
             ("session.model.switchTo", json!({"sessionId": sid, "modelId": "gpt-4.1"})),
             ("session.workspaces.createFile", json!({"sessionId": sid, "path": "b.md", "content": "b"})),
             ("session.log", json!({"sessionId": sid, "message": "from b"})),
-            ("session.abort", json!({"sessionId": sid})),
-            ("session.send", json!({"sessionId": sid, "prompt": "from b"})),
         ];
         for (method, params) in changes {
             let err = cb.call(method, params).await.expect_err(method);
@@ -337,6 +415,135 @@ async fn what_a_turn_wrote_and_large_files_outlive_a_killed_node_and_updates_rea
         let copied = std::fs::read(b.session_dir(&sid).join("files/big.bin")).expect("the large file on B");
         assert!(copied == big, "the large file arrived whole ({} of {} bytes)", copied.len(), big.len());
         assert!(!b.stderr_text().contains("panicked"), "{}", b.stderr_text());
+    })
+    .await;
+}
+
+/// Waits until `check` holds of the file system (another node's pushes arrive asynchronously).
+async fn wait_for_disk(what: &str, mut check: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("never happened: {what}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_code_a_sessions_tools_write_reaches_other_nodes_workspaces_and_outlives_a_killed_node() {
+    let Some(pg) = PgCluster::start() else { return };
+    with_timeout(120, async {
+        let mut a = node(&pg, "a").await;
+        let b = node(&pg, "b").await;
+        let (ws_a, ws_b) = (a.workspace("alpha"), b.workspace("alpha"));
+        let ca = a.tenant(ALPHA).await;
+        let sid = ca.create_session(json!({"requestPermission": true})).await;
+        let approver = ca.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+
+        // A first turn writes two files, with the shell and the `create` tool; B has no session
+        // and gets them.
+        let write_lib =
+            json!({"command": "mkdir -p src && printf 'pub fn a() {}\\n' > src/lib.rs", "description": "lib"});
+        let doomed = ws_a.join("doomed.txt");
+        let create = json!({"path": doomed.to_string_lossy(), "file_text": "bye\n"});
+        a.fake.push_reply(Reply::ToolCalls(vec![
+            ("bash".to_string(), write_lib.to_string()),
+            ("create".to_string(), create.to_string()),
+        ]));
+        a.fake.push_reply(Reply::text("written"));
+        ca.send(&sid, "write the code").await;
+        ca.wait_for_event(&sid, "session.idle", T).await;
+        wait_for_disk("A's files in B's workspace", || {
+            std::fs::read_to_string(ws_b.join("src/lib.rs")).is_ok_and(|t| t == "pub fn a() {}\n")
+                && ws_b.join("doomed.txt").is_file()
+        })
+        .await;
+
+        // B follows the session; A's second turn removes a file with the shell, then hangs.
+        let cb = b.tenant(ALPHA).await;
+        cb.ok("session.resume", json!({"sessionId": sid})).await;
+        let rm = json!({"command": "rm doomed.txt && echo v2 > src/later.txt", "description": "tidy"});
+        a.fake.push_reply(Reply::tool_call("bash", rm));
+        a.fake.push_reply(Reply::Hang);
+        ca.send(&sid, "tidy up").await;
+        // B's client heard the shell's completion (it resumed after the first turn's tools).
+        let done = cb
+            .wait_until(T, "the shell's completion relayed to B", |c| {
+                let events = c.events(&sid);
+                let start = events
+                    .iter()
+                    .position(|e| e["type"] == "tool.execution_start" && e["data"]["toolName"] == "bash")?;
+                events[start..].iter().find(|e| e["type"] == "tool.execution_complete").cloned()
+            })
+            .await;
+        assert_eq!(done["data"]["success"], json!(true), "{done}");
+
+        // kill -9 A as soon as B saw the tool's result: what the tool changed was already shared.
+        a.child.start_kill().unwrap();
+        a.child.wait().await.unwrap();
+        approver.abort();
+        cb.wait_for_event(&sid, "session.resume", Duration::from_secs(LEASE_TTL_S + 5)).await;
+        assert!(!ws_b.join("doomed.txt").exists(), "the file A's shell removed is gone on B");
+        assert_eq!(std::fs::read_to_string(ws_b.join("src/later.txt")).unwrap(), "v2\n");
+        assert_eq!(std::fs::read_to_string(ws_b.join("src/lib.rs")).unwrap(), "pub fn a() {}\n");
+
+        // B runs the session now: its own writes go to the database for the next node.
+        let made_on_b = ws_b.join("src/b.rs");
+        b.fake.push_reply(Reply::tool_call("create", json!({"path": made_on_b.to_string_lossy(), "file_text": "b"})));
+        b.fake.push_reply(Reply::text("done on b"));
+        let approver = cb.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        cb.send(&sid, "more").await;
+        cb.wait_until(T, "B's reply", |c| has_message(c, &sid, "assistant.message", "done on b")).await;
+        approver.abort();
+        let c2 = node(&pg, "c").await;
+        let cc = c2.tenant(ALPHA).await;
+        // A node that started later gets the whole workspace when a session of the tenant starts.
+        cc.create_session(json!({})).await;
+        let ws_c = c2.workspace("alpha");
+        assert_eq!(std::fs::read_to_string(ws_c.join("src/b.rs")).unwrap(), "b");
+        assert_eq!(std::fs::read_to_string(ws_c.join("src/lib.rs")).unwrap(), "pub fn a() {}\n");
+        assert!(!ws_c.join("doomed.txt").exists());
+        assert!(!b.stderr_text().contains("panicked"), "{}", b.stderr_text());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn workspace_rows_naming_paths_outside_the_workspace_are_refused() {
+    let Some(pg) = PgCluster::start() else { return };
+    with_timeout(90, async {
+        let b = node(&pg, "b").await;
+        let ws = b.workspace("alpha");
+        std::fs::create_dir_all(&ws).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.join("link")).unwrap();
+        let absolute = outside.path().join("absolute.txt");
+        let escape = ws.parent().unwrap().join("escape.txt");
+
+        // Rows no node would write, then a plain one: once it is on disk, the others were read.
+        let rows = [
+            "../escape.txt".to_string(),
+            absolute.to_string_lossy().into_owned(),
+            "link/through.txt".into(),
+            "src/../../escape.txt".into(),
+            "benign.txt".into(),
+        ];
+        for path in rows {
+            pg.psql(&format!(
+                "INSERT INTO workspace_files (tenant, path, content, size) VALUES ('alpha', '{}', 'x', 1)",
+                path.replace('\'', "''")
+            ));
+        }
+        wait_for_disk("the plain row written out", || ws.join("benign.txt").is_file()).await;
+        // A session starting there reads the rows again, and still writes nothing outside.
+        let cb = b.tenant(ALPHA).await;
+        cb.create_session(json!({})).await;
+        assert!(!escape.exists(), "nothing beside the workspace");
+        assert!(!absolute.exists(), "nothing at an absolute path");
+        assert!(!outside.path().join("through.txt").exists(), "nothing through a symlink");
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+        assert!(b.stderr_text().contains("refusing a shared file path"), "{}", b.stderr_text());
     })
     .await;
 }

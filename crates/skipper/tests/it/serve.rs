@@ -121,7 +121,7 @@ impl Serve {
         self.dirs.copilot_home.join("session-state").join(session_id)
     }
 
-    fn workspace(&self, tenant: &str) -> PathBuf {
+    pub(crate) fn workspace(&self, tenant: &str) -> PathBuf {
         self.dirs.copilot_home.join("workspaces").join(tenant)
     }
 

@@ -1,8 +1,9 @@
-//! A session's own files (everything in its directory but the log and `workspace.yaml`) in
-//! `session_files`, so nodes that share no disk see the same plan, checkpoints and workspace
-//! files (migration `postgres/0004_shared_files.sql`). A file over [`INLINE_MAX_BYTES`] is kept in
-//! pieces of [`CHUNK_BYTES`] (`session_file_chunks`, migration `postgres/0005_large_files.sql`),
-//! read and written one piece at a time so neither side holds it whole.
+//! Files mirrored for nodes that share no disk, in one of two scopes ([`FileScope`]): a
+//! session's own files (everything in its directory but the log and `workspace.yaml`) in
+//! `session_files` (migration `postgres/0004_shared_files.sql`), and a tenant's workspace in
+//! `workspace_files` (`postgres/0008_workspace_files.sql`). A file over [`INLINE_MAX_BYTES`] is
+//! kept in pieces of [`CHUNK_BYTES`] (`*_file_chunks`, `postgres/0005_large_files.sql`), read and
+//! written one piece at a time so neither side holds it whole.
 
 use futures::TryStreamExt;
 use sqlx::Row;
@@ -17,10 +18,29 @@ pub const INLINE_MAX_BYTES: u64 = 16 << 20;
 /// The size of one piece of a large file.
 pub const CHUNK_BYTES: usize = 4 << 20;
 
+/// Which set of mirrored files a key names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileScope {
+    /// A session's directory, keyed by session id.
+    Session,
+    /// A tenant's workspace, keyed by tenant name.
+    Workspace,
+}
+
+impl FileScope {
+    /// (files table, chunks table, key column, version sequence)
+    fn names(self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match self {
+            FileScope::Session => ("session_files", "session_file_chunks", "session_id", "session_files_version"),
+            FileScope::Workspace => ("workspace_files", "workspace_file_chunks", "tenant", "workspace_files_version"),
+        }
+    }
+}
+
 /// One file's latest state: its content inline, in `chunks` pieces, or neither once removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SharedFile {
-    /// Relative to the session's directory, `/`-separated.
+    /// Relative to the session's directory or the workspace root, `/`-separated.
     pub path: String,
     pub content: Option<Vec<u8>>,
     /// Pieces in `session_file_chunks` (0: inline or removed); read them with
@@ -37,37 +57,51 @@ impl SharedFile {
 
 impl PgEvents {
     /// Records a file's content (`None`: removed), dropping the pieces of an earlier large copy.
-    pub async fn put_file(&self, id: &str, path: &str, content: Option<&[u8]>) -> Result<(), StoreError> {
-        sqlx::query(
-            "WITH gone AS (DELETE FROM session_file_chunks WHERE session_id = $1 AND path = $2) \
-             INSERT INTO session_files (session_id, path, content, chunks) VALUES ($1, $2, $3, 0) \
-             ON CONFLICT (session_id, path) DO UPDATE \
-               SET content = excluded.content, chunks = 0, version = nextval('session_files_version')",
-        )
-        .bind(id)
+    /// Returns the row's new version.
+    pub async fn put_file(
+        &self,
+        scope: FileScope,
+        key: &str,
+        path: &str,
+        content: Option<&[u8]>,
+    ) -> Result<i64, StoreError> {
+        let (files, chunks, col, seq) = scope.names();
+        let (version,): (i64,) = sqlx::query_as(&format!(
+            "WITH gone AS (DELETE FROM {chunks} WHERE {col} = $1 AND path = $2) \
+             INSERT INTO {files} ({col}, path, content, chunks, size) VALUES ($1, $2, $3, 0, $4) \
+             ON CONFLICT ({col}, path) DO UPDATE \
+               SET content = excluded.content, chunks = 0, size = excluded.size, version = nextval('{seq}') \
+             RETURNING version"
+        ))
+        .bind(key)
         .bind(path)
         .bind(content)
-        .execute(self.pool())
+        .bind(content.map(|c| c.len() as i64))
+        .fetch_one(self.pool())
         .await?;
-        Ok(())
+        Ok(version)
     }
 
     /// Records a large file's content in pieces read from `source` one at a time; readers see
-    /// the old pieces or the new ones, never a mix (one transaction).
+    /// the old pieces or the new ones, never a mix (one transaction). Returns the new version.
     pub async fn put_file_chunked(
         &self,
-        id: &str,
+        scope: FileScope,
+        key: &str,
         path: &str,
         source: &mut (dyn AsyncRead + Unpin + Send),
-    ) -> Result<(), StoreError> {
+    ) -> Result<i64, StoreError> {
+        let (files, chunks, col, seq) = scope.names();
         let mut tx = self.pool().begin().await?;
-        sqlx::query("DELETE FROM session_file_chunks WHERE session_id = $1 AND path = $2")
-            .bind(id)
+        sqlx::query(&format!("DELETE FROM {chunks} WHERE {col} = $1 AND path = $2"))
+            .bind(key)
             .bind(path)
             .execute(&mut *tx)
             .await?;
         let mut n: i32 = 0;
+        let mut size: i64 = 0;
         let mut piece = Vec::with_capacity(CHUNK_BYTES);
+        let insert = format!("INSERT INTO {chunks} ({col}, path, n, data) VALUES ($1, $2, $3, $4)");
         loop {
             piece.clear();
             let read = (&mut *source)
@@ -78,45 +112,41 @@ impl PgEvents {
             if read == 0 && n > 0 {
                 break;
             }
-            sqlx::query("INSERT INTO session_file_chunks (session_id, path, n, data) VALUES ($1, $2, $3, $4)")
-                .bind(id)
-                .bind(path)
-                .bind(n)
-                .bind(&piece)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(&insert).bind(key).bind(path).bind(n).bind(&piece).execute(&mut *tx).await?;
             n += 1;
+            size += read as i64;
             if read < CHUNK_BYTES {
                 break;
             }
         }
-        sqlx::query(
-            "INSERT INTO session_files (session_id, path, content, chunks) VALUES ($1, $2, NULL, $3) \
-             ON CONFLICT (session_id, path) DO UPDATE \
-               SET content = NULL, chunks = excluded.chunks, version = nextval('session_files_version')",
-        )
-        .bind(id)
+        let (version,): (i64,) = sqlx::query_as(&format!(
+            "INSERT INTO {files} ({col}, path, content, chunks, size) VALUES ($1, $2, NULL, $3, $4) \
+             ON CONFLICT ({col}, path) DO UPDATE \
+               SET content = NULL, chunks = excluded.chunks, size = excluded.size, version = nextval('{seq}') \
+             RETURNING version"
+        ))
+        .bind(key)
         .bind(path)
         .bind(n)
-        .execute(&mut *tx)
+        .bind(size)
+        .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(())
+        Ok(version)
     }
 
     /// Writes a large file's pieces to `out` in order, one at a time (a single statement: the
     /// pieces of one version). Returns the bytes written.
     pub async fn copy_file_chunks(
         &self,
-        id: &str,
+        scope: FileScope,
+        key: &str,
         path: &str,
         out: &mut (dyn AsyncWrite + Unpin + Send),
     ) -> Result<u64, StoreError> {
-        let mut rows =
-            sqlx::query("SELECT data FROM session_file_chunks WHERE session_id = $1 AND path = $2 ORDER BY n")
-                .bind(id)
-                .bind(path)
-                .fetch(self.pool());
+        let (_, chunks, col, _) = scope.names();
+        let sql = format!("SELECT data FROM {chunks} WHERE {col} = $1 AND path = $2 ORDER BY n");
+        let mut rows = sqlx::query(&sql).bind(key).bind(path).fetch(self.pool());
         let mut written = 0u64;
         let io = |source| StoreError::Io { path: path.to_string(), source };
         while let Some(row) = rows.try_next().await? {
@@ -129,12 +159,13 @@ impl PgEvents {
     }
 
     /// The files changed after `version`, in the order they changed.
-    pub async fn files_after(&self, id: &str, version: i64) -> Result<Vec<SharedFile>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT path, content, chunks, version FROM session_files \
-             WHERE session_id = $1 AND version > $2 ORDER BY version",
-        )
-        .bind(id)
+    pub async fn files_after(&self, scope: FileScope, key: &str, version: i64) -> Result<Vec<SharedFile>, StoreError> {
+        let (files, _, col, _) = scope.names();
+        let rows = sqlx::query(&format!(
+            "SELECT path, content, chunks, version FROM {files} \
+             WHERE {col} = $1 AND version > $2 ORDER BY version"
+        ))
+        .bind(key)
         .bind(version)
         .fetch_all(self.pool())
         .await?;

@@ -6,13 +6,18 @@
 //! through [`writer::Writer`]: a thread with its own runtime and connection that the caller
 //! waits on. Reads, leases and metadata are plain async queries on the shared pool.
 
+mod ephemeral;
 mod files;
+mod inbox;
 mod leases;
 mod log;
 mod notify;
+mod roots;
 mod writer;
 
-pub use files::{LifecycleRow, SharedFile, CHUNK_BYTES, INLINE_MAX_BYTES};
+pub use ephemeral::EphemeralBatch;
+pub use files::{FileScope, LifecycleRow, SharedFile, CHUNK_BYTES, INLINE_MAX_BYTES};
+pub use inbox::InboxItem;
 pub use leases::Lease;
 pub use log::DbLog;
 pub use notify::{Wakeup, Wakeups};
@@ -32,6 +37,7 @@ pub struct PgEvents {
     pool: PgPool,
     writer: writer::Writer,
     node_id: std::sync::Arc<str>,
+    outbox: std::sync::Arc<ephemeral::Outbox>,
 }
 
 /// Events of a session after a position, as a follower reads them.
@@ -44,7 +50,12 @@ pub struct Tail {
 impl PgEvents {
     /// `url` is the one the pool connected with: the writer opens its own connection to it.
     pub fn new(pool: PgPool, url: &str, node_id: &str) -> Self {
-        Self { pool, writer: writer::Writer::start(url.to_string()), node_id: node_id.into() }
+        Self {
+            pool,
+            writer: writer::Writer::start(url.to_string()),
+            node_id: node_id.into(),
+            outbox: Default::default(),
+        }
     }
 
     pub fn node_id(&self) -> &str {
@@ -131,6 +142,7 @@ impl PgEvents {
             "DELETE FROM session_leases WHERE session_id = $1",
             "DELETE FROM session_files WHERE session_id = $1",
             "DELETE FROM session_file_chunks WHERE session_id = $1",
+            "DELETE FROM session_inbox WHERE session_id = $1",
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
         }

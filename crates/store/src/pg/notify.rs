@@ -1,10 +1,13 @@
 //! Wake-ups from the database: the triggers of migration `postgres/0006_notify.sql` NOTIFY
 //! channel `skipper_cluster` when a session's events or files change, or a lifecycle row is
-//! written. A node LISTENs on its own connection; notifications lost while it reconnects are
-//! caught by the polling it keeps as a fallback.
+//! written, and (`postgres/0008_workspace_files.sql`) when a tenant's workspace file changes.
+//! A node LISTENs on its own connection; notifications lost while it reconnects are
+//! caught by the polling it keeps as a fallback. The same connection hears the ephemeral
+//! events of sessions other nodes run (channel `skipper_ephemeral`, see `ephemeral.rs`).
 
 use sqlx::postgres::PgListener;
 
+use super::ephemeral::{self, Assembler, EphemeralBatch};
 use super::PgEvents;
 use crate::StoreError;
 
@@ -15,14 +18,25 @@ const CHANNEL: &str = "skipper_cluster";
 pub enum Wakeup {
     /// A session's log or files changed.
     Session(String),
+    /// A file of a tenant's workspace changed.
+    Workspace(String),
     /// A session was created or deleted somewhere, or changed (`session.lifecycle`).
     Lifecycle,
+    /// Ephemeral events of a session another node runs.
+    Ephemeral(EphemeralBatch),
+    /// A request forwarded to the node running a session waits in its inbox.
+    Inbox(String),
+    /// A forwarded request (by inbox row) was answered.
+    Answered(i64),
 }
 
 impl Wakeup {
     fn parse(payload: &str) -> Option<Self> {
         match payload.split_once(':') {
             Some(("e" | "f", id)) if !id.is_empty() => Some(Wakeup::Session(id.to_string())),
+            Some(("i", id)) if !id.is_empty() => Some(Wakeup::Inbox(id.to_string())),
+            Some(("a", row)) => row.parse().ok().map(Wakeup::Answered),
+            Some(("w", tenant)) if !tenant.is_empty() => Some(Wakeup::Workspace(tenant.to_string())),
             _ if payload == "l" => Some(Wakeup::Lifecycle),
             _ => None,
         }
@@ -48,11 +62,16 @@ impl PgEvents {
     /// Starts listening for wake-ups.
     pub async fn listen(&self) -> Result<Wakeups, StoreError> {
         let mut listener = PgListener::connect_with(self.pool()).await?;
-        listener.listen(CHANNEL).await?;
+        listener.listen_all([CHANNEL, ephemeral::CHANNEL]).await?;
         let (tx, rx) = tokio::sync::mpsc::channel(1024);
         tokio::spawn(async move {
+            let mut pieces = Assembler::default();
             loop {
                 let woken = match listener.recv().await {
+                    Ok(n) if n.channel() == ephemeral::CHANNEL => match pieces.feed(n.payload()) {
+                        Some(batch) => Ok(Wakeup::Ephemeral(batch)),
+                        None => continue,
+                    },
                     Ok(n) => match Wakeup::parse(n.payload()) {
                         Some(w) => Ok(w),
                         None => continue,
@@ -80,7 +99,11 @@ mod tests {
         assert_eq!(Wakeup::parse("e:abc"), Some(Wakeup::Session("abc".into())));
         assert_eq!(Wakeup::parse("f:a:b"), Some(Wakeup::Session("a:b".into())));
         assert_eq!(Wakeup::parse("l"), Some(Wakeup::Lifecycle));
+        assert_eq!(Wakeup::parse("w:acme"), Some(Wakeup::Workspace("acme".into())));
+        assert_eq!(Wakeup::parse("w:"), None);
         assert_eq!(Wakeup::parse("e:"), None);
         assert_eq!(Wakeup::parse("x:abc"), None);
+        assert_eq!(Wakeup::parse("i:abc"), Some(Wakeup::Inbox("abc".into())));
+        assert_eq!(Wakeup::parse("a:42"), Some(Wakeup::Answered(42)));
     }
 }

@@ -53,6 +53,17 @@ impl Writer {
         Self { jobs }
     }
 
+    /// Runs `work` on the writer's runtime after the jobs already given, without waiting: what
+    /// it sends reaches the database before any later job's.
+    pub(crate) fn submit<F, Fut>(&self, work: F)
+    where
+        F: FnOnce(PgPool) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let job: Job = Box::new(move |pool| Box::pin(work(pool)));
+        let _ = self.jobs.send(job);
+    }
+
     /// Runs `work` on the writer's runtime and waits for its result. On a multi-threaded tokio
     /// worker the wait is announced (`block_in_place`) so the worker's other tasks move on.
     pub(crate) fn run<T, F, Fut>(&self, work: F) -> Result<T, StoreError>

@@ -148,6 +148,21 @@ impl PgCluster {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+
+    /// Runs SQL with `psql` as the superuser (a test writing rows behind the nodes' backs).
+    pub fn psql(&self, sql: &str) {
+        // `psql` sits beside the real `initdb` (PATH may hold links to the server tools only).
+        let real_bin = self.bin.join("initdb").canonicalize().ok().and_then(|p| p.parent().map(Path::to_path_buf));
+        let psql = real_bin.unwrap_or_else(|| self.bin.clone()).join("psql");
+        let out = self
+            .command(&psql.to_string_lossy())
+            .args(["-h", "127.0.0.1", "-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-p"])
+            .arg(self.port.to_string())
+            .args(["-c", sql])
+            .output()
+            .expect("running psql");
+        assert!(out.status.success(), "psql failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
 }
 
 impl Drop for PgCluster {
