@@ -201,6 +201,8 @@ struct Inner {
     /// Servers registered with [`McpHost::defer`] not started yet: they start on the first
     /// turn or listing.
     deferred: Mutex<BTreeMap<String, Deferred>>,
+    /// Who answers servers' sampling requests.
+    sampling: crate::sampling::HandlerSlot,
 }
 
 /// The MCP servers of one session (or one agent). Cheap to clone.
@@ -238,6 +240,7 @@ impl McpHost {
                 app_context: Mutex::new(None),
                 auth_provider: Mutex::new(None),
                 deferred: Mutex::new(BTreeMap::new()),
+                sampling: Default::default(),
             }),
         }
     }
@@ -251,6 +254,11 @@ impl McpHost {
     /// such a server needs auth.
     pub fn set_auth_provider(&self, provider: crate::oauth::AuthProvider) {
         *lock(&self.inner.auth_provider) = Some(provider);
+    }
+
+    /// Who answers the servers' `sampling/createMessage` requests (running servers included).
+    pub fn set_sampling_handler(&self, handler: crate::sampling::SamplingHandler) {
+        *lock(&self.inner.sampling) = Some(handler);
     }
 
     /// Records the host context MCP App guests see.
@@ -619,10 +627,13 @@ impl McpHost {
             }
             crate::config::Transport::Stdio { .. } => None,
         };
+        let client = crate::sampling::Client { server: name.clone(), handler: self.inner.sampling.clone() };
         tokio::spawn(async move {
             let stderr = StderrTail::default();
-            let attempt =
-                tokio::time::timeout(STARTUP_TIMEOUT, connect(&config, &cwd, &host.inner.env, &stderr, auth.clone()));
+            let attempt = tokio::time::timeout(
+                STARTUP_TIMEOUT,
+                connect(&config, &cwd, &host.inner.env, &stderr, auth.clone(), client),
+            );
             let outcome = tokio::select! {
                 r = attempt => r,
                 _ = token.cancelled() => return,
