@@ -416,14 +416,14 @@ impl McpHost {
     }
 
     /// Starts the servers registered with [`Self::defer`] (a no-op once they have started).
-    /// Returns at once.
-    pub fn start_deferred(&self) {
+    /// Returns at once, with the names of the servers now starting.
+    pub fn start_deferred(&self) -> Vec<String> {
         if self.inner.shutdown.is_cancelled() {
-            return;
+            return Vec::new();
         }
         let deferred = std::mem::take(&mut *lock(&self.inner.deferred));
         if deferred.is_empty() {
-            return;
+            return Vec::new();
         }
         let mut to_resolve = Vec::new();
         let mut to_connect = Vec::new();
@@ -466,6 +466,8 @@ impl McpHost {
             }
         }
         *lock(&self.inner.loading) = true;
+        let mut starting: Vec<String> = to_resolve.iter().map(|(n, _, _)| n.clone()).collect();
+        starting.extend(to_connect.iter().cloned());
         for (name, resolve, token) in to_resolve {
             self.spawn_resolve(name, resolve, token);
         }
@@ -473,6 +475,28 @@ impl McpHost {
             self.spawn_connect(name);
         }
         self.check_loaded();
+        starting
+    }
+
+    /// Waits until none of `names` is starting any more (connected, failed, ...). Unbounded but
+    /// for the startup timeout: callers bound it themselves.
+    pub async fn wait_started(&self, names: &[String]) {
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let pending = {
+                let map = lock(&self.inner.servers);
+                names.iter().any(|n| map.get(n).is_some_and(|e| e.status == Status::Pending))
+            };
+            if !pending || self.inner.shutdown.is_cancelled() {
+                return;
+            }
+            tokio::select! {
+                _ = changed => {}
+                _ = self.inner.shutdown.cancelled() => return,
+            }
+        }
     }
 
     /// Makes a deferred server's configuration, then connects it.
