@@ -91,3 +91,15 @@ async def test_user_servers_start_with_the_first_turn_not_the_session(ctx: Ctx, 
     mine = [s for s in (await session.rpc.mcp.list()).servers if s.name == "mine"]
     assert len(mine) == 1 and value(mine[0].status) == "connected"
     assert value(mine[0].source) == "user"
+
+
+async def test_listing_waits_for_the_servers_it_starts(ctx: Ctx, client):
+    await raw_request(client, "mcp.config.add", {"name": "mine", "config": stdio_server("mine")})
+    await raw_request(client, "mcp.config.add", {"name": "broken", "config": stdio_server("broken", "--fail-start")})
+    session = await client.create_session(on_permission_request=PermissionHandler.approve_all)
+    # One listing starts the user's servers and answers once they have settled, as the
+    # original's does: no polling.
+    listed = {s.name: s for s in (await session.rpc.mcp.list()).servers}
+    assert value(listed["mine"].status) == "connected"
+    assert value(listed["broken"].status) == "failed" and "failing on purpose" in listed["broken"].error
+    await session.disconnect()

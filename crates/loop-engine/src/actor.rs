@@ -390,6 +390,10 @@ impl Actor {
                 self.unpark().await;
                 self.handoff(reply)
             }
+            SessionInput::SamplingRoute { reply } => {
+                let (_, _, route, _) = self.call_parts();
+                let _ = reply.send((route, self.view.settings.model.clone()));
+            }
             SessionInput::EphemeralQuery { question, reply } => {
                 self.unpark().await;
                 self.ephemeral_query(question, reply)
@@ -471,6 +475,8 @@ impl Actor {
 
     fn abort(&mut self, reason: t::AbortReason) -> bool {
         let Some(batch) = &mut self.batch else { return false };
+        // A server's sampling request waiting on a client belongs to the aborted turn's tool call.
+        self.handle.mcp_sampling().abort_waiting();
         batch.aborted = true;
         batch.cancel.cancel();
         let dropped = self.queue.len() + self.steering.len();

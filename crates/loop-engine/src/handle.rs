@@ -266,6 +266,10 @@ pub(crate) enum SessionInput {
         question: String,
         reply: oneshot::Sender<Result<String, String>>,
     },
+    /// `session.mcp.executeSampling`: where its model call goes.
+    SamplingRoute {
+        reply: oneshot::Sender<(crate::byok::Route, String)>,
+    },
     /// From the run: remember a request it will wait for, before it offers it to clients.
     RunRegisterPending {
         request_id: String,
@@ -331,6 +335,8 @@ pub(crate) struct SessionParts {
     pub user_shell: crate::user_shell::UserShell,
     /// MCP OAuth token requests waiting for a client.
     pub mcp_oauth: crate::mcp_oauth::OAuthRequests,
+    /// MCP sampling requests waiting for a client, and inferences running for clients.
+    pub mcp_sampling: crate::mcp_sampling::SamplingRequests,
     /// Background sub-agents.
     pub tasks: crate::subagent::Registry,
 }
@@ -351,6 +357,37 @@ impl SessionHandle {
 
     pub(crate) fn mcp_oauth_requests(&self) -> &crate::mcp_oauth::OAuthRequests {
         &self.inner.mcp_oauth
+    }
+
+    pub(crate) fn mcp_sampling(&self) -> &crate::mcp_sampling::SamplingRequests {
+        &self.inner.mcp_sampling
+    }
+
+    /// `session.mcp.executeSampling`: one inference with the session's model for an MCP server.
+    pub async fn execute_sampling(
+        &self,
+        params: protocol::generated::types::SessionMcpExecuteSamplingParams,
+    ) -> protocol::generated::types::McpSamplingExecutionResult {
+        crate::mcp_sampling::execute(self, params).await
+    }
+
+    /// `session.mcp.cancelSamplingExecution`: whether an execution with that id was running.
+    pub fn cancel_sampling(&self, request_id: &str) -> bool {
+        crate::mcp_sampling::cancel(self, request_id)
+    }
+
+    /// `session.ui.handlePendingSampling`: whether a server request with that id was waiting.
+    pub fn resolve_sampling(
+        &self,
+        request_id: &str,
+        response: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> bool {
+        crate::mcp_sampling::resolve(self, request_id, response)
+    }
+
+    /// The model client and wire model a sampling call uses, and the session's model name.
+    pub(crate) async fn sampling_route(&self) -> Result<(crate::byok::Route, String), EngineError> {
+        self.ask(|reply| SessionInput::SamplingRoute { reply }).await
     }
 
     /// `session.mcp.oauth.handlePendingRequest`: answers a waiting MCP OAuth token request;

@@ -34,6 +34,7 @@ pub mod instructions;
 mod mcp;
 pub mod mcp_config;
 mod mcp_oauth;
+mod mcp_sampling;
 mod model_call;
 mod parking;
 mod pending;
@@ -531,9 +532,11 @@ impl Engine {
             ui: Default::default(),
             user_shell: user_shell::UserShell::new(self.deps.tool_env.clone()),
             mcp_oauth: Default::default(),
+            mcp_sampling: Default::default(),
             tasks: subagent::Registry::new(self.deps.clone()),
         });
         mcp_oauth::attach(&handle);
+        mcp_sampling::attach(&handle);
         let actor = actor::Actor::new(handle.clone(), self.deps.clone(), view, view_tx, conv);
         tokio::spawn(actor.run(rx));
         handle

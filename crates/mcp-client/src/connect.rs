@@ -16,8 +16,9 @@ use tokio::io::AsyncReadExt;
 
 use crate::config::{ServerConfig, Transport};
 use crate::oauth::{AuthClient, ServerAuth};
+use crate::sampling::Client;
 
-pub(crate) type Running = RunningService<RoleClient, ()>;
+pub(crate) type Running = RunningService<RoleClient, Client>;
 
 /// How much of a local server's stderr is kept to explain a failure.
 const STDERR_TAIL: usize = 2048;
@@ -57,6 +58,7 @@ pub(crate) async fn connect(
     base_env: &[(String, String)],
     stderr: &StderrTail,
     auth: Option<std::sync::Arc<ServerAuth>>,
+    client: Client,
 ) -> Result<Connected, String> {
     let mut process_group = None;
     let running = match &config.transport {
@@ -92,7 +94,7 @@ pub(crate) async fn connect(
                     }
                 })
             });
-            match ().serve(process).await {
+            match client.serve(process).await {
                 Ok(r) => r,
                 Err(e) => {
                     // A server that exits at once has said why on stderr: let the reader catch up.
@@ -119,9 +121,9 @@ pub(crate) async fn connect(
             match auth {
                 Some(auth) => {
                     let transport = StreamableHttpClientTransport::with_client(AuthClient::new(auth), cfg);
-                    ().serve(transport).await.map_err(failed)?
+                    client.serve(transport).await.map_err(failed)?
                 }
-                None => ().serve(StreamableHttpClientTransport::from_config(cfg)).await.map_err(failed)?,
+                None => client.serve(StreamableHttpClientTransport::from_config(cfg)).await.map_err(failed)?,
             }
         }
     };

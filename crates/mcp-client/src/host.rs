@@ -201,6 +201,8 @@ struct Inner {
     /// Servers registered with [`McpHost::defer`] not started yet: they start on the first
     /// turn or listing.
     deferred: Mutex<BTreeMap<String, Deferred>>,
+    /// Who answers servers' sampling requests.
+    sampling: crate::sampling::HandlerSlot,
 }
 
 /// The MCP servers of one session (or one agent). Cheap to clone.
@@ -238,6 +240,7 @@ impl McpHost {
                 app_context: Mutex::new(None),
                 auth_provider: Mutex::new(None),
                 deferred: Mutex::new(BTreeMap::new()),
+                sampling: Default::default(),
             }),
         }
     }
@@ -251,6 +254,11 @@ impl McpHost {
     /// such a server needs auth.
     pub fn set_auth_provider(&self, provider: crate::oauth::AuthProvider) {
         *lock(&self.inner.auth_provider) = Some(provider);
+    }
+
+    /// Who answers the servers' `sampling/createMessage` requests (running servers included).
+    pub fn set_sampling_handler(&self, handler: crate::sampling::SamplingHandler) {
+        *lock(&self.inner.sampling) = Some(handler);
     }
 
     /// Records the host context MCP App guests see.
@@ -408,14 +416,14 @@ impl McpHost {
     }
 
     /// Starts the servers registered with [`Self::defer`] (a no-op once they have started).
-    /// Returns at once.
-    pub fn start_deferred(&self) {
+    /// Returns at once, with the names of the servers now starting.
+    pub fn start_deferred(&self) -> Vec<String> {
         if self.inner.shutdown.is_cancelled() {
-            return;
+            return Vec::new();
         }
         let deferred = std::mem::take(&mut *lock(&self.inner.deferred));
         if deferred.is_empty() {
-            return;
+            return Vec::new();
         }
         let mut to_resolve = Vec::new();
         let mut to_connect = Vec::new();
@@ -458,6 +466,8 @@ impl McpHost {
             }
         }
         *lock(&self.inner.loading) = true;
+        let mut starting: Vec<String> = to_resolve.iter().map(|(n, _, _)| n.clone()).collect();
+        starting.extend(to_connect.iter().cloned());
         for (name, resolve, token) in to_resolve {
             self.spawn_resolve(name, resolve, token);
         }
@@ -465,6 +475,28 @@ impl McpHost {
             self.spawn_connect(name);
         }
         self.check_loaded();
+        starting
+    }
+
+    /// Waits until none of `names` is starting any more (connected, failed, ...). Unbounded but
+    /// for the startup timeout: callers bound it themselves.
+    pub async fn wait_started(&self, names: &[String]) {
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let pending = {
+                let map = lock(&self.inner.servers);
+                names.iter().any(|n| map.get(n).is_some_and(|e| e.status == Status::Pending))
+            };
+            if !pending || self.inner.shutdown.is_cancelled() {
+                return;
+            }
+            tokio::select! {
+                _ = changed => {}
+                _ = self.inner.shutdown.cancelled() => return,
+            }
+        }
     }
 
     /// Makes a deferred server's configuration, then connects it.
@@ -619,10 +651,13 @@ impl McpHost {
             }
             crate::config::Transport::Stdio { .. } => None,
         };
+        let client = crate::sampling::Client { server: name.clone(), handler: self.inner.sampling.clone() };
         tokio::spawn(async move {
             let stderr = StderrTail::default();
-            let attempt =
-                tokio::time::timeout(STARTUP_TIMEOUT, connect(&config, &cwd, &host.inner.env, &stderr, auth.clone()));
+            let attempt = tokio::time::timeout(
+                STARTUP_TIMEOUT,
+                connect(&config, &cwd, &host.inner.env, &stderr, auth.clone(), client),
+            );
             let outcome = tokio::select! {
                 r = attempt => r,
                 _ = token.cancelled() => return,

@@ -1,6 +1,6 @@
 //! MCP servers for Skipper sessions, on the official Rust MCP SDK (`rmcp`): configuration as
 //! the SDKs send it, a per-session [`McpHost`] that starts servers in the background, lists and
-//! calls their tools, and kills their processes when it stops; [`render`] turns results into
+//! calls their tools, answers their sampling requests through the session, and kills their processes when it stops; [`render`] turns results into
 //! what the model reads.
 //!
 //! Knows nothing of sessions, events or JSON-RPC: the host reports through a sink.
@@ -12,6 +12,7 @@ mod connect;
 pub mod host;
 pub mod oauth;
 pub mod render;
+pub mod sampling;
 
 pub use config::{ConfigError, ServerConfig, Transport};
 pub use host::{
@@ -19,6 +20,7 @@ pub use host::{
 };
 pub use oauth::{AuthProvider, AuthReason, AuthReply, AuthRequest, Challenge, StaticClient};
 pub use render::{render, Rendered};
+pub use sampling::{SamplingHandler, SamplingRequest};
 
 /// Remote servers use rustls: pick its `ring` provider once (the rest of Skipper uses it too).
 pub(crate) fn ensure_crypto_provider() {

@@ -3,7 +3,8 @@
 //! `mcp-test-server` serves stdio; `--http 127.0.0.1:0` serves streamable HTTP at `/mcp` and
 //! prints `listening <url>` on stdout. Tools succeed (`echo`, `get_env`, `echo_meta`, `add`),
 //! fail (`fail`: `isError`), hang (`hang`), crash the process (`crash`), and return images,
-//! resources and structured content; `read_only_info` is annotated read-only.
+//! resources and structured content; `read_only_info` is annotated read-only; `sample` asks the
+//! client to sample (`sampling/createMessage`) and returns the text it got.
 //! `--oauth-token T` (with `--http`) makes it an OAuth-protected resource (see `oauth.rs`).
 
 use std::sync::Arc;
@@ -86,6 +87,12 @@ fn tools() -> Value {
         tool("image", "Returns a small PNG image and a caption.", json!({}), &[]),
         tool("resource", "Returns an embedded text resource.", json!({}), &[]),
         read_only,
+        tool(
+            "sample",
+            "Asks the client's model to answer the prompt (MCP sampling) and returns its answer.",
+            json!({"prompt": {"type": "string", "description": "What to ask the model"}}),
+            &["prompt"]
+        ),
     ])
 }
 
@@ -152,6 +159,26 @@ impl TestServer {
     }
 }
 
+/// Asks the client to sample; its answer (or why it refused) is the tool's result.
+#[allow(deprecated)] // MCP marks sampling deprecated (SEP-2577); clients still answer it.
+async fn sample(context: &RequestContext<RoleServer>, prompt: &str) -> Result<CallToolResponse, ErrorData> {
+    let params = json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+        "systemPrompt": "Answer in one short sentence.",
+        "maxTokens": 100,
+    });
+    let params = serde_json::from_value(params).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    match context.peer.create_message(params).await {
+        Ok(answer) => {
+            let answer = serde_json::to_value(&answer).unwrap_or_default();
+            let said = answer.pointer("/content/text").and_then(Value::as_str).unwrap_or_default();
+            let model = answer.get("model").and_then(Value::as_str).unwrap_or_default();
+            result(json!({"content": [text(format!("sampled ({model}): {said}"))]}))
+        }
+        Err(e) => result(json!({"content": [text(format!("sampling failed: {e}"))], "isError": true})),
+    }
+}
+
 impl ServerHandler for TestServer {
     fn get_info(&self) -> InitializeResult {
         let info = json!({
@@ -178,6 +205,10 @@ impl ServerHandler for TestServer {
         // The SDK moves the request's `_meta` into the context.
         let meta = request.meta.as_ref().or(Some(&context.meta)).and_then(|m| serde_json::to_value(m).ok());
         let args = request.arguments.clone().unwrap_or_default();
+        if request.name == "sample" {
+            let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or_default();
+            return sample(&context, prompt).await;
+        }
         self.call(&request.name, &args, meta).await
     }
 

@@ -507,7 +507,10 @@ impl<'s> Mapper<'s> {
 
     fn map_object(&mut self, s: &Value, site: &Site) -> Result<Mapped> {
         let additional = s.get("additionalProperties");
-        if s.get("properties").is_none() && additional != Some(&Value::Bool(false)) {
+        // `properties: {}` declares nothing: an open object is a map (an empty struct would
+        // drop everything a client sends in it).
+        let no_properties = s.get("properties").is_none_or(|p| p.as_object().is_some_and(|m| m.is_empty()));
+        if no_properties && additional != Some(&Value::Bool(false)) {
             return Ok(Mapped::plain(match additional {
                 Some(v) if v.is_object() && !is_unconstrained(v) => Ty::Map(Box::new(self.map(v, site)?.into_ty())),
                 _ => Ty::JsonMap,

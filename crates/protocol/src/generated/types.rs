@@ -7489,14 +7489,12 @@ impl std::fmt::Display for McpElicitationFormMode {
 /// Raw MCP CreateMessageRequest params, as received in the `sampling.requested` event. Treated as
 /// opaque at the schema layer; the runtime converts the embedded MCP messages into the OpenAI
 /// chat-completion shape internally.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct McpExecuteSamplingRequest {}
+pub type McpExecuteSamplingRequest = serde_json::Map<String, serde_json::Value>;
 
 /// MCP CreateMessageResult payload (with optional 'tools' extension), present when
 /// action='success'. Treated as opaque at the schema layer; consumers should construct/consume it
 /// per the MCP CreateMessageResult shape.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct McpExecuteSamplingResult {}
+pub type McpExecuteSamplingResult = serde_json::Map<String, serde_json::Value>;
 
 /// Host response: supply dynamic headers or decline this refresh.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -9924,12 +9922,8 @@ pub struct ModelPickerSettingsContext {
     #[serde(rename = "homeDirectory")]
     pub home_directory: String,
     /// Environment variables consulted while resolving model-picker settings.
-    pub environment: ModelPickerSettingsContextEnvironment,
+    pub environment: serde_json::Map<String, serde_json::Value>,
 }
-
-/// Environment variables consulted while resolving model-picker settings.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ModelPickerSettingsContextEnvironment {}
 
 /// Policy state (if applicable)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21860,7 +21854,7 @@ pub struct SlashCommandSetModelResult {
     pub reasoning_effort: Option<String>,
     /// User-settings snapshot to restore if the host cancels the model switch.
     #[serde(rename = "revertOnCancel", default, skip_serializing_if = "Option::is_none")]
-    pub revert_on_cancel: Option<SlashCommandSetModelResultRevertOnCancel>,
+    pub revert_on_cancel: Option<serde_json::Map<String, serde_json::Value>>,
     /// Repository settings scope modified by the command.
     #[serde(rename = "repoScope", default, skip_serializing_if = "Option::is_none")]
     pub repo_scope: Option<String>,
@@ -21868,10 +21862,6 @@ pub struct SlashCommandSetModelResult {
     #[serde(rename = "runtimeSettingsChanged", default, skip_serializing_if = "Option::is_none")]
     pub runtime_settings_changed: Option<bool>,
 }
-
-/// User-settings snapshot to restore if the host cancels the model switch.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SlashCommandSetModelResultRevertOnCancel {}
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SlashCommandSetPlanModelResult {
@@ -24218,20 +24208,16 @@ pub struct ToolExecutionCompleteUIResourceMetaUIPermissions {
 }
 
 /// Marker object for camera permission on an MCP Apps UI resource.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ToolExecutionCompleteUIResourceMetaUIPermissionsCamera {}
+pub type ToolExecutionCompleteUIResourceMetaUIPermissionsCamera = serde_json::Map<String, serde_json::Value>;
 
 /// Marker object for clipboard-write permission on an MCP Apps UI resource.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ToolExecutionCompleteUIResourceMetaUIPermissionsClipboardWrite {}
+pub type ToolExecutionCompleteUIResourceMetaUIPermissionsClipboardWrite = serde_json::Map<String, serde_json::Value>;
 
 /// Marker object for geolocation permission on an MCP Apps UI resource.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ToolExecutionCompleteUIResourceMetaUIPermissionsGeolocation {}
+pub type ToolExecutionCompleteUIResourceMetaUIPermissionsGeolocation = serde_json::Map<String, serde_json::Value>;
 
 /// Marker object for microphone permission on an MCP Apps UI resource.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ToolExecutionCompleteUIResourceMetaUIPermissionsMicrophone {}
+pub type ToolExecutionCompleteUIResourceMetaUIPermissionsMicrophone = serde_json::Map<String, serde_json::Value>;
 
 /// Streaming tool execution output for incremental result display
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -24505,7 +24491,7 @@ pub struct UIElicitationResponse {
     pub content: Option<UIElicitationResponseContent>,
     /// MCP response metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<UiElicitationResponseMeta>,
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl UIElicitationResponse {
@@ -24668,8 +24654,7 @@ pub struct UIHandlePendingResult {
 
 /// Optional sampling result payload. Omit to reject/cancel the sampling request without providing a
 /// result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct UIHandlePendingSamplingResponse {}
+pub type UIHandlePendingSamplingResponse = serde_json::Map<String, serde_json::Value>;
 
 /// Register an in-process handler for `auto_mode_switch.requested` events. The caller still
 /// attaches the actual listener via the standard event-subscription mechanism; this registration
@@ -24781,19 +24766,11 @@ pub struct UiElicitationRequest {
     pub requested_schema: UIElicitationSchema,
     /// MCP request metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<UiElicitationRequestMeta>,
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
     /// MCP task metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<McpTaskMetadata>,
 }
-
-/// MCP request metadata.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct UiElicitationRequestMeta {}
-
-/// MCP response metadata.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct UiElicitationResponseMeta {}
 
 /// Transient question to answer without adding it to conversation history.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -51,11 +51,17 @@ fn start_lazy(session: &loop_engine::SessionHandle) {
     session.mcp().start_deferred();
 }
 
+/// How long `session.mcp.list` waits for the servers it started to connect.
+const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub async fn list(ctx: &Ctx, p: t::SessionMcpListParams) -> Result<t::McpServerList, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    // Listing starts the lazily started servers, as the original's listing does (it also
-    // waits for them; this answers at once, `pending`, and clients poll).
-    start_lazy(&session);
+    // Listing starts the lazily started servers and waits (a few seconds at most) for them to
+    // connect, as the original's listing does; one still starting is listed `pending`.
+    let started = session.mcp().start_deferred();
+    if !started.is_empty() {
+        let _ = tokio::time::timeout(LIST_WAIT, session.mcp().wait_started(&started)).await;
+    }
     Ok(t::McpServerList { servers: session.mcp().list().into_iter().map(server).collect(), host: None })
 }
 

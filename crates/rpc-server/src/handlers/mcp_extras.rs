@@ -1,5 +1,5 @@
-//! The rest of `session.mcp.*` (env-value mode, the auto-managed GitHub server, sampling, MCP
-//! Apps, OAuth login) and `session.extensions.*`, answered as the original answers them when
+//! The rest of `session.mcp.*` (env-value mode, the auto-managed GitHub server, sampling — run by
+//! the session, see loop-engine's `mcp_sampling` — MCP Apps, OAuth login) and `session.extensions.*`, answered as the original answers them when
 //! the feature behind them is absent: a session whose host has no server has "no MCP host", a
 //! stdio server has no OAuth, and a headless server runs no extensions.
 
@@ -53,25 +53,15 @@ pub async fn execute_sampling(
     p: t::SessionMcpExecuteSamplingParams,
 ) -> Result<t::McpSamplingExecutionResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    let error = if !session.mcp().is_configured(&p.server_name) {
-        format!("Sampling request from MCP server \"{}\" failed: the server is not configured", p.server_name)
-    } else {
-        "Sampling request failed: the request has no messages".to_string()
-    };
-    Ok(t::McpSamplingExecutionResult {
-        action: t::McpSamplingExecutionAction::Failure,
-        result: None,
-        error: Some(error),
-    })
+    Ok(session.execute_sampling(p).await)
 }
 
 pub async fn cancel_sampling(
     ctx: &Ctx,
     p: t::SessionMcpCancelSamplingExecutionParams,
 ) -> Result<t::McpCancelSamplingExecutionResult, RpcError> {
-    // Sampling runs to completion inside `executeSampling`: nothing is ever in flight to cancel.
-    ctx.session(&p.session_id)?;
-    Ok(t::McpCancelSamplingExecutionResult { cancelled: false })
+    let session = ctx.session(&p.session_id)?;
+    Ok(t::McpCancelSamplingExecutionResult { cancelled: session.cancel_sampling(&p.request_id) })
 }
 
 pub async fn apps_set_host_context(ctx: &Ctx, p: t::SessionMcpAppsSetHostContextParams) -> Result<(), RpcError> {

@@ -75,7 +75,8 @@ pub async fn handle_pending_sampling(
     ctx: &Ctx,
     p: t::UiHandlePendingSamplingRequest,
 ) -> Result<t::UIHandlePendingResult, RpcError> {
-    nothing_pending(ctx, &p.session_id)
+    let session = ctx.session(&p.session_id)?;
+    Ok(t::UIHandlePendingResult { success: session.resolve_sampling(&p.request_id, p.response) })
 }
 
 pub async fn handle_pending_auto_mode_switch(
