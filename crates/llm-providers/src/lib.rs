@@ -19,6 +19,8 @@ pub mod provider;
 pub mod responses;
 pub mod retry;
 pub mod sse;
+mod tool_set;
+pub use tool_set::ToolSet;
 pub mod transport;
 mod vision;
 #[cfg(test)]

@@ -234,7 +234,7 @@ pub struct ChatRequest {
     /// This call's system prompt (sent first).
     pub system: String,
     pub history: History,
-    pub tools: Vec<ToolSpec>,
+    pub tools: crate::ToolSet,
     /// `true` → SSE streaming with deltas; `false` → one JSON response.
     pub stream: bool,
     pub initiator: Initiator,

@@ -8,6 +8,7 @@ use crate::types::{
     ChatRequest, ContentPart, History, ImageUrl, Initiator, Message, ReasoningBlocks, ToolCall, ToolContent, ToolSpec,
     UserContent,
 };
+use crate::ToolSet;
 
 /// Turn `n` of a long conversation with tools: a user message, an assistant message calling
 /// tools (with reasoning every few turns), their results (an image now and then), and the
@@ -52,11 +53,11 @@ fn request(history: History) -> ChatRequest {
         model: "m".into(),
         system: "system prompt".into(),
         history,
-        tools: vec![ToolSpec {
+        tools: ToolSet::new(vec![ToolSpec {
             name: "view".into(),
             description: "d".into(),
             parameters: std::sync::Arc::new(json!({"type": "object"})),
-        }],
+        }]),
         stream: true,
         initiator: Initiator::Agent,
         interaction_id: "i".into(),

@@ -669,11 +669,11 @@ impl Actor {
 
 impl Actor {
     /// What a compaction started here summarizes for: the session's next model call.
-    fn call_parts(&self) -> (String, Vec<llm_providers::ToolSpec>, crate::byok::Route, u64) {
+    fn call_parts(&self) -> (String, llm_providers::ToolSet, crate::byok::Route, u64) {
         let settings = &self.view.settings;
         let cwd = settings.cwd.to_string_lossy().to_string();
         let system = crate::system_prompt::build(settings.system_message.as_ref(), settings.prompt_vars(&cwd));
-        let tools = crate::dispatch::tool_specs(&self.deps, settings, self.handle.mcp());
+        let tools = llm_providers::ToolSet::new(crate::dispatch::tool_specs(&self.deps, settings, self.handle.mcp()));
         let route = crate::byok::route(
             &settings.providers,
             &settings.model,

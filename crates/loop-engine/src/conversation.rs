@@ -2,7 +2,7 @@
 //! history is shared with the model calls (an `Arc`), never copied per turn, and its size is
 //! kept as it grows instead of being summed again every turn.
 
-use llm_providers::{ContentPart, History, Message, ToolCall, ToolContent, UserContent};
+use llm_providers::{ContentPart, History, Message, ToolCall, ToolContent, ToolSet, ToolSpec, UserContent};
 use tools::INTERRUPTED_TEXT;
 
 pub(crate) struct Conversation {
@@ -21,6 +21,8 @@ pub(crate) struct Conversation {
     pub compaction: Option<crate::compaction::InFlight>,
     /// The history length a failed background compaction covered: the next waits for growth.
     pub failed_mark: Option<usize>,
+    /// The tools last offered, with their wire text: the next call offering the same reuses it.
+    pub tools: ToolSet,
 }
 
 impl Conversation {
@@ -35,6 +37,7 @@ impl Conversation {
             prompts: Vec::new(),
             compaction: None,
             failed_mark: None,
+            tools: ToolSet::default(),
         }
     }
 
@@ -43,6 +46,12 @@ impl Conversation {
         let removed: usize = self.history.messages().take(n).map(message_bytes).sum();
         self.bytes = self.bytes.saturating_sub(removed) + message_bytes(&head);
         self.history.replace_front(n, head);
+    }
+
+    /// The set to offer as `specs`: the last one when nothing changed, so its texts are kept.
+    pub fn offer(&mut self, specs: Vec<ToolSpec>) -> ToolSet {
+        self.tools = self.tools.reuse_for(specs);
+        self.tools.clone()
     }
 
     pub fn push(&mut self, message: Message) {

@@ -60,13 +60,13 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings, mcp: &mcp_client::Mcp
     }
     // As the original: the background-agent tools right before the search tools.
     let at = specs.iter().position(|x| matches!(x.name.as_str(), "grep" | "glob")).unwrap_or(specs.len());
-    let agent_tools = [
-        (READ_AGENT, agent_tools::read_agent_spec as fn() -> ToolSpec),
-        (WRITE_AGENT, agent_tools::write_agent_spec),
-        (LIST_AGENTS, agent_tools::list_agents_spec),
-    ];
+    // Offered on every model call: built once.
+    static AGENT_TOOLS: std::sync::OnceLock<[ToolSpec; 3]> = std::sync::OnceLock::new();
+    let agent_tools = AGENT_TOOLS.get_or_init(|| {
+        [agent_tools::read_agent_spec(), agent_tools::write_agent_spec(), agent_tools::list_agents_spec()]
+    });
     let offered: Vec<ToolSpec> =
-        agent_tools.iter().filter(|(n, _)| s.tool_allowed(n) && !overridden(n)).map(|(_, spec)| spec()).collect();
+        agent_tools.iter().filter(|t| s.tool_allowed(&t.name) && !overridden(&t.name)).cloned().collect();
     specs.splice(at..at, offered);
     if s.tool_allowed(TASK) && !overridden(TASK) {
         specs.push(crate::subagent::spec(s));

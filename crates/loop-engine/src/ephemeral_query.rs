@@ -15,7 +15,7 @@ pub(crate) fn request(
         model: model.to_string(),
         system,
         history,
-        tools: Vec::new(),
+        tools: Default::default(),
         stream: true,
         initiator: llm_providers::Initiator::User,
         interaction_id: uuid::Uuid::new_v4().to_string(),

@@ -161,7 +161,7 @@ pub(crate) async fn execute(
         model: route.model.clone(),
         system,
         history,
-        tools: Vec::new(),
+        tools: Default::default(),
         stream: true,
         initiator: llm_providers::Initiator::Agent,
         interaction_id: uuid::Uuid::new_v4().to_string(),

@@ -32,5 +32,18 @@ pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Current time as the ISO-8601 string with millisecond precision and `Z`, as events carry it.
 pub fn now_iso() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+    // The fixed RFC 3339 writer, not a format string parsed on every event.
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn now_iso_has_milliseconds_and_z() {
+        let now = super::now_iso();
+        let bytes = now.as_bytes();
+        assert_eq!(now.len(), "2026-11-27T17:39:02.123Z".len(), "{now}");
+        assert_eq!((bytes[4], bytes[10], bytes[19], bytes[23]), (b'-', b'T', b'.', b'Z'), "{now}");
+        assert!(chrono::DateTime::parse_from_rfc3339(&now).is_ok(), "{now}");
+    }
 }

@@ -228,7 +228,7 @@ async fn the_skipper_client_completes_a_tool_round_trip() {
         model: "gpt-5".into(),
         system: SYSTEM.into(),
         history: History::new(vec![Message::User { content: UserContent::Text("list".into()) }]),
-        tools: vec![],
+        tools: Default::default(),
         stream: true,
         initiator: Initiator::User,
         interaction_id: "i-1".into(),

@@ -57,8 +57,7 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> V
     // Some compatible endpoints reject an empty `tools` array, so the key is left out instead.
     if !req.tools.is_empty() {
         out.extend_from_slice(b",\"tools\":");
-        let tools: Vec<WireTool<'_>> = req.tools.iter().map(wire_tool).collect();
-        write_json(&mut out, &tools);
+        out.extend_from_slice(req.tools.wire(WireFormat::Anthropic, encode_tools).as_bytes());
     }
     if req.purpose == crate::types::Purpose::Compaction && !req.tools.is_empty() {
         out.extend_from_slice(b",\"tool_choice\":{\"type\":\"none\"}");
@@ -315,6 +314,12 @@ fn tool_use(call: &ToolCall) -> Block<'_> {
     Block::ToolUse { kind: "tool_use", id: &call.id, name: &call.name, input }
 }
 
+/// The tools array's wire JSON.
+fn encode_tools(tools: &[ToolSpec]) -> String {
+    let tools: Vec<WireTool<'_>> = tools.iter().map(wire_tool).collect();
+    serde_json::to_string(&tools).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,7 +332,7 @@ mod tests {
             model: "session-model".into(),
             system: "sys".into(),
             history: History::new(messages),
-            tools,
+            tools: tools.into(),
             stream: false,
             initiator: Initiator::User,
             interaction_id: "i".into(),

@@ -50,8 +50,7 @@ pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Vec<u8> {
             out.extend_from_slice(b",\"tool_choice\":\"none\"");
         }
         out.extend_from_slice(b",\"tools\":");
-        let tools: Vec<WireTool<'_>> = req.tools.iter().map(wire_tool).collect();
-        write_json(&mut out, &tools);
+        out.extend_from_slice(req.tools.wire(WireFormat::ChatCompletions, encode_tools).as_bytes());
     }
     if req.stream {
         out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
@@ -120,6 +119,12 @@ fn wire_tool_call(call: &ToolCall) -> Value {
     })
 }
 
+/// The tools array's wire JSON.
+fn encode_tools(tools: &[ToolSpec]) -> String {
+    let tools: Vec<WireTool<'_>> = tools.iter().map(wire_tool).collect();
+    serde_json::to_string(&tools).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,7 +158,7 @@ mod tests {
                     ]),
                 },
             ]),
-            tools,
+            tools: tools.into(),
             stream,
             initiator: Initiator::User,
             interaction_id: "i".into(),
@@ -178,7 +183,7 @@ mod tests {
         assert_eq!(body["tools"][0]["function"]["name"], "view");
         assert_eq!(req.interaction_type(), "conversation-compaction");
         // Without tools there is nothing to forbid: some endpoints reject a lone tool_choice.
-        req.tools.clear();
+        req.tools = Default::default();
         assert!(body_value(&req, BodyFlavor::Capi).get("tool_choice").is_none());
     }
 

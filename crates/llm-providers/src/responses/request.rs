@@ -36,8 +36,7 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Op
     // Some endpoints reject an empty `tools` array, so the key is left out instead.
     if !req.tools.is_empty() {
         out.extend_from_slice(b",\"tools\":");
-        let tools: Vec<WireTool<'_>> = req.tools.iter().map(wire_tool).collect();
-        write_json(&mut out, &tools);
+        out.extend_from_slice(req.tools.wire(WireFormat::Responses, encode_tools).as_bytes());
     }
     if req.purpose == crate::types::Purpose::Compaction && !req.tools.is_empty() {
         out.extend_from_slice(b",\"tool_choice\":\"none\"");
@@ -167,6 +166,12 @@ fn input_part(part: &ContentPart) -> Value {
     }
 }
 
+/// The tools array's wire JSON.
+fn encode_tools(tools: &[ToolSpec]) -> String {
+    let tools: Vec<WireTool<'_>> = tools.iter().map(wire_tool).collect();
+    serde_json::to_string(&tools).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,7 +186,7 @@ mod tests {
             model: "session-model".into(),
             system: "sys".into(),
             history: History::new(history),
-            tools,
+            tools: tools.into(),
             stream,
             initiator: Initiator::User,
             interaction_id: "i".into(),

@@ -105,7 +105,8 @@ async fn posts_to_v1_messages_with_key_version_and_headers_and_always_streams() 
         name: "view".into(),
         description: "View a file".into(),
         parameters: Arc::new(json!({"type": "object", "properties": {"path": {"type": "string"}}})),
-    }];
+    }]
+    .into();
     let (result, events) = call(&client(config), req).await;
     let resp = result.expect("reply");
     assert_eq!(resp.replies.len(), 1);

@@ -24,7 +24,7 @@ fn request(stream: bool) -> ChatRequest {
         model: "test-model".into(),
         system: "system prompt".into(),
         history: History::new(vec![Message::User { content: UserContent::Text("hello".into()) }]),
-        tools: vec![],
+        tools: Default::default(),
         stream,
         initiator: Initiator::User,
         interaction_id: "interaction-1".into(),
@@ -506,7 +506,8 @@ async fn request_headers_and_body_shape() {
         name: "view".into(),
         description: "View a file".into(),
         parameters: std::sync::Arc::new(json!({"type": "object", "properties": {"path": {"type": "string"}}})),
-    }];
+    }]
+    .into();
     chat(&fake, req).await.0.expect("agent call");
     chat(&fake, request(true)).await.0.expect("user call");
 

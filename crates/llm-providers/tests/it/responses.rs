@@ -146,7 +146,8 @@ async fn openai_posts_to_responses_with_the_key_headers_and_the_cli_body() {
         name: "bash".into(),
         description: "Run a command".into(),
         parameters: Arc::new(json!({"type": "object", "properties": {"command": {"type": "string"}}})),
-    }];
+    }]
+    .into();
     let (result, _) = call(&client(config), req).await;
     let resp = result.expect("reply");
     assert_eq!(resp.replies[0].content, "hi");

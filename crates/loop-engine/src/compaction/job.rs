@@ -64,7 +64,7 @@ pub(crate) fn summary_request(
         model: call.route.model.clone(),
         system: call.system.to_string(),
         history,
-        tools: call.tools.to_vec(),
+        tools: call.tools.clone(),
         stream: false,
         initiator: Initiator::User,
         interaction_id: call.interaction_id.to_string(),

@@ -14,7 +14,7 @@ pub(crate) mod text;
 
 use std::sync::Arc;
 
-use llm_providers::{Message, ToolSpec, UserContent};
+use llm_providers::{Message, ToolSet, UserContent};
 use protocol::generated::types as t;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -71,9 +71,9 @@ pub(crate) struct Tokens {
 }
 
 impl Tokens {
-    pub fn estimate(system: &str, conversation_bytes: usize, tools: &[ToolSpec]) -> Self {
-        let tool_bytes: usize =
-            tools.iter().map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len()).sum();
+    pub fn estimate(system: &str, conversation_bytes: usize, tools: &ToolSet) -> Self {
+        // Kept by the set: a session offers the same tools call after call.
+        let tool_bytes = tools.text_bytes();
         Self {
             system: (system.len() / 4) as u64,
             conversation: (conversation_bytes / 4) as u64,
@@ -144,7 +144,7 @@ pub(crate) fn handoff_request(
         model: model.to_string(),
         system: text::handoff_system().to_string(),
         history,
-        tools: Vec::new(),
+        tools: Default::default(),
         stream: true,
         initiator: llm_providers::Initiator::Agent,
         interaction_id: uuid::Uuid::new_v4().to_string(),
@@ -170,7 +170,7 @@ pub(crate) async fn handoff(
 /// What a compaction needs to know about the call it summarizes for.
 pub(crate) struct CallShape<'a> {
     pub system: &'a str,
-    pub tools: &'a [ToolSpec],
+    pub tools: &'a ToolSet,
     pub route: &'a Route,
     pub token_limit: u64,
     /// The session's name for the model (events show it).
@@ -456,8 +456,11 @@ mod tests {
 
     #[test]
     fn tokens_are_estimated_from_bytes() {
-        let tools =
-            [ToolSpec { name: "ab".into(), description: "cd".into(), parameters: serde_json::json!({}).into() }];
+        let tools = ToolSet::new(vec![llm_providers::ToolSpec {
+            name: "ab".into(),
+            description: "cd".into(),
+            parameters: serde_json::json!({}).into(),
+        }]);
         let t = Tokens::estimate(&"x".repeat(40), 400, &tools);
         assert_eq!((t.system, t.conversation, t.tools, t.current()), (10, 100, 1, 111));
         assert!(t.over(0.5, 200) && !t.over(0.6, 200));

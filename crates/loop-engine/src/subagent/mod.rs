@@ -85,6 +85,12 @@ pub fn spec(settings: &SessionSettings) -> ToolSpec {
     for a in &custom {
         description.push_str(&format!("\n- {}: {}", a.name, a.description));
     }
+    // Offered on every model call, and the same while the agents are: the last schema is kept.
+    static LAST: std::sync::Mutex<Option<(Vec<String>, Arc<serde_json::Value>)>> = std::sync::Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, parameters)) = last.as_ref().filter(|(cached, _)| *cached == types) {
+        return ToolSpec { name: TASK.into(), description, parameters: parameters.clone() };
+    }
     let parameters = json!({
         "type": "object",
         "properties": {
@@ -97,7 +103,9 @@ pub fn spec(settings: &SessionSettings) -> ToolSpec {
         },
         "required": ["name", "prompt", "agent_type", "description"],
     });
-    ToolSpec { name: TASK.into(), description, parameters: Arc::new(parameters) }
+    let parameters = Arc::new(parameters);
+    *last = Some((types, parameters.clone()));
+    ToolSpec { name: TASK.into(), description, parameters }
 }
 
 /// `session.tasks.startAgent`: a background agent started by a client; its id.

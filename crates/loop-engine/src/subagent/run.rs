@@ -105,7 +105,7 @@ impl AgentLoop {
                 model: Some(settings.model.clone()),
                 interaction_id: Some(interaction_id.clone()),
             });
-            let tools = dispatch::tool_specs(&ctx.deps, settings, ctx.handle.mcp());
+            let tools = conv.offer(dispatch::tool_specs(&ctx.deps, settings, ctx.handle.mcp()));
             let offered: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
             let route = crate::byok::route(
                 &settings.providers,
