@@ -5,6 +5,6 @@ mod request;
 mod response;
 mod transport;
 
-pub(crate) use request::{request_body, BodyFlavor};
+pub(crate) use request::{capacity_hint, request_body, BodyFlavor};
 pub(crate) use response::{error_message, parse_completion, StreamAssembler, StreamStep};
 pub(crate) use transport::chat_attempt;

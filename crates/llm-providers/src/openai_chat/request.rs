@@ -18,9 +18,7 @@ pub(crate) enum BodyFlavor {
 /// message's JSON is made once and copied on every later call, so the cost of a call grows with
 /// what is new, not with the length of the conversation.
 pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Vec<u8> {
-    let history_bytes: usize =
-        req.history.items().iter().map(|i| i.wire(WireFormat::ChatCompletions, encode_message).len() + 1).sum();
-    let mut out = Vec::with_capacity(history_bytes + req.system.len() + 4096);
+    let mut out = Vec::with_capacity(capacity_hint(req));
     out.extend_from_slice(b"{\"model\":");
     write_json(&mut out, &req.model);
     out.extend_from_slice(b",\"messages\":[");
@@ -57,6 +55,12 @@ pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Vec<u8> {
     }
     out.push(b'}');
     out
+}
+
+/// A first guess at a body's size. Measuring the history exactly would walk it twice per call
+/// (it is the bulk of a long conversation's cost); a short guess only grows the buffer.
+pub(crate) fn capacity_hint(req: &ChatRequest) -> usize {
+    req.history.len() * 256 + req.system.len() + 4096
 }
 
 fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {

@@ -12,9 +12,7 @@ use crate::types::{ChatRequest, ContentPart, Message, ToolContent, ToolSpec, Use
 
 /// The JSON body, in the key order the original CLI sends. `model` is the wire model.
 pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Option<u64>) -> Vec<u8> {
-    let history_bytes: usize =
-        req.history.items().iter().map(|i| i.wire(WireFormat::Responses, encode_items).len() + 1).sum();
-    let mut out = Vec::with_capacity(history_bytes + req.system.len() + 4096);
+    let mut out = Vec::with_capacity(crate::openai_chat::capacity_hint(req));
     out.extend_from_slice(b"{\"model\":");
     write_json(&mut out, model);
     out.extend_from_slice(b",\"instructions\":");
