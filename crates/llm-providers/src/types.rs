@@ -152,75 +152,150 @@ impl HistoryItem {
     }
 }
 
-/// The conversation so far, shared by the loop and the calls it makes (an `Arc`, not a copy per
-/// call). Each message is its own `Arc` too: appending while someone else holds the history
-/// (a call in flight, the actor's snapshot of a lent conversation) copies one pointer per
-/// message, never the messages or their cached wire forms.
+/// The conversation so far, shared by the loop and the calls it makes (never a copy per call).
+/// Messages are kept in chunks of [`CHUNK`]: appending while someone else holds the history (a
+/// call in flight, the actor's snapshot of a lent conversation) copies at most one chunk's
+/// pointers and the list of chunks, never the messages or their cached wire forms, and never a
+/// pointer per message of a long conversation.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct History {
-    items: std::sync::Arc<Vec<std::sync::Arc<HistoryItem>>>,
+    /// Full chunks, each exactly `CHUNK` messages.
+    full: std::sync::Arc<Vec<Chunk>>,
+    /// The last, partly filled chunk (fewer than `CHUNK` messages).
+    tail: Chunk,
 }
+
+type Chunk = std::sync::Arc<Vec<std::sync::Arc<HistoryItem>>>;
+
+/// Messages per chunk.
+const CHUNK: usize = 64;
 
 impl History {
     pub fn new(messages: Vec<Message>) -> Self {
-        Self {
-            items: std::sync::Arc::new(
-                messages.into_iter().map(|m| std::sync::Arc::new(HistoryItem::new(m))).collect(),
-            ),
-        }
+        Self::from_items(messages.into_iter().map(|m| std::sync::Arc::new(HistoryItem::new(m))).collect())
     }
 
     pub(crate) fn from_items(items: Vec<std::sync::Arc<HistoryItem>>) -> Self {
-        Self { items: std::sync::Arc::new(items) }
+        let mut history = Self::default();
+        for item in items {
+            history.push_item(item);
+        }
+        history
     }
 
     pub fn push(&mut self, message: Message) {
-        std::sync::Arc::make_mut(&mut self.items).push(std::sync::Arc::new(HistoryItem::new(message)));
+        self.push_item(std::sync::Arc::new(HistoryItem::new(message)));
+    }
+
+    fn push_item(&mut self, item: std::sync::Arc<HistoryItem>) {
+        let tail = std::sync::Arc::make_mut(&mut self.tail);
+        tail.push(item);
+        if tail.len() == CHUNK {
+            let sealed = std::mem::take(&mut self.tail);
+            std::sync::Arc::make_mut(&mut self.full).push(sealed);
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.full.len() * CHUNK + self.tail.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.len() == 0
     }
 
-    pub fn items(&self) -> &[std::sync::Arc<HistoryItem>] {
-        &self.items
+    /// Message `index` with its cached wire form.
+    pub fn get(&self, index: usize) -> Option<&std::sync::Arc<HistoryItem>> {
+        let sealed = self.full.len() * CHUNK;
+        if index < sealed {
+            self.full[index / CHUNK].get(index % CHUNK)
+        } else {
+            self.tail.get(index - sealed)
+        }
+    }
+
+    /// The messages with their cached wire forms, in order.
+    pub fn items(&self) -> Items<'_> {
+        Items { history: self, front: 0, back: self.len() }
     }
 
     pub fn messages(&self) -> impl DoubleEndedIterator<Item = &Message> + ExactSizeIterator {
-        self.items.iter().map(|item| item.message())
+        self.items().map(|item| item.message())
     }
 
     /// Whether both share the same messages (the same allocations, not equal copies).
     pub fn shares_messages_with(&self, other: &History) -> bool {
-        self.items.len() == other.items.len()
-            && self.items.iter().zip(other.items.iter()).all(|(a, b)| std::sync::Arc::ptr_eq(a, b))
+        self.len() == other.len() && self.items().zip(other.items()).all(|(a, b)| std::sync::Arc::ptr_eq(a, b))
     }
 
     /// Replaces the first `n` messages with `head`; the rest keep their cached wire forms.
     pub fn replace_front(&mut self, n: usize, head: Message) {
-        let items = std::sync::Arc::make_mut(&mut self.items);
-        let n = n.min(items.len());
-        items.splice(..n, std::iter::once(std::sync::Arc::new(HistoryItem::new(head))));
+        let n = n.min(self.len());
+        let rest = self.items().skip(n).cloned();
+        let items = std::iter::once(std::sync::Arc::new(HistoryItem::new(head))).chain(rest).collect();
+        *self = Self::from_items(items);
     }
 
     /// Keeps the first `n` messages only.
     pub fn truncate(&mut self, n: usize) {
-        std::sync::Arc::make_mut(&mut self.items).truncate(n);
+        if n < self.len() {
+            *self = Self::from_items(self.items().take(n).cloned().collect());
+        }
     }
 
     /// Changes message `index` (its wire form is made again when next sent).
     pub fn update(&mut self, index: usize, change: impl FnOnce(&mut Message)) {
-        if let Some(item) = std::sync::Arc::make_mut(&mut self.items).get_mut(index) {
+        let sealed = self.full.len() * CHUNK;
+        let slot = if index < sealed {
+            std::sync::Arc::make_mut(&mut self.full)
+                .get_mut(index / CHUNK)
+                .and_then(|chunk| std::sync::Arc::make_mut(chunk).get_mut(index % CHUNK))
+        } else {
+            std::sync::Arc::make_mut(&mut self.tail).get_mut(index - sealed)
+        };
+        if let Some(item) = slot {
             let item = std::sync::Arc::make_mut(item);
             change(&mut item.message);
             item.wire = std::sync::OnceLock::new();
         }
     }
 }
+
+/// A history's messages in order (from either end).
+pub struct Items<'a> {
+    history: &'a History,
+    front: usize,
+    back: usize,
+}
+
+impl<'a> Iterator for Items<'a> {
+    type Item = &'a std::sync::Arc<HistoryItem>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.front >= self.back {
+            return None;
+        }
+        self.front += 1;
+        self.history.get(self.front - 1)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.back - self.front;
+        (n, Some(n))
+    }
+}
+
+impl DoubleEndedIterator for Items<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.front >= self.back {
+            return None;
+        }
+        self.back -= 1;
+        self.history.get(self.back)
+    }
+}
+
+impl ExactSizeIterator for Items<'_> {}
 
 impl From<Vec<Message>> for History {
     fn from(messages: Vec<Message>) -> Self {
@@ -492,7 +567,7 @@ mod history_tests {
         live.push(user("c"));
         assert_eq!(snapshot.len(), 2);
         assert_eq!(live.len(), 3);
-        for (a, b) in snapshot.items().iter().zip(live.items()) {
+        for (a, b) in snapshot.items().zip(live.items()) {
             assert!(std::sync::Arc::ptr_eq(a, b), "a message was copied");
         }
         let mut head = live.clone();
@@ -504,16 +579,46 @@ mod history_tests {
     fn wire_forms_survive_sharing_and_an_update_touches_only_its_copy() {
         let mut live = History::new(vec![user("a"), user("b")]);
         let encode = |m: &Message| format!("{m:?}");
-        let first = live.items()[0].wire(WireFormat::ChatCompletions, encode).into_owned();
+        let first = live.get(0).unwrap().wire(WireFormat::ChatCompletions, encode).into_owned();
         let snapshot = live.clone();
         live.push(user("c"));
         // Cached once: the shared item answers without encoding again.
-        let again = live.items()[0].wire(WireFormat::ChatCompletions, |_| -> String { panic!("encoded again") });
+        let again = live.get(0).unwrap().wire(WireFormat::ChatCompletions, |_| -> String { panic!("encoded again") });
         assert_eq!(again, first);
         live.update(0, |m| *m = user("changed"));
         assert_eq!(snapshot.messages().next(), Some(&user("a")));
         assert_eq!(live.messages().next(), Some(&user("changed")));
-        assert!(!live.items()[0].wire(WireFormat::ChatCompletions, encode).contains("\"a\""));
-        assert!(std::sync::Arc::ptr_eq(&snapshot.items()[1], &live.items()[1]));
+        assert!(!live.get(0).unwrap().wire(WireFormat::ChatCompletions, encode).contains("\"a\""));
+        assert!(std::sync::Arc::ptr_eq(snapshot.get(1).unwrap(), live.get(1).unwrap()));
+    }
+
+    #[test]
+    fn a_long_history_keeps_order_through_chunks_and_edits() {
+        let texts: Vec<String> = (0..200).map(|n| n.to_string()).collect();
+        let mut live = History::new(texts[..130].iter().map(|t| user(t)).collect());
+        let snapshot = live.clone();
+        for t in &texts[130..] {
+            live.push(user(t));
+        }
+        assert_eq!(live.len(), 200);
+        let expected: Vec<Message> = texts.iter().map(|t| user(t)).collect();
+        assert!(live.messages().eq(expected.iter()));
+        assert_eq!(live.messages().rev().next(), Some(&user("199")));
+        assert_eq!(live.messages().rposition(|m| *m == user("64")), Some(64));
+        assert_eq!(live.items().len(), 200);
+        // The snapshot still sees its 130, sharing every one with the live history.
+        assert_eq!(snapshot.len(), 130);
+        assert!(snapshot.items().zip(live.items()).all(|(a, b)| std::sync::Arc::ptr_eq(a, b)));
+        live.update(70, |m| *m = user("seventy"));
+        assert_eq!(live.get(70).map(|i| i.message()), Some(&user("seventy")));
+        assert_eq!(snapshot.get(70).map(|i| i.message()), Some(&user("70")));
+        live.replace_front(100, user("summary"));
+        assert_eq!(live.len(), 101);
+        assert_eq!(live.get(0).map(|i| i.message()), Some(&user("summary")));
+        assert_eq!(live.get(1).map(|i| i.message()), Some(&user("100")));
+        live.truncate(65);
+        assert_eq!(live.len(), 65);
+        assert_eq!(live.messages().last(), Some(&user("163")));
+        assert_eq!(History::new(vec![user("a")]), History::new(vec![user("a")]));
     }
 }

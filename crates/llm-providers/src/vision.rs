@@ -19,7 +19,6 @@ impl History {
         }
         let items = self
             .items()
-            .iter()
             .filter_map(|item| match strip(item.message()) {
                 Stripped::Unchanged => Some(item.clone()),
                 Stripped::Changed(m) => Some(Arc::new(HistoryItem::new(m))),

@@ -22,7 +22,7 @@ const LEADING_USER_TEXT: &str = "(conversation continues)";
 
 /// The JSON body, in the key order the original CLI sends.
 pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> Vec<u8> {
-    let turns = turns(req.history.items().iter().map(|item| {
+    let turns = turns(req.history.items().map(|item| {
         let message = item.message();
         (role(message), kind(message), item.wire(WireFormat::Anthropic, encode_blocks))
     }));

@@ -349,7 +349,7 @@ mod tests {
             vec![],
         );
         let before = body_value(&req, None);
-        let cached = req.history.items()[0].wire(WireFormat::Responses, |_| -> String { panic!("encoded again") });
+        let cached = req.history.get(0).unwrap().wire(WireFormat::Responses, |_| -> String { panic!("encoded again") });
         assert!(cached.contains("\"function_call\""), "the next call copies the cached run: {cached}");
         req.history.update(0, |m| {
             if let Message::Assistant { tool_calls, .. } = m {
