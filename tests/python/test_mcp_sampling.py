@@ -151,3 +151,80 @@ async def test_abort_answers_a_waiting_sampling_request(ctx: Ctx, client):
     late = await session.rpc.ui.handle_pending_sampling(UIHandlePendingSamplingRequest(request_id=request_id))
     assert late.success is False
     await session.disconnect()
+
+
+async def test_sampling_honours_the_requests_limits_and_model_hint(ctx: Ctx, client):
+    """The server's maxTokens, temperature and stopSequences reach the model request, and a
+    model hint naming one of the session's models (here by substring) picks it."""
+    ctx.fake.replies(
+        {
+            "tool_calls": [
+                {
+                    "name": "s-sample",
+                    "arguments": {
+                        "prompt": "Name a colour",
+                        "maxTokens": 64,
+                        "temperature": 0.3,
+                        "stopSequences": ["STOP"],
+                        "model": "GPT-4",
+                    },
+                }
+            ]
+        },
+        {"text": "Red."},
+        {"text": "done"},
+    )
+    session = await client.create_session(
+        on_permission_request=PermissionHandler.approve_all,
+        mcp_servers={"s": stdio_server("s")},
+    )
+    raw = tap_raw_events(client)
+    turn = asyncio.create_task(session.send_and_wait("Ask the server to sample", timeout=60))
+    await wait_for(lambda: sampling_requests(raw, session.session_id), timeout=30, what="sampling.requested")
+    data = sampling_requests(raw, session.session_id)[0]["data"]
+    request = data["request"]
+    assert request["maxTokens"] == 64 and request["temperature"] == 0.3, request
+    assert request["modelPreferences"]["hints"] == [{"name": "GPT-4"}], request
+
+    outcome = await session.rpc.mcp.execute_sampling(
+        MCPExecuteSamplingParams(
+            request_id=f"exec-{uuid.uuid4().hex}",
+            server_name="s",
+            mcp_request_id=data["mcpRequestId"],
+            request=request,
+        )
+    )
+    assert value(outcome.action) == "success", outcome
+    sampled = ctx.fake.requests()[1]["body"]
+    assert sampled["max_tokens"] == 64 and sampled["temperature"] == 0.3, sampled
+    assert sampled["stop"] == ["STOP"], sampled
+    assert sampled["model"] == "gpt-4.1" and outcome.result["model"] == "gpt-4.1", (sampled["model"], outcome)
+
+    await session.rpc.ui.handle_pending_sampling(
+        UIHandlePendingSamplingRequest(request_id=data["requestId"], response=outcome.result)
+    )
+    reply = await turn
+    assert reply is not None and reply.data.content == "done"
+    # The session's own calls keep their usual sampling: no limits, temperature 0.
+    turn_body = ctx.fake.requests()[2]["body"]
+    assert turn_body["temperature"] == 0 and "max_tokens" not in turn_body and "stop" not in turn_body
+    assert tool_results(ctx.fake.requests()[2])[0]["content"] == "sampled (gpt-4.1): Red."
+
+    # A hint naming no model the session can use leaves the session's model; no limits, no keys.
+    ctx.fake.replies({"text": "Green."})
+    plain = await session.rpc.mcp.execute_sampling(
+        MCPExecuteSamplingParams(
+            request_id=f"exec-{uuid.uuid4().hex}",
+            server_name="s",
+            mcp_request_id=2,
+            request={
+                "messages": [{"role": "user", "content": {"type": "text", "text": "hello"}}],
+                "modelPreferences": {"hints": [{"name": "no-such-model"}]},
+            },
+        )
+    )
+    assert value(plain.action) == "success", plain
+    body = ctx.fake.requests()[-1]["body"]
+    assert body["model"] == turn_body["model"] == plain.result["model"], (body["model"], turn_body["model"])
+    assert body["temperature"] == 0 and "max_tokens" not in body and "stop" not in body, body
+    await session.disconnect()

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use llm_providers::{ContentPart, History, ImageUrl, Message, UserContent};
+use llm_providers::{ContentPart, History, ImageUrl, Message, SamplingOptions, UserContent};
 use mcp_client::SamplingRequest;
 use protocol::event::SessionEvent;
 use protocol::generated::types as t;
@@ -131,7 +131,8 @@ fn failure(error: impl Into<String>) -> t::McpSamplingExecutionResult {
     }
 }
 
-/// `session.mcp.executeSampling`: one inference with the session's current model.
+/// `session.mcp.executeSampling`: one inference with the session's current model, or the one
+/// the request's model hints name, with the request's limits.
 pub(crate) async fn execute(
     handle: &SessionHandle,
     p: t::SessionMcpExecuteSamplingParams,
@@ -140,7 +141,8 @@ pub(crate) async fn execute(
     if !handle.mcp().is_configured(server) {
         return failure(format!("Sampling request from MCP server \"{server}\" failed: the server is not configured"));
     }
-    let (system, history) = match convert(&Value::Object(p.request)) {
+    let request = Value::Object(p.request);
+    let (system, history) = match convert(&request) {
         Ok(parts) => parts,
         Err(e) => return failure(format!("Sampling request from MCP server \"{server}\" failed: {e}")),
     };
@@ -154,7 +156,16 @@ pub(crate) async fn execute(
         running.insert(p.request_id.clone(), token.clone());
     }
     let _running = Running(requests, p.request_id.clone());
-    let Ok((route, model)) = handle.sampling_route().await else {
+    let hinted = match hints(&request) {
+        hints if hints.is_empty() => None,
+        hints => {
+            let providers = handle.view().settings.providers.clone();
+            let models = handle.deps().session_models(&providers).await.unwrap_or_default();
+            let ids: Vec<String> = models.into_iter().map(|m| m.id).collect();
+            pick_model(&hints, &ids)
+        }
+    };
+    let Ok((route, model)) = handle.sampling_route(hinted).await else {
         return failure("Sampling request failed: the session has ended");
     };
     let req = llm_providers::ChatRequest {
@@ -171,6 +182,7 @@ pub(crate) async fn execute(
         purpose: llm_providers::Purpose::Turn,
         client_name: None,
         sub_agent: None,
+        sampling: options(&request),
     };
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let outcome = tokio::select! {
@@ -203,6 +215,44 @@ pub(crate) async fn execute(
         }
         Err(e) => failure(format!("Sampling request from MCP server \"{server}\" failed: {e}")),
     }
+}
+
+/// What the request asks of the inference: `maxTokens`, `temperature`, `stopSequences`.
+fn options(request: &Value) -> SamplingOptions {
+    SamplingOptions {
+        max_tokens: request.get("maxTokens").and_then(Value::as_u64).filter(|n| *n > 0),
+        temperature: request.get("temperature").and_then(Value::as_f64),
+        stop: request
+            .get("stopSequences")
+            .and_then(Value::as_array)
+            .map(|s| s.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// The model names the server hints at (`modelPreferences.hints[].name`), in its order.
+fn hints(request: &Value) -> Vec<String> {
+    let hints = request.pointer("/modelPreferences/hints").and_then(Value::as_array);
+    hints
+        .into_iter()
+        .flatten()
+        .filter_map(|h| h.get("name").and_then(Value::as_str))
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The first hint that names a model the session can use, as MCP suggests reading hints: the
+/// exact id, else the first id containing the hint (ignoring case). `None`: the session's model.
+fn pick_model(hints: &[String], models: &[String]) -> Option<String> {
+    hints.iter().find_map(|hint| {
+        let wanted = hint.to_lowercase();
+        models
+            .iter()
+            .find(|id| id.as_str() == hint)
+            .or_else(|| models.iter().find(|id| id.to_lowercase().contains(&wanted)))
+            .cloned()
+    })
 }
 
 /// An MCP `CreateMessageRequest`'s params as a system prompt and a history.
@@ -289,6 +339,23 @@ mod tests {
         assert_eq!(messages.len(), 3);
         assert!(matches!(messages[0], Message::User { content: UserContent::Text(t) } if t == "hi"));
         assert!(matches!(messages[2], Message::User { content: UserContent::Parts(p) } if p.len() == 2));
+    }
+
+    #[test]
+    fn reads_the_requests_limits_and_model_hints() {
+        let req = json!({
+            "maxTokens": 64, "temperature": 0.5, "stopSequences": ["STOP", 3],
+            "modelPreferences": {"hints": [{"name": "nonesuch"}, {"name": "GPT"}, {}], "speedPriority": 1},
+        });
+        let o = options(&req);
+        assert_eq!((o.max_tokens, o.temperature, o.stop), (Some(64), Some(0.5), vec!["STOP".to_string()]));
+        assert_eq!(options(&json!({})), SamplingOptions::default());
+        let h = hints(&req);
+        assert_eq!(h, ["nonesuch", "GPT"]);
+        let models = ["claude-sonnet-4.5".to_string(), "gpt-4.1".to_string(), "gpt-4".to_string()];
+        assert_eq!(pick_model(&h, &models).as_deref(), Some("gpt-4.1"));
+        assert_eq!(pick_model(&["gpt-4".into()], &models).as_deref(), Some("gpt-4"));
+        assert_eq!(pick_model(&["nonesuch".into()], &models), None);
     }
 
     #[test]

@@ -241,6 +241,7 @@ async fn run_traced(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage) -
             reasoning_effort: settings.reasoning_effort.clone(),
             client_name: Some(settings.client_name.clone()),
             sub_agent: None,
+            sampling: Default::default(),
         };
         emit_usage_info(ctx, tokens, &req, token_limit);
 

@@ -134,6 +134,7 @@ impl AgentLoop {
                     .scope
                     .as_deref()
                     .map(|scope| SubAgent { id: scope.agent_id.clone(), parent_id: ctx.handle.id().to_string() }),
+                sampling: Default::default(),
             };
             let message_id = uuid::Uuid::new_v4().to_string();
             let result = crate::model_call::call_model(
