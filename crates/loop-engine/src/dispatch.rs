@@ -276,11 +276,15 @@ async fn run_one(
     if call.name == READ_AGENT {
         return agent_tools::read_agent(ctx.handle.tasks(), &args).await;
     }
+    let caller = match ctx.scope.as_deref() {
+        Some(scope) => agent_tools::Caller::Agent(&scope.agent_id),
+        None => agent_tools::Caller::Session,
+    };
     if call.name == WRITE_AGENT {
-        return agent_tools::write_agent(ctx.handle.tasks(), &args);
+        return agent_tools::write_agent(ctx.handle.tasks(), caller, &args);
     }
     if call.name == LIST_AGENTS {
-        return agent_tools::list_agents(ctx.handle.tasks(), &args);
+        return agent_tools::list_agents(ctx.handle.tasks(), caller, &args);
     }
     if call.name == crate::sql::SQL {
         return crate::sql::run(ctx, &args).await;
