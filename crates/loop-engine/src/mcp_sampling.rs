@@ -30,7 +30,8 @@ type Answer = Result<Value, String>;
 /// Server requests waiting for a client, and inferences running for clients, by request id.
 #[derive(Default)]
 pub(crate) struct SamplingRequests {
-    waiting: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+    /// By request id: the asking server's name, and where its answer goes.
+    waiting: Mutex<HashMap<String, (String, oneshot::Sender<Answer>)>>,
     running: Mutex<HashMap<String, CancellationToken>>,
 }
 
@@ -42,7 +43,7 @@ impl SamplingRequests {
     /// A turn was aborted: the servers waiting on a client get an error instead.
     pub(crate) fn abort_waiting(&self) {
         let waiting: Vec<_> = lock(&self.waiting).drain().collect();
-        for (_, tx) in waiting {
+        for (_, (_, tx)) in waiting {
             let _ = tx.send(Err("Sampling request was cancelled: the turn was aborted".into()));
         }
     }
@@ -59,8 +60,13 @@ impl Drop for Forget<'_> {
 
 /// Lets the session's MCP servers ask its clients for samples.
 pub(crate) fn attach(handle: &SessionHandle) {
+    attach_to(handle.mcp(), handle);
+}
+
+/// Lets another host's servers (a custom agent's own) ask the session's clients for samples.
+pub(crate) fn attach_to(host: &mcp_client::McpHost, handle: &SessionHandle) {
     let session = handle.downgrade();
-    handle.mcp().set_sampling_handler(Arc::new(move |request, cancel| Box::pin(ask(session.clone(), request, cancel))));
+    host.set_sampling_handler(Arc::new(move |request, cancel| Box::pin(ask(session.clone(), request, cancel))));
 }
 
 async fn ask(session: Weak<SessionParts>, request: SamplingRequest, cancel: CancellationToken) -> Answer {
@@ -69,7 +75,7 @@ async fn ask(session: Weak<SessionParts>, request: SamplingRequest, cancel: Canc
     let request_id = uuid::Uuid::new_v4().to_string();
     let (tx, rx) = oneshot::channel();
     let requests = handle.mcp_sampling();
-    lock(&requests.waiting).insert(request_id.clone(), tx);
+    lock(&requests.waiting).insert(request_id.clone(), (request.server.clone(), tx));
     let _forget = Forget(requests, request_id.clone());
     let data = json!({
         "requestId": request_id,
@@ -101,7 +107,7 @@ pub(crate) fn resolve(
     request_id: &str,
     response: Option<serde_json::Map<String, Value>>,
 ) -> bool {
-    let Some(tx) = lock(&handle.mcp_sampling().waiting).remove(request_id) else { return false };
+    let Some((_, tx)) = lock(&handle.mcp_sampling().waiting).remove(request_id) else { return false };
     let answer = response.map(Value::Object).ok_or_else(|| REJECTED.to_string());
     let _ = tx.send(answer);
     handle.emitter().emit_ephemeral(completed(request_id));
@@ -138,7 +144,9 @@ pub(crate) async fn execute(
     p: t::SessionMcpExecuteSamplingParams,
 ) -> t::McpSamplingExecutionResult {
     let server = &p.server_name;
-    if !handle.mcp().is_configured(server) {
+    // The session's servers, or another host's (a custom agent's) that has asked.
+    let asking = lock(&handle.mcp_sampling().waiting).values().any(|(s, _)| s == server);
+    if !handle.mcp().is_configured(server) && !asking {
         return failure(format!("Sampling request from MCP server \"{server}\" failed: the server is not configured"));
     }
     let request = Value::Object(p.request);

@@ -68,6 +68,9 @@ pub(super) struct AgentLoop {
     system: String,
     conv: Conversation,
     turn: u32,
+    /// The agent's own MCP servers: configured, and started with its first run.
+    mcp_servers: Option<serde_json::Map<String, Value>>,
+    servers: Option<super::servers::AgentServers>,
 }
 
 impl AgentLoop {
@@ -80,7 +83,7 @@ impl AgentLoop {
         conv.push(Message::User {
             content: UserContent::Text(format!("<current_datetime>{now}</current_datetime>\n\n{prompt}")),
         });
-        Self { settings, system, conv, turn: 0 }
+        Self { settings, system, conv, turn: 0, mcp_servers: agent.mcp_servers.clone(), servers: None }
     }
 
     /// A message for the agent's next run, as a user turn of its conversation.
@@ -90,6 +93,15 @@ impl AgentLoop {
 
     /// Turns until a reply asks for no tools and no message waits.
     pub(super) async fn run(&mut self, ctx: &RunCtx) -> Result<String, String> {
+        if let (None, Some(servers)) = (&self.servers, &self.mcp_servers) {
+            self.servers = Some(super::servers::AgentServers::start(ctx, servers, self.settings.cwd.clone()));
+        }
+        let with_servers = self.servers.as_ref().map(|s| ctx.with_agent_mcp(s.host().clone()));
+        let ctx = with_servers.as_ref().unwrap_or(ctx);
+        if let Some(host) = &ctx.agent_mcp {
+            // As for the session's servers: their tools are there before the first call.
+            let _ = tokio::time::timeout(crate::run::MCP_WAIT, host.wait_settled(&ctx.cancel)).await;
+        }
         let settings = &self.settings;
         let conv = &mut self.conv;
         let interaction_id = uuid::Uuid::new_v4().to_string();
@@ -106,7 +118,14 @@ impl AgentLoop {
                 model: Some(settings.model.clone()),
                 interaction_id: Some(interaction_id.clone()),
             });
-            let tools = dispatch::tool_specs(&ctx.deps, settings, ctx.handle.mcp());
+            let mut tools = dispatch::tool_specs(&ctx.deps, settings, ctx.handle.mcp());
+            if let Some(host) = &ctx.agent_mcp {
+                for spec in crate::mcp::specs(host, settings) {
+                    if !tools.iter().any(|t| t.name == spec.name) {
+                        tools.push(spec);
+                    }
+                }
+            }
             let offered: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
             let route = crate::byok::route(
                 &settings.providers,
@@ -251,6 +270,7 @@ mod tests {
             prompt: "Look around.".into(),
             tools: tools.map(|t| t.into_iter().map(String::from).collect()),
             model: None,
+            mcp_servers: None,
         }
     }
 
