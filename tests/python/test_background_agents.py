@@ -29,7 +29,7 @@ from copilot.generated.rpc import (
 from copilot.session import PermissionHandler
 from copilot.tools import Tool, ToolInvocation, ToolResult
 
-from conftest import Ctx, record_events, tool_calls, tool_results, user_texts, wait_for
+from conftest import Ctx, record_events, request_messages, tool_calls, tool_names, tool_results, user_texts, wait_for
 
 
 def _after_datetime(text: str) -> str:
@@ -323,3 +323,59 @@ async def test_discovery_without_a_session(ctx: Ctx, client):
     )
     assert str(project / ".github" / "copilot-instructions.md") in [p.path for p in targets.paths]
     assert all(p.project_path == str(project) for p in targets.paths)
+
+
+async def test_background_agents_message_their_siblings(ctx: Ctx, client):
+    """Agents the session started are peers: one's ``write_agent {scope: "siblings"}`` reaches
+    the other's conversation (waking it from idle), ``list_agents {scope: "siblings"}`` lists
+    the others but not itself, and a message to itself is refused. The session keeps its view:
+    its agents are its children."""
+    ctx.fake.replies({"text": "B READY"}, {"text": "NOTED B"})
+    session = await client.create_session(on_permission_request=PermissionHandler.approve_all)
+    events = record_events(session)
+    await session.rpc.tasks.start_agent(
+        TasksStartAgentRequest(agent_type="general-purpose", prompt="Wait for your sibling.", name="b", description="B")
+    )
+    await wait_for(lambda: any(e.data.content == "NOTED B" for e in events.of("assistant.message")), 30, "b idle")
+
+    ctx.fake.replies(
+        {
+            "tool_calls": [
+                {"name": "list_agents", "arguments": {"scope": "siblings"}},
+                {"name": "write_agent", "arguments": {"scope": "siblings", "message": "Hello from a."}},
+                {"name": "write_agent", "arguments": {"agent_id": "a", "message": "Talking to myself."}},
+            ]
+        },
+        *({"text": f"DONE {n}"} for n in range(4)),
+    )
+    await session.rpc.tasks.start_agent(
+        TasksStartAgentRequest(agent_type="general-purpose", prompt="Greet your siblings.", name="a", description="A")
+    )
+
+    def of_agent(prompt: str) -> list[dict]:
+        return [r for r in ctx.fake.requests() if _after_datetime(user_texts(r)[0]) == prompt]
+
+    await wait_for(
+        lambda: len(of_agent("Greet your siblings.")) == 2 and len(of_agent("Wait for your sibling.")) == 2,
+        30,
+        "a's second call and b's resumed call",
+    )
+    a_first, a_second = of_agent("Greet your siblings.")
+    names = tool_names(a_first)
+    assert "write_agent" in names and "list_agents" in names, names
+    assert "read_agent" not in names and "task" not in names, names
+
+    listed, delivered, to_self = (r["content"] for r in tool_results(a_second))
+    assert listed.startswith("Background agents:\n- b (general-purpose): B [") and "- a (" not in listed, listed
+    assert delivered == "Message delivered to agent b. Use read_agent to check the agent's response.", delivered
+    assert "cannot send a message to itself" in to_self, to_self
+
+    # B was idle: the message is its next turn, after its first answer.
+    b_resumed = of_agent("Wait for your sibling.")[1]
+    assert user_texts(b_resumed)[-1] == "Hello from a.", user_texts(b_resumed)
+    assert [m.get("content") for m in request_messages(b_resumed) if m["role"] == "assistant"] == ["B READY"]
+
+    # The session itself still offers read_agent, and its agents are its children, not siblings.
+    main = [r for r in ctx.fake.requests() if "task" in tool_names(r)]
+    assert main and all("read_agent" in tool_names(r) for r in main)
+    await session.disconnect()

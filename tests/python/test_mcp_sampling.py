@@ -22,7 +22,7 @@ from copilot.generated.rpc import (
 )
 from copilot.session import PermissionHandler
 
-from conftest import Ctx, record_events, tap_raw_events, tool_results, wait_for
+from conftest import Ctx, record_events, tap_raw_events, tool_names, tool_results, wait_for
 from test_mcp import MCP_SERVER_BIN, stdio_server, value, wait_status
 
 pytestmark = pytest.mark.skipif(not MCP_SERVER_BIN.is_file(), reason="build crates/mcp-test-server first")
@@ -150,4 +150,144 @@ async def test_abort_answers_a_waiting_sampling_request(ctx: Ctx, client):
     request_id = sampling_requests(raw, session.session_id)[0]["data"]["requestId"]
     late = await session.rpc.ui.handle_pending_sampling(UIHandlePendingSamplingRequest(request_id=request_id))
     assert late.success is False
+    await session.disconnect()
+
+
+async def test_sampling_honours_the_requests_limits_and_model_hint(ctx: Ctx, client):
+    """The server's maxTokens, temperature and stopSequences reach the model request, and a
+    model hint naming one of the session's models (here by substring) picks it."""
+    ctx.fake.replies(
+        {
+            "tool_calls": [
+                {
+                    "name": "s-sample",
+                    "arguments": {
+                        "prompt": "Name a colour",
+                        "maxTokens": 64,
+                        "temperature": 0.3,
+                        "stopSequences": ["STOP"],
+                        "model": "GPT-4",
+                    },
+                }
+            ]
+        },
+        {"text": "Red."},
+        {"text": "done"},
+    )
+    session = await client.create_session(
+        on_permission_request=PermissionHandler.approve_all,
+        mcp_servers={"s": stdio_server("s")},
+    )
+    raw = tap_raw_events(client)
+    turn = asyncio.create_task(session.send_and_wait("Ask the server to sample", timeout=60))
+    await wait_for(lambda: sampling_requests(raw, session.session_id), timeout=30, what="sampling.requested")
+    data = sampling_requests(raw, session.session_id)[0]["data"]
+    request = data["request"]
+    assert request["maxTokens"] == 64 and request["temperature"] == 0.3, request
+    assert request["modelPreferences"]["hints"] == [{"name": "GPT-4"}], request
+
+    outcome = await session.rpc.mcp.execute_sampling(
+        MCPExecuteSamplingParams(
+            request_id=f"exec-{uuid.uuid4().hex}",
+            server_name="s",
+            mcp_request_id=data["mcpRequestId"],
+            request=request,
+        )
+    )
+    assert value(outcome.action) == "success", outcome
+    sampled = ctx.fake.requests()[1]["body"]
+    assert sampled["max_tokens"] == 64 and sampled["temperature"] == 0.3, sampled
+    assert sampled["stop"] == ["STOP"], sampled
+    assert sampled["model"] == "gpt-4.1" and outcome.result["model"] == "gpt-4.1", (sampled["model"], outcome)
+
+    await session.rpc.ui.handle_pending_sampling(
+        UIHandlePendingSamplingRequest(request_id=data["requestId"], response=outcome.result)
+    )
+    reply = await turn
+    assert reply is not None and reply.data.content == "done"
+    # The session's own calls keep their usual sampling: no limits, temperature 0.
+    turn_body = ctx.fake.requests()[2]["body"]
+    assert turn_body["temperature"] == 0 and "max_tokens" not in turn_body and "stop" not in turn_body
+    assert tool_results(ctx.fake.requests()[2])[0]["content"] == "sampled (gpt-4.1): Red."
+
+    # A hint naming no model the session can use leaves the session's model; no limits, no keys.
+    ctx.fake.replies({"text": "Green."})
+    plain = await session.rpc.mcp.execute_sampling(
+        MCPExecuteSamplingParams(
+            request_id=f"exec-{uuid.uuid4().hex}",
+            server_name="s",
+            mcp_request_id=2,
+            request={
+                "messages": [{"role": "user", "content": {"type": "text", "text": "hello"}}],
+                "modelPreferences": {"hints": [{"name": "no-such-model"}]},
+            },
+        )
+    )
+    assert value(plain.action) == "success", plain
+    body = ctx.fake.requests()[-1]["body"]
+    assert body["model"] == turn_body["model"] == plain.result["model"], (body["model"], turn_body["model"])
+    assert body["temperature"] == 0 and "max_tokens" not in body and "stop" not in body, body
+    await session.disconnect()
+
+
+async def test_a_custom_agents_own_server_can_ask_for_samples(ctx: Ctx, client):
+    """A custom agent's own ``mcpServers`` start when the agent runs (``task``): their tools are
+    the agent's (not the session's), and a sampling request from one reaches the client like
+    the session's servers' requests do, and is answered the same way."""
+    agent = {
+        "name": "sampler",
+        "display_name": "Sampler",
+        "description": "Asks its server to sample",
+        "prompt": "Use your server.",
+        "mcp_servers": {"agent-s": stdio_server("agent-s")},
+    }
+    ctx.fake.replies(
+        {
+            "tool_calls": [
+                {
+                    "name": "task",
+                    "arguments": {
+                        "name": "sampler-1",
+                        "agent_type": "sampler",
+                        "description": "sample",
+                        "prompt": "Ask for a colour.",
+                    },
+                }
+            ]
+        },
+        {"tool_calls": [{"name": "agent-s-sample", "arguments": {"prompt": "Name a colour"}}]},
+        {"text": "Blue."},
+        {"text": "AGENT DONE"},
+        {"text": "done"},
+    )
+    session = await client.create_session(on_permission_request=PermissionHandler.approve_all, custom_agents=[agent])
+    raw = tap_raw_events(client)
+    turn = asyncio.create_task(session.send_and_wait("Delegate the sampling", timeout=60))
+    await wait_for(lambda: sampling_requests(raw, session.session_id), timeout=30, what="sampling.requested")
+    data = sampling_requests(raw, session.session_id)[0]["data"]
+    assert data["serverName"] == "agent-s", data
+
+    outcome = await session.rpc.mcp.execute_sampling(
+        MCPExecuteSamplingParams(
+            request_id=f"exec-{uuid.uuid4().hex}",
+            server_name="agent-s",
+            mcp_request_id=data["mcpRequestId"],
+            request=data["request"],
+        )
+    )
+    assert value(outcome.action) == "success", outcome
+    answered = await session.rpc.ui.handle_pending_sampling(
+        UIHandlePendingSamplingRequest(request_id=data["requestId"], response=outcome.result)
+    )
+    assert answered.success is True
+    reply = await turn
+    assert reply is not None and reply.data.content == "done"
+
+    main1, sub1, _sampled, sub2, main2 = ctx.fake.requests()
+    assert "agent-s-sample" in tool_names(sub1) and "agent-s-sample" not in tool_names(main1)
+    assert tool_results(sub2)[0]["content"] == f"sampled ({outcome.result['model']}): Blue."
+    assert tool_results(main2)[0]["content"] == "AGENT DONE"
+    # The agent's server ended with its run: the session never had it.
+    listed = await session.rpc.mcp.list()
+    assert all(s.name != "agent-s" for s in listed.servers), listed
     await session.disconnect()

@@ -328,6 +328,17 @@ pub struct ChatRequest {
     pub client_name: Option<String>,
     /// The sub-agent the call is made for; `None` for the session's own agent.
     pub sub_agent: Option<SubAgent>,
+    /// Limits a caller put on the sampling itself (an MCP server's sampling request). All
+    /// unset for the session's own calls, whose bodies then stay exactly as they were.
+    pub sampling: SamplingOptions,
+}
+
+/// What an MCP `sampling/createMessage` asks of the inference; each is sent only when set.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SamplingOptions {
+    pub max_tokens: Option<u64>,
+    pub temperature: Option<f64>,
+    pub stop: Vec<String>,
 }
 
 /// A sub-agent making a model call: its id, and the id of the agent that started it.

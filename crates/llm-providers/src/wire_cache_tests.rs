@@ -67,6 +67,7 @@ fn request(history: History) -> ChatRequest {
         purpose: Default::default(),
         client_name: None,
         sub_agent: None,
+        sampling: Default::default(),
     }
 }
 

@@ -390,9 +390,9 @@ impl Actor {
                 self.unpark().await;
                 self.handoff(reply)
             }
-            SessionInput::SamplingRoute { reply } => {
-                let (_, _, route, _) = self.call_parts();
-                let _ = reply.send((route, self.view.settings.model.clone()));
+            SessionInput::SamplingRoute { model, reply } => {
+                let model = model.unwrap_or_else(|| self.view.settings.model.clone());
+                let _ = reply.send((self.route_for(&model), model));
             }
             SessionInput::EphemeralQuery { question, reply } => {
                 self.unpark().await;
@@ -674,18 +674,23 @@ impl Actor {
         let cwd = settings.cwd.to_string_lossy().to_string();
         let system = crate::system_prompt::build(settings.system_message.as_ref(), settings.prompt_vars(&cwd));
         let tools = llm_providers::ToolSet::new(crate::dispatch::tool_specs(&self.deps, settings, self.handle.mcp()));
-        let route = crate::byok::route(
-            &settings.providers,
-            &settings.model,
+        let route = self.route_for(&settings.model);
+        let limit = route.prompt_limit.unwrap_or_else(|| self.deps.context_window(&settings.model));
+        (system, tools, route, limit)
+    }
+
+    /// Who serves a call on `model` with the session's providers.
+    fn route_for(&self, model: &str) -> crate::byok::Route {
+        crate::byok::route(
+            &self.view.settings.providers,
+            model,
             &crate::byok::RouteCtx {
                 default_client: &self.deps.model,
                 http: &self.deps.http,
                 emitter: self.handle.emitter_arc(),
                 session_id: self.handle.id(),
             },
-        );
-        let limit = route.prompt_limit.unwrap_or_else(|| self.deps.context_window(&settings.model));
-        (system, tools, route, limit)
+        )
     }
 
     /// Starts the compaction a client asked for once the conversation is home and no other

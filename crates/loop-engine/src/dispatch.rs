@@ -124,7 +124,9 @@ pub(crate) async fn run_calls(
                 model: Some(settings.model.clone()),
                 ..Default::default()
             };
-            crate::mcp::start_fields(ctx.handle.mcp(), &c.name, &mut start);
+            if let Some((host, _)) = ctx.mcp_tool(&c.name) {
+                crate::mcp::start_fields(&host, &c.name, &mut start);
+            }
             ctx.emitter().emit(start);
             args
         })
@@ -260,8 +262,8 @@ async fn run_one(
         return crate::autopilot::run_task_complete(&args);
     }
     if ctx.deps.builtins.get(&call.name).is_none() {
-        if let Some(tool) = ctx.handle.mcp().tools().into_iter().find(|t| t.qualified == call.name) {
-            return crate::mcp::run(ctx, &tool, call, args, settings, preapproved).await;
+        if let Some((host, tool)) = ctx.mcp_tool(&call.name) {
+            return crate::mcp::run(ctx, &host, &tool, call, args, settings, preapproved).await;
         }
     }
     if call.name == crate::exit_plan_mode::EXIT_PLAN_MODE && ctx.view().settings.request_exit_plan_mode {
@@ -276,11 +278,15 @@ async fn run_one(
     if call.name == READ_AGENT {
         return agent_tools::read_agent(ctx.handle.tasks(), &args).await;
     }
+    let caller = match ctx.scope.as_deref() {
+        Some(scope) => agent_tools::Caller::Agent(&scope.agent_id),
+        None => agent_tools::Caller::Session,
+    };
     if call.name == WRITE_AGENT {
-        return agent_tools::write_agent(ctx.handle.tasks(), &args);
+        return agent_tools::write_agent(ctx.handle.tasks(), caller, &args);
     }
     if call.name == LIST_AGENTS {
-        return agent_tools::list_agents(ctx.handle.tasks(), &args);
+        return agent_tools::list_agents(ctx.handle.tasks(), caller, &args);
     }
     if call.name == crate::sql::SQL {
         return crate::sql::run(ctx, &args).await;

@@ -25,5 +25,6 @@ pub(crate) fn request(
         purpose: llm_providers::Purpose::Turn,
         client_name: None,
         sub_agent: None,
+        sampling: Default::default(),
     }
 }

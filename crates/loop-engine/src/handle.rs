@@ -268,6 +268,7 @@ pub(crate) enum SessionInput {
     },
     /// `session.mcp.executeSampling`: where its model call goes.
     SamplingRoute {
+        model: Option<String>,
         reply: oneshot::Sender<(crate::byok::Route, String)>,
     },
     /// From the run: remember a request it will wait for, before it offers it to clients.
@@ -339,6 +340,8 @@ pub(crate) struct SessionParts {
     pub mcp_sampling: crate::mcp_sampling::SamplingRequests,
     /// Background sub-agents.
     pub tasks: crate::subagent::Registry,
+    /// What every session of the engine shares (the model client, the catalogue).
+    pub deps: Arc<crate::Deps>,
 }
 
 impl SessionHandle {
@@ -357,6 +360,10 @@ impl SessionHandle {
 
     pub(crate) fn mcp_oauth_requests(&self) -> &crate::mcp_oauth::OAuthRequests {
         &self.inner.mcp_oauth
+    }
+
+    pub(crate) fn deps(&self) -> &Arc<crate::Deps> {
+        &self.inner.deps
     }
 
     pub(crate) fn mcp_sampling(&self) -> &crate::mcp_sampling::SamplingRequests {
@@ -385,9 +392,13 @@ impl SessionHandle {
         crate::mcp_sampling::resolve(self, request_id, response)
     }
 
-    /// The model client and wire model a sampling call uses, and the session's model name.
-    pub(crate) async fn sampling_route(&self) -> Result<(crate::byok::Route, String), EngineError> {
-        self.ask(|reply| SessionInput::SamplingRoute { reply }).await
+    /// The model client and wire model a sampling call uses, and the model's name: `model`
+    /// when given, else the session's current model.
+    pub(crate) async fn sampling_route(
+        &self,
+        model: Option<String>,
+    ) -> Result<(crate::byok::Route, String), EngineError> {
+        self.ask(|reply| SessionInput::SamplingRoute { model, reply }).await
     }
 
     /// `session.mcp.oauth.handlePendingRequest`: answers a waiting MCP OAuth token request;

@@ -142,6 +142,31 @@ pub(crate) struct Deps {
 }
 
 impl Deps {
+    /// The model catalogue, cached after the first successful fetch.
+    pub async fn catalogue(&self) -> Result<Vec<ModelInfo>, EngineError> {
+        if let Some(m) = lock(&self.models).clone() {
+            return Ok(m);
+        }
+        let models = self.model.list_models().await?;
+        *lock(&self.models) = Some(models.clone());
+        Ok(models)
+    }
+
+    /// The models a session with these providers can use: its own providers' models, then
+    /// (unless one provider serves the whole session) the engine's catalogue. A catalogue that
+    /// cannot be fetched leaves just the session's own.
+    pub async fn session_models(&self, providers: &byok::SessionProviders) -> Result<Vec<ModelInfo>, EngineError> {
+        let mut out = providers.model_list();
+        if providers.single.is_none() {
+            match self.catalogue().await {
+                Ok(models) => out.extend(models),
+                Err(e) if !out.is_empty() => tracing::warn!(error = %e, "model catalogue unavailable"),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
     pub fn context_window(&self, model: &str) -> u64 {
         let cached = lock(&self.models);
         cached
@@ -372,28 +397,13 @@ fn updated_notifier(
 impl Engine {
     /// The model catalogue, cached after the first successful fetch.
     pub async fn list_models(&self) -> Result<Vec<ModelInfo>, EngineError> {
-        if let Some(m) = lock(&self.deps.models).clone() {
-            return Ok(m);
-        }
-        let models = self.deps.model.list_models().await?;
-        *lock(&self.deps.models) = Some(models.clone());
-        Ok(models)
+        self.deps.catalogue().await
     }
 
-    /// The models a session can use: its own providers' models, then (unless one provider
-    /// serves the whole session) the engine's catalogue. A catalogue that cannot be fetched
-    /// leaves just the session's own.
+    /// The models a session can use (see [`Deps::session_models`]).
     pub async fn session_models(&self, session: &SessionHandle) -> Result<Vec<ModelInfo>, EngineError> {
         let providers = session.view().settings.providers.clone();
-        let mut out = providers.model_list();
-        if providers.single.is_none() {
-            match self.list_models().await {
-                Ok(models) => out.extend(models),
-                Err(e) if !out.is_empty() => tracing::warn!(error = %e, "model catalogue unavailable"),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(out)
+        self.deps.session_models(&providers).await
     }
 
     /// The backend the session's current model is served by (`session.provider.getEndpoint`).
@@ -534,6 +544,7 @@ impl Engine {
             mcp_oauth: Default::default(),
             mcp_sampling: Default::default(),
             tasks: subagent::Registry::new(self.deps.clone()),
+            deps: self.deps.clone(),
         });
         mcp_oauth::attach(&handle);
         mcp_sampling::attach(&handle);

@@ -123,6 +123,7 @@ pub(crate) fn specs(host: &McpHost, s: &SessionSettings) -> Vec<ToolSpec> {
 /// Calls an MCP tool for the model.
 pub(crate) async fn run(
     ctx: &RunCtx,
+    host: &McpHost,
     tool: &McpTool,
     call: &ToolCall,
     args: Value,
@@ -153,7 +154,7 @@ pub(crate) async fn run(
     let hook = crate::hooks::invoke(&ctx.handle, HookType::PreMcpToolCall, input).await;
     // Absent: no `_meta` of our own; `null`: none; an object: that one.
     let meta = hook.and_then(|h| h.meta_to_use).filter(Value::is_object);
-    let result = ctx.handle.mcp().call(&tool.server, &tool.tool, args, meta, &ctx.cancel).await;
+    let result = host.call(&tool.server, &tool.tool, args, meta, &ctx.cancel).await;
     match result {
         Ok(v) => {
             let r = mcp_client::render(&v);

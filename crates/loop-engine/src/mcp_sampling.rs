@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use llm_providers::{ContentPart, History, ImageUrl, Message, UserContent};
+use llm_providers::{ContentPart, History, ImageUrl, Message, SamplingOptions, UserContent};
 use mcp_client::SamplingRequest;
 use protocol::event::SessionEvent;
 use protocol::generated::types as t;
@@ -30,7 +30,8 @@ type Answer = Result<Value, String>;
 /// Server requests waiting for a client, and inferences running for clients, by request id.
 #[derive(Default)]
 pub(crate) struct SamplingRequests {
-    waiting: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+    /// By request id: the asking server's name, and where its answer goes.
+    waiting: Mutex<HashMap<String, (String, oneshot::Sender<Answer>)>>,
     running: Mutex<HashMap<String, CancellationToken>>,
 }
 
@@ -42,7 +43,7 @@ impl SamplingRequests {
     /// A turn was aborted: the servers waiting on a client get an error instead.
     pub(crate) fn abort_waiting(&self) {
         let waiting: Vec<_> = lock(&self.waiting).drain().collect();
-        for (_, tx) in waiting {
+        for (_, (_, tx)) in waiting {
             let _ = tx.send(Err("Sampling request was cancelled: the turn was aborted".into()));
         }
     }
@@ -59,8 +60,13 @@ impl Drop for Forget<'_> {
 
 /// Lets the session's MCP servers ask its clients for samples.
 pub(crate) fn attach(handle: &SessionHandle) {
+    attach_to(handle.mcp(), handle);
+}
+
+/// Lets another host's servers (a custom agent's own) ask the session's clients for samples.
+pub(crate) fn attach_to(host: &mcp_client::McpHost, handle: &SessionHandle) {
     let session = handle.downgrade();
-    handle.mcp().set_sampling_handler(Arc::new(move |request, cancel| Box::pin(ask(session.clone(), request, cancel))));
+    host.set_sampling_handler(Arc::new(move |request, cancel| Box::pin(ask(session.clone(), request, cancel))));
 }
 
 async fn ask(session: Weak<SessionParts>, request: SamplingRequest, cancel: CancellationToken) -> Answer {
@@ -69,7 +75,7 @@ async fn ask(session: Weak<SessionParts>, request: SamplingRequest, cancel: Canc
     let request_id = uuid::Uuid::new_v4().to_string();
     let (tx, rx) = oneshot::channel();
     let requests = handle.mcp_sampling();
-    lock(&requests.waiting).insert(request_id.clone(), tx);
+    lock(&requests.waiting).insert(request_id.clone(), (request.server.clone(), tx));
     let _forget = Forget(requests, request_id.clone());
     let data = json!({
         "requestId": request_id,
@@ -101,7 +107,7 @@ pub(crate) fn resolve(
     request_id: &str,
     response: Option<serde_json::Map<String, Value>>,
 ) -> bool {
-    let Some(tx) = lock(&handle.mcp_sampling().waiting).remove(request_id) else { return false };
+    let Some((_, tx)) = lock(&handle.mcp_sampling().waiting).remove(request_id) else { return false };
     let answer = response.map(Value::Object).ok_or_else(|| REJECTED.to_string());
     let _ = tx.send(answer);
     handle.emitter().emit_ephemeral(completed(request_id));
@@ -131,16 +137,20 @@ fn failure(error: impl Into<String>) -> t::McpSamplingExecutionResult {
     }
 }
 
-/// `session.mcp.executeSampling`: one inference with the session's current model.
+/// `session.mcp.executeSampling`: one inference with the session's current model, or the one
+/// the request's model hints name, with the request's limits.
 pub(crate) async fn execute(
     handle: &SessionHandle,
     p: t::SessionMcpExecuteSamplingParams,
 ) -> t::McpSamplingExecutionResult {
     let server = &p.server_name;
-    if !handle.mcp().is_configured(server) {
+    // The session's servers, or another host's (a custom agent's) that has asked.
+    let asking = lock(&handle.mcp_sampling().waiting).values().any(|(s, _)| s == server);
+    if !handle.mcp().is_configured(server) && !asking {
         return failure(format!("Sampling request from MCP server \"{server}\" failed: the server is not configured"));
     }
-    let (system, history) = match convert(&Value::Object(p.request)) {
+    let request = Value::Object(p.request);
+    let (system, history) = match convert(&request) {
         Ok(parts) => parts,
         Err(e) => return failure(format!("Sampling request from MCP server \"{server}\" failed: {e}")),
     };
@@ -154,7 +164,16 @@ pub(crate) async fn execute(
         running.insert(p.request_id.clone(), token.clone());
     }
     let _running = Running(requests, p.request_id.clone());
-    let Ok((route, model)) = handle.sampling_route().await else {
+    let hinted = match hints(&request) {
+        hints if hints.is_empty() => None,
+        hints => {
+            let providers = handle.view().settings.providers.clone();
+            let models = handle.deps().session_models(&providers).await.unwrap_or_default();
+            let ids: Vec<String> = models.into_iter().map(|m| m.id).collect();
+            pick_model(&hints, &ids)
+        }
+    };
+    let Ok((route, model)) = handle.sampling_route(hinted).await else {
         return failure("Sampling request failed: the session has ended");
     };
     let req = llm_providers::ChatRequest {
@@ -171,6 +190,7 @@ pub(crate) async fn execute(
         purpose: llm_providers::Purpose::Turn,
         client_name: None,
         sub_agent: None,
+        sampling: options(&request),
     };
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let outcome = tokio::select! {
@@ -203,6 +223,44 @@ pub(crate) async fn execute(
         }
         Err(e) => failure(format!("Sampling request from MCP server \"{server}\" failed: {e}")),
     }
+}
+
+/// What the request asks of the inference: `maxTokens`, `temperature`, `stopSequences`.
+fn options(request: &Value) -> SamplingOptions {
+    SamplingOptions {
+        max_tokens: request.get("maxTokens").and_then(Value::as_u64).filter(|n| *n > 0),
+        temperature: request.get("temperature").and_then(Value::as_f64),
+        stop: request
+            .get("stopSequences")
+            .and_then(Value::as_array)
+            .map(|s| s.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// The model names the server hints at (`modelPreferences.hints[].name`), in its order.
+fn hints(request: &Value) -> Vec<String> {
+    let hints = request.pointer("/modelPreferences/hints").and_then(Value::as_array);
+    hints
+        .into_iter()
+        .flatten()
+        .filter_map(|h| h.get("name").and_then(Value::as_str))
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The first hint that names a model the session can use, as MCP suggests reading hints: the
+/// exact id, else the first id containing the hint (ignoring case). `None`: the session's model.
+fn pick_model(hints: &[String], models: &[String]) -> Option<String> {
+    hints.iter().find_map(|hint| {
+        let wanted = hint.to_lowercase();
+        models
+            .iter()
+            .find(|id| id.as_str() == hint)
+            .or_else(|| models.iter().find(|id| id.to_lowercase().contains(&wanted)))
+            .cloned()
+    })
 }
 
 /// An MCP `CreateMessageRequest`'s params as a system prompt and a history.
@@ -289,6 +347,23 @@ mod tests {
         assert_eq!(messages.len(), 3);
         assert!(matches!(messages[0], Message::User { content: UserContent::Text(t) } if t == "hi"));
         assert!(matches!(messages[2], Message::User { content: UserContent::Parts(p) } if p.len() == 2));
+    }
+
+    #[test]
+    fn reads_the_requests_limits_and_model_hints() {
+        let req = json!({
+            "maxTokens": 64, "temperature": 0.5, "stopSequences": ["STOP", 3],
+            "modelPreferences": {"hints": [{"name": "nonesuch"}, {"name": "GPT"}, {}], "speedPriority": 1},
+        });
+        let o = options(&req);
+        assert_eq!((o.max_tokens, o.temperature, o.stop), (Some(64), Some(0.5), vec!["STOP".to_string()]));
+        assert_eq!(options(&json!({})), SamplingOptions::default());
+        let h = hints(&req);
+        assert_eq!(h, ["nonesuch", "GPT"]);
+        let models = ["claude-sonnet-4.5".to_string(), "gpt-4.1".to_string(), "gpt-4".to_string()];
+        assert_eq!(pick_model(&h, &models).as_deref(), Some("gpt-4.1"));
+        assert_eq!(pick_model(&["gpt-4".into()], &models).as_deref(), Some("gpt-4"));
+        assert_eq!(pick_model(&["nonesuch".into()], &models), None);
     }
 
     #[test]

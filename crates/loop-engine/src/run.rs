@@ -23,7 +23,7 @@ use crate::handle::{QueuedMessage, SessionHandle, SessionInput, SessionView};
 use crate::Deps;
 
 /// How long a model call waits for MCP servers that are still starting.
-const MCP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+pub(crate) const MCP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How often an `agentStop` hook may keep the agent going for one message.
 const MAX_STOP_BLOCKS: u32 = 5;
@@ -40,22 +40,50 @@ pub(crate) struct RunCtx {
     pub scope: Option<Arc<crate::subagent::AgentScope>>,
     /// The `invoke_agent` span this run's spans belong under (file telemetry on).
     pub trace: Option<crate::telemetry::Span>,
+    /// A custom agent's own MCP servers, beside the session's.
+    pub agent_mcp: Option<mcp_client::McpHost>,
 }
 
 impl RunCtx {
     pub fn new(handle: SessionHandle, deps: Arc<Deps>, cancel: CancellationToken) -> Self {
-        Self { handle, deps, cancel, user_rejected: Arc::new(AtomicBool::new(false)), scope: None, trace: None }
+        Self {
+            handle,
+            deps,
+            cancel,
+            user_rejected: Arc::new(AtomicBool::new(false)),
+            scope: None,
+            trace: None,
+            agent_mcp: None,
+        }
+    }
+
+    /// This context with an agent's own MCP servers.
+    pub(crate) fn with_agent_mcp(&self, host: mcp_client::McpHost) -> Self {
+        Self { agent_mcp: Some(host), ..self.traced_as(self.trace.clone()) }
+    }
+
+    /// The MCP tool a call names, and the host serving it: the agent's own servers first.
+    pub(crate) fn mcp_tool(&self, name: &str) -> Option<(mcp_client::McpHost, mcp_client::McpTool)> {
+        self.agent_mcp
+            .iter()
+            .chain(std::iter::once(self.handle.mcp()))
+            .find_map(|host| host.tools().into_iter().find(|t| t.qualified == name).map(|tool| (host.clone(), tool)))
     }
 
     /// This context with the span its work is traced under.
     fn traced(&self, trace: crate::telemetry::Span) -> Self {
+        self.traced_as(Some(trace))
+    }
+
+    fn traced_as(&self, trace: Option<crate::telemetry::Span>) -> Self {
         Self {
             handle: self.handle.clone(),
             deps: self.deps.clone(),
             cancel: self.cancel.clone(),
             user_rejected: self.user_rejected.clone(),
             scope: self.scope.clone(),
-            trace: Some(trace),
+            trace,
+            agent_mcp: self.agent_mcp.clone(),
         }
     }
 
@@ -68,6 +96,7 @@ impl RunCtx {
             user_rejected: Arc::new(AtomicBool::new(false)),
             scope: Some(Arc::new(scope)),
             trace: self.trace.clone(),
+            agent_mcp: None,
         }
     }
 
@@ -241,6 +270,7 @@ async fn run_traced(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage) -
             reasoning_effort: settings.reasoning_effort.clone(),
             client_name: Some(settings.client_name.clone()),
             sub_agent: None,
+            sampling: Default::default(),
         };
         emit_usage_info(ctx, tokens, &req, token_limit);
 

@@ -63,10 +63,42 @@ impl ClientHandler for Client {
         let request = SamplingRequest {
             server: self.server.clone(),
             mcp_request_id: serde_json::to_value(&context.id).unwrap_or(Value::Null),
-            params: serde_json::to_value(&params).map_err(|e| ErrorData::internal_error(e.to_string(), None))?,
+            params: raw_params(&params)?,
         };
         let answer = handler(request, context.ct.clone()).await.map_err(|e| ErrorData::internal_error(e, None))?;
         serde_json::from_value(answer)
             .map_err(|e| ErrorData::internal_error(format!("Invalid sampling result: {e}"), None))
+    }
+}
+
+/// The params as JSON. rmcp keeps `temperature` as an `f32`, whose widening to a JSON number
+/// would turn the server's `0.3` into `0.30000001192092896`; its shortest decimal form is what
+/// the server sent.
+fn raw_params(params: &CreateMessageRequestParams) -> Result<Value, ErrorData> {
+    let mut value = serde_json::to_value(params).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    if let Some(t) = params.temperature {
+        let widened = t.to_string().parse::<f64>().ok().and_then(serde_json::Number::from_f64);
+        if let (Some(n), Some(obj)) = (widened, value.as_object_mut()) {
+            obj.insert("temperature".into(), Value::Number(n));
+        }
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_temperature_keeps_the_servers_decimal() {
+        let params: CreateMessageRequestParams = serde_json::from_value(serde_json::json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+            "maxTokens": 5,
+            "temperature": 0.3,
+        }))
+        .unwrap();
+        let raw = raw_params(&params).unwrap();
+        assert_eq!(raw["temperature"], serde_json::json!(0.3));
+        assert_eq!(raw["maxTokens"], 5);
     }
 }

@@ -90,7 +90,13 @@ fn tools() -> Value {
         tool(
             "sample",
             "Asks the client's model to answer the prompt (MCP sampling) and returns its answer.",
-            json!({"prompt": {"type": "string", "description": "What to ask the model"}}),
+            json!({
+                "prompt": {"type": "string", "description": "What to ask the model"},
+                "maxTokens": {"type": "integer", "description": "The request's maxTokens (default 100)"},
+                "temperature": {"type": "number", "description": "The request's temperature"},
+                "stopSequences": {"type": "array", "items": {"type": "string"}, "description": "The request's stop sequences"},
+                "model": {"type": "string", "description": "A model name hint (modelPreferences)"}
+            }),
             &["prompt"]
         ),
     ])
@@ -161,12 +167,25 @@ impl TestServer {
 
 /// Asks the client to sample; its answer (or why it refused) is the tool's result.
 #[allow(deprecated)] // MCP marks sampling deprecated (SEP-2577); clients still answer it.
-async fn sample(context: &RequestContext<RoleServer>, prompt: &str) -> Result<CallToolResponse, ErrorData> {
-    let params = json!({
+/// The tool's optional arguments become the request's limits and model hint.
+async fn sample(
+    context: &RequestContext<RoleServer>,
+    args: &serde_json::Map<String, Value>,
+) -> Result<CallToolResponse, ErrorData> {
+    let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or_default();
+    let mut params = json!({
         "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
         "systemPrompt": "Answer in one short sentence.",
-        "maxTokens": 100,
+        "maxTokens": args.get("maxTokens").cloned().unwrap_or(json!(100)),
     });
+    for key in ["temperature", "stopSequences"] {
+        if let Some(v) = args.get(key) {
+            params[key] = v.clone();
+        }
+    }
+    if let Some(model) = args.get("model") {
+        params["modelPreferences"] = json!({"hints": [{"name": model}]});
+    }
     let params = serde_json::from_value(params).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
     match context.peer.create_message(params).await {
         Ok(answer) => {
@@ -206,8 +225,7 @@ impl ServerHandler for TestServer {
         let meta = request.meta.as_ref().or(Some(&context.meta)).and_then(|m| serde_json::to_value(m).ok());
         let args = request.arguments.clone().unwrap_or_default();
         if request.name == "sample" {
-            let prompt = args.get("prompt").and_then(Value::as_str).unwrap_or_default();
-            return sample(&context, prompt).await;
+            return sample(&context, &args).await;
         }
         self.call(&request.name, &args, meta).await
     }

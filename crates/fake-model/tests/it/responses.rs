@@ -236,6 +236,7 @@ async fn the_skipper_client_completes_a_tool_round_trip() {
         extra_headers: vec![],
         client_name: None,
         sub_agent: None,
+        sampling: Default::default(),
         purpose: Default::default(),
         reasoning_effort: None,
     };

@@ -31,7 +31,7 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> V
     out.extend_from_slice(b"{\"model\":");
     write_json(&mut out, model);
     out.extend_from_slice(b",\"max_tokens\":");
-    write_json(&mut out, &max_tokens);
+    write_json(&mut out, &req.sampling.max_tokens.map_or(max_tokens, |asked| asked.min(max_tokens)));
     // The API rejects an empty text block; no system prompt, no key.
     if !req.system.is_empty() {
         out.extend_from_slice(b",\"system\":");
@@ -71,7 +71,17 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> V
         );
         out.extend_from_slice(b",\"stream\":true}");
     } else {
-        out.extend_from_slice(b",\"temperature\":0,\"stream\":true}");
+        out.extend_from_slice(b",\"temperature\":");
+        match req.sampling.temperature {
+            Some(t) => write_json(&mut out, &t),
+            None => out.push(b'0'),
+        }
+        // Only an MCP server's sampling request sets stop sequences.
+        if !req.sampling.stop.is_empty() {
+            out.extend_from_slice(b",\"stop_sequences\":");
+            write_json(&mut out, &req.sampling.stop);
+        }
+        out.extend_from_slice(b",\"stream\":true}");
     }
     out
 }
@@ -340,6 +350,7 @@ mod tests {
             extra_headers: vec![],
             client_name: None,
             sub_agent: None,
+            sampling: Default::default(),
             purpose: Default::default(),
             reasoning_effort: None,
         }

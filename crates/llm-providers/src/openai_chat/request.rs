@@ -36,8 +36,22 @@ pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Vec<u8> {
             out.extend_from_slice(b",\"temperature\":1");
         }
         _ => {
-            out.extend_from_slice(b"],\"temperature\":0,\"top_p\":0.95,\"frequency_penalty\":0,\"presence_penalty\":0")
+            out.extend_from_slice(b"],\"temperature\":");
+            match req.sampling.temperature {
+                Some(t) => write_json(&mut out, &t),
+                None => out.push(b'0'),
+            }
+            out.extend_from_slice(b",\"top_p\":0.95,\"frequency_penalty\":0,\"presence_penalty\":0")
         }
+    }
+    // Only an MCP server's sampling request sets these; other calls' bodies have no such keys.
+    if let Some(max) = req.sampling.max_tokens {
+        out.extend_from_slice(b",\"max_tokens\":");
+        write_json(&mut out, &max);
+    }
+    if !req.sampling.stop.is_empty() {
+        out.extend_from_slice(b",\"stop\":");
+        write_json(&mut out, &req.sampling.stop);
     }
     if flavor == BodyFlavor::Capi {
         out.extend_from_slice(b",\"snippy\":{\"enabled\":false}");
@@ -170,6 +184,7 @@ mod tests {
             extra_headers: vec![],
             client_name: None,
             sub_agent: None,
+            sampling: Default::default(),
             reasoning_effort: None,
             purpose: Purpose::Turn,
         }
@@ -262,5 +277,17 @@ mod tests {
         let capi = body_value(&req, BodyFlavor::Capi);
         assert!(capi.get("reasoning_effort").is_none());
         assert_eq!(capi["temperature"], 0);
+    }
+
+    #[test]
+    fn sampling_options_reach_the_body_only_when_set() {
+        let mut req = request(false, vec![]);
+        let plain = String::from_utf8(request_body(&req, BodyFlavor::Capi)).unwrap_or_default();
+        assert!(plain.contains("\"temperature\":0,\"top_p\"") && !plain.contains("max_tokens"), "{plain}");
+        req.sampling =
+            crate::types::SamplingOptions { max_tokens: Some(42), temperature: Some(0.25), stop: vec!["END".into()] };
+        let body = body_value(&req, BodyFlavor::Capi);
+        assert_eq!((body["max_tokens"].clone(), body["temperature"].clone()), (json!(42), json!(0.25)));
+        assert_eq!(body["stop"], json!(["END"]));
     }
 }

@@ -56,6 +56,16 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Op
     out.extend_from_slice(b",\"store\":false,\"stream\":");
     out.extend_from_slice(if req.stream { b"true" } else { b"false" });
     out.extend_from_slice(b",\"include\":[\"reasoning.encrypted_content\"],\"parallel_tool_calls\":true");
+    // An MCP server's sampling request may set a temperature and a limit; the Responses API
+    // has no stop sequences, so those are not sent.
+    if let (Some(t), None) = (req.sampling.temperature, &req.reasoning_effort) {
+        out.extend_from_slice(b",\"temperature\":");
+        write_json(&mut out, &t);
+    }
+    let max_output_tokens = match (req.sampling.max_tokens, max_output_tokens) {
+        (Some(asked), Some(configured)) => Some(asked.min(configured)),
+        (asked, configured) => asked.or(configured),
+    };
     if let Some(max) = max_output_tokens {
         out.extend_from_slice(b",\"max_output_tokens\":");
         write_json(&mut out, &max);
@@ -192,6 +202,7 @@ mod tests {
             extra_headers: vec![],
             client_name: None,
             sub_agent: None,
+            sampling: Default::default(),
             purpose: Default::default(),
             reasoning_effort: None,
         }

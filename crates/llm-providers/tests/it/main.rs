@@ -32,6 +32,7 @@ fn request(stream: bool) -> ChatRequest {
         extra_headers: vec![],
         client_name: None,
         sub_agent: None,
+        sampling: Default::default(),
         purpose: Default::default(),
         reasoning_effort: None,
     }

@@ -72,6 +72,7 @@ pub(crate) fn summary_request(
         extra_headers: Vec::new(),
         client_name: None,
         sub_agent: None,
+        sampling: Default::default(),
         reasoning_effort: None,
         purpose: Purpose::Compaction,
     }

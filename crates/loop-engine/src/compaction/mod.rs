@@ -152,6 +152,7 @@ pub(crate) fn handoff_request(
         extra_headers: Vec::new(),
         client_name: None,
         sub_agent: None,
+        sampling: Default::default(),
         reasoning_effort: None,
         purpose: llm_providers::Purpose::Turn,
     }

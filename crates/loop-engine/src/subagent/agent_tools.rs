@@ -1,5 +1,6 @@
 //! `read_agent`, `write_agent` and `list_agents`: the model's view of its background agents
-//! (see `background`).
+//! (see `background`). A background agent gets `write_agent` and `list_agents` too, on the
+//! same registry: the session's other agents are its siblings (peers it can message).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -214,8 +215,35 @@ pub async fn read_agent(registry: &Registry, args: &Value) -> ToolOutput {
     ToolOutput::ok(text)
 }
 
+/// Who calls the tools: the session itself (its background agents are its children), or one
+/// of those agents (the others are its siblings, and it starts no agents of its own).
+#[derive(Debug, Clone, Copy)]
+pub enum Caller<'a> {
+    Session,
+    Agent(&'a str),
+}
+
+impl Caller<'_> {
+    /// The agents a scope names, of those that take messages now.
+    fn scope(&self, registry: &Registry, scope: &str) -> Vec<String> {
+        match (self, scope) {
+            (Caller::Session, "children") => registry.reachable(),
+            (Caller::Agent(me), "siblings") => registry.reachable().into_iter().filter(|id| id != me).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn is(&self, id: &str) -> bool {
+        matches!(self, Caller::Agent(me) if *me == id)
+    }
+}
+
+fn to_self(id: &str) -> String {
+    format!("Agent \"{id}\" cannot send a message to itself. Use the agent_id of another agent.")
+}
+
 /// Who a `write_agent` call addresses: exactly one of `agent_id`, `agent_ids`, `scope`.
-fn recipients(registry: &Registry, args: &Value) -> Result<Vec<String>, String> {
+fn recipients(registry: &Registry, caller: Caller<'_>, args: &Value) -> Result<Vec<String>, String> {
     let id = args.get("agent_id");
     let ids = args.get("agent_ids");
     let scope = args.get("scope");
@@ -227,9 +255,11 @@ fn recipients(registry: &Registry, args: &Value) -> Result<Vec<String>, String> 
     }
     if let Some(id) = id.filter(|v| !v.is_null()) {
         let id = id.as_str().filter(|s| !s.is_empty());
-        return id
-            .map(|s| vec![s.to_string()])
-            .ok_or_else(|| "No agent_id provided. Please supply a valid agent_id.".into());
+        let id = id.ok_or("No agent_id provided. Please supply a valid agent_id.")?;
+        if caller.is(id) {
+            return Err(to_self(id));
+        }
+        return Ok(vec![id.to_string()]);
     }
     if let Some(ids) = ids.filter(|v| !v.is_null()) {
         let list: Vec<String> = ids
@@ -248,18 +278,19 @@ fn recipients(registry: &Registry, args: &Value) -> Result<Vec<String>, String> 
         if list.iter().enumerate().any(|(n, a)| list[..n].contains(a)) {
             return Err("\"agent_ids\": Array must not contain duplicate agent IDs".into());
         }
+        if let Some(me) = list.iter().find(|id| caller.is(id)) {
+            return Err(to_self(me));
+        }
         return Ok(list);
     }
-    // The session's own agents are its children; it has no siblings (sub-agents do not message).
     match scope.and_then(Value::as_str) {
-        Some("children") => Ok(registry.reachable()),
-        Some("siblings") => Ok(Vec::new()),
+        Some(scope @ ("children" | "siblings")) => Ok(caller.scope(registry, scope)),
         _ => Err("\"scope\": Invalid enum value. Expected 'siblings' | 'children'".into()),
     }
 }
 
-pub fn write_agent(registry: &Registry, args: &Value) -> ToolOutput {
-    let to = match recipients(registry, args) {
+pub fn write_agent(registry: &Registry, caller: Caller<'_>, args: &Value) -> ToolOutput {
+    let to = match recipients(registry, caller, args) {
         Ok(to) => to,
         Err(e) => return ToolOutput::fail(e),
     };
@@ -294,14 +325,20 @@ pub fn write_agent(registry: &Registry, args: &Value) -> ToolOutput {
     ))
 }
 
-pub fn list_agents(registry: &Registry, args: &Value) -> ToolOutput {
+pub fn list_agents(registry: &Registry, caller: Caller<'_>, args: &Value) -> ToolOutput {
     let include_completed = args.get("include_completed").and_then(Value::as_bool).unwrap_or(true);
-    // The session's agents are all children; it has no siblings.
-    let siblings = args.get("scope").and_then(Value::as_str) == Some("siblings");
+    let scope = args.get("scope").and_then(Value::as_str);
+    // Nearby (no scope): the session's children, an agent's siblings; `all`: every agent.
+    let visible = |id: &str| match (caller, scope) {
+        (_, Some("all")) => true,
+        (Caller::Session, Some("siblings")) | (Caller::Agent(_), Some("children")) => false,
+        (Caller::Session, _) => true,
+        (Caller::Agent(me), _) => me != id,
+    };
     let agents: Vec<_> = registry
         .list()
         .into_iter()
-        .filter(|_| !siblings)
+        .filter(|i| visible(&i.id))
         .filter(|i| include_completed || matches!(i.status, t::TaskStatus::Running | t::TaskStatus::Idle))
         .collect();
     if agents.is_empty() {

@@ -423,7 +423,7 @@ pub(crate) fn start(handle: &SessionHandle, settings: &SessionSettings, launch: 
     tokio::spawn(async move {
         let sub =
             base.for_subagent(AgentScope { agent_id: id.clone(), parent_tool_call_id: launch.tool_call_id.clone() });
-        let mut agent = super::run::AgentLoop::new(&launch.agent, &launch.prompt, &launch.model, &settings);
+        let mut agent = super::run::AgentLoop::new(&launch.agent, &launch.prompt, &launch.model, &settings, true);
         loop {
             let outcome = agent.run(&sub).await;
             match registry.finish(&id, &outcome) {

@@ -7,6 +7,7 @@ pub mod agent_tools;
 pub mod background;
 mod run;
 mod scope;
+mod servers;
 
 use std::sync::Arc;
 
@@ -35,6 +36,8 @@ pub(crate) struct Resolved {
     /// `None`: every tool the session offers (but `task`).
     pub tools: Option<Vec<String>>,
     pub model: Option<String>,
+    /// The agent's own MCP servers (a custom agent's `mcpServers`).
+    pub mcp_servers: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A built-in agent type or a custom agent, by name.
@@ -47,6 +50,7 @@ pub(crate) fn resolve(settings: &SessionSettings, agent_type: &str) -> Option<Re
             prompt: custom.prompt.clone(),
             tools: custom.tools.clone(),
             model: custom.model.clone(),
+            mcp_servers: custom.mcp_servers.clone().filter(|m| !m.is_empty()),
         });
     }
     builtin::get(agent_type).filter(|b| offered(settings, b)).map(|b| Resolved {
@@ -56,6 +60,7 @@ pub(crate) fn resolve(settings: &SessionSettings, agent_type: &str) -> Option<Re
         prompt: b.prompt.into(),
         tools: b.tools.map(|t| t.iter().map(|s| s.to_string()).collect()),
         model: None,
+        mcp_servers: None,
     })
 }
 

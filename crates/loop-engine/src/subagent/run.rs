@@ -14,18 +14,19 @@ use crate::run::RunCtx;
 use crate::settings::SessionSettings;
 
 /// The settings a sub-agent runs with: its tools (never `task` again), its model, no selected
-/// agent, no questions to the user.
-fn settings_for(parent: &SessionSettings, agent: &Resolved, model: &str) -> SessionSettings {
+/// agent, no questions to the user. A background agent keeps `write_agent` and `list_agents`
+/// to reach its siblings; a synchronous one has none.
+fn settings_for(parent: &SessionSettings, agent: &Resolved, model: &str, background: bool) -> SessionSettings {
     let mut s = parent.clone();
     s.model = model.to_string();
     s.selected_agent = None;
     s.mode = SessionMode::Interactive;
     s.request_user_input = false;
     s.excluded_tools.push(super::TASK.to_string());
-    s.excluded_tools.extend(
-        [super::agent_tools::READ_AGENT, super::agent_tools::WRITE_AGENT, super::agent_tools::LIST_AGENTS]
-            .map(String::from),
-    );
+    s.excluded_tools.push(super::agent_tools::READ_AGENT.to_string());
+    if !background {
+        s.excluded_tools.extend([super::agent_tools::WRITE_AGENT, super::agent_tools::LIST_AGENTS].map(String::from));
+    }
     if let Some(tools) = &agent.tools {
         if !tools.iter().any(|t| t == "*") {
             let allowed: Vec<String> = match &parent.available_tools {
@@ -57,7 +58,7 @@ pub(super) async fn run_agent(
     model: &str,
     parent: &SessionSettings,
 ) -> Result<String, String> {
-    AgentLoop::new(agent, prompt, model, parent).run(ctx).await
+    AgentLoop::new(agent, prompt, model, parent, false).run(ctx).await
 }
 
 /// A sub-agent's conversation, kept between its runs: a background agent that gave its answer
@@ -67,19 +68,22 @@ pub(super) struct AgentLoop {
     system: String,
     conv: Conversation,
     turn: u32,
+    /// The agent's own MCP servers: configured, and started with its first run.
+    mcp_servers: Option<serde_json::Map<String, Value>>,
+    servers: Option<super::servers::AgentServers>,
 }
 
 impl AgentLoop {
     /// The agent's prompt as its first user message.
-    pub(super) fn new(agent: &Resolved, prompt: &str, model: &str, parent: &SessionSettings) -> Self {
-        let settings = settings_for(parent, agent, model);
+    pub(super) fn new(agent: &Resolved, prompt: &str, model: &str, parent: &SessionSettings, background: bool) -> Self {
+        let settings = settings_for(parent, agent, model, background);
         let system = system_prompt(&settings, agent);
         let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
         let mut conv = Conversation::new(Vec::new(), Some(prompt.to_string()));
         conv.push(Message::User {
             content: UserContent::Text(format!("<current_datetime>{now}</current_datetime>\n\n{prompt}")),
         });
-        Self { settings, system, conv, turn: 0 }
+        Self { settings, system, conv, turn: 0, mcp_servers: agent.mcp_servers.clone(), servers: None }
     }
 
     /// A message for the agent's next run, as a user turn of its conversation.
@@ -89,6 +93,15 @@ impl AgentLoop {
 
     /// Turns until a reply asks for no tools and no message waits.
     pub(super) async fn run(&mut self, ctx: &RunCtx) -> Result<String, String> {
+        if let (None, Some(servers)) = (&self.servers, &self.mcp_servers) {
+            self.servers = Some(super::servers::AgentServers::start(ctx, servers, self.settings.cwd.clone()));
+        }
+        let with_servers = self.servers.as_ref().map(|s| ctx.with_agent_mcp(s.host().clone()));
+        let ctx = with_servers.as_ref().unwrap_or(ctx);
+        if let Some(host) = &ctx.agent_mcp {
+            // As for the session's servers: their tools are there before the first call.
+            let _ = tokio::time::timeout(crate::run::MCP_WAIT, host.wait_settled(&ctx.cancel)).await;
+        }
         let settings = &self.settings;
         let conv = &mut self.conv;
         let interaction_id = uuid::Uuid::new_v4().to_string();
@@ -105,7 +118,15 @@ impl AgentLoop {
                 model: Some(settings.model.clone()),
                 interaction_id: Some(interaction_id.clone()),
             });
-            let tools = conv.offer(dispatch::tool_specs(&ctx.deps, settings, ctx.handle.mcp()));
+            let mut tools = dispatch::tool_specs(&ctx.deps, settings, ctx.handle.mcp());
+            if let Some(host) = &ctx.agent_mcp {
+                for spec in crate::mcp::specs(host, settings) {
+                    if !tools.iter().any(|t| t.name == spec.name) {
+                        tools.push(spec);
+                    }
+                }
+            }
+            let tools = conv.offer(tools);
             let offered: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
             let route = crate::byok::route(
                 &settings.providers,
@@ -134,6 +155,7 @@ impl AgentLoop {
                     .scope
                     .as_deref()
                     .map(|scope| SubAgent { id: scope.agent_id.clone(), parent_id: ctx.handle.id().to_string() }),
+                sampling: Default::default(),
             };
             let message_id = uuid::Uuid::new_v4().to_string();
             let result = crate::model_call::call_model(
@@ -249,6 +271,7 @@ mod tests {
             prompt: "Look around.".into(),
             tools: tools.map(|t| t.into_iter().map(String::from).collect()),
             model: None,
+            mcp_servers: None,
         }
     }
 
@@ -259,16 +282,20 @@ mod tests {
     #[test]
     fn a_sub_agent_gets_its_tools_within_the_session_s_and_never_task() {
         let mut p = parent();
-        let s = settings_for(&p, &resolved(Some(vec!["view", "grep"])), "other");
+        let s = settings_for(&p, &resolved(Some(vec!["view", "grep"])), "other", false);
         assert!(s.tool_allowed("view") && s.tool_allowed("grep"));
         assert!(!s.tool_allowed("bash") && !s.tool_allowed("task"));
         assert_eq!(s.model, "other");
 
         p.available_tools = Some(vec!["view".into()]);
-        let s = settings_for(&p, &resolved(Some(vec!["view", "grep"])), "m");
+        let s = settings_for(&p, &resolved(Some(vec!["view", "grep"])), "m", false);
         assert!(s.tool_allowed("view") && !s.tool_allowed("grep"), "the session's allow-list still applies");
 
-        let s = settings_for(&parent(), &resolved(None), "m");
+        let s = settings_for(&parent(), &resolved(None), "m", false);
         assert!(s.tool_allowed("bash") && !s.tool_allowed("task"));
+        assert!(!s.tool_allowed("write_agent") && !s.tool_allowed("list_agents"), "a synchronous agent has no peers");
+        let s = settings_for(&parent(), &resolved(None), "m", true);
+        assert!(s.tool_allowed("write_agent") && s.tool_allowed("list_agents"), "a background one messages siblings");
+        assert!(!s.tool_allowed("read_agent") && !s.tool_allowed("task"));
     }
 }
