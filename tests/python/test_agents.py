@@ -280,3 +280,39 @@ async def test_skill_tool_replays_the_original_recording(ctx: Ctx, client):
     invoked = events.of("skill.invoked")
     assert len(invoked) == 1 and invoked[0].data.name == "test-skill"
     assert invoked[0].data.path.endswith("test-skill/SKILL.md")
+
+
+async def test_a_selected_agents_own_servers_serve_the_sessions_turns(ctx: Ctx, client):
+    """A selected agent's own ``mcpServers`` start with the session's next turn: their tools
+    are offered and called in the session's own conversation while the agent stays selected,
+    and are gone once it is deselected. They are the agent's, not the session's servers."""
+    from test_mcp import stdio_server
+
+    agent = {
+        "name": "echoer",
+        "display_name": "Echoer",
+        "description": "Has a server of its own",
+        "prompt": "Use your server.",
+        "mcp_servers": {"agent-s": stdio_server("agent-s")},
+    }
+    ctx.fake.replies(
+        {"tool_calls": [{"name": "agent-s-echo", "arguments": {"text": "from the agent's server"}}]},
+        {"text": "echoed"},
+        {"text": "plain"},
+    )
+    session = await client.create_session(on_permission_request=PermissionHandler.approve_all, custom_agents=[agent])
+    await session.rpc.agent.select(AgentSelectRequest(name="echoer"))
+    reply = await session.send_and_wait("Echo something", timeout=60)
+    assert reply is not None and reply.data.content == "echoed"
+    listed = await session.rpc.mcp.list()
+    assert all(s.name != "agent-s" for s in listed.servers), listed
+
+    await session.rpc.agent.deselect()
+    reply = await session.send_and_wait("Now without the agent", timeout=60)
+    assert reply is not None and reply.data.content == "plain"
+
+    first, second, third = ctx.fake.requests()
+    assert "agent-s-echo" in tool_names(first) and "agent-s-echo" in tool_names(second)
+    assert tool_results(second)[0]["content"] == "from the agent's server"
+    assert "agent-s-echo" not in tool_names(third)
+    await session.disconnect()

@@ -70,6 +70,8 @@ pub(crate) struct Actor {
     parked: bool,
     /// A batch ended while background agents ran: `session.idle` waits for them.
     idle_withheld: bool,
+    /// The selected agent's own MCP servers, while it stays selected.
+    agent_servers: Option<SelectedAgentServers>,
 }
 
 enum Step {
@@ -109,6 +111,7 @@ impl Actor {
             last_active: std::time::Instant::now(),
             parked: false,
             idle_withheld: false,
+            agent_servers: None,
         }
     }
 
@@ -581,6 +584,10 @@ impl Actor {
         let mut conv = self.conv.take()?;
         self.last_history = conv.history.clone();
         let ctx = RunCtx::new(self.handle.clone(), self.deps.clone(), batch.cancel.clone());
+        let ctx = match self.selected_agent_servers(&ctx) {
+            Some(host) => ctx.with_agent_mcp(host),
+            None => ctx,
+        };
         Some(Box::pin(async move {
             let message_id = msg.message_id.clone();
             let run = crate::run::run_message(&ctx, &mut conv, msg);
@@ -667,7 +674,34 @@ impl Actor {
     }
 }
 
+/// A selected agent's own MCP servers, and the configuration they were started with.
+struct SelectedAgentServers {
+    agent: String,
+    config: serde_json::Map<String, serde_json::Value>,
+    servers: crate::subagent::servers::AgentServers,
+}
+
 impl Actor {
+    /// The host of the selected agent's own MCP servers, started when a run first needs them;
+    /// servers of an agent no longer selected (or changed) stop.
+    fn selected_agent_servers(&mut self, ctx: &RunCtx) -> Option<mcp_client::McpHost> {
+        let settings = &self.view.settings;
+        let wanted = settings
+            .selected_agent
+            .as_ref()
+            .and_then(|a| a.mcp_servers.as_ref().filter(|m| !m.is_empty()).map(|m| (a.name.clone(), m.clone())));
+        let Some((agent, config)) = wanted else {
+            self.agent_servers = None;
+            return None;
+        };
+        let current = self.agent_servers.as_ref().is_some_and(|s| s.agent == agent && s.config == config);
+        if !current {
+            let servers = crate::subagent::servers::AgentServers::start(ctx, &config, settings.cwd.clone());
+            self.agent_servers = Some(SelectedAgentServers { agent, config, servers });
+        }
+        self.agent_servers.as_ref().map(|s| s.servers.host().clone())
+    }
+
     /// What a compaction started here summarizes for: the session's next model call.
     fn call_parts(&self) -> (String, llm_providers::ToolSet, crate::byok::Route, u64) {
         let settings = &self.view.settings;

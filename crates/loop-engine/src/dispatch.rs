@@ -95,6 +95,20 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings, mcp: &mcp_client::Mcp
     specs
 }
 
+/// [`tool_specs`] with the tools of the running agent's own MCP servers after them (a name
+/// the session already offers stays the session's).
+pub(crate) fn run_tool_specs(ctx: &RunCtx, s: &SessionSettings) -> Vec<ToolSpec> {
+    let mut tools = tool_specs(&ctx.deps, s, ctx.handle.mcp());
+    if let Some(host) = &ctx.agent_mcp {
+        for spec in crate::mcp::specs(host, s) {
+            if !tools.iter().any(|t| t.name == spec.name) {
+                tools.push(spec);
+            }
+        }
+    }
+    tools
+}
+
 /// The schema of an SDK tool that declares none.
 fn empty_schema() -> Arc<Value> {
     static EMPTY: std::sync::OnceLock<Arc<Value>> = std::sync::OnceLock::new();

@@ -233,7 +233,10 @@ async fn run_traced(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage) -
         // Built-in servers start with the first turn (or listing), not with the session.
         ctx.handle.mcp().start_deferred();
         let _ = tokio::time::timeout(MCP_WAIT, ctx.handle.mcp().wait_settled(&ctx.cancel)).await;
-        let tool_specs = conv.offer(dispatch::tool_specs(&ctx.deps, settings, ctx.handle.mcp()));
+        if let Some(host) = &ctx.agent_mcp {
+            let _ = tokio::time::timeout(MCP_WAIT, host.wait_settled(&ctx.cancel)).await;
+        }
+        let tool_specs = conv.offer(dispatch::run_tool_specs(ctx, settings));
         let offered: Vec<String> = tool_specs.iter().map(|t| t.name.clone()).collect();
         let route = crate::byok::route(
             &settings.providers,
@@ -300,7 +303,7 @@ async fn run_traced(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage) -
                     settings.prompt_vars(&cwd),
                     &transformed,
                 );
-                let tools = conv.offer(dispatch::tool_specs(&ctx.deps, settings, ctx.handle.mcp()));
+                let tools = conv.offer(dispatch::run_tool_specs(ctx, settings));
                 let shape = crate::compaction::CallShape {
                     system: &system,
                     tools: &tools,

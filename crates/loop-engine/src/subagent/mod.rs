@@ -7,7 +7,7 @@ pub mod agent_tools;
 pub mod background;
 mod run;
 mod scope;
-mod servers;
+pub(crate) mod servers;
 
 use std::sync::Arc;
 

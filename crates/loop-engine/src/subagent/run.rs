@@ -118,15 +118,7 @@ impl AgentLoop {
                 model: Some(settings.model.clone()),
                 interaction_id: Some(interaction_id.clone()),
             });
-            let mut tools = dispatch::tool_specs(&ctx.deps, settings, ctx.handle.mcp());
-            if let Some(host) = &ctx.agent_mcp {
-                for spec in crate::mcp::specs(host, settings) {
-                    if !tools.iter().any(|t| t.name == spec.name) {
-                        tools.push(spec);
-                    }
-                }
-            }
-            let tools = conv.offer(tools);
+            let tools = conv.offer(dispatch::run_tool_specs(ctx, settings));
             let offered: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
             let route = crate::byok::route(
                 &settings.providers,
