@@ -19,6 +19,8 @@ pub mod provider;
 pub mod responses;
 pub mod retry;
 pub mod sse;
+mod system_text;
+pub use system_text::SystemText;
 mod tool_set;
 pub use tool_set::ToolSet;
 pub mod transport;

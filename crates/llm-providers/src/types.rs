@@ -160,12 +160,59 @@ impl HistoryItem {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct History {
     /// Full chunks, each exactly `CHUNK` messages.
-    full: std::sync::Arc<Vec<Chunk>>,
+    full: std::sync::Arc<Vec<std::sync::Arc<Sealed>>>,
     /// The last, partly filled chunk (fewer than `CHUNK` messages).
     tail: Chunk,
 }
 
 type Chunk = std::sync::Arc<Vec<std::sync::Arc<HistoryItem>>>;
+
+/// A full chunk, with its messages' wire forms joined once it has been sent: a long
+/// conversation's body is then a few dozen contiguous copies, not a walk over thousands of
+/// small allocations scattered over the heap (cold in the cache between two calls).
+#[derive(Debug, Default)]
+struct Sealed {
+    items: Vec<std::sync::Arc<HistoryItem>>,
+    /// The non-empty wire forms joined by `,`, in the first format the chunk was sent in.
+    joined: std::sync::OnceLock<(WireFormat, Box<str>)>,
+}
+
+impl Clone for Sealed {
+    fn clone(&self) -> Self {
+        Self { items: self.items.clone(), joined: self.joined.clone() }
+    }
+}
+
+impl PartialEq for Sealed {
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items
+    }
+}
+
+impl Sealed {
+    fn joined(&self, format: WireFormat, encode: fn(&Message) -> String) -> std::borrow::Cow<'_, str> {
+        let join = || {
+            let mut text = String::new();
+            for item in &self.items {
+                let wire = item.wire(format, encode);
+                if wire.is_empty() {
+                    continue;
+                }
+                if !text.is_empty() {
+                    text.push(',');
+                }
+                text.push_str(&wire);
+            }
+            text
+        };
+        let (cached_format, text) = self.joined.get_or_init(|| (format, join().into_boxed_str()));
+        if *cached_format == format {
+            std::borrow::Cow::Borrowed(text)
+        } else {
+            std::borrow::Cow::Owned(join())
+        }
+    }
+}
 
 /// Messages per chunk.
 const CHUNK: usize = 64;
@@ -191,7 +238,8 @@ impl History {
         let tail = std::sync::Arc::make_mut(&mut self.tail);
         tail.push(item);
         if tail.len() == CHUNK {
-            let sealed = std::mem::take(&mut self.tail);
+            let items = std::mem::take(tail);
+            let sealed = std::sync::Arc::new(Sealed { items, joined: std::sync::OnceLock::new() });
             std::sync::Arc::make_mut(&mut self.full).push(sealed);
         }
     }
@@ -208,10 +256,42 @@ impl History {
     pub fn get(&self, index: usize) -> Option<&std::sync::Arc<HistoryItem>> {
         let sealed = self.full.len() * CHUNK;
         if index < sealed {
-            self.full[index / CHUNK].get(index % CHUNK)
+            self.full[index / CHUNK].items.get(index % CHUNK)
         } else {
             self.tail.get(index - sealed)
         }
+    }
+
+    /// Appends the messages' non-empty wire forms in `format`, each after a `,` unless
+    /// `first` (which is cleared once something is written).
+    pub(crate) fn write_wire(
+        &self,
+        out: &mut Vec<u8>,
+        format: WireFormat,
+        encode: fn(&Message) -> String,
+        first: &mut bool,
+    ) {
+        let mut piece = |wire: &str| {
+            if wire.is_empty() {
+                return;
+            }
+            if !std::mem::take(first) {
+                out.push(b',');
+            }
+            out.extend_from_slice(wire.as_bytes());
+        };
+        for chunk in self.full.iter() {
+            piece(&chunk.joined(format, encode));
+        }
+        for item in self.tail.iter() {
+            piece(&item.wire(format, encode));
+        }
+    }
+
+    /// The bytes [`Self::write_wire`] wrote for the full chunks last time, without walking
+    /// them: a body's first guess at its size.
+    pub(crate) fn sealed_wire_bytes(&self) -> usize {
+        self.full.iter().filter_map(|c| c.joined.get()).map(|(_, text)| text.len() + 1).sum()
     }
 
     /// The messages with their cached wire forms, in order.
@@ -247,9 +327,11 @@ impl History {
     pub fn update(&mut self, index: usize, change: impl FnOnce(&mut Message)) {
         let sealed = self.full.len() * CHUNK;
         let slot = if index < sealed {
-            std::sync::Arc::make_mut(&mut self.full)
-                .get_mut(index / CHUNK)
-                .and_then(|chunk| std::sync::Arc::make_mut(chunk).get_mut(index % CHUNK))
+            std::sync::Arc::make_mut(&mut self.full).get_mut(index / CHUNK).and_then(|chunk| {
+                let chunk = std::sync::Arc::make_mut(chunk);
+                chunk.joined = std::sync::OnceLock::new();
+                chunk.items.get_mut(index % CHUNK)
+            })
         } else {
             std::sync::Arc::make_mut(&mut self.tail).get_mut(index - sealed)
         };
@@ -307,7 +389,7 @@ impl From<Vec<Message>> for History {
 pub struct ChatRequest {
     pub model: String,
     /// This call's system prompt (sent first).
-    pub system: String,
+    pub system: crate::SystemText,
     pub history: History,
     pub tools: crate::ToolSet,
     /// `true` → SSE streaming with deltas; `false` → one JSON response.

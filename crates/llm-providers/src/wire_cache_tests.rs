@@ -137,3 +137,20 @@ fn a_changed_or_truncated_history_drops_only_the_stale_wire_forms() {
         assert!(cached == fresh, "{name}: an edited history differs from a fresh encoding");
     }
 }
+
+#[test]
+fn a_body_built_from_joined_chunks_holds_every_message_once_in_order() {
+    // 200+ messages: several sealed chunks (sent twice, so the second call copies their
+    // joined forms) and a partly filled tail.
+    let all: Vec<Message> = (0..45).flat_map(turn).collect();
+    assert!(all.len() > 3 * 64, "several full chunks: {}", all.len());
+    let live = History::new(all.clone());
+    let mut req = request(live);
+    req.system = "a \"quoted\" system\nprompt ✓".into();
+    for _ in 0..2 {
+        let body: serde_json::Value = serde_json::from_slice(&chat_body(&req, BodyFlavor::Capi)).expect("JSON");
+        let mut expected = vec![serde_json::to_value(Message::System { content: req.system.to_string() }).unwrap()];
+        expected.extend(all.iter().map(crate::openai_chat::wire_message));
+        assert_eq!(body["messages"], serde_json::Value::Array(expected));
+    }
+}

@@ -2,7 +2,7 @@
 //! history is shared with the model calls (an `Arc`), never copied per turn, and its size is
 //! kept as it grows instead of being summed again every turn.
 
-use llm_providers::{ContentPart, History, Message, ToolCall, ToolContent, ToolSet, ToolSpec, UserContent};
+use llm_providers::{ContentPart, History, Message, SystemText, ToolCall, ToolContent, ToolSet, ToolSpec, UserContent};
 use tools::INTERRUPTED_TEXT;
 
 pub(crate) struct Conversation {
@@ -23,6 +23,8 @@ pub(crate) struct Conversation {
     pub failed_mark: Option<usize>,
     /// The tools last offered, with their wire text: the next call offering the same reuses it.
     pub tools: ToolSet,
+    /// The system prompt last sent, with its JSON: the next call sending the same reuses it.
+    pub system: SystemText,
 }
 
 impl Conversation {
@@ -38,6 +40,7 @@ impl Conversation {
             compaction: None,
             failed_mark: None,
             tools: ToolSet::default(),
+            system: SystemText::default(),
         }
     }
 
@@ -52,6 +55,12 @@ impl Conversation {
     pub fn offer(&mut self, specs: Vec<ToolSpec>) -> ToolSet {
         self.tools = self.tools.reuse_for(specs);
         self.tools.clone()
+    }
+
+    /// The prompt to send as `text`: the last one when it is unchanged, so its JSON is kept.
+    pub fn system_text(&mut self, text: String) -> SystemText {
+        self.system = self.system.reuse_for(text);
+        self.system.clone()
     }
 
     pub fn push(&mut self, message: Message) {

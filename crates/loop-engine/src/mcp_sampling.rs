@@ -178,7 +178,7 @@ pub(crate) async fn execute(
     };
     let req = llm_providers::ChatRequest {
         model: route.model.clone(),
-        system,
+        system: system.into(),
         history,
         tools: Default::default(),
         stream: true,

@@ -261,7 +261,7 @@ async fn run_traced(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage) -
             crate::compaction::before_call(&ctx.deps, &ctx.handle, conv, &shape, settings.infinite, &ctx.cancel).await;
         let req = ChatRequest {
             model: route.model.clone(),
-            system,
+            system: conv.system_text(system),
             history: settings.history_for_model(&conv.history),
             tools: tool_specs,
             stream: settings.streaming,

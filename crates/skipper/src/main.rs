@@ -89,10 +89,29 @@ fn main() -> anyhow::Result<()> {
     };
     let env: HashMap<String, String> = std::env::vars().collect();
     init_logging(&cli);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
+    let runtime = runtime_for(&cli, &env).context("starting the runtime")?;
     let code = runtime.block_on(run(cli, env))?;
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     std::process::exit(code);
+}
+
+/// A `-p` run drives one session: every hop of an event between threads costs a wake-up (a
+/// futex call and a context switch), and starting worker threads is a good part of a short
+/// run. One thread serves it; the model calls are I/O, and the tools that compute (grep, glob,
+/// file writes) run on the blocking pool. A server keeps every core: an SDK may run many
+/// sessions at once, and a long step of one (loading a big session) must not stall the others.
+/// `SKIPPER_RUNTIME=multi|single` overrides the choice (for measuring).
+fn runtime_for(cli: &cli::Cli, env: &HashMap<String, String>) -> std::io::Result<tokio::runtime::Runtime> {
+    let single = match env.get("SKIPPER_RUNTIME").map(String::as_str) {
+        Some("multi") => false,
+        Some("single") => true,
+        _ => cli.prompt.is_some(),
+    };
+    if single {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread().enable_all().build()
+    }
 }
 
 /// `skipper serve …`: strict flags, logs to stderr.

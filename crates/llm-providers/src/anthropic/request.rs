@@ -35,7 +35,10 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> V
     // The API rejects an empty text block; no system prompt, no key.
     if !req.system.is_empty() {
         out.extend_from_slice(b",\"system\":");
-        write_json(&mut out, &[TextBlock { kind: "text", text: &req.system }]);
+        // `[TextBlock]`'s JSON, with the prompt's string made once per prompt.
+        out.extend_from_slice(b"[{\"type\":\"text\",\"text\":");
+        out.extend_from_slice(req.system.json().as_bytes());
+        out.extend_from_slice(b"}]");
     }
     out.extend_from_slice(b",\"messages\":[");
     for (i, turn) in turns.iter().enumerate() {

@@ -21,12 +21,11 @@ pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Vec<u8> {
     let mut out = Vec::with_capacity(capacity_hint(req));
     out.extend_from_slice(b"{\"model\":");
     write_json(&mut out, &req.model);
-    out.extend_from_slice(b",\"messages\":[");
-    out.extend_from_slice(encode_message(&Message::System { content: req.system.clone() }).as_bytes());
-    for item in req.history.items() {
-        out.push(b',');
-        out.extend_from_slice(item.wire(WireFormat::ChatCompletions, encode_message).as_bytes());
-    }
+    // `Message::System`'s JSON, with the prompt's string made once per prompt.
+    out.extend_from_slice(b",\"messages\":[{\"role\":\"system\",\"content\":");
+    out.extend_from_slice(req.system.json().as_bytes());
+    out.push(b'}');
+    req.history.write_wire(&mut out, WireFormat::ChatCompletions, encode_message, &mut false);
     match (&req.reasoning_effort, flavor) {
         // A reasoning request, as the original sends one to a provider: the effort, and the
         // temperature reasoning models insist on (they reject the sampling knobs).
@@ -74,7 +73,8 @@ pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Vec<u8> {
 /// A first guess at a body's size. Measuring the history exactly would walk it twice per call
 /// (it is the bulk of a long conversation's cost); a short guess only grows the buffer.
 pub(crate) fn capacity_hint(req: &ChatRequest) -> usize {
-    req.history.len() * 256 + req.system.len() + 4096
+    let tail = req.history.len() % 64;
+    req.history.sealed_wire_bytes() + tail * 512 + req.system.len() + 4096
 }
 
 fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {

@@ -16,20 +16,10 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Op
     out.extend_from_slice(b"{\"model\":");
     write_json(&mut out, model);
     out.extend_from_slice(b",\"instructions\":");
-    write_json(&mut out, &req.system);
+    out.extend_from_slice(req.system.json().as_bytes());
     out.extend_from_slice(b",\"input\":[");
-    let mut first = true;
-    for item in req.history.items() {
-        let run = item.wire(WireFormat::Responses, encode_items);
-        // A message may encode to no items at all (an empty assistant turn).
-        if run.is_empty() {
-            continue;
-        }
-        if !std::mem::take(&mut first) {
-            out.push(b',');
-        }
-        out.extend_from_slice(run.as_bytes());
-    }
+    // A message may encode to no items at all (an empty assistant turn): no stray comma then.
+    req.history.write_wire(&mut out, WireFormat::Responses, encode_items, &mut true);
     out.push(b']');
     // Some endpoints reject an empty `tools` array, so the key is left out instead.
     if !req.tools.is_empty() {

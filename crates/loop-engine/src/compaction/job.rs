@@ -62,7 +62,7 @@ pub(crate) fn summary_request(
     history.push(Message::User { content: UserContent::Text(text::summary_request(custom_instructions)) });
     ChatRequest {
         model: call.route.model.clone(),
-        system: call.system.to_string(),
+        system: call.system.into(),
         history,
         tools: call.tools.clone(),
         stream: false,

@@ -65,7 +65,7 @@ pub(super) async fn run_agent(
 /// goes on from here when a message reaches it.
 pub(super) struct AgentLoop {
     settings: SessionSettings,
-    system: String,
+    system: llm_providers::SystemText,
     conv: Conversation,
     turn: u32,
     /// The agent's own MCP servers: configured, and started with its first run.
@@ -77,7 +77,7 @@ impl AgentLoop {
     /// The agent's prompt as its first user message.
     pub(super) fn new(agent: &Resolved, prompt: &str, model: &str, parent: &SessionSettings, background: bool) -> Self {
         let settings = settings_for(parent, agent, model, background);
-        let system = system_prompt(&settings, agent);
+        let system = system_prompt(&settings, agent).into();
         let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
         let mut conv = Conversation::new(Vec::new(), Some(prompt.to_string()));
         conv.push(Message::User {
