@@ -4,6 +4,7 @@
 //! the same requests.
 
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -105,11 +106,32 @@ pub trait HttpTransport: Send + Sync {
 #[derive(Clone)]
 pub struct ReqwestTransport {
     client: reqwest::Client,
+    /// URLs parsed before: a session calls the same endpoint turn after turn, and parsing its
+    /// URL again each time was a few percent of a turn's instructions.
+    urls: Arc<Mutex<Vec<(String, reqwest::Url)>>>,
 }
+
+/// How many parsed URLs are kept (a process talks to a handful of endpoints).
+const KEPT_URLS: usize = 16;
 
 impl ReqwestTransport {
     pub fn new(client: reqwest::Client) -> Self {
-        Self { client }
+        Self { client, urls: Arc::default() }
+    }
+
+    /// `text` parsed, from the kept ones when it was parsed before; `None` when it does not
+    /// parse (reqwest then reports it as it always has).
+    fn parsed(&self, text: &str) -> Option<reqwest::Url> {
+        let mut urls = self.urls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, url)) = urls.iter().find(|(kept, _)| kept == text) {
+            return Some(url.clone());
+        }
+        let url = reqwest::Url::parse(text).ok()?;
+        if urls.len() >= KEPT_URLS {
+            urls.remove(0);
+        }
+        urls.push((text.to_string(), url.clone()));
+        Some(url)
     }
 
     /// A client with the connect timeout every provider uses.
@@ -124,9 +146,11 @@ impl ReqwestTransport {
 #[async_trait]
 impl HttpTransport for ReqwestTransport {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, ProviderError> {
-        let resp = self
-            .client
-            .request(request.method, &request.url)
+        let builder = match self.parsed(&request.url) {
+            Some(url) => self.client.request(request.method, url),
+            None => self.client.request(request.method, &request.url),
+        };
+        let resp = builder
             .headers(request.headers)
             .body(request.body)
             .send()
@@ -163,4 +187,23 @@ pub fn header_map(lists: &std::collections::BTreeMap<String, Vec<String>>) -> He
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_parsed_once_and_kept_within_bounds() {
+        let transport = ReqwestTransport::new(reqwest::Client::new());
+        let url = transport.parsed("http://127.0.0.1:9/chat/completions").expect("parses");
+        assert_eq!(url.as_str(), "http://127.0.0.1:9/chat/completions");
+        assert_eq!(transport.parsed("http://127.0.0.1:9/chat/completions"), Some(url));
+        assert_eq!(transport.urls.lock().unwrap().len(), 1, "the second use found the kept one");
+        assert_eq!(transport.parsed("not a url"), None, "reqwest reports a bad URL itself");
+        for n in 0..40 {
+            transport.parsed(&format!("http://127.0.0.1:9/{n}")).expect("parses");
+        }
+        assert_eq!(transport.urls.lock().unwrap().len(), KEPT_URLS);
+    }
 }

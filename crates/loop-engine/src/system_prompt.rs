@@ -63,7 +63,12 @@ fn render(id: &str, text: &str, vars: Vars<'_>) -> String {
     if id == "custom_instructions" {
         return vars.custom_instructions.to_string();
     }
-    text.trim().replace("{{cwd}}", vars.cwd).replace("{{os}}", std::env::consts::OS)
+    let text = text.trim();
+    // Most sections have no placeholder: no new string per replacement for them.
+    if !text.contains("{{") {
+        return text.to_string();
+    }
+    text.replace("{{cwd}}", vars.cwd).replace("{{os}}", std::env::consts::OS)
 }
 
 /// Like [`build`], with client-transformed section texts replacing the rendered ones.

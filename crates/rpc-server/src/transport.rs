@@ -12,18 +12,11 @@ use crate::Server;
 
 /// Serves the single stdio connection; returns when stdin closes or on `runtime.shutdown`.
 /// Pipes and sockets are polled on the reactor (no blocking-thread hop per read and write).
-/// The connection runs as a task: on a multi-threaded runtime the caller's `block_on` thread
-/// is not a worker, and a reader left there would cross threads for every request.
 pub async fn serve_stdio(server: Arc<Server>) {
     use crate::stdio_pipe::PolledStdio;
-    let connection = tokio::spawn(async move {
-        match PolledStdio::pair() {
-            Some((stdin, stdout)) => crate::connection::serve(server, stdin, stdout).await,
-            None => crate::connection::serve(server, tokio::io::stdin(), tokio::io::stdout()).await,
-        }
-    });
-    if let Err(e) = connection.await {
-        tracing::error!(error = %e, "the stdio connection's task failed");
+    match PolledStdio::pair() {
+        Some((stdin, stdout)) => crate::connection::serve(server, stdin, stdout).await,
+        None => crate::connection::serve(server, tokio::io::stdin(), tokio::io::stdout()).await,
     }
 }
 
