@@ -142,14 +142,14 @@ impl FakeModel {
     /// `{"path": "/chat/completions", "headers": {"name": "value", …}, "body": {…}}`
     /// (header names lower-case; a body that is not JSON is kept as a string).
     pub fn requests(&self) -> Vec<Value> {
-        self.shared.lock().requests.clone()
+        self.shared.lock().requests.iter().map(server::CapturedRequest::to_json).collect()
     }
 
     /// Request/response pairs in the harness' `/exchanges` shape:
     /// `{"request": body, "response": chat.completion | null, "requestHeaders": {…}}` (on the
     /// Responses endpoints, `response` is the Responses `response` object).
     pub fn exchanges(&self) -> Vec<Value> {
-        self.shared.lock().exchanges.clone()
+        self.shared.lock().exchanges.iter().map(server::Exchange::to_json).collect()
     }
 
     /// Waits until at least `n` model requests were captured; returns them all.

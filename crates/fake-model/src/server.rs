@@ -22,6 +22,9 @@ use crate::reply::{reply_to_json, Reply};
 use crate::snapshot::{Match, Snapshot, StoredError};
 
 mod anthropic;
+mod capture;
+
+pub(crate) use capture::{CapturedRequest, Exchange};
 pub(crate) mod github_mcp;
 
 /// Models listed by `/models` when no snapshot (or override) provides a list.
@@ -55,8 +58,8 @@ pub(crate) struct FakeState {
     /// Paths that normalise to `${workdir}`: the configured one and its canonical form.
     pub workdir_variants: Vec<String>,
     pub replies: VecDeque<Reply>,
-    pub requests: Vec<Value>,
-    pub exchanges: Vec<Value>,
+    pub requests: Vec<CapturedRequest>,
+    pub exchanges: Vec<Exchange>,
     pub models: Option<Vec<String>>,
     /// `supported_endpoints` of listed models, by id (absent: the catalogue omits the field).
     pub model_endpoints: HashMap<String, Vec<String>>,
@@ -396,25 +399,24 @@ fn error_kind(status: u16) -> &'static str {
 }
 
 /// Captures a model request as it arrived (a body that is not JSON is kept as text). Returns
-/// the parsed body, the captured body and the headers, for `/exchanges`.
+/// the parsed body, the captured body (the same value when it parsed) and the headers, for
+/// `/exchanges`.
 fn record_request(
     s: &Shared,
     uri: &Uri,
     headers: &HeaderMap,
     body: &Bytes,
-) -> (serde_json::Result<Value>, Value, Value) {
-    let parsed = serde_json::from_slice::<Value>(body);
-    let captured_body = match &parsed {
-        Ok(v) => v.clone(),
-        Err(_) => Value::String(String::from_utf8_lossy(body).into_owned()),
+) -> (serde_json::Result<Arc<Value>>, Arc<Value>, Arc<Value>) {
+    let (parsed, captured_body) = match serde_json::from_slice::<Value>(body) {
+        Ok(v) => {
+            let v = Arc::new(v);
+            (Ok(v.clone()), v)
+        }
+        Err(e) => (Err(e), Arc::new(Value::String(String::from_utf8_lossy(body).into_owned()))),
     };
     let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| uri.path().to_string());
-    let header_json = headers_to_json(headers);
-    s.lock().requests.push(json!({
-        "path": path,
-        "headers": header_json.clone(),
-        "body": captured_body.clone(),
-    }));
+    let header_json = Arc::new(headers_to_json(headers));
+    s.lock().requests.push(CapturedRequest { path, headers: header_json.clone(), body: captured_body.clone() });
     s.captured.notify_waiters();
     (parsed, captured_body, header_json)
 }
@@ -424,7 +426,7 @@ async fn chat(State(s): S, uri: Uri, headers: HeaderMap, body: Bytes) -> Respons
     let (parsed, captured_body, header_json) = record_request(&s, &uri, &headers, &body);
 
     let req = match parsed {
-        Ok(v @ Value::Object(_)) => v,
+        Ok(v) if v.is_object() => v,
         Ok(_) => return bad_request("fake-model: request body is not a JSON object"),
         Err(e) => return bad_request(&format!("fake-model: request body is not JSON: {e}")),
     };
@@ -437,11 +439,7 @@ async fn chat(State(s): S, uri: Uri, headers: HeaderMap, body: Bytes) -> Respons
         let u = usage(body.len(), &content, &calls);
         completion(&completion_id, &model, &content, &calls, u)
     });
-    s.lock().exchanges.push(json!({
-        "request": captured_body,
-        "response": response_json,
-        "requestHeaders": header_json,
-    }));
+    s.lock().exchanges.push(Exchange { request: captured_body, response: response_json, request_headers: header_json });
 
     let ctx = RespondCtx { shared: s.clone(), completion_id, streaming, model, prompt_bytes: body.len(), received };
     respond(ctx, answer).await
@@ -881,7 +879,7 @@ async fn ctl_replies(State(s): S, body: Bytes) -> Response {
 }
 
 async fn ctl_requests(State(s): S) -> Response {
-    json_response(StatusCode::OK, Value::Array(s.lock().requests.clone()))
+    json_response(StatusCode::OK, Value::Array(s.lock().requests.iter().map(CapturedRequest::to_json).collect()))
 }
 
 async fn ctl_clear_requests(State(s): S) -> Response {
@@ -892,7 +890,7 @@ async fn ctl_clear_requests(State(s): S) -> Response {
 }
 
 async fn ctl_exchanges(State(s): S) -> Response {
-    json_response(StatusCode::OK, Value::Array(s.lock().exchanges.clone()))
+    json_response(StatusCode::OK, Value::Array(s.lock().exchanges.iter().map(Exchange::to_json).collect()))
 }
 
 async fn ctl_reset(State(s): S) -> Response {

@@ -22,8 +22,8 @@ use futures::future::BoxFuture;
 use serde_json::{json, Map, Value};
 
 use super::{
-    channel_body, decide, json_response, record_request, split_chars, split_text, sse_response, Answer, Call, Shared,
-    DEFAULT_MODEL, STREAM_CHUNK_CHARS,
+    channel_body, decide, json_response, record_request, split_chars, split_text, sse_response, Answer, Call, Exchange,
+    Shared, DEFAULT_MODEL, STREAM_CHUNK_CHARS,
 };
 
 pub(crate) async fn messages(State(s): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
@@ -31,7 +31,7 @@ pub(crate) async fn messages(State(s): State<Arc<Shared>>, uri: Uri, headers: He
     let (parsed, captured_body, header_json) = record_request(&s, &uri, &headers, &body);
 
     let req = match parsed {
-        Ok(v @ Value::Object(_)) => v,
+        Ok(v) if v.is_object() => v,
         Ok(_) => return error_response(400, "fake-model: request body is not a JSON object", None),
         Err(e) => return error_response(400, &format!("fake-model: request body is not JSON: {e}"), None),
     };
@@ -49,11 +49,7 @@ pub(crate) async fn messages(State(s): State<Arc<Shared>>, uri: Uri, headers: He
         received,
     };
     let response_json = answer.final_message().map(|(content, calls)| ctx.message(&content, &calls));
-    s.lock().exchanges.push(json!({
-        "request": captured_body,
-        "response": response_json,
-        "requestHeaders": header_json,
-    }));
+    s.lock().exchanges.push(Exchange { request: captured_body, response: response_json, request_headers: header_json });
     let request_id = format!("req_fake_{n}");
     let mut res = respond(ctx, answer).await;
     if let Ok(v) = HeaderValue::from_str(&request_id) {
@@ -224,7 +220,7 @@ fn output_tokens(content: &Option<String>, calls: &[Call]) -> u64 {
 /// Tool input as an object; scripted arguments that aren't one are sent as `{}`.
 fn tool_input(arguments: &str) -> Value {
     match serde_json::from_str::<Value>(arguments) {
-        Ok(v @ Value::Object(_)) => v,
+        Ok(v) if v.is_object() => v,
         _ => json!({}),
     }
 }

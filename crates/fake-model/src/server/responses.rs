@@ -18,14 +18,14 @@ use serde_json::{json, Map, Value};
 
 use super::{
     bad_request, channel_body, decide, json_response, now_secs, record_request, respond, split_chars, split_text,
-    sse_response, usage, Answer, Call, RespondCtx, DEFAULT_MODEL, S, STREAM_CHUNK_CHARS,
+    sse_response, usage, Answer, Call, Exchange, RespondCtx, DEFAULT_MODEL, S, STREAM_CHUNK_CHARS,
 };
 
 pub(super) async fn responses(State(s): S, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let received = tokio::time::Instant::now();
     let (parsed, captured_body, header_json) = record_request(&s, &uri, &headers, &body);
     let req = match parsed {
-        Ok(v @ Value::Object(_)) => v,
+        Ok(v) if v.is_object() => v,
         Ok(_) => return bad_request("fake-model: request body is not a JSON object"),
         Err(e) => return bad_request(&format!("fake-model: request body is not JSON: {e}")),
     };
@@ -38,11 +38,7 @@ pub(super) async fn responses(State(s): S, uri: Uri, headers: HeaderMap, body: B
     let response_json = answer
         .final_message()
         .map(|(content, calls)| response_object(&response_id, &model, &content, &calls, body.len()));
-    s.lock().exchanges.push(json!({
-        "request": captured_body,
-        "response": response_json,
-        "requestHeaders": header_json,
-    }));
+    s.lock().exchanges.push(Exchange { request: captured_body, response: response_json, request_headers: header_json });
 
     let ctx = RespondCtx {
         shared: s.clone(),
