@@ -14,9 +14,14 @@ use crate::Server;
 /// Pipes and sockets are polled on the reactor (no blocking-thread hop per read and write).
 pub async fn serve_stdio(server: Arc<Server>) {
     use crate::stdio_pipe::PolledStdio;
-    match PolledStdio::pair() {
-        Some((stdin, stdout)) => crate::connection::serve(server, stdin, stdout).await,
-        None => crate::connection::serve(server, tokio::io::stdin(), tokio::io::stdout()).await,
+    let connection = tokio::spawn(async move {
+        match PolledStdio::pair() {
+            Some((stdin, stdout)) => crate::connection::serve(server, stdin, stdout).await,
+            None => crate::connection::serve(server, tokio::io::stdin(), tokio::io::stdout()).await,
+        }
+    });
+    if let Err(e) = connection.await {
+        tracing::error!(error = %e, "the stdio connection's task failed");
     }
 }
 
