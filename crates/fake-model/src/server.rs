@@ -24,7 +24,7 @@ use crate::snapshot::{Match, Snapshot, StoredError};
 mod anthropic;
 mod capture;
 
-pub(crate) use capture::{CapturedRequest, Exchange};
+pub(crate) use capture::{CapturedRequest, Exchange, Head, RequestBody};
 pub(crate) mod github_mcp;
 
 /// Models listed by `/models` when no snapshot (or override) provides a list.
@@ -398,55 +398,52 @@ fn error_kind(status: u16) -> &'static str {
     }
 }
 
-/// Captures a model request as it arrived (a body that is not JSON is kept as text). Returns
-/// the parsed body, the captured body (the same value when it parsed) and the headers, for
-/// `/exchanges`.
-fn record_request(
-    s: &Shared,
-    uri: &Uri,
-    headers: &HeaderMap,
-    body: &Bytes,
-) -> (serde_json::Result<Arc<Value>>, Arc<Value>, Arc<Value>) {
-    let (parsed, captured_body) = match serde_json::from_slice::<Value>(body) {
-        Ok(v) => {
-            let v = Arc::new(v);
-            (Ok(v.clone()), v)
-        }
-        Err(e) => (Err(e), Arc::new(Value::String(String::from_utf8_lossy(body).into_owned()))),
-    };
+/// Captures a model request as it arrived. Returns the body (parsed when first needed) and
+/// the headers, for `/exchanges`.
+fn record_request(s: &Shared, uri: &Uri, headers: &HeaderMap, body: Bytes) -> (Arc<RequestBody>, Arc<Value>) {
+    let body = RequestBody::new(body);
     let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| uri.path().to_string());
     let header_json = Arc::new(headers_to_json(headers));
-    s.lock().requests.push(CapturedRequest { path, headers: header_json.clone(), body: captured_body.clone() });
+    s.lock().requests.push(CapturedRequest { path, headers: header_json.clone(), body: body.clone() });
     s.captured.notify_waiters();
-    (parsed, captured_body, header_json)
+    (body, header_json)
+}
+
+/// The body of a `/responses` or Anthropic request, which those handlers read whole.
+fn json_object(body: &RequestBody) -> Result<&Value, String> {
+    match body.parse() {
+        Ok(v) if v.is_object() => Ok(v),
+        Ok(_) => Err("fake-model: request body is not a JSON object".to_string()),
+        Err(e) => Err(format!("fake-model: request body is not JSON: {e}")),
+    }
 }
 
 async fn chat(State(s): S, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let received = tokio::time::Instant::now();
-    let (parsed, captured_body, header_json) = record_request(&s, &uri, &headers, &body);
-
-    let req = match parsed {
-        Ok(v) if v.is_object() => v,
-        Ok(_) => return bad_request("fake-model: request body is not a JSON object"),
-        Err(e) => return bad_request(&format!("fake-model: request body is not JSON: {e}")),
+    let (body, header_json) = record_request(&s, &uri, &headers, body);
+    let head = match Head::read(body.raw()) {
+        Ok(head) => head,
+        Err(e) => return bad_request(&e),
     };
-    let streaming = req.get("stream") == Some(&Value::Bool(true));
-    let model = req.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_string();
+    let streaming = head.stream == Some(Value::Bool(true));
+    let model = head.model.as_ref().and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_string();
 
-    let answer = decide(&s, &req);
+    let answer = decide(&s, || body.parse().map_err(str::to_string));
     let completion_id = format!("chatcmpl-{}", s.completion_counter.fetch_add(1, Ordering::SeqCst));
     let response_json = answer.final_message().map(|(content, calls)| {
         let u = usage(body.len(), &content, &calls);
         completion(&completion_id, &model, &content, &calls, u)
     });
-    s.lock().exchanges.push(Exchange { request: captured_body, response: response_json, request_headers: header_json });
+    let prompt_bytes = body.len();
+    s.lock().exchanges.push(Exchange { request: body, response: response_json, request_headers: header_json });
 
-    let ctx = RespondCtx { shared: s.clone(), completion_id, streaming, model, prompt_bytes: body.len(), received };
+    let ctx = RespondCtx { shared: s.clone(), completion_id, streaming, model, prompt_bytes, received };
     respond(ctx, answer).await
 }
 
-/// Picks the answer: the next scripted reply if any, else the loaded snapshot's.
-fn decide(s: &Shared, req: &Value) -> Answer {
+/// Picks the answer: the next scripted reply if any, else the loaded snapshot's, matched
+/// against the chat-shaped request `req` gives (asked for only then).
+fn decide<'a>(s: &Shared, req: impl FnOnce() -> Result<&'a Value, String>) -> Answer {
     let (snapshot, workdir, variants) = {
         let mut st = s.lock();
         let workdir = st.workdir.clone();
@@ -458,6 +455,10 @@ fn decide(s: &Shared, req: &Value) -> Answer {
     };
     let Some(snapshot) = snapshot else {
         return Answer::BadRequest("fake-model: no scripted reply is queued and no snapshot is loaded".to_string());
+    };
+    let req = match req() {
+        Ok(req) => req,
+        Err(e) => return Answer::BadRequest(format!("fake-model: request body is not JSON: {e}")),
     };
     let Some(messages) = req.get("messages").and_then(Value::as_array) else {
         return Answer::BadRequest("fake-model: request has no `messages` array".to_string());

@@ -22,21 +22,20 @@ use futures::future::BoxFuture;
 use serde_json::{json, Map, Value};
 
 use super::{
-    channel_body, decide, json_response, record_request, split_chars, split_text, sse_response, Answer, Call, Exchange,
-    Shared, DEFAULT_MODEL, STREAM_CHUNK_CHARS,
+    channel_body, decide, json_object, json_response, record_request, split_chars, split_text, sse_response, Answer,
+    Call, Exchange, Shared, DEFAULT_MODEL, STREAM_CHUNK_CHARS,
 };
 
 pub(crate) async fn messages(State(s): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let received = tokio::time::Instant::now();
-    let (parsed, captured_body, header_json) = record_request(&s, &uri, &headers, &body);
+    let (captured_body, header_json) = record_request(&s, &uri, &headers, body);
 
-    let req = match parsed {
-        Ok(v) if v.is_object() => v,
-        Ok(_) => return error_response(400, "fake-model: request body is not a JSON object", None),
-        Err(e) => return error_response(400, &format!("fake-model: request body is not JSON: {e}"), None),
+    let req = match json_object(&captured_body) {
+        Ok(v) => v,
+        Err(e) => return error_response(400, &e, None),
     };
-    let answer = match to_chat_request(&req) {
-        Ok(chat) => decide(&s, &chat),
+    let answer = match to_chat_request(req) {
+        Ok(chat) => decide(&s, || Ok(&chat)),
         Err(e) => Answer::BadRequest(format!("fake-model: malformed Anthropic request: {e}")),
     };
     let n = s.completion_counter.fetch_add(1, Ordering::SeqCst);
@@ -45,7 +44,7 @@ pub(crate) async fn messages(State(s): State<Arc<Shared>>, uri: Uri, headers: He
         id: format!("msg_fake_{n}"),
         streaming: req.get("stream") == Some(&Value::Bool(true)),
         model: req.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_string(),
-        input_tokens: (body.len() / 4).max(1) as u64,
+        input_tokens: (captured_body.len() / 4).max(1) as u64,
         received,
     };
     let response_json = answer.final_message().map(|(content, calls)| ctx.message(&content, &calls));

@@ -17,37 +17,30 @@ use axum::response::Response;
 use serde_json::{json, Map, Value};
 
 use super::{
-    bad_request, channel_body, decide, json_response, now_secs, record_request, respond, split_chars, split_text,
-    sse_response, usage, Answer, Call, Exchange, RespondCtx, DEFAULT_MODEL, S, STREAM_CHUNK_CHARS,
+    bad_request, channel_body, decide, json_object, json_response, now_secs, record_request, respond, split_chars,
+    split_text, sse_response, usage, Answer, Call, Exchange, RespondCtx, DEFAULT_MODEL, S, STREAM_CHUNK_CHARS,
 };
 
 pub(super) async fn responses(State(s): S, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let received = tokio::time::Instant::now();
-    let (parsed, captured_body, header_json) = record_request(&s, &uri, &headers, &body);
-    let req = match parsed {
-        Ok(v) if v.is_object() => v,
-        Ok(_) => return bad_request("fake-model: request body is not a JSON object"),
-        Err(e) => return bad_request(&format!("fake-model: request body is not JSON: {e}")),
+    let (captured_body, header_json) = record_request(&s, &uri, &headers, body);
+    let req = match json_object(&captured_body) {
+        Ok(v) => v,
+        Err(e) => return bad_request(&e),
     };
     let streaming = req.get("stream") == Some(&Value::Bool(true));
     let model = req.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_string();
 
-    let chat_shaped = json!({"model": req.get("model"), "messages": chat_messages(&req)});
-    let answer = decide(&s, &chat_shaped);
+    let chat_shaped = json!({"model": req.get("model"), "messages": chat_messages(req)});
+    let answer = decide(&s, || Ok(&chat_shaped));
     let response_id = format!("resp_{}", s.completion_counter.fetch_add(1, Ordering::SeqCst));
     let response_json = answer
         .final_message()
-        .map(|(content, calls)| response_object(&response_id, &model, &content, &calls, body.len()));
+        .map(|(content, calls)| response_object(&response_id, &model, &content, &calls, captured_body.len()));
+    let prompt_bytes = captured_body.len();
     s.lock().exchanges.push(Exchange { request: captured_body, response: response_json, request_headers: header_json });
 
-    let ctx = RespondCtx {
-        shared: s.clone(),
-        completion_id: response_id,
-        streaming,
-        model,
-        prompt_bytes: body.len(),
-        received,
-    };
+    let ctx = RespondCtx { shared: s.clone(), completion_id: response_id, streaming, model, prompt_bytes, received };
     respond_responses(ctx, answer).await
 }
 
