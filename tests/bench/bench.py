@@ -847,7 +847,7 @@ def fig_decay(env: Env, target: Target, n: int, window: int, sessions: int,
             if i in (window, n - window):
                 cpu_marks[i] = (cpu_seconds(s.pid), cpu_seconds(fake_pid))
                 ns_marks[i] = cpu_ns(s.pid)
-            if i == n - 1 or (i > 1 and i % 50 == 0):
+            if i == n - 1 or (1 < i < n - 1 and i % 50 == 0):
                 # Keep only the last request captured: its size shows how big histories got.
                 # Dropped along the way too: a fake holding a thousand growing bodies spends
                 # more CPU on its own memory than on answering, on the cores the server shares.
