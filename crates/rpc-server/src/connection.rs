@@ -219,7 +219,9 @@ impl Reader {
 async fn answer(ctx: Ctx, id: Id, call: Call, out: Outbound, named: Option<crate::follower_gate::Named>) {
     let method = ctx.method;
     let intercepted = match &named {
-        Some(named) => crate::follower_gate::intercept(&ctx, named).await,
+        // Boxed, as the handlers are (`Call::run`): only a server with several nodes gets here,
+        // and inline these futures would make every request's future several times larger.
+        Some(named) => Box::pin(crate::follower_gate::intercept(&ctx, named)).await,
         None => None,
     };
     let result = match intercepted {
@@ -233,11 +235,32 @@ async fn answer(ctx: Ctx, id: Id, call: Call, out: Outbound, named: Option<crate
         },
     };
     if let (Some(named), Ok(_)) = (&named, &result) {
-        crate::follower_gate::after_change(&ctx, &named.session_id).await;
+        Box::pin(crate::follower_gate::after_change(&ctx, &named.session_id)).await;
     }
     let frame = match result {
         Ok(json) => jsonrpc::response_frame(&id, &json),
         Err(e) => jsonrpc::error_frame(Some(&id), &e),
     };
     out.response(frame);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn future_size<F, Fut>(_: F) -> usize
+    where
+        F: FnOnce(Ctx, Id, Call, Outbound, Option<crate::follower_gate::Named>) -> Fut,
+    {
+        std::mem::size_of::<Fut>()
+    }
+
+    /// Every request's future is boxed and moved whole: it must not carry the largest
+    /// handler's state inline (see `Call::run`).
+    #[test]
+    fn a_requests_future_stays_small() {
+        let size = future_size(answer);
+        eprintln!("answer future: {size} bytes");
+        assert!(size <= 1024, "the answer future is {size} bytes");
+    }
 }

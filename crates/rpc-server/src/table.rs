@@ -133,12 +133,16 @@ macro_rules! method_table {
                 }
             }
 
-            /// Runs the handler; the result comes back as JSON text.
+            /// Runs the handler; the result comes back as JSON text. Each handler's future is
+            /// boxed at its own size: awaited inline, this future (and every request's, which
+            /// holds it) would be as large as the largest handler's, and moved whole into its
+            /// box per request.
             pub async fn run(self, ctx: &$crate::table::Ctx) -> Result<Vec<u8>, protocol::jsonrpc::RpcError> {
                 match self {
                     $(
                         Call::$variant(params) => {
-                            let result: <$m as protocol::rpc::RpcMethod>::Result = $handler(ctx, *params).await?;
+                            let result: <$m as protocol::rpc::RpcMethod>::Result =
+                                Box::pin($handler(ctx, *params)).await?;
                             $crate::table::to_json(ctx.method, &result)
                         }
                     )*
