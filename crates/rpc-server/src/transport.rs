@@ -12,6 +12,9 @@ use crate::Server;
 
 /// Serves the single stdio connection; returns when stdin closes or on `runtime.shutdown`.
 /// Pipes and sockets are polled on the reactor (no blocking-thread hop per read and write).
+/// The connection runs as a task: the caller's `block_on` thread is not one of a
+/// multi-threaded runtime's workers, and a reader left there would cross threads twice for
+/// every request.
 pub async fn serve_stdio(server: Arc<Server>) {
     use crate::stdio_pipe::PolledStdio;
     let connection = tokio::spawn(async move {
