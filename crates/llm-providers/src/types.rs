@@ -20,8 +20,9 @@ pub enum Message {
         tool_calls: Vec<ToolCall>,
         /// The provider's own reasoning items, sent back verbatim on the next call to the same
         /// provider (multi-turn reasoning needs them); another provider never sees them.
+        /// Boxed: most messages have none, and every message is as large as the largest.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        reasoning: Option<ReasoningBlocks>,
+        reasoning: Option<Box<ReasoningBlocks>>,
     },
     Tool {
         tool_call_id: String,
@@ -112,12 +113,24 @@ pub struct HistoryItem {
     wire: std::sync::OnceLock<(WireFormat, Box<str>)>,
 }
 
+// A long conversation holds one of these per message: keep them small (reasoning is boxed).
+const _: () = assert!(std::mem::size_of::<HistoryItem>() <= 96);
+
 /// The request formats a history message can be encoded in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WireFormat {
     ChatCompletions,
     Responses,
     Anthropic,
+}
+
+impl WireFormat {
+    /// Whether a body in this format is written from the joined chunks ([`History::write_wire`]).
+    /// Anthropic's merges neighbouring messages of one role, so it reads every message's own
+    /// wire form.
+    fn writes_joined_chunks(self) -> bool {
+        !matches!(self, WireFormat::Anthropic)
+    }
 }
 
 impl Clone for HistoryItem {
@@ -175,11 +188,13 @@ struct Sealed {
     items: Vec<std::sync::Arc<HistoryItem>>,
     /// The non-empty wire forms joined by `,`, in the first format the chunk was sent in.
     joined: std::sync::OnceLock<(WireFormat, Box<str>)>,
+    /// Its messages' own wire forms have been dropped ([`History::shed_sent_copies`]).
+    shed: bool,
 }
 
 impl Clone for Sealed {
     fn clone(&self) -> Self {
-        Self { items: self.items.clone(), joined: self.joined.clone() }
+        Self { items: self.items.clone(), joined: self.joined.clone(), shed: self.shed }
     }
 }
 
@@ -239,13 +254,42 @@ impl History {
         tail.push(item);
         if tail.len() == CHUNK {
             let items = std::mem::take(tail);
-            let sealed = std::sync::Arc::new(Sealed { items, joined: std::sync::OnceLock::new() });
-            std::sync::Arc::make_mut(&mut self.full).push(sealed);
+            let sealed = Sealed { items, joined: std::sync::OnceLock::new(), shed: false };
+            std::sync::Arc::make_mut(&mut self.full).push(std::sync::Arc::new(sealed));
+        }
+    }
+
+    /// Drops each message's own wire form from the full chunks that have been sent (their joined
+    /// text holds the same bytes), so that a long conversation keeps its wire bytes once, not
+    /// twice. Only what this history holds alone is changed: a chunk shared with a call in
+    /// flight or a snapshot is left for a later turn.
+    pub fn shed_sent_copies(&mut self) {
+        let Some(full) = std::sync::Arc::get_mut(&mut self.full) else { return };
+        for chunk in full.iter_mut().rev() {
+            let Some(chunk) = std::sync::Arc::get_mut(chunk) else { continue };
+            if chunk.shed {
+                continue;
+            }
+            if !chunk.joined.get().is_some_and(|(format, _)| format.writes_joined_chunks()) {
+                continue;
+            }
+            for item in &mut chunk.items {
+                if let Some(item) = std::sync::Arc::get_mut(item) {
+                    item.wire.take();
+                }
+            }
+            chunk.shed = true;
         }
     }
 
     pub fn len(&self) -> usize {
         self.full.len() * CHUNK + self.tail.len()
+    }
+
+    /// How many of the newest messages are not in a sealed chunk: each is copied separately
+    /// into a body.
+    pub fn tail_len(&self) -> usize {
+        self.tail.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -330,6 +374,7 @@ impl History {
             std::sync::Arc::make_mut(&mut self.full).get_mut(index / CHUNK).and_then(|chunk| {
                 let chunk = std::sync::Arc::make_mut(chunk);
                 chunk.joined = std::sync::OnceLock::new();
+                chunk.shed = false;
                 chunk.items.get_mut(index % CHUNK)
             })
         } else {
@@ -683,6 +728,44 @@ mod history_tests {
         assert_eq!(live.messages().next(), Some(&user("changed")));
         assert!(!live.get(0).unwrap().wire(WireFormat::ChatCompletions, encode).contains("\"a\""));
         assert!(std::sync::Arc::ptr_eq(snapshot.get(1).unwrap(), live.get(1).unwrap()));
+    }
+
+    #[test]
+    fn a_sent_chunk_sheds_its_messages_wire_forms_only_when_held_alone() {
+        let encode: fn(&Message) -> String = |m| format!("{m:?}");
+        let body = |h: &History| {
+            let mut out = Vec::new();
+            h.write_wire(&mut out, WireFormat::ChatCompletions, encode, &mut true);
+            String::from_utf8(out).unwrap()
+        };
+        let copies = |h: &History| h.items().filter(|item| item.wire.get().is_some()).count();
+        let mut live = History::default();
+        let mut expected = Vec::new();
+        for n in 0..2 * CHUNK + 10 {
+            live.push(user(&n.to_string()));
+            expected.push(encode(&user(&n.to_string())));
+            assert_eq!(body(&live), expected.join(","));
+        }
+        assert_eq!(copies(&live), live.len());
+        // A snapshot shares the chunks: nothing is dropped under it.
+        let snapshot = live.clone();
+        live.shed_sent_copies();
+        assert_eq!(copies(&live), live.len());
+        drop(snapshot);
+        live.shed_sent_copies();
+        assert_eq!(copies(&live), 10, "only the tail keeps its own wire forms");
+        assert_eq!(body(&live), expected.join(","));
+        // An edited message is encoded again, and its chunk sheds again once sent.
+        live.update(3, |m| *m = user("three"));
+        expected[3] = encode(&user("three"));
+        assert_eq!(body(&live), expected.join(","));
+        live.shed_sent_copies();
+        assert_eq!(copies(&live), 10);
+        // Sent in another format, the shed messages are encoded again, correctly.
+        let mut other = Vec::new();
+        live.write_wire(&mut other, WireFormat::Responses, |m| format!("<{m:?}>"), &mut true);
+        let wrapped: Vec<String> = live.messages().map(|m| format!("<{m:?}>")).collect();
+        assert_eq!(String::from_utf8(other).unwrap(), wrapped.join(","));
     }
 
     #[test]

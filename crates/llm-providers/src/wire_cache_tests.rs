@@ -30,7 +30,7 @@ fn turn(n: usize) -> Vec<Message> {
         Message::Assistant {
             content: (n % 2 == 0).then(|| format!("looking {n}")),
             tool_calls: calls.clone(),
-            reasoning,
+            reasoning: reasoning.map(Box::new),
         },
     ];
     for (k, call) in calls.iter().enumerate() {

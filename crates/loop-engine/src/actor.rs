@@ -582,6 +582,9 @@ impl Actor {
         }
         let msg = self.queue.pop_front()?;
         let mut conv = self.conv.take()?;
+        // Between two runs the conversation is the actor's alone: the one moment sent chunks
+        // can drop their messages' duplicate wire forms.
+        conv.history.shed_sent_copies();
         self.last_history = conv.history.clone();
         let ctx = RunCtx::new(self.handle.clone(), self.deps.clone(), batch.cancel.clone());
         let ctx = match self.selected_agent_servers(&ctx) {

@@ -108,7 +108,7 @@ pub fn replay(events: &[Event]) -> Restored {
 /// with only tool calls carries `null` content.
 pub fn assistant_message(content: String, tool_calls: Vec<ToolCall>, reasoning: Option<ReasoningBlocks>) -> Message {
     let content = if content.is_empty() && !tool_calls.is_empty() { None } else { Some(content) };
-    Message::Assistant { content, tool_calls, reasoning }
+    Message::Assistant { content, tool_calls, reasoning: reasoning.map(Box::new) }
 }
 
 /// The text the model saw for a completed tool call, as recorded in the event.

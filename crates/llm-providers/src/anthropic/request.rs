@@ -518,10 +518,10 @@ mod tests {
         let with = |provider: &str| Message::Assistant {
             content: Some("answer".into()),
             tool_calls: vec![ToolCall { id: "t1".into(), name: "bash".into(), arguments: "{}".into() }],
-            reasoning: Some(ReasoningBlocks {
+            reasoning: Some(Box::new(ReasoningBlocks {
                 provider: provider.into(),
                 blocks: vec![thinking.clone(), redacted.clone()],
-            }),
+            })),
         };
         let m = messages(vec![user("q"), with("anthropic"), tool("t1", "ok")]);
         assert_eq!(

@@ -265,7 +265,7 @@ mod tests {
                     ToolCall { id: "call_1".into(), name: "view".into(), arguments: "{\"path\":\"a\"}".into() },
                     ToolCall { id: "call_2".into(), name: "grep".into(), arguments: "{}".into() },
                 ],
-                reasoning: Some(blocks),
+                reasoning: Some(Box::new(blocks)),
             },
             Message::Tool { tool_call_id: "call_1".into(), content: ToolContent::Text("ok".into()) },
             Message::Tool { tool_call_id: "call_2".into(), content: ToolContent::Text("none".into()) },
@@ -295,8 +295,11 @@ mod tests {
             provider: "anthropic".into(),
             blocks: vec![json!({"type": "thinking", "thinking": "x", "signature": "s", "encrypted_content": "e"})],
         };
-        let items =
-            input_items(&Message::Assistant { content: Some("a".into()), tool_calls: vec![], reasoning: Some(blocks) });
+        let items = input_items(&Message::Assistant {
+            content: Some("a".into()),
+            tool_calls: vec![],
+            reasoning: Some(Box::new(blocks)),
+        });
         assert_eq!(items.len(), 1);
         assert_eq!(items[0]["role"], "assistant");
     }

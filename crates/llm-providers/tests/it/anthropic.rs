@@ -222,7 +222,7 @@ async fn tool_round_trip_sends_tool_use_results_and_thinking_back() {
     req.history.push(Message::Assistant {
         content: Some(reply.content.clone()),
         tool_calls: reply.tool_calls.clone(),
-        reasoning: reply.reasoning_blocks.clone(),
+        reasoning: reply.reasoning_blocks.clone().map(Box::new),
     });
     req.history.push(Message::Tool { tool_call_id: "toolu_01".into(), content: ToolContent::Text("hi".into()) });
     req.history.push(Message::Tool { tool_call_id: "toolu_02".into(), content: ToolContent::Text("no shells".into()) });

@@ -270,7 +270,7 @@ async fn a_tool_round_trip_sends_the_calls_their_outputs_and_the_encrypted_reaso
     req.history.push(Message::Assistant {
         content: None,
         tool_calls: reply.tool_calls.clone(),
-        reasoning: reply.reasoning_blocks.clone(),
+        reasoning: reply.reasoning_blocks.clone().map(Box::new),
     });
     for (call, output) in reply.tool_calls.iter().zip(["a.txt\nb.txt", "contents"]) {
         req.history.push(Message::Tool { tool_call_id: call.id.clone(), content: ToolContent::Text(output.into()) });

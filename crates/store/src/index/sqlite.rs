@@ -73,7 +73,19 @@ async fn connect(path: &std::path::Path) -> Result<SqlitePool, StoreError> {
         // the index is rebuildable anyway.
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(Duration::from_secs(5));
-    let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options).await?;
+    let pool = SqlitePoolOptions::new().max_connections(max_connections()).connect_with(options).await?;
     super::SQLITE_MIGRATOR.run(&pool).await?;
     Ok(pool)
+}
+
+/// Connections (each with its own thread) a pool may open. On a single-threaded runtime (a `-p`
+/// run) one: a connection goes back to the pool through a task that has not run yet when the
+/// next query asks, so the pool would open a second connection (a thread, three file opens, a
+/// read of the WAL) for a query that needed to wait only until that task ran.
+fn max_connections() -> u32 {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::CurrentThread) => 1,
+        _ => 4,
+    }
 }
