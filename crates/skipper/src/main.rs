@@ -188,7 +188,8 @@ struct EngineOptions {
     /// `skipper serve`: file tools reach only inside these workspaces.
     confine_to: Option<Vec<PathBuf>>,
     /// `skipper serve`: the index and event store it opened (PostgreSQL, or SQLite and files);
-    /// `None`: the SQLite index and log files under `home`.
+    /// `-p`: the write-behind index and log files under `home`; `None`: the SQLite index and
+    /// log files under `home`.
     store: Option<serve::Storage>,
 }
 
@@ -321,6 +322,16 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
         Some(c) => PathBuf::from(c),
         None => std::env::current_dir().context("reading the current directory")?,
     };
+    // A `-p` run opens the index in the background and writes it behind (see
+    // `SessionIndex::open_write_behind`): nothing in the run reads it.
+    let store = cli.prompt.is_some().then(|| {
+        let layout = store::Layout::new(&home);
+        serve::Storage {
+            index: store::SessionIndex::open_write_behind(layout.db_path()),
+            events: store::EventStore::Files(layout),
+            cluster: None,
+        }
+    });
     let setup = build_engine(
         EngineOptions {
             home,
@@ -331,7 +342,7 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
             allow_all_tools: cli.allow_all_tools || cli.allow_all || cli.yolo,
             metrics: None,
             confine_to: None,
-            store: None,
+            store,
         },
         &env,
     )

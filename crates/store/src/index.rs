@@ -23,6 +23,8 @@ mod rebuild;
 mod sqlite;
 mod touches;
 
+use touches::RowWrite;
+
 pub use rebuild::row_from_events;
 
 static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
@@ -111,8 +113,10 @@ pub struct ListFilter {
 #[derive(Debug, Clone)]
 pub struct SessionIndex {
     pub(crate) pool: Pool,
-    /// Modification times not yet written (`touch_later`).
+    /// Modification times (and a write-behind index's row writes) not yet written.
     touches: std::sync::Arc<touches::Touches>,
+    /// `upsert` and `mark_user_message` are queued, not awaited ([`Self::open_write_behind`]).
+    write_behind: bool,
 }
 
 const COLUMNS: &str = "id, cwd, git_root, repository, branch, model, title, summary, \
@@ -123,7 +127,25 @@ impl SessionIndex {
     /// file deleted later is created again on next use (see `sqlite`).
     pub async fn open(db_path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let db = sqlite::SqliteDb::open(db_path.as_ref().to_path_buf()).await?;
-        Ok(Self { pool: Pool::Sqlite(db), touches: Default::default() })
+        Ok(Self { pool: Pool::Sqlite(db), touches: Default::default(), write_behind: false })
+    }
+
+    /// The index for one short run in this process (`-p`), at `db_path`: the database opens in
+    /// the background, and `upsert` and `mark_user_message` are queued instead of awaited. They
+    /// reach the database in order within milliseconds, before any later query of this index
+    /// runs, and all of them by [`Self::flush`]. The run's path then waits for neither the
+    /// opening (a thread, three files, the WAL's recovery, the migrations' check) nor a round
+    /// trip per write. A write that fails is logged, as a touch is; the index is a cache of the
+    /// logs. Must be called within a Tokio runtime.
+    pub fn open_write_behind(db_path: impl AsRef<Path>) -> Self {
+        let db = sqlite::SqliteDb::lazy(db_path.as_ref().to_path_buf());
+        let opening = db.clone();
+        tokio::spawn(async move {
+            if let Err(e) = opening.live().await {
+                tracing::warn!(error = %e, "session index: opening failed");
+            }
+        });
+        Self { pool: Pool::Sqlite(db), touches: Default::default(), write_behind: true }
     }
 
     /// A private in-memory index (tests, or running without a writable home).
@@ -142,7 +164,11 @@ impl SessionIndex {
 
     async fn migrated(pool: SqlitePool) -> Result<Self, StoreError> {
         SQLITE_MIGRATOR.run(&pool).await?;
-        Ok(Self { pool: Pool::Sqlite(sqlite::SqliteDb::wrap(None, pool)), touches: Default::default() })
+        Ok(Self {
+            pool: Pool::Sqlite(sqlite::SqliteDb::wrap(None, pool)),
+            touches: Default::default(),
+            write_behind: false,
+        })
     }
 
     /// Connects to PostgreSQL (`postgres://…`) and applies pending migrations. A database that
@@ -150,7 +176,7 @@ impl SessionIndex {
     pub async fn connect_postgres(url: &str) -> Result<Self, StoreError> {
         let pool = PgPoolOptions::new().max_connections(8).acquire_timeout(Duration::from_secs(5)).connect(url).await?;
         POSTGRES_MIGRATOR.run(&pool).await?;
-        Ok(Self { pool: Pool::Postgres(pool), touches: Default::default() })
+        Ok(Self { pool: Pool::Postgres(pool), touches: Default::default(), write_behind: false })
     }
 
     /// The PostgreSQL pool, when the index lives there (the event log and leases share it).
@@ -187,6 +213,10 @@ impl SessionIndex {
     /// Inserts or replaces a row. `has_user_message` never goes back from true to false: a
     /// session that has been listed stays listed.
     pub async fn upsert(&self, row: &SessionRow) -> Result<(), StoreError> {
+        if self.write_behind {
+            self.write_later(RowWrite::Upsert(row.clone()));
+            return Ok(());
+        }
         let text = upsert_sql();
         on_pool!(self, &text, |pool, sql| bind_row(sqlx::query(&sql), row).execute(pool).await?.rows_affected());
         Ok(())
@@ -204,14 +234,14 @@ impl SessionIndex {
     }
 
     /// Records the first (or a further) user message: the session becomes listed, and the
-    /// first one also sets title and summary. Returns whether the session exists.
+    /// first one also sets title and summary. Returns whether the session exists (always true
+    /// on a write-behind index, which does not wait to know).
     pub async fn mark_user_message(&self, id: &str, title: &str) -> Result<bool, StoreError> {
-        // Right-hand sides see the old row, so both CASEs test the title from before.
-        let text = "UPDATE sessions SET has_user_message = TRUE, \
-                 title = CASE WHEN title IS NULL THEN ?1 ELSE title END, \
-                 summary = CASE WHEN title IS NULL THEN ?1 ELSE summary END \
-             WHERE id = ?2";
-        let done = on_pool!(self, text, |pool, sql| sqlx::query(&sql)
+        if self.write_behind {
+            self.write_later(RowWrite::MarkUserMessage { id: id.to_string(), title: title.to_string() });
+            return Ok(true);
+        }
+        let done = on_pool!(self, MARK_USER_MESSAGE_SQL, |pool, sql| sqlx::query(&sql)
             .bind(title)
             .bind(id)
             .execute(pool)
@@ -297,6 +327,12 @@ impl SessionIndex {
         Ok(rows.len())
     }
 }
+
+// Right-hand sides see the old row, so both CASEs test the title from before.
+const MARK_USER_MESSAGE_SQL: &str = "UPDATE sessions SET has_user_message = TRUE, \
+     title = CASE WHEN title IS NULL THEN ?1 ELSE title END, \
+     summary = CASE WHEN title IS NULL THEN ?1 ELSE summary END \
+     WHERE id = ?2";
 
 fn upsert_sql() -> String {
     format!(

@@ -19,8 +19,9 @@ use crate::StoreError;
 pub(crate) struct SqliteDb {
     /// `None` for an in-memory database, which cannot disappear.
     path: Option<PathBuf>,
-    pool: Arc<RwLock<SqlitePool>>,
-    /// One reopening at a time.
+    /// `None` until a lazily opened database is first used.
+    pool: Arc<RwLock<Option<SqlitePool>>>,
+    /// One opening at a time.
     reopening: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -30,33 +31,50 @@ impl SqliteDb {
         Ok(Self::wrap(Some(path), pool))
     }
 
-    pub(crate) fn wrap(path: Option<PathBuf>, pool: SqlitePool) -> Self {
-        Self { path, pool: Arc::new(RwLock::new(pool)), reopening: Arc::new(tokio::sync::Mutex::new(())) }
+    /// A database opened by its first use (see [`SqliteDb::live`]).
+    pub(crate) fn lazy(path: PathBuf) -> Self {
+        Self { path: Some(path), pool: Default::default(), reopening: Default::default() }
     }
 
-    fn current(&self) -> SqlitePool {
+    pub(crate) fn wrap(path: Option<PathBuf>, pool: SqlitePool) -> Self {
+        Self { path, pool: Arc::new(RwLock::new(Some(pool))), reopening: Default::default() }
+    }
+
+    fn current(&self) -> Option<SqlitePool> {
         self.pool.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// The pool to use now; recreates the database file first if it was deleted.
+    /// The pool to use now: opens a lazy database, and recreates the file first if it was
+    /// deleted.
     pub(crate) async fn live(&self) -> Result<SqlitePool, StoreError> {
-        let Some(path) = self.path.as_ref().filter(|p| !p.exists()) else {
-            return Ok(self.current());
-        };
-        let _one = self.reopening.lock().await;
-        if path.exists() {
-            return Ok(self.current()); // another caller reopened it meanwhile
+        let usable = |pool: Option<SqlitePool>| pool.filter(|_| self.path.as_ref().is_none_or(|p| p.exists()));
+        if let Some(pool) = usable(self.current()) {
+            return Ok(pool);
         }
-        tracing::warn!(path = %path.display(), "the session index file was deleted; creating it again");
+        let _one = self.reopening.lock().await;
+        let current = self.current();
+        if let Some(pool) = usable(current.clone()) {
+            return Ok(pool); // another caller opened it meanwhile
+        }
+        let Some(path) = self.path.as_ref() else {
+            return Err(StoreError::Unsupported("an in-memory index without its connection"));
+        };
+        if current.is_some() {
+            tracing::warn!(path = %path.display(), "the session index file was deleted; creating it again");
+        }
         let fresh = connect(path).await?;
-        let old = std::mem::replace(&mut *self.pool.write().unwrap_or_else(|e| e.into_inner()), fresh.clone());
+        let old = std::mem::replace(&mut *self.pool.write().unwrap_or_else(|e| e.into_inner()), Some(fresh.clone()));
         // In-flight queries on the old pool finish on the unlinked file.
-        tokio::spawn(async move { old.close().await });
+        if let Some(old) = old {
+            tokio::spawn(async move { old.close().await });
+        }
         Ok(fresh)
     }
 
     pub(crate) async fn close(&self) {
-        self.current().close().await;
+        if let Some(pool) = self.current() {
+            pool.close().await;
+        }
     }
 }
 

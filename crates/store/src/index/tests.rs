@@ -125,6 +125,40 @@ async fn an_index_left_open_at_exit_keeps_its_wal_and_the_next_open_sees_every_r
 }
 
 #[tokio::test]
+async fn a_write_behind_index_keeps_its_writes_in_order_for_readers_and_flushes_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::new(dir.path().join("home"));
+    let index = SessionIndex::open_write_behind(layout.db_path());
+    index.upsert(&row("s", "2026-01-01T00:00:01.000Z", false)).await.unwrap();
+    assert!(index.mark_user_message("s", "fix the build").await.unwrap());
+    index.touch_later("s", "2026-01-01T00:00:05.000Z");
+    // A reader of this index waits for what was queued before it, in order.
+    let got = index.get("s").await.unwrap().expect("the queued row is there");
+    assert!(got.has_user_message);
+    assert_eq!((got.title.as_deref(), got.updated_at.as_str()), (Some("fix the build"), "2026-01-01T00:00:05.000Z"));
+    // Queued after that read, written by the flush: another process sees them.
+    index.upsert(&row("t", "2026-01-01T00:00:06.000Z", false)).await.unwrap();
+    index.mark_user_message("t", "second").await.unwrap();
+    index.flush().await.unwrap();
+    index.leave_open_at_exit();
+    let other = SessionIndex::open(layout.db_path()).await.unwrap();
+    assert_eq!(ids(&other.list(&ListFilter::default()).await.unwrap()), ["t", "s"]);
+    other.close().await;
+}
+
+#[tokio::test]
+async fn a_write_behind_index_that_cannot_open_fails_its_flush_not_its_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    // The home's parent is a file: the database cannot be created.
+    std::fs::write(dir.path().join("file"), "x").unwrap();
+    let layout = Layout::new(dir.path().join("file").join("home"));
+    let index = SessionIndex::open_write_behind(layout.db_path());
+    index.upsert(&row("s", "2026-01-01T00:00:01.000Z", false)).await.unwrap();
+    assert!(index.flush().await.is_err());
+    assert!(index.get("s").await.is_err());
+}
+
+#[tokio::test]
 async fn a_deleted_home_is_recreated_and_the_index_carries_on() {
     let dir = tempfile::tempdir().unwrap();
     let layout = Layout::new(dir.path().join("home"));

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{Pool, SessionIndex};
+use super::{Pool, SessionIndex, SessionRow};
 use crate::StoreError;
 
 /// How long touches gather before they are written.
@@ -18,10 +18,20 @@ const DELAY: Duration = Duration::from_millis(20);
 
 const TOUCH_SQL: &str = "UPDATE sessions SET updated_at = ?1 WHERE id = ?2";
 
+/// A row write a write-behind index queued instead of waiting for it
+/// ([`SessionIndex::open_write_behind`]).
+#[derive(Debug)]
+pub(crate) enum RowWrite {
+    Upsert(SessionRow),
+    MarkUserMessage { id: String, title: String },
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Touches {
     /// Session id → latest `updated_at` not yet written.
     pending: Mutex<HashMap<String, String>>,
+    /// Row writes not yet made, in order; written before the touches.
+    rows: Mutex<Vec<RowWrite>>,
     /// Held while pending touches are written: a query waits for a write under way.
     writing: tokio::sync::Mutex<()>,
     wake: tokio::sync::Notify,
@@ -32,6 +42,10 @@ impl Touches {
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    fn rows(&self) -> std::sync::MutexGuard<'_, Vec<RowWrite>> {
+        self.rows.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl SessionIndex {
@@ -39,6 +53,16 @@ impl SessionIndex {
     /// the process) sees it, and it reaches the database within a few milliseconds.
     pub fn touch_later(&self, id: &str, updated_at: &str) {
         self.touches.pending().insert(id.to_string(), updated_at.to_string());
+        self.wake_writer();
+    }
+
+    /// Queues a row write of a write-behind index.
+    pub(crate) fn write_later(&self, write: RowWrite) {
+        self.touches.rows().push(write);
+        self.wake_writer();
+    }
+
+    fn wake_writer(&self) {
         if !self.touches.writer_started.swap(true, std::sync::atomic::Ordering::AcqRel) {
             match tokio::runtime::Handle::try_current() {
                 Ok(rt) => {
@@ -56,11 +80,13 @@ impl SessionIndex {
         self.write_touches().await
     }
 
-    /// Writes the touches recorded so far (one transaction). Every query calls it first.
+    /// Writes the row writes and touches recorded so far (one transaction). Every query calls
+    /// it first.
     pub(crate) async fn write_touches(&self) -> Result<(), StoreError> {
         let _writing = self.touches.writing.lock().await;
+        let rows = std::mem::take(&mut *self.touches.rows());
         let batch = std::mem::take(&mut *self.touches.pending());
-        if batch.is_empty() {
+        if batch.is_empty() && rows.is_empty() {
             return Ok(());
         }
         let sql = self.pool.sql(TOUCH_SQL);
@@ -68,6 +94,14 @@ impl SessionIndex {
             Pool::Sqlite(db) => {
                 let pool = db.live().await?;
                 let mut tx = pool.begin().await?;
+                for write in &rows {
+                    match write {
+                        RowWrite::Upsert(row) => super::upsert_on(&mut *tx, row).await?,
+                        RowWrite::MarkUserMessage { id, title } => {
+                            sqlx::query(super::MARK_USER_MESSAGE_SQL).bind(title).bind(id).execute(&mut *tx).await?;
+                        }
+                    }
+                }
                 for (id, at) in &batch {
                     sqlx::query(&sql).bind(at).bind(id).execute(&mut *tx).await?;
                 }
@@ -90,7 +124,10 @@ async fn writer(index: SessionIndex) {
     let touches: Arc<Touches> = index.touches.clone();
     loop {
         touches.wake.notified().await;
-        tokio::time::sleep(DELAY).await;
+        // Queued rows go at once: a short run may end before the delay would. Touches gather.
+        if touches.rows().is_empty() {
+            tokio::time::sleep(DELAY).await;
+        }
         if let Err(e) = index.write_touches().await {
             tracing::warn!(error = %e, "session index: writing modification times failed");
         }
