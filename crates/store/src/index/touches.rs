@@ -5,6 +5,9 @@
 //! query writes what is pending first, so a reader in this process always sees the latest
 //! touch. A process killed in between loses at most that window's times: the index is a
 //! cache of the logs (`rebuild_from_logs`).
+//!
+//! A write-behind index ([`SessionIndex::open_write_behind`], a `-p` run) queues its row writes
+//! here too: they go first, in order, in the same transaction, and without the delay.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -129,7 +132,7 @@ async fn writer(index: SessionIndex) {
             tokio::time::sleep(DELAY).await;
         }
         if let Err(e) = index.write_touches().await {
-            tracing::warn!(error = %e, "session index: writing modification times failed");
+            tracing::warn!(error = %e, "session index: writing queued rows and modification times failed");
         }
     }
 }
