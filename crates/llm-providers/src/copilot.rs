@@ -235,9 +235,16 @@ impl CopilotClient {
         if let Some(api) = known(self) {
             return api;
         }
+        self.read_catalogue_once(cancel).await;
+        known(self).unwrap_or(Api::ChatCompletions)
+    }
+
+    /// The first catalogue read, once for all callers (a model call's, or the warm-up's).
+    async fn read_catalogue_once(&self, cancel: &CancellationToken) {
+        let read = || self.catalog_endpoints.read().unwrap_or_else(|e| e.into_inner()).is_some();
         self.first_catalogue_read
             .get_or_init(|| async {
-                if known(self).is_some() {
+                if read() {
                     return; // a model list read it meanwhile
                 }
                 match self.fetch_catalogue(cancel).await {
@@ -251,7 +258,6 @@ impl CopilotClient {
                 }
             })
             .await;
-        known(self).unwrap_or(Api::ChatCompletions)
     }
 
     fn token(&self) -> Result<String, ProviderError> {
@@ -315,6 +321,10 @@ impl ModelClient for CopilotClient {
             Ok(models)
         })
         .await
+    }
+
+    async fn warm_up(&self) {
+        self.read_catalogue_once(&CancellationToken::new()).await;
     }
 
     async fn endpoint(&self) -> Result<Option<crate::Endpoint>, ProviderError> {

@@ -48,6 +48,11 @@ pub trait ModelClient: Send + Sync {
         cancel: CancellationToken,
     ) -> Result<ChatResponse, ProviderError>;
 
+    /// Fetches ahead what the first call needs before it can be sent (the Copilot API client
+    /// reads the model catalogue to choose the wire API), so that it overlaps the caller's own
+    /// start. A failure is left for the call to meet.
+    async fn warm_up(&self) {}
+
     /// Where calls go and with which credentials, for a caller that wants to talk to the same
     /// backend itself (`session.provider.getEndpoint`). `None`: nothing to tell.
     async fn endpoint(&self) -> Result<Option<Endpoint>, ProviderError> {

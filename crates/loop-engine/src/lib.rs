@@ -465,6 +465,13 @@ impl Engine {
         }
     }
 
+    /// Starts what the default model client's first call needs before it can be sent (see
+    /// `ModelClient::warm_up`), for a caller about to create a session and send to it at once.
+    pub fn warm_up_model(&self) {
+        let model = self.deps.model.clone();
+        tokio::spawn(async move { model.warm_up().await });
+    }
+
     /// Before the process exits with everything written: the index stays open to the end, so
     /// its WAL is not deleted and made again by the next process (see
     /// `SessionIndex::leave_open_at_exit`).

@@ -90,8 +90,15 @@ fn main() -> anyhow::Result<()> {
     let env: HashMap<String, String> = std::env::vars().collect();
     init_logging(&cli);
     let runtime = runtime_for(&cli, &env).context("starting the runtime")?;
+    let one_run = cli.prompt.is_some();
     let code = runtime.block_on(run(cli, env))?;
-    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    if one_run {
+        // Everything is written (the runner waited for it). The blocking pool's idle threads
+        // need not be joined before the process ends.
+        runtime.shutdown_background();
+    } else {
+        runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    }
     std::process::exit(code);
 }
 
@@ -324,14 +331,18 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
     };
     // A `-p` run opens the index in the background and writes it behind (see
     // `SessionIndex::open_write_behind`): nothing in the run reads it.
-    let store = cli.prompt.is_some().then(|| {
-        let layout = store::Layout::new(&home);
-        serve::Storage {
-            index: store::SessionIndex::open_write_behind(layout.db_path()),
-            events: store::EventStore::Files(layout),
-            cluster: None,
+    let store = match cli.prompt {
+        Some(_) => {
+            let layout = store::Layout::new(&home);
+            Some(serve::Storage {
+                index: store::SessionIndex::open_write_behind(layout.db_path())
+                    .context("starting the session index")?,
+                events: store::EventStore::Files(layout),
+                cluster: None,
+            })
         }
-    });
+        None => None,
+    };
     let setup = build_engine(
         EngineOptions {
             home,

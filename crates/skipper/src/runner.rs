@@ -33,6 +33,10 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
         request_permission: Some(false),
         ..Default::default()
     };
+    // The catalogue read the first model call waits for goes out while the session is made;
+    // the yield lets it start (its connection) before that.
+    engine.warm_up_model();
+    tokio::task::yield_now().await;
     let session = engine.create(&params, Some(Arc::new(Forward(tx)))).await?;
     let task = QueuedMessage {
         message_id: uuid::Uuid::new_v4().to_string(),

@@ -62,11 +62,12 @@ pub(crate) fn render_index(rows: &[Checkpoint]) -> String {
 }
 
 impl Layout {
-    /// The session's checkpoints, oldest first; none when it has no `index.md`.
+    /// The session's checkpoints, oldest first; none when it has no `index.md`. The index is a
+    /// line per checkpoint, read in place (see `files`).
     pub async fn list_checkpoints(&self, id: &str) -> Result<Vec<Checkpoint>, StoreError> {
         Self::check_id(id)?;
         let path = self.checkpoints_dir(id).join("index.md");
-        match tokio::fs::read_to_string(&path).await {
+        match std::fs::read_to_string(&path) {
             Ok(text) => Ok(parse_index(&text)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
             Err(e) => Err(io_err(&path)(e)),

@@ -136,16 +136,24 @@ impl SessionIndex {
     /// runs, and all of them by [`Self::flush`]. The run's path then waits for neither the
     /// opening (a thread, three files, the WAL's recovery, the migrations' check) nor a round
     /// trip per write. A write that fails is logged, as a touch is; the index is a cache of the
-    /// logs. Must be called within a Tokio runtime.
-    pub fn open_write_behind(db_path: impl AsRef<Path>) -> Self {
+    /// logs.
+    ///
+    /// The opening and the queued writes run on a thread of their own (a single-threaded
+    /// runtime, for the life of the process): each of their queries is a round trip to
+    /// SQLite's worker thread, and on the run's own runtime (one thread, busy with the session)
+    /// every round trip waited for it to come back to its event loop. The run's final flush
+    /// found most of them still to do.
+    pub fn open_write_behind(db_path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let db = sqlite::SqliteDb::lazy(db_path.as_ref().to_path_buf());
+        let background = touches::background_runtime()?;
         let opening = db.clone();
-        tokio::spawn(async move {
+        background.spawn(async move {
             if let Err(e) = opening.live().await {
                 tracing::warn!(error = %e, "session index: opening failed");
             }
         });
-        Self { pool: Pool::Sqlite(db), touches: Default::default(), write_behind: true }
+        let touches = std::sync::Arc::new(touches::Touches::on(background));
+        Ok(Self { pool: Pool::Sqlite(db), touches, write_behind: true })
     }
 
     /// A private in-memory index (tests, or running without a writable home).

@@ -19,6 +19,9 @@ pub const MAX_VIEW_BYTES: u64 = 10 * 1024 * 1024;
 /// ripgrep do too).
 const BINARY_SNIFF_BYTES: usize = 8000;
 
+/// Files up to this size are read on the calling thread (tens of microseconds at most).
+const READ_IN_PLACE_BYTES: u64 = 256 * 1024;
+
 pub struct ViewTool;
 
 /// The model-visible text for a path that does not exist (shared with the other file tools).
@@ -66,8 +69,9 @@ impl Tool for ViewTool {
         let shown = path.display().to_string();
 
         // `metadata` follows symlinks: a link to a file is viewed as that file, a dangling
-        // link does not exist.
-        let meta = match tokio::fs::metadata(&path).await {
+        // link does not exist. One `stat`, made in place: the blocking pool's hand-off costs
+        // more, and on a `-p` run's single thread the first one waits for a thread to start.
+        let meta = match std::fs::metadata(&path) {
             Ok(m) => m,
             Err(e) if e.kind() == ErrorKind::NotFound => return missing_path_output(&shown),
             Err(e) => return ToolOutput::fail(format!("Cannot access {shown}: {e}")),
@@ -91,7 +95,14 @@ impl Tool for ViewTool {
             ));
         }
 
-        let bytes = match tokio::fs::read(&path).await {
+        // A small regular file is read in place too (see `metadata` above); a large one, or
+        // anything that may block (a FIFO, a device), on the blocking pool.
+        let read = if meta.is_file() && meta.len() <= READ_IN_PLACE_BYTES {
+            std::fs::read(&path)
+        } else {
+            tokio::fs::read(&path).await
+        };
+        let bytes = match read {
             Ok(b) => b,
             Err(e) => return ToolOutput::fail(format!("Failed to read file {shown}: {e}")),
         };

@@ -437,6 +437,20 @@ async fn base_url_is_discovered_from_the_account() {
 }
 
 #[tokio::test]
+async fn a_warm_up_reads_the_catalogue_the_first_call_then_goes_by() {
+    let fake = Fake::start().await;
+    fake.script("/models", [Reply::json(200, json!({"data": [{"id": "test-model"}]}))]);
+    fake.script(CHAT, [Reply::sse(&[text(0, "hi"), finish(0, "stop")])]);
+    let client = fake.client();
+    client.warm_up().await;
+    assert_eq!(fake.requests_to("/models").len(), 1, "the warm-up read the catalogue");
+    let (tx, _rx) = unbounded_channel();
+    let resp = client.chat(request(true), tx, CancellationToken::new()).await.expect("reply");
+    assert_eq!(resp.replies[0].content, "hi");
+    assert_eq!(fake.requests_to("/models").len(), 1, "the call did not read it again");
+}
+
+#[tokio::test]
 async fn bad_credentials_on_account_lookup() {
     let fake = Fake::start().await;
     fake.script("/copilot_internal/user", [Reply::json(401, json!({"message": "Bad credentials"}))]);

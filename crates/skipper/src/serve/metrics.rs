@@ -127,6 +127,10 @@ impl ModelClient for MeteredModel {
         self.inner.list_models().await
     }
 
+    async fn warm_up(&self) {
+        self.inner.warm_up().await
+    }
+
     async fn chat(
         &self,
         req: ChatRequest,

@@ -120,6 +120,28 @@ async fn silent_prints_only_the_final_answer_on_stdout() {
     assert!(stderr.contains("● bash"), "progress goes to stderr: {stderr}");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn every_run_is_in_the_session_index_when_it_exits() {
+    let fake = FakeModel::start().await.unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    for prompt in ["first task", "second task"] {
+        fake.push_reply(Reply::text("done"));
+        let (url, h, w) = (fake.url(), home.path().to_path_buf(), work.path().to_path_buf());
+        let out = tokio::task::spawn_blocking(move || run_skipper(&url, &h, &w, &["-p", prompt])).await.unwrap();
+        assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // Another process opening the index sees both, listed and titled by their prompts.
+    let layout = store::Layout::new(home.path().join(".copilot"));
+    let index = store::SessionIndex::open(layout.db_path()).await.unwrap();
+    let listed = index.list(&store::ListFilter::default()).await.unwrap();
+    let titles: Vec<_> = listed.iter().map(|r| r.title.as_deref().unwrap_or_default()).collect();
+    assert_eq!(titles, ["second task", "first task"]);
+    let cwd = work.path().canonicalize().unwrap();
+    assert!(listed.iter().all(|r| r.has_user_message && Path::new(&r.cwd) == cwd), "{listed:?}");
+    index.close().await;
+}
+
 #[test]
 fn an_unknown_option_is_a_usage_error_on_stderr() {
     let home = tempfile::tempdir().unwrap();

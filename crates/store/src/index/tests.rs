@@ -128,7 +128,7 @@ async fn an_index_left_open_at_exit_keeps_its_wal_and_the_next_open_sees_every_r
 async fn a_write_behind_index_keeps_its_writes_in_order_for_readers_and_flushes_them_all() {
     let dir = tempfile::tempdir().unwrap();
     let layout = Layout::new(dir.path().join("home"));
-    let index = SessionIndex::open_write_behind(layout.db_path());
+    let index = SessionIndex::open_write_behind(layout.db_path()).unwrap();
     index.upsert(&row("s", "2026-01-01T00:00:01.000Z", false)).await.unwrap();
     assert!(index.mark_user_message("s", "fix the build").await.unwrap());
     index.touch_later("s", "2026-01-01T00:00:05.000Z");
@@ -146,13 +146,61 @@ async fn a_write_behind_index_keeps_its_writes_in_order_for_readers_and_flushes_
     other.close().await;
 }
 
+#[test]
+fn a_write_behind_index_flushed_by_a_runtime_that_then_ends_keeps_its_wal() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::new(dir.path().join("home"));
+    let wal = layout.db_path().with_file_name("skipper-index.db-wal");
+    // As in a `-p` run: a single-threaded runtime flushes, then shuts down.
+    let run = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    run.block_on(async {
+        let index = SessionIndex::open_write_behind(layout.db_path()).unwrap();
+        index.upsert(&row("s", "2026-01-01T00:00:01.000Z", false)).await.unwrap();
+        index.mark_user_message("s", "task").await.unwrap();
+        index.touch_later("s", "2026-01-01T00:00:03.000Z");
+        index.flush().await.unwrap();
+        index.leave_open_at_exit();
+    });
+    run.shutdown_background();
+    // A connection dropped with the ended runtime's tasks would be closed: the WAL checkpointed
+    // and deleted.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(wal.is_file(), "the WAL was deleted");
+    let check = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    check.block_on(async {
+        let other = SessionIndex::open(layout.db_path()).await.unwrap();
+        let got = other.get("s").await.unwrap().expect("the row is there");
+        assert_eq!((got.title.as_deref(), got.updated_at.as_str()), (Some("task"), "2026-01-01T00:00:03.000Z"));
+        other.close().await;
+    });
+}
+
+#[tokio::test]
+async fn a_write_behind_index_keeps_what_it_could_not_write_until_it_can() {
+    let dir = tempfile::tempdir().unwrap();
+    // The home's parent is a file for a while: the database cannot be created.
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    let layout = Layout::new(blocker.join("home"));
+    let index = SessionIndex::open_write_behind(layout.db_path()).unwrap();
+    index.upsert(&row("s", "2026-01-01T00:00:01.000Z", false)).await.unwrap();
+    index.mark_user_message("s", "kept").await.unwrap();
+    assert!(index.flush().await.is_err());
+    assert!(index.flush().await.is_err(), "the failed writes are still queued");
+    std::fs::remove_file(&blocker).unwrap();
+    index.flush().await.unwrap();
+    let got = index.get("s").await.unwrap().expect("the queued row was written");
+    assert!(got.has_user_message);
+    assert_eq!(got.title.as_deref(), Some("kept"));
+}
+
 #[tokio::test]
 async fn a_write_behind_index_that_cannot_open_fails_its_flush_not_its_writes() {
     let dir = tempfile::tempdir().unwrap();
     // The home's parent is a file: the database cannot be created.
     std::fs::write(dir.path().join("file"), "x").unwrap();
     let layout = Layout::new(dir.path().join("file").join("home"));
-    let index = SessionIndex::open_write_behind(layout.db_path());
+    let index = SessionIndex::open_write_behind(layout.db_path()).unwrap();
     index.upsert(&row("s", "2026-01-01T00:00:01.000Z", false)).await.unwrap();
     assert!(index.flush().await.is_err());
     assert!(index.get("s").await.is_err());

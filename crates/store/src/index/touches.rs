@@ -39,9 +39,28 @@ pub(crate) struct Touches {
     writing: tokio::sync::Mutex<()>,
     wake: tokio::sync::Notify,
     writer_started: std::sync::atomic::AtomicBool,
+    /// Where the writer runs: a write-behind index's own runtime, else the caller's.
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+/// A single-threaded runtime on a thread of its own, running for the life of the process.
+pub(crate) fn background_runtime() -> Result<tokio::runtime::Handle, StoreError> {
+    let io = |source| StoreError::Io { path: "the session index's thread".into(), source };
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(io)?;
+    let handle = runtime.handle().clone();
+    std::thread::Builder::new()
+        .name("skipper-index".into())
+        .spawn(move || runtime.block_on(std::future::pending::<()>()))
+        .map_err(io)?;
+    Ok(handle)
 }
 
 impl Touches {
+    /// Touches whose writer runs on `runtime`.
+    pub(crate) fn on(runtime: tokio::runtime::Handle) -> Self {
+        Self { runtime: Some(runtime), ..Default::default() }
+    }
+
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -67,7 +86,7 @@ impl SessionIndex {
 
     fn wake_writer(&self) {
         if !self.touches.writer_started.swap(true, std::sync::atomic::Ordering::AcqRel) {
-            match tokio::runtime::Handle::try_current() {
+            match self.touches.runtime.clone().map_or_else(tokio::runtime::Handle::try_current, Ok) {
                 Ok(rt) => {
                     rt.spawn(writer(self.clone()));
                 }
@@ -79,8 +98,20 @@ impl SessionIndex {
     }
 
     /// Writes what `touch_later` recorded, now (before the process exits).
+    ///
+    /// A write-behind index writes on its own runtime: a connection goes back to the pool
+    /// through a task of the runtime that used it, and the caller's is about to shut down. A
+    /// connection dropped with that task is closed, and closing SQLite's last connection
+    /// checkpoints the WAL and deletes it (see [`SessionIndex::leave_open_at_exit`]).
     pub async fn flush(&self) -> Result<(), StoreError> {
-        self.write_touches().await
+        let Some(runtime) = self.touches.runtime.clone() else {
+            return self.write_touches().await;
+        };
+        let index = self.clone();
+        runtime.spawn(async move { index.write_touches().await }).await.map_err(|e| StoreError::Io {
+            path: "the session index's thread".into(),
+            source: std::io::Error::other(e),
+        })?
     }
 
     /// Writes the row writes and touches recorded so far (one transaction). Every query calls
@@ -92,12 +123,29 @@ impl SessionIndex {
         if batch.is_empty() && rows.is_empty() {
             return Ok(());
         }
+        let written = self.write_batch(&rows, &batch).await;
+        if written.is_err() {
+            // Kept for the next attempt (the final flush at the latest, which then reports
+            // the failure): queued since were queued after them.
+            let mut queued = self.touches.rows();
+            let later = std::mem::replace(&mut *queued, rows);
+            queued.extend(later);
+            drop(queued);
+            let mut pending = self.touches.pending();
+            for (id, at) in batch {
+                pending.entry(id).or_insert(at);
+            }
+        }
+        written
+    }
+
+    async fn write_batch(&self, rows: &[RowWrite], batch: &HashMap<String, String>) -> Result<(), StoreError> {
         let sql = self.pool.sql(TOUCH_SQL);
         match &self.pool {
             Pool::Sqlite(db) => {
                 let pool = db.live().await?;
                 let mut tx = pool.begin().await?;
-                for write in &rows {
+                for write in rows {
                     match write {
                         RowWrite::Upsert(row) => super::upsert_on(&mut *tx, row).await?,
                         RowWrite::MarkUserMessage { id, title } => {
@@ -105,14 +153,14 @@ impl SessionIndex {
                         }
                     }
                 }
-                for (id, at) in &batch {
+                for (id, at) in batch {
                     sqlx::query(&sql).bind(at).bind(id).execute(&mut *tx).await?;
                 }
                 tx.commit().await?;
             }
             Pool::Postgres(pg) => {
                 let mut tx = pg.begin().await?;
-                for (id, at) in &batch {
+                for (id, at) in batch {
                     sqlx::query(&sql).bind(at).bind(id).execute(&mut *tx).await?;
                 }
                 tx.commit().await?;
