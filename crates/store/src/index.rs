@@ -115,8 +115,6 @@ pub struct SessionIndex {
     pub(crate) pool: Pool,
     /// Modification times (and a write-behind index's row writes) not yet written.
     touches: std::sync::Arc<touches::Touches>,
-    /// `upsert` and `mark_user_message` are queued, not awaited ([`Self::open_write_behind`]).
-    write_behind: bool,
 }
 
 const COLUMNS: &str = "id, cwd, git_root, repository, branch, model, title, summary, \
@@ -127,7 +125,7 @@ impl SessionIndex {
     /// file deleted later is created again on next use (see `sqlite`).
     pub async fn open(db_path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let db = sqlite::SqliteDb::open(db_path.as_ref().to_path_buf()).await?;
-        Ok(Self { pool: Pool::Sqlite(db), touches: Default::default(), write_behind: false })
+        Ok(Self { pool: Pool::Sqlite(db), touches: Default::default() })
     }
 
     /// The index for one short run in this process (`-p`), at `db_path`: the database opens in
@@ -153,7 +151,7 @@ impl SessionIndex {
             }
         });
         let touches = std::sync::Arc::new(touches::Touches::on(background));
-        Ok(Self { pool: Pool::Sqlite(db), touches, write_behind: true })
+        Ok(Self { pool: Pool::Sqlite(db), touches })
     }
 
     /// A private in-memory index (tests, or running without a writable home).
@@ -172,11 +170,7 @@ impl SessionIndex {
 
     async fn migrated(pool: SqlitePool) -> Result<Self, StoreError> {
         SQLITE_MIGRATOR.run(&pool).await?;
-        Ok(Self {
-            pool: Pool::Sqlite(sqlite::SqliteDb::wrap(None, pool)),
-            touches: Default::default(),
-            write_behind: false,
-        })
+        Ok(Self { pool: Pool::Sqlite(sqlite::SqliteDb::wrap(None, pool)), touches: Default::default() })
     }
 
     /// Connects to PostgreSQL (`postgres://…`) and applies pending migrations. A database that
@@ -184,7 +178,7 @@ impl SessionIndex {
     pub async fn connect_postgres(url: &str) -> Result<Self, StoreError> {
         let pool = PgPoolOptions::new().max_connections(8).acquire_timeout(Duration::from_secs(5)).connect(url).await?;
         POSTGRES_MIGRATOR.run(&pool).await?;
-        Ok(Self { pool: Pool::Postgres(pool), touches: Default::default(), write_behind: false })
+        Ok(Self { pool: Pool::Postgres(pool), touches: Default::default() })
     }
 
     /// The PostgreSQL pool, when the index lives there (the event log and leases share it).
@@ -221,7 +215,7 @@ impl SessionIndex {
     /// Inserts or replaces a row. `has_user_message` never goes back from true to false: a
     /// session that has been listed stays listed.
     pub async fn upsert(&self, row: &SessionRow) -> Result<(), StoreError> {
-        if self.write_behind {
+        if self.touches.write_behind() {
             self.write_later(RowWrite::Upsert(row.clone()));
             return Ok(());
         }
@@ -245,7 +239,7 @@ impl SessionIndex {
     /// first one also sets title and summary. Returns whether the session exists (always true
     /// on a write-behind index, which does not wait to know).
     pub async fn mark_user_message(&self, id: &str, title: &str) -> Result<bool, StoreError> {
-        if self.write_behind {
+        if self.touches.write_behind() {
             self.write_later(RowWrite::MarkUserMessage { id: id.to_string(), title: title.to_string() });
             return Ok(true);
         }

@@ -43,15 +43,19 @@ pub(crate) struct Touches {
     runtime: Option<tokio::runtime::Handle>,
 }
 
+/// Why the index's own thread could not start, or a task on it did not finish.
+fn thread_error(source: std::io::Error) -> StoreError {
+    StoreError::Io { path: "the session index's thread".into(), source }
+}
+
 /// A single-threaded runtime on a thread of its own, running for the life of the process.
 pub(crate) fn background_runtime() -> Result<tokio::runtime::Handle, StoreError> {
-    let io = |source| StoreError::Io { path: "the session index's thread".into(), source };
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(io)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(thread_error)?;
     let handle = runtime.handle().clone();
     std::thread::Builder::new()
         .name("skipper-index".into())
         .spawn(move || runtime.block_on(std::future::pending::<()>()))
-        .map_err(io)?;
+        .map_err(thread_error)?;
     Ok(handle)
 }
 
@@ -59,6 +63,12 @@ impl Touches {
     /// Touches whose writer runs on `runtime`.
     pub(crate) fn on(runtime: tokio::runtime::Handle) -> Self {
         Self { runtime: Some(runtime), ..Default::default() }
+    }
+
+    /// A write-behind index's: `upsert` and `mark_user_message` are queued, not awaited
+    /// ([`SessionIndex::open_write_behind`]), and everything runs on its own runtime.
+    pub(crate) fn write_behind(&self) -> bool {
+        self.runtime.is_some()
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
@@ -108,10 +118,10 @@ impl SessionIndex {
             return self.write_touches().await;
         };
         let index = self.clone();
-        runtime.spawn(async move { index.write_touches().await }).await.map_err(|e| StoreError::Io {
-            path: "the session index's thread".into(),
-            source: std::io::Error::other(e),
-        })?
+        runtime
+            .spawn(async move { index.write_touches().await })
+            .await
+            .map_err(|e| thread_error(std::io::Error::other(e)))?
     }
 
     /// Writes the row writes and touches recorded so far (one transaction). Every query calls
