@@ -16,7 +16,8 @@ Environment knobs (see tests/bench/README.md for what every figure means):
   BENCH_JSON=path          where to write the JSON (default <repo>/target/bench.json)
   BENCH_TREE=dir           tree for the grep/glob figure (default ~/.cargo/registry/src,
                            else <repo>/target)
-  SKIPPER_BIN, FAKE_MODEL_BIN   binaries (default <repo>/target/release/...)
+  SKIPPER_BIN, FAKE_MODEL_BIN   binaries (default <repo>/target/release/...; `just bench`
+                           measures target/dist/skipper, the shipped LTO build)
   RG_BIN                   ripgrep binary (default: `rg` on PATH)
   COPILOT_REFERENCE_CLI    the original CLI (a binary, or a .js entry point run with node)
 """
