@@ -111,23 +111,15 @@ impl Layout {
         }
     }
 
-    /// Writes `workspace.yaml`. A rewrite is atomic (temp file + rename) so a crash never
-    /// leaves a half-written file in place of a good one. The first write of a new session
-    /// creates the file directly: there is nothing to lose yet, and on a filesystem without a
-    /// journal every new inode costs a scan past the recently deleted ones (ext4), so a
-    /// temporary file is a second allocation and a free for nothing. Not fsynced: the file is
-    /// as durable as the event log it describes (appends are not synced either), and a sync
-    /// costs milliseconds per write on the `-p` path and every rename.
+    /// Writes `workspace.yaml` atomically (temp file + rename) so a crash never leaves a
+    /// half-written file behind. Not fsynced: the file is as durable as the event log it
+    /// describes (appends are not synced either), and a sync costs milliseconds per write on
+    /// the `-p` path and every rename.
     pub fn write_workspace_yaml_blocking(&self, id: &str, meta: &WorkspaceMeta) -> Result<(), StoreError> {
         let dir = self.ensure_session_dir(id)?;
         let path = dir.join("workspace.yaml");
-        let text = render_workspace_yaml(meta);
-        match private_file_options().write(true).create_new(true).open(&path) {
-            Ok(mut f) => return f.write_all(text.as_bytes()).map_err(io_err(&path)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io_err(&path)(e)),
-        }
         let tmp = dir.join(".workspace.yaml.tmp");
+        let text = render_workspace_yaml(meta);
         let write = || -> std::io::Result<()> {
             let mut f = private_file_options().write(true).truncate(true).open(&tmp)?;
             f.write_all(text.as_bytes())
