@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use reqwest::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -73,7 +72,7 @@ impl ModelClient for AnthropicClient {
     ) -> Result<ChatResponse, ProviderError> {
         let model = self.config.wire_model(&req.model);
         let max_tokens = self.config.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
-        let body = Bytes::from(request_body(&req, model, max_tokens));
+        let body = request_body(&req, model, max_tokens);
         let request_bytes = body.len() as u64;
         let url = self.url();
         tracing::debug!(provider = %self.config.label, %model, stream = req.stream, "model call");

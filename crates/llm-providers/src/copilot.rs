@@ -368,7 +368,7 @@ impl ModelClient for CopilotClient {
             return self.call_responses(&base, req, events, cancel).await;
         }
         let url = format!("{base}/chat/completions");
-        let body = Bytes::from(request_body(&req, BodyFlavor::Capi));
+        let body = request_body(&req, BodyFlavor::Capi);
         let request_bytes = body.len() as u64;
         tracing::debug!(%url, model = %req.model, messages = req.history.len() + 1, stream = req.stream, "model call");
         let (req, events, url, body) = (&req, &events, &url, &body);
@@ -393,7 +393,7 @@ impl CopilotClient {
         cancel: CancellationToken,
     ) -> Result<ChatResponse, ProviderError> {
         let url = format!("{base}/responses");
-        let body = Bytes::from(crate::responses::request::request_body(&req, &req.model, None));
+        let body = crate::responses::request::request_body(&req, &req.model, None);
         let request_bytes = body.len() as u64;
         tracing::debug!(%url, model = %req.model, stream = req.stream, "model call (responses)");
         let (req, events, url, body) = (&req, &events, &url, &body);

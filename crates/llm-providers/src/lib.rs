@@ -11,6 +11,7 @@ pub mod types;
 pub use types::*;
 
 pub mod anthropic;
+pub mod body;
 pub mod copilot;
 mod http;
 pub mod openai;

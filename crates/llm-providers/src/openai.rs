@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -63,7 +62,7 @@ impl ModelClient for ChatCompletionsClient {
     ) -> Result<ChatResponse, ProviderError> {
         req.model = self.config.wire_model(&req.model).to_string();
         let url = self.url(&req.model);
-        let body = Bytes::from(request_body(&req, BodyFlavor::OpenAi));
+        let body = request_body(&req, BodyFlavor::OpenAi);
         let request_bytes = body.len() as u64;
         tracing::debug!(provider = %self.config.label, model = %req.model, stream = req.stream, "model call");
         let (req, events, url, body) = (&req, &events, &url, &body);

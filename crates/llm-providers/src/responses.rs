@@ -29,7 +29,6 @@ pub(crate) mod transport;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -90,7 +89,7 @@ impl ModelClient for ResponsesClient {
     ) -> Result<ChatResponse, ProviderError> {
         let model = self.config.wire_model(&req.model);
         let url = self.url();
-        let body = Bytes::from(request::request_body(&req, model, self.config.max_output_tokens));
+        let body = request::request_body(&req, model, self.config.max_output_tokens);
         let request_bytes = body.len() as u64;
         tracing::debug!(provider = %self.config.label, model, stream = req.stream, "model call (responses)");
         let (req, events, url, body) = (&req, &events, &url, &body);

@@ -3,14 +3,17 @@
 
 use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
+
 #[derive(Debug, Clone, Default)]
 pub struct SystemText(Arc<Inner>);
 
 #[derive(Debug, Default)]
 struct Inner {
     text: String,
-    /// The text as a JSON string literal, quotes included (the same in every wire format).
-    json: OnceLock<Box<str>>,
+    /// The text as a JSON string literal, quotes included (the same in every wire format),
+    /// shared by the bodies that send it.
+    json: OnceLock<Bytes>,
 }
 
 impl SystemText {
@@ -32,10 +35,10 @@ impl SystemText {
     }
 
     /// The JSON string literal of the text, made once.
-    pub fn json(&self) -> &str {
+    pub fn json(&self) -> &Bytes {
         self.0.json.get_or_init(|| {
             // Serializing a string cannot fail.
-            serde_json::to_string(&self.0.text).unwrap_or_default().into_boxed_str()
+            Bytes::from(serde_json::to_vec(&self.0.text).unwrap_or_default())
         })
     }
 }
@@ -73,11 +76,11 @@ mod tests {
     #[test]
     fn the_json_is_the_escaped_text_and_survives_reuse() {
         let s = SystemText::new("a \"quoted\"\nline".into());
-        assert_eq!(s.json(), r#""a \"quoted\"\nline""#);
+        assert_eq!(&s.json()[..], br#""a \"quoted\"\nline""#);
         let same = s.reuse_for("a \"quoted\"\nline".into());
         assert!(Arc::ptr_eq(&s.0, &same.0), "an equal text keeps the prompt (and its JSON)");
         let other = s.reuse_for("another".into());
-        assert_eq!(other.json(), r#""another""#);
+        assert_eq!(&other.json()[..], br#""another""#);
         assert_eq!(&*other, "another");
     }
 }

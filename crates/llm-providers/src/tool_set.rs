@@ -2,8 +2,9 @@
 //! after call (a few dozen KB of descriptions and schemas), so the set is shared between calls
 //! and each texts it needs is made once per set instead of once per call.
 
-use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
 
 use crate::types::{ToolSpec, WireFormat};
 
@@ -13,8 +14,9 @@ pub struct ToolSet(Arc<Inner>);
 #[derive(Debug, Default)]
 struct Inner {
     specs: Vec<ToolSpec>,
-    /// The tools array in the first format it was sent in (as a history message's wire form).
-    wire: OnceLock<(WireFormat, Box<str>)>,
+    /// The tools array in the first format it was sent in (as a history message's wire form),
+    /// shared by the bodies that send it.
+    wire: OnceLock<(WireFormat, Bytes)>,
     /// Bytes of the names, descriptions and schemas.
     text_bytes: OnceLock<usize>,
 }
@@ -46,12 +48,12 @@ impl ToolSet {
     }
 
     /// The tools' wire JSON in `format`, made by `encode` the first time.
-    pub(crate) fn wire(&self, format: WireFormat, encode: impl Fn(&[ToolSpec]) -> String) -> Cow<'_, str> {
-        let (cached, text) = self.0.wire.get_or_init(|| (format, encode(&self.0.specs).into_boxed_str()));
+    pub(crate) fn wire(&self, format: WireFormat, encode: impl Fn(&[ToolSpec]) -> String) -> Bytes {
+        let (cached, text) = self.0.wire.get_or_init(|| (format, Bytes::from(encode(&self.0.specs))));
         if *cached == format {
-            Cow::Borrowed(text)
+            text.clone()
         } else {
-            Cow::Owned(encode(&self.0.specs))
+            Bytes::from(encode(&self.0.specs))
         }
     }
 }
@@ -118,7 +120,7 @@ mod tests {
     #[test]
     fn the_same_tools_keep_the_set_and_its_wire_text() {
         let set = ToolSet::new(vec![spec("a")]);
-        let encoded = set.wire(WireFormat::ChatCompletions, |s| format!("{}", s.len())).into_owned();
+        let encoded = set.wire(WireFormat::ChatCompletions, |s| format!("{}", s.len()));
         let again = set.reuse_for(vec![spec("a")]);
         assert!(Arc::ptr_eq(&set.0, &again.0));
         // The cached text is served; the encoder is not asked again.

@@ -12,6 +12,7 @@ use futures::{Stream, StreamExt};
 pub use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 pub use reqwest::{Method, StatusCode};
 
+use crate::body::{Body, Frames};
 use crate::http::error_chain;
 use crate::types::{ChatRequest, ProviderError};
 
@@ -23,7 +24,7 @@ pub struct HttpRequest {
     pub method: Method,
     pub url: String,
     pub headers: HeaderMap,
-    pub body: Bytes,
+    pub body: Body,
     /// What the call serves; empty outside a session (catalogue lookups). A transport that hands
     /// the request to someone else (the SDK client) reports it.
     pub context: RequestContext,
@@ -46,11 +47,17 @@ pub struct RequestContext {
 
 impl HttpRequest {
     pub fn get(url: impl Into<String>, headers: HeaderMap) -> Self {
-        Self { method: Method::GET, url: url.into(), headers, body: Bytes::new(), context: RequestContext::default() }
+        Self {
+            method: Method::GET,
+            url: url.into(),
+            headers,
+            body: Body::default(),
+            context: RequestContext::default(),
+        }
     }
 
-    pub fn post(url: impl Into<String>, headers: HeaderMap, body: Bytes) -> Self {
-        Self { method: Method::POST, url: url.into(), headers, body, context: RequestContext::default() }
+    pub fn post(url: impl Into<String>, headers: HeaderMap, body: impl Into<Body>) -> Self {
+        Self { method: Method::POST, url: url.into(), headers, body: body.into(), context: RequestContext::default() }
     }
 
     /// Marks the request as one model call of `req`'s session.
@@ -150,9 +157,15 @@ impl HttpTransport for ReqwestTransport {
             Some(url) => self.client.request(request.method, url),
             None => self.client.request(request.method, &request.url),
         };
+        // A body of one piece stays reusable (reqwest can replay it on a redirect); one of
+        // several goes out frame by frame, with its exact length as `content-length`.
+        let body = match request.body.pieces() {
+            [] | [_] => reqwest::Body::from(request.body.to_bytes()),
+            _ => reqwest::Body::wrap(Frames::from(request.body)),
+        };
         let resp = builder
             .headers(request.headers)
-            .body(request.body)
+            .body(body)
             .send()
             .await
             .map_err(|e| ProviderError::Network(error_chain(&e)))?;
@@ -205,5 +218,59 @@ mod tests {
             transport.parsed(&format!("http://127.0.0.1:9/{n}")).expect("parses");
         }
         assert_eq!(transport.urls.lock().unwrap().len(), KEPT_URLS);
+    }
+
+    /// Reads one request (head and a `content-length` body) from `socket`, answers 200.
+    async fn read_request(socket: &mut tokio::net::TcpStream) -> (String, Vec<u8>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 16 * 1024];
+        let head_end = loop {
+            let n = socket.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the connection closed before the head ended");
+            seen.extend_from_slice(&buf[..n]);
+            if let Some(at) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at + 4;
+            }
+        };
+        let head = String::from_utf8_lossy(&seen[..head_end]).to_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map(|v| v.trim().parse().unwrap())
+            .unwrap_or(0);
+        while seen.len() < head_end + length {
+            let n = socket.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the connection closed before the body ended");
+            seen.extend_from_slice(&buf[..n]);
+        }
+        socket.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok").await.unwrap();
+        (head, seen[head_end..].to_vec())
+    }
+
+    #[tokio::test]
+    async fn a_body_in_pieces_goes_out_whole_with_its_length() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/chat/completions", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            read_request(&mut socket).await
+        });
+        let mut writer = crate::body::BodyWriter::default();
+        writer.extend_from_slice(b"{\"a\":\"");
+        writer.share(Bytes::from(vec![b'x'; 40_000]));
+        writer.share(Bytes::from(vec![b'y'; 30_000]));
+        writer.extend_from_slice(b"\"}");
+        let body = writer.finish();
+        assert!(body.pieces().len() > 1, "the body is in pieces");
+        let expected = body.to_bytes();
+        let transport = ReqwestTransport::new(reqwest::Client::new());
+        let response = transport.send(HttpRequest::post(url, HeaderMap::new(), body)).await.unwrap();
+        assert_eq!(response.status, StatusCode::OK);
+        assert_eq!(&response.bytes().await.unwrap()[..], b"ok");
+        let (head, received) = server.await.unwrap();
+        assert!(head.contains(&format!("content-length: {}", expected.len())), "{head}");
+        assert!(!head.contains("transfer-encoding"), "{head}");
+        assert!(received == expected, "the body arrived as written");
     }
 }

@@ -181,13 +181,15 @@ pub struct History {
 type Chunk = std::sync::Arc<Vec<std::sync::Arc<HistoryItem>>>;
 
 /// A full chunk, with its messages' wire forms joined once it has been sent: a long
-/// conversation's body is then a few dozen contiguous copies, not a walk over thousands of
-/// small allocations scattered over the heap (cold in the cache between two calls).
+/// conversation's body is then a few dozen shared pieces, not a walk over thousands of small
+/// allocations scattered over the heap (cold in the cache between two calls), nor a copy.
 #[derive(Debug, Default)]
 struct Sealed {
     items: Vec<std::sync::Arc<HistoryItem>>,
-    /// The non-empty wire forms joined by `,`, in the first format the chunk was sent in.
-    joined: std::sync::OnceLock<(WireFormat, Box<str>)>,
+    /// The non-empty wire forms, each after a `,`, in the first format the chunk was sent in.
+    /// A body shares these bytes ([`crate::body::BodyWriter::share`]); the leading comma is
+    /// sliced off when the chunk comes first.
+    joined: std::sync::OnceLock<(WireFormat, bytes::Bytes)>,
     /// Its messages' own wire forms have been dropped ([`History::shed_sent_copies`]).
     shed: bool,
 }
@@ -205,26 +207,23 @@ impl PartialEq for Sealed {
 }
 
 impl Sealed {
-    fn joined(&self, format: WireFormat, encode: fn(&Message) -> String) -> std::borrow::Cow<'_, str> {
+    fn joined(&self, format: WireFormat, encode: fn(&Message) -> String) -> bytes::Bytes {
         let join = || {
-            let mut text = String::new();
+            let mut text = Vec::new();
             for item in &self.items {
                 let wire = item.wire(format, encode);
-                if wire.is_empty() {
-                    continue;
+                if !wire.is_empty() {
+                    text.push(b',');
+                    text.extend_from_slice(wire.as_bytes());
                 }
-                if !text.is_empty() {
-                    text.push(',');
-                }
-                text.push_str(&wire);
             }
-            text
+            bytes::Bytes::from(text.into_boxed_slice())
         };
-        let (cached_format, text) = self.joined.get_or_init(|| (format, join().into_boxed_str()));
+        let (cached_format, text) = self.joined.get_or_init(|| (format, join()));
         if *cached_format == format {
-            std::borrow::Cow::Borrowed(text)
+            text.clone()
         } else {
-            std::borrow::Cow::Owned(join())
+            join()
         }
     }
 }
@@ -307,35 +306,36 @@ impl History {
     }
 
     /// Appends the messages' non-empty wire forms in `format`, each after a `,` unless
-    /// `first` (which is cleared once something is written).
+    /// `first` (which is cleared once something is written). Full chunks are shared, not
+    /// copied.
     pub(crate) fn write_wire(
         &self,
-        out: &mut Vec<u8>,
+        out: &mut crate::body::BodyWriter,
         format: WireFormat,
         encode: fn(&Message) -> String,
         first: &mut bool,
     ) {
-        let mut piece = |wire: &str| {
+        for chunk in self.full.iter() {
+            let joined = chunk.joined(format, encode);
+            if joined.is_empty() {
+                continue;
+            }
+            if std::mem::take(first) {
+                out.share(joined.slice(1..));
+            } else {
+                out.share(joined);
+            }
+        }
+        for item in self.tail.iter() {
+            let wire = item.wire(format, encode);
             if wire.is_empty() {
-                return;
+                continue;
             }
             if !std::mem::take(first) {
                 out.push(b',');
             }
             out.extend_from_slice(wire.as_bytes());
-        };
-        for chunk in self.full.iter() {
-            piece(&chunk.joined(format, encode));
         }
-        for item in self.tail.iter() {
-            piece(&item.wire(format, encode));
-        }
-    }
-
-    /// The bytes [`Self::write_wire`] wrote for the full chunks last time, without walking
-    /// them: a body's first guess at its size.
-    pub(crate) fn sealed_wire_bytes(&self) -> usize {
-        self.full.iter().filter_map(|c| c.joined.get()).map(|(_, text)| text.len() + 1).sum()
     }
 
     /// The messages with their cached wire forms, in order.
@@ -734,9 +734,9 @@ mod history_tests {
     fn a_sent_chunk_sheds_its_messages_wire_forms_only_when_held_alone() {
         let encode: fn(&Message) -> String = |m| format!("{m:?}");
         let body = |h: &History| {
-            let mut out = Vec::new();
+            let mut out = crate::body::BodyWriter::default();
             h.write_wire(&mut out, WireFormat::ChatCompletions, encode, &mut true);
-            String::from_utf8(out).unwrap()
+            String::from_utf8(out.finish().to_bytes().to_vec()).unwrap()
         };
         let copies = |h: &History| h.items().filter(|item| item.wire.get().is_some()).count();
         let mut live = History::default();
@@ -762,10 +762,38 @@ mod history_tests {
         live.shed_sent_copies();
         assert_eq!(copies(&live), 10);
         // Sent in another format, the shed messages are encoded again, correctly.
-        let mut other = Vec::new();
+        let mut other = crate::body::BodyWriter::default();
         live.write_wire(&mut other, WireFormat::Responses, |m| format!("<{m:?}>"), &mut true);
         let wrapped: Vec<String> = live.messages().map(|m| format!("<{m:?}>")).collect();
-        assert_eq!(String::from_utf8(other).unwrap(), wrapped.join(","));
+        assert_eq!(String::from_utf8(other.finish().to_bytes().to_vec()).unwrap(), wrapped.join(","));
+    }
+
+    #[test]
+    fn a_body_shares_the_sealed_chunks_instead_of_copying_them() {
+        // Messages long enough that a chunk's joined text is worth a piece of its own.
+        let encode: fn(&Message) -> String = |m| format!("{m:?}{}", " ".repeat(40));
+        let mut live = History::default();
+        for n in 0..2 * CHUNK + 3 {
+            live.push(user(&n.to_string()));
+        }
+        let write = |first: bool| {
+            let mut out = crate::body::BodyWriter::default();
+            out.extend_from_slice(b"[");
+            live.write_wire(&mut out, WireFormat::ChatCompletions, encode, &mut { first });
+            out.finish()
+        };
+        let body = write(true);
+        let chunks: Vec<bytes::Bytes> = live.full.iter().map(|c| c.joined.get().unwrap().1.clone()).collect();
+        assert_eq!(chunks.len(), 2);
+        // The first chunk comes first: its leading comma is left out, the memory is the same.
+        assert!(body.pieces().iter().any(|p| p.as_ptr() == chunks[0][1..].as_ptr()));
+        assert!(body.pieces().iter().any(|p| p.as_ptr() == chunks[1].as_ptr()));
+        let expected: Vec<String> = live.messages().map(encode).collect();
+        assert_eq!(body.to_bytes(), format!("[{}", expected.join(",")).into_bytes());
+        // After something else, the first chunk keeps its comma.
+        let after = write(false);
+        assert!(after.pieces().iter().any(|p| p.as_ptr() == chunks[0].as_ptr()));
+        assert_eq!(after.to_bytes(), format!("[,{}", expected.join(",")).into_bytes());
     }
 
     #[test]

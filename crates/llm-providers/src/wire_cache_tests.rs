@@ -71,13 +71,13 @@ fn request(history: History) -> ChatRequest {
     }
 }
 
-type Encoder = fn(&ChatRequest) -> Vec<u8>;
+type Encoder = fn(&ChatRequest) -> bytes::Bytes;
 
 const FORMATS: [(&str, Encoder); 4] = [
-    ("chat completions (CAPI)", |r| chat_body(r, BodyFlavor::Capi)),
-    ("chat completions (OpenAI)", |r| chat_body(r, BodyFlavor::OpenAi)),
-    ("responses", |r| crate::responses::request::request_body(r, "m", Some(100))),
-    ("anthropic", |r| crate::anthropic::request::request_body(r, "m", 8192)),
+    ("chat completions (CAPI)", |r| chat_body(r, BodyFlavor::Capi).to_bytes()),
+    ("chat completions (OpenAI)", |r| chat_body(r, BodyFlavor::OpenAi).to_bytes()),
+    ("responses", |r| crate::responses::request::request_body(r, "m", Some(100)).to_bytes()),
+    ("anthropic", |r| crate::anthropic::request::request_body(r, "m", 8192).to_bytes()),
 ];
 
 #[test]
@@ -148,7 +148,8 @@ fn a_body_built_from_joined_chunks_holds_every_message_once_in_order() {
     let mut req = request(live);
     req.system = "a \"quoted\" system\nprompt ✓".into();
     for _ in 0..2 {
-        let body: serde_json::Value = serde_json::from_slice(&chat_body(&req, BodyFlavor::Capi)).expect("JSON");
+        let body: serde_json::Value =
+            serde_json::from_slice(&chat_body(&req, BodyFlavor::Capi).to_bytes()).expect("JSON");
         let mut expected = vec![serde_json::to_value(Message::System { content: req.system.to_string() }).unwrap()];
         expected.extend(all.iter().map(crate::openai_chat::wire_message));
         assert_eq!(body["messages"], serde_json::Value::Array(expected));

@@ -208,9 +208,10 @@ impl InferenceBridge {
         };
         let start = serde_json::to_value(&start).map_err(|e| ProviderError::Protocol(e.to_string()))?;
         client.request("llmInference.httpRequestStart", &start).await.map_err(unreachable)?;
-        let (data, binary) = match std::str::from_utf8(&request.body) {
+        let body = request.body.to_bytes();
+        let (data, binary) = match std::str::from_utf8(&body) {
             Ok(text) => (text.to_string(), None),
-            Err(_) => (base64::engine::general_purpose::STANDARD.encode(&request.body), Some(true)),
+            Err(_) => (base64::engine::general_purpose::STANDARD.encode(&body), Some(true)),
         };
         let chunk = t::LlmInferenceHttpRequestChunkRequest {
             request_id: request_id.clone(),

@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::body::{Body, BodyWriter};
 use crate::types::{ChatRequest, ContentPart, Message, ToolCall, ToolContent, ToolSpec, UserContent, WireFormat};
 
 /// Which `ReasoningBlocks::provider` this wire format reads and writes.
@@ -21,13 +22,13 @@ pub(crate) const PROVIDER: &str = "anthropic";
 const LEADING_USER_TEXT: &str = "(conversation continues)";
 
 /// The JSON body, in the key order the original CLI sends.
-pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> Vec<u8> {
+pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> Body {
     let turns = turns(req.history.items().map(|item| {
         let message = item.message();
         (role(message), kind(message), item.wire(WireFormat::Anthropic, encode_blocks))
     }));
     let history_bytes: usize = turns.iter().flat_map(|t| &t.blocks).map(|b| b.len() + 1).sum();
-    let mut out = Vec::with_capacity(history_bytes + req.system.len() + 4096);
+    let mut out = BodyWriter::with_capacity(history_bytes + 4096);
     out.extend_from_slice(b"{\"model\":");
     write_json(&mut out, model);
     out.extend_from_slice(b",\"max_tokens\":");
@@ -37,7 +38,7 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> V
         out.extend_from_slice(b",\"system\":");
         // `[TextBlock]`'s JSON, with the prompt's string made once per prompt.
         out.extend_from_slice(b"[{\"type\":\"text\",\"text\":");
-        out.extend_from_slice(req.system.json().as_bytes());
+        out.share(req.system.json().clone());
         out.extend_from_slice(b"}]");
     }
     out.extend_from_slice(b",\"messages\":[");
@@ -60,7 +61,7 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> V
     // Some compatible endpoints reject an empty `tools` array, so the key is left out instead.
     if !req.tools.is_empty() {
         out.extend_from_slice(b",\"tools\":");
-        out.extend_from_slice(req.tools.wire(WireFormat::Anthropic, encode_tools).as_bytes());
+        out.share(req.tools.wire(WireFormat::Anthropic, encode_tools));
     }
     if req.purpose == crate::types::Purpose::Compaction && !req.tools.is_empty() {
         out.extend_from_slice(b",\"tool_choice\":{\"type\":\"none\"}");
@@ -86,10 +87,10 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> V
         }
         out.extend_from_slice(b",\"stream\":true}");
     }
-    out
+    out.finish()
 }
 
-fn write_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+fn write_json<T: Serialize + ?Sized>(out: &mut BodyWriter, value: &T) {
     // Writing plain data into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, value);
 }
@@ -360,7 +361,7 @@ mod tests {
     }
 
     fn body(req: &ChatRequest) -> Value {
-        serde_json::from_slice(&request_body(req, "wire-model", 8192)).expect("the body is JSON")
+        serde_json::from_slice(&request_body(req, "wire-model", 8192).to_bytes()).expect("the body is JSON")
     }
 
     fn messages(list: Vec<Message>) -> Value {

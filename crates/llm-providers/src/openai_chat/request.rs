@@ -2,6 +2,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::body::{Body, BodyWriter};
 use crate::types::{ChatRequest, Message, Purpose, ToolCall, ToolSpec, WireFormat};
 
 /// Which dialect of the body to produce.
@@ -17,13 +18,13 @@ pub(crate) enum BodyFlavor {
 /// care, but captured traffic stays diffable). Written straight into bytes: each history
 /// message's JSON is made once and copied on every later call, so the cost of a call grows with
 /// what is new, not with the length of the conversation.
-pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Vec<u8> {
-    let mut out = Vec::with_capacity(capacity_hint(req));
+pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Body {
+    let mut out = BodyWriter::with_capacity(capacity_hint(req));
     out.extend_from_slice(b"{\"model\":");
     write_json(&mut out, &req.model);
     // `Message::System`'s JSON, with the prompt's string made once per prompt.
     out.extend_from_slice(b",\"messages\":[{\"role\":\"system\",\"content\":");
-    out.extend_from_slice(req.system.json().as_bytes());
+    out.share(req.system.json().clone());
     out.push(b'}');
     req.history.write_wire(&mut out, WireFormat::ChatCompletions, encode_message, &mut false);
     match (&req.reasoning_effort, flavor) {
@@ -61,30 +62,22 @@ pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Vec<u8> {
             out.extend_from_slice(b",\"tool_choice\":\"none\"");
         }
         out.extend_from_slice(b",\"tools\":");
-        out.extend_from_slice(req.tools.wire(WireFormat::ChatCompletions, encode_tools).as_bytes());
+        out.share(req.tools.wire(WireFormat::ChatCompletions, encode_tools));
     }
     if req.stream {
         out.extend_from_slice(b",\"stream\":true,\"stream_options\":{\"include_usage\":true}");
     }
     out.push(b'}');
-    out
+    out.finish()
 }
 
-/// A first guess at a body's size. Measuring the history exactly would walk it twice per call
-/// (it is the bulk of a long conversation's cost); a short guess only grows the buffer.
-///
-/// Rounded up to a step of [`BODY_STEP`]: a conversation's bodies grow by a few hundred bytes
-/// every call, and a block a little larger than the one just freed does not fit its hole, so
-/// the allocator's heap fragments (about half a KiB of resident memory per turn, measured).
-/// Bodies of one step are blocks of one size, each reusing the last one's.
+/// A first guess at the bytes a body writes itself: the messages not in a sealed chunk and the
+/// parameters (the rest is shared). A short guess only grows the buffer.
 pub(crate) fn capacity_hint(req: &ChatRequest) -> usize {
-    let guess = req.history.sealed_wire_bytes() + req.history.tail_len() * 512 + req.system.len() + 4096;
-    guess.next_multiple_of(BODY_STEP)
+    req.history.tail_len() * 512 + 4096
 }
 
-const BODY_STEP: usize = 16 * 1024;
-
-fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut BodyWriter, value: &T) {
     // Writing plain data into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, value);
 }
@@ -156,7 +149,7 @@ mod tests {
     use crate::types::{ContentPart, History, ImageUrl, Initiator, ToolContent, UserContent};
 
     fn body_value(req: &ChatRequest, flavor: BodyFlavor) -> Value {
-        serde_json::from_slice(&request_body(req, flavor)).expect("the body is JSON")
+        serde_json::from_slice(&request_body(req, flavor).to_bytes()).expect("the body is JSON")
     }
 
     fn request(stream: bool, tools: Vec<ToolSpec>) -> ChatRequest {
@@ -289,7 +282,7 @@ mod tests {
     #[test]
     fn sampling_options_reach_the_body_only_when_set() {
         let mut req = request(false, vec![]);
-        let plain = String::from_utf8(request_body(&req, BodyFlavor::Capi)).unwrap_or_default();
+        let plain = String::from_utf8(request_body(&req, BodyFlavor::Capi).to_bytes().to_vec()).unwrap_or_default();
         assert!(plain.contains("\"temperature\":0,\"top_p\"") && !plain.contains("max_tokens"), "{plain}");
         req.sampling =
             crate::types::SamplingOptions { max_tokens: Some(42), temperature: Some(0.25), stop: vec!["END".into()] };

@@ -8,15 +8,16 @@
 use serde_json::{json, Value};
 
 use super::REASONING_PROVIDER;
+use crate::body::{Body, BodyWriter};
 use crate::types::{ChatRequest, ContentPart, Message, ToolContent, ToolSpec, UserContent, WireFormat};
 
 /// The JSON body, in the key order the original CLI sends. `model` is the wire model.
-pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Option<u64>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(crate::openai_chat::capacity_hint(req));
+pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Option<u64>) -> Body {
+    let mut out = BodyWriter::with_capacity(crate::openai_chat::capacity_hint(req));
     out.extend_from_slice(b"{\"model\":");
     write_json(&mut out, model);
     out.extend_from_slice(b",\"instructions\":");
-    out.extend_from_slice(req.system.json().as_bytes());
+    out.share(req.system.json().clone());
     out.extend_from_slice(b",\"input\":[");
     // A message may encode to no items at all (an empty assistant turn): no stray comma then.
     req.history.write_wire(&mut out, WireFormat::Responses, encode_items, &mut true);
@@ -24,7 +25,7 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Op
     // Some endpoints reject an empty `tools` array, so the key is left out instead.
     if !req.tools.is_empty() {
         out.extend_from_slice(b",\"tools\":");
-        out.extend_from_slice(req.tools.wire(WireFormat::Responses, encode_tools).as_bytes());
+        out.share(req.tools.wire(WireFormat::Responses, encode_tools));
     }
     if req.purpose == crate::types::Purpose::Compaction && !req.tools.is_empty() {
         out.extend_from_slice(b",\"tool_choice\":\"none\"");
@@ -61,10 +62,10 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Op
         write_json(&mut out, &max);
     }
     out.push(b'}');
-    out
+    out.finish()
 }
 
-fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut BodyWriter, value: &T) {
     // Writing plain data into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, value);
 }
@@ -176,7 +177,7 @@ mod tests {
     use crate::types::{History, ImageUrl, Initiator, ReasoningBlocks, ToolCall};
 
     fn body_value(req: &ChatRequest, max: Option<u64>) -> Value {
-        serde_json::from_slice(&request_body(req, "wire-model", max)).expect("the body is JSON")
+        serde_json::from_slice(&request_body(req, "wire-model", max).to_bytes()).expect("the body is JSON")
     }
 
     fn request(history: Vec<Message>, stream: bool, tools: Vec<ToolSpec>) -> ChatRequest {

@@ -90,11 +90,19 @@ async fn connect(path: &std::path::Path) -> Result<SqlitePool, StoreError> {
         // WAL + NORMAL loses at most the last commits on power loss, never consistency;
         // the index is rebuildable anyway.
         .synchronous(SqliteSynchronous::Normal)
+        .pragma("wal_autocheckpoint", WAL_CHECKPOINT_PAGES.to_string())
         .busy_timeout(Duration::from_secs(5));
     let pool = SqlitePoolOptions::new().max_connections(max_connections()).connect_with(options).await?;
     super::SQLITE_MIGRATOR.run(&pool).await?;
     Ok(pool)
 }
+
+/// WAL pages after which a commit checkpoints (SQLite's default is 1,000). Every process's first
+/// connection reads and checksums the whole WAL to rebuild its index (the shared-memory file is
+/// not trusted across processes), and each `-p` run or SDK-spawned server is such a process: a
+/// home that had seen a few hundred runs read up to 4 MB at every start, on the index's thread
+/// (a `-p` run adds about 6 pages). A checkpoint is two `fsync`s, once per ten or so runs.
+pub(crate) const WAL_CHECKPOINT_PAGES: u32 = 64;
 
 /// Connections (each with its own thread) a pool may open. On a single-threaded runtime (a `-p`
 /// run) one: a connection goes back to the pool through a task that has not run yet when the

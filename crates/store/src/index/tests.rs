@@ -125,6 +125,30 @@ async fn an_index_left_open_at_exit_keeps_its_wal_and_the_next_open_sees_every_r
 }
 
 #[tokio::test]
+async fn the_wal_left_to_the_next_process_stays_small_however_many_runs_wrote_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::new(dir.path().join("home"));
+    let wal = layout.db_path().with_file_name("skipper-index.db-wal");
+    // Runs that each leave the index open at exit: their commits pile up in the WAL, which
+    // every later process reads whole when it opens the index.
+    for run in 0..20 {
+        let index = SessionIndex::open(layout.db_path()).await.unwrap();
+        for n in 0..30 {
+            index.upsert(&row(&format!("s{run}-{n}"), "2026-01-01T00:00:01.000Z", true)).await.unwrap();
+        }
+        index.leave_open_at_exit();
+        drop(index);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let frames = std::fs::metadata(&wal).unwrap().len() / (4096 + 24);
+    // 600 commits of a page or more each; SQLite's default would let 1,000 pages pile up.
+    assert!(frames <= u64::from(super::sqlite::WAL_CHECKPOINT_PAGES) + 8, "{frames} frames in the WAL");
+    let reopened = SessionIndex::open(layout.db_path()).await.unwrap();
+    assert_eq!(reopened.list(&ListFilter::default()).await.unwrap().len(), 600);
+    reopened.close().await;
+}
+
+#[tokio::test]
 async fn a_write_behind_index_keeps_its_writes_in_order_for_readers_and_flushes_them_all() {
     let dir = tempfile::tempdir().unwrap();
     let layout = Layout::new(dir.path().join("home"));
