@@ -52,18 +52,6 @@ impl From<Bytes> for Body {
     }
 }
 
-impl From<Vec<u8>> for Body {
-    fn from(bytes: Vec<u8>) -> Self {
-        Bytes::from(bytes).into()
-    }
-}
-
-impl From<&'static str> for Body {
-    fn from(text: &'static str) -> Self {
-        Bytes::from_static(text.as_bytes()).into()
-    }
-}
-
 /// Shared pieces shorter than this are copied: a piece of its own costs more than the copy.
 const SHARE_MIN: usize = 1024;
 
@@ -98,6 +86,12 @@ impl BodyWriter {
         self.buffer.push(byte);
     }
 
+    /// Appends `value`'s compact JSON.
+    pub(crate) fn json<T: serde::Serialize + ?Sized>(&mut self, value: &T) {
+        // Plain data written into a buffer: serializing cannot fail.
+        let _ = serde_json::to_writer(&mut self.buffer, value);
+    }
+
     /// Appends `piece` without copying it (unless it is short).
     pub(crate) fn share(&mut self, piece: Bytes) {
         if piece.len() < SHARE_MIN {
@@ -129,17 +123,6 @@ impl BodyWriter {
             .inspect(|piece| len += piece.len())
             .collect();
         Body { pieces, len }
-    }
-}
-
-impl std::io::Write for BodyWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.buffer.extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 

@@ -56,8 +56,8 @@ impl HttpRequest {
         }
     }
 
-    pub fn post(url: impl Into<String>, headers: HeaderMap, body: impl Into<Body>) -> Self {
-        Self { method: Method::POST, url: url.into(), headers, body: body.into(), context: RequestContext::default() }
+    pub fn post(url: impl Into<String>, headers: HeaderMap, body: Body) -> Self {
+        Self { method: Method::POST, url: url.into(), headers, body, context: RequestContext::default() }
     }
 
     /// Marks the request as one model call of `req`'s session.

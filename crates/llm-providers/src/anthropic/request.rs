@@ -30,9 +30,9 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> B
     let history_bytes: usize = turns.iter().flat_map(|t| &t.blocks).map(|b| b.len() + 1).sum();
     let mut out = BodyWriter::with_capacity(history_bytes + 4096);
     out.extend_from_slice(b"{\"model\":");
-    write_json(&mut out, model);
+    out.json(model);
     out.extend_from_slice(b",\"max_tokens\":");
-    write_json(&mut out, &req.sampling.max_tokens.map_or(max_tokens, |asked| asked.min(max_tokens)));
+    out.json(&req.sampling.max_tokens.map_or(max_tokens, |asked| asked.min(max_tokens)));
     // The API rejects an empty text block; no system prompt, no key.
     if !req.system.is_empty() {
         out.extend_from_slice(b",\"system\":");
@@ -47,7 +47,7 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> B
             out.push(b',');
         }
         out.extend_from_slice(b"{\"role\":");
-        write_json(&mut out, &turn.role);
+        out.json(&turn.role);
         out.extend_from_slice(b",\"content\":[");
         for (j, blocks) in turn.blocks.iter().enumerate() {
             if j > 0 {
@@ -77,22 +77,17 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_tokens: u64) -> B
     } else {
         out.extend_from_slice(b",\"temperature\":");
         match req.sampling.temperature {
-            Some(t) => write_json(&mut out, &t),
+            Some(t) => out.json(&t),
             None => out.push(b'0'),
         }
         // Only an MCP server's sampling request sets stop sequences.
         if !req.sampling.stop.is_empty() {
             out.extend_from_slice(b",\"stop_sequences\":");
-            write_json(&mut out, &req.sampling.stop);
+            out.json(&req.sampling.stop);
         }
         out.extend_from_slice(b",\"stream\":true}");
     }
     out.finish()
-}
-
-fn write_json<T: Serialize + ?Sized>(out: &mut BodyWriter, value: &T) {
-    // Writing plain data into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -16,12 +16,12 @@ pub(crate) enum BodyFlavor {
 
 /// The JSON body, in the key order the real CLI sends (the replaying test harness doesn't
 /// care, but captured traffic stays diffable). Written straight into bytes: each history
-/// message's JSON is made once and copied on every later call, so the cost of a call grows with
-/// what is new, not with the length of the conversation.
+/// message's JSON is made once, copied while its chunk is open and shared once it is sealed, so
+/// the cost of a call grows with what is new, not with the length of the conversation.
 pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Body {
     let mut out = BodyWriter::with_capacity(capacity_hint(req));
     out.extend_from_slice(b"{\"model\":");
-    write_json(&mut out, &req.model);
+    out.json(&req.model);
     // `Message::System`'s JSON, with the prompt's string made once per prompt.
     out.extend_from_slice(b",\"messages\":[{\"role\":\"system\",\"content\":");
     out.share(req.system.json().clone());
@@ -32,13 +32,13 @@ pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Body {
         // temperature reasoning models insist on (they reject the sampling knobs).
         (Some(effort), BodyFlavor::OpenAi) => {
             out.extend_from_slice(b"],\"reasoning_effort\":");
-            write_json(&mut out, effort);
+            out.json(effort);
             out.extend_from_slice(b",\"temperature\":1");
         }
         _ => {
             out.extend_from_slice(b"],\"temperature\":");
             match req.sampling.temperature {
-                Some(t) => write_json(&mut out, &t),
+                Some(t) => out.json(&t),
                 None => out.push(b'0'),
             }
             out.extend_from_slice(b",\"top_p\":0.95,\"frequency_penalty\":0,\"presence_penalty\":0")
@@ -47,11 +47,11 @@ pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Body {
     // Only an MCP server's sampling request sets these; other calls' bodies have no such keys.
     if let Some(max) = req.sampling.max_tokens {
         out.extend_from_slice(b",\"max_tokens\":");
-        write_json(&mut out, &max);
+        out.json(&max);
     }
     if !req.sampling.stop.is_empty() {
         out.extend_from_slice(b",\"stop\":");
-        write_json(&mut out, &req.sampling.stop);
+        out.json(&req.sampling.stop);
     }
     if flavor == BodyFlavor::Capi {
         out.extend_from_slice(b",\"snippy\":{\"enabled\":false}");
@@ -75,11 +75,6 @@ pub(crate) fn request_body(req: &ChatRequest, flavor: BodyFlavor) -> Body {
 /// parameters (the rest is shared). A short guess only grows the buffer.
 pub(crate) fn capacity_hint(req: &ChatRequest) -> usize {
     req.history.tail_len() * 512 + 4096
-}
-
-fn write_json<T: serde::Serialize + ?Sized>(out: &mut BodyWriter, value: &T) {
-    // Writing plain data into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 /// One message's wire JSON.

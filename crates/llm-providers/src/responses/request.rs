@@ -15,7 +15,7 @@ use crate::types::{ChatRequest, ContentPart, Message, ToolContent, ToolSpec, Use
 pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Option<u64>) -> Body {
     let mut out = BodyWriter::with_capacity(crate::openai_chat::capacity_hint(req));
     out.extend_from_slice(b"{\"model\":");
-    write_json(&mut out, model);
+    out.json(model);
     out.extend_from_slice(b",\"instructions\":");
     out.share(req.system.json().clone());
     out.extend_from_slice(b",\"input\":[");
@@ -33,7 +33,7 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Op
     match &req.reasoning_effort {
         Some(effort) => {
             out.extend_from_slice(b",\"reasoning\":{\"effort\":");
-            write_json(&mut out, effort);
+            out.json(effort);
             out.extend_from_slice(b",\"summary\":\"auto\"}");
         }
         None => out.extend_from_slice(b",\"reasoning\":{\"summary\":\"auto\"}"),
@@ -41,7 +41,7 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Op
     // A cache key groups a session's calls on the same cache shard; an empty one means nothing.
     if !req.session_id.is_empty() {
         out.extend_from_slice(b",\"prompt_cache_key\":");
-        write_json(&mut out, &req.session_id);
+        out.json(&req.session_id);
     }
     // Nothing is kept server-side, so reasoning must come back encrypted for the next call.
     out.extend_from_slice(b",\"store\":false,\"stream\":");
@@ -51,7 +51,7 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Op
     // has no stop sequences, so those are not sent.
     if let (Some(t), None) = (req.sampling.temperature, &req.reasoning_effort) {
         out.extend_from_slice(b",\"temperature\":");
-        write_json(&mut out, &t);
+        out.json(&t);
     }
     let max_output_tokens = match (req.sampling.max_tokens, max_output_tokens) {
         (Some(asked), Some(configured)) => Some(asked.min(configured)),
@@ -59,15 +59,10 @@ pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Op
     };
     if let Some(max) = max_output_tokens {
         out.extend_from_slice(b",\"max_output_tokens\":");
-        write_json(&mut out, &max);
+        out.json(&max);
     }
     out.push(b'}');
     out.finish()
-}
-
-fn write_json<T: serde::Serialize + ?Sized>(out: &mut BodyWriter, value: &T) {
-    // Writing plain data into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 /// `{"type":"function", name, description, parameters}`, serialized straight from the spec
