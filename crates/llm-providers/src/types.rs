@@ -807,7 +807,7 @@ mod history_tests {
         assert_eq!(live.len(), 200);
         let expected: Vec<Message> = texts.iter().map(|t| user(t)).collect();
         assert!(live.messages().eq(expected.iter()));
-        assert_eq!(live.messages().rev().next(), Some(&user("199")));
+        assert_eq!(live.messages().next_back(), Some(&user("199")));
         assert_eq!(live.messages().rposition(|m| *m == user("64")), Some(64));
         assert_eq!(live.items().len(), 200);
         // The snapshot still sees its 130, sharing every one with the live history.

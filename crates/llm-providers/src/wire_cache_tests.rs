@@ -21,20 +21,20 @@ fn turn(n: usize) -> Vec<Message> {
             arguments: format!("{{\"path\":\"/src/file_{n}_{k}.rs\",\"note\":\"quote \\\" and \\\\ and é\"}}"),
         })
         .collect();
-    let reasoning = (n % 4 == 0).then(|| ReasoningBlocks {
-        provider: if n % 8 == 0 { "anthropic".into() } else { "openai-responses".into() },
+    let reasoning = n.is_multiple_of(4).then(|| ReasoningBlocks {
+        provider: if n.is_multiple_of(8) { "anthropic".into() } else { "openai-responses".into() },
         blocks: vec![json!({"type": "thinking", "thinking": format!("step {n}"), "signature": "sig"})],
     });
     let mut out = vec![
         Message::User { content: UserContent::Text(format!("question {n}: \"why\"\n\ttabs & <tags>")) },
         Message::Assistant {
-            content: (n % 2 == 0).then(|| format!("looking {n}")),
+            content: n.is_multiple_of(2).then(|| format!("looking {n}")),
             tool_calls: calls.clone(),
             reasoning: reasoning.map(Box::new),
         },
     ];
     for (k, call) in calls.iter().enumerate() {
-        let content = if (n + k) % 5 == 0 {
+        let content = if (n + k).is_multiple_of(5) {
             ToolContent::Parts(vec![
                 ContentPart::Text { text: format!("image {n}") },
                 ContentPart::ImageUrl { image_url: ImageUrl { url: "data:image/png;base64,iVBORw0KGgo=".into() } },

@@ -293,7 +293,7 @@ impl Storage {
         let client = Arc::new(session_fs::ClientFs { client, session_id: id.to_string() });
         Self {
             remote: Some(store::session_fs::RemoteState::new(client.clone(), &fs.state_path)),
-            sql: fs.sqlite.then(|| client as Arc<dyn store::session_db::SqlBackend>),
+            sql: fs.sqlite.then_some(client as Arc<dyn store::session_db::SqlBackend>),
         }
     }
 }
@@ -494,6 +494,7 @@ impl Engine {
     }
 
     /// Starts a session's actor task and returns its handle.
+    #[allow(clippy::too_many_arguments)] // a session's parts, each made by a different caller
     fn spawn_session(
         &self,
         id: String,

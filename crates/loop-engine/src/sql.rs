@@ -243,7 +243,6 @@ pub async fn read_todos(
             description: s(r, "description"),
             status: s(r, "status"),
             created_at: s(r, "created_at"),
-            ..Default::default()
         })
         .collect();
     let deps = db

@@ -112,7 +112,7 @@ async fn serve_inner<S: MessageSource, K: MessageSink>(
         // A batch of buffered frames is read without waiting; the requests it started get to
         // run (and free what they hold) every few frames instead of all piling up first.
         read_in_a_row += 1;
-        if read_in_a_row % YIELD_EVERY == 0 {
+        if read_in_a_row.is_multiple_of(YIELD_EVERY) {
             tokio::task::yield_now().await;
         }
     }

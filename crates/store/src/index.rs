@@ -216,7 +216,7 @@ impl SessionIndex {
     /// session that has been listed stays listed.
     pub async fn upsert(&self, row: &SessionRow) -> Result<(), StoreError> {
         if self.touches.write_behind() {
-            self.write_later(RowWrite::Upsert(row.clone()));
+            self.write_later(RowWrite::Upsert(Box::new(row.clone())));
             return Ok(());
         }
         let text = upsert_sql();

@@ -12,6 +12,8 @@
 //! - [`session_db`]: a session's SQLite database behind the `sql` tool.
 //! - [`workspace_files`]: the client-managed files under `files/`, confined to that directory.
 
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod backend;
 pub mod checkpoints;
 pub mod event_log;

@@ -504,7 +504,7 @@ mod tests {
         assert_eq!(config["model"], "kept");
 
         assert_eq!(store.remove_marketplace("local-mp", false).unwrap(), (false, vec!["demo@local-mp".to_string()]));
-        assert_eq!(store.remove_marketplace("local-mp", true).unwrap().0, true);
+        assert!(store.remove_marketplace("local-mp", true).unwrap().0);
         assert!(store.installed().unwrap().is_empty());
         assert!(!Path::new(&out.plugin.cache_path).exists());
     }

@@ -297,7 +297,7 @@ pub async fn context_heaviest_messages(
         true => 0,
         false => messages.iter().map(|m| m.tokens).sum::<u64>() + tool_tokens(ctx, &session),
     };
-    messages.sort_by(|a, b| b.tokens.cmp(&a.tokens));
+    messages.sort_by_key(|m| std::cmp::Reverse(m.tokens));
     let limit = usize::try_from(p.limit.unwrap_or(10)).unwrap_or(usize::MAX);
     let messages = messages
         .into_iter()

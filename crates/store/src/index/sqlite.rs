@@ -63,7 +63,7 @@ impl SqliteDb {
             tracing::warn!(path = %path.display(), "the session index file was deleted; creating it again");
         }
         let fresh = connect(path).await?;
-        let old = std::mem::replace(&mut *self.pool.write().unwrap_or_else(|e| e.into_inner()), Some(fresh.clone()));
+        let old = self.pool.write().unwrap_or_else(|e| e.into_inner()).replace(fresh.clone());
         // In-flight queries on the old pool finish on the unlinked file.
         if let Some(old) = old {
             tokio::spawn(async move { old.close().await });

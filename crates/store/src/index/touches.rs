@@ -25,7 +25,7 @@ const TOUCH_SQL: &str = "UPDATE sessions SET updated_at = ?1 WHERE id = ?2";
 /// ([`SessionIndex::open_write_behind`]).
 #[derive(Debug)]
 pub(crate) enum RowWrite {
-    Upsert(SessionRow),
+    Upsert(Box<SessionRow>),
     MarkUserMessage { id: String, title: String },
 }
 
@@ -154,6 +154,15 @@ impl SessionIndex {
         match &self.pool {
             Pool::Sqlite(db) => {
                 let pool = db.live().await?;
+                // A lone touch (what a quiet session or a `-p` run's end has pending) is one
+                // statement: it commits on its own, without the two round trips to SQLite's
+                // worker thread that `BEGIN` and `COMMIT` would add.
+                if rows.is_empty() && batch.len() == 1 {
+                    if let Some((id, at)) = batch.iter().next() {
+                        sqlx::query(&sql).bind(at).bind(id).execute(&pool).await?;
+                        return Ok(());
+                    }
+                }
                 let mut tx = pool.begin().await?;
                 for write in rows {
                     match write {
