@@ -6,6 +6,7 @@ mod cli;
 mod provider_env;
 mod runner;
 mod serve;
+mod usage_exit;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -80,10 +81,14 @@ fn main() -> anyhow::Result<()> {
         }
         _ => {}
     }
+    let stdio = usage_exit::stdio_requested(&args);
     let cli = match cli::parse(args) {
         Ok(cli) => cli,
         Err(usage) => {
             eprintln!("{}", usage.trim_end());
+            if stdio {
+                usage_exit::wait_for_client_write();
+            }
             std::process::exit(1);
         }
     };

@@ -7,7 +7,7 @@ import net from "node:net";
 
 import { approveAll, CopilotClient, RuntimeConnection } from "@github/copilot-sdk";
 
-import { setup, RawPeer, ISO_TS_RE, TEST_TOKEN } from "../lib/harness.mjs";
+import { setup, RawPeer, ISO_TS_RE, SKIPPER_BIN, TEST_TOKEN } from "../lib/harness.mjs";
 
 const T = { timeout: 60_000 };
 
@@ -60,6 +60,33 @@ test("start over stdio: connect handshake, ping, status, auth, models; stop", T,
     assert.deepEqual(errors, [], "client.stop() reports no cleanup errors (runtime.shutdown answered)");
     assert.ok(Date.now() - t0 < 5_000, `stop() is prompt (${Date.now() - t0} ms)`);
     assert.ok(proc.exitCode !== null || proc.signalCode !== null, "the Skipper process is gone");
+});
+
+test("a flag the server does not know: start() fails with the exit code and the usage error from stderr", T, async (t) => {
+    const ctx = await setup(t);
+    const client = new CopilotClient({
+        connection: RuntimeConnection.forStdio({
+            path: SKIPPER_BIN,
+            env: ctx.env,
+            args: ["--nonexistent-flag-for-testing"],
+        }),
+        workingDirectory: ctx.workDir,
+        logLevel: "error",
+    });
+    t.after(() => client.forceStop().catch(() => {}));
+    // The SDK writes `connect` right after the spawn. Had the process exited already, that
+    // write would fail with a broken pipe and the SDK would only say its connection was
+    // disposed; it reports the exit with stderr once the write has landed.
+    const err = await client.start().then(
+        () => assert.fail("start() should fail"),
+        (e) => e
+    );
+    assert.match(err.message, /exited with code 1/, err.message);
+    assert.match(err.message, /stderr: .*--nonexistent-flag-for-testing/s, err.message);
+    await assert.rejects(
+        client.createSession({ onPermissionRequest: approveAll }),
+        "a call after the failed start fails too (it does not hang)"
+    );
 });
 
 test("after runtime.shutdown every request is refused at once (none left unanswered)", T, async (t) => {
