@@ -43,6 +43,21 @@ async def test_start_ping_and_stop_stdio_client(make_client):
     assert proc.returncode == 0, f"skipper exit code {proc.returncode}"
 
 
+@pytest.mark.parametrize("attempt", range(3))
+async def test_an_unknown_flag_fails_start_with_the_usage_error_from_stderr(make_client, attempt):
+    # The SDK reads stderr on a thread of its own and fails `connect` with what that thread has
+    # read when stdout closes: the server must not be gone before the SDK's write, nor before
+    # its stderr reader has the usage error (several attempts: it is a race when wrong).
+    client = make_client(args=["--nonexistent-flag-for-testing"])
+    with pytest.raises(Exception) as failure:
+        await client.start()
+    message = str(failure.value)
+    # The code itself may read `None`: the SDK polls the process as soon as stdout closes,
+    # which can be a moment before the exit is reaped.
+    assert "CLI process exited with code" in message, message
+    assert "stderr:" in message and "--nonexistent-flag-for-testing" in message, message
+
+
 async def test_start_ping_and_stop_tcp_client(make_client):
     client = make_client("tcp")
     await client.start()

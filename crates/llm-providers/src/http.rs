@@ -24,6 +24,7 @@ pub(crate) async fn ensure_success(resp: HttpResponse, what: &str) -> Result<Htt
     // The body only adds detail; a failure reading it must not hide the status.
     let body = resp.bytes().await.unwrap_or_default();
     let detail = server_message(status, &body);
+    let code = error_code(&body);
     // The detail is the server's text, which may echo a credential: callers log it once redacted.
     tracing::warn!(status = status.as_u16(), "{what} failed");
     Err(AttemptError {
@@ -31,6 +32,8 @@ pub(crate) async fn ensure_success(resp: HttpResponse, what: &str) -> Result<Htt
             status: status.as_u16(),
             message: format!("{what} failed with HTTP {}: {detail}", status.as_u16()),
             provider_call_id,
+            code,
+            retry_after,
         },
         retry_after,
         emitted_output: false,
@@ -53,6 +56,14 @@ pub(crate) fn server_message(status: StatusCode, body: &[u8]) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
     }
+}
+
+/// The service's error code: `error.code` (OpenAI and the Copilot API), else `error.type`
+/// (Anthropic), when the body is JSON.
+fn error_code(body: &[u8]) -> Option<String> {
+    let json = serde_json::from_slice::<Value>(body).ok()?;
+    let error = json.get("error")?;
+    ["code", "type"].iter().find_map(|k| error.get(*k).and_then(Value::as_str)).map(str::to_string)
 }
 
 pub(crate) fn retry_after(resp: &HttpResponse) -> Option<Duration> {
@@ -92,6 +103,16 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_codes_come_from_the_body() {
+        let copilot = br#"{"error":{"message":"You've reached your weekly rate limit.","type":"x","code":"user_weekly_rate_limited"}}"#;
+        assert_eq!(error_code(copilot).as_deref(), Some("user_weekly_rate_limited"));
+        let anthropic = br#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#;
+        assert_eq!(error_code(anthropic).as_deref(), Some("rate_limit_error"));
+        assert_eq!(error_code(br#"{"error":"plain"}"#), None);
+        assert_eq!(error_code(b"Too Many Requests"), None);
+    }
 
     #[test]
     fn server_messages() {

@@ -205,7 +205,7 @@ impl ProviderConfig {
     pub fn describe_failure(&self, err: ProviderError) -> ProviderError {
         let base = &self.base_url;
         let err = match err {
-            ProviderError::Http { status, message, provider_call_id } => {
+            ProviderError::Http { status, message, provider_call_id, code, retry_after } => {
                 let detail = message.split_once(": ").map(|(_, d)| d).unwrap_or(&message).to_string();
                 let message = match status {
                     401 | 403 => format!(
@@ -217,7 +217,7 @@ impl ProviderConfig {
                     ),
                     _ => format!("{} failed with HTTP {status}: {detail}", self.label),
                 };
-                ProviderError::Http { status, message, provider_call_id }
+                ProviderError::Http { status, message, provider_call_id, code, retry_after }
             }
             ProviderError::Network(detail) => ProviderError::Network(format!("cannot reach {}: {detail}", self.label)),
             other => other,
@@ -241,8 +241,8 @@ impl ProviderConfig {
             .collect();
         let clean = |text: String| secrets.iter().fold(text, |t, s| t.replace(s, "<redacted>"));
         match err {
-            ProviderError::Http { status, message, provider_call_id } => {
-                ProviderError::Http { status, message: clean(message), provider_call_id }
+            ProviderError::Http { status, message, provider_call_id, code, retry_after } => {
+                ProviderError::Http { status, message: clean(message), provider_call_id, code, retry_after }
             }
             ProviderError::Network(m) => ProviderError::Network(clean(m)),
             ProviderError::Truncated(m) => ProviderError::Truncated(clean(m)),
@@ -313,8 +313,7 @@ mod tests {
         let mut p = ProviderConfig::new(ProviderKind::OpenAi, "http://127.0.0.1:9/v1");
         p.api_key = Some(Secret::new("sk-echoed"));
         p.credential_hint = "COPILOT_PROVIDER_API_KEY".into();
-        let http =
-            |status, message: &str| ProviderError::Http { status, message: message.into(), provider_call_id: None };
+        let http = |status, message: &str| ProviderError::http(status, message);
         let e = p.describe_failure(http(401, "Model request failed with HTTP 401: bad key sk-echoed"));
         let text = e.to_string();
         assert!(text.contains("http://127.0.0.1:9/v1") && text.contains("COPILOT_PROVIDER_API_KEY"), "{text}");

@@ -179,7 +179,7 @@ mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
 
     fn http(status: u16) -> ProviderError {
-        ProviderError::Http { status, message: format!("status {status}"), provider_call_id: None }
+        ProviderError::http(status, format!("status {status}"))
     }
 
     fn tiny() -> RetryPolicy {

@@ -636,7 +636,15 @@ impl ModelInfo {
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
     #[error("{message}")]
-    Http { status: u16, message: String, provider_call_id: Option<String> },
+    Http {
+        status: u16,
+        message: String,
+        provider_call_id: Option<String>,
+        /// The service's own error code (`error.code` in the body), e.g. `user_weekly_rate_limited`.
+        code: Option<String>,
+        /// When the service said to try again (`retry-after`).
+        retry_after: Option<std::time::Duration>,
+    },
     #[error("network error: {0}")]
     Network(String),
     #[error("stream ended before the reply was complete: {0}")]
@@ -650,6 +658,11 @@ pub enum ProviderError {
 }
 
 impl ProviderError {
+    /// An HTTP failure known only by its status and message.
+    pub fn http(status: u16, message: impl Into<String>) -> Self {
+        ProviderError::Http { status, message: message.into(), provider_call_id: None, code: None, retry_after: None }
+    }
+
     /// `session.error.errorType` for this failure.
     pub fn error_type(&self) -> &'static str {
         match self {

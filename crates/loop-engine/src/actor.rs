@@ -213,7 +213,7 @@ impl Actor {
             SessionInput::SetMode { mode, reply } => {
                 let _ = reply.send(self.set_mode(mode));
             }
-            SessionInput::SwitchModel { model, reasoning_effort, vision, reply } => {
+            SessionInput::SwitchModel { model, reasoning_effort, vision, cause, reply } => {
                 let previous = std::mem::replace(&mut Arc::make_mut(&mut self.view).settings.model, model.clone());
                 // An override belongs to the model it was given for.
                 if vision.is_some() || previous != model {
@@ -227,7 +227,11 @@ impl Actor {
                     previous_model: Some(previous.clone()),
                     new_model: model,
                     reasoning_effort,
-                    source: Some(t::ModelChangeSource::Sdk),
+                    source: Some(match cause {
+                        Some(_) => t::ModelChangeSource::Automatic,
+                        None => t::ModelChangeSource::Sdk,
+                    }),
+                    cause: cause.map(String::from),
                     ..Default::default()
                 });
                 let _ = reply.send(previous);

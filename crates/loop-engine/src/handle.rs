@@ -159,6 +159,9 @@ pub(crate) enum SessionInput {
         reasoning_effort: Option<String>,
         /// `modelCapabilities.supports.vision` given with the switch.
         vision: Option<bool>,
+        /// Why the runtime switched on its own (`session.model_change.cause`); `None` for a
+        /// client's switch.
+        cause: Option<&'static str>,
         reply: oneshot::Sender<String>,
     },
     SetApproveAll {
@@ -568,7 +571,26 @@ impl SessionHandle {
         reasoning_effort: Option<String>,
         vision: Option<bool>,
     ) -> Result<String, EngineError> {
-        self.ask(|reply| SessionInput::SwitchModel { model: model.to_string(), reasoning_effort, vision, reply }).await
+        self.ask(|reply| SessionInput::SwitchModel {
+            model: model.to_string(),
+            reasoning_effort,
+            vision,
+            cause: None,
+            reply,
+        })
+        .await
+    }
+
+    /// The runtime switches the model on its own, for `cause`; returns the previous one.
+    pub(crate) async fn switch_model_for(&self, model: &str, cause: &'static str) -> Result<String, EngineError> {
+        self.ask(|reply| SessionInput::SwitchModel {
+            model: model.to_string(),
+            reasoning_effort: None,
+            vision: None,
+            cause: Some(cause),
+            reply,
+        })
+        .await
     }
 
     pub async fn set_approve_all(&self, enabled: bool) -> Result<(), EngineError> {

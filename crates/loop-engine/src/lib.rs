@@ -10,6 +10,7 @@
 mod actor;
 pub mod agents;
 pub mod attachments;
+mod auto_mode;
 pub mod autopilot;
 pub mod byok;
 pub mod canvases;

@@ -191,6 +191,8 @@ async fn run_traced(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage) -
     let mut system_recorded = false;
     // A context overflow is answered with one compaction per message, not a loop of them.
     let mut overflow_compacted = false;
+    // A rate limit is offered one switch to `auto` per message.
+    let mut rate_limit_offered = false;
     loop {
         for steer in ctx.take_steering().await {
             push_user_message(ctx, conv, &steer, &interaction_id).await;
@@ -315,27 +317,17 @@ async fn run_traced(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage) -
                 crate::compaction::compact_now(&ctx.deps, &ctx.handle, conv, &shape, &ctx.cancel).await;
                 continue;
             }
-            Err(err) => {
+            Err(err) if !rate_limit_offered && crate::auto_mode::offered(ctx, &err) => {
+                rate_limit_offered = true;
+                let switched = crate::auto_mode::ask_and_switch(ctx, &err).await;
+                if !switched {
+                    return model_call_failed(ctx, &turn_id, err).await;
+                }
+                // The same context once more, now with `auto`.
                 end_turn(ctx, &turn_id);
-                let provider_call_id = match &err {
-                    ProviderError::Http { provider_call_id, .. } => provider_call_id.clone(),
-                    _ => None,
-                };
-                ctx.emitter().emit(t::ErrorData {
-                    error_type: err.error_type().into(),
-                    message: err.to_string(),
-                    status_code: err.status_code().map(u64::from),
-                    provider_call_id,
-                    ..Default::default()
-                });
-                let input = hooks::ErrorOccurredInput {
-                    error: err.to_string(),
-                    error_context: "model_call".into(),
-                    recoverable: true,
-                };
-                crate::hooks::invoke(&ctx.handle, HookType::ErrorOccurred, input).await;
-                return StopReason::Error;
+                continue;
             }
+            Err(err) => return model_call_failed(ctx, &turn_id, err).await,
         };
 
         let initiator = if turn == 0 { "user" } else { "agent" };
@@ -647,6 +639,27 @@ fn format_credits(n: f64) -> String {
 
 /// `tokens` is an estimate, which is what clients need: positive and growing. The history's
 /// size is kept as it grows rather than summed again every turn.
+/// Ends the turn on a model call that failed for good: `session.error`, then the
+/// `errorOccurred` hook.
+async fn model_call_failed(ctx: &RunCtx, turn_id: &str, err: ProviderError) -> StopReason {
+    end_turn(ctx, turn_id);
+    let provider_call_id = match &err {
+        ProviderError::Http { provider_call_id, .. } => provider_call_id.clone(),
+        _ => None,
+    };
+    ctx.emitter().emit(t::ErrorData {
+        error_type: err.error_type().into(),
+        message: err.to_string(),
+        status_code: err.status_code().map(u64::from),
+        provider_call_id,
+        ..Default::default()
+    });
+    let input =
+        hooks::ErrorOccurredInput { error: err.to_string(), error_context: "model_call".into(), recoverable: true };
+    crate::hooks::invoke(&ctx.handle, HookType::ErrorOccurred, input).await;
+    StopReason::Error
+}
+
 fn emit_usage_info(ctx: &RunCtx, tokens: crate::compaction::Tokens, req: &ChatRequest, token_limit: u64) {
     ctx.emitter().emit(t::UsageInfoData {
         token_limit,

@@ -29,6 +29,8 @@ pub struct SessionSettings {
     pub request_user_input: bool,
     /// The client answers `exitPlanMode.request`: `exit_plan_mode` is offered in plan mode.
     pub request_exit_plan_mode: bool,
+    /// The client answers `autoModeSwitch.request` (see `auto_mode`).
+    pub request_auto_mode_switch: bool,
     /// This session was resumed (for the `sessionStart` hook's `source`).
     pub resumed: bool,
     /// Bring-your-own-key providers (re-sent on every resume; never persisted).
@@ -113,6 +115,7 @@ impl SessionSettings {
             hooks: p.hooks.unwrap_or(false),
             request_user_input: p.request_user_input.unwrap_or(false),
             request_exit_plan_mode: p.request_exit_plan_mode.unwrap_or(false),
+            request_auto_mode_switch: p.request_auto_mode_switch.unwrap_or(false),
             resumed: false,
             providers,
             infinite: crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref()),
@@ -174,6 +177,7 @@ impl SessionSettings {
         self.hooks = p.hooks.unwrap_or(false);
         self.request_user_input = p.request_user_input.unwrap_or(false);
         self.request_exit_plan_mode = p.request_exit_plan_mode.unwrap_or(false);
+        self.request_auto_mode_switch = p.request_auto_mode_switch.unwrap_or(false);
         if let Some(c) = p.enable_citations {
             self.enable_citations = c;
         }

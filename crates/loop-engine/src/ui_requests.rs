@@ -1,7 +1,8 @@
 //! Requests a session puts to its clients outside a run: elicitations (`session.ui.elicitation`
 //! → `elicitation.requested`), slash commands a client registered (`command.execute`), and
 //! slash commands queued for a client to run (`command.queued`, one at a time), plus the
-//! handles of directly registered auto-mode-switch handlers, and `exit_plan_mode` reviews a
+//! handles of directly registered auto-mode-switch handlers, and `exit_plan_mode` reviews and
+//! rate-limit prompts (`auto_mode_switch.requested`) a
 //! client may answer by id. Each waiting request is a oneshot
 //! kept by request id; the client's answer resolves it once.
 
@@ -22,12 +23,43 @@ pub struct QueuedCommand {
 struct State {
     elicitations: HashMap<String, oneshot::Sender<t::UIElicitationResponse>>,
     /// `exit_plan_mode` reviews waiting on a client: answered by `exitPlanMode.request` or here.
-    exit_plans: HashMap<String, oneshot::Sender<t::UIExitPlanModeResponse>>,
+    exit_plans: Waiting<t::UIExitPlanModeResponse>,
     commands: HashMap<String, oneshot::Sender<Option<String>>>,
     /// The queued command a client is running now.
     active: Option<QueuedCommand>,
     waiting: VecDeque<QueuedCommand>,
     auto_mode_handlers: HashSet<String>,
+    /// Rate-limit prompts waiting on a client: answered by `autoModeSwitch.request` or
+    /// `session.ui.handlePendingAutoModeSwitch`.
+    auto_mode_switches: Waiting<t::UIAutoModeSwitchResponse>,
+    /// A client answered `yes_always`: later rate limits switch without asking.
+    auto_switch_always: bool,
+}
+
+/// Requests waiting on a client's answer, by request id: the first answer resolves one.
+struct Waiting<T>(HashMap<String, oneshot::Sender<T>>);
+
+impl<T> Default for Waiting<T> {
+    fn default() -> Self {
+        Self(HashMap::new())
+    }
+}
+
+impl<T> Waiting<T> {
+    fn register(&mut self, request_id: &str) -> oneshot::Receiver<T> {
+        let (tx, rx) = oneshot::channel();
+        self.0.insert(request_id.to_string(), tx);
+        rx
+    }
+
+    fn take(&mut self, request_id: &str) -> Option<oneshot::Sender<T>> {
+        self.0.remove(request_id)
+    }
+}
+
+/// Resolves a request taken from a [`Waiting`] (outside the lock); `false` when there was none.
+fn answer<T>(waiting: Option<oneshot::Sender<T>>, answer: T) -> bool {
+    waiting.is_some_and(|tx| tx.send(answer).is_ok())
 }
 
 #[derive(Default)]
@@ -72,19 +104,17 @@ impl UiRequests {
     /// An `exit_plan_mode` review under `request_id` (announced by `exit_plan_mode.requested`):
     /// a client may answer it through `session.ui.handlePendingExitPlanMode`.
     pub fn register_exit_plan(&self, request_id: &str) -> oneshot::Receiver<t::UIExitPlanModeResponse> {
-        let (tx, rx) = oneshot::channel();
-        self.lock().exit_plans.insert(request_id.to_string(), tx);
-        rx
+        self.lock().exit_plans.register(request_id)
     }
 
     /// `false` when no review waits under that id (unknown, or already answered).
-    pub fn answer_exit_plan(&self, request_id: &str, answer: t::UIExitPlanModeResponse) -> bool {
-        let tx = self.lock().exit_plans.remove(request_id);
-        tx.is_some_and(|tx| tx.send(answer).is_ok())
+    pub fn answer_exit_plan(&self, request_id: &str, response: t::UIExitPlanModeResponse) -> bool {
+        let waiting = self.lock().exit_plans.take(request_id);
+        answer(waiting, response)
     }
 
     pub fn forget_exit_plan(&self, request_id: &str) {
-        self.lock().exit_plans.remove(request_id);
+        self.lock().exit_plans.take(request_id);
     }
 
     /// A new `command.execute`: its request id and where the client's outcome (an error
@@ -163,6 +193,35 @@ impl UiRequests {
     pub fn unregister_auto_mode_handler(&self, handle: &str) -> bool {
         self.lock().auto_mode_handlers.remove(handle)
     }
+
+    /// Whether a client registered a direct auto-mode-switch handler (it answers through
+    /// `session.ui.handlePendingAutoModeSwitch`).
+    pub fn has_auto_mode_handler(&self) -> bool {
+        !self.lock().auto_mode_handlers.is_empty()
+    }
+
+    /// A rate-limit prompt under `request_id` (announced by `auto_mode_switch.requested`).
+    pub fn register_auto_mode_switch(&self, request_id: &str) -> oneshot::Receiver<t::UIAutoModeSwitchResponse> {
+        self.lock().auto_mode_switches.register(request_id)
+    }
+
+    /// `false` when no prompt waits under that id (unknown, or already answered).
+    pub fn answer_auto_mode_switch(&self, request_id: &str, response: t::UIAutoModeSwitchResponse) -> bool {
+        let waiting = self.lock().auto_mode_switches.take(request_id);
+        answer(waiting, response)
+    }
+
+    pub fn forget_auto_mode_switch(&self, request_id: &str) {
+        self.lock().auto_mode_switches.take(request_id);
+    }
+
+    pub fn auto_switch_always(&self) -> bool {
+        self.lock().auto_switch_always
+    }
+
+    pub fn set_auto_switch_always(&self) {
+        self.lock().auto_switch_always = true;
+    }
 }
 
 #[cfg(test)]
@@ -192,6 +251,25 @@ mod tests {
         assert!(ui.answer_elicitation(&id, answer.clone()));
         assert!(!ui.answer_elicitation(&id, answer.clone()));
         assert_eq!(rx.await.ok(), Some(answer));
+    }
+
+    #[tokio::test]
+    async fn a_rate_limit_prompt_is_answered_once_and_only_under_its_id() {
+        let ui = UiRequests::default();
+        assert!(!ui.has_auto_mode_handler());
+        let handle = ui.register_auto_mode_handler();
+        assert!(ui.has_auto_mode_handler());
+        let rx = ui.register_auto_mode_switch("r1");
+        assert!(!ui.answer_auto_mode_switch("r2", t::UIAutoModeSwitchResponse::Yes));
+        assert!(ui.answer_auto_mode_switch("r1", t::UIAutoModeSwitchResponse::YesAlways));
+        assert!(!ui.answer_auto_mode_switch("r1", t::UIAutoModeSwitchResponse::No));
+        assert_eq!(rx.await.ok(), Some(t::UIAutoModeSwitchResponse::YesAlways));
+        // Forgotten (the run went on without an answer): a late answer finds nothing.
+        let _late = ui.register_auto_mode_switch("r3");
+        ui.forget_auto_mode_switch("r3");
+        assert!(!ui.answer_auto_mode_switch("r3", t::UIAutoModeSwitchResponse::Yes));
+        assert!(ui.unregister_auto_mode_handler(&handle));
+        assert!(!ui.has_auto_mode_handler());
     }
 
     #[test]

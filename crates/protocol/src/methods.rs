@@ -70,6 +70,9 @@ pub struct SessionConfigParams {
     pub request_user_input: Option<bool>,
     /// The client answers `exitPlanMode.request`: `exit_plan_mode` is offered in plan mode.
     pub request_exit_plan_mode: Option<bool>,
+    /// The client answers `autoModeSwitch.request`: on a rate limit the session offers to go on
+    /// with the `auto` model.
+    pub request_auto_mode_switch: Option<bool>,
     pub hooks: Option<bool>,
     /// resume only: do not emit `session.resume`.
     pub disable_resume: Option<bool>,

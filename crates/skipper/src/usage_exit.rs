@@ -6,6 +6,11 @@
 //! and reports the exit code with what the process printed on stderr: the usage error, which
 //! names the flag. The original CLI takes long enough to start that the write always lands;
 //! this server would be gone within milliseconds, so it waits for the client's first bytes.
+//!
+//! Then it waits a little more. The Python SDK reads stderr on a thread of its own, and when
+//! stdout closes it fails the pending request with whatever that thread has read so far. The
+//! usage error was written before that thread started, so an exit right after the client's
+//! write can beat it to the line.
 
 use std::io::Read;
 use std::time::Duration;
@@ -14,12 +19,15 @@ use std::time::Duration;
 /// not held for long.
 const LINGER: Duration = Duration::from_secs(1);
 
+/// How long the process stays once the client has written: time for its stderr reader.
+const GRACE: Duration = Duration::from_millis(100);
+
 /// Whether the arguments ask for the JSON-RPC server on stdin and stdout (how SDKs start it).
 pub fn stdio_requested(args: &[String]) -> bool {
     args.iter().skip(1).take_while(|a| *a != "--").any(|a| a == "--stdio")
 }
 
-/// Returns once stdin has a byte to read, is closed, or [`LINGER`] has passed.
+/// Returns [`GRACE`] after stdin has a byte to read or is closed, or once [`LINGER`] has passed.
 pub fn wait_for_client_write() {
     let (tx, rx) = std::sync::mpsc::channel();
     // A blocking read on a thread: std has no read with a timeout on stdin. The thread is left
@@ -29,8 +37,8 @@ pub fn wait_for_client_write() {
         let _ = std::io::stdin().lock().read(&mut byte);
         let _ = tx.send(());
     });
-    if reader.is_ok() {
-        let _ = rx.recv_timeout(LINGER);
+    if reader.is_ok() && rx.recv_timeout(LINGER).is_ok() {
+        std::thread::sleep(GRACE);
     }
 }
 

@@ -341,7 +341,7 @@ fn stream_error(error: &Value) -> ProviderError {
         _ => return ProviderError::Protocol(format!("model reported an error mid-stream: {kind}: {message}")),
     };
     // `describe_failure` keeps what follows the first ": " as the detail.
-    ProviderError::Http { status, message: format!("Model stream failed: {kind}: {message}"), provider_call_id: None }
+    ProviderError::http(status, format!("Model stream failed: {kind}: {message}"))
 }
 
 /// A non-streaming answer: one `message` object (some compatible servers ignore `stream`).

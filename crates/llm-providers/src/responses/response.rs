@@ -171,11 +171,7 @@ pub(crate) fn failure(error: &Value, emitted_output: bool) -> ProviderError {
     };
     match status {
         // `describe_failure` keeps what follows the first ": " as the detail.
-        Some(status) => ProviderError::Http {
-            status,
-            message: format!("Model response failed ({code_text}): {message}"),
-            provider_call_id: None,
-        },
+        Some(status) => ProviderError::http(status, format!("Model response failed ({code_text}): {message}")),
         None => ProviderError::Protocol(format!("model reported an error mid-response ({code_text}): {message}")),
     }
 }

@@ -357,7 +357,7 @@ async fn a_400_is_final_and_keeps_the_request_id() {
     );
     let (result, _) = call(&client(provider(&fake)), request(true)).await;
     match result {
-        Err(ProviderError::Http { status: 400, message, provider_call_id }) => {
+        Err(ProviderError::Http { status: 400, message, provider_call_id, .. }) => {
             assert!(message.contains("roles must alternate"), "{message}");
             assert_eq!(provider_call_id.as_deref(), Some("req_bad"));
         }

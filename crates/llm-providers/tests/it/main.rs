@@ -264,7 +264,7 @@ async fn server_errors_exhaust_attempts() {
     fake.script(CHAT, (0..5).map(|_| Reply::json(500, json!({"error": {"message": "boom"}}))));
     let (result, events) = chat(&fake, request(true)).await;
     match result {
-        Err(ProviderError::Http { status: 500, message, provider_call_id }) => {
+        Err(ProviderError::Http { status: 500, message, provider_call_id, .. }) => {
             assert!(message.contains("boom") && message.contains("500"), "{message}");
             assert_eq!(provider_call_id.as_deref(), Some("req-123"));
         }

@@ -206,6 +206,10 @@ pub enum SessionEvent {
     /// `exit_plan_mode.completed`: Plan mode exit completion with the user's approval decision and
     /// optional feedback
     ExitPlanModeCompleted(t::ExitPlanModeCompletedData),
+    /// `auto_mode_switch.requested`: Auto mode switch request notification requiring user approval
+    AutoModeSwitchRequested(t::AutoModeSwitchRequestedData),
+    /// `auto_mode_switch.completed`: Auto mode switch completion notification
+    AutoModeSwitchCompleted(t::AutoModeSwitchCompletedData),
     /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
     SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
@@ -294,6 +298,8 @@ impl SessionEvent {
             Self::SystemNotification(_) => "system.notification",
             Self::ExitPlanModeRequested(_) => "exit_plan_mode.requested",
             Self::ExitPlanModeCompleted(_) => "exit_plan_mode.completed",
+            Self::AutoModeSwitchRequested(_) => "auto_mode_switch.requested",
+            Self::AutoModeSwitchCompleted(_) => "auto_mode_switch.completed",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
@@ -384,6 +390,8 @@ impl SessionEvent {
             Self::SystemNotification(d) => d.serialize(s),
             Self::ExitPlanModeRequested(d) => d.serialize(s),
             Self::ExitPlanModeCompleted(d) => d.serialize(s),
+            Self::AutoModeSwitchRequested(d) => d.serialize(s),
+            Self::AutoModeSwitchCompleted(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
@@ -469,6 +477,8 @@ impl SessionEvent {
             "system.notification" => typed(kind, data, Self::SystemNotification),
             "exit_plan_mode.requested" => typed(kind, data, Self::ExitPlanModeRequested),
             "exit_plan_mode.completed" => typed(kind, data, Self::ExitPlanModeCompleted),
+            "auto_mode_switch.requested" => typed(kind, data, Self::AutoModeSwitchRequested),
+            "auto_mode_switch.completed" => typed(kind, data, Self::AutoModeSwitchCompleted),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
@@ -532,6 +542,8 @@ pub fn ephemeral_policy_of(kind: &str) -> EphemeralPolicy {
         | "session.canvas.closed"
         | "exit_plan_mode.requested"
         | "exit_plan_mode.completed"
+        | "auto_mode_switch.requested"
+        | "auto_mode_switch.completed"
         | "session.autopilot_stopped" => EphemeralPolicy::Always,
         _ => EphemeralPolicy::Optional,
     }
@@ -614,6 +626,8 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("system.notification", EphemeralPolicy::Optional),
     ("exit_plan_mode.requested", EphemeralPolicy::Always),
     ("exit_plan_mode.completed", EphemeralPolicy::Always),
+    ("auto_mode_switch.requested", EphemeralPolicy::Always),
+    ("auto_mode_switch.completed", EphemeralPolicy::Always),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
@@ -1065,6 +1079,18 @@ impl From<t::ExitPlanModeRequestedData> for SessionEvent {
 impl From<t::ExitPlanModeCompletedData> for SessionEvent {
     fn from(data: t::ExitPlanModeCompletedData) -> Self {
         Self::ExitPlanModeCompleted(data)
+    }
+}
+
+impl From<t::AutoModeSwitchRequestedData> for SessionEvent {
+    fn from(data: t::AutoModeSwitchRequestedData) -> Self {
+        Self::AutoModeSwitchRequested(data)
+    }
+}
+
+impl From<t::AutoModeSwitchCompletedData> for SessionEvent {
+    fn from(data: t::AutoModeSwitchCompletedData) -> Self {
+        Self::AutoModeSwitchCompleted(data)
     }
 }
 

@@ -2595,6 +2595,75 @@ impl std::fmt::Display for AuthInfoType {
     }
 }
 
+/// Auto mode switch completion notification
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutoModeSwitchCompletedData {
+    /// Request ID of the resolved request; clients should dismiss any UI for this request
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// The user's auto-mode-switch choice
+    pub response: AutoModeSwitchResponse,
+}
+
+impl AutoModeSwitchCompletedData {
+    /// The required fields; every optional one is `None`.
+    pub fn new(request_id: String, response: AutoModeSwitchResponse) -> Self {
+        Self {
+            request_id,
+            response,
+        }
+    }
+}
+
+/// Auto mode switch request notification requiring user approval
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AutoModeSwitchRequestedData {
+    /// Unique identifier for this request; used to respond via session.respondToAutoModeSwitch()
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// The rate limit error code that triggered this request
+    #[serde(rename = "errorCode", default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    /// Seconds until the rate limit resets, when known. Lets clients render a humanized reset time
+    /// alongside the prompt.
+    #[serde(rename = "retryAfterSeconds", default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u64>,
+}
+
+/// The user's auto-mode-switch choice
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AutoModeSwitchResponse {
+    /// Switch models for this request.
+    #[serde(rename = "yes")]
+    Yes,
+    /// Switch models now and keep using the replacement automatically.
+    #[serde(rename = "yes_always")]
+    YesAlways,
+    /// Do not switch models.
+    #[serde(rename = "no")]
+    No,
+}
+
+impl AutoModeSwitchResponse {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Yes, Self::YesAlways, Self::No];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Yes => "yes",
+            Self::YesAlways => "yes_always",
+            Self::No => "no",
+        }
+    }
+}
+
+impl std::fmt::Display for AutoModeSwitchResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Routing preference used when the session model is `auto`. `fast` is an integrator-only latency
 /// preset and is not a first-party GitHub Copilot product preference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -79,11 +79,13 @@ pub async fn handle_pending_sampling(
     Ok(t::UIHandlePendingResult { success: session.resolve_sampling(&p.request_id, p.response) })
 }
 
+/// Answers a rate-limit prompt announced by `auto_mode_switch.requested`.
 pub async fn handle_pending_auto_mode_switch(
     ctx: &Ctx,
     p: t::UiHandlePendingAutoModeSwitchRequest,
 ) -> Result<t::UIHandlePendingResult, RpcError> {
-    nothing_pending(ctx, &p.session_id)
+    let session = ctx.session(&p.session_id)?;
+    Ok(t::UIHandlePendingResult { success: session.ui().answer_auto_mode_switch(&p.request_id, p.response) })
 }
 
 /// Answers an `exit_plan_mode` review announced by `exit_plan_mode.requested`.
