@@ -323,6 +323,7 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("githubMcpToolConfig", &["object"], json!({"enableAllTools": false})),
             prop("modelCapabilities", &["object"], json!({})),
             prop("requestExitPlanMode", &["boolean"], json!(false)),
+            prop("requestAutoModeSwitch", &["boolean"], json!(false)),
         ],
         required: Vec::new(),
     };
