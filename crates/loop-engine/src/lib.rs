@@ -634,7 +634,15 @@ impl Engine {
         let conv = run::Conversation::new(Vec::new(), None);
         let remote = storage.remote.clone();
         let handle = self.spawn_session(id.clone(), emitter, settings.clone(), start_time.clone(), conv, None, storage);
-        lock(&self.sessions).insert(id.clone(), handle.clone());
+        let raced = lock(&self.sessions).insert(id.clone(), handle.clone());
+        if let Some(resumed) = raced {
+            // A resume of this id found the log this create had just opened and loaded it
+            // before the create was done: its callers join the created session.
+            for sub in resumed.emitter().take_subscribers() {
+                handle.subscribe(sub);
+            }
+            resumed.shutdown();
+        }
         let created = LifecycleNotification {
             kind: "session.created".into(),
             session_id: id.clone(),
