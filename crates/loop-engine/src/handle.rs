@@ -571,26 +571,23 @@ impl SessionHandle {
         reasoning_effort: Option<String>,
         vision: Option<bool>,
     ) -> Result<String, EngineError> {
-        self.ask(|reply| SessionInput::SwitchModel {
-            model: model.to_string(),
-            reasoning_effort,
-            vision,
-            cause: None,
-            reply,
-        })
-        .await
+        self.switch(model, reasoning_effort, vision, None).await
     }
 
     /// The runtime switches the model on its own, for `cause`; returns the previous one.
     pub(crate) async fn switch_model_for(&self, model: &str, cause: &'static str) -> Result<String, EngineError> {
-        self.ask(|reply| SessionInput::SwitchModel {
-            model: model.to_string(),
-            reasoning_effort: None,
-            vision: None,
-            cause: Some(cause),
-            reply,
-        })
-        .await
+        self.switch(model, None, None, Some(cause)).await
+    }
+
+    async fn switch(
+        &self,
+        model: &str,
+        reasoning_effort: Option<String>,
+        vision: Option<bool>,
+        cause: Option<&'static str>,
+    ) -> Result<String, EngineError> {
+        self.ask(|reply| SessionInput::SwitchModel { model: model.to_string(), reasoning_effort, vision, cause, reply })
+            .await
     }
 
     pub async fn set_approve_all(&self, enabled: bool) -> Result<(), EngineError> {

@@ -637,8 +637,6 @@ fn format_credits(n: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// `tokens` is an estimate, which is what clients need: positive and growing. The history's
-/// size is kept as it grows rather than summed again every turn.
 /// Ends the turn on a model call that failed for good: `session.error`, then the
 /// `errorOccurred` hook.
 async fn model_call_failed(ctx: &RunCtx, turn_id: &str, err: ProviderError) -> StopReason {
@@ -660,6 +658,8 @@ async fn model_call_failed(ctx: &RunCtx, turn_id: &str, err: ProviderError) -> S
     StopReason::Error
 }
 
+/// `tokens` is an estimate, which is what clients need: positive and growing. The history's
+/// size is kept as it grows rather than summed again every turn.
 fn emit_usage_info(ctx: &RunCtx, tokens: crate::compaction::Tokens, req: &ChatRequest, token_limit: u64) {
     ctx.emitter().emit(t::UsageInfoData {
         token_limit,
