@@ -18,12 +18,13 @@ use sqlx::{Executor, Sqlite};
 use crate::layout::Layout;
 use crate::StoreError;
 
+mod behind;
 mod owners;
 mod rebuild;
 mod sqlite;
 mod touches;
 
-use touches::RowWrite;
+use behind::RowWrite;
 
 pub use rebuild::row_from_events;
 
@@ -113,8 +114,10 @@ pub struct ListFilter {
 #[derive(Debug, Clone)]
 pub struct SessionIndex {
     pub(crate) pool: Pool,
-    /// Modification times (and a write-behind index's row writes) not yet written.
+    /// Modification times not yet written.
     touches: std::sync::Arc<touches::Touches>,
+    /// A write-behind index's writer, which takes its rows and touches instead.
+    behind: Option<behind::Behind>,
 }
 
 const COLUMNS: &str = "id, cwd, git_root, repository, branch, model, title, summary, \
@@ -125,33 +128,22 @@ impl SessionIndex {
     /// file deleted later is created again on next use (see `sqlite`).
     pub async fn open(db_path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let db = sqlite::SqliteDb::open(db_path.as_ref().to_path_buf()).await?;
-        Ok(Self { pool: Pool::Sqlite(db), touches: Default::default() })
+        Ok(Self { pool: Pool::Sqlite(db), touches: Default::default(), behind: None })
     }
 
     /// The index for one short run in this process (`-p`), at `db_path`: the database opens in
-    /// the background, and `upsert` and `mark_user_message` are queued instead of awaited. They
-    /// reach the database in order within milliseconds, before any later query of this index
-    /// runs, and all of them by [`Self::flush`]. The run's path then waits for neither the
-    /// opening (a thread, three files, the WAL's recovery, the migrations' check) nor a round
-    /// trip per write. A write that fails is logged, as a touch is; the index is a cache of the
-    /// logs.
+    /// the background, and `upsert`, `mark_user_message` and `touch_later` are queued instead
+    /// of awaited. They reach the database in order within milliseconds, before any later query
+    /// of this index runs, and all of them by [`Self::flush`], which reports a write that
+    /// failed. The run's path then waits for neither the opening (three files, the WAL's
+    /// recovery, the migrations' check) nor a round trip per write.
     ///
-    /// The opening and the queued writes run on a thread of their own (a single-threaded
-    /// runtime, for the life of the process): each of their queries is a round trip to
-    /// SQLite's worker thread, and on the run's own runtime (one thread, busy with the session)
-    /// every round trip waited for it to come back to its event loop. The run's final flush
-    /// found most of them still to do.
+    /// The opening and the writes run on a thread of their own with a plain SQLite connection
+    /// (`behind`); a query (none in a `-p` run) opens sqlx's pool on first use.
     pub fn open_write_behind(db_path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let db = sqlite::SqliteDb::lazy(db_path.as_ref().to_path_buf());
-        let background = touches::background_runtime()?;
-        let opening = db.clone();
-        background.spawn(async move {
-            if let Err(e) = opening.live().await {
-                tracing::warn!(error = %e, "session index: opening failed");
-            }
-        });
-        let touches = std::sync::Arc::new(touches::Touches::on(background));
-        Ok(Self { pool: Pool::Sqlite(db), touches })
+        let path = db_path.as_ref().to_path_buf();
+        let behind = behind::Behind::start(path.clone())?;
+        Ok(Self { pool: Pool::Sqlite(sqlite::SqliteDb::lazy(path)), touches: Default::default(), behind: Some(behind) })
     }
 
     /// A private in-memory index (tests, or running without a writable home).
@@ -170,7 +162,7 @@ impl SessionIndex {
 
     async fn migrated(pool: SqlitePool) -> Result<Self, StoreError> {
         SQLITE_MIGRATOR.run(&pool).await?;
-        Ok(Self { pool: Pool::Sqlite(sqlite::SqliteDb::wrap(None, pool)), touches: Default::default() })
+        Ok(Self { pool: Pool::Sqlite(sqlite::SqliteDb::wrap(None, pool)), touches: Default::default(), behind: None })
     }
 
     /// Connects to PostgreSQL (`postgres://…`) and applies pending migrations. A database that
@@ -178,7 +170,7 @@ impl SessionIndex {
     pub async fn connect_postgres(url: &str) -> Result<Self, StoreError> {
         let pool = PgPoolOptions::new().max_connections(8).acquire_timeout(Duration::from_secs(5)).connect(url).await?;
         POSTGRES_MIGRATOR.run(&pool).await?;
-        Ok(Self { pool: Pool::Postgres(pool), touches: Default::default() })
+        Ok(Self { pool: Pool::Postgres(pool), touches: Default::default(), behind: None })
     }
 
     /// The PostgreSQL pool, when the index lives there (the event log and leases share it).
@@ -215,8 +207,8 @@ impl SessionIndex {
     /// Inserts or replaces a row. `has_user_message` never goes back from true to false: a
     /// session that has been listed stays listed.
     pub async fn upsert(&self, row: &SessionRow) -> Result<(), StoreError> {
-        if self.touches.write_behind() {
-            self.write_later(RowWrite::Upsert(Box::new(row.clone())));
+        if let Some(behind) = &self.behind {
+            behind.row(RowWrite::Upsert(Box::new(row.clone())));
             return Ok(());
         }
         let text = upsert_sql();
@@ -239,8 +231,8 @@ impl SessionIndex {
     /// first one also sets title and summary. Returns whether the session exists (always true
     /// on a write-behind index, which does not wait to know).
     pub async fn mark_user_message(&self, id: &str, title: &str) -> Result<bool, StoreError> {
-        if self.touches.write_behind() {
-            self.write_later(RowWrite::MarkUserMessage { id: id.to_string(), title: title.to_string() });
+        if let Some(behind) = &self.behind {
+            behind.row(RowWrite::MarkUserMessage { id: id.to_string(), title: title.to_string() });
             return Ok(true);
         }
         let done = on_pool!(self, MARK_USER_MESSAGE_SQL, |pool, sql| sqlx::query(&sql)

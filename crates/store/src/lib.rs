@@ -40,6 +40,9 @@ pub enum StoreError {
     Io { path: String, source: std::io::Error },
     #[error("database error: {0}")]
     Db(#[from] sqlx::Error),
+    /// From the plain SQLite connection a write-behind index writes through.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
     #[error("migration error: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("Session not found: {0}")]

@@ -79,7 +79,7 @@ impl SqliteDb {
 }
 
 /// Opens (creating if missing) the database at `path` and applies pending migrations.
-async fn connect(path: &std::path::Path) -> Result<SqlitePool, StoreError> {
+pub(super) async fn connect(path: &std::path::Path) -> Result<SqlitePool, StoreError> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         create_private_dir(parent)?;
     }
