@@ -62,9 +62,10 @@ deps:
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libssl-dev pkg-config
 
-# The binary that ships (the Docker image): `skipper` with whole-program LTO, target/dist/skipper.
+# The binary that ships (the Docker image): `skipper` with whole-program LTO, target/dist/skipper
+# (statically linked on glibc Linux; see docker/dist.sh).
 dist:
-    cargo build --profile dist -p skipper --bin skipper
+    bash docker/dist.sh
 
 # Startup latency, memory, per-turn overhead (see tests/bench/README.md), of the shipped binary.
 bench: build dist
