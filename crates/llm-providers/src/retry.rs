@@ -29,10 +29,12 @@ pub struct RetryPolicy {
     pub auth_retries: u32,
 }
 
+/// The Copilot API's: a 429 or a 5xx is sent six times in all, as the original CLI does
+/// (1.0.102 against a fake that always fails: six requests, five `assistant.turn_retry`).
 impl Default for RetryPolicy {
     fn default() -> Self {
         Self {
-            max_attempts: 5,
+            max_attempts: 6,
             base_delay: Duration::from_millis(500),
             max_delay: Duration::from_secs(8),
             max_retry_after: Duration::from_secs(60),
@@ -45,7 +47,7 @@ impl RetryPolicy {
     /// What a bring-your-own-key provider gets, as the original CLI does: a 5xx retried five
     /// times, a 401 twice.
     pub fn byok() -> Self {
-        Self { max_attempts: 6, auth_retries: 2, ..Self::default() }
+        Self { auth_retries: 2, ..Self::default() }
     }
 
     /// Backoff before retry number `retry` (0 = first retry), with jitter in [delay/2, delay]
