@@ -17,12 +17,10 @@
 //!
 //! [`SessionIndex::open_write_behind`]: super::SessionIndex::open_write_behind
 
+use rusqlite::{params, Connection, TransactionBehavior};
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
-
-use rusqlite::{params, Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
 use super::touches::{DELAY, TOUCH_SQL};
@@ -81,7 +79,7 @@ impl Behind {
         std::thread::Builder::new()
             .name("skipper-index".into())
             .spawn(move || run(&path, &theirs))
-            .map_err(|source| StoreError::Io { path: "the session index's thread".into(), source })?;
+            .map_err(thread_error)?;
         Ok(Self { shared })
     }
 
@@ -100,11 +98,13 @@ impl Behind {
         let (tx, rx) = oneshot::channel();
         self.shared.queue().flushes.push_back(tx);
         self.shared.changed.notify_one();
-        rx.await.map_err(|_| StoreError::Io {
-            path: "the session index's thread".into(),
-            source: std::io::Error::other("the thread ended"),
-        })?
+        rx.await.map_err(|_| thread_error(std::io::Error::other("the thread ended")))?
     }
+}
+
+/// Why the writer's thread (or the runtime sqlx migrates on) could not start or answer.
+fn thread_error(source: std::io::Error) -> StoreError {
+    StoreError::Io { path: "the session index's thread".into(), source }
 }
 
 fn run(path: &Path, shared: &Shared) {
@@ -175,11 +175,9 @@ fn next_batch(shared: &Shared) -> (Vec<RowWrite>, HashMap<String, String>, Optio
 }
 
 fn open(path: &Path) -> Result<Connection, StoreError> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        crate::layout::create_private_dir(parent)?;
-    }
+    super::sqlite::create_parent_dir(path)?;
     let conn = Connection::open(path)?;
-    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.busy_timeout(super::sqlite::BUSY_TIMEOUT)?;
     // The settings sqlx's connections use (`sqlite::connect`); the journal mode is the file's
     // own once set, the others are per connection.
     conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;
@@ -208,10 +206,7 @@ fn migrated(conn: &Connection) -> bool {
 
 /// Lets sqlx create or migrate the schema (a runtime of its own, on this thread, for this once).
 fn migrate_with_sqlx(path: &Path) -> Result<(), StoreError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|source| StoreError::Io { path: "the session index's thread".into(), source })?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(thread_error)?;
     runtime.block_on(async {
         let pool = super::sqlite::connect(path).await?;
         pool.close().await;
@@ -259,6 +254,8 @@ fn upsert(conn: &Connection, row: &SessionRow) -> Result<(), StoreError> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]

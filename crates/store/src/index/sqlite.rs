@@ -80,9 +80,7 @@ impl SqliteDb {
 
 /// Opens (creating if missing) the database at `path` and applies pending migrations.
 pub(super) async fn connect(path: &std::path::Path) -> Result<SqlitePool, StoreError> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        create_private_dir(parent)?;
-    }
+    create_parent_dir(path)?;
     let options = SqliteConnectOptions::new()
         .filename(path)
         .create_if_missing(true)
@@ -91,11 +89,22 @@ pub(super) async fn connect(path: &std::path::Path) -> Result<SqlitePool, StoreE
         // the index is rebuildable anyway.
         .synchronous(SqliteSynchronous::Normal)
         .pragma("wal_autocheckpoint", WAL_CHECKPOINT_PAGES.to_string())
-        .busy_timeout(Duration::from_secs(5));
+        .busy_timeout(BUSY_TIMEOUT);
     let pool = SqlitePoolOptions::new().max_connections(max_connections()).connect_with(options).await?;
     super::SQLITE_MIGRATOR.run(&pool).await?;
     Ok(pool)
 }
+
+/// Creates the database file's directory (private to the user) when it is missing.
+pub(super) fn create_parent_dir(path: &std::path::Path) -> Result<(), StoreError> {
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => create_private_dir(parent),
+        None => Ok(()),
+    }
+}
+
+/// How long a connection waits for another process's write lock before it fails.
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// WAL pages after which a commit checkpoints (SQLite's default is 1,000). Every process's first
 /// connection reads and checksums the whole WAL to rebuild its index (the shared-memory file is
