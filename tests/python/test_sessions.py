@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from datetime import datetime
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from copilot.session import PermissionHandler
 from copilot.session_events import SessionEventType
 
-from conftest import Ctx, raw_request, tap_raw_events, wait_for
+from conftest import GITHUB_TOKEN, SKIPPER_BIN, Ctx, raw_request, tap_raw_events, wait_for
 
 APPROVE = PermissionHandler.approve_all
 
@@ -315,3 +316,26 @@ async def test_resume_after_crash_with_a_torn_last_line(ctx: Ctx, make_client):
     session3 = await client3.resume_session(sid, on_permission_request=APPROVE)
     contents = [e.data.content for e in await session3.get_events() if e.type.value == "user.message"]
     assert contents == ["What is 1+1?", "Now if you double that, what do you get?"]
+
+
+async def test_a_prompt_mode_run_is_listed_and_resumable_by_an_sdk_client(ctx: Ctx, client):
+    """`skipper -p` writes its session index behind, on a thread of its own: by the time the
+    process exits, a client of a later server lists the run and can resume it."""
+    ctx.fake.replies({"text": "Done with the prompt-mode task."})
+    env = ctx.env(COPILOT_HOME=str(ctx.copilot_home), COPILOT_GITHUB_TOKEN=GITHUB_TOKEN)
+    run = await asyncio.to_thread(
+        subprocess.run,
+        [str(SKIPPER_BIN), "-p", "summarise the prompt-mode task", "--allow-all-tools"],
+        env=env,
+        cwd=ctx.work_dir,
+        capture_output=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr.decode(errors="replace")
+    assert run.stdout.decode().strip() == "Done with the prompt-mode task."
+
+    listed = [s for s in await client.list_sessions() if s.summary == "summarise the prompt-mode task"]
+    assert len(listed) == 1, [(s.session_id, s.summary) for s in await client.list_sessions()]
+    session = await client.resume_session(listed[0].session_id, on_permission_request=APPROVE)
+    types = [e.type for e in await session.get_events()]
+    assert SessionEventType.USER_MESSAGE in types and SessionEventType.ASSISTANT_MESSAGE in types, types
