@@ -10,19 +10,16 @@ pub(crate) mod request;
 mod response;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use async_trait::async_trait;
 use reqwest::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use crate::http::{ensure_success, insert};
-use crate::openai_chat::StreamStep;
+use crate::http::insert;
 use crate::provider::ProviderConfig;
-use crate::retry::{self, AttemptError};
-use crate::sse::SseParser;
-use crate::transport::{HttpRequest, HttpResponse, HttpTransport};
+use crate::retry;
+use crate::transport::{HttpRequest, HttpTransport};
 use crate::types::{ChatRequest, ChatResponse, ModelEvent, ModelInfo, ProviderError};
 use crate::ModelClient;
 use request::request_body;
@@ -90,7 +87,10 @@ impl ModelClient for AnthropicClient {
                 insert(&mut headers, name, value);
             }
             let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_call(req);
-            attempt(self.http.as_ref(), request, events).await.map_err(|f| self.config.redact_attempt(f))
+            // Always asked to stream; a JSON answer is still read.
+            crate::exchange::attempt::<Messages>(self.http.as_ref(), request, true, events, REQUEST_ID_HEADER)
+                .await
+                .map_err(|f| self.config.redact_attempt(f))
         })
         .await;
         let mut resp = result.map_err(|e| self.config.describe_failure(e))?;
@@ -99,97 +99,15 @@ impl ModelClient for AnthropicClient {
     }
 }
 
-/// One POST; reads the SSE answer (or a JSON message from a server that ignored `stream`).
-async fn attempt(
-    http: &dyn HttpTransport,
-    request: HttpRequest,
-    events: &UnboundedSender<ModelEvent>,
-) -> Result<ChatResponse, AttemptError> {
-    let started = Instant::now();
-    let resp = http.send(request).await?;
-    let provider_call_id = resp.header(REQUEST_ID_HEADER);
-    let resp = ensure_success(resp, "Model request").await.map_err(|mut failure| {
-        // Anthropic names the call in `request-id`; a gateway's id is the fallback.
-        if let (ProviderError::Http { provider_call_id: id, .. }, Some(ours)) = (&mut failure.error, &provider_call_id)
-        {
-            *id = Some(ours.clone());
-        }
-        failure
-    })?;
-    let content_type = resp.header(CONTENT_TYPE.as_str()).unwrap_or_default();
-    let mut response = if content_type.contains("json") {
-        let body = resp
-            .bytes()
-            .await
-            .map_err(|e| ProviderError::Truncated(format!("reading the response body failed: {e}")))?;
-        parse_message(&body)?
-    } else {
-        read_stream(resp, events).await?
-    };
-    response.provider_call_id = provider_call_id;
-    response.duration_ms = started.elapsed().as_millis() as u64;
-    tracing::debug!(
-        duration_ms = response.duration_ms,
-        request_id = response.provider_call_id.as_deref().unwrap_or(""),
-        "model call complete"
-    );
-    Ok(response)
-}
+/// The Messages API's answers: its event stream, or one `message` object from a server that
+/// ignored `stream`.
+struct Messages;
 
-/// Read the event stream to `message_stop`, forwarding progress. A body that ends (or a
-/// connection that fails) before it is `Truncated`, retryable only while nothing was shown.
-async fn read_stream(
-    mut resp: HttpResponse,
-    events: &UnboundedSender<ModelEvent>,
-) -> Result<ChatResponse, AttemptError> {
-    let mut parser = SseParser::new();
-    let mut assembler = StreamAssembler::new();
-    let mut total = 0u64;
-    let failed = |assembler: &StreamAssembler, error: ProviderError| AttemptError {
-        error,
-        retry_after: None,
-        emitted_output: assembler.emitted_output(),
-    };
-    'read: loop {
-        let at_eof = match resp.chunk().await {
-            Ok(Some(bytes)) => {
-                total += bytes.len() as u64;
-                let _ = events.send(ModelEvent::Bytes { total });
-                parser.push(&bytes);
-                false
-            }
-            Ok(None) => {
-                parser.finish();
-                true
-            }
-            Err(e) => {
-                let why = format!("connection failed after {total} bytes: {e}");
-                return Err(failed(&assembler, ProviderError::Truncated(why)));
-            }
-        };
-        while let Some(event) = parser.next_event() {
-            let step = assembler.apply(event.event.as_deref(), &event.data, events).map_err(|error| {
-                // An error event after deltas were shown can't be retried without showing
-                // them twice: the reply was cut short.
-                let error = match error {
-                    ProviderError::Http { message, .. } if assembler.emitted_output() => {
-                        ProviderError::Truncated(message)
-                    }
-                    other => other,
-                };
-                failed(&assembler, error)
-            })?;
-            if step == StreamStep::Done {
-                break 'read;
-            }
-        }
-        if at_eof {
-            break;
-        }
+impl crate::exchange::ReplyFormat for Messages {
+    type Assembler = StreamAssembler;
+    const END_OF_REPLY: &'static str = "without message_stop";
+
+    fn parse_json(body: &[u8]) -> Result<ChatResponse, ProviderError> {
+        parse_message(body)
     }
-    if !assembler.is_complete() {
-        let why = format!("connection closed after {total} bytes without message_stop");
-        return Err(failed(&assembler, ProviderError::Truncated(why)));
-    }
-    Ok(assembler.into_response())
 }

@@ -14,7 +14,7 @@ use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use crate::http::{ensure_success, insert};
-use crate::openai_chat::{chat_attempt, request_body, BodyFlavor};
+use crate::openai_chat::{request_body, BodyFlavor, ChatCompletions};
 use crate::retry::{self, AttemptError, RetryPolicy};
 use crate::transport::{HttpRequest, HttpTransport, ReqwestTransport};
 use crate::types::{ChatRequest, ChatResponse, Initiator, ModelEvent, ModelInfo, ProviderError};
@@ -375,7 +375,14 @@ impl ModelClient for CopilotClient {
         let mut resp = retry::run(&self.config.retry, Some(events), &cancel, move |attempt| async move {
             let headers = self.chat_headers(req, attempt)?;
             let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_call(req);
-            chat_attempt(self.http.as_ref(), request, req.stream, events, "x-github-request-id").await
+            crate::exchange::attempt::<ChatCompletions>(
+                self.http.as_ref(),
+                request,
+                req.stream,
+                events,
+                "x-github-request-id",
+            )
+            .await
         })
         .await?;
         resp.request_bytes = request_bytes;
@@ -400,7 +407,7 @@ impl CopilotClient {
         let mut resp = retry::run(&self.config.retry, Some(events), &cancel, move |attempt| async move {
             let headers = self.chat_headers(req, attempt)?;
             let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_call(req);
-            crate::responses::transport::attempt_with_id_header(
+            crate::exchange::attempt::<crate::responses::Responses>(
                 self.http.as_ref(),
                 request,
                 req.stream,

@@ -13,6 +13,7 @@ pub use types::*;
 pub mod anthropic;
 pub mod body;
 pub mod copilot;
+mod exchange;
 mod http;
 pub mod openai;
 mod openai_chat;

@@ -9,7 +9,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::http::insert;
-use crate::openai_chat::{chat_attempt, request_body, BodyFlavor};
+use crate::openai_chat::{request_body, BodyFlavor, ChatCompletions};
 use crate::provider::{ProviderConfig, ProviderKind};
 use crate::retry;
 use crate::transport::{HttpRequest, HttpTransport};
@@ -78,7 +78,7 @@ impl ModelClient for ChatCompletionsClient {
                 insert(&mut headers, name, value);
             }
             let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_call(req);
-            chat_attempt(self.http.as_ref(), request, req.stream, events, "x-request-id")
+            crate::exchange::attempt::<ChatCompletions>(self.http.as_ref(), request, req.stream, events, "x-request-id")
                 .await
                 .map_err(|f| self.config.redact_attempt(f))
         })

@@ -3,10 +3,20 @@
 
 mod request;
 mod response;
-mod transport;
 
 #[cfg(test)]
 pub(crate) use request::wire_message;
 pub(crate) use request::{capacity_hint, request_body, BodyFlavor};
-pub(crate) use response::{error_message, parse_completion, StreamAssembler, StreamStep};
-pub(crate) use transport::chat_attempt;
+pub(crate) use response::{error_message, parse_completion, StreamAssembler};
+
+/// Chat-completions answers: one `chat.completion` object, or its chunks.
+pub(crate) struct ChatCompletions;
+
+impl crate::exchange::ReplyFormat for ChatCompletions {
+    type Assembler = StreamAssembler;
+    const END_OF_REPLY: &'static str = "with no finish_reason";
+
+    fn parse_json(body: &[u8]) -> Result<crate::types::ChatResponse, crate::types::ProviderError> {
+        parse_completion(body)
+    }
+}

@@ -24,7 +24,6 @@
 pub(crate) mod request;
 mod response;
 mod stream;
-pub(crate) mod transport;
 
 use std::sync::Arc;
 
@@ -42,6 +41,21 @@ use crate::ModelClient;
 
 /// `ReasoningBlocks::provider` of the reasoning items this API returns and accepts back.
 pub const REASONING_PROVIDER: &str = "openai-responses";
+
+/// The response header that identifies a call on OpenAI's and Azure's side.
+const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// The Responses API's answers: one `response` object, or its event stream.
+pub(crate) struct Responses;
+
+impl crate::exchange::ReplyFormat for Responses {
+    type Assembler = stream::StreamAssembler;
+    const END_OF_REPLY: &'static str = "before response.completed";
+
+    fn parse_json(body: &[u8]) -> Result<ChatResponse, ProviderError> {
+        response::parse_response(body)
+    }
+}
 
 pub struct ResponsesClient {
     config: ProviderConfig,
@@ -105,7 +119,7 @@ impl ModelClient for ResponsesClient {
                 insert(&mut headers, name, value);
             }
             let request = HttpRequest::post(url.as_str(), headers, body.clone()).for_call(req);
-            transport::attempt(self.http.as_ref(), request, req.stream, events)
+            crate::exchange::attempt::<Responses>(self.http.as_ref(), request, req.stream, events, REQUEST_ID_HEADER)
                 .await
                 .map_err(|f| self.config.redact_attempt(f))
         })

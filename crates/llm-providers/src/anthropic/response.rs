@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::request::PROVIDER;
-use crate::openai_chat::StreamStep;
+use crate::exchange::{Assembler, StreamStep};
+use crate::sse::SseEvent;
 use crate::types::{AssistantReply, ChatResponse, ModelEvent, ProviderError, ReasoningBlocks, ToolCall, Usage};
 
 /// One SSE payload. Every Anthropic event carries its name in `type` as well; the fields used
@@ -79,20 +80,6 @@ pub(crate) struct StreamAssembler {
 }
 
 impl StreamAssembler {
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
-    /// Whether any text/reasoning/tool-call delta reached the caller.
-    pub(crate) fn emitted_output(&self) -> bool {
-        self.emitted_output
-    }
-
-    /// Whether `message_stop` arrived.
-    pub(crate) fn is_complete(&self) -> bool {
-        self.done
-    }
-
     /// Feed one SSE event: its `event:` name (if any) and `data`.
     pub(crate) fn apply(
         &mut self,
@@ -260,10 +247,35 @@ impl StreamAssembler {
             self.usage.cache_write_tokens = v;
         }
     }
+}
+
+impl Assembler for StreamAssembler {
+    /// An error event after deltas were shown can't be retried without showing them twice:
+    /// the reply was cut short.
+    fn on_event(
+        &mut self,
+        event: &SseEvent,
+        events: &UnboundedSender<ModelEvent>,
+    ) -> Result<StreamStep, ProviderError> {
+        self.apply(event.event.as_deref(), &event.data, events).map_err(|error| match error {
+            ProviderError::Http { message, .. } if self.emitted_output => ProviderError::Truncated(message),
+            other => other,
+        })
+    }
+
+    /// Whether any text/reasoning/tool-call delta reached the caller.
+    fn emitted_output(&self) -> bool {
+        self.emitted_output
+    }
+
+    /// Whether `message_stop` arrived.
+    fn is_complete(&self) -> bool {
+        self.done
+    }
 
     /// The assembled reply. `provider_call_id`, `duration_ms` and `request_bytes` are the
     /// caller's to fill.
-    pub(crate) fn into_response(self) -> ChatResponse {
+    fn into_response(self) -> ChatResponse {
         let mut reasoning = String::new();
         let mut reasoning_blocks = Vec::new();
         let mut tool_calls = Vec::new();
@@ -352,7 +364,7 @@ pub(crate) fn parse_message(body: &[u8]) -> Result<ChatResponse, ProviderError> 
     // Replaying the blocks through the stream assembler keeps one assembly path; nobody
     // listens to the deltas of a non-streamed answer.
     let (events, _) = tokio::sync::mpsc::unbounded_channel();
-    let mut assembler = StreamAssembler::new();
+    let mut assembler = StreamAssembler::default();
     assembler.id = head.id.filter(|s| !s.is_empty());
     assembler.model = head.model.filter(|s| !s.is_empty());
     if let Some(usage) = &head.usage {
@@ -390,7 +402,7 @@ mod tests {
     fn run(body: &str, split: usize) -> (Result<StreamAssembler, ProviderError>, Vec<ModelEvent>) {
         let (tx, mut rx) = unbounded_channel();
         let mut parser = SseParser::new();
-        let mut asm = StreamAssembler::new();
+        let mut asm = StreamAssembler::default();
         let mut outcome = Ok(());
         'outer: for piece in body.as_bytes().chunks(split.max(1)) {
             parser.push(piece);
@@ -630,7 +642,7 @@ mod tests {
     #[test]
     fn malformed_events_and_orphan_deltas_are_protocol_errors() {
         let (tx, _rx) = unbounded_channel();
-        let mut asm = StreamAssembler::new();
+        let mut asm = StreamAssembler::default();
         assert!(matches!(asm.apply(Some("message_start"), "{nope", &tx), Err(ProviderError::Protocol(_))));
         let orphan = delta(3, json!({"type": "text_delta", "text": "x"})).to_string();
         assert!(matches!(asm.apply(None, &orphan, &tx), Err(ProviderError::Protocol(_))));

@@ -11,6 +11,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::exchange::Assembler;
+pub(crate) use crate::exchange::StreamStep;
+use crate::sse::SseEvent;
 use crate::types::{AssistantReply, ChatResponse, ModelEvent, ProviderError, ToolCall, Usage};
 
 #[derive(Debug, Deserialize)]
@@ -65,14 +68,6 @@ struct ChoiceState {
     finish_reason: Option<String>,
 }
 
-/// What the caller should do after a data line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StreamStep {
-    Continue,
-    /// `[DONE]`: the reply is complete; stop reading.
-    Done,
-}
-
 /// Accumulates a streamed reply and forwards deltas as they arrive.
 #[derive(Debug, Default)]
 pub(crate) struct StreamAssembler {
@@ -86,21 +81,6 @@ pub(crate) struct StreamAssembler {
 }
 
 impl StreamAssembler {
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
-    /// Whether any text/reasoning/tool-call delta reached the caller.
-    pub(crate) fn emitted_output(&self) -> bool {
-        self.emitted_output
-    }
-
-    /// Whether the reply is known to be complete (`[DONE]` or some `finish_reason`), so a
-    /// connection closing now loses nothing the caller needs.
-    pub(crate) fn is_complete(&self) -> bool {
-        self.done || self.saw_finish
-    }
-
     /// Feed one SSE `data` payload.
     pub(crate) fn apply(
         &mut self,
@@ -193,9 +173,30 @@ impl StreamAssembler {
             self.saw_finish = true;
         }
     }
+}
+
+impl Assembler for StreamAssembler {
+    fn on_event(
+        &mut self,
+        event: &SseEvent,
+        events: &UnboundedSender<ModelEvent>,
+    ) -> Result<StreamStep, ProviderError> {
+        self.apply(&event.data, events)
+    }
+
+    /// Whether any text/reasoning/tool-call delta reached the caller.
+    fn emitted_output(&self) -> bool {
+        self.emitted_output
+    }
+
+    /// Whether the reply is known to be complete (`[DONE]` or some `finish_reason`), so a
+    /// connection closing now loses nothing the caller needs.
+    fn is_complete(&self) -> bool {
+        self.done || self.saw_finish
+    }
 
     /// The assembled reply. `provider_call_id` and `duration_ms` are the transport's to fill.
-    pub(crate) fn into_response(self) -> ChatResponse {
+    fn into_response(self) -> ChatResponse {
         let replies = self
             .choices
             .into_values()
@@ -374,7 +375,7 @@ mod tests {
 
     fn feed(lines: &[Value]) -> (StreamAssembler, Vec<ModelEvent>) {
         let (tx, mut rx) = unbounded_channel();
-        let mut asm = StreamAssembler::new();
+        let mut asm = StreamAssembler::default();
         for line in lines {
             asm.apply(&line.to_string(), &tx).expect("chunk accepted");
         }
@@ -477,7 +478,7 @@ mod tests {
     #[test]
     fn tolerates_nulls_and_done() {
         let (tx, _rx) = unbounded_channel();
-        let mut asm = StreamAssembler::new();
+        let mut asm = StreamAssembler::default();
         let null_chunk = r#"{"id":null,"choices":null,"usage":null}"#;
         assert_eq!(asm.apply(null_chunk, &tx).ok(), Some(StreamStep::Continue));
         let null_fields =

@@ -14,15 +14,10 @@ use super::response::{
     excerpt, failure, finish_call, function_call, incomplete_reason, message_text, non_empty, parse_usage,
     reasoning_text, ReplyParts, PARAGRAPH,
 };
+use crate::exchange::Assembler;
+pub(crate) use crate::exchange::StreamStep;
+use crate::sse::SseEvent;
 use crate::types::{ChatResponse, ModelEvent, ProviderError, Usage};
-
-/// What the caller should do after an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StreamStep {
-    Continue,
-    /// The response is over (complete, or a `[DONE]` from a proxy); stop reading.
-    Done,
-}
 
 /// A function call being streamed. Its position among the reply's function calls is the
 /// `index` of its [`ModelEvent::ToolCallDelta`]s.
@@ -57,20 +52,6 @@ pub(crate) struct StreamAssembler {
 }
 
 impl StreamAssembler {
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
-    /// Whether any text/reasoning/tool-call delta reached the caller.
-    pub(crate) fn emitted_output(&self) -> bool {
-        self.emitted_output
-    }
-
-    /// Whether `response.completed` (or `response.incomplete`) arrived.
-    pub(crate) fn is_complete(&self) -> bool {
-        self.complete
-    }
-
     /// Feed one SSE event: its `event:` name (if any) and its `data`. The event's type is
     /// read from `data.type` first; the `event:` line is only a fallback.
     pub(crate) fn apply(
@@ -308,9 +289,29 @@ impl StreamAssembler {
             self.item_done(item, &event, events);
         }
     }
+}
+
+impl Assembler for StreamAssembler {
+    fn on_event(
+        &mut self,
+        event: &SseEvent,
+        events: &UnboundedSender<ModelEvent>,
+    ) -> Result<StreamStep, ProviderError> {
+        self.apply(event.event.as_deref(), &event.data, events)
+    }
+
+    /// Whether any text/reasoning/tool-call delta reached the caller.
+    fn emitted_output(&self) -> bool {
+        self.emitted_output
+    }
+
+    /// Whether `response.completed` (or `response.incomplete`) arrived.
+    fn is_complete(&self) -> bool {
+        self.complete
+    }
 
     /// The assembled reply. `provider_call_id` and `duration_ms` are the transport's to fill.
-    pub(crate) fn into_response(self) -> ChatResponse {
+    fn into_response(self) -> ChatResponse {
         let mut parts = self.parts;
         parts.calls = self.calls.into_iter().map(|c| finish_call(c.call_id, c.name, c.arguments)).collect();
         ChatResponse {
@@ -350,7 +351,7 @@ mod tests {
     fn run(body: &str, piece: usize) -> (Result<ChatResponse, ProviderError>, Vec<ModelEvent>) {
         let (tx, mut rx) = unbounded_channel();
         let mut parser = SseParser::new();
-        let mut asm = StreamAssembler::new();
+        let mut asm = StreamAssembler::default();
         let mut outcome = Ok(());
         'feed: for chunk in body.as_bytes().chunks(piece.max(1)) {
             parser.push(chunk);
@@ -650,7 +651,7 @@ mod tests {
     #[test]
     fn a_stream_without_completed_is_not_complete() {
         let (tx, _rx) = unbounded_channel();
-        let mut asm = StreamAssembler::new();
+        let mut asm = StreamAssembler::default();
         asm.apply(None, &created().to_string(), &tx).expect("accepted");
         assert!(!asm.is_complete() && !asm.emitted_output());
         let delta = json!({"type": "response.output_text.delta", "item_id": "m", "delta": "x"});
@@ -663,7 +664,7 @@ mod tests {
     #[test]
     fn the_event_line_names_events_without_a_type() {
         let (tx, mut rx) = unbounded_channel();
-        let mut asm = StreamAssembler::new();
+        let mut asm = StreamAssembler::default();
         asm.apply(Some("response.output_text.delta"), r#"{"item_id":"m","delta":"x"}"#, &tx).expect("accepted");
         assert_eq!(rx.try_recv().ok(), Some(ModelEvent::TextDelta { choice: 0, text: "x".into() }));
     }
