@@ -117,6 +117,12 @@ impl FakeModel {
         self.shared.lock().replies.extend(replies);
     }
 
+    /// Queues a reply for the next compaction summary call (FIFO, before the other replies; see
+    /// [`Reply`]).
+    pub fn push_summary_reply(&self, reply: Reply) {
+        self.shared.lock().summary_replies.push_back(reply);
+    }
+
     /// Scripted replies not yet consumed.
     pub fn pending_replies(&self) -> usize {
         self.shared.lock().replies.len()

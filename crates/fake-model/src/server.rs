@@ -58,6 +58,10 @@ pub(crate) struct FakeState {
     /// Paths that normalise to `${workdir}`: the configured one and its canonical form.
     pub workdir_variants: Vec<String>,
     pub replies: VecDeque<Reply>,
+    /// Replies for compaction summary calls (`X-Interaction-Type: conversation-compaction`),
+    /// taken before `replies`: a summary made beside a turn then gets its own answer, whichever
+    /// of the two requests arrives first.
+    pub summary_replies: VecDeque<Reply>,
     pub requests: Vec<CapturedRequest>,
     pub exchanges: Vec<Exchange>,
     pub models: Option<Vec<String>>,
@@ -428,7 +432,7 @@ async fn chat(State(s): S, uri: Uri, headers: HeaderMap, body: Bytes) -> Respons
     let streaming = head.stream == Some(Value::Bool(true));
     let model = head.model.as_ref().and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_string();
 
-    let answer = decide(&s, || body.parse().map_err(str::to_string));
+    let answer = decide(&s, &headers, || body.parse().map_err(str::to_string));
     let completion_id = format!("chatcmpl-{}", s.completion_counter.fetch_add(1, Ordering::SeqCst));
     let response_json = answer.final_message().map(|(content, calls)| {
         let u = usage(body.len(), &content, &calls);
@@ -443,11 +447,16 @@ async fn chat(State(s): S, uri: Uri, headers: HeaderMap, body: Bytes) -> Respons
 
 /// Picks the answer: the next scripted reply if any, else the loaded snapshot's, matched
 /// against the chat-shaped request `req` gives (asked for only then).
-fn decide<'a>(s: &Shared, req: impl FnOnce() -> Result<&'a Value, String>) -> Answer {
+fn decide<'a>(s: &Shared, headers: &HeaderMap, req: impl FnOnce() -> Result<&'a Value, String>) -> Answer {
+    let summary = headers.get("x-interaction-type").is_some_and(|v| v.as_bytes() == b"conversation-compaction");
     let (snapshot, workdir, variants) = {
         let mut st = s.lock();
         let workdir = st.workdir.clone();
-        if let Some(reply) = st.replies.pop_front() {
+        let queued = match summary {
+            true => st.summary_replies.pop_front().or_else(|| st.replies.pop_front()),
+            false => st.replies.pop_front(),
+        };
+        if let Some(reply) = queued {
             drop(st);
             return Answer::from_reply(s, reply, workdir.as_deref());
         }

@@ -35,7 +35,7 @@ pub(crate) async fn messages(State(s): State<Arc<Shared>>, uri: Uri, headers: He
         Err(e) => return error_response(400, &e, None),
     };
     let answer = match to_chat_request(req) {
-        Ok(chat) => decide(&s, || Ok(&chat)),
+        Ok(chat) => decide(&s, &headers, || Ok(&chat)),
         Err(e) => Answer::BadRequest(format!("fake-model: malformed Anthropic request: {e}")),
     };
     let n = s.completion_counter.fetch_add(1, Ordering::SeqCst);

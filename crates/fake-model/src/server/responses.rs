@@ -32,7 +32,7 @@ pub(super) async fn responses(State(s): S, uri: Uri, headers: HeaderMap, body: B
     let model = req.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_string();
 
     let chat_shaped = json!({"model": req.get("model"), "messages": chat_messages(req)});
-    let answer = decide(&s, || Ok(&chat_shaped));
+    let answer = decide(&s, &headers, || Ok(&chat_shaped));
     let response_id = format!("resp_{}", s.completion_counter.fetch_add(1, Ordering::SeqCst));
     let response_json = answer
         .final_message()
