@@ -142,7 +142,7 @@ impl Actor {
                 Step::Compacted(result) => {
                     if let Some(conv) = self.conv.as_mut() {
                         if let Some(f) = conv.compaction.take() {
-                            compaction::apply(&self.handle, conv, f, result);
+                            compaction::apply(compaction::Owner::session(&self.handle), conv, f, result);
                         }
                     }
                     Flow::Continue
@@ -756,7 +756,7 @@ impl Actor {
         if compaction::nothing_to_compact(conv) {
             compaction::nothing(&self.handle, &shape, conv, req);
         } else {
-            compaction::start(&self.deps, &self.handle, conv, &shape, req);
+            compaction::start(&self.deps, compaction::Owner::session(&self.handle), conv, &shape, req);
         }
     }
 

@@ -13,8 +13,9 @@ use crate::permission;
 use crate::run::RunCtx;
 use crate::settings::SessionSettings;
 use crate::skills::tool::SKILL;
-use crate::subagent::agent_tools::{self, LIST_AGENTS, READ_AGENT, WRITE_AGENT};
+use crate::subagent::agent_tools;
 use crate::subagent::TASK;
+use crate::tool_handlers::{self, Handled};
 use crate::Deps;
 
 pub(crate) enum CallOutcome {
@@ -212,17 +213,8 @@ async fn run_with_hooks(
         args = new_args.clone();
         modified_args = Some(new_args);
     }
-    let (mut output, loaded) =
-        if call.name == SKILL && available.contains(&SKILL) && !overridden_by_client(settings, SKILL) {
-            let (output, loaded) = crate::skills::tool::run(&settings.skills, &args, &settings.model);
-            let context = loaded.map(|l| {
-                ctx.emitter().emit(l.event);
-                l.context
-            });
-            (output, context)
-        } else {
-            (run_one(ctx, call, args.clone(), settings, available, preapproved).await, None)
-        };
+    let Handled { mut output, context: loaded } =
+        run_one(ctx, call, args.clone(), settings, available, preapproved).await;
     if ctx.cancel.is_cancelled() {
         return (output, modified_args, None, None);
     }
@@ -251,10 +243,8 @@ async fn run_with_hooks(
     (output, modified_args, guidance, loaded)
 }
 
-fn overridden_by_client(settings: &SessionSettings, name: &str) -> bool {
-    settings.external_tools.iter().any(|e| e.name == name)
-}
-
+/// Runs one call: an SDK tool of that name first (it overrides), then the engine's own tools,
+/// an MCP server's, the built-ins.
 async fn run_one(
     ctx: &RunCtx,
     call: &ToolCall,
@@ -262,49 +252,37 @@ async fn run_one(
     settings: &SessionSettings,
     available: &[&str],
     preapproved: bool,
-) -> ToolOutput {
+) -> Handled {
     if !available.contains(&call.name.as_str()) {
-        return unknown_tool(&call.name, available);
+        return unknown_tool(&call.name, available).into();
     }
     if serde_json::from_str::<Value>(&call.arguments).is_err() && !call.arguments.trim().is_empty() {
-        return ToolOutput::fail(format!("Invalid JSON in the arguments of `{}`: {}", call.name, call.arguments));
+        return ToolOutput::fail(format!("Invalid JSON in the arguments of `{}`: {}", call.name, call.arguments))
+            .into();
     }
     if let Some(def) = settings.external_tools.iter().find(|e| e.name == call.name) {
-        return crate::external::run(ctx, def, call, args, settings, preapproved).await;
+        return crate::external::run(ctx, def, call, args, settings, preapproved).await.into();
     }
-    if call.name == crate::autopilot::TASK_COMPLETE {
-        return crate::autopilot::run_task_complete(&args);
+    if let Some(handler) = tool_handlers::handler(&call.name).filter(|h| h.serves(ctx)) {
+        return handler.run(tool_handlers::Call { ctx, call, args, settings }).await;
     }
     if ctx.deps.builtins.get(&call.name).is_none() {
         if let Some((host, tool)) = ctx.mcp_tool(&call.name) {
-            return crate::mcp::run(ctx, &host, &tool, call, args, settings, preapproved).await;
+            return crate::mcp::run(ctx, &host, &tool, call, args, settings, preapproved).await.into();
         }
     }
-    if call.name == crate::exit_plan_mode::EXIT_PLAN_MODE && ctx.view().settings.request_exit_plan_mode {
-        return crate::exit_plan_mode::run(ctx, &args).await;
-    }
-    if call.name == crate::user_input::ASK_USER {
-        return crate::user_input::run(ctx, &call.id, &args).await;
-    }
-    if call.name == TASK {
-        return crate::subagent::run_task(ctx, call, args, settings).await;
-    }
-    if call.name == READ_AGENT {
-        return agent_tools::read_agent(ctx.handle.tasks(), &args).await;
-    }
-    let caller = match ctx.scope.as_deref() {
-        Some(scope) => agent_tools::Caller::Agent(&scope.agent_id),
-        None => agent_tools::Caller::Session,
-    };
-    if call.name == WRITE_AGENT {
-        return agent_tools::write_agent(ctx.handle.tasks(), caller, &args);
-    }
-    if call.name == LIST_AGENTS {
-        return agent_tools::list_agents(ctx.handle.tasks(), caller, &args);
-    }
-    if call.name == crate::sql::SQL {
-        return crate::sql::run(ctx, &args).await;
-    }
+    run_builtin(ctx, call, args, settings, available, preapproved).await.into()
+}
+
+/// A built-in of the `tools` crate, in a task of its own.
+async fn run_builtin(
+    ctx: &RunCtx,
+    call: &ToolCall,
+    args: Value,
+    settings: &SessionSettings,
+    available: &[&str],
+    preapproved: bool,
+) -> ToolOutput {
     let Some(tool) = ctx.deps.builtins.get(&call.name) else {
         return unknown_tool(&call.name, available);
     };

@@ -1,9 +1,10 @@
 //! The agent loop. An [`Engine`] owns the loaded sessions; each session is one actor task
-//! ([`session::run_actor`]) that owns its conversation, runs one model call per turn, dispatches
-//! tools, and emits `session.idle` after every run on every path.
+//! (`actor::Actor::run`) that owns its conversation and runs its messages through the one turn
+//! loop (`turns`): one model call per turn, the reply's tools dispatched, `session.idle` after
+//! every run on every path. Sub-agents run the same loop.
 //!
-//! This crate knows nothing of JSON-RPC or SQL: callers subscribe with an
-//! [`EventSubscriber`]; durable state goes through the `store` crate.
+//! Callers subscribe with an [`EventSubscriber`] (this crate speaks no JSON-RPC); the event log
+//! and the session index go through the `store` crate.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
@@ -51,6 +52,8 @@ pub mod subagent;
 pub mod system_prompt;
 pub mod telemetry;
 pub mod tool_filter;
+mod tool_handlers;
+mod turns;
 pub mod ui_requests;
 mod user_input;
 mod user_mcp;

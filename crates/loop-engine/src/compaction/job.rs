@@ -39,7 +39,8 @@ impl Failure {
 
 pub(crate) struct Params {
     pub client: Arc<dyn ModelClient>,
-    pub layout: Layout,
+    /// Where the checkpoint goes (`None`: a sub-agent's summary, which is no checkpoint).
+    pub checkpoints: Option<Layout>,
     pub session_id: String,
     pub request: ChatRequest,
     /// The request's size in tokens, as estimated: what usage shows when the service reports
@@ -100,15 +101,18 @@ async fn run(p: Params) -> Result<Summary, Failure> {
         return Err(Failure::new("compaction model call returned no summary"));
     }
     let (title, body) = text::checkpoint_parts(&text, &p.session_id);
-    let checkpoint = match p.layout.write_checkpoint(&p.session_id, &title, &body).await {
-        Ok(c) => {
-            p.files.share().await;
-            Some(c)
-        }
-        Err(e) => {
-            tracing::warn!(session = %p.session_id, error = %e, "checkpoint not written");
-            None
-        }
+    let checkpoint = match &p.checkpoints {
+        None => None,
+        Some(layout) => match layout.write_checkpoint(&p.session_id, &title, &body).await {
+            Ok(c) => {
+                p.files.share().await;
+                Some(c)
+            }
+            Err(e) => {
+                tracing::warn!(session = %p.session_id, error = %e, "checkpoint not written");
+                None
+            }
+        },
     };
     let mut usage = resp.usage;
     if usage.input_tokens == 0 {

@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::byok::Route;
 use crate::conversation::Conversation;
-use crate::emitter::Emitter;
 use crate::handle::SessionHandle;
+use crate::subagent::{AgentScope, ScopedEmitter};
 use crate::Deps;
 
 pub(crate) use control::Control;
@@ -92,6 +92,31 @@ impl Tokens {
 
     fn over(&self, fraction: f64, limit: u64) -> bool {
         self.current() as f64 >= fraction * limit as f64
+    }
+}
+
+/// Whose conversation a compaction summarizes: the session's own, or a sub-agent's. A
+/// sub-agent's compaction is announced under its id (so replaying the log leaves the main
+/// conversation alone), writes no checkpoint (checkpoints are the session's conversation) and
+/// is not the one a client's `session.history.*` cancels.
+#[derive(Clone, Copy)]
+pub(crate) struct Owner<'a> {
+    pub handle: &'a SessionHandle,
+    pub scope: Option<&'a AgentScope>,
+}
+
+impl<'a> Owner<'a> {
+    pub fn session(handle: &'a SessionHandle) -> Self {
+        Self { handle, scope: None }
+    }
+
+    fn emitter(&self) -> ScopedEmitter<'a> {
+        ScopedEmitter { emitter: self.handle.emitter(), scope: self.scope }
+    }
+
+    /// The session's cancellation control, for the session's own conversation only.
+    fn control(&self) -> Option<&'a Control> {
+        self.scope.is_none().then(|| self.handle.compaction())
     }
 }
 
@@ -197,15 +222,10 @@ pub(crate) fn nothing_to_compact(conv: &Conversation) -> bool {
 }
 
 /// Starts a compaction of everything in the history so far. Emits `session.compaction_start`.
-pub(crate) fn start(
-    deps: &Arc<Deps>,
-    handle: &SessionHandle,
-    conv: &mut Conversation,
-    call: &CallShape<'_>,
-    req: Request,
-) {
+pub(crate) fn start(deps: &Arc<Deps>, owner: Owner<'_>, conv: &mut Conversation, call: &CallShape<'_>, req: Request) {
+    let handle = owner.handle;
     let pre = Tokens::estimate(call.system, conv.bytes, call.tools);
-    handle.emitter().emit(t::CompactionStartData {
+    owner.emitter().emit(t::CompactionStartData {
         model: Some(call.model.to_string()),
         system_tokens: Some(pre.system),
         conversation_tokens: Some(pre.conversation),
@@ -215,10 +235,12 @@ pub(crate) fn start(
         trigger: req.trigger,
     });
     let cancel = CancellationToken::new();
-    handle.compaction().started(req.manual.is_some(), cancel.clone());
+    if let Some(control) = owner.control() {
+        control.started(req.manual.is_some(), cancel.clone());
+    }
     let job = job::spawn(job::Params {
         client: call.route.client.clone(),
-        layout: deps.layout.clone(),
+        checkpoints: owner.control().is_some().then(|| deps.layout.clone()),
         session_id: handle.id().to_string(),
         request: job::summary_request(conv, call, handle.id(), req.custom_instructions.as_deref()),
         estimated_input: pre.current() + (text::summary_request(req.custom_instructions.as_deref()).len() / 4) as u64,
@@ -243,7 +265,7 @@ pub(crate) fn start(
 /// as it will be sent (the tool schemas are measured once per call).
 pub(crate) async fn before_call(
     deps: &Arc<Deps>,
-    handle: &SessionHandle,
+    owner: Owner<'_>,
     conv: &mut Conversation,
     call: &CallShape<'_>,
     limits: InfiniteSessions,
@@ -253,7 +275,7 @@ pub(crate) async fn before_call(
     if let Some(f) = &conv.compaction {
         let full = limits.enabled && measured.over(limits.buffer_threshold, call.token_limit);
         if f.is_finished() || f.is_manual() || full {
-            wait_and_apply(handle, conv, cancel).await;
+            wait_and_apply(owner, conv, cancel).await;
         }
     }
     let tokens = measured.with_conversation(conv.bytes);
@@ -264,7 +286,7 @@ pub(crate) async fn before_call(
         && tokens.over(limits.background_threshold, call.token_limit)
     {
         let req = Request { trigger: Some(t::CompactionTrigger::Threshold), custom_instructions: None, manual: None };
-        start(deps, handle, conv, call, req);
+        start(deps, owner, conv, call, req);
     }
     tokens
 }
@@ -273,7 +295,7 @@ pub(crate) async fn before_call(
 /// under way) before the call is sent again.
 pub(crate) async fn compact_now(
     deps: &Arc<Deps>,
-    handle: &SessionHandle,
+    owner: Owner<'_>,
     conv: &mut Conversation,
     call: &CallShape<'_>,
     cancel: &CancellationToken,
@@ -281,14 +303,14 @@ pub(crate) async fn compact_now(
     if conv.compaction.is_none() && !nothing_to_compact(conv) {
         let req =
             Request { trigger: Some(t::CompactionTrigger::ContextLimitRetry), custom_instructions: None, manual: None };
-        start(deps, handle, conv, call, req);
+        start(deps, owner, conv, call, req);
     }
-    wait_and_apply(handle, conv, cancel).await;
+    wait_and_apply(owner, conv, cancel).await;
 }
 
 /// Waits for the compaction under way (unless `cancel` fires first: it then stays under way)
 /// and applies it.
-async fn wait_and_apply(handle: &SessionHandle, conv: &mut Conversation, cancel: &CancellationToken) {
+async fn wait_and_apply(owner: Owner<'_>, conv: &mut Conversation, cancel: &CancellationToken) {
     let Some(mut f) = conv.compaction.take() else { return };
     let result = tokio::select! {
         r = &mut f.job => r,
@@ -297,7 +319,7 @@ async fn wait_and_apply(handle: &SessionHandle, conv: &mut Conversation, cancel:
             return;
         }
     };
-    apply(handle, conv, f, job::joined(result));
+    apply(owner, conv, f, job::joined(result));
 }
 
 /// The compaction under way, once it is done (never, when there is none): for the actor, which
@@ -311,14 +333,11 @@ pub(crate) async fn finished(conv: &mut Option<Conversation>) -> Result<Summary,
 
 /// Replaces the summarized messages with the summary (or records the failure), emits
 /// `session.compaction_complete` and answers a client waiting for it.
-pub(crate) fn apply(
-    handle: &SessionHandle,
-    conv: &mut Conversation,
-    f: InFlight,
-    result: Result<Summary, job::Failure>,
-) {
-    handle.compaction().finished();
-    let emitter: &Emitter = handle.emitter();
+pub(crate) fn apply(owner: Owner<'_>, conv: &mut Conversation, f: InFlight, result: Result<Summary, job::Failure>) {
+    if let Some(control) = owner.control() {
+        control.finished();
+    }
+    let emitter = owner.emitter();
     let summary = match result {
         Ok(s) => s,
         Err(failure) => {

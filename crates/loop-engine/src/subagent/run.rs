@@ -1,17 +1,20 @@
-//! A sub-agent's loop: its prompt as the first user message, then turns until a reply asks for
-//! no tools. The model calls and tool dispatch are the main loop's; what it does not do is
-//! what belongs to the session (titles, hooks on prompts, compaction, autopilot).
+//! A sub-agent: its prompt as the first user message, then turns of the one loop
+//! ([`crate::turns`]) — compaction and the context-overflow retry included — until a reply
+//! asks for no tools. What belongs to the session stays there (titles, hooks on prompts,
+//! autopilot, the switch to `auto`).
 
-use llm_providers::{ChatRequest, Initiator, Message, ProviderError, SubAgent, ToolContent, UserContent};
-use protocol::generated::types::{self as t, SessionMode};
+use std::sync::Arc;
+
+use llm_providers::{AssistantReply, Initiator, Message, UserContent};
+use protocol::generated::types::SessionMode;
 use serde_json::Value;
-use tools::INTERRUPTED_TEXT;
 
 use super::Resolved;
+use crate::autopilot::StopReason;
 use crate::conversation::Conversation;
-use crate::dispatch::{self, CallOutcome};
 use crate::run::RunCtx;
 use crate::settings::SessionSettings;
+use crate::turns::{Driver, Flow, TurnSettings};
 
 /// The settings a sub-agent runs with: its tools (never `task` again), its model, no selected
 /// agent, no questions to the user. A background agent keeps `write_agent` and `list_agents`
@@ -64,8 +67,7 @@ pub(super) async fn run_agent(
 /// A sub-agent's conversation, kept between its runs: a background agent that gave its answer
 /// goes on from here when a message reaches it.
 pub(super) struct AgentLoop {
-    settings: SessionSettings,
-    system: llm_providers::SystemText,
+    driver: AgentTurns,
     conv: Conversation,
     turn: u32,
     /// The agent's own MCP servers: configured, and started with its first run.
@@ -77,13 +79,21 @@ impl AgentLoop {
     /// The agent's prompt as its first user message.
     pub(super) fn new(agent: &Resolved, prompt: &str, model: &str, parent: &SessionSettings, background: bool) -> Self {
         let settings = settings_for(parent, agent, model, background);
-        let system = system_prompt(&settings, agent).into();
+        let system = system_prompt(&settings, agent);
         let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
         let mut conv = Conversation::new(Vec::new(), Some(prompt.to_string()));
+        // A summary of the agent's conversation lists its prompt, as a session's lists the user's.
+        conv.prompts.push(prompt.to_string());
         conv.push(Message::User {
             content: UserContent::Text(format!("<current_datetime>{now}</current_datetime>\n\n{prompt}")),
         });
-        Self { settings, system, conv, turn: 0, mcp_servers: agent.mcp_servers.clone(), servers: None }
+        Self {
+            driver: AgentTurns { settings: Arc::new(settings), system },
+            conv,
+            turn: 0,
+            mcp_servers: agent.mcp_servers.clone(),
+            servers: None,
+        }
     }
 
     /// A message for the agent's next run, as a user turn of its conversation.
@@ -91,151 +101,60 @@ impl AgentLoop {
         self.conv.push(Message::User { content: UserContent::Text(message) });
     }
 
-    /// Turns until a reply asks for no tools and no message waits.
+    /// Turns of the one loop until a reply asks for no tools and no message waits.
     pub(super) async fn run(&mut self, ctx: &RunCtx) -> Result<String, String> {
         if let (None, Some(servers)) = (&self.servers, &self.mcp_servers) {
-            self.servers = Some(super::servers::AgentServers::start(ctx, servers, self.settings.cwd.clone()));
+            let cwd = self.driver.settings.cwd.clone();
+            self.servers = Some(super::servers::AgentServers::start(ctx, servers, cwd));
         }
         let with_servers = self.servers.as_ref().map(|s| ctx.with_agent_mcp(s.host().clone()));
         let ctx = with_servers.as_ref().unwrap_or(ctx);
-        if let Some(host) = &ctx.agent_mcp {
-            // As for the session's servers: their tools are there before the first call.
-            let _ = tokio::time::timeout(crate::run::MCP_WAIT, host.wait_settled(&ctx.cancel)).await;
-        }
-        let settings = &self.settings;
-        let conv = &mut self.conv;
         let interaction_id = uuid::Uuid::new_v4().to_string();
-        loop {
-            if ctx.cancel.is_cancelled() {
-                return Err("cancelled".into());
-            }
-            for message in inbox(ctx) {
-                conv.push(Message::User { content: UserContent::Text(message) });
-            }
-            let turn_id = self.turn.to_string();
-            ctx.emitter().emit(t::AssistantTurnStartData {
-                turn_id: turn_id.clone(),
-                model: Some(settings.model.clone()),
-                interaction_id: Some(interaction_id.clone()),
-            });
-            let tools = conv.offer(dispatch::run_tool_specs(ctx, settings));
-            let offered: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-            let route = crate::byok::route(
-                &settings.providers,
-                &settings.model,
-                &crate::byok::RouteCtx {
-                    default_client: &ctx.deps.model,
-                    http: &ctx.deps.http,
-                    emitter: ctx.handle.emitter_arc(),
-                    session_id: ctx.handle.id(),
-                },
-            );
-            let req = ChatRequest {
-                model: route.model.clone(),
-                system: self.system.clone(),
-                history: settings.history_for_model(&conv.history),
-                tools,
-                stream: settings.streaming,
-                initiator: Initiator::Agent,
-                interaction_id: interaction_id.clone(),
-                session_id: ctx.handle.id().to_string(),
-                extra_headers: Default::default(),
-                client_name: Some(settings.client_name.clone()),
-                purpose: Default::default(),
-                reasoning_effort: settings.reasoning_effort.clone(),
-                sub_agent: ctx
-                    .scope
-                    .as_deref()
-                    .map(|scope| SubAgent { id: scope.agent_id.clone(), parent_id: ctx.handle.id().to_string() }),
-                sampling: Default::default(),
-            };
-            let message_id = uuid::Uuid::new_v4().to_string();
-            let result = crate::model_call::call_model(
-                ctx,
-                route.client.as_ref(),
-                req,
-                &settings.model,
-                &turn_id,
-                &message_id,
-                settings.streaming,
-            )
-            .await;
-            let resp = match result {
-                Ok(resp) => resp,
-                Err(ProviderError::Cancelled) => {
-                    end_turn(ctx, &turn_id);
-                    return Err("cancelled".into());
-                }
-                Err(e) => {
-                    end_turn(ctx, &turn_id);
-                    return Err(e.to_string());
-                }
-            };
-            let reply = crate::run::merge_replies(&resp);
-            ctx.emitter().emit(t::AssistantUsageData {
-                model: resp.model.clone().unwrap_or_else(|| settings.model.clone()),
-                input_tokens: Some(resp.usage.input_tokens),
-                output_tokens: Some(resp.usage.output_tokens),
-                duration: Some(resp.duration_ms),
-                initiator: Some("agent".into()),
-                api_call_id: resp.api_call_id.clone(),
-                ..Default::default()
-            });
-            let tool_requests = reply
-                .tool_calls
-                .iter()
-                .map(|c| t::AssistantMessageToolRequest {
-                    tool_call_id: c.id.clone(),
-                    name: c.name.clone(),
-                    arguments: serde_json::from_str::<Value>(&c.arguments).ok(),
-                    r#type: Some(t::AssistantMessageToolRequestType::Function),
-                    ..Default::default()
-                })
-                .collect();
-            ctx.emitter().emit(t::AssistantMessageData {
-                message_id,
-                content: reply.content.clone(),
-                tool_requests: Some(tool_requests),
-                model: Some(settings.model.clone()),
-                interaction_id: Some(interaction_id.clone()),
-                turn_id: Some(turn_id.clone()),
-                output_tokens: Some(resp.usage.output_tokens),
-                ..Default::default()
-            });
-            conv.push(crate::history::assistant_message(
-                reply.content.clone(),
-                reply.tool_calls.clone(),
-                reply.reasoning_blocks.clone(),
-            ));
-            self.turn += 1;
-            if reply.tool_calls.is_empty() {
-                end_turn(ctx, &turn_id);
-                let late = inbox(ctx);
-                if late.is_empty() {
-                    return Ok(reply.content);
-                }
-                for message in late {
-                    conv.push(Message::User { content: UserContent::Text(message) });
-                }
-                continue;
-            }
-            let outcomes = dispatch::run_calls(ctx, &reply.tool_calls, &turn_id, settings, &offered).await;
-            let mut after = Vec::new();
-            for (call, outcome) in reply.tool_calls.iter().zip(outcomes) {
-                let text = match outcome {
-                    CallOutcome::Done { text, guidance, .. } => {
-                        after.extend(guidance.map(|g| Message::User { content: UserContent::Text(g) }));
-                        text
-                    }
-                    CallOutcome::Interrupted => INTERRUPTED_TEXT.to_string(),
-                };
-                conv.push(Message::Tool { tool_call_id: call.id.clone(), content: ToolContent::Text(text) });
-            }
-            for m in after {
-                conv.push(m);
-            }
-            end_turn(ctx, &turn_id);
+        let ended = crate::turns::run(ctx, &mut self.conv, &mut self.driver, &mut self.turn, &interaction_id).await;
+        match ended.reason {
+            StopReason::Aborted => Err("cancelled".into()),
+            StopReason::Error => Err(ended.error.unwrap_or_else(|| "the model call failed".into())),
+            _ => Ok(ended.answer),
         }
+    }
+}
+
+/// What a sub-agent adds around the loop: its own settings and system prompt, messages from
+/// its siblings and the client between turns, and an answer that is final once none waits.
+struct AgentTurns {
+    settings: Arc<SessionSettings>,
+    system: String,
+}
+
+#[async_trait::async_trait]
+impl Driver for AgentTurns {
+    fn settings(&self, _ctx: &RunCtx) -> TurnSettings {
+        TurnSettings::Agent(self.settings.clone())
+    }
+
+    async fn take_incoming(&mut self, ctx: &RunCtx, conv: &mut Conversation) {
+        for message in inbox(ctx) {
+            conv.push(Message::User { content: UserContent::Text(message) });
+        }
+    }
+
+    fn system_prompt(&mut self, _ctx: &RunCtx, _conv: &mut Conversation, _settings: &SessionSettings) -> String {
+        self.system.clone()
+    }
+
+    fn initiator(&self, _turn: u32) -> Initiator {
+        Initiator::Agent
+    }
+
+    async fn on_answer(&mut self, ctx: &RunCtx, conv: &mut Conversation, _reply: &AssistantReply) -> Flow {
+        let late = inbox(ctx);
+        if late.is_empty() {
+            return Flow::Stop(StopReason::TaskComplete);
+        }
+        for message in late {
+            conv.push(Message::User { content: UserContent::Text(message) });
+        }
+        Flow::Continue { new_message: false }
     }
 }
 
@@ -245,10 +164,6 @@ impl AgentLoop {
 fn inbox(ctx: &RunCtx) -> Vec<String> {
     let Some(scope) = ctx.scope.as_deref() else { return Vec::new() };
     ctx.handle.tasks().take_messages(&scope.agent_id)
-}
-
-fn end_turn(ctx: &RunCtx, turn_id: &str) {
-    ctx.emitter().emit(t::AssistantTurnEndData { turn_id: turn_id.to_string(), model: None });
 }
 
 #[cfg(test)]
