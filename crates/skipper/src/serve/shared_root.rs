@@ -30,10 +30,7 @@ pub fn resolve(configured: Option<&Path>, config_path: &Path) -> anyhow::Result<
         );
     };
     if !root.is_dir() {
-        bail!(
-            "[cluster] shared_root {} is not a directory: {WHAT_TO_MOUNT}, mounted there",
-            root.display()
-        );
+        bail!("[cluster] shared_root {} is not a directory: {WHAT_TO_MOUNT}, mounted there", root.display());
     }
     root.canonicalize().with_context(|| format!("resolving [cluster] shared_root {}", root.display()))
 }

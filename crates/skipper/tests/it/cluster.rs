@@ -443,7 +443,8 @@ async fn what_a_killed_nodes_session_wrote_is_there_for_the_node_that_takes_it_o
         let read = cb.ok("session.workspaces.readFile", json!({"sessionId": sid, "path": "notes/a.md"})).await;
         assert_eq!(read["content"], json!("written on a"), "{read}");
         // B runs it now: its `sql` tool adds to the same database.
-        let more = json!({"description": "More", "query": "INSERT INTO todos (id, title) VALUES ('t2', 'Written on b')"});
+        let more =
+            json!({"description": "More", "query": "INSERT INTO todos (id, title) VALUES ('t2', 'Written on b')"});
         b.fake.push_reply(Reply::ToolCalls(vec![("sql".into(), more.to_string())]));
         b.fake.push_reply(Reply::text("tracked on b"));
         cb.send(&sid, "more").await;

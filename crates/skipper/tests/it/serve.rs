@@ -102,9 +102,9 @@ impl Serve {
     /// listening: its exit status and stderr.
     pub(crate) async fn fails_to_start(config: &str, extra: &[&str]) -> (std::process::ExitStatus, String) {
         let dirs = Dirs::new();
-        let out = serve_command_with(&dirs, "http://127.0.0.1:9", config, "127.0.0.1:0", extra)
-            .output();
-        let out = tokio::time::timeout(T, out).await.expect("skipper serve kept running").expect("running skipper serve");
+        let out = serve_command_with(&dirs, "http://127.0.0.1:9", config, "127.0.0.1:0", extra).output();
+        let out =
+            tokio::time::timeout(T, out).await.expect("skipper serve kept running").expect("running skipper serve");
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(!stdout.contains("listening"), "it started: {stdout}");
         (out.status, String::from_utf8_lossy(&out.stderr).into_owned())
