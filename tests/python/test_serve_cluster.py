@@ -1,6 +1,7 @@
 """Issue 10, several nodes: two `skipper serve` processes on one PostgreSQL (a throwaway cluster
-on loopback, started here for each test), with the official Python SDK as the client. Nodes
-share no disk: each has its own home; everything goes through the database."""
+on loopback, started here for each test), with the official Python SDK as the client. Each node
+has its own home; both mount one shared directory (`[cluster] shared_root`, here the same
+directory on one machine) for workspaces and session directories."""
 
 from __future__ import annotations
 
@@ -74,11 +75,19 @@ def postgres():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _shared_root(ctx: Ctx) -> Path:
+    shared = ctx.root / "shared"
+    shared.mkdir(exist_ok=True)
+    return shared
+
+
 def _start_node(ctx: Ctx, name: str, database_url: str) -> serve_support.Served:
     node_dir = ctx.root / f"node-{name}"
     home = node_dir / "home"
     home.mkdir(parents=True)
-    config = serve_support.tenant("team", TOKEN) + f'[cluster]\nnode_id = "{name}"\nlease_ttl_s = 2\n'
+    config = serve_support.tenant("team", TOKEN) + (
+        f'[cluster]\nnode_id = "{name}"\nlease_ttl_s = 2\nshared_root = "{_shared_root(ctx)}"\n'
+    )
     return serve_support.start(
         ctx, config, home=home, state_dir=node_dir, args=["--database-url", database_url], wait_s=20
     )
@@ -241,6 +250,9 @@ async def test_a_follower_refuses_changes_and_the_plan_travels_with_the_session(
         await asyncio.sleep(0.05)
     await session.rpc.plan.update(PlanUpdateRequest(content="# Plan\n\n- written on node a\n"))
 
+    # The plan is a file in the session's directory on the shared root, which node b reads.
+    plan_file = _shared_root(ctx) / "session-state" / session.session_id / "plan.md"
+    assert plan_file.read_text() == "# Plan\n\n- written on node a\n"
     followed = await b.resume_session(session.session_id, on_permission_request=PermissionHandler.approve_all)
     assert (await followed.rpc.plan.read()).content == "# Plan\n\n- written on node a\n"
     # Changes on the follower are refused, naming node a; the session keeps node a's state.

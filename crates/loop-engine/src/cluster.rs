@@ -5,15 +5,19 @@
 //! (refusing other changes, naming it), and takes the session over as soon as the lease is
 //! free — at the latest `lease_ttl` after the owner died.
 //!
+//! Files are not this module's business: every node mounts one volume for the tenants'
+//! workspaces and the session directories ([`ClusterSettings::shared_root`]), so a node taking a
+//! session over finds them where the last one left them.
+//!
 //! One periodic [`Engine::cluster_tick`] per node does the renewing, relaying and taking over.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use protocol::methods::SessionConfigParams;
-use store::pg::{FileScope, Lease, PgEvents};
+use store::pg::{Lease, PgEvents};
 
 use crate::{lock, Engine, EngineError};
 
@@ -29,9 +33,16 @@ const FORWARD_POLL: Duration = Duration::from_millis(500);
 pub struct ClusterSettings {
     /// A lease not renewed for this long is free for another node to take.
     pub lease_ttl: Duration,
-    /// The tenants' workspaces (name, canonical root), mirrored in the database: a session
-    /// whose working directory lies in one shares it.
-    pub workspaces: Vec<(String, PathBuf)>,
+    /// The directory every node mounts from one shared volume: session directories are under
+    /// its `session-state/` (tenants' default workspaces under its `workspaces/`).
+    pub shared_root: PathBuf,
+}
+
+impl ClusterSettings {
+    /// Where the nodes keep session directories.
+    pub fn session_state_dir(&self) -> PathBuf {
+        self.shared_root.join("session-state")
+    }
 }
 
 pub(crate) struct Cluster {
@@ -46,13 +57,6 @@ pub(crate) struct Cluster {
     /// Sessions loaded here as followers of another node.
     followers: Mutex<HashMap<String, Follower>>,
     last_renewal: Mutex<Instant>,
-    /// Session files mirrored in the database (`shared_files`).
-    pub(crate) files: crate::shared_files::Mirror,
-    /// Tenant workspaces mirrored in the database, by tenant name.
-    workspace_files: crate::shared_files::Mirror,
-    /// Tenants whose workspace changed in the database, for [`Engine::sync_workspaces`].
-    dirty_workspaces: Mutex<HashSet<String>>,
-    workspace_wake: tokio::sync::Notify,
     /// The last lifecycle row of another node told to this node's clients (`None`: not read yet).
     lifecycle_seq: tokio::sync::Mutex<Option<i64>>,
     /// Sessions run here that persisted events since the last tick, with their start time: one
@@ -108,10 +112,6 @@ impl Cluster {
             unloaded: Mutex::default(),
             followers: Mutex::default(),
             last_renewal: Mutex::new(Instant::now()),
-            files: crate::shared_files::Mirror::new(FileScope::Session),
-            workspace_files: crate::shared_files::Mirror::new(FileScope::Workspace),
-            dirty_workspaces: Mutex::default(),
-            workspace_wake: tokio::sync::Notify::new(),
             lifecycle_seq: Default::default(),
             updated: Mutex::default(),
             last_prune: Mutex::default(),
@@ -168,96 +168,9 @@ impl Cluster {
         &self.pg
     }
 
-    /// The tenant workspace holding `cwd` (the innermost, as the tools' confinement picks it).
-    fn workspace_of(&self, cwd: &Path) -> Option<&(String, PathBuf)> {
-        let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
-        self.settings
-            .workspaces
-            .iter()
-            .filter(|(_, root)| cwd.starts_with(root))
-            .max_by_key(|(_, r)| r.as_os_str().len())
-    }
-
-    /// `cwd` as this node knows the place: a working directory in another node's copy of a
-    /// tenant's workspace (nodes need not keep them at the same path) moves to the same place in
-    /// this node's copy; anything else stays as it is.
-    pub(crate) async fn local_cwd(&self, cwd: &Path) -> PathBuf {
-        if self.workspace_of(cwd).is_some() {
-            return cwd.to_path_buf();
-        }
-        for (tenant, root) in &self.settings.workspaces {
-            let roots = match self.pg.workspace_roots(tenant).await {
-                Ok(roots) => roots,
-                Err(e) => {
-                    tracing::warn!(tenant = %tenant, error = %e, "reading the other nodes' workspace roots failed");
-                    continue;
-                }
-            };
-            for other in roots.iter().map(Path::new).filter(|r| r.is_absolute()) {
-                let Ok(rest) = cwd.strip_prefix(other) else { continue };
-                if rest.components().all(|c| matches!(c, std::path::Component::Normal(_))) {
-                    return root.join(rest);
-                }
-            }
-        }
-        cwd.to_path_buf()
-    }
-
-    /// Sends what changed in the workspace holding `cwd`, if it is a tenant's.
-    pub(crate) async fn push_workspace(&self, cwd: &Path) {
-        let Some((tenant, root)) = self.workspace_of(cwd) else { return };
-        if let Err(e) = self.workspace_files.push(&self.pg, tenant, root, 0).await {
-            tracing::warn!(tenant = %tenant, error = %e, "sharing workspace files failed");
-        }
-    }
-
-    /// Writes out the database's newer copies of a tenant's workspace files.
-    async fn pull_workspace(&self, tenant: &str, root: &Path) {
-        if let Err(e) = self.workspace_files.pull(&self.pg, tenant, root).await {
-            tracing::warn!(tenant = %tenant, error = %e, "reading shared workspace files failed");
-        }
-    }
-
-    /// [`Cluster::pull_workspace`] for the workspace holding `cwd`, if it is a tenant's.
-    pub(crate) async fn pull_workspace_of(&self, cwd: &Path) {
-        if let Some((tenant, root)) = self.workspace_of(cwd) {
-            self.pull_workspace(tenant, root).await;
-        }
-    }
-
     pub(crate) fn add_follower(&self, id: &str, owner: &str, params: &SessionConfigParams, last_seq: i64) {
         let follower = Follower { owner: owner.to_string(), params: params.clone(), last_seq, mode: None, title: None };
         lock(&self.followers).insert(id.to_string(), follower);
-    }
-}
-
-/// A session's files and its tenant's workspace, sent to the database before an event that may
-/// mention them (a tool's completion, a compaction's checkpoint): once that event is persisted
-/// another node may follow or take the session over, and a kill -9 right after must not lose
-/// what it names. Awaited on the turn, but when nothing changed it costs a walk of the session
-/// directory's and the workspace's sizes and times; on one node, or for a session another node
-/// runs, nothing.
-#[derive(Clone)]
-pub(crate) struct FilesBarrier(Option<(Arc<Cluster>, crate::SessionHandle, std::path::PathBuf)>);
-
-impl FilesBarrier {
-    pub(crate) fn of(deps: &crate::Deps, handle: &crate::SessionHandle) -> Self {
-        let cluster = deps.cluster.clone().filter(|_| handle.remote_state().is_none());
-        Self(cluster.map(|c| (c, handle.clone(), deps.layout.session_dir(handle.id()))))
-    }
-
-    pub(crate) async fn share(&self) {
-        let Some((cluster, handle, dir)) = &self.0 else { return };
-        let id = handle.id();
-        if !cluster.owns(id) {
-            return;
-        }
-        // The event count stays: the events after this one still ask for the tick's push.
-        let events = cluster.files.pushed_events(id);
-        if let Err(e) = cluster.files.push(&cluster.pg, id, dir, events).await {
-            tracing::warn!(session = %id, error = %e, "sharing session files failed");
-        }
-        cluster.push_workspace(&handle.view().settings.cwd).await;
     }
 }
 
@@ -265,71 +178,6 @@ impl Engine {
     /// Whether this node is one of several on a shared database.
     pub fn is_clustered(&self) -> bool {
         self.cluster.is_some()
-    }
-
-    /// Sends a session's changed files to the database, when this node runs it (a client
-    /// changed it, or it persisted events). Failures are logged: the files stay here, and the
-    /// next push sends them.
-    pub async fn share_files(&self, id: &str) {
-        let Some(cluster) = &self.cluster else { return };
-        let Some(handle) = self.get(id) else { return };
-        if !cluster.owns(id) || handle.remote_state().is_some() {
-            return;
-        }
-        let events = handle.emitter().persisted_count();
-        let dir = self.deps.layout.session_dir(id);
-        if let Err(e) = cluster.files.push(&cluster.pg, id, &dir, events).await {
-            tracing::warn!(session = %id, error = %e, "sharing session files failed");
-        }
-        // Called from the tick that renews the leases: a long push or pull under way (a turn's,
-        // or another node's changes being written out) is not waited for; the next tick pushes.
-        if !cluster.workspace_files.is_busy() {
-            cluster.push_workspace(&handle.view().settings.cwd).await;
-        }
-    }
-
-    /// Writes out the database's newer copies of the files of the tenant workspace holding
-    /// `cwd` (a session is about to run there).
-    pub(crate) async fn fetch_workspace(&self, cwd: &Path) {
-        if let Some(cluster) = &self.cluster {
-            cluster.pull_workspace_of(cwd).await;
-        }
-    }
-
-    /// A tenant's workspace changed in the database (another node pushed): [`Engine::sync_workspaces`]
-    /// writes it out here.
-    pub fn cluster_workspace_changed(&self, tenant: &str) {
-        let Some(cluster) = &self.cluster else { return };
-        lock(&cluster.dirty_workspaces).insert(tenant.to_string());
-        cluster.workspace_wake.notify_one();
-    }
-
-    /// Writes other nodes' workspace changes out, when told of them and every `poll` (a
-    /// notification lost while the listener reconnected). A task of its own, so that a large
-    /// pull never holds up the leases' renewal. Returns at once on one node.
-    pub async fn sync_workspaces(&self, poll: Duration) {
-        let Some(cluster) = &self.cluster else { return };
-        loop {
-            if tokio::time::timeout(poll, cluster.workspace_wake.notified()).await.is_err() {
-                let all = cluster.settings.workspaces.iter().map(|(t, _)| t.clone());
-                lock(&cluster.dirty_workspaces).extend(all);
-            }
-            let dirty: Vec<String> = lock(&cluster.dirty_workspaces).drain().collect();
-            for tenant in dirty {
-                if let Some((name, root)) = cluster.settings.workspaces.iter().find(|(name, _)| *name == tenant) {
-                    cluster.pull_workspace(name, root).await;
-                }
-            }
-        }
-    }
-
-    /// Writes out the session files the database holds that this node has not seen.
-    pub(crate) async fn fetch_shared_files(&self, id: &str) {
-        let Some(cluster) = &self.cluster else { return };
-        let dir = self.deps.layout.session_dir(id);
-        if let Err(e) = cluster.files.pull(&cluster.pg, id, &dir).await {
-            tracing::warn!(session = %id, error = %e, "reading shared session files failed");
-        }
     }
 
     /// Tells the other nodes' clients of a session created or deleted here (with its owner as
@@ -426,12 +274,11 @@ impl Engine {
     }
 
     /// The work for sessions run here: renew the leases of sessions loaded here, give up those
-    /// of sessions that unloaded, share changed files, tell other nodes of updates. Called every
-    /// few hundred milliseconds by the server.
+    /// of sessions that unloaded, tell other nodes of updates. Called every few hundred
+    /// milliseconds by the server.
     pub async fn cluster_tick_own(&self) {
         let Some(cluster) = &self.cluster else { return };
         self.renew_and_release(cluster).await;
-        self.share_changed_files(cluster).await;
         self.publish_updated(cluster).await;
     }
 
@@ -445,7 +292,7 @@ impl Engine {
         }
     }
 
-    /// A session's log or files changed in the database: relays at once if it is followed here.
+    /// A session's log changed in the database: relays at once if it is followed here.
     pub async fn cluster_session_changed(&self, id: &str) {
         let Some(cluster) = &self.cluster else { return };
         if lock(&cluster.followers).contains_key(id) {
@@ -474,12 +321,6 @@ impl Engine {
     async fn renew_and_release(&self, cluster: &Cluster) {
         let unloaded: Vec<String> = lock(&cluster.unloaded).drain().collect();
         for id in unloaded.iter().filter(|id| self.get(id).is_none()) {
-            // What the session wrote since the last push goes before the lease does.
-            let dir = self.deps.layout.session_dir(id);
-            if let Err(e) = cluster.files.push(&cluster.pg, id, &dir, 0).await {
-                tracing::warn!(session = %id, error = %e, "sharing session files failed");
-            }
-            cluster.files.forget(id);
             lock(&cluster.owned).remove(id);
             if let Err(e) = cluster.pg.release(id).await {
                 tracing::warn!(session = %id, error = %e, "releasing a session lease failed");
@@ -526,18 +367,6 @@ impl Engine {
             }
             if let Err(e) = cluster.pg.prune_inbox().await {
                 tracing::warn!(error = %e, "pruning forwarded requests failed");
-            }
-        }
-    }
-
-    /// Pushes the files of sessions run here that persisted events since their last push (a
-    /// turn's tools may have written them).
-    async fn share_changed_files(&self, cluster: &Cluster) {
-        let owned: Vec<String> = lock(&cluster.owned).iter().cloned().collect();
-        for id in owned {
-            let Some(handle) = self.get(&id) else { continue };
-            if cluster.files.stale(&id, handle.emitter().persisted_count()) {
-                self.share_files(&id).await;
             }
         }
     }
@@ -676,14 +505,9 @@ impl Engine {
         let Some(handle) = self.get(id) else {
             // Its last client left: nothing to follow for.
             lock(&cluster.followers).remove(id);
-            if !cluster.owns(id) {
-                cluster.files.forget(id);
-            }
             return Ok(());
         };
         let Some(after) = self.relay_rows(cluster, id, &handle, None).await? else { return Ok(()) };
-        // A client's change to the plan or a file adds no event: the files are looked at each time.
-        self.fetch_shared_files(id).await;
         if cluster.acquire(id).await? != Lease::Held {
             return Ok(());
         }
@@ -693,10 +517,8 @@ impl Engine {
         for (_, event, json) in &cluster.pg.after(id, after).await?.events {
             handle.emitter().relay(event, json);
         }
-        // The files first, while the follower still answers: between forgetting it and loading
-        // the session here, requests for it find no session.
-        self.fetch_shared_files(id).await;
-        cluster.pull_workspace_of(&handle.view().settings.cwd).await;
+        // Its files are on the shared volume already. Between forgetting the follower and
+        // loading the session here, requests for it wait (`settled`).
         lock(&cluster.swapping).insert(id.to_string());
         let _swap = Swap(cluster, id.to_string());
         let Some(follower) = lock(&cluster.followers).remove(id) else { return Ok(()) };

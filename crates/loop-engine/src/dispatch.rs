@@ -168,8 +168,6 @@ pub(crate) async fn run_calls(
             let rejected = output.error_code.as_deref() == Some("rejected");
             let task_complete =
                 (call.name == crate::autopilot::TASK_COMPLETE && output.success).then(|| output.text_for_llm.clone());
-            // Other nodes may read what the result mentions as soon as it is persisted.
-            crate::cluster::FilesBarrier::of(&ctx.deps, &ctx.handle).share().await;
             emit_complete(ctx, call, &output, turn_id, &settings.model);
             let file_edit = output.file_edit.map(|f| f.path);
             CallOutcome::Done {

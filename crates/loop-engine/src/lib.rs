@@ -45,7 +45,6 @@ pub mod plugins;
 mod run;
 pub mod session_fs;
 pub mod settings;
-mod shared_files;
 pub mod skills;
 pub mod sql;
 pub mod subagent;
@@ -139,8 +138,6 @@ pub(crate) struct Deps {
     pub tool_env: Arc<Vec<(String, String)>>,
     pub version: String,
     pub models: Mutex<Option<Vec<ModelInfo>>>,
-    /// Several nodes: a tool's files reach the database before its completion event.
-    pub cluster: Option<Arc<cluster::Cluster>>,
     /// File telemetry (`COPILOT_OTEL_*`): spans of every session's work.
     pub spans: Option<telemetry::SpanFile>,
 }
@@ -316,7 +313,12 @@ impl Engine {
         events: EventStore,
         cluster: Option<cluster::ClusterSettings>,
     ) -> Self {
-        let layout = Layout::new(config.home.clone());
+        // Several nodes keep session directories on the volume they share: a node taking a
+        // session over finds its files where the last one left them.
+        let layout = match &cluster {
+            Some(settings) => Layout::with_session_state(config.home.clone(), settings.session_state_dir()),
+            None => Layout::new(config.home.clone()),
+        };
         let cluster = match (cluster, events.postgres()) {
             (Some(settings), Some(pg)) => Some(Arc::new(cluster::Cluster::new(settings, pg.clone()))),
             _ => None,
@@ -332,7 +334,6 @@ impl Engine {
                 tool_env: Arc::new(config.tool_env),
                 version: config.version,
                 models: Mutex::new(None),
-                cluster: cluster.clone(),
                 spans: config.telemetry.map(telemetry::SpanFile::new),
             }),
             default_model: config.default_model,
@@ -596,8 +597,6 @@ impl Engine {
         if let Some(cluster) = &self.cluster {
             cluster.acquire_new(&id).await?;
         }
-        // The tenant's code as the other nodes left it, before a tool can look at it.
-        self.fetch_workspace(&settings.cwd).await;
         let start_time = now();
         let storage = Storage::new(fs.as_ref(), subscriber.as_ref(), &id);
         let prepared = async {
@@ -708,10 +707,6 @@ impl Engine {
             }
         }
         let storage = Storage::new(fs.as_ref(), subscriber.as_ref(), &id);
-        if storage.remote.is_none() {
-            // Another node may have run it last: its plan, checkpoints and files come first.
-            self.fetch_shared_files(&id).await;
-        }
         let subscribers = subscriber.into_iter().collect();
         let loaded = self.load(&id, params, subscribers, follow_owner, storage).await;
         if loaded.is_err() {
@@ -757,12 +752,6 @@ impl Engine {
         if let Some(mode) = restored.mode {
             settings.mode = mode;
         }
-        // Another node may have run it last: in its copy of the workspace, where the code its
-        // tools wrote comes from.
-        if let Some(cluster) = &self.cluster {
-            settings.cwd = cluster.local_cwd(&settings.cwd).await;
-        }
-        self.fetch_workspace(&settings.cwd).await;
         let log = match (&follow, &storage.remote) {
             (None, Some(remote)) => Some(store::EventSink::Remote(remote.open_sink().await?)),
             (None, None) => Some(self.deps.events.open_sink(&id).await?),
@@ -966,9 +955,6 @@ impl Engine {
         self.deps.layout.delete_session_dir(id)?;
         self.deps.events.delete(id).await?;
         self.deps.index.delete(id).await?;
-        if let Some(cluster) = &self.cluster {
-            cluster.files.forget(id);
-        }
         let deleted =
             LifecycleNotification { kind: "session.deleted".into(), session_id: id.to_string(), metadata: None };
         self.publish_lifecycle(&deleted).await;

@@ -213,8 +213,6 @@ pub(crate) async fn run(ctx: &RunCtx, args: &Value) -> ToolOutput {
     };
     let (text, failed, todos) = execute(db.as_ref(), query).await;
     if todos {
-        // The event tells other nodes' clients to read the todos: the database goes first.
-        crate::cluster::FilesBarrier::of(&ctx.deps, &ctx.handle).share().await;
         ctx.handle.emitter().emit(t::TodosChangedData {});
     }
     if failed {

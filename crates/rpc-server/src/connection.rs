@@ -215,7 +215,7 @@ impl Reader {
 
 /// Runs one call and writes its answer. A panicking handler is answered with an error instead
 /// of leaving the client waiting. `named`: the session the params name, on a server with several
-/// nodes (a follower refuses changes; a change here shares the session's files).
+/// nodes (a follower forwards sends and aborts and refuses other changes).
 async fn answer(ctx: Ctx, id: Id, call: Call, out: Outbound, named: Option<crate::follower_gate::Named>) {
     let method = ctx.method;
     let intercepted = match &named {
@@ -234,9 +234,6 @@ async fn answer(ctx: Ctx, id: Id, call: Call, out: Outbound, named: Option<crate
             }
         },
     };
-    if let (Some(named), Ok(_)) = (&named, &result) {
-        Box::pin(crate::follower_gate::after_change(&ctx, &named.session_id)).await;
-    }
     let frame = match result {
         Ok(json) => jsonrpc::response_frame(&id, &json),
         Err(e) => jsonrpc::error_frame(Some(&id), &e),

@@ -2,8 +2,7 @@
 //! state there is the truth. A send or an abort is forwarded to that node (`forwarding`); any
 //! other request that would change it is refused here with an error naming that node, so
 //! nothing a client changes is applied to a copy that is never persisted; reads answer from
-//! what the follower holds. After a change to a session
-//! this node runs, the session's files go to the database for the other nodes.
+//! what the follower holds (the session's files are on the volume the nodes share).
 
 use protocol::jsonrpc::RpcError;
 use serde::Deserialize;
@@ -137,15 +136,6 @@ pub async fn intercept(ctx: &Ctx, named: &Named) -> Option<Result<Vec<u8>, RpcEr
 pub fn refused(ctx: &Ctx, session_id: &str, node: String) -> RpcError {
     let running = store::StoreError::LeasedElsewhere { session: session_id.to_string(), node };
     ctx.failed(format!("{running}; this node follows it read-only, send to that node"))
-}
-
-/// After a request that may have changed a session this node runs: its files (plan,
-/// checkpoints, workspace files) go to the database, so a node resuming it sees them.
-pub async fn after_change(ctx: &Ctx, session_id: &str) {
-    if reads_only(ctx.method) || !ctx.visible(session_id) {
-        return;
-    }
-    ctx.server.engine.share_files(session_id).await;
 }
 
 #[cfg(test)]

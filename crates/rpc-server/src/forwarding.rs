@@ -41,11 +41,7 @@ pub async fn forward(ctx: &Ctx, session_id: &str, params: &str, node: String) ->
 pub async fn serve_inbox(server: &Server, only: Option<&str>) {
     for item in server.engine.claim_forwarded(only).await {
         let answer = run(server, &item).await;
-        let changed = answer.is_ok();
         server.engine.answer_forwarded(item.id, answer).await;
-        if changed {
-            server.engine.share_files(&item.session_id).await;
-        }
     }
 }
 

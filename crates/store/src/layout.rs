@@ -10,10 +10,13 @@ use std::path::{Path, PathBuf};
 
 use crate::{io_err, StoreError};
 
-/// The on-disk layout rooted at `$COPILOT_HOME`.
+/// The on-disk layout rooted at `$COPILOT_HOME`. Session directories are under
+/// `<home>/session-state`, or elsewhere for `skipper serve` on several nodes (the volume they
+/// share, [`Layout::with_session_state`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     pub home: PathBuf,
+    session_state: PathBuf,
 }
 
 /// Contents of `session-state/<id>/workspace.yaml`. Optional fields are omitted when `None`.
@@ -36,11 +39,17 @@ pub struct WorkspaceMeta {
 
 impl Layout {
     pub fn new(home: impl Into<PathBuf>) -> Self {
-        Self { home: home.into() }
+        let home = home.into();
+        Self { session_state: home.join("session-state"), home }
+    }
+
+    /// `home` for configuration, and session directories under `session_state` instead.
+    pub fn with_session_state(home: impl Into<PathBuf>, session_state: impl Into<PathBuf>) -> Self {
+        Self { home: home.into(), session_state: session_state.into() }
     }
 
     pub fn session_state_dir(&self) -> PathBuf {
-        self.home.join("session-state")
+        self.session_state.clone()
     }
 
     pub fn session_dir(&self, id: &str) -> PathBuf {

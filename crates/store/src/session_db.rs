@@ -129,22 +129,6 @@ fn run_on(conn: &rusqlite::Connection, kind: QueryKind, sql: &str) -> Result<Sql
     }
 }
 
-/// Copies a live session database to `to` as one consistent file (SQLite's online backup: a
-/// writer in between is waited for, never torn), for another node.
-pub fn snapshot(db: &std::path::Path, to: &std::path::Path) -> Result<(), rusqlite::Error> {
-    let src = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-    src.busy_timeout(std::time::Duration::from_secs(5))?;
-    src.backup(rusqlite::DatabaseName::Main, to, None)
-}
-
-/// Replaces a session database's content with the snapshot at `from`, in place and under
-/// SQLite's locks, so a connection already open on `db` reads the new content next.
-pub fn restore(db: &std::path::Path, from: &std::path::Path) -> Result<(), rusqlite::Error> {
-    let mut dst = rusqlite::Connection::open(db)?;
-    dst.busy_timeout(std::time::Duration::from_secs(5))?;
-    dst.restore(rusqlite::DatabaseName::Main, from, None::<fn(rusqlite::backup::Progress)>)
-}
-
 #[async_trait::async_trait]
 impl SqlBackend for LocalSessionDb {
     async fn execute(&self, kind: QueryKind, sql: &str) -> Result<SqlResult, String> {
@@ -182,22 +166,5 @@ mod tests {
         assert_eq!(q.rows[0]["status"], "pending");
         let err = db.execute(QueryKind::Exec, "CREATE TABLE todos (x)").await.unwrap_err();
         assert!(err.contains("already exists"), "{err}");
-    }
-
-    #[tokio::test]
-    async fn a_snapshot_restored_over_an_open_database_is_what_its_connection_reads() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
-        let source = LocalSessionDb::new(a.clone());
-        source.execute(QueryKind::Run, "INSERT INTO todos (id, title) VALUES ('x', 'From a')").await.unwrap();
-        // The reader's connection is open before its file is replaced.
-        let reader = LocalSessionDb::new(b.clone());
-        assert!(reader.execute(QueryKind::Query, "SELECT id FROM todos").await.unwrap().rows.is_empty());
-        let snap = dir.path().join("snap.db");
-        snapshot(&a, &snap).unwrap();
-        restore(&b, &snap).unwrap();
-        let rows = reader.execute(QueryKind::Query, "SELECT title FROM todos").await.unwrap().rows;
-        assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0]["title"], "From a");
     }
 }

@@ -9,7 +9,7 @@ mod pg_cluster;
 
 use protocol::event::Event;
 use serde_json::json;
-use store::pg::{FileScope, Lease, PgEvents};
+use store::pg::{Lease, PgEvents};
 use store::{EventStore, Layout, ListFilter, SessionIndex, SessionRow, StoreError, WorkspaceMeta};
 
 fn row(id: &str, updated_at: &str, listed: bool) -> SessionRow {
@@ -231,39 +231,45 @@ fn within<F: std::future::Future>(what: F) -> tokio::time::Timeout<F> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn large_files_go_in_pieces_and_changes_wake_other_nodes() {
+async fn events_and_lifecycle_rows_wake_other_nodes_and_no_file_mirror_is_left() {
     let Some(cluster) = pg_cluster::PgCluster::start() else { return };
     let (_, a) = postgres(&cluster, "a").await;
     let (_, b) = postgres(&cluster, "b").await;
     let mut woken = b.listen().await.unwrap();
 
-    // Two pieces and a bit, written and read one piece at a time.
-    let big: Vec<u8> = (0..(2 * store::pg::CHUNK_BYTES + 5)).map(|i| (i % 251) as u8).collect();
-    a.put_file_chunked(FileScope::Session, "s", "files/big.bin", &mut &big[..]).await.unwrap();
-    let first = within(woken.next()).await.expect("a wake-up").unwrap();
-    assert_eq!(first, store::pg::Wakeup::Session("s".into()));
-    let [file] = &b.files_after(FileScope::Session, "s", 0).await.unwrap()[..] else { panic!("one file") };
-    assert_eq!((file.content.as_ref(), file.chunks, file.removed()), (None, 3, false));
-    let mut copied = Vec::new();
-    assert_eq!(
-        b.copy_file_chunks(FileScope::Session, "s", "files/big.bin", &mut copied).await.unwrap(),
-        big.len() as u64
-    );
-    assert!(copied == big, "the pieces in order");
-
-    // Small again: inline, its pieces gone; then removed.
-    a.put_file(FileScope::Session, "s", "files/big.bin", Some(b"small")).await.unwrap();
-    let [small] = &b.files_after(FileScope::Session, "s", file.version).await.unwrap()[..] else {
-        panic!("one change")
-    };
-    assert_eq!((small.content.as_deref(), small.chunks), (Some(&b"small"[..]), 0));
-    let mut none = Vec::new();
-    assert_eq!(b.copy_file_chunks(FileScope::Session, "s", "files/big.bin", &mut none).await.unwrap(), 0);
-    a.put_file(FileScope::Session, "s", "files/big.bin", None).await.unwrap();
-    assert!(b.files_after(FileScope::Session, "s", small.version).await.unwrap()[0].removed());
+    // A new event of a session wakes the other nodes, naming the session.
+    assert_eq!(a.acquire("s", 30).await.unwrap(), Lease::Held);
+    let mut log = EventStore::Postgres(a.clone()).open_sink("s").await.unwrap();
+    let first = event("user.message", 1);
+    log.append(&first.id, serde_json::to_string(&first).unwrap().as_bytes()).unwrap();
+    let session = async { while woken.next().await.unwrap() != store::pg::Wakeup::Session("s".into()) {} };
+    within(session).await.expect("a session wake-up");
 
     // A lifecycle row wakes the other nodes too.
     a.publish_lifecycle("s", "{}").await.unwrap();
     let lifecycle = async { while woken.next().await.unwrap() != store::pg::Wakeup::Lifecycle {} };
     within(lifecycle).await.expect("a lifecycle wake-up");
+
+    // Files live on the nodes' shared volume: the mirror's tables are gone (0010).
+    let pool = a.pool();
+    for table in ["session_files", "session_file_chunks", "workspace_files", "workspace_file_chunks", "workspace_roots"]
+    {
+        let (found,): (Option<String>,) =
+            sqlx::query_as(&format!("SELECT to_regclass('{table}')::text")).fetch_one(pool).await.unwrap();
+        assert_eq!(found, None, "{table} was dropped");
+    }
+    // Deleting a session no longer names them.
+    a.delete("s").await.unwrap();
+    assert!(!a.exists("s").await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_node_names_the_shared_volume_and_later_claims_find_its_id() {
+    let Some(cluster) = pg_cluster::PgCluster::start() else { return };
+    let (_, a) = postgres(&cluster, "a").await;
+    let (_, b) = postgres(&cluster, "b").await;
+    assert_eq!(b.volume().await.unwrap(), None, "no node has named it yet");
+    assert_eq!(a.claim_volume("vol-1").await.unwrap(), "vol-1");
+    assert_eq!(b.claim_volume("vol-2").await.unwrap(), "vol-1", "the first claim stays");
+    assert_eq!(b.volume().await.unwrap().as_deref(), Some("vol-1"));
 }

@@ -47,8 +47,6 @@ pub(crate) struct Params {
     /// none (some compatible servers and proxies don't).
     pub estimated_input: u64,
     pub cancel: CancellationToken,
-    /// The checkpoint reaches the other nodes before the event naming it.
-    pub files: crate::cluster::FilesBarrier,
 }
 
 /// The model call that asks for the summary: the conversation so far as the model last saw it
@@ -104,10 +102,7 @@ async fn run(p: Params) -> Result<Summary, Failure> {
     let checkpoint = match &p.checkpoints {
         None => None,
         Some(layout) => match layout.write_checkpoint(&p.session_id, &title, &body).await {
-            Ok(c) => {
-                p.files.share().await;
-                Some(c)
-            }
+            Ok(c) => Some(c),
             Err(e) => {
                 tracing::warn!(session = %p.session_id, error = %e, "checkpoint not written");
                 None

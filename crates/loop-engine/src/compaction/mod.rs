@@ -245,7 +245,6 @@ pub(crate) fn start(deps: &Arc<Deps>, owner: Owner<'_>, conv: &mut Conversation,
         request: job::summary_request(conv, call, handle.id(), req.custom_instructions.as_deref()),
         estimated_input: pre.current() + (text::summary_request(req.custom_instructions.as_deref()).len() / 4) as u64,
         cancel,
-        files: crate::cluster::FilesBarrier::of(deps, handle),
     });
     conv.compaction = Some(InFlight {
         manual: req.manual,

@@ -59,19 +59,24 @@ pub struct TenantConfig {
     pub workspace: Option<PathBuf>,
 }
 
-/// Several nodes sharing one database: parsed and validated now, used once leases land.
+/// Several nodes sharing one database (`--database-url postgres://…`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterConfig {
+    /// Unique per node: leases and forwarded requests name it.
     #[serde(default = "default_node_id")]
     pub node_id: String,
     #[serde(default = "default_lease_ttl_s")]
     pub lease_ttl_s: u64,
+    /// The directory every node mounts from one shared volume: default workspaces and session
+    /// directories live there. Required with PostgreSQL (`shared_root.rs`).
+    #[serde(default)]
+    pub shared_root: Option<PathBuf>,
 }
 
 impl Default for ClusterConfig {
     fn default() -> Self {
-        Self { node_id: default_node_id(), lease_ttl_s: default_lease_ttl_s() }
+        Self { node_id: default_node_id(), lease_ttl_s: default_lease_ttl_s(), shared_root: None }
     }
 }
 
@@ -141,12 +146,14 @@ mod tests {
     fn tenants_and_cluster_parse() {
         let c = ServerConfig::parse(&format!(
             "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{DIGEST}\"\nworkspace = \"/srv/alpha\"\n\n\
-             [[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{DIGEST}\"\n\n[cluster]\nnode_id = \"b\"\nlease_ttl_s = 5\n"
+             [[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{DIGEST}\"\n\n[cluster]\nnode_id = \"b\"\nlease_ttl_s = 5\n\
+             shared_root = \"/mnt/skipper\"\n"
         ))
         .unwrap();
         assert_eq!(c.tenants.len(), 2);
         assert_eq!(c.tenants[0].workspace.as_deref(), Some(Path::new("/srv/alpha")));
         assert_eq!((c.cluster.node_id.as_str(), c.cluster.lease_ttl_s), ("b", 5));
+        assert_eq!(c.cluster.shared_root.as_deref(), Some(Path::new("/mnt/skipper")));
         assert_eq!(parse_digest(DIGEST).unwrap()[0], 0x2c);
     }
 

@@ -9,6 +9,7 @@ pub mod confine;
 pub(crate) mod extensions;
 mod http;
 pub mod metrics;
+pub mod shared_root;
 pub mod tenants_cmd;
 
 use std::collections::HashMap;
@@ -40,7 +41,14 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     let config_path = args.config.clone().unwrap_or_else(|| PathBuf::from(ServeArgs::DEFAULT_CONFIG));
     let config = ServerConfig::load(&config_path, args.config.is_some())?;
     tracing::info!(node_id = %config.cluster.node_id, lease_ttl_s = config.cluster.lease_ttl_s, "cluster settings");
-    let specs = tenant_specs(&config, &home, &env, &args)?;
+    // Several nodes keep workspaces and session directories on the volume they all mount; one
+    // node keeps them under --home.
+    let shared_dir = match &database {
+        Database::Postgres(_) => Some(shared_root::resolve(config.cluster.shared_root.as_deref(), &config_path)?),
+        Database::Sqlite => None,
+    };
+    let data_root = shared_dir.as_deref().unwrap_or(&home);
+    let specs = tenant_specs(&config, data_root, &home, &env, &args)?;
 
     // The tenancy's index is a second pool on the engine's SQLite file (WAL: readers and one
     // writer at a time, with a busy timeout), so the engine needs no knowledge of tenants. It
@@ -59,9 +67,11 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
                 .context("connecting to PostgreSQL (--database-url)")?;
             let pool = index.postgres().context("a PostgreSQL index without a pool")?.clone();
             let events = store::pg::PgEvents::new(pool, &url, &config.cluster.node_id);
+            let shared_root = shared_dir.clone().context("several nodes without a shared root")?;
+            shared_root::check_volume(&shared_root, &events).await?;
             let cluster = loop_engine::cluster::ClusterSettings {
                 lease_ttl: std::time::Duration::from_secs(config.cluster.lease_ttl_s.max(1)),
-                workspaces: Vec::new(), // once the tenancy prepared them, below
+                shared_root,
             };
             let storage =
                 Storage { index: index.clone(), events: store::EventStore::Postgres(events), cluster: Some(cluster) };
@@ -69,23 +79,20 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
         }
     };
     let tenancy = Arc::new(Tenancy::open(specs, index).await.context("preparing the tenants")?);
-    let mut storage = storage;
-    if let Some(cluster) = storage.as_mut().and_then(|s| s.cluster.as_mut()) {
-        cluster.workspaces = tenancy.tenants().map(|t| (t.name.clone(), t.workspace.clone())).collect();
-    }
-    if let Some(store::EventStore::Postgres(pg)) = storage.as_ref().map(|s| &s.events) {
-        let roots: Vec<(String, String)> =
-            tenancy.tenants().map(|t| (t.name.clone(), t.workspace.to_string_lossy().into_owned())).collect();
-        pg.register_workspace_roots(&roots).await.context("recording the tenants' workspaces in PostgreSQL")?;
-    }
     for t in tenancy.tenants() {
         tracing::info!(tenant = %t.name, workspace = %t.workspace.display(), "tenant");
+        if shared_dir.as_ref().is_some_and(|root| !t.workspace.starts_with(root)) {
+            // It may be on the shared volume all the same (mounted elsewhere); if not, the other
+            // nodes do not see what this tenant's sessions write.
+            tracing::warn!(tenant = %t.name, workspace = %t.workspace.display(),
+                "the tenant's workspace is outside [cluster] shared_root: every node must see the same files at this path");
+        }
     }
     let metrics = metrics::Metrics::new();
     let setup = crate::build_engine(
         crate::EngineOptions {
             home: home.clone(),
-            default_cwd: home.join("workspaces"),
+            default_cwd: data_root.join("workspaces"),
             model: None,
             auth_token_env: None,
             no_auto_login: false,
@@ -126,13 +133,6 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
         }
     });
     tokio::spawn(cluster_loop(server.clone()));
-    let workspaces = server.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = workspaces.engine.sync_workspaces(WORKSPACE_POLL) => {}
-            _ = workspaces.shutdown.cancelled() => {}
-        }
-    });
     // Both sockets are bound and listening: connections are accepted (queued by the kernel)
     // from here on, so the line may be printed.
     {
@@ -209,7 +209,7 @@ enum Database {
     Postgres(String),
 }
 
-/// How often a node renews its leases and shares its sessions' files and updates. Small
+/// How often a node renews its leases and tells other nodes of its sessions' updates. Small
 /// against any sensible `lease_ttl_s`.
 const CLUSTER_TICK: std::time::Duration = std::time::Duration::from_millis(250);
 
@@ -217,10 +217,6 @@ const CLUSTER_TICK: std::time::Duration = std::time::Duration::from_millis(250);
 /// polled every this many ticks: a notification sent while the listener reconnected is lost,
 /// and a lapsed lease (a dead owner) notifies nobody.
 const POLL_EVERY_TICKS_WHEN_LISTENING: u32 = 4;
-
-/// Tenant workspaces are written out when the database tells of a change, and polled this
-/// often besides (a notification sent while the listener reconnected is lost).
-const WORKSPACE_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn cluster_loop(server: Arc<Server>) {
     let mut tick = tokio::time::interval(CLUSTER_TICK);
@@ -243,7 +239,6 @@ async fn cluster_loop(server: Arc<Server>) {
             }
             woken = next_wakeup(&mut wakeups) => match woken {
                 Ok(store::pg::Wakeup::Session(id)) => server.engine.cluster_session_changed(&id).await,
-                Ok(store::pg::Wakeup::Workspace(tenant)) => server.engine.cluster_workspace_changed(&tenant),
                 Ok(store::pg::Wakeup::Lifecycle) => relay_lifecycle(&server).await,
                 Ok(store::pg::Wakeup::Ephemeral(batch)) => server.engine.cluster_ephemeral(batch).await,
                 Ok(store::pg::Wakeup::Inbox(id)) => rpc_server::forwarding::serve_inbox(&server, Some(&id)).await,
@@ -300,16 +295,18 @@ fn check_database_url(url: Option<&str>, home: &Path) -> anyhow::Result<Database
 }
 
 /// The configured tenants, or the default one (`default`, token from SKIPPER_TOKEN or a file
-/// under home), which listens on loopback only.
+/// under home), which listens on loopback only. Default workspaces are under
+/// `<data_root>/workspaces` (home, or the nodes' shared root).
 fn tenant_specs(
     config: &ServerConfig,
+    data_root: &Path,
     home: &Path,
     env: &HashMap<String, String>,
     args: &ServeArgs,
 ) -> anyhow::Result<Vec<TenantSpec>> {
     let workspace_of = |name: &str, configured: Option<&PathBuf>| match configured {
         Some(w) => w.clone(),
-        None => home.join("workspaces").join(name),
+        None => data_root.join("workspaces").join(name),
     };
     if !config.tenants.is_empty() {
         return config

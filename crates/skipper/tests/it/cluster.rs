@@ -1,9 +1,11 @@
-//! Several `skipper serve` nodes on one PostgreSQL (a throwaway cluster on loopback per test):
-//! every node lists and resumes every session of the tenant, one node runs a session at a time
-//! under a lease, another follows it read-only, and a survivor takes over a killed node's
-//! session with no gap and no duplicate event.
+//! Several `skipper serve` nodes on one PostgreSQL (a throwaway cluster on loopback per test)
+//! and one shared directory (`[cluster] shared_root`; on one machine, the same directory stands
+//! for the volume the nodes mount): every node lists and resumes every session of the tenant, one
+//! node runs a session at a time under a lease, another follows it read-only, and a survivor
+//! takes over a killed node's session with no gap and no duplicate event, finding its files.
 
 use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use fake_model::Reply;
@@ -20,13 +22,33 @@ use pg_cluster::PgCluster;
 const T: Duration = Duration::from_secs(20);
 const LEASE_TTL_S: u64 = 2;
 
-async fn node(pg: &PgCluster, name: &str) -> Serve {
-    let config = format!(
-        "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\n\n[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\n\n[cluster]\nnode_id = \"{name}\"\nlease_ttl_s = {LEASE_TTL_S}\n",
+/// A node's configuration: tenants alpha and beta, and `[cluster]` with `shared_root` when given.
+fn node_config(name: &str, shared: Option<&Path>) -> String {
+    let root = shared.map(|d| format!("shared_root = \"{}\"\n", d.display())).unwrap_or_default();
+    format!(
+        "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\n\n[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\n\n[cluster]\nnode_id = \"{name}\"\nlease_ttl_s = {LEASE_TTL_S}\n{root}",
         sha256_hex(ALPHA),
         sha256_hex(BETA)
-    );
-    Serve::start_with_args(&config, &[], &["--database-url", &pg.url()]).await
+    )
+}
+
+/// A node on `pg` mounting `shared` (each node has its own --home besides).
+async fn node(pg: &PgCluster, shared: &Path, name: &str) -> Serve {
+    Serve::start_with_args(&node_config(name, Some(shared)), &[], &["--database-url", &pg.url()]).await
+}
+
+fn session_dir(shared: &Path, sid: &str) -> PathBuf {
+    shared.join("session-state").join(sid)
+}
+
+fn workspace(shared: &Path, tenant: &str) -> PathBuf {
+    shared.join("workspaces").join(tenant)
+}
+
+/// The working directory a session started in (its `session.start`).
+async fn cwd_of(c: &RpcClient, sid: &str) -> PathBuf {
+    let start = c.wait_for_event(sid, "session.start", T).await;
+    PathBuf::from(start["data"]["context"]["cwd"].as_str().expect("a cwd"))
 }
 
 fn persisted_ids(events: &[Value]) -> Vec<String> {
@@ -44,9 +66,10 @@ fn has_message(c: &RpcClient, sid: &str, ty: &str, content: &str) -> Option<()> 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_session_created_on_one_node_is_followed_on_another_and_taken_over_when_its_node_dies() {
     let Some(pg) = PgCluster::start() else { return };
+    let shared = tempfile::tempdir().unwrap();
     with_timeout(120, async {
-        let mut a = node(&pg, "a").await;
-        let b = node(&pg, "b").await;
+        let mut a = node(&pg, shared.path(), "a").await;
+        let b = node(&pg, shared.path(), "b").await;
 
         let ca = a.tenant(ALPHA).await;
         let sid = ca.create_session(json!({})).await;
@@ -54,7 +77,7 @@ async fn a_session_created_on_one_node_is_followed_on_another_and_taken_over_whe
         ca.send(&sid, "first").await;
         ca.wait_for_event(&sid, "session.idle", T).await;
 
-        // B shares no disk with A: it finds the session through the database.
+        // B finds the session through the database.
         let cb = b.tenant(ALPHA).await;
         let listed = cb.ok("session.list", json!({})).await;
         let ids: Vec<&str> =
@@ -141,9 +164,10 @@ fn assert_ephemeral_after_their_persisted(a: &[Value], b: &[Value]) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_follower_streams_the_owners_turn_and_forwards_its_sends_and_aborts() {
     let Some(pg) = PgCluster::start() else { return };
+    let shared = tempfile::tempdir().unwrap();
     with_timeout(120, async {
-        let a = node(&pg, "a").await;
-        let b = node(&pg, "b").await;
+        let a = node(&pg, shared.path(), "a").await;
+        let b = node(&pg, shared.path(), "b").await;
         let ca = a.tenant(ALPHA).await;
         let sid = ca.create_session(json!({"streaming": true})).await;
         let cb = b.tenant(ALPHA).await;
@@ -199,9 +223,10 @@ async fn a_follower_streams_the_owners_turn_and_forwards_its_sends_and_aborts() 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_session_no_client_holds_is_resumed_and_run_by_any_node() {
     let Some(pg) = PgCluster::start() else { return };
+    let shared = tempfile::tempdir().unwrap();
     with_timeout(90, async {
-        let a = node(&pg, "a").await;
-        let b = node(&pg, "b").await;
+        let a = node(&pg, shared.path(), "a").await;
+        let b = node(&pg, shared.path(), "b").await;
         let ca = a.tenant(ALPHA).await;
         let sid = ca.create_session(json!({})).await;
         ca.ok("session.name.set", json!({"sessionId": sid, "name": "Shared work"})).await;
@@ -243,8 +268,9 @@ async fn a_session_no_client_holds_is_resumed_and_run_by_any_node() {
 #[tokio::test(flavor = "multi_thread")]
 async fn readiness_follows_postgresql() {
     let Some(mut pg) = PgCluster::start() else { return };
+    let shared = tempfile::tempdir().unwrap();
     with_timeout(90, async {
-        let a = node(&pg, "a").await;
+        let a = node(&pg, shared.path(), "a").await;
         assert_eq!(a.get("/readyz").await.0, 200);
         pg.stop();
         assert_eq!(a.get("/readyz").await.0, 503, "PostgreSQL is down");
@@ -269,9 +295,10 @@ async fn plan_of(c: &RpcClient, sid: &str) -> Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_follower_refuses_changes_naming_the_owner_and_shares_its_plan_and_files() {
     let Some(pg) = PgCluster::start() else { return };
+    let shared = tempfile::tempdir().unwrap();
     with_timeout(120, async {
-        let mut a = node(&pg, "a").await;
-        let b = node(&pg, "b").await;
+        let mut a = node(&pg, shared.path(), "a").await;
+        let b = node(&pg, shared.path(), "b").await;
         let ca = a.tenant(ALPHA).await;
         let sid = ca.create_session(json!({})).await;
         ca.ok("session.plan.update", json!({"sessionId": sid, "content": "# Plan\n- written on a\n"})).await;
@@ -279,7 +306,7 @@ async fn a_follower_refuses_changes_naming_the_owner_and_shares_its_plan_and_fil
         ca.ok("session.workspaces.createFile", file).await;
         ca.ok("session.name.set", json!({"sessionId": sid, "name": "A's name"})).await;
 
-        // B follows the session A runs, and reads A's plan and files through the database.
+        // B follows the session A runs, and reads A's plan and files on the shared directory.
         let cb = b.tenant(ALPHA).await;
         cb.ok("session.resume", json!({"sessionId": sid})).await;
         assert_eq!(plan_of(&cb, &sid).await, json!("# Plan\n- written on a\n"));
@@ -314,7 +341,6 @@ async fn a_follower_refuses_changes_naming_the_owner_and_shares_its_plan_and_fil
         // A changes the plan and removes the file while B follows: B sees both.
         ca.ok("session.plan.update", json!({"sessionId": sid, "content": "# Plan v2\n"})).await;
         ca.ok("session.workspaces.removePath", json!({"sessionId": sid, "path": "notes/a.md"})).await;
-        // Two changes, two pushes: B may be woken for each separately.
         let read_note = json!({"sessionId": sid, "path": "notes/a.md"});
         for _ in 0..80 {
             let gone = cb.call("session.workspaces.readFile", read_note.clone()).await.is_err();
@@ -355,9 +381,10 @@ fn lifecycle(c: &RpcClient, sid: &str, ty: &str) -> usize {
 #[tokio::test(flavor = "multi_thread")]
 async fn sessions_created_and_deleted_on_one_node_are_announced_on_every_node_to_their_tenant_only() {
     let Some(pg) = PgCluster::start() else { return };
+    let shared = tempfile::tempdir().unwrap();
     with_timeout(90, async {
-        let a = node(&pg, "a").await;
-        let b = node(&pg, "b").await;
+        let a = node(&pg, shared.path(), "a").await;
+        let b = node(&pg, shared.path(), "b").await;
         let alpha_on_b = b.tenant(ALPHA).await;
         let beta_on_b = b.tenant(BETA).await;
         let ca = a.tenant(ALPHA).await;
@@ -379,23 +406,24 @@ async fn sessions_created_and_deleted_on_one_node_are_announced_on_every_node_to
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn what_a_turn_wrote_and_large_files_outlive_a_killed_node_and_updates_reach_other_nodes() {
+async fn what_a_killed_nodes_session_wrote_is_there_for_the_node_that_takes_it_over() {
     let Some(pg) = PgCluster::start() else { return };
+    let shared = tempfile::tempdir().unwrap();
     with_timeout(120, async {
-        let mut a = node(&pg, "a").await;
-        let b = node(&pg, "b").await;
+        let mut a = node(&pg, shared.path(), "a").await;
+        let b = node(&pg, shared.path(), "b").await;
         let ca = a.tenant(ALPHA).await;
         let sid = ca.create_session(json!({})).await;
+        // The session's directory is on the shared root, not under either node's home.
+        let dir = session_dir(shared.path(), &sid);
+        assert!(dir.is_dir(), "{} on the shared root", dir.display());
         let cb = b.tenant(ALPHA).await;
         cb.ok("session.resume", json!({"sessionId": sid})).await;
 
-        // A file too large for one row, in A's copy of the session's directory.
-        let big: Vec<u8> = (0..(17u32 << 20)).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-        let files = a.session_dir(&sid).join("files");
-        std::fs::create_dir_all(&files).unwrap();
-        std::fs::write(files.join("big.bin"), &big).unwrap();
-
-        // A's turn records a todo with the `sql` tool (its session.db), then A hangs mid-turn.
+        // A client-managed file, and a turn that records a todo with the `sql` tool (its
+        // session.db); then A hangs mid-turn.
+        let file = json!({"sessionId": sid, "path": "notes/a.md", "content": "written on a"});
+        ca.ok("session.workspaces.createFile", file).await;
         let insert =
             json!({"description": "Track", "query": "INSERT INTO todos (id, title) VALUES ('t1', 'Written on a')"});
         a.fake.push_reply(Reply::ToolCalls(vec![("sql".into(), insert.to_string())]));
@@ -406,47 +434,45 @@ async fn what_a_turn_wrote_and_large_files_outlive_a_killed_node_and_updates_rea
         // B's client heard that the session changed, as A's clients did.
         cb.wait_until(T, "session.updated on B", |c| (lifecycle(c, &sid, "session.updated") > 0).then_some(())).await;
 
-        // kill -9 A as soon as B saw the tool's result: what the tool wrote was already shared.
+        // kill -9 A as soon as B saw the tool's result: B takes over and finds what A wrote.
         a.child.start_kill().unwrap();
         a.child.wait().await.unwrap();
         cb.wait_for_event(&sid, "session.resume", Duration::from_secs(LEASE_TTL_S + 5)).await;
         let todos = cb.ok("session.plan.readSqlTodos", json!({"sessionId": sid})).await;
         assert!(todos.to_string().contains("Written on a"), "{todos}");
-        let copied = std::fs::read(b.session_dir(&sid).join("files/big.bin")).expect("the large file on B");
-        assert!(copied == big, "the large file arrived whole ({} of {} bytes)", copied.len(), big.len());
+        let read = cb.ok("session.workspaces.readFile", json!({"sessionId": sid, "path": "notes/a.md"})).await;
+        assert_eq!(read["content"], json!("written on a"), "{read}");
+        // B runs it now: its `sql` tool adds to the same database.
+        let more =
+            json!({"description": "More", "query": "INSERT INTO todos (id, title) VALUES ('t2', 'Written on b')"});
+        b.fake.push_reply(Reply::ToolCalls(vec![("sql".into(), more.to_string())]));
+        b.fake.push_reply(Reply::text("tracked on b"));
+        cb.send(&sid, "more").await;
+        cb.wait_until(T, "B's reply", |c| has_message(c, &sid, "assistant.message", "tracked on b")).await;
+        let todos = cb.ok("session.plan.readSqlTodos", json!({"sessionId": sid})).await.to_string();
+        assert!(todos.contains("Written on a") && todos.contains("Written on b"), "{todos}");
         assert!(!b.stderr_text().contains("panicked"), "{}", b.stderr_text());
     })
     .await;
 }
 
-/// Waits until `check` holds of the file system (another node's pushes arrive asynchronously).
-async fn wait_for_disk(what: &str, mut check: impl FnMut() -> bool) {
-    for _ in 0..200 {
-        if check() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("never happened: {what}");
-}
-
 #[tokio::test(flavor = "multi_thread")]
-async fn the_code_a_sessions_tools_write_reaches_other_nodes_workspaces_and_outlives_a_killed_node() {
+async fn the_code_a_killed_nodes_tools_wrote_is_what_the_next_nodes_tools_see() {
     let Some(pg) = PgCluster::start() else { return };
+    let shared = tempfile::tempdir().unwrap();
     with_timeout(120, async {
-        let mut a = node(&pg, "a").await;
-        let b = node(&pg, "b").await;
-        let (ws_a, ws_b) = (a.workspace("alpha"), b.workspace("alpha"));
+        let mut a = node(&pg, shared.path(), "a").await;
+        let b = node(&pg, shared.path(), "b").await;
+        let ws = workspace(shared.path(), "alpha");
         let ca = a.tenant(ALPHA).await;
         let sid = ca.create_session(json!({"requestPermission": true})).await;
         let approver = ca.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        assert_eq!(cwd_of(&ca, &sid).await, ws.canonicalize().unwrap(), "the session runs in the shared workspace");
 
-        // A first turn writes two files, with the shell and the `create` tool; B has no session
-        // and gets them.
+        // A first turn writes two files, with the shell and the `create` tool.
         let write_lib =
             json!({"command": "mkdir -p src && printf 'pub fn a() {}\\n' > src/lib.rs", "description": "lib"});
-        let doomed = ws_a.join("doomed.txt");
-        let create = json!({"path": doomed.to_string_lossy(), "file_text": "bye\n"});
+        let create = json!({"path": ws.join("doomed.txt").to_string_lossy(), "file_text": "bye\n"});
         a.fake.push_reply(Reply::ToolCalls(vec![
             ("bash".to_string(), write_lib.to_string()),
             ("create".to_string(), create.to_string()),
@@ -454,11 +480,7 @@ async fn the_code_a_sessions_tools_write_reaches_other_nodes_workspaces_and_outl
         a.fake.push_reply(Reply::text("written"));
         ca.send(&sid, "write the code").await;
         ca.wait_for_event(&sid, "session.idle", T).await;
-        wait_for_disk("A's files in B's workspace", || {
-            std::fs::read_to_string(ws_b.join("src/lib.rs")).is_ok_and(|t| t == "pub fn a() {}\n")
-                && ws_b.join("doomed.txt").is_file()
-        })
-        .await;
+        assert_eq!(std::fs::read_to_string(ws.join("src/lib.rs")).unwrap(), "pub fn a() {}\n");
 
         // B follows the session; A's second turn removes a file with the shell, then hangs.
         let cb = b.tenant(ALPHA).await;
@@ -467,7 +489,6 @@ async fn the_code_a_sessions_tools_write_reaches_other_nodes_workspaces_and_outl
         a.fake.push_reply(Reply::tool_call("bash", rm));
         a.fake.push_reply(Reply::Hang);
         ca.send(&sid, "tidy up").await;
-        // B's client heard the shell's completion (it resumed after the first turn's tools).
         let done = cb
             .wait_until(T, "the shell's completion relayed to B", |c| {
                 let events = c.events(&sid);
@@ -479,71 +500,87 @@ async fn the_code_a_sessions_tools_write_reaches_other_nodes_workspaces_and_outl
             .await;
         assert_eq!(done["data"]["success"], json!(true), "{done}");
 
-        // kill -9 A as soon as B saw the tool's result: what the tool changed was already shared.
+        // kill -9 A; B takes over, and its shell, in the same working directory, sees A's work.
         a.child.start_kill().unwrap();
         a.child.wait().await.unwrap();
         approver.abort();
         cb.wait_for_event(&sid, "session.resume", Duration::from_secs(LEASE_TTL_S + 5)).await;
-        assert!(!ws_b.join("doomed.txt").exists(), "the file A's shell removed is gone on B");
-        assert_eq!(std::fs::read_to_string(ws_b.join("src/later.txt")).unwrap(), "v2\n");
-        assert_eq!(std::fs::read_to_string(ws_b.join("src/lib.rs")).unwrap(), "pub fn a() {}\n");
-
-        // B runs the session now: its own writes go to the database for the next node.
-        let made_on_b = ws_b.join("src/b.rs");
-        b.fake.push_reply(Reply::tool_call("create", json!({"path": made_on_b.to_string_lossy(), "file_text": "b"})));
-        b.fake.push_reply(Reply::text("done on b"));
+        let look = json!({"command": "cat src/lib.rs src/later.txt; ls doomed.txt 2>/dev/null || echo no-doomed", "description": "look"});
+        b.fake.push_reply(Reply::tool_call("bash", look));
+        b.fake.push_reply(Reply::text("seen on b"));
         let approver = cb.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
-        cb.send(&sid, "more").await;
-        cb.wait_until(T, "B's reply", |c| has_message(c, &sid, "assistant.message", "done on b")).await;
+        cb.send(&sid, "look").await;
+        cb.wait_until(T, "B's reply", |c| has_message(c, &sid, "assistant.message", "seen on b")).await;
         approver.abort();
-        let c2 = node(&pg, "c").await;
-        let cc = c2.tenant(ALPHA).await;
-        // A node that started later gets the whole workspace when a session of the tenant starts.
-        cc.create_session(json!({})).await;
-        let ws_c = c2.workspace("alpha");
-        assert_eq!(std::fs::read_to_string(ws_c.join("src/b.rs")).unwrap(), "b");
-        assert_eq!(std::fs::read_to_string(ws_c.join("src/lib.rs")).unwrap(), "pub fn a() {}\n");
-        assert!(!ws_c.join("doomed.txt").exists());
+        let sent = b.fake.requests().last().cloned().unwrap().to_string();
+        for seen in ["pub fn a() {}", "v2", "no-doomed"] {
+            assert!(sent.contains(seen), "B's shell saw {seen:?}: {sent}");
+        }
+
+        // A node started later runs the tenant's sessions in the same workspace.
+        let c = node(&pg, shared.path(), "c").await;
+        let cc = c.tenant(ALPHA).await;
+        let other = cc.create_session(json!({})).await;
+        assert_eq!(cwd_of(&cc, &other).await, ws.canonicalize().unwrap());
         assert!(!b.stderr_text().contains("panicked"), "{}", b.stderr_text());
     })
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn workspace_rows_naming_paths_outside_the_workspace_are_refused() {
+async fn a_node_on_postgresql_without_a_shared_root_does_not_start_and_says_what_to_mount() {
     let Some(pg) = PgCluster::start() else { return };
-    with_timeout(90, async {
-        let b = node(&pg, "b").await;
-        let ws = b.workspace("alpha");
-        std::fs::create_dir_all(&ws).unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(outside.path(), ws.join("link")).unwrap();
-        let absolute = outside.path().join("absolute.txt");
-        let escape = ws.parent().unwrap().join("escape.txt");
-
-        // Rows no node would write, then a plain one: once it is on disk, the others were read.
-        let rows = [
-            "../escape.txt".to_string(),
-            absolute.to_string_lossy().into_owned(),
-            "link/through.txt".into(),
-            "src/../../escape.txt".into(),
-            "benign.txt".into(),
-        ];
-        for path in rows {
-            pg.psql(&format!(
-                "INSERT INTO workspace_files (tenant, path, content, size) VALUES ('alpha', '{}', 'x', 1)",
-                path.replace('\'', "''")
-            ));
+    with_timeout(60, async {
+        let (status, stderr) = Serve::fails_to_start(&node_config("a", None), &["--database-url", &pg.url()]).await;
+        assert!(!status.success(), "{stderr}");
+        for says in ["shared_root", "mount", "server.toml"] {
+            assert!(stderr.contains(says), "says {says:?}: {stderr}");
         }
-        wait_for_disk("the plain row written out", || ws.join("benign.txt").is_file()).await;
-        // A session starting there reads the rows again, and still writes nothing outside.
+        // A shared_root that does not exist (the volume is not mounted) is refused too.
+        let missing = tempfile::tempdir().unwrap().path().join("not-mounted");
+        let (status, stderr) =
+            Serve::fails_to_start(&node_config("a", Some(&missing)), &["--database-url", &pg.url()]).await;
+        assert!(!status.success(), "{stderr}");
+        assert!(stderr.contains("not a directory"), "{stderr}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_node_whose_shared_root_is_not_the_clusters_volume_does_not_start() {
+    let Some(pg) = PgCluster::start() else { return };
+    let shared = tempfile::tempdir().unwrap();
+    with_timeout(90, async {
+        // The first node names the volume: an id in the root, the same id in the database.
+        let a = node(&pg, shared.path(), "a").await;
+        let id = std::fs::read_to_string(shared.path().join(".skipper-volume")).expect("the volume id file");
+        let id = id.trim();
+        assert!(!id.is_empty());
+
+        // A node whose root is another (empty) directory: refused, naming the missing id file.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let url = pg.url();
+        let args = ["--database-url", url.as_str()];
+        let (status, stderr) = Serve::fails_to_start(&node_config("b", Some(elsewhere.path())), &args).await;
+        assert!(!status.success(), "{stderr}");
+        assert!(stderr.contains("not the cluster's shared volume") && stderr.contains(".skipper-volume"), "{stderr}");
+        assert!(stderr.contains(id), "names the volume it expected: {stderr}");
+        assert!(!elsewhere.path().join(".skipper-volume").exists(), "a refused node names nothing");
+
+        // One holding another volume's id: refused too.
+        std::fs::write(elsewhere.path().join(".skipper-volume"), "some-other-volume\n").unwrap();
+        let (status, stderr) = Serve::fails_to_start(&node_config("b", Some(elsewhere.path())), &args).await;
+        assert!(!status.success(), "{stderr}");
+        assert!(stderr.contains("some-other-volume") && stderr.contains(id), "{stderr}");
+
+        // The same volume: B starts and follows A's session, reading A's plan there.
+        let ca = a.tenant(ALPHA).await;
+        let sid = ca.create_session(json!({})).await;
+        ca.ok("session.plan.update", json!({"sessionId": sid, "content": "on the volume"})).await;
+        let b = node(&pg, shared.path(), "b").await;
         let cb = b.tenant(ALPHA).await;
-        cb.create_session(json!({})).await;
-        assert!(!escape.exists(), "nothing beside the workspace");
-        assert!(!absolute.exists(), "nothing at an absolute path");
-        assert!(!outside.path().join("through.txt").exists(), "nothing through a symlink");
-        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
-        assert!(b.stderr_text().contains("refusing a shared file path"), "{}", b.stderr_text());
+        cb.ok("session.resume", json!({"sessionId": sid})).await;
+        assert_eq!(plan_of(&cb, &sid).await, json!("on the volume"));
     })
     .await;
 }

@@ -98,6 +98,18 @@ impl Serve {
         Self { child, fake, dirs, http, sdk, stderr }
     }
 
+    /// Runs `skipper serve` as [`Serve::start_with_args`] would, expecting it to exit before
+    /// listening: its exit status and stderr.
+    pub(crate) async fn fails_to_start(config: &str, extra: &[&str]) -> (std::process::ExitStatus, String) {
+        let dirs = Dirs::new();
+        let out = serve_command_with(&dirs, "http://127.0.0.1:9", config, "127.0.0.1:0", extra).output();
+        let out =
+            tokio::time::timeout(T, out).await.expect("skipper serve kept running").expect("running skipper serve");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains("listening"), "it started: {stdout}");
+        (out.status, String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
     pub(crate) fn stderr_text(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
     }
@@ -114,11 +126,6 @@ impl Serve {
         let c = self.tcp().await;
         c.ok("connect", json!({"token": token})).await;
         c
-    }
-
-    /// This node's copy of a session's directory.
-    pub(crate) fn session_dir(&self, session_id: &str) -> PathBuf {
-        self.dirs.copilot_home.join("session-state").join(session_id)
     }
 
     pub(crate) fn workspace(&self, tenant: &str) -> PathBuf {

@@ -1,24 +1,25 @@
-//! The event log, `workspace.yaml` metadata, session files, lifecycle notifications and session
-//! leases in PostgreSQL, for several nodes
-//! that share no disk (migration `postgres/0003_cluster.sql`).
+//! The event log, `workspace.yaml` metadata, lifecycle notifications, forwarded requests and
+//! session leases in PostgreSQL, for several nodes (migration `postgres/0003_cluster.sql`).
+//! Files are not here: the nodes share a volume for workspaces and session directories, and
+//! [`volume`] records which one.
 //!
 //! The emitter appends synchronously under its lock (persist before deliver), so appends go
 //! through [`writer::Writer`]: a thread with its own runtime and connection that the caller
 //! waits on. Reads, leases and metadata are plain async queries on the shared pool.
 
 mod ephemeral;
-mod files;
 mod inbox;
 mod leases;
+mod lifecycle;
 mod log;
 mod notify;
-mod roots;
+mod volume;
 mod writer;
 
 pub use ephemeral::EphemeralBatch;
-pub use files::{FileScope, LifecycleRow, SharedFile, CHUNK_BYTES, INLINE_MAX_BYTES};
 pub use inbox::InboxItem;
 pub use leases::Lease;
+pub use lifecycle::LifecycleRow;
 pub use log::DbLog;
 pub use notify::{Wakeup, Wakeups};
 
@@ -140,8 +141,6 @@ impl PgEvents {
             "DELETE FROM session_events WHERE session_id = $1",
             "DELETE FROM session_meta WHERE session_id = $1",
             "DELETE FROM session_leases WHERE session_id = $1",
-            "DELETE FROM session_files WHERE session_id = $1",
-            "DELETE FROM session_file_chunks WHERE session_id = $1",
             "DELETE FROM session_inbox WHERE session_id = $1",
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;

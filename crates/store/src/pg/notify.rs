@@ -1,6 +1,6 @@
 //! Wake-ups from the database: the triggers of migration `postgres/0006_notify.sql` NOTIFY
-//! channel `skipper_cluster` when a session's events or files change, or a lifecycle row is
-//! written, and (`postgres/0008_workspace_files.sql`) when a tenant's workspace file changes.
+//! channel `skipper_cluster` when a session's events change or a lifecycle row is written
+//! (`postgres/0007_inbox.sql`: when a request is forwarded or answered).
 //! A node LISTENs on its own connection; notifications lost while it reconnects are
 //! caught by the polling it keeps as a fallback. The same connection hears the ephemeral
 //! events of sessions other nodes run (channel `skipper_ephemeral`, see `ephemeral.rs`).
@@ -16,10 +16,8 @@ const CHANNEL: &str = "skipper_cluster";
 /// What changed, as a notification tells it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Wakeup {
-    /// A session's log or files changed.
+    /// A session's log changed.
     Session(String),
-    /// A file of a tenant's workspace changed.
-    Workspace(String),
     /// A session was created or deleted somewhere, or changed (`session.lifecycle`).
     Lifecycle,
     /// Ephemeral events of a session another node runs.
@@ -33,10 +31,9 @@ pub enum Wakeup {
 impl Wakeup {
     fn parse(payload: &str) -> Option<Self> {
         match payload.split_once(':') {
-            Some(("e" | "f", id)) if !id.is_empty() => Some(Wakeup::Session(id.to_string())),
+            Some(("e", id)) if !id.is_empty() => Some(Wakeup::Session(id.to_string())),
             Some(("i", id)) if !id.is_empty() => Some(Wakeup::Inbox(id.to_string())),
             Some(("a", row)) => row.parse().ok().map(Wakeup::Answered),
-            Some(("w", tenant)) if !tenant.is_empty() => Some(Wakeup::Workspace(tenant.to_string())),
             _ if payload == "l" => Some(Wakeup::Lifecycle),
             _ => None,
         }
@@ -97,10 +94,11 @@ mod tests {
     #[test]
     fn payloads_name_what_changed() {
         assert_eq!(Wakeup::parse("e:abc"), Some(Wakeup::Session("abc".into())));
-        assert_eq!(Wakeup::parse("f:a:b"), Some(Wakeup::Session("a:b".into())));
+        assert_eq!(Wakeup::parse("e:a:b"), Some(Wakeup::Session("a:b".into())));
         assert_eq!(Wakeup::parse("l"), Some(Wakeup::Lifecycle));
-        assert_eq!(Wakeup::parse("w:acme"), Some(Wakeup::Workspace("acme".into())));
-        assert_eq!(Wakeup::parse("w:"), None);
+        // The file mirror's notifications (dropped in 0010) are not wake-ups any more.
+        assert_eq!(Wakeup::parse("w:acme"), None);
+        assert_eq!(Wakeup::parse("f:abc"), None);
         assert_eq!(Wakeup::parse("e:"), None);
         assert_eq!(Wakeup::parse("x:abc"), None);
         assert_eq!(Wakeup::parse("i:abc"), Some(Wakeup::Inbox("abc".into())));
