@@ -4,9 +4,29 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use crate::plugins::{read_json_object, write_json_object, PluginError, CONFIG_LOCK};
+use crate::json_file::{FileError, JsonFile};
+use crate::user_config;
+
+pub const FILE_NAME: &str = "mcp-config.json";
+
+/// `mcp-config.json`: the servers by name, each configuration kept as the client gave it (the
+/// MCP client reads it); other keys are kept in `extra`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpConfig {
+    #[serde(default)]
+    pub mcp_servers: Map<String, Value>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The owner of `<home>/mcp-config.json`.
+pub fn file(home: &Path) -> JsonFile<McpConfig> {
+    JsonFile::new(home.join(FILE_NAME))
+}
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum McpConfigError {
@@ -14,10 +34,11 @@ pub enum McpConfigError {
     Exists(String),
     #[error("MCP server '{0}' is not configured")]
     NotConfigured(String),
-    #[error("{0}")]
-    File(#[from] PluginError),
+    #[error(transparent)]
+    File(#[from] FileError),
 }
 
+/// The user's MCP settings of one `$COPILOT_HOME`, over its two files.
 pub struct McpConfigStore {
     home: PathBuf,
 }
@@ -27,31 +48,16 @@ impl McpConfigStore {
         Self { home }
     }
 
-    fn path(&self) -> PathBuf {
-        self.home.join("mcp-config.json")
-    }
-
-    fn servers_of(path: &Path) -> Result<serde_json::Map<String, Value>, PluginError> {
-        Ok(read_json_object(path)?.get("mcpServers").and_then(Value::as_object).cloned().unwrap_or_default())
-    }
-
     /// The configured servers by name.
-    pub fn list(&self) -> Result<serde_json::Map<String, Value>, McpConfigError> {
-        let _guard = CONFIG_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(Self::servers_of(&self.path())?)
+    pub fn list(&self) -> Result<Map<String, Value>, McpConfigError> {
+        Ok(file(&self.home).read()?.mcp_servers)
     }
 
     fn edit(
         &self,
-        f: impl FnOnce(&mut serde_json::Map<String, Value>) -> Result<(), McpConfigError>,
+        f: impl FnOnce(&mut Map<String, Value>) -> Result<(), McpConfigError>,
     ) -> Result<(), McpConfigError> {
-        let _guard = CONFIG_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        let path = self.path();
-        let mut file = read_json_object(&path)?;
-        let mut servers = file.get("mcpServers").and_then(Value::as_object).cloned().unwrap_or_default();
-        f(&mut servers)?;
-        file.insert("mcpServers".into(), Value::Object(servers));
-        Ok(write_json_object(&path, file)?)
+        file(&self.home).update(|c| f(&mut c.mcp_servers))
     }
 
     pub fn add(&self, name: &str, config: Value) -> Result<(), McpConfigError> {
@@ -81,69 +87,17 @@ impl McpConfigStore {
         self.set_disabled(&[name.to_string()], false)
     }
 
-    /// The names new sessions do not start.
+    /// The names new sessions do not start (`disabledMcpServers` in `config.json`).
     pub fn disabled(&self) -> Result<Vec<String>, McpConfigError> {
-        let _guard = CONFIG_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(disabled_of(&read_json_object(&self.home.join("config.json"))?))
+        Ok(user_config::file(&self.home).read()?.disabled_mcp_servers().to_vec())
     }
 
     pub fn set_disabled(&self, names: &[String], disabled: bool) -> Result<(), McpConfigError> {
-        let _guard = CONFIG_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        let path = self.home.join("config.json");
-        let mut config = read_json_object(&path)?;
-        let mut list = disabled_of(&config);
-        let before = list.clone();
-        list.retain(|n| !names.contains(n));
-        if disabled {
-            list.extend(names.iter().cloned());
-        }
-        if list == before {
-            return Ok(());
-        }
-        config.insert("disabledMcpServers".into(), Value::from(list));
-        Ok(write_json_object(&path, config)?)
+        user_config::file(&self.home).update(|c| {
+            c.set_mcp_servers_disabled(names, disabled);
+            Ok(())
+        })
     }
-}
-
-impl McpConfigStore {
-    /// `disabledSkills` in `config.json`: skills discovered but turned off for every session.
-    pub fn disabled_skills(&self) -> Result<Vec<String>, McpConfigError> {
-        let _guard = CONFIG_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(list_of(&read_json_object(&self.home.join("config.json"))?, DISABLED_SKILLS))
-    }
-
-    /// Replaces `disabledSkills` (`skills.config.setDisabledSkills`).
-    pub fn set_disabled_skills(&self, names: &[String]) -> Result<(), McpConfigError> {
-        let _guard = CONFIG_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        let path = self.home.join("config.json");
-        let mut config = read_json_object(&path)?;
-        let mut list: Vec<String> = Vec::new();
-        for n in names {
-            if !list.contains(n) {
-                list.push(n.clone());
-            }
-        }
-        config.insert(DISABLED_SKILLS.into(), Value::from(list));
-        Ok(write_json_object(&path, config)?)
-    }
-}
-
-const DISABLED_SKILLS: &str = "disabledSkills";
-
-fn list_of(config: &serde_json::Map<String, Value>, key: &str) -> Vec<String> {
-    config
-        .get(key)
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
-}
-
-fn disabled_of(config: &serde_json::Map<String, Value>) -> Vec<String> {
-    config
-        .get("disabledMcpServers")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -167,8 +121,28 @@ mod tests {
         store.remove("a").unwrap();
         assert!(store.list().unwrap().is_empty());
         assert!(store.disabled().unwrap().is_empty());
-        let file: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join("mcp-config.json")).unwrap()).unwrap();
+        let file: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap()).unwrap();
         assert!(file["mcpServers"].as_object().unwrap().is_empty());
+    }
+
+    #[test]
+    fn other_keys_survive_and_a_malformed_file_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        std::fs::write(&path, r#"{"inputs": [{"id": "token"}], "mcpServers": {"old": {"command": "x", "cwd": "/w"}}}"#)
+            .unwrap();
+        let store = McpConfigStore::new(dir.path().to_path_buf());
+        store.add("new", serde_json::json!({"url": "http://h"})).unwrap();
+        let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(file["inputs"][0]["id"], "token");
+        assert_eq!(file["mcpServers"]["old"]["cwd"], "/w");
+        assert_eq!(file["mcpServers"]["new"]["url"], "http://h");
+
+        let broken = r#"{"mcpServers": ["not", "a", "map"]}"#;
+        std::fs::write(&path, broken).unwrap();
+        let err = store.add("x", serde_json::json!({})).unwrap_err();
+        assert!(matches!(err, McpConfigError::File(FileError::Invalid { .. })), "{err}");
+        assert!(err.to_string().contains(FILE_NAME));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), broken);
     }
 }
