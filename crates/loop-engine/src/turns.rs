@@ -130,7 +130,9 @@ pub(crate) async fn run(
         }
         driver.take_incoming(ctx, conv).await;
         let settings = driver.settings(ctx);
-        let system = driver.system_prompt(ctx, conv, &settings);
+        // Kept by the conversation: an unchanged prompt reuses its text and its JSON.
+        let prompt = driver.system_prompt(ctx, conv, &settings);
+        let system = conv.system_text(prompt);
         let turn_id = turn.to_string();
         ctx.emitter().emit(t::AssistantTurnStartData {
             turn_id: turn_id.clone(),
@@ -170,7 +172,7 @@ pub(crate) async fn run(
         let tokens = compaction::before_call(&ctx.deps, owner, conv, &shape, settings.infinite, &ctx.cancel).await;
         let req = ChatRequest {
             model: route.model.clone(),
-            system: conv.system_text(system.clone()),
+            system: system.clone(),
             history: settings.history_for_model(&conv.history),
             tools: tool_specs.clone(),
             stream: settings.streaming,
