@@ -272,7 +272,7 @@ impl Actor {
             }
             SessionInput::Agents { op, reply } => {
                 let emitter = crate::subagent::ScopedEmitter { emitter: self.handle.emitter(), scope: None };
-                let result = crate::agents::control::apply(
+                let result = crate::agent_control::apply(
                     &mut Arc::make_mut(&mut self.view).settings,
                     op,
                     &self.deps.layout.home,
@@ -499,9 +499,9 @@ impl Actor {
     /// The `agent` a client named on create or resume, selected (an unknown name is logged).
     fn select_requested_agent(&mut self, name: Option<&str>) {
         let Some(name) = name else { return };
-        let op = crate::agents::control::AgentOp::Select(name.to_string());
+        let op = crate::agent_control::AgentOp::Select(name.to_string());
         let emitter = crate::subagent::ScopedEmitter { emitter: self.handle.emitter(), scope: None };
-        if let Err(e) = crate::agents::control::apply(
+        if let Err(e) = crate::agent_control::apply(
             &mut Arc::make_mut(&mut self.view).settings,
             op,
             &self.deps.layout.home,
@@ -827,7 +827,7 @@ impl Actor {
         }
         if cwd_changed {
             s.custom_instructions =
-                crate::instructions::load(&s.cwd, &self.deps.layout.home, &s.instruction_directories);
+                agent_config::instructions::load(&s.cwd, &self.deps.layout.home, &s.instruction_directories);
         }
         let context = crate::cwd_context(s);
         self.publish();

@@ -12,7 +12,7 @@ use tools::{PermissionDecision, PermissionGate, PermissionRequest, ToolContext, 
 use crate::permission;
 use crate::run::RunCtx;
 use crate::settings::SessionSettings;
-use crate::skills::tool::SKILL;
+use crate::skill_tool::SKILL;
 use crate::subagent::agent_tools;
 use crate::subagent::TASK;
 use crate::tool_handlers::{self, Handled};
@@ -43,7 +43,7 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings, mcp: &mcp_client::Mcp
     let offer_skill = s.tool_allowed(SKILL) && !overridden(SKILL);
     for t in deps.builtins.tools().iter().filter(|t| s.tool_allowed(t.name()) && !overridden(t.name())) {
         if offer_skill && matches!(t.name(), "grep" | "glob") && !specs.iter().any(|x| x.name == SKILL) {
-            specs.push(crate::skills::tool::spec(&s.skills));
+            specs.push(crate::skill_tool::spec(&s.skills));
         }
         specs.push(ToolSpec {
             name: t.name().to_string(),
@@ -52,7 +52,7 @@ pub(crate) fn tool_specs(deps: &Deps, s: &SessionSettings, mcp: &mcp_client::Mcp
         });
     }
     if offer_skill && !specs.iter().any(|x| x.name == SKILL) {
-        specs.push(crate::skills::tool::spec(&s.skills));
+        specs.push(crate::skill_tool::spec(&s.skills));
     }
     // As the original: `sql` right after `skill` (before the search tools).
     if s.tool_allowed(crate::sql::SQL) && !overridden(crate::sql::SQL) {

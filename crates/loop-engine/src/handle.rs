@@ -241,8 +241,8 @@ pub(crate) enum SessionInput {
     },
     /// `session.agent.select` / `deselect` / `reload`, `session.skills.*` changes.
     Agents {
-        op: crate::agents::control::AgentOp,
-        reply: oneshot::Sender<Result<crate::agents::control::AgentOpResult, String>>,
+        op: crate::agent_control::AgentOp,
+        reply: oneshot::Sender<Result<crate::agent_control::AgentOpResult, String>>,
     },
     /// `session.options.update`.
     UpdateOptions {
@@ -709,8 +709,8 @@ impl SessionHandle {
     /// Changes the session's agent selection, agents or skills (from the next turn).
     pub async fn agents(
         &self,
-        op: crate::agents::control::AgentOp,
-    ) -> Result<crate::agents::control::AgentOpResult, EngineError> {
+        op: crate::agent_control::AgentOp,
+    ) -> Result<crate::agent_control::AgentOpResult, EngineError> {
         self.ask(|reply| SessionInput::Agents { op, reply }).await?.map_err(EngineError::Failed)
     }
 

@@ -9,7 +9,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod actor;
-pub mod agents;
+pub mod agent_control;
 pub mod attachments;
 mod auto_mode;
 pub mod autopilot;
@@ -27,25 +27,21 @@ pub mod event_reader;
 mod exit_plan_mode;
 mod external;
 pub mod file_tracking;
-mod frontmatter;
 mod github_mcp;
 mod handle;
 pub mod history;
 mod hooks;
-pub mod instructions;
 mod mcp;
-pub mod mcp_config;
 mod mcp_oauth;
 mod mcp_sampling;
 mod model_call;
 mod parking;
 mod pending;
 mod permission;
-pub mod plugins;
 mod run;
 pub mod session_fs;
 pub mod settings;
-pub mod skills;
+mod skill_tool;
 pub mod sql;
 pub mod subagent;
 pub mod system_prompt;
@@ -55,7 +51,6 @@ mod tool_handlers;
 mod turns;
 pub mod ui_requests;
 mod user_input;
-mod user_mcp;
 pub mod user_shell;
 
 use std::collections::HashMap;

@@ -219,7 +219,7 @@ impl Driver for SessionMessage {
             settings.prompt_vars(&cwd),
             &self.transformed,
         );
-        let system = crate::agents::with_agent_skills(system, settings);
+        let system = settings.with_agent_skills(system);
         if !self.system_recorded {
             // As the original: every message's first model call shows its system prompt; the
             // log keeps it only when it differs from the one it last recorded.
@@ -378,7 +378,7 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
     let rendered =
         crate::attachments::render(&msg.prompt, &msg.attachments, &view.settings.cwd, view.settings.enable_citations);
     // A selected agent's instructions ride with every prompt.
-    let instructions = view.settings.selected_agent.as_ref().and_then(crate::agents::instructions_block);
+    let instructions = view.settings.selected_agent.as_ref().and_then(agent_config::agents::instructions_block);
     // Tools a departed client took with it are announced once, before the prompt.
     let notice = ctx.handle.clients().take_tools_changed_notice();
     let text = match notice {

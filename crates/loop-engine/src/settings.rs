@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use agent_config::agents::{AgentDef, Catalog};
+use agent_config::skills::SkillSet;
 use protocol::generated::types::SessionMode;
 use protocol::methods::{ExternalToolDef, SessionConfigParams, SystemMessageConfig};
 
@@ -42,11 +44,11 @@ pub struct SessionSettings {
     /// The live sub-agent override (`session.tools.updateSubagentSettings`); not persisted.
     pub subagent_settings: Option<protocol::generated::types::SubagentSettings>,
     /// Custom agents (the client's and agent files).
-    pub agents: crate::agents::Catalog,
+    pub agents: Catalog,
     /// The agent a client selected for the main conversation (`session.agent.select`).
-    pub selected_agent: Option<crate::agents::AgentDef>,
+    pub selected_agent: Option<AgentDef>,
     /// Skills (`SKILL.md`) the session offers, and which are off.
-    pub skills: crate::skills::SkillSet,
+    pub skills: SkillSet,
     /// Agent and skill files are read from the project too (`enableConfigDiscovery`).
     pub config_discovery: bool,
     /// `instructionDirectories`: more places for `*.instructions.md` files.
@@ -91,6 +93,17 @@ fn instruction_directories(p: &SessionConfigParams) -> Vec<PathBuf> {
 }
 
 impl SessionSettings {
+    /// The system prompt with the skills a selected agent preloads (`skills` on the agent).
+    pub fn with_agent_skills(&self, system: String) -> String {
+        let Some(names) = self.selected_agent.as_ref().and_then(|a| a.skills.as_ref()) else { return system };
+        let mut out = system;
+        for skill in names.iter().filter_map(|n| self.skills.enabled(n)) {
+            out.push_str("\n\n");
+            out.push_str(&agent_config::skills::context_message(skill));
+        }
+        out
+    }
+
     pub fn from_params(
         p: &SessionConfigParams,
         default_model: &str,
@@ -121,13 +134,10 @@ impl SessionSettings {
             infinite: crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref()),
             enable_citations: p.enable_citations.unwrap_or(false),
             subagent_settings: None,
-            agents: crate::agents::Catalog::from_configs(p.custom_agents.clone().unwrap_or_default()),
+            agents: Catalog::from_configs(p.custom_agents.clone().unwrap_or_default()),
             // Resolved against the files too by `load_files`.
-            selected_agent: p
-                .agent
-                .as_ref()
-                .map(|name| crate::agents::AgentDef { name: name.clone(), ..crate::agents::AgentDef::placeholder() }),
-            skills: crate::skills::SkillSet::from_params(p),
+            selected_agent: p.agent.as_ref().map(|name| AgentDef { name: name.clone(), ..AgentDef::placeholder() }),
+            skills: SkillSet::from_params(p),
             config_discovery: p.enable_config_discovery.unwrap_or(false),
             instruction_directories: instruction_directories(p),
             custom_instructions: String::new(),
@@ -144,7 +154,7 @@ impl SessionSettings {
         let project = self.config_discovery.then_some(self.cwd.as_path());
         self.agents = self.agents.reload(project, home);
         self.skills = self.skills.reload(project, home);
-        self.custom_instructions = crate::instructions::load(&self.cwd, home, &self.instruction_directories);
+        self.custom_instructions = agent_config::instructions::load(&self.cwd, home, &self.instruction_directories);
         if let Some(sel) = &self.selected_agent {
             self.selected_agent = self.agents.get(&sel.name).cloned();
         }
@@ -185,10 +195,10 @@ impl SessionSettings {
             self.config_discovery = d;
         }
         if let Some(agents) = &p.custom_agents {
-            self.agents = crate::agents::Catalog::from_configs(agents.clone());
+            self.agents = Catalog::from_configs(agents.clone());
         }
         if p.skill_directories.is_some() || p.disabled_skills.is_some() {
-            self.skills = crate::skills::SkillSet::from_params(p);
+            self.skills = SkillSet::from_params(p);
         }
         if p.instruction_directories.is_some() {
             self.instruction_directories = instruction_directories(p);

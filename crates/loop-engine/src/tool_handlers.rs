@@ -177,12 +177,12 @@ struct Skill;
 #[async_trait]
 impl ToolHandler for Skill {
     fn name(&self) -> &'static str {
-        crate::skills::tool::SKILL
+        crate::skill_tool::SKILL
     }
 
     /// The skill's instructions follow the results; `skill.invoked` says which was loaded.
     async fn run(&self, call: Call<'_>) -> Handled {
-        let (output, loaded) = crate::skills::tool::run(&call.settings.skills, &call.args, &call.settings.model);
+        let (output, loaded) = crate::skill_tool::run(&call.settings.skills, &call.args, &call.settings.model);
         let context = loaded.map(|l| {
             call.ctx.emitter().emit(l.event);
             l.context

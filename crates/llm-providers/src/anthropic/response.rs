@@ -364,9 +364,11 @@ pub(crate) fn parse_message(body: &[u8]) -> Result<ChatResponse, ProviderError> 
     // Replaying the blocks through the stream assembler keeps one assembly path; nobody
     // listens to the deltas of a non-streamed answer.
     let (events, _) = tokio::sync::mpsc::unbounded_channel();
-    let mut assembler = StreamAssembler::default();
-    assembler.id = head.id.filter(|s| !s.is_empty());
-    assembler.model = head.model.filter(|s| !s.is_empty());
+    let mut assembler = StreamAssembler {
+        id: head.id.filter(|s| !s.is_empty()),
+        model: head.model.filter(|s| !s.is_empty()),
+        ..Default::default()
+    };
     if let Some(usage) = &head.usage {
         assembler.apply_usage(usage);
     }

@@ -20,9 +20,9 @@ use tools::ToolOutput;
 pub use background::Registry;
 pub use scope::{AgentScope, ScopedEmitter};
 
-use crate::agents::builtin::{self, BUILTIN_AGENTS};
 use crate::run::RunCtx;
 use crate::settings::SessionSettings;
+use agent_config::agents::builtin::{self, BUILTIN_AGENTS};
 
 pub const TASK: &str = "task";
 

@@ -1,5 +1,7 @@
 //! In-process engine tests: the engine against the fake model on loopback, sessions driven
 //! through their handles (see `support`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod subagent;
 mod support;

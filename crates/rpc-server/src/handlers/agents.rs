@@ -1,7 +1,7 @@
 //! `session.agent.*` (custom agents: list, the selected one, select, deselect, reload) and
 //! `session.skills.*` (list, enable, disable, reload, ensureLoaded, getInvoked).
 
-use loop_engine::agents::control::{AgentOp, AgentOpResult};
+use loop_engine::agent_control::{AgentOp, AgentOpResult};
 use protocol::event::SessionEvent;
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
@@ -13,7 +13,7 @@ pub async fn list(ctx: &Ctx, p: t::SessionAgentListParams) -> Result<t::AgentLis
     let include_prompt = p.include_prompt.unwrap_or(false);
     let mut agents: Vec<t::AgentInfo> = view.settings.agents.all().iter().map(|a| a.info(include_prompt)).collect();
     if p.include_built_in_agents.unwrap_or(false) {
-        agents.extend(loop_engine::agents::builtin::BUILTIN_AGENTS.iter().map(|b| t::AgentInfo {
+        agents.extend(agent_config::agents::builtin::BUILTIN_AGENTS.iter().map(|b| t::AgentInfo {
             name: b.name.into(),
             display_name: b.display_name.into(),
             description: b.description.into(),

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use loop_engine::mcp_config::McpConfigStore;
-use loop_engine::{agents, instructions, skills};
+use agent_config::user_config;
+use agent_config::{agents, instructions, skills, FileError};
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
@@ -35,13 +35,13 @@ pub async fn skills_discover(ctx: &Ctx, p: t::SkillsDiscoverRequest) -> Result<t
     let projects = absolute(p.project_paths);
     let dirs = absolute(p.skill_directories);
     let home = home(ctx, p.exclude_host_skills);
-    let config = McpConfigStore::new(ctx.server.engine.layout().home.clone());
-    let (found, errors, disabled) = blocking(ctx, move || {
+    let config = user_config::file(&ctx.server.engine.layout().home);
+    let (found, errors, config) = blocking(ctx, move || {
         let (found, errors) = skills::discover(&projects, &dirs, home.as_deref());
-        (found, errors, config.disabled_skills())
+        (found, errors, config.read())
     })
     .await?;
-    let disabled = disabled.map_err(|e| ctx.failed(e))?;
+    let disabled = config.map_err(|e| ctx.failed(e))?.disabled_skills.unwrap_or_default();
     let skills = found
         .into_iter()
         .map(|(s, project)| {
@@ -99,20 +99,26 @@ pub async fn instructions_get_discovery_paths(
 
 /// `skills.config.setDisabledSkills`: the skills every session leaves off (`config.json`).
 pub async fn set_disabled_skills(ctx: &Ctx, p: t::SkillsConfigSetDisabledSkillsRequest) -> Result<(), RpcError> {
-    let config = McpConfigStore::new(ctx.server.engine.layout().home.clone());
-    blocking(ctx, move || config.set_disabled_skills(&p.disabled_skills)).await?.map_err(|e| ctx.failed(e))
+    let config = user_config::file(&ctx.server.engine.layout().home);
+    let changed = blocking(ctx, move || {
+        config.update(|c| {
+            c.set_disabled_skills(&p.disabled_skills);
+            Ok::<_, FileError>(())
+        })
+    })
+    .await?;
+    changed.map_err(|e| ctx.failed(e))
 }
 
-/// `skills.config.setSkillDisabled`: one skill on or off in that list.
+/// `skills.config.setSkillDisabled`: one skill on or off in that list, in one update of the
+/// file (two such requests at once both land).
 pub async fn set_skill_disabled(ctx: &Ctx, p: t::SkillsConfigSetSkillDisabledRequest) -> Result<(), RpcError> {
-    let config = McpConfigStore::new(ctx.server.engine.layout().home.clone());
+    let config = user_config::file(&ctx.server.engine.layout().home);
     let changed = blocking(ctx, move || {
-        let mut list = config.disabled_skills()?;
-        list.retain(|n| n != &p.name);
-        if p.disabled {
-            list.push(p.name);
-        }
-        config.set_disabled_skills(&list)
+        config.update(|c| {
+            c.set_skill_disabled(&p.name, p.disabled);
+            Ok::<_, FileError>(())
+        })
     })
     .await?;
     changed.map_err(|e| ctx.failed(e))

@@ -1,11 +1,12 @@
 //! `plugins.*` and `mcp.config.*` / `mcp.discover`: the user's plugins, marketplaces and MCP
-//! servers under `$COPILOT_HOME` (see `loop_engine::plugins` and `loop_engine::mcp_config`).
+//! servers under `$COPILOT_HOME` (see `agent_config::plugins` and `agent_config::mcp_config`).
 //! File work runs on the blocking pool.
 
 use std::path::PathBuf;
 
-use loop_engine::mcp_config::McpConfigStore;
-use loop_engine::plugins::{InstallOutcome, Installed, PluginStore};
+use agent_config::mcp_config::McpConfigStore;
+use agent_config::plugins::{InstallOutcome, PluginStore};
+use agent_config::user_config::InstalledPlugin;
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 use protocol::rpc::NoParams;
@@ -33,7 +34,7 @@ fn cwd(dir: Option<String>) -> PathBuf {
     dir.map(PathBuf::from).or_else(|| std::env::current_dir().ok()).unwrap_or_else(|| PathBuf::from("/"))
 }
 
-fn info(p: &Installed) -> t::InstalledPluginInfo {
+fn info(p: &InstalledPlugin) -> t::InstalledPluginInfo {
     t::InstalledPluginInfo {
         name: p.name.clone(),
         marketplace: p.marketplace.clone(),
@@ -240,9 +241,9 @@ pub async fn discover(ctx: &Ctx, _p: t::McpDiscoverRequest) -> Result<t::McpDisc
     let config = McpConfigStore::new(home(ctx));
     let plugins = PluginStore::new(home(ctx));
     let found = blocking(ctx, move || {
-        let disabled = config.disabled()?;
+        let disabled = config.disabled().map_err(|e| e.to_string())?;
         let mut out = Vec::new();
-        for (name, v) in config.list()? {
+        for (name, v) in config.list().map_err(|e| e.to_string())? {
             let enabled = !disabled.contains(&name);
             out.push(t::DiscoveredMcpServer {
                 r#type: server_type(&v),
@@ -254,8 +255,8 @@ pub async fn discover(ctx: &Ctx, _p: t::McpDiscoverRequest) -> Result<t::McpDisc
                 enabled,
             });
         }
-        for p in plugins.installed().map_err(loop_engine::mcp_config::McpConfigError::from)? {
-            for (name, v) in loop_engine::plugins::manifest::mcp_servers(std::path::Path::new(&p.cache_path)) {
+        for p in plugins.installed().map_err(|e| e.to_string())? {
+            for (name, v) in agent_config::plugins::manifest::mcp_servers(std::path::Path::new(&p.cache_path)) {
                 out.push(t::DiscoveredMcpServer {
                     r#type: server_type(&v),
                     enabled: p.enabled && !disabled.contains(&name),
@@ -267,7 +268,7 @@ pub async fn discover(ctx: &Ctx, _p: t::McpDiscoverRequest) -> Result<t::McpDisc
                 });
             }
         }
-        Ok::<_, loop_engine::mcp_config::McpConfigError>(out)
+        Ok::<_, String>(out)
     })
     .await?;
     Ok(t::McpDiscoverResult { servers: found })

@@ -14,7 +14,7 @@ pub async fn list(ctx: &Ctx, p: t::SessionTasksListParams) -> Result<t::TaskList
 
 pub async fn start_agent(ctx: &Ctx, p: t::SessionTasksStartAgentParams) -> Result<t::TasksStartAgentResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    let known = loop_engine::agents::builtin::BUILTIN_AGENTS.iter().any(|a| a.name == p.agent_type)
+    let known = agent_config::agents::builtin::BUILTIN_AGENTS.iter().any(|a| a.name == p.agent_type)
         || session.view().settings.agents.get(&p.agent_type).is_some();
     if !known {
         return Err(ctx.failed(format!("Agent type \"{}\" not found", p.agent_type)));

@@ -4,8 +4,9 @@
 //! are read on every request, so `reload` has nothing cached to drop: it checks they parse.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use agent_config::{user_config, user_settings, FileError};
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 use protocol::rpc::NoParams;
@@ -23,33 +24,18 @@ fn home(ctx: &Ctx) -> PathBuf {
     ctx.server.engine.layout().home.clone()
 }
 
-/// A settings file's object; a missing file is empty, an unreadable one an error.
-fn read_object(path: &Path) -> Result<Map<String, Value>, String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) if text.trim().is_empty() => Ok(Map::new()),
-        Ok(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(m)) => Ok(m),
-            Ok(_) => Err(format!("{} does not hold a JSON object", path.display())),
-            Err(e) => Err(format!("{} is not valid JSON: {e}", path.display())),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Map::new()),
-        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
-    }
-}
-
 struct Files {
     settings: Map<String, Value>,
     config: Map<String, Value>,
 }
 
+fn read(home: &std::path::Path) -> Result<Files, FileError> {
+    Ok(Files { settings: user_settings::file(home).read()?, config: user_config::file(home).read()?.to_object() })
+}
+
 async fn read_files(ctx: &Ctx) -> Result<Files, RpcError> {
     let home = home(ctx);
-    let read = tokio::task::spawn_blocking(move || -> Result<Files, String> {
-        Ok(Files {
-            settings: read_object(&home.join("settings.json"))?,
-            config: read_object(&home.join("config.json"))?,
-        })
-    });
+    let read = tokio::task::spawn_blocking(move || read(&home));
     read.await.map_err(|e| ctx.failed(e))?.map_err(|e| ctx.failed(e))
 }
 
@@ -76,39 +62,24 @@ pub async fn get(ctx: &Ctx, _p: NoParams) -> Result<t::UserSettingsGetResult, Rp
     Ok(t::UserSettingsGetResult { settings: effective(&files.settings, &files.config) })
 }
 
-/// Writes each given key to settings.json (`null` removes it); keys that config.json also
-/// holds are reported as shadowed.
+/// Writes each given key to settings.json (`null` removes it), in one update of the file;
+/// keys that config.json also holds are reported as shadowed.
 pub async fn set(ctx: &Ctx, p: t::UserSettingsSetRequest) -> Result<t::UserSettingsSetResult, RpcError> {
     let Value::Object(changes) = p.settings else {
         return Err(RpcError::invalid_params(ctx.method, "settings: expected an object"));
     };
-    let files = read_files(ctx).await?;
-    let mut settings = files.settings;
-    let mut shadowed_keys = Vec::new();
-    for (key, value) in changes {
-        if files.config.contains_key(&key) {
-            shadowed_keys.push(key.clone());
-        }
-        if value.is_null() {
-            settings.remove(&key);
-        } else {
-            settings.insert(key, value);
-        }
-    }
-    let path = home(ctx).join("settings.json");
-    let text = serde_json::to_string_pretty(&Value::Object(settings)).map_err(|e| ctx.failed(e))?;
-    let written = tokio::task::spawn_blocking(move || write_atomically(&path, text.as_bytes()));
-    written.await.map_err(|e| ctx.failed(e))?.map_err(|e| ctx.failed(format!("cannot write settings.json: {e}")))?;
+    let home = home(ctx);
+    let written = tokio::task::spawn_blocking(move || -> Result<Vec<String>, FileError> {
+        let config = user_config::file(&home).read()?.to_object();
+        let shadowed_keys = changes.keys().filter(|k| config.contains_key(*k)).cloned().collect();
+        user_settings::file(&home).update(|settings| {
+            user_settings::apply(settings, changes);
+            Ok::<_, FileError>(())
+        })?;
+        Ok(shadowed_keys)
+    });
+    let shadowed_keys = written.await.map_err(|e| ctx.failed(e))?.map_err(|e| ctx.failed(e))?;
     Ok(t::UserSettingsSetResult { shadowed_keys })
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
 }
 
 pub async fn reload(ctx: &Ctx, _p: NoParams) -> Result<(), RpcError> {

@@ -3,7 +3,6 @@
 //! apply from the next turn); the model may delegate to one through `task` (see `subagent`).
 
 pub mod builtin;
-pub mod control;
 mod files;
 
 use std::path::{Path, PathBuf};
@@ -53,7 +52,7 @@ impl AgentDef {
     }
 
     /// A name waiting to be looked up (an `agent` named on create, before files are read).
-    pub(crate) fn placeholder() -> Self {
+    pub fn placeholder() -> Self {
         Self {
             name: String::new(),
             display_name: String::new(),
@@ -181,17 +180,6 @@ impl Catalog {
 pub fn instructions_block(agent: &AgentDef) -> Option<String> {
     let prompt = agent.prompt.trim();
     (!prompt.is_empty()).then(|| format!("<agent_instructions>\n{prompt}\n</agent_instructions>"))
-}
-
-/// The system prompt with the skills a selected agent preloads (`skills` on the agent).
-pub fn with_agent_skills(system: String, settings: &crate::settings::SessionSettings) -> String {
-    let Some(names) = settings.selected_agent.as_ref().and_then(|a| a.skills.as_ref()) else { return system };
-    let mut out = system;
-    for skill in names.iter().filter_map(|n| settings.skills.enabled(n)) {
-        out.push_str("\n\n");
-        out.push_str(&crate::skills::context_message(skill));
-    }
-    out
 }
 
 #[cfg(test)]

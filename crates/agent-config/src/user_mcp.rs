@@ -11,7 +11,7 @@ use crate::mcp_config::McpConfigStore;
 use crate::plugins::PluginStore;
 
 #[derive(Debug, Default)]
-pub(crate) struct UserServers {
+pub struct UserServers {
     /// By name: installed plugins' first, then `mcp-config.json`'s (the user's own win).
     pub servers: Map<String, Value>,
     /// `disabledMcpServers` of `config.json`.
@@ -19,7 +19,7 @@ pub(crate) struct UserServers {
 }
 
 impl UserServers {
-    pub(crate) fn read(home: &Path) -> Self {
+    pub fn read(home: &Path) -> Self {
         let mut servers = Map::new();
         match PluginStore::new(home.to_path_buf()).installed() {
             Ok(plugins) => {

@@ -8,10 +8,12 @@
 pub mod manifest;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+use crate::json_file::FileError;
+use crate::user_config::{self, InstalledPlugin, UserConfig};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PluginError {
@@ -35,6 +37,8 @@ pub enum PluginError {
     NotInstalled(String),
     #[error("Plugin \"{0}\" is already installed")]
     AlreadyInstalled(String),
+    #[error(transparent)]
+    File(#[from] FileError),
 }
 
 /// The marketplaces every user has (on GitHub).
@@ -52,43 +56,10 @@ pub struct Marketplace {
     pub is_default: bool,
 }
 
-/// One installed plugin as `config.json` keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Installed {
-    pub name: String,
-    /// Empty for a plugin installed straight from a directory.
-    pub marketplace: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub direct_source_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    pub enabled: bool,
-    /// Where it was installed from (a directory).
-    pub source: String,
-    /// Its copy under `installed-plugins/`.
-    pub cache_path: String,
-}
-
-impl Installed {
-    /// `name@marketplace`, or the bare name of a directly installed plugin.
-    pub fn spec(&self) -> String {
-        if self.marketplace.is_empty() {
-            self.name.clone()
-        } else {
-            format!("{}@{}", self.name, self.marketplace)
-        }
-    }
-
-    fn matches(&self, spec: &str) -> bool {
-        spec == self.spec() || spec == self.name
-    }
-}
-
 /// What installing or updating did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstallOutcome {
-    pub plugin: Installed,
+    pub plugin: InstalledPlugin,
     pub skills: usize,
     pub previous_version: Option<String>,
     pub deprecation: Option<&'static str>,
@@ -98,53 +69,18 @@ pub struct InstallOutcome {
 pub type Refreshed = (String, Result<(), PluginError>);
 
 /// One plugin's update in `update_all`: the plugin as it was and how it went.
-pub type Updated = (Installed, Result<InstallOutcome, PluginError>);
+pub type Updated = (InstalledPlugin, Result<InstallOutcome, PluginError>);
 
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct State {
-    #[serde(default)]
-    marketplaces: serde_json::Map<String, Value>,
-    #[serde(default)]
-    installed_plugins: Vec<Installed>,
+/// The plugin records of `config.json`, as a change sees them.
+struct State<'a> {
+    marketplaces: &'a mut Map<String, Value>,
+    installed_plugins: &'a mut Vec<InstalledPlugin>,
 }
 
-/// Serializes read-modify-writes of `config.json` (plugins and MCP settings share the file).
-pub(crate) static CONFIG_LOCK: Mutex<()> = Mutex::new(());
-
-/// The plugin records of one `$COPILOT_HOME`. Every change is a read-modify-write of
-/// `config.json` under [`CONFIG_LOCK`], leaving its other settings as they are.
+/// The plugin records of one `$COPILOT_HOME`. Every change is one `update` of `config.json`
+/// (see `user_config`), leaving its other settings as they are.
 pub struct PluginStore {
     home: PathBuf,
-}
-
-fn io(path: &Path, e: std::io::Error) -> PluginError {
-    PluginError::Io(path.display().to_string(), e.to_string())
-}
-
-/// A JSON object file; absent or empty reads as `{}`.
-pub(crate) fn read_json_object(path: &Path) -> Result<serde_json::Map<String, Value>, PluginError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) if text.trim().is_empty() => Ok(Default::default()),
-        Ok(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(m)) => Ok(m),
-            Ok(_) => Err(PluginError::Invalid(path.display().to_string(), "not a JSON object".into())),
-            Err(e) => Err(PluginError::Invalid(path.display().to_string(), e.to_string())),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
-        Err(e) => Err(io(path, e)),
-    }
-}
-
-/// Writes a JSON object file whole (through a temporary file, so a reader never sees half).
-pub(crate) fn write_json_object(path: &Path, value: serde_json::Map<String, Value>) -> Result<(), PluginError> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-    }
-    let text = serde_json::to_string_pretty(&Value::Object(value)).unwrap_or_default();
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text).map_err(|e| io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io(path, e))
 }
 
 impl PluginStore {
@@ -152,57 +88,32 @@ impl PluginStore {
         Self { home }
     }
 
-    fn config_path(&self) -> PathBuf {
-        self.home.join("config.json")
-    }
-
-    fn read_config(&self) -> Result<serde_json::Map<String, Value>, PluginError> {
-        read_json_object(&self.config_path())
-    }
-
-    fn state(&self) -> Result<State, PluginError> {
-        let config = self.read_config()?;
-        let pick = |k: &str| config.get(k).cloned().unwrap_or(Value::Null);
-        Ok(State {
-            marketplaces: pick("marketplaces").as_object().cloned().unwrap_or_default(),
-            installed_plugins: serde_json::from_value(pick("installedPlugins")).unwrap_or_default(),
+    /// Runs `f` on the records and writes them back if it succeeded.
+    fn update<T>(&self, f: impl FnOnce(&mut State) -> Result<T, PluginError>) -> Result<T, PluginError> {
+        user_config::file(&self.home).update(|c: &mut UserConfig| {
+            f(&mut State {
+                marketplaces: c.marketplaces.get_or_insert_default(),
+                installed_plugins: c.installed_plugins.get_or_insert_default(),
+            })
         })
     }
 
-    /// Runs `f` on the state and writes it back if it succeeded.
-    fn update<T>(&self, f: impl FnOnce(&mut State) -> Result<T, PluginError>) -> Result<T, PluginError> {
-        let _guard = CONFIG_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        let mut config = self.read_config()?;
-        let mut state = self.state()?;
-        let out = f(&mut state)?;
-        config.insert("marketplaces".into(), Value::Object(state.marketplaces));
-        config.insert(
-            "installedPlugins".into(),
-            serde_json::to_value(&state.installed_plugins)
-                .map_err(|e| PluginError::Invalid("state".into(), e.to_string()))?,
-        );
-        write_json_object(&self.config_path(), config)?;
-        Ok(out)
-    }
-
-    fn read<T>(&self, f: impl FnOnce(&State) -> T) -> Result<T, PluginError> {
-        let _guard = CONFIG_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(f(&self.state()?))
+    fn read(&self) -> Result<UserConfig, PluginError> {
+        Ok(user_config::file(&self.home).read()?)
     }
 
     /// The built-in marketplaces, then the user's.
     pub fn marketplaces(&self) -> Result<Vec<Marketplace>, PluginError> {
-        self.read(|s| {
-            let mut out: Vec<Marketplace> = DEFAULT_MARKETPLACES
-                .iter()
-                .map(|(n, src)| Marketplace { name: n.to_string(), source: src.to_string(), is_default: true })
-                .collect();
-            for (name, v) in &s.marketplaces {
-                let source = v.get("source").and_then(Value::as_str).unwrap_or_default().to_string();
-                out.push(Marketplace { name: name.clone(), source, is_default: false });
-            }
-            out
-        })
+        let config = self.read()?;
+        let mut out: Vec<Marketplace> = DEFAULT_MARKETPLACES
+            .iter()
+            .map(|(n, src)| Marketplace { name: n.to_string(), source: src.to_string(), is_default: true })
+            .collect();
+        for (name, v) in config.marketplaces.iter().flatten() {
+            let source = v.get("source").and_then(Value::as_str).unwrap_or_default().to_string();
+            out.push(Marketplace { name: name.clone(), source, is_default: false });
+        }
+        Ok(out)
     }
 
     fn marketplace_dir(&self, name: &str) -> Result<PathBuf, PluginError> {
@@ -246,14 +157,14 @@ impl PluginStore {
                 return Ok((false, Vec::new(), Vec::new()));
             }
             let dependents: Vec<String> =
-                s.installed_plugins.iter().filter(|p| p.marketplace == name).map(Installed::spec).collect();
+                s.installed_plugins.iter().filter(|p| p.marketplace == name).map(InstalledPlugin::spec).collect();
             if !dependents.is_empty() && !force {
                 return Ok((false, dependents, Vec::new()));
             }
             s.marketplaces.remove(name);
-            let (gone, kept): (Vec<Installed>, Vec<Installed>) =
-                std::mem::take(&mut s.installed_plugins).into_iter().partition(|p| p.marketplace == name);
-            s.installed_plugins = kept;
+            let (gone, kept): (Vec<InstalledPlugin>, Vec<InstalledPlugin>) =
+                std::mem::take(s.installed_plugins).into_iter().partition(|p| p.marketplace == name);
+            *s.installed_plugins = kept;
             Ok((true, dependents, gone.into_iter().map(|p| p.cache_path).collect()))
         })?;
         let (removed, dependents, dirs) = removed_dirs;
@@ -290,8 +201,8 @@ impl PluginStore {
             .collect())
     }
 
-    pub fn installed(&self) -> Result<Vec<Installed>, PluginError> {
-        self.read(|s| s.installed_plugins.clone())
+    pub fn installed(&self) -> Result<Vec<InstalledPlugin>, PluginError> {
+        Ok(self.read()?.installed_plugins.unwrap_or_default())
     }
 
     /// Installs `name@marketplace` or a plugin directory.
@@ -314,7 +225,7 @@ impl PluginStore {
         let cache = self.home.join("installed-plugins").join("_direct").join(&id);
         let _ = std::fs::remove_dir_all(&cache);
         manifest::copy_dir(&dir, &cache)?;
-        let plugin = Installed {
+        let plugin = InstalledPlugin {
             name,
             marketplace: String::new(),
             direct_source_id: Some(id.clone()),
@@ -322,6 +233,7 @@ impl PluginStore {
             enabled: true,
             source: dir.display().to_string(),
             cache_path: cache.display().to_string(),
+            extra: Map::new(),
         };
         let previous = self.update(|s| {
             let previous = s.installed_plugins.iter().position(|p| p.direct_source_id.as_deref() == Some(&id));
@@ -359,7 +271,7 @@ impl PluginStore {
         }
         let _ = std::fs::remove_dir_all(&cache);
         manifest::copy_dir(&from, &cache)?;
-        let record = Installed {
+        let record = InstalledPlugin {
             name: plugin.into(),
             marketplace: marketplace.into(),
             direct_source_id: None,
@@ -367,6 +279,7 @@ impl PluginStore {
             enabled: existing.as_ref().is_none_or(|p| p.enabled),
             source: from.display().to_string(),
             cache_path: cache.display().to_string(),
+            extra: existing.as_ref().map(|p| p.extra.clone()).unwrap_or_default(),
         };
         self.update(|s| {
             s.installed_plugins.retain(|p| !(p.name == plugin && p.marketplace == marketplace));

@@ -1,4 +1,4 @@
-//! The `skill` tool: the model loads a skill by name; the tool answers as the original does and
+//! The `skill` tool: the model loads a skill (`agent_config::skills`) by name; the tool answers as the original does and
 //! the skill's text follows as a user message (`<skill-context>`).
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use protocol::generated::types as t;
 use serde_json::{json, Value};
 use tools::ToolOutput;
 
-use super::SkillSet;
+use agent_config::skills::{self, SkillSet};
 
 pub const SKILL: &str = "skill";
 
@@ -61,7 +61,7 @@ pub fn run(skills: &SkillSet, args: &Value, model: &str) -> (ToolOutput, Option<
         let known = if names.is_empty() { "none".to_string() } else { names.join(", ") };
         return (ToolOutput::fail(format!("Skill \"{name}\" not found. Available skills: {known}.")), None);
     };
-    let context = super::context_message(skill);
+    let context = skills::context_message(skill);
     let event = t::SkillInvokedData {
         name: skill.name.clone(),
         model: Some(model.to_string()),

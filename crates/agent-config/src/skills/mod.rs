@@ -1,12 +1,11 @@
 //! Skills: `<dir>/<name>/SKILL.md` files the model loads on demand through the `skill` tool
-//! (see `tool`). They come from the session's `skillDirectories`, the user
+//! (loop-engine's `skill_tool`). They come from the session's `skillDirectories`, the user
 //! (`$COPILOT_HOME/skills`) and, with `enableConfigDiscovery`, the project (`.github/skills`,
 //! `.claude/skills`, `.agents/skills` in the working directory and its parents up to the
 //! repository root); `disabledSkills` (the session's and the user's, see [`user_disabled`]) and
 //! `session.skills.disable` turn some off.
 
 mod files;
-pub mod tool;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -115,12 +114,12 @@ impl SkillSet {
 /// The user's `disabledSkills` setting (`$COPILOT_HOME/config.json`, else `settings.json`: the
 /// legacy file wins, as for every user setting). An unreadable file counts as no setting.
 pub fn user_disabled(home: &Path) -> Vec<String> {
-    let of = |file: &str| {
-        let config = crate::plugins::read_json_object(&home.join(file)).ok()?;
-        let list = config.get("disabledSkills")?.as_array()?;
-        Some(list.iter().filter_map(|v| v.as_str().map(str::to_string)).collect::<Vec<_>>())
-    };
-    of("config.json").or_else(|| of("settings.json")).unwrap_or_default()
+    let from_config = crate::user_config::file(home).read().ok().and_then(|c| c.disabled_skills);
+    from_config
+        .or_else(|| {
+            crate::user_settings::file(home).read().ok().and_then(|s| crate::user_settings::disabled_skills(&s))
+        })
+        .unwrap_or_default()
 }
 
 /// Skills outside any session (`skills.discover`): each project directory's (with the project it

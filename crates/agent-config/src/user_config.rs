@@ -1,0 +1,223 @@
+//! `$COPILOT_HOME/config.json`, the user's configuration: plugins and marketplaces
+//! (`plugins`), the MCP servers and skills turned off for every session (`mcp_config`,
+//! `skills`), and settings other programs keep there (the Copilot CLI's own, read as the
+//! legacy layer of `user.settings.*`). This module is the file's only reader and writer.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::json_file::JsonFile;
+
+pub const FILE_NAME: &str = "config.json";
+
+/// The file's fields Skipper reads or writes; every other key is kept in `extra`. A field
+/// that is absent stays absent on write (`None`), so reading and writing back changes nothing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserConfig {
+    /// The user's marketplaces by name, each `{"source": <directory>}` as Skipper writes it.
+    /// Kept as JSON: another program may describe a marketplace differently (a GitHub
+    /// source object), and that must survive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marketplaces: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installed_plugins: Option<Vec<InstalledPlugin>>,
+    /// MCP servers new sessions list but do not start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_mcp_servers: Option<Vec<String>>,
+    /// Skills every session leaves off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disabled_skills: Option<Vec<String>>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One installed plugin as `config.json` keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstalledPlugin {
+    pub name: String,
+    /// Empty for a plugin installed straight from a directory.
+    pub marketplace: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_source_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    pub enabled: bool,
+    /// Where it was installed from (a directory).
+    pub source: String,
+    /// Its copy under `installed-plugins/`.
+    pub cache_path: String,
+    /// What another program recorded about the plugin.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl InstalledPlugin {
+    /// `name@marketplace`, or the bare name of a directly installed plugin.
+    pub fn spec(&self) -> String {
+        if self.marketplace.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}@{}", self.name, self.marketplace)
+        }
+    }
+
+    pub fn matches(&self, spec: &str) -> bool {
+        spec == self.spec() || spec == self.name
+    }
+}
+
+/// The owner of `<home>/config.json`.
+pub fn file(home: &Path) -> JsonFile<UserConfig> {
+    JsonFile::new(home.join(FILE_NAME))
+}
+
+impl UserConfig {
+    pub fn installed_plugins(&self) -> &[InstalledPlugin] {
+        self.installed_plugins.as_deref().unwrap_or_default()
+    }
+
+    pub fn disabled_mcp_servers(&self) -> &[String] {
+        self.disabled_mcp_servers.as_deref().unwrap_or_default()
+    }
+
+    pub fn disabled_skills(&self) -> &[String] {
+        self.disabled_skills.as_deref().unwrap_or_default()
+    }
+
+    /// Turns MCP servers off (or back on) for new sessions; the list keeps its order.
+    pub fn set_mcp_servers_disabled(&mut self, names: &[String], disabled: bool) {
+        let before = self.disabled_mcp_servers();
+        let mut list: Vec<String> = before.iter().filter(|n| !names.contains(n)).cloned().collect();
+        if disabled {
+            list.extend(names.iter().cloned());
+        }
+        // An unchanged list leaves the file alone (and an absent key absent).
+        if list != before {
+            self.disabled_mcp_servers = Some(list);
+        }
+    }
+
+    /// Replaces the disabled skills (`skills.config.setDisabledSkills`), without duplicates.
+    pub fn set_disabled_skills(&mut self, names: &[String]) {
+        let mut list: Vec<String> = Vec::new();
+        for n in names {
+            if !list.contains(n) {
+                list.push(n.clone());
+            }
+        }
+        self.disabled_skills = Some(list);
+    }
+
+    /// Turns one skill off or back on (`skills.config.setSkillDisabled`).
+    pub fn set_skill_disabled(&mut self, name: &str, disabled: bool) {
+        let mut list: Vec<String> = self.disabled_skills().iter().filter(|n| *n != name).cloned().collect();
+        if disabled {
+            list.push(name.to_string());
+        }
+        self.disabled_skills = Some(list);
+    }
+
+    /// The file as a JSON object (for `user.settings.*`, which overlays every key).
+    pub fn to_object(&self) -> Map<String, Value> {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json_file::FileError;
+
+    fn home_with(text: &str) -> tempfile::TempDir {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join(FILE_NAME), text).unwrap();
+        home
+    }
+
+    fn on_disk(home: &Path) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(home.join(FILE_NAME)).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn unknown_fields_survive_a_write() {
+        let home = home_with(
+            r#"{"model": "gpt-x", "trusted_folders": ["/a"], "marketplaces": {"gh": {"source": {"source": "github", "repo": "o/r"}}},
+                "installedPlugins": [{"name": "p", "marketplace": "", "enabled": true, "source": "/s", "cachePath": "/c", "installed_at": "then"}]}"#,
+        );
+        file(home.path())
+            .update(|c| {
+                c.set_skill_disabled("lint", true);
+                c.installed_plugins.get_or_insert_default()[0].enabled = false;
+                Ok::<_, FileError>(())
+            })
+            .unwrap();
+        let v = on_disk(home.path());
+        assert_eq!(v["model"], "gpt-x");
+        assert_eq!(v["trusted_folders"][0], "/a");
+        assert_eq!(v["marketplaces"]["gh"]["source"]["repo"], "o/r");
+        assert_eq!(v["installedPlugins"][0]["installed_at"], "then");
+        assert_eq!(v["installedPlugins"][0]["enabled"], false);
+        assert_eq!(v["disabledSkills"], serde_json::json!(["lint"]));
+    }
+
+    #[test]
+    fn concurrent_updates_from_two_threads_both_land() {
+        let home = tempfile::tempdir().unwrap();
+        let per_thread = 50;
+        std::thread::scope(|s| {
+            for t in 0..2 {
+                let home = home.path();
+                s.spawn(move || {
+                    for i in 0..per_thread {
+                        // A new owner each time, as each request makes one.
+                        file(home)
+                            .update(|c| {
+                                c.set_skill_disabled(&format!("t{t}-{i}"), true);
+                                Ok::<_, FileError>(())
+                            })
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let config = file(home.path()).read().unwrap();
+        assert_eq!(config.disabled_skills().len(), 2 * per_thread, "no update was lost");
+    }
+
+    #[test]
+    fn a_malformed_file_is_a_clear_error_and_is_not_overwritten() {
+        for text in [r#"{"disabledSkills": ["a""#, r#"["not", "an", "object"]"#, r#"{"disabledSkills": "lint"}"#] {
+            let home = home_with(text);
+            let err = file(home.path())
+                .update(|c| {
+                    c.set_skill_disabled("x", true);
+                    Ok::<_, FileError>(())
+                })
+                .unwrap_err();
+            let message = err.to_string();
+            assert!(message.starts_with("Invalid ") && message.contains(FILE_NAME), "{message}");
+            assert!(matches!(file(home.path()).read(), Err(FileError::Invalid { .. })));
+            assert_eq!(std::fs::read_to_string(home.path().join(FILE_NAME)).unwrap(), text, "left as it was");
+        }
+    }
+
+    #[test]
+    fn a_missing_file_reads_as_empty_and_an_unchanged_list_writes_nothing() {
+        let home = tempfile::tempdir().unwrap();
+        assert_eq!(file(home.path()).read().unwrap(), UserConfig::default());
+        file(home.path())
+            .update(|c| {
+                c.set_mcp_servers_disabled(&["a".into()], false);
+                Ok::<_, FileError>(())
+            })
+            .unwrap();
+        assert!(!home.path().join(FILE_NAME).exists());
+    }
+}
