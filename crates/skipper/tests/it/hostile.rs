@@ -1317,13 +1317,16 @@ async fn a_client_that_stops_reading_is_disconnected_and_the_session_goes_on() {
             json!({"jsonrpc": "2.0", "id": 2, "method": "session.create", "params": {"sessionId": sid, "streaming": true}}),
             json!({"jsonrpc": "2.0", "id": 3, "method": "session.send", "params": {"sessionId": sid, "prompt": "long please"}}),
         ];
+        // The well-behaved client is connected before the session exists, so the broadcast
+        // `session.created` cannot come before it is listening (it did when a fast create beat
+        // the second connection)...
+        let good = sk.connect_tcp().await;
+        good.connect().await;
         for m in &msgs[..2] {
             slow.write_all(&frame(m.to_string().as_bytes())).await.unwrap();
         }
 
-        // The well-behaved client follows the session from its creation on...
-        let good = sk.connect_tcp().await;
-        good.connect().await;
+        // ... and follows the session from its creation on.
         // (Resumed once `session.created` was broadcast; a resume racing the create is
         // `resume_racing_create_subscribes_the_caller`.)
         good.wait_until(T, "session.created", |c| {
