@@ -46,7 +46,7 @@ pub struct Emitter {
     on_persisted: std::sync::OnceLock<PersistedHook>,
     /// Told of each ephemeral event delivered, with the log's length, under the lock (so in
     /// order with the appends): other nodes' followers hear them this way.
-    on_ephemeral: std::sync::OnceLock<EphemeralHook>,
+    on_ephemeral: std::sync::OnceLock<crate::placement::EphemeralHook>,
 }
 
 /// Written to the log for the runtime's own bookkeeping and never shown to a client
@@ -56,7 +56,6 @@ pub(crate) fn log_only(event: &Event) -> bool {
 }
 
 pub(crate) type PersistedHook = Box<dyn Fn(&str) + Send + Sync>;
-pub(crate) type EphemeralHook = Box<dyn Fn(&str, usize) + Send + Sync>;
 
 struct Inner {
     /// The latest persisted event (the parent of the next event of any kind).
@@ -132,7 +131,7 @@ impl Emitter {
     }
 
     /// Sets what hears of ephemeral events (once; later calls are ignored).
-    pub(crate) fn set_on_ephemeral(&self, hook: EphemeralHook) {
+    pub(crate) fn set_on_ephemeral(&self, hook: crate::placement::EphemeralHook) {
         let _ = self.on_ephemeral.set(hook);
     }
 

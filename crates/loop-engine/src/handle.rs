@@ -459,6 +459,22 @@ impl SessionHandle {
         &self.inner.emitter
     }
 
+    /// Whether the session runs here: it appends to its own log (a follower of a session
+    /// another node runs only relays).
+    pub fn runs_here(&self) -> bool {
+        self.inner.emitter.has_log()
+    }
+
+    /// A follower delivers an event the running node persisted ([`Emitter::relay`]).
+    pub fn relay(&self, event: &protocol::event::Event, json: &str) {
+        self.inner.emitter.relay(event, json);
+    }
+
+    /// A follower delivers an ephemeral event of the running node ([`Emitter::relay_ephemeral`]).
+    pub fn relay_ephemeral(&self, event: &protocol::event::Event, json: &str) {
+        self.inner.emitter.relay_ephemeral(event, json);
+    }
+
     /// The emitter, shareable (a provider's token source keeps it to reach the client).
     pub(crate) fn emitter_arc(&self) -> &Arc<Emitter> {
         &self.inner.emitter

@@ -17,7 +17,6 @@ pub mod byok;
 pub mod canvases;
 mod client;
 pub mod clients;
-pub mod cluster;
 pub mod compaction;
 mod conversation;
 mod dispatch;
@@ -38,6 +37,7 @@ mod model_call;
 mod parking;
 mod pending;
 mod permission;
+pub mod placement;
 mod run;
 pub mod session_fs;
 pub mod settings;
@@ -71,6 +71,7 @@ pub use handle::{
     SessionHandle, SessionView,
 };
 pub use pending::PendingAnswer;
+pub use placement::{Placed, Placement};
 pub use settings::SessionSettings;
 
 #[derive(Debug, thiserror::Error)]
@@ -181,8 +182,9 @@ pub struct Engine {
     pending_grace: std::time::Duration,
     sessions: Mutex<HashMap<String, SessionHandle>>,
     lifecycle: Arc<Mutex<Vec<Arc<dyn LifecycleSubscriber>>>>,
-    /// Several nodes on one database: leases and followers (`None` on one node).
-    cluster: Option<Arc<cluster::Cluster>>,
+    /// What the deployment adds around a session: nothing on one node; leases, followers
+    /// and notifications for the other nodes on several.
+    placement: Arc<dyn Placement>,
 }
 
 /// Locks a mutex, recovering it if a panicking holder poisoned it: every lock in this crate
@@ -298,25 +300,21 @@ impl Engine {
     pub async fn open(config: EngineConfig) -> Result<Self, EngineError> {
         let layout = Layout::new(config.home.clone());
         let index = SessionIndex::open(&layout.db_path()).await?;
-        Ok(Self::with_store(config, index, EventStore::Files(layout), None))
+        Ok(Self::with_store(config, index, EventStore::Files(layout), Arc::new(placement::OneNode)))
     }
 
-    /// An engine on a given index and event store; `cluster` when several nodes share them.
+    /// An engine on a given index and event store, in the deployment `placement` describes.
     pub fn with_store(
         config: EngineConfig,
         index: SessionIndex,
         events: EventStore,
-        cluster: Option<cluster::ClusterSettings>,
+        placement: Arc<dyn Placement>,
     ) -> Self {
         // Several nodes keep session directories on the volume they share: a node taking a
         // session over finds its files where the last one left them.
-        let layout = match &cluster {
-            Some(settings) => Layout::with_session_state(config.home.clone(), settings.session_state_dir()),
+        let layout = match placement.session_state_dir() {
+            Some(dir) => Layout::with_session_state(config.home.clone(), dir),
             None => Layout::new(config.home.clone()),
-        };
-        let cluster = match (cluster, events.postgres()) {
-            (Some(settings), Some(pg)) => Some(Arc::new(cluster::Cluster::new(settings, pg.clone()))),
-            _ => None,
         };
         Self {
             deps: Arc::new(Deps {
@@ -337,7 +335,7 @@ impl Engine {
             pending_grace: config.pending_grace,
             sessions: Mutex::new(HashMap::new()),
             lifecycle: Default::default(),
-            cluster,
+            placement,
         }
     }
 
@@ -364,6 +362,17 @@ impl Engine {
     fn broadcast_lifecycle(&self, params: LifecycleNotification) {
         broadcast(&self.lifecycle, &params);
     }
+
+    /// Delivers a lifecycle notification from another node to this node's clients.
+    pub fn tell_lifecycle(&self, notification: LifecycleNotification) {
+        self.broadcast_lifecycle(notification);
+    }
+
+    /// Tells this node's clients and the other nodes of a session created or deleted here.
+    async fn announce(&self, notification: LifecycleNotification) {
+        self.placement.publish(&notification).await;
+        self.broadcast_lifecycle(notification);
+    }
 }
 
 fn broadcast(subscribers: &Mutex<Vec<Arc<dyn LifecycleSubscriber>>>, params: &LifecycleNotification) {
@@ -371,10 +380,10 @@ fn broadcast(subscribers: &Mutex<Vec<Arc<dyn LifecycleSubscriber>>>, params: &Li
 }
 
 /// `session.updated` for every client, after each persisted event of a session (its start
-/// excepted: `session.created` announces that); several nodes: once a tick for the others.
+/// excepted: `session.created` announces that); the placement tells other nodes.
 fn updated_notifier(
     subscribers: Arc<Mutex<Vec<Arc<dyn LifecycleSubscriber>>>>,
-    cluster: Option<Arc<cluster::Cluster>>,
+    placement: Arc<dyn Placement>,
     session_id: String,
     start_time: String,
 ) -> emitter::PersistedHook {
@@ -382,9 +391,7 @@ fn updated_notifier(
         if kind == "session.start" {
             return;
         }
-        if let Some(cluster) = &cluster {
-            cluster.note_updated(&session_id, &start_time);
-        }
+        placement.persisted(&session_id, &start_time);
         let params = LifecycleNotification {
             kind: "session.updated".into(),
             session_id: session_id.clone(),
@@ -508,13 +515,12 @@ impl Engine {
         let (tx, rx) = tokio::sync::mpsc::channel(actor::INPUT_CAPACITY);
         emitter.set_on_persisted(updated_notifier(
             self.lifecycle.clone(),
-            self.cluster.clone(),
+            self.placement.clone(),
             id.clone(),
             start_time.clone(),
         ));
-        if let (Some(cluster), true) = (&self.cluster, emitter.has_log()) {
-            let (pg, sid) = (cluster.pg().clone(), id.clone());
-            emitter.set_on_ephemeral(Box::new(move |json, position| pg.publish_ephemeral(&sid, position as i64, json)));
+        if let (Some(hook), true) = (self.placement.ephemeral_hook(&id), emitter.has_log()) {
+            emitter.set_on_ephemeral(hook);
         }
         let view =
             Arc::new(SessionView { settings, approvals: Vec::new(), running: false, user_named: name.is_some(), name });
@@ -589,9 +595,7 @@ impl Engine {
         // The directory holds the session's local files (plan, workspace files, spills) on
         // every backend; the log goes where the store keeps logs.
         layout.ensure_session_dir(&id)?;
-        if let Some(cluster) = &self.cluster {
-            cluster.acquire_new(&id).await?;
-        }
+        self.placement.claim_new(&id).await?;
         let start_time = now();
         let storage = Storage::new(fs.as_ref(), subscriber.as_ref(), &id);
         let prepared = async {
@@ -605,9 +609,7 @@ impl Engine {
         let log = match prepared.await {
             Ok(log) => log,
             Err(e) => {
-                if let Some(cluster) = &self.cluster {
-                    cluster.unloaded(&id);
-                }
+                self.placement.unloaded(&id);
                 return Err(e);
             }
         };
@@ -645,8 +647,7 @@ impl Engine {
             session_id: id.clone(),
             metadata: Some(LifecycleMetadata { start_time: start_time.clone(), modified_time: start_time.clone() }),
         };
-        self.publish_lifecycle(&created).await;
-        self.broadcast_lifecycle(created);
+        self.announce(created).await;
         handle.emitter().emit(start);
         mcp::configure(handle.mcp(), &self.deps, &settings, params);
         write_workspace_yaml(&self.deps, &handle, &settings, None).await;
@@ -677,7 +678,7 @@ impl Engine {
         let id = params.session_id.clone().ok_or_else(|| EngineError::SessionNotFound(String::new()))?;
         settings::providers_from_params(params).map_err(EngineError::InvalidProviders)?;
         if let Some(handle) = self.get(&id) {
-            if self.cluster.as_ref().is_some_and(|c| c.following(&id).is_some()) {
+            if self.placement.followed_owner(&id).is_some() {
                 // A follower relays another node's events: joining it adds no event of its own.
                 if let Some(sub) = subscriber {
                     handle.subscribe(sub);
@@ -695,35 +696,32 @@ impl Engine {
             }
         }
         Layout::check_id(&id).map_err(|_| EngineError::Load(store::StoreError::NotFound(id.clone())))?;
-        let mut follow_owner = None;
-        if let Some(cluster) = &self.cluster {
-            if let store::pg::Lease::Elsewhere(node) = cluster.acquire(&id).await? {
-                follow_owner = Some(node);
-            }
-        }
+        let placed = self.placement.claim(&id).await?;
         let storage = Storage::new(fs.as_ref(), subscriber.as_ref(), &id);
         let subscribers = subscriber.into_iter().collect();
-        let loaded = self.load(&id, params, subscribers, follow_owner, storage).await;
+        let loaded = self.load(&id, params, subscribers, placed, storage).await;
         if loaded.is_err() {
-            if let Some(cluster) = &self.cluster {
-                cluster.unloaded(&id);
-            }
+            self.placement.unloaded(&id);
         }
         loaded
     }
 
-    /// Loads a session from its log. Without `follow` it runs here (this node holds its lease
-    /// and alone appends to its log); with the owning node's id it is a read-only follower that
-    /// relays what that node persists ([`Engine::cluster_tick`]).
+    /// Loads a session from its log. [`Placed::Here`]: it runs here (this node alone appends
+    /// to its log); [`Placed::Elsewhere`]: a read-only follower that relays what the owning
+    /// node persists (the placement feeds it).
     async fn load(
         &self,
         id: &str,
         params: &SessionConfigParams,
         subscribers: Vec<Arc<dyn EventSubscriber>>,
-        follow: Option<String>,
+        placed: Placed,
         storage: Storage,
     ) -> Result<SessionHandle, EngineError> {
         let id = id.to_string();
+        let follow = match placed {
+            Placed::Here => None,
+            Placed::Elsewhere(node) => Some(node),
+        };
         let loaded = match &storage.remote {
             Some(remote) => remote.load(&id).await,
             None => self.deps.events.load(&id).await,
@@ -779,8 +777,8 @@ impl Engine {
                 Some(first) => Some(first.clone()),
                 None => {
                     sessions.insert(id.clone(), handle.clone());
-                    if let (Some(node), Some(cluster)) = (&follow, &self.cluster) {
-                        cluster.add_follower(&id, node, params, loaded.events.len() as i64);
+                    if let Some(node) = &follow {
+                        self.placement.following(&id, node, params, loaded.events.len() as i64);
                     }
                     None
                 }
@@ -896,14 +894,24 @@ impl Engine {
         Ok(())
     }
 
+    /// Runs here a session this node followed (its owner is gone and the placement holds its
+    /// lease now): the follower's clients move to the session loaded from the log.
+    pub async fn take_over(&self, follower: &SessionHandle, params: &SessionConfigParams) -> Result<(), EngineError> {
+        let subscribers = follower.emitter().take_subscribers();
+        self.forget(follower);
+        follower.shutdown();
+        let mut params = params.clone();
+        params.disable_resume = Some(false);
+        self.load(follower.id(), &params, subscribers, Placed::Here, Default::default()).await?;
+        Ok(())
+    }
+
     /// Removes an unloaded session from the registry (unless a new one took its id).
     fn forget(&self, handle: &SessionHandle) {
         let mut sessions = lock(&self.sessions);
         if sessions.get(handle.id()).is_some_and(|h| h.same_session(handle)) {
             sessions.remove(handle.id());
-            if let Some(cluster) = &self.cluster {
-                cluster.unloaded(handle.id());
-            }
+            self.placement.unloaded(handle.id());
         }
     }
 
@@ -930,11 +938,9 @@ impl Engine {
     }
 
     pub async fn delete(&self, id: &str) -> Result<(), EngineError> {
-        if let Some(cluster) = &self.cluster {
-            // Running on another node: deleting it under that node would lose what it writes.
-            if let Some(node) = cluster.pg().holder(id).await?.filter(|n| n != cluster.pg().node_id()) {
-                return Err(store::StoreError::LeasedElsewhere { session: id.to_string(), node }.into());
-            }
+        // Running on another node: deleting it under that node would lose what it writes.
+        if let Some(node) = self.placement.running_elsewhere(id).await? {
+            return Err(store::StoreError::LeasedElsewhere { session: id.to_string(), node }.into());
         }
         let removed = lock(&self.sessions).remove(id);
         if let Some(handle) = removed {
@@ -952,8 +958,7 @@ impl Engine {
         self.deps.index.delete(id).await?;
         let deleted =
             LifecycleNotification { kind: "session.deleted".into(), session_id: id.to_string(), metadata: None };
-        self.publish_lifecycle(&deleted).await;
-        self.broadcast_lifecycle(deleted);
+        self.announce(deleted).await;
         Ok(())
     }
 

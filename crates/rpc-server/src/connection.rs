@@ -177,7 +177,7 @@ impl Reader {
             return;
         };
         let text = params.object_text();
-        let named = crate::follower_gate::named_session(&self.server.engine, entry.name, text.ok());
+        let named = crate::follower_gate::named_session(self.server.cluster.as_ref(), entry, text.ok());
         let call = text.map_err(str::to_string).and_then(entry.parse);
         let call = match call {
             Ok(call) => call,

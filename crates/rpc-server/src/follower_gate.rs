@@ -1,96 +1,16 @@
 //! Several nodes: a session loaded here as a read-only follower runs on another node, and its
-//! state there is the truth. A send or an abort is forwarded to that node (`forwarding`); any
-//! other request that would change it is refused here with an error naming that node, so
-//! nothing a client changes is applied to a copy that is never persisted; reads answer from
-//! what the follower holds (the session's files are on the volume the nodes share).
+//! state there is the truth. What happens to a request naming it is the method table's
+//! follower column ([`OnFollower`]): a send or an abort is forwarded to that node
+//! (`forwarding`), reads answer from what the follower holds (the session's files are on the
+//! volume the nodes share), and anything else is refused here with an error naming that node,
+//! so nothing a client changes is applied to a copy that is never persisted.
+
+use std::sync::Arc;
 
 use protocol::jsonrpc::RpcError;
 use serde::Deserialize;
 
-use crate::table::Ctx;
-
-/// Methods a follower answers: they read the log, the shared files or the settings the session
-/// was loaded with, or concern only this connection (`detach`). Everything else that names a
-/// followed session is refused — a method added later is safe until it is listed here.
-const READS_ON_FOLLOWER: &[&str] = &[
-    "session.create",
-    "session.resume",
-    "session.getMessages",
-    "session.getMetadata",
-    "session.detach",
-    "session.destroy",
-    "session.model.getCurrent",
-    "session.model.list",
-    "session.mode.get",
-    "session.plan.read",
-    "session.plan.readSqlTodos",
-    "session.plan.readSqlTodosWithDependencies",
-    "session.name.get",
-    "session.agent.list",
-    "session.agent.getCurrent",
-    "session.skills.list",
-    "session.skills.getInvoked",
-    "session.provider.getEndpoint",
-    "session.workspaces.listFiles",
-    "session.workspaces.readFile",
-    "session.workspaces.statFile",
-    "session.workspaces.getWorkspace",
-    "session.workspaces.listCheckpoints",
-    "session.workspaces.readCheckpoint",
-    "session.workspaces.diff",
-    "session.metadata.isProcessing",
-    "session.metadata.snapshot",
-    "session.metadata.activity",
-    "session.metadata.contextInfo",
-    "session.metadata.getContextAttribution",
-    "session.metadata.getContextHeaviestMessages",
-    "session.eventLog.registerInterest",
-    "session.eventLog.releaseInterest",
-    "session.eventLog.read",
-    "session.eventLog.tail",
-    "session.completions.getTriggerCharacters",
-    "session.visibility.get",
-    "session.permissions.getMode",
-    "session.permissions.pendingRequests",
-    "session.permissions.paths.list",
-    "session.permissions.paths.isPathWithinAllowedDirectories",
-    "session.permissions.paths.isPathWithinWorkspace",
-    "session.permissions.folderTrust.isTrusted",
-    "session.queue.pendingItems",
-    "session.tools.getCurrentMetadata",
-    "session.telemetry.getEngagementId",
-    "session.plugins.list",
-    "session.schedule.list",
-    "session.instructions.getSources",
-    "session.gitHubAuth.getStatus",
-    "session.usage.getMetrics",
-    "session.mcp.list",
-    "session.mcp.listTools",
-    "session.mcp.isServerRunning",
-    "session.extensions.list",
-    "session.tasks.list",
-    "session.tasks.getProgress",
-    "session.tasks.getCurrentPromotable",
-    "session.commands.list",
-    "sessions.fork",
-    "sessions.getMetadata",
-    "sessions.checkInUse",
-    "sessions.getSizes",
-];
-
-/// Changes whose handler refuses a session another node runs in the method's own answer shape
-/// (`session.delete`: `success: false` naming the node).
-const REFUSED_BY_HANDLER: &[&str] = &["session.delete"];
-
-/// Whether `method` may run on a session another node runs.
-pub fn reads_only(method: &str) -> bool {
-    READS_ON_FOLLOWER.contains(&method)
-}
-
-/// Whether the gate lets `method` through on a followed session.
-fn passes(method: &str) -> bool {
-    reads_only(method) || REFUSED_BY_HANDLER.contains(&method)
-}
+use crate::table::{Ctx, Entry, OnFollower};
 
 #[derive(Deserialize)]
 struct SessionParam {
@@ -98,36 +18,41 @@ struct SessionParam {
     session_id: Option<String>,
 }
 
-/// The session a request names, and for a request a follower forwards, its params.
+/// The session a request names, what a follower does with it, and for a request a follower
+/// forwards, its params.
 pub struct Named {
     pub session_id: String,
+    rule: OnFollower,
     forward: Option<String>,
 }
 
 /// The session a request's params name (`sessionId`), on a server with several nodes only: a
 /// single node has no followers, and skips the extra parse.
-pub fn named_session(ctx_engine: &loop_engine::Engine, method: &str, params_text: Option<&str>) -> Option<Named> {
-    if !ctx_engine.is_clustered() {
-        return None;
-    }
+pub fn named_session(
+    cluster: Option<&Arc<cluster::Cluster>>,
+    entry: &Entry,
+    params_text: Option<&str>,
+) -> Option<Named> {
+    cluster?;
     let text = params_text?;
     let session_id = serde_json::from_str::<SessionParam>(text).ok()?.session_id?;
-    let forward = crate::forwarding::forwarded(method).then(|| text.to_string());
-    Some(Named { session_id, forward })
+    let forward = (entry.follower == OnFollower::Forward).then(|| text.to_string());
+    Some(Named { session_id, rule: entry.follower, forward })
 }
 
 /// What happens to a request that would change a session this node follows (checked when the
 /// request runs: a `session.resume` queued before it may just have made it a follower): a send
 /// or an abort goes to the owner, whose answer it gets; anything else is refused.
 pub async fn intercept(ctx: &Ctx, named: &Named) -> Option<Result<Vec<u8>, RpcError>> {
+    let cluster = ctx.server.cluster.as_ref()?;
     let session_id = named.session_id.as_str();
-    ctx.server.engine.settled(session_id).await;
-    if passes(ctx.method) || !ctx.visible(session_id) {
+    cluster.settled(session_id).await;
+    if matches!(named.rule, OnFollower::Read | OnFollower::Handler) || !ctx.visible(session_id) {
         return None;
     }
-    let node = ctx.server.engine.follower_of(session_id)?;
+    let node = cluster.follower_of(session_id)?;
     Some(match &named.forward {
-        Some(params) => crate::forwarding::forward(ctx, session_id, params, node).await,
+        Some(params) => crate::forwarding::forward(ctx, cluster, session_id, params, node).await,
         None => Err(refused(ctx, session_id, node)),
     })
 }
@@ -141,17 +66,29 @@ pub fn refused(ctx: &Ctx, session_id: &str, node: String) -> RpcError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::lookup;
+
+    fn rule(method: &str) -> OnFollower {
+        lookup(method).map(|e| e.follower).unwrap_or_else(|| panic!("{method} is not in the method table"))
+    }
 
     #[test]
-    fn only_reads_pass_on_a_follower() {
-        assert!(reads_only("session.plan.read"));
-        assert!(reads_only("session.getMessages"));
-        for write in ["session.plan.update", "session.model.switchTo", "session.abort", "session.name.set"] {
-            assert!(!reads_only(write), "{write}");
+    fn a_follower_answers_reads_forwards_sends_and_refuses_the_rest() {
+        for read in ["session.plan.read", "session.getMessages", "session.resume", "session.destroy", "sessions.fork"] {
+            assert_eq!(rule(read), OnFollower::Read, "{read}");
         }
-        // Every listed name is a method the server answers.
-        for name in READS_ON_FOLLOWER.iter().chain(REFUSED_BY_HANDLER) {
-            assert!(crate::table::lookup(name).is_some(), "{name} is not in the method table");
+        for forwarded in ["session.send", "session.abort"] {
+            assert_eq!(rule(forwarded), OnFollower::Forward, "{forwarded}");
         }
+        assert_eq!(rule("session.delete"), OnFollower::Handler);
+        for write in ["session.plan.update", "session.model.switchTo", "session.name.set", "session.mode.set"] {
+            assert_eq!(rule(write), OnFollower::Refuse, "{write}");
+        }
+    }
+
+    #[test]
+    fn a_request_is_named_only_on_several_nodes() {
+        let entry = lookup("session.send").unwrap();
+        assert!(named_session(None, entry, Some(r#"{"sessionId":"s"}"#)).is_none());
     }
 }

@@ -1,5 +1,6 @@
-//! Several nodes: a `session.send` or `session.abort` made on a node that only follows the
-//! session goes to the node running it, through the database's inbox (`store::pg` inbox). The
+//! Several nodes: a `session.send` or `session.abort` (the method table's `follower Forward`
+//! rows) made on a node that only follows the session goes to the node running it, through
+//! the database's inbox (`cluster::Cluster::forward_request`). The
 //! owner runs it as it runs a local one (same events, same answer) and the follower's client
 //! gets that answer — or, when no answer comes in time (the owner is stuck or gone), the
 //! refusal naming the owner.
@@ -12,20 +13,18 @@ use protocol::jsonrpc::RpcError;
 use crate::table::Ctx;
 use crate::Server;
 
-/// Requests a follower hands to the owner; other changes are refused (`follower_gate`).
-pub const FORWARDED: &[&str] = &["session.send", "session.abort"];
-
 /// How long a follower waits for the owner's answer.
 const WAIT: Duration = Duration::from_secs(10);
 
-/// Whether requests of `method` are forwarded rather than refused on a follower.
-pub fn forwarded(method: &str) -> bool {
-    FORWARDED.contains(&method)
-}
-
 /// The owner's answer to a request made here on a session `node` runs.
-pub async fn forward(ctx: &Ctx, session_id: &str, params: &str, node: String) -> Result<Vec<u8>, RpcError> {
-    match ctx.server.engine.forward_request(session_id, ctx.method, params, WAIT).await {
+pub async fn forward(
+    ctx: &Ctx,
+    cluster: &cluster::Cluster,
+    session_id: &str,
+    params: &str,
+    node: String,
+) -> Result<Vec<u8>, RpcError> {
+    match cluster.forward_request(session_id, ctx.method, params, WAIT).await {
         Ok(Some(Ok(result))) => Ok(result.into_bytes()),
         Ok(Some(Err(error))) => Err(serde_json::from_str::<RpcError>(&error).unwrap_or_else(|_| ctx.failed(error))),
         Ok(None) => Err(crate::follower_gate::refused(ctx, session_id, node)),
@@ -39,14 +38,15 @@ pub async fn forward(ctx: &Ctx, session_id: &str, params: &str, node: String) ->
 /// Runs the requests other nodes forwarded to sessions run here (to `only`, or to any), in
 /// the order they were made, and writes their answers back.
 pub async fn serve_inbox(server: &Server, only: Option<&str>) {
-    for item in server.engine.claim_forwarded(only).await {
+    let Some(cluster) = &server.cluster else { return };
+    for item in cluster.claim_forwarded(&server.engine, only).await {
         let answer = run(server, &item).await;
-        server.engine.answer_forwarded(item.id, answer).await;
+        cluster.answer_forwarded(item.id, answer).await;
     }
 }
 
 /// One forwarded request: the result's JSON, or the error's (as `RpcError`).
-async fn run(server: &Server, item: &store::pg::InboxItem) -> Result<String, String> {
+async fn run(server: &Server, item: &cluster::InboxItem) -> Result<String, String> {
     let method = item.method.as_str();
     let failed = |e: RpcError| serde_json::to_string(&e).unwrap_or_default();
     let engine_failed = |e: loop_engine::EngineError| failed(crate::errors::engine_error(method, &e));

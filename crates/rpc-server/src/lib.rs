@@ -109,6 +109,9 @@ pub struct Server {
     pub session_identities: session_auth::SessionIdentities,
     /// Accounts signed in with `account.login` while the server runs.
     pub accounts: accounts::Accounts,
+    /// Several nodes on one database: this node's leases, followers and forwarded requests
+    /// (`None` on one node).
+    pub cluster: Option<Arc<cluster::Cluster>>,
 }
 
 impl Server {
@@ -131,6 +134,7 @@ impl Server {
             permissions: Default::default(),
             session_identities: Default::default(),
             accounts: Default::default(),
+            cluster: None,
         })
     }
 
@@ -142,6 +146,7 @@ impl Server {
         limits: Limits,
         inference: Arc<inference::InferenceBridge>,
         tenancy: Arc<tenancy::Tenancy>,
+        cluster: Option<Arc<cluster::Cluster>>,
     ) -> Arc<Self> {
         Arc::new(Self {
             engine,
@@ -155,6 +160,7 @@ impl Server {
             permissions: Default::default(),
             session_identities: Default::default(),
             accounts: Default::default(),
+            cluster,
         })
     }
 }

@@ -35,50 +35,50 @@ method_table! {
         => inference::response_chunk, lane |_p| None, aliases [];
 
     // Sessions: lifecycle.
-    SessionCreate: h::SessionCreate => session::create, lane |p| p.session_id.as_deref(), aliases [];
-    SessionResume: h::SessionResume => session::resume, lane |p| p.session_id.as_deref(), aliases [];
-    SessionGetMessages: h::SessionGetMessages => session::get_messages, lane |p| Some(&p.session_id), aliases [];
-    SessionDetach: h::SessionDetach => session::detach, lane |p| Some(&p.session_id), aliases ["session.destroy"];
-    SessionDelete: h::SessionDelete => session::delete, lane |p| Some(&p.session_id), aliases [];
+    SessionCreate: h::SessionCreate => session::create, lane |p| p.session_id.as_deref(), aliases [], follower Read;
+    SessionResume: h::SessionResume => session::resume, lane |p| p.session_id.as_deref(), aliases [], follower Read;
+    SessionGetMessages: h::SessionGetMessages => session::get_messages, lane |p| Some(&p.session_id), aliases [], follower Read;
+    SessionDetach: h::SessionDetach => session::detach, lane |p| Some(&p.session_id), aliases ["session.destroy"], follower Read;
+    SessionDelete: h::SessionDelete => session::delete, lane |p| Some(&p.session_id), aliases [], follower Handler;
     SessionList: h::SessionList => session::list, lane |_p| None, aliases [];
     SessionGetLastId: h::SessionGetLastId => session::last_id, lane |_p| None, aliases [];
-    SessionGetMetadata: h::SessionGetMetadata => session::metadata, lane |p| Some(&p.session_id), aliases [];
-    SessionsFork: g::SessionsFork => session::fork, lane |_p| None, aliases [];
+    SessionGetMetadata: h::SessionGetMetadata => session::metadata, lane |p| Some(&p.session_id), aliases [], follower Read;
+    SessionsFork: g::SessionsFork => session::fork, lane |_p| None, aliases [], follower Read;
     SessionGetForeground: h::SessionGetForeground => session::get_foreground, lane |_p| None, aliases [];
     SessionSetForeground: h::SessionSetForeground => session::set_foreground, lane |_p| None, aliases [];
 
     // Sessions: conversation and pending client work.
-    SessionSend: g::SessionSend => session::send, lane |p| Some(&p.session_id), aliases [];
-    SessionAbort: g::SessionAbort => session::abort, lane |p| Some(&p.session_id), aliases [];
+    SessionSend: g::SessionSend => session::send, lane |p| Some(&p.session_id), aliases [], follower Forward;
+    SessionAbort: g::SessionAbort => session::abort, lane |p| Some(&p.session_id), aliases [], follower Forward;
     SessionLog: g::SessionLog => session::log, lane |p| Some(&p.session_id), aliases [];
     SessionPermissionsHandlePendingPermissionRequest: g::SessionPermissionsHandlePendingPermissionRequest
         => session::answer_permission, lane |p| Some(&p.session_id), aliases [];
     SessionPermissionsSetApproveAll: g::SessionPermissionsSetApproveAll
         => session::set_approve_all, lane |p| Some(&p.session_id), aliases [];
     SessionPermissionsPendingRequests: g::SessionPermissionsPendingRequests
-        => session::pending_permissions, lane |p| Some(&p.session_id), aliases [];
+        => session::pending_permissions, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionToolsHandlePendingToolCall: g::SessionToolsHandlePendingToolCall
         => session::answer_tool_call, lane |p| Some(&p.session_id), aliases [];
     SessionToolsSet: g::SessionToolsSet => session::set_tools, lane |p| Some(&p.session_id), aliases [];
 
     // Sessions: model, mode, plan.
-    SessionModelGetCurrent: g::SessionModelGetCurrent => session_state::model_get, lane |p| Some(&p.session_id), aliases [];
+    SessionModelGetCurrent: g::SessionModelGetCurrent => session_state::model_get, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionModelSwitchTo: g::SessionModelSwitchTo => session_state::model_switch, lane |p| Some(&p.session_id), aliases [];
-    SessionModeGet: g::SessionModeGet => session_state::mode_get, lane |p| Some(&p.session_id), aliases [];
+    SessionModeGet: g::SessionModeGet => session_state::mode_get, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionModeSet: g::SessionModeSet => session_state::mode_set, lane |p| Some(&p.session_id), aliases [];
-    SessionPlanRead: g::SessionPlanRead => session_state::plan_read, lane |p| Some(&p.session_id), aliases [];
+    SessionPlanRead: g::SessionPlanRead => session_state::plan_read, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionPlanUpdate: g::SessionPlanUpdate => session_state::plan_update, lane |p| Some(&p.session_id), aliases [];
     SessionPlanDelete: g::SessionPlanDelete => session_state::plan_delete, lane |p| Some(&p.session_id), aliases [];
-    SessionNameGet: g::SessionNameGet => session_state::name_get, lane |p| Some(&p.session_id), aliases [];
+    SessionNameGet: g::SessionNameGet => session_state::name_get, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionNameSet: g::SessionNameSet => session_state::name_set, lane |p| Some(&p.session_id), aliases [];
     SessionNameSetAuto: g::SessionNameSetAuto => session_state::name_set_auto, lane |p| Some(&p.session_id), aliases [];
     SessionShutdown: g::SessionShutdown => session_state::shutdown, lane |p| Some(&p.session_id), aliases [];
     SessionModelSetReasoningEffort: g::SessionModelSetReasoningEffort
         => session_state::set_reasoning_effort, lane |p| Some(&p.session_id), aliases [];
     // MCP servers of a session.
-    SessionMcpList: g::SessionMcpList => mcp::list, lane |_p| None, aliases [];
-    SessionMcpListTools: g::SessionMcpListTools => mcp::list_tools, lane |_p| None, aliases [];
-    SessionMcpIsServerRunning: g::SessionMcpIsServerRunning => mcp::is_running, lane |_p| None, aliases [];
+    SessionMcpList: g::SessionMcpList => mcp::list, lane |_p| None, aliases [], follower Read;
+    SessionMcpListTools: g::SessionMcpListTools => mcp::list_tools, lane |_p| None, aliases [], follower Read;
+    SessionMcpIsServerRunning: g::SessionMcpIsServerRunning => mcp::is_running, lane |_p| None, aliases [], follower Read;
     SessionMcpStartServer: g::SessionMcpStartServer => mcp::start, lane |_p| None, aliases [];
     SessionMcpStopServer: g::SessionMcpStopServer => mcp::stop, lane |_p| None, aliases [];
     SessionMcpRestartServer: g::SessionMcpRestartServer => mcp::restart, lane |_p| None, aliases [];
@@ -100,7 +100,7 @@ method_table! {
     SessionMcpOauthLogin: g::SessionMcpOauthLogin => mcp_extras::oauth_login, lane |_p| None, aliases [];
     SessionMcpOauthHandlePendingRequest: g::SessionMcpOauthHandlePendingRequest
         => mcp_extras::oauth_handle_pending, lane |_p| None, aliases [];
-    SessionExtensionsList: g::SessionExtensionsList => mcp_extras::extensions_list, lane |_p| None, aliases [];
+    SessionExtensionsList: g::SessionExtensionsList => mcp_extras::extensions_list, lane |_p| None, aliases [], follower Read;
     SessionExtensionsEnable: g::SessionExtensionsEnable => mcp_extras::extensions_enable, lane |_p| None, aliases [];
     SessionExtensionsDisable: g::SessionExtensionsDisable => mcp_extras::extensions_disable, lane |_p| None, aliases [];
     SessionExtensionsReload: g::SessionExtensionsReload => mcp_extras::extensions_reload, lane |_p| None, aliases [];
@@ -135,70 +135,70 @@ method_table! {
     PluginsMarketplacesRefresh: g::PluginsMarketplacesRefresh => plugins::marketplaces_refresh, lane |_p| None, aliases [];
     // Sessions: background tasks.
     SessionFleetStart: g::SessionFleetStart => fleet::start, lane |p| Some(&p.session_id), aliases [];
-    SessionTasksList: g::SessionTasksList => tasks::list, lane |_p| None, aliases [];
+    SessionTasksList: g::SessionTasksList => tasks::list, lane |_p| None, aliases [], follower Read;
     SessionTasksStartAgent: g::SessionTasksStartAgent => tasks::start_agent, lane |_p| None, aliases [];
     SessionTasksRefresh: g::SessionTasksRefresh => tasks::refresh, lane |_p| None, aliases [];
     SessionTasksWaitForPending: g::SessionTasksWaitForPending => tasks::wait_for_pending, lane |_p| None, aliases [];
-    SessionTasksGetProgress: g::SessionTasksGetProgress => tasks::get_progress, lane |_p| None, aliases [];
-    SessionTasksGetCurrentPromotable: g::SessionTasksGetCurrentPromotable => tasks::get_current_promotable, lane |_p| None, aliases [];
+    SessionTasksGetProgress: g::SessionTasksGetProgress => tasks::get_progress, lane |_p| None, aliases [], follower Read;
+    SessionTasksGetCurrentPromotable: g::SessionTasksGetCurrentPromotable => tasks::get_current_promotable, lane |_p| None, aliases [], follower Read;
     SessionTasksPromoteToBackground: g::SessionTasksPromoteToBackground => tasks::promote, lane |_p| None, aliases [];
     SessionTasksPromoteCurrentToBackground: g::SessionTasksPromoteCurrentToBackground => tasks::promote_current, lane |_p| None, aliases [];
     SessionTasksCancel: g::SessionTasksCancel => tasks::cancel, lane |_p| None, aliases [];
     SessionTasksRemove: g::SessionTasksRemove => tasks::remove, lane |_p| None, aliases [];
     SessionTasksSendMessage: g::SessionTasksSendMessage => tasks::send_message, lane |_p| None, aliases [];
     SessionMetadataIsProcessing: g::SessionMetadataIsProcessing
-        => session_state::is_processing, lane |_p| None, aliases [];
+        => session_state::is_processing, lane |_p| None, aliases [], follower Read;
     SessionEventLogRegisterInterest: g::SessionEventLogRegisterInterest
-        => session_state::register_interest, lane |_p| None, aliases [];
+        => session_state::register_interest, lane |_p| None, aliases [], follower Read;
     SessionEventLogReleaseInterest: g::SessionEventLogReleaseInterest
-        => session_state::release_interest, lane |_p| None, aliases [];
+        => session_state::release_interest, lane |_p| None, aliases [], follower Read;
     SessionMetadataSnapshot: g::SessionMetadataSnapshot
-        => session_state::metadata_snapshot, lane |_p| None, aliases [];
+        => session_state::metadata_snapshot, lane |_p| None, aliases [], follower Read;
     SessionMetadataSetWorkingDirectory: g::SessionMetadataSetWorkingDirectory
         => session_state::set_working_directory, lane |p| Some(&p.session_id), aliases [];
     SessionMetadataRecordContextChange: g::SessionMetadataRecordContextChange
         => session_state::record_context_change, lane |p| Some(&p.session_id), aliases [];
-    SessionEventLogTail: g::SessionEventLogTail => session_state::event_log_tail, lane |_p| None, aliases [];
-    SessionEventLogRead: g::SessionEventLogRead => session_state::event_log_read, lane |_p| None, aliases [];
+    SessionEventLogTail: g::SessionEventLogTail => session_state::event_log_tail, lane |_p| None, aliases [], follower Read;
+    SessionEventLogRead: g::SessionEventLogRead => session_state::event_log_read, lane |_p| None, aliases [], follower Read;
     SessionSuspend: g::SessionSuspend => session_state::suspend, lane |_p| None, aliases [];
     SessionOptionsUpdate: g::SessionOptionsUpdate
         => session_state::options_update, lane |p| Some(&p.session_id), aliases [];
 
     // Sessions: queue, activity, permission mode, offered tools, and the features answered
     // without a service behind them.
-    SessionMetadataActivity: g::SessionMetadataActivity => session_extras::activity, lane |_p| None, aliases [];
+    SessionMetadataActivity: g::SessionMetadataActivity => session_extras::activity, lane |_p| None, aliases [], follower Read;
     SessionQueuePendingItems: g::SessionQueuePendingItems
-        => session_extras::queue_pending, lane |p| Some(&p.session_id), aliases [];
+        => session_extras::queue_pending, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionQueueRemoveMostRecent: g::SessionQueueRemoveMostRecent
         => session_extras::queue_remove_most_recent, lane |p| Some(&p.session_id), aliases [];
     SessionQueueClear: g::SessionQueueClear => session_extras::queue_clear, lane |p| Some(&p.session_id), aliases [];
     SessionPermissionsGetMode: g::SessionPermissionsGetMode
-        => session_extras::permissions_get_mode, lane |p| Some(&p.session_id), aliases [];
+        => session_extras::permissions_get_mode, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionPermissionsSetMode: g::SessionPermissionsSetMode
         => session_extras::permissions_set_mode, lane |p| Some(&p.session_id), aliases [];
     SessionToolsGetCurrentMetadata: g::SessionToolsGetCurrentMetadata
-        => session_extras::tools_current_metadata, lane |p| Some(&p.session_id), aliases [];
+        => session_extras::tools_current_metadata, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionToolsUpdateSubagentSettings: g::SessionToolsUpdateSubagentSettings
         => session_extras::tools_update_subagent_settings, lane |p| Some(&p.session_id), aliases [];
-    SessionVisibilityGet: g::SessionVisibilityGet => session_extras::visibility_get, lane |_p| None, aliases [];
+    SessionVisibilityGet: g::SessionVisibilityGet => session_extras::visibility_get, lane |_p| None, aliases [], follower Read;
     SessionVisibilitySet: g::SessionVisibilitySet => session_extras::visibility_set, lane |_p| None, aliases [];
     SessionCompletionsGetTriggerCharacters: g::SessionCompletionsGetTriggerCharacters
-        => session_extras::completions_trigger_characters, lane |_p| None, aliases [];
+        => session_extras::completions_trigger_characters, lane |_p| None, aliases [], follower Read;
     SessionCompletionsRequest: g::SessionCompletionsRequest
         => session_extras::completions_request, lane |_p| None, aliases [];
     SessionPlanReadSqlTodos: g::SessionPlanReadSqlTodos
-        => session_fs::read_sql_todos, lane |_p| None, aliases [];
+        => session_fs::read_sql_todos, lane |_p| None, aliases [], follower Read;
     SessionPlanReadSqlTodosWithDependencies: g::SessionPlanReadSqlTodosWithDependencies
-        => session_fs::read_sql_todos_with_dependencies, lane |_p| None, aliases [];
+        => session_fs::read_sql_todos_with_dependencies, lane |_p| None, aliases [], follower Read;
     SessionFsSetProvider: g::SessionFsSetProvider => session_fs::set_provider, lane |_p| None, aliases [];
-    SessionWorkspacesDiff: g::SessionWorkspacesDiff => workspace_extras::diff, lane |_p| None, aliases [];
+    SessionWorkspacesDiff: g::SessionWorkspacesDiff => workspace_extras::diff, lane |_p| None, aliases [], follower Read;
     SessionWorkspacesSaveLargePaste: g::SessionWorkspacesSaveLargePaste
         => workspace_extras::save_large_paste, lane |p| Some(&p.session_id), aliases [];
     SessionTelemetryGetEngagementId: g::SessionTelemetryGetEngagementId
-        => session_extras::telemetry_engagement_id, lane |_p| None, aliases [];
-    SessionPluginsList: g::SessionPluginsList => session_extras::plugins_list, lane |_p| None, aliases [];
+        => session_extras::telemetry_engagement_id, lane |_p| None, aliases [], follower Read;
+    SessionPluginsList: g::SessionPluginsList => session_extras::plugins_list, lane |_p| None, aliases [], follower Read;
     SessionPluginsReload: g::SessionPluginsReload => session_extras::plugins_reload, lane |_p| None, aliases [];
-    SessionScheduleList: g::SessionScheduleList => session_extras::schedule_list, lane |_p| None, aliases [];
+    SessionScheduleList: g::SessionScheduleList => session_extras::schedule_list, lane |_p| None, aliases [], follower Read;
     SessionScheduleStop: g::SessionScheduleStop => session_extras::schedule_stop, lane |_p| None, aliases [];
     SessionRemoteEnable: g::SessionRemoteEnable => session_extras::remote_enable, lane |_p| None, aliases [];
     SessionRemoteDisable: g::SessionRemoteDisable => session_extras::remote_disable, lane |_p| None, aliases [];
@@ -215,25 +215,25 @@ method_table! {
     SessionsStartRemoteControl: g::SessionsStartRemoteControl
         => session_extras::remote_control_start, lane |_p| None, aliases [];
     // Sessions: custom agents and skills.
-    SessionAgentList: g::SessionAgentList => agents::list, lane |p| Some(&p.session_id), aliases [];
-    SessionAgentGetCurrent: g::SessionAgentGetCurrent => agents::get_current, lane |p| Some(&p.session_id), aliases [];
+    SessionAgentList: g::SessionAgentList => agents::list, lane |p| Some(&p.session_id), aliases [], follower Read;
+    SessionAgentGetCurrent: g::SessionAgentGetCurrent => agents::get_current, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionAgentSelect: g::SessionAgentSelect => agents::select, lane |p| Some(&p.session_id), aliases [];
     SessionAgentDeselect: g::SessionAgentDeselect => agents::deselect, lane |p| Some(&p.session_id), aliases [];
     SessionAgentReload: g::SessionAgentReload => agents::reload, lane |p| Some(&p.session_id), aliases [];
-    SessionSkillsList: g::SessionSkillsList => agents::skills_list, lane |p| Some(&p.session_id), aliases [];
+    SessionSkillsList: g::SessionSkillsList => agents::skills_list, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionSkillsEnable: g::SessionSkillsEnable => agents::skills_enable, lane |p| Some(&p.session_id), aliases [];
     SessionSkillsDisable: g::SessionSkillsDisable => agents::skills_disable, lane |p| Some(&p.session_id), aliases [];
     SessionSkillsReload: g::SessionSkillsReload => agents::skills_reload, lane |p| Some(&p.session_id), aliases [];
     SessionSkillsEnsureLoaded: g::SessionSkillsEnsureLoaded
         => agents::skills_ensure_loaded, lane |p| Some(&p.session_id), aliases [];
     SessionSkillsGetInvoked: g::SessionSkillsGetInvoked
-        => agents::skills_get_invoked, lane |p| Some(&p.session_id), aliases [];
+        => agents::skills_get_invoked, lane |p| Some(&p.session_id), aliases [], follower Read;
 
     // Sessions: models and bring-your-own-key providers.
-    SessionModelList: g::SessionModelList => providers::model_list, lane |p| Some(&p.session_id), aliases [];
+    SessionModelList: g::SessionModelList => providers::model_list, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionProviderAdd: g::SessionProviderAdd => providers::provider_add, lane |p| Some(&p.session_id), aliases [];
     SessionProviderGetEndpoint: g::SessionProviderGetEndpoint
-        => providers::provider_endpoint, lane |p| Some(&p.session_id), aliases [];
+        => providers::provider_endpoint, lane |p| Some(&p.session_id), aliases [], follower Read;
 
     // Sessions: history.
     SessionHistoryTruncate: g::SessionHistoryTruncate
@@ -249,27 +249,27 @@ method_table! {
     SessionHistoryAbortManualCompaction: g::SessionHistoryAbortManualCompaction
         => history::abort_manual, lane |_p| None, aliases [];
     SessionWorkspacesListCheckpoints: g::SessionWorkspacesListCheckpoints
-        => history::list_checkpoints, lane |_p| None, aliases [];
+        => history::list_checkpoints, lane |_p| None, aliases [], follower Read;
     SessionWorkspacesReadCheckpoint: g::SessionWorkspacesReadCheckpoint
-        => history::read_checkpoint, lane |_p| None, aliases [];
+        => history::read_checkpoint, lane |_p| None, aliases [], follower Read;
 
     // Sessions: workspace files (`files/`); the seed's `session.workspace.*` names too.
     SessionWorkspacesListFiles: g::SessionWorkspacesListFiles
-        => workspaces::list_files, lane |p| Some(&p.session_id), aliases ["session.workspace.listFiles"];
+        => workspaces::list_files, lane |p| Some(&p.session_id), aliases ["session.workspace.listFiles"], follower Read;
     SessionWorkspacesReadFile: g::SessionWorkspacesReadFile
-        => workspaces::read_file, lane |p| Some(&p.session_id), aliases ["session.workspace.readFile"];
+        => workspaces::read_file, lane |p| Some(&p.session_id), aliases ["session.workspace.readFile"], follower Read;
     SessionWorkspacesCreateFile: g::SessionWorkspacesCreateFile
         => workspaces::create_file, lane |p| Some(&p.session_id), aliases ["session.workspace.createFile"];
     SessionWorkspacesCreateDirectory: g::SessionWorkspacesCreateDirectory
         => workspaces::create_directory, lane |p| Some(&p.session_id), aliases [];
     SessionWorkspacesStatFile: g::SessionWorkspacesStatFile
-        => workspaces::stat_file, lane |p| Some(&p.session_id), aliases [];
+        => workspaces::stat_file, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionWorkspacesRemovePath: g::SessionWorkspacesRemovePath
         => workspaces::remove_path, lane |p| Some(&p.session_id), aliases [];
     SessionWorkspacesRenamePath: g::SessionWorkspacesRenamePath
         => workspaces::rename_path, lane |p| Some(&p.session_id), aliases [];
     SessionWorkspacesGetWorkspace: g::SessionWorkspacesGetWorkspace
-        => workspaces::get_workspace, lane |p| Some(&p.session_id), aliases [];
+        => workspaces::get_workspace, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionWorkspacesEnsure: g::SessionWorkspacesEnsure
         => workspaces::ensure, lane |p| Some(&p.session_id), aliases [];
 
@@ -278,13 +278,13 @@ method_table! {
     SessionsSave: g::SessionsSave => sessions_admin::save, lane |p| Some(&p.session_id), aliases [];
     SessionsOpen: g::SessionsOpen => sessions_admin::open, lane |_p| None, aliases [];
     SessionsClose: g::SessionsClose => sessions_admin::close, lane |p| Some(&p.session_id), aliases [];
-    SessionsGetMetadata: g::SessionsGetMetadata => sessions_admin::get_metadata, lane |_p| None, aliases [];
+    SessionsGetMetadata: g::SessionsGetMetadata => sessions_admin::get_metadata, lane |_p| None, aliases [], follower Read;
     SessionsFindByPrefix: g::SessionsFindByPrefix => sessions_admin::find_by_prefix, lane |_p| None, aliases [];
     SessionsFindByTaskId: g::SessionsFindByTaskId => sessions_admin::find_by_task_id, lane |_p| None, aliases [];
     SessionsGetLastForContext: g::SessionsGetLastForContext
         => sessions_admin::get_last_for_context, lane |_p| None, aliases [];
-    SessionsGetSizes: g::SessionsGetSizes => sessions_admin::get_sizes, lane |_p| None, aliases [];
-    SessionsCheckInUse: g::SessionsCheckInUse => sessions_admin::check_in_use, lane |_p| None, aliases [];
+    SessionsGetSizes: g::SessionsGetSizes => sessions_admin::get_sizes, lane |_p| None, aliases [], follower Read;
+    SessionsCheckInUse: g::SessionsCheckInUse => sessions_admin::check_in_use, lane |_p| None, aliases [], follower Read;
     SessionsReleaseLock: g::SessionsReleaseLock => sessions_admin::release_lock, lane |_p| None, aliases [];
     SessionsReadPersistedEvents: g::SessionsReadPersistedEvents
         => sessions_admin::read_persisted_events, lane |_p| None, aliases [];
@@ -306,7 +306,7 @@ method_table! {
     AgentRegistrySpawn: g::AgentRegistrySpawn => session_services::agent_registry_spawn, lane |_p| None, aliases [];
 
     // Sessions: identity, services, usage and context make-up.
-    SessionGitHubAuthGetStatus: g::SessionGitHubAuthGetStatus => auth::get_status, lane |_p| None, aliases [];
+    SessionGitHubAuthGetStatus: g::SessionGitHubAuthGetStatus => auth::get_status, lane |_p| None, aliases [], follower Read;
     SessionGitHubAuthSetCredentials: g::SessionGitHubAuthSetCredentials
         => auth::set_credentials, lane |p| Some(&p.session_id), aliases [];
     SessionExtensionsSendAttachmentsToMessage: g::SessionExtensionsSendAttachmentsToMessage
@@ -317,15 +317,15 @@ method_table! {
     SessionToolsInitializeAndValidate: g::SessionToolsInitializeAndValidate
         => session_services::tools_initialize_and_validate, lane |p| Some(&p.session_id), aliases [];
     SessionInstructionsGetSources: g::SessionInstructionsGetSources
-        => session_services::instructions_get_sources, lane |_p| None, aliases [];
-    SessionUsageGetMetrics: g::SessionUsageGetMetrics => session_services::usage_get_metrics, lane |_p| None, aliases [];
-    SessionMetadataContextInfo: g::SessionMetadataContextInfo => session_services::context_info, lane |_p| None, aliases [];
+        => session_services::instructions_get_sources, lane |_p| None, aliases [], follower Read;
+    SessionUsageGetMetrics: g::SessionUsageGetMetrics => session_services::usage_get_metrics, lane |_p| None, aliases [], follower Read;
+    SessionMetadataContextInfo: g::SessionMetadataContextInfo => session_services::context_info, lane |_p| None, aliases [], follower Read;
     SessionMetadataRecomputeContextTokens: g::SessionMetadataRecomputeContextTokens
         => session_services::recompute_context_tokens, lane |_p| None, aliases [];
     SessionMetadataGetContextAttribution: g::SessionMetadataGetContextAttribution
-        => session_services::context_attribution, lane |_p| None, aliases [];
+        => session_services::context_attribution, lane |_p| None, aliases [], follower Read;
     SessionMetadataGetContextHeaviestMessages: g::SessionMetadataGetContextHeaviestMessages
-        => session_services::context_heaviest_messages, lane |_p| None, aliases [];
+        => session_services::context_heaviest_messages, lane |_p| None, aliases [], follower Read;
 
     // Sessions: permission settings, allowed paths, locations, folder trust.
     SessionPermissionsConfigure: g::SessionPermissionsConfigure
@@ -341,15 +341,15 @@ method_table! {
     SessionPermissionsUrlsSetUnrestrictedMode: g::SessionPermissionsUrlsSetUnrestrictedMode
         => permission_paths::urls_set_unrestricted, lane |p| Some(&p.session_id), aliases [];
     SessionPermissionsPathsList: g::SessionPermissionsPathsList
-        => permission_paths::paths_list, lane |p| Some(&p.session_id), aliases [];
+        => permission_paths::paths_list, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionPermissionsPathsAdd: g::SessionPermissionsPathsAdd
         => permission_paths::paths_add, lane |p| Some(&p.session_id), aliases [];
     SessionPermissionsPathsIsPathWithinAllowedDirectories: g::SessionPermissionsPathsIsPathWithinAllowedDirectories
-        => permission_paths::paths_within_allowed, lane |p| Some(&p.session_id), aliases [];
+        => permission_paths::paths_within_allowed, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionPermissionsPathsUpdatePrimary: g::SessionPermissionsPathsUpdatePrimary
         => permission_paths::paths_update_primary, lane |p| Some(&p.session_id), aliases [];
     SessionPermissionsPathsIsPathWithinWorkspace: g::SessionPermissionsPathsIsPathWithinWorkspace
-        => permission_paths::paths_within_workspace, lane |p| Some(&p.session_id), aliases [];
+        => permission_paths::paths_within_workspace, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionPermissionsLocationsResolve: g::SessionPermissionsLocationsResolve
         => permission_paths::locations_resolve, lane |_p| None, aliases [];
     SessionPermissionsLocationsAddToolApproval: g::SessionPermissionsLocationsAddToolApproval
@@ -357,12 +357,12 @@ method_table! {
     SessionPermissionsLocationsApply: g::SessionPermissionsLocationsApply
         => permission_paths::locations_apply, lane |p| Some(&p.session_id), aliases [];
     SessionPermissionsFolderTrustIsTrusted: g::SessionPermissionsFolderTrustIsTrusted
-        => permission_paths::folder_trust_is_trusted, lane |_p| None, aliases [];
+        => permission_paths::folder_trust_is_trusted, lane |_p| None, aliases [], follower Read;
     SessionPermissionsFolderTrustAddTrusted: g::SessionPermissionsFolderTrustAddTrusted
         => permission_paths::folder_trust_add, lane |_p| None, aliases [];
     // Slash commands and UI requests a client answers. Waiting ones run off the session's
     // lane: the answer comes back on that lane.
-    SessionCommandsList: g::SessionCommandsList => commands::list, lane |p| Some(&p.session_id), aliases [];
+    SessionCommandsList: g::SessionCommandsList => commands::list, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionCommandsInvoke: g::SessionCommandsInvoke => commands::invoke, lane |p| Some(&p.session_id), aliases [];
     SessionCommandsExecute: g::SessionCommandsExecute => commands::execute, lane |_p| None, aliases [];
     SessionCommandsEnqueue: g::SessionCommandsEnqueue => commands::enqueue, lane |p| Some(&p.session_id), aliases [];

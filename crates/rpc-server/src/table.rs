@@ -44,6 +44,19 @@ impl Ctx {
         learned.map_err(|e| self.failed(e))
     }
 
+    /// The node running a session this node only follows (several nodes).
+    pub fn follower_of(&self, id: &str) -> Option<String> {
+        self.server.cluster.as_ref().and_then(|c| c.follower_of(id))
+    }
+
+    /// The mode and title of a session this node follows, as the relayed events set them.
+    pub fn followed_state(
+        &self,
+        id: &str,
+    ) -> Option<(Option<protocol::generated::types::SessionMode>, Option<String>)> {
+        self.server.cluster.as_ref().and_then(|c| c.followed_state(id))
+    }
+
     /// The answer to a request naming an unknown session.
     pub fn not_found(&self, id: &str) -> RpcError {
         self.engine_error(&loop_engine::EngineError::SessionNotFound(id.to_string()))
@@ -75,10 +88,39 @@ impl Ctx {
     }
 }
 
+/// What a node that only follows a session (another node runs it, see `follower_gate`) does
+/// with a request naming it: a column of the method table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFollower {
+    /// Refused, naming the node that runs it: the default, so a method added later cannot
+    /// change a copy that is never persisted.
+    Refuse,
+    /// Answered here: it reads the log, the shared files or the settings the session was
+    /// loaded with, or concerns only this connection.
+    Read,
+    /// Handed to the node running the session, whose answer the client gets.
+    Forward,
+    /// The handler refuses in the method's own answer shape (`session.delete`).
+    Handler,
+}
+
+/// A row's follower rule: `Refuse` unless the row says otherwise.
+macro_rules! on_follower {
+    () => {
+        $crate::table::OnFollower::Refuse
+    };
+    ($rule:ident) => {
+        $crate::table::OnFollower::$rule
+    };
+}
+
+pub(crate) use on_follower;
+
 /// One row of the table, as the connection sees it.
 pub struct Entry {
     pub name: &'static str,
     pub scope: Scope,
+    pub follower: OnFollower,
     /// Parses the params text into this method's call (or says what is wrong with it).
     pub parse: fn(&str) -> Result<crate::methods::Call, String>,
 }
@@ -90,12 +132,20 @@ pub(crate) fn to_json<T: serde::Serialize>(method: &str, value: &T) -> Result<Ve
 
 /// Declares the method table. Each row:
 ///
-/// `Variant: Descriptor => handler, lane |p| <Option<&str> from p>, aliases [..];`
+/// `Variant: Descriptor => handler, lane |p| <Option<&str> from p>, aliases [..] [, follower Rule];`
 ///
 /// The handler is `async fn(&Ctx, Descriptor::Params) -> Result<Descriptor::Result, RpcError>`;
-/// the lane expression picks the session whose lane orders the request (`None`: run at once).
+/// the lane expression picks the session whose lane orders the request (`None`: run at once);
+/// the follower rule ([`OnFollower`], `Refuse` when left out) says what a node that only
+/// follows the named session does with the request.
 macro_rules! method_table {
-    ($( $variant:ident : $m:ty => $handler:path, lane |$p:ident| $lane:expr, aliases [$($alias:literal),*]; )*) => {
+    ($( $variant:ident : $m:ty => $handler:path, lane |$p:ident| $lane:expr, aliases [$($alias:literal),*] $(, follower $rule:ident)?; )*) => {
+        /// Each method's follower rule, by variant (shared by its aliases).
+        #[allow(non_upper_case_globals)]
+        mod follower_rules {
+            $( pub const $variant: $crate::table::OnFollower = $crate::table::on_follower!($($rule)?); )*
+        }
+
         /// A parsed request, ready to run.
         pub enum Call {
             $( $variant(Box<<$m as protocol::rpc::RpcMethod>::Params>), )*
@@ -107,6 +157,7 @@ macro_rules! method_table {
                 $crate::table::Entry {
                     name: <$m as protocol::rpc::RpcMethod>::NAME,
                     scope: <$m as protocol::rpc::RpcMethod>::SCOPE,
+                    follower: follower_rules::$variant,
                     parse: |text| {
                         protocol::methods::parse_params_text::<<$m as protocol::rpc::RpcMethod>::Params>(text)
                             .map(|p| Call::$variant(Box::new(p)))
@@ -116,6 +167,7 @@ macro_rules! method_table {
                     $crate::table::Entry {
                         name: $alias,
                         scope: <$m as protocol::rpc::RpcMethod>::SCOPE,
+                        follower: follower_rules::$variant,
                         parse: |text| {
                             protocol::methods::parse_params_text::<<$m as protocol::rpc::RpcMethod>::Params>(text)
                                 .map(|p| Call::$variant(Box::new(p)))

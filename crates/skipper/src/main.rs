@@ -300,7 +300,13 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
         ),
     };
     let engine = match opts.store {
-        Some(store) => Engine::with_store(config, store.index, store.events, store.cluster),
+        Some(store) => {
+            let placement: Arc<dyn loop_engine::Placement> = match store.cluster {
+                Some(cluster) => cluster,
+                None => Arc::new(loop_engine::placement::OneNode),
+            };
+            Engine::with_store(config, store.index, store.events, placement)
+        }
         None => Engine::open(config).await.context("opening the session store")?,
     };
     let auth = AuthInfo {

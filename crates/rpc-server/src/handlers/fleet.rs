@@ -22,7 +22,7 @@ pub fn fleet_prompt(request: Option<&str>) -> String {
 
 pub async fn start(ctx: &Ctx, p: t::SessionFleetStartParams) -> Result<t::FleetStartResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    if ctx.server.engine.follower_of(&p.session_id).is_some() {
+    if ctx.follower_of(&p.session_id).is_some() {
         return Err(ctx.failed("this node follows the session read-only; start fleet mode on the node running it"));
     }
     let msg = QueuedMessage {

@@ -142,7 +142,7 @@ pub(crate) fn confine_cwd(ctx: &Ctx, dir: &str) -> Result<std::path::PathBuf, Rp
 
 pub async fn send(ctx: &Ctx, p: t::SessionSendParams) -> Result<t::SendResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    if let Some(node) = ctx.server.engine.follower_of(&p.session_id) {
+    if let Some(node) = ctx.follower_of(&p.session_id) {
         // Followed read-only from here: only the node holding the lease may run a turn.
         let running = store::StoreError::LeasedElsewhere { session: p.session_id.clone(), node };
         return Err(ctx.failed(format!("{running}; this node follows it read-only, send to that node")));

@@ -39,7 +39,7 @@ pub async fn model_switch(ctx: &Ctx, p: t::SessionModelSwitchToParams) -> Result
 pub async fn mode_get(ctx: &Ctx, p: t::SessionModeGetParams) -> Result<t::SessionMode, RpcError> {
     let session = ctx.session(&p.session_id)?;
     // A follower's own settings are as loaded; the owner's changes come as relayed events.
-    if let Some((Some(mode), _)) = ctx.server.engine.followed_state(&p.session_id) {
+    if let Some((Some(mode), _)) = ctx.followed_state(&p.session_id) {
         return Ok(mode);
     }
     Ok(session.view().settings.mode)
@@ -109,7 +109,7 @@ pub async fn options_update(
 
 pub async fn name_get(ctx: &Ctx, p: t::SessionNameGetParams) -> Result<t::NameGetResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    if let Some((_, Some(title))) = ctx.server.engine.followed_state(&p.session_id) {
+    if let Some((_, Some(title))) = ctx.followed_state(&p.session_id) {
         return Ok(t::NameGetResult { name: Some(title) });
     }
     match session.name(loop_engine::NameOp::Get).await.map_err(|e| ctx.engine_error(&e))? {

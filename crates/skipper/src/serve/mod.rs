@@ -69,10 +69,11 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             let events = store::pg::PgEvents::new(pool, &url, &config.cluster.node_id);
             let shared_root = shared_dir.clone().context("several nodes without a shared root")?;
             shared_root::check_volume(&shared_root, &events).await?;
-            let cluster = loop_engine::cluster::ClusterSettings {
+            let settings = cluster::ClusterSettings {
                 lease_ttl: std::time::Duration::from_secs(config.cluster.lease_ttl_s.max(1)),
                 shared_root,
             };
+            let cluster = Arc::new(cluster::Cluster::new(settings, events.clone()));
             let storage =
                 Storage { index: index.clone(), events: store::EventStore::Postgres(events), cluster: Some(cluster) };
             (Some(storage), index)
@@ -89,6 +90,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
         }
     }
     let metrics = metrics::Metrics::new();
+    let cluster = storage.as_ref().and_then(|s| s.cluster.clone());
     let setup = crate::build_engine(
         crate::EngineOptions {
             home: home.clone(),
@@ -104,7 +106,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
         &env,
     )
     .await?;
-    let server = Server::shared(setup.engine, setup.auth, setup.limits, setup.inference, tenancy.clone());
+    let server = Server::shared(setup.engine, setup.auth, setup.limits, setup.inference, tenancy.clone(), cluster);
     let draining = tokio_util::sync::CancellationToken::new();
     spawn_drain_on_signal(server.clone(), draining.clone(), Duration::from_secs(config.limits.drain_timeout_s));
 
@@ -132,7 +134,9 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             _ = stop_sdk.cancelled() => {}
         }
     });
-    tokio::spawn(cluster_loop(server.clone()));
+    if let Some(cluster) = server.cluster.clone() {
+        tokio::spawn(cluster_loop(server.clone(), cluster));
+    }
     // Both sockets are bound and listening: connections are accepted (queued by the kernel)
     // from here on, so the line may be printed.
     {
@@ -193,11 +197,12 @@ fn spawn_drain_on_signal(server: Arc<Server>, draining: tokio_util::sync::Cancel
     });
 }
 
-/// The index, event store and cluster settings `skipper serve` runs on.
+/// The index, event store and cluster `skipper serve` runs on.
 pub struct Storage {
     pub index: store::SessionIndex,
     pub events: store::EventStore,
-    pub cluster: Option<loop_engine::cluster::ClusterSettings>,
+    /// Several nodes on one PostgreSQL: the engine's placement.
+    pub cluster: Option<Arc<cluster::Cluster>>,
 }
 
 /// What `--database-url` names.
@@ -218,31 +223,32 @@ const CLUSTER_TICK: std::time::Duration = std::time::Duration::from_millis(250);
 /// and a lapsed lease (a dead owner) notifies nobody.
 const POLL_EVERY_TICKS_WHEN_LISTENING: u32 = 4;
 
-async fn cluster_loop(server: Arc<Server>) {
+async fn cluster_loop(server: Arc<Server>, cluster: Arc<cluster::Cluster>) {
     let mut tick = tokio::time::interval(CLUSTER_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut wakeups = server.engine.cluster_wakeups().await;
+    let mut wakeups = cluster.wakeups().await;
+    let engine = &server.engine;
     // The first read marks where this node starts hearing of other nodes' sessions.
-    relay_lifecycle(&server).await;
+    relay_lifecycle(&server, &cluster).await;
     let mut ticks: u32 = 0;
     loop {
         tokio::select! {
             _ = server.shutdown.cancelled() => return,
             _ = tick.tick() => {
-                server.engine.cluster_tick_own().await;
+                cluster.tick_own(engine).await;
                 ticks = ticks.wrapping_add(1);
                 if wakeups.is_none() || ticks.is_multiple_of(POLL_EVERY_TICKS_WHEN_LISTENING) {
-                    server.engine.cluster_follow().await;
-                    relay_lifecycle(&server).await;
+                    cluster.follow(engine).await;
+                    relay_lifecycle(&server, &cluster).await;
                     rpc_server::forwarding::serve_inbox(&server, None).await;
                 }
             }
             woken = next_wakeup(&mut wakeups) => match woken {
-                Ok(store::pg::Wakeup::Session(id)) => server.engine.cluster_session_changed(&id).await,
-                Ok(store::pg::Wakeup::Lifecycle) => relay_lifecycle(&server).await,
-                Ok(store::pg::Wakeup::Ephemeral(batch)) => server.engine.cluster_ephemeral(batch).await,
-                Ok(store::pg::Wakeup::Inbox(id)) => rpc_server::forwarding::serve_inbox(&server, Some(&id)).await,
-                Ok(store::pg::Wakeup::Answered(row)) => server.engine.cluster_answered(row),
+                Ok(cluster::Wakeup::Session(id)) => cluster.session_changed(engine, &id).await,
+                Ok(cluster::Wakeup::Lifecycle) => relay_lifecycle(&server, &cluster).await,
+                Ok(cluster::Wakeup::Ephemeral(batch)) => cluster.ephemeral(engine, batch).await,
+                Ok(cluster::Wakeup::Inbox(id)) => rpc_server::forwarding::serve_inbox(&server, Some(&id)).await,
+                Ok(cluster::Wakeup::Answered(row)) => cluster.answered(row),
                 Err(e) => {
                     tracing::warn!(error = %e, "lost the cluster wake-ups; polling only");
                     wakeups = None;
@@ -253,7 +259,7 @@ async fn cluster_loop(server: Arc<Server>) {
 }
 
 /// The next wake-up from the database; never, without a listener.
-async fn next_wakeup(wakeups: &mut Option<store::pg::Wakeups>) -> Result<store::pg::Wakeup, store::StoreError> {
+async fn next_wakeup(wakeups: &mut Option<cluster::Wakeups>) -> Result<cluster::Wakeup, store::StoreError> {
     match wakeups {
         Some(w) => w.next().await,
         None => std::future::pending().await,
@@ -261,8 +267,8 @@ async fn next_wakeup(wakeups: &mut Option<store::pg::Wakeups>) -> Result<store::
 }
 
 /// Sessions created or deleted on other nodes reach this node's clients of the owning tenant.
-async fn relay_lifecycle(server: &Server) {
-    for (tenant, notification) in server.engine.remote_lifecycle().await {
+async fn relay_lifecycle(server: &Server, cluster: &cluster::Cluster) {
+    for (tenant, notification) in cluster.remote_lifecycle().await {
         let id = notification.session_id.clone();
         let deleted = notification.kind == "session.deleted";
         if let (Some(tenancy), Some(tenant)) = (&server.tenancy, &tenant) {
