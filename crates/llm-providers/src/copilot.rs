@@ -269,10 +269,20 @@ impl CopilotClient {
             .ok_or_else(|| ProviderError::Auth("no GitHub token configured".into()))
     }
 
-    /// Headers every CAPI request carries.
+    /// Headers every CAPI request carries, authenticated as the process's account.
     fn common_headers(&self) -> Result<HeaderMap, ProviderError> {
+        self.headers_as(None)
+    }
+
+    /// Headers every CAPI request carries, authenticated with `session_token` (a session's
+    /// own `gitHubToken`) when given, else as the process's account.
+    fn headers_as(&self, session_token: Option<&crate::provider::Secret>) -> Result<HeaderMap, ProviderError> {
+        let token = match session_token.map(|t| t.expose()).filter(|t| !t.is_empty()) {
+            Some(token) => token.to_string(),
+            None => self.token()?,
+        };
         let mut headers = HeaderMap::new();
-        let auth = HeaderValue::from_str(&format!("Bearer {}", self.token()?))
+        let auth = HeaderValue::from_str(&format!("Bearer {token}"))
             .map_err(|_| ProviderError::Auth("the token contains characters not allowed in an HTTP header".into()))?;
         headers.insert(AUTHORIZATION, auth);
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
@@ -284,7 +294,7 @@ impl CopilotClient {
     }
 
     fn chat_headers(&self, req: &ChatRequest, attempt: u32) -> Result<HeaderMap, ProviderError> {
-        let mut headers = self.common_headers()?;
+        let mut headers = self.headers_as(req.github_token.as_ref())?;
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert("openai-intent", HeaderValue::from_static("conversation-agent"));
         // A retry is not a new user request; CAPI bills premium requests by this header.

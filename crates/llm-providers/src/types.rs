@@ -433,6 +433,9 @@ impl From<Vec<Message>> for History {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
     pub model: String,
+    /// The GitHub token of the session the call is made for (its `gitHubToken`): a provider
+    /// that authenticates with GitHub sends it instead of the process's own.
+    pub github_token: Option<crate::provider::Secret>,
     /// This call's system prompt (sent first).
     pub system: crate::SystemText,
     pub history: History,

@@ -51,6 +51,7 @@ fn turn(n: usize) -> Vec<Message> {
 fn request(history: History) -> ChatRequest {
     ChatRequest {
         model: "m".into(),
+        github_token: None,
         system: "system prompt".into(),
         history,
         tools: ToolSet::new(vec![ToolSpec {

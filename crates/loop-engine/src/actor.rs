@@ -730,6 +730,7 @@ impl Actor {
                 http: &self.deps.http,
                 emitter: self.handle.emitter_arc(),
                 session_id: self.handle.id(),
+                github_token: self.view.settings.github_token.as_ref(),
             },
         )
     }

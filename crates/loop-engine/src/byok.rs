@@ -184,6 +184,8 @@ pub(crate) struct RouteCtx<'a> {
     pub http: &'a Arc<dyn HttpTransport>,
     pub emitter: &'a Arc<Emitter>,
     pub session_id: &'a str,
+    /// The session's own GitHub token (`gitHubToken`): the default client's calls carry it.
+    pub github_token: Option<&'a protocol::secret::SecretString>,
 }
 
 /// The client and wire model for a call on `model`.
@@ -233,7 +235,11 @@ pub(crate) fn route(providers: &SessionProviders, model: &str, ctx: &RouteCtx<'_
             prompt_limit: tokens(p.max_prompt_tokens).or(tokens(p.max_context_window_tokens)),
         };
     }
-    Route { client: ctx.default_client.clone(), model: model.to_string(), prompt_limit: None }
+    Route {
+        client: crate::session_token::WithSessionToken::wrap(ctx.default_client, ctx.github_token),
+        model: model.to_string(),
+        prompt_limit: None,
+    }
 }
 
 struct Family<'a> {

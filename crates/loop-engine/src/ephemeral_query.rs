@@ -13,6 +13,7 @@ pub(crate) fn request(
     history.push(Message::User { content: UserContent::Text(question) });
     llm_providers::ChatRequest {
         model: model.to_string(),
+        github_token: None,
         system: system.into(),
         history,
         tools: Default::default(),

@@ -40,6 +40,7 @@ mod permission;
 pub mod placement;
 mod run;
 pub mod session_fs;
+mod session_token;
 pub mod settings;
 mod skill_tool;
 pub mod sql;
@@ -427,6 +428,7 @@ impl Engine {
                 http: &self.deps.http,
                 emitter: session.emitter_arc(),
                 session_id: session.id(),
+                github_token: settings.github_token.as_ref(),
             },
         );
         Ok(route.client.endpoint().await?)

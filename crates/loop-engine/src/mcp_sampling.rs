@@ -178,6 +178,7 @@ pub(crate) async fn execute(
     };
     let req = llm_providers::ChatRequest {
         model: route.model.clone(),
+        github_token: None,
         system: system.into(),
         history,
         tools: Default::default(),

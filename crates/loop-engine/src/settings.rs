@@ -37,6 +37,9 @@ pub struct SessionSettings {
     pub resumed: bool,
     /// Bring-your-own-key providers (re-sent on every resume; never persisted).
     pub providers: crate::byok::SessionProviders,
+    /// The session's own GitHub token (`gitHubToken`): its Copilot model calls authenticate
+    /// with it. Kept in memory only, as the providers' keys are.
+    pub github_token: Option<protocol::secret::SecretString>,
     /// Automatic compaction (`infiniteSessions`).
     pub infinite: crate::compaction::InfiniteSessions,
     /// Attached documents ask the model for citations (`enableCitations`).
@@ -145,6 +148,7 @@ impl SessionSettings {
             skip_custom_instructions: false,
             excluded_builtin_agents: p.excluded_builtin_agents.clone().unwrap_or_default(),
             vision: vision_override(p.model_capabilities.as_ref()),
+            github_token: p.git_hub_token.clone().filter(|t| !t.expose().is_empty()),
         }
     }
 
@@ -214,6 +218,9 @@ impl SessionSettings {
         }
         if p.infinite_sessions.is_some() {
             self.infinite = crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref());
+        }
+        if let Some(token) = p.git_hub_token.as_ref().filter(|t| !t.expose().is_empty()) {
+            self.github_token = Some(token.clone());
         }
         self.resumed = true;
     }

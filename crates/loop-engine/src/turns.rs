@@ -157,6 +157,7 @@ pub(crate) async fn run(
                 http: &ctx.deps.http,
                 emitter: ctx.handle.emitter_arc(),
                 session_id: ctx.handle.id(),
+                github_token: settings.github_token.as_ref(),
             },
         );
         let token_limit = route.prompt_limit.unwrap_or_else(|| ctx.deps.context_window(&settings.model));
@@ -172,6 +173,7 @@ pub(crate) async fn run(
         let tokens = compaction::before_call(&ctx.deps, owner, conv, &shape, settings.infinite, &ctx.cancel).await;
         let req = ChatRequest {
             model: route.model.clone(),
+            github_token: None,
             system: system.clone(),
             history: settings.history_for_model(&conv.history),
             tools: tool_specs.clone(),

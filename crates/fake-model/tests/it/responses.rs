@@ -226,6 +226,7 @@ async fn the_skipper_client_completes_a_tool_round_trip() {
     let client = ResponsesClient::new(config, Arc::new(ReqwestTransport::new(http)));
     let mut req = ChatRequest {
         model: "gpt-5".into(),
+        github_token: None,
         system: SYSTEM.into(),
         history: History::new(vec![Message::User { content: UserContent::Text("list".into()) }]),
         tools: Default::default(),

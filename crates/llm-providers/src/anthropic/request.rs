@@ -339,6 +339,7 @@ mod tests {
     fn request(messages: Vec<Message>, tools: Vec<ToolSpec>) -> ChatRequest {
         ChatRequest {
             model: "session-model".into(),
+            github_token: None,
             system: "sys".into(),
             history: History::new(messages),
             tools: tools.into(),

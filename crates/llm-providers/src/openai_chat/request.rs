@@ -150,6 +150,7 @@ mod tests {
     fn request(stream: bool, tools: Vec<ToolSpec>) -> ChatRequest {
         ChatRequest {
             model: "m".into(),
+            github_token: None,
             system: "sys".into(),
             history: History::new(vec![
                 Message::User { content: UserContent::Text("hi".into()) },

@@ -178,6 +178,7 @@ mod tests {
     fn request(history: Vec<Message>, stream: bool, tools: Vec<ToolSpec>) -> ChatRequest {
         ChatRequest {
             model: "session-model".into(),
+            github_token: None,
             system: "sys".into(),
             history: History::new(history),
             tools: tools.into(),

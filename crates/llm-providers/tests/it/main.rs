@@ -22,6 +22,7 @@ const CHAT: &str = "/chat/completions";
 fn request(stream: bool) -> ChatRequest {
     ChatRequest {
         model: "test-model".into(),
+        github_token: None,
         system: "system prompt".into(),
         history: History::new(vec![Message::User { content: UserContent::Text("hello".into()) }]),
         tools: Default::default(),

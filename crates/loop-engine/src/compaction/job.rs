@@ -61,6 +61,7 @@ pub(crate) fn summary_request(
     history.push(Message::User { content: UserContent::Text(text::summary_request(custom_instructions)) });
     ChatRequest {
         model: call.route.model.clone(),
+        github_token: None,
         system: call.system.into(),
         history,
         tools: call.tools.clone(),

@@ -167,6 +167,7 @@ pub(crate) fn handoff_request(
     history.push(Message::User { content: UserContent::Text(text::handoff_request().to_string()) });
     llm_providers::ChatRequest {
         model: model.to_string(),
+        github_token: None,
         system: text::handoff_system().into(),
         history,
         tools: Default::default(),

@@ -33,7 +33,7 @@ fn session_info(session: &SessionHandle) -> SessionInfo {
 
 pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo, RpcError> {
     loop_engine::canvases::validate(&p).map_err(|e| ctx.failed(e))?;
-    let identity = crate::handlers::auth::identity_for(ctx, p.git_hub_token.take()).await?;
+    let identity = crate::handlers::auth::identity_for(ctx, p.git_hub_token.clone()).await?;
     let Some(tenant) = tenant_of(ctx) else {
         let session = ctx
             .server
@@ -103,7 +103,7 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
             p.working_directory = Some(cwd.to_string_lossy().into_owned());
         }
     }
-    let identity = crate::handlers::auth::identity_for(ctx, p.git_hub_token.take()).await?;
+    let identity = crate::handlers::auth::identity_for(ctx, p.git_hub_token.clone()).await?;
     let session = ctx
         .server
         .engine
