@@ -38,6 +38,7 @@ mod model_call;
 mod parking;
 mod pending;
 mod permission;
+pub mod permission_settings;
 mod run;
 pub mod session_fs;
 pub mod settings;
@@ -52,9 +53,10 @@ mod turns;
 pub mod ui_requests;
 mod user_input;
 pub mod user_shell;
+mod workspace;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use llm_providers::{ModelClient, ModelInfo};
@@ -183,6 +185,8 @@ pub struct Engine {
     lifecycle: Arc<Mutex<Vec<Arc<dyn LifecycleSubscriber>>>>,
     /// Several nodes on one database: leases and followers (`None` on one node).
     cluster: Option<Arc<cluster::Cluster>>,
+    /// Location approvals and trusted folders hosts gave; in memory, for the process's life.
+    permissions: permission_settings::ServerPermissions,
 }
 
 /// Locks a mutex, recovering it if a panicking holder poisoned it: every lock in this crate
@@ -338,6 +342,7 @@ impl Engine {
             sessions: Mutex::new(HashMap::new()),
             lifecycle: Default::default(),
             cluster,
+            permissions: Default::default(),
         }
     }
 
@@ -351,6 +356,21 @@ impl Engine {
 
     pub fn layout(&self) -> &Layout {
         &self.deps.layout
+    }
+
+    /// `$COPILOT_HOME`: the user's configuration (settings, plugins, skills).
+    pub fn home(&self) -> &Path {
+        &self.deps.layout.home
+    }
+
+    /// Where a session's state lives, loaded or not (its id is not checked here).
+    pub fn session_dir(&self, id: &str) -> PathBuf {
+        self.deps.layout.session_dir(id)
+    }
+
+    /// Location approvals and trusted folders (`session.permissions.locations.*`, `folderTrust.*`).
+    pub fn permissions(&self) -> &permission_settings::ServerPermissions {
+        &self.permissions
     }
 
     pub fn subscribe_lifecycle(&self, sub: Arc<dyn LifecycleSubscriber>) {
@@ -552,6 +572,7 @@ impl Engine {
             mcp_oauth: Default::default(),
             mcp_sampling: Default::default(),
             tasks: subagent::Registry::new(self.deps.clone()),
+            permissions: Default::default(),
             deps: self.deps.clone(),
         });
         mcp_oauth::attach(&handle);
