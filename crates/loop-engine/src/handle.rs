@@ -343,6 +343,8 @@ pub(crate) struct SessionParts {
     pub mcp_sampling: crate::mcp_sampling::SamplingRequests,
     /// Background sub-agents.
     pub tasks: crate::subagent::Registry,
+    /// What hosts set with `session.permissions.*`; made from the cwd on first use.
+    pub permissions: std::sync::Mutex<Option<crate::permission_settings::SessionPermissions>>,
     /// What every session of the engine shares (the model client, the catalogue).
     pub deps: Arc<crate::Deps>,
 }
@@ -815,6 +817,15 @@ impl SessionHandle {
     /// The session's background sub-agents.
     pub fn tasks(&self) -> &crate::subagent::Registry {
         &self.inner.tasks
+    }
+
+    /// Runs `f` on what hosts set with `session.permissions.*`, starting from the defaults for
+    /// the session's working directory. `f` runs under a lock: keep it short.
+    pub fn with_permissions<R>(&self, f: impl FnOnce(&mut crate::permission_settings::SessionPermissions) -> R) -> R {
+        let mut permissions = crate::lock(&self.inner.permissions);
+        let current = permissions
+            .get_or_insert_with(|| crate::permission_settings::SessionPermissions::for_cwd(&self.view().settings.cwd));
+        f(current)
     }
 
     pub(crate) fn stopped(&self) -> &CancellationToken {

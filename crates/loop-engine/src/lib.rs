@@ -37,6 +37,7 @@ mod model_call;
 mod parking;
 mod pending;
 mod permission;
+pub mod permission_settings;
 pub mod placement;
 mod run;
 pub mod session_fs;
@@ -53,9 +54,10 @@ mod turns;
 pub mod ui_requests;
 mod user_input;
 pub mod user_shell;
+mod workspace;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use llm_providers::{ModelClient, ModelInfo};
@@ -186,6 +188,8 @@ pub struct Engine {
     /// What the deployment adds around a session: nothing on one node; leases, followers
     /// and notifications for the other nodes on several.
     placement: Arc<dyn Placement>,
+    /// Location approvals and trusted folders hosts gave; in memory, for the process's life.
+    permissions: permission_settings::ServerPermissions,
 }
 
 /// Locks a mutex, recovering it if a panicking holder poisoned it: every lock in this crate
@@ -337,6 +341,7 @@ impl Engine {
             sessions: Mutex::new(HashMap::new()),
             lifecycle: Default::default(),
             placement,
+            permissions: Default::default(),
         }
     }
 
@@ -350,6 +355,21 @@ impl Engine {
 
     pub fn layout(&self) -> &Layout {
         &self.deps.layout
+    }
+
+    /// `$COPILOT_HOME`: the user's configuration (settings, plugins, skills).
+    pub fn home(&self) -> &Path {
+        &self.deps.layout.home
+    }
+
+    /// Where a session's state lives, loaded or not (its id is not checked here).
+    pub fn session_dir(&self, id: &str) -> PathBuf {
+        self.deps.layout.session_dir(id)
+    }
+
+    /// Location approvals and trusted folders (`session.permissions.locations.*`, `folderTrust.*`).
+    pub fn permissions(&self) -> &permission_settings::ServerPermissions {
+        &self.permissions
     }
 
     pub fn subscribe_lifecycle(&self, sub: Arc<dyn LifecycleSubscriber>) {
@@ -560,6 +580,7 @@ impl Engine {
             mcp_oauth: Default::default(),
             mcp_sampling: Default::default(),
             tasks: subagent::Registry::new(self.deps.clone()),
+            permissions: Default::default(),
             deps: self.deps.clone(),
         });
         mcp_oauth::attach(&handle);

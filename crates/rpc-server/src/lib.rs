@@ -26,7 +26,6 @@ pub mod inference;
 mod lanes;
 pub mod methods;
 mod outbound;
-pub mod permission_state;
 pub mod secret_filter;
 pub mod session_auth;
 mod stdio_pipe;
@@ -103,8 +102,6 @@ pub struct Server {
     /// A shared server's tenants (`skipper serve`): every connection authenticates as one, and
     /// sees only its sessions. `None`: a single-user server.
     pub tenancy: Option<Arc<tenancy::Tenancy>>,
-    /// Hosts' permission settings per session, location approvals, trusted folders.
-    pub permissions: permission_state::PermissionState,
     /// Sessions given their own GitHub identity.
     pub session_identities: session_auth::SessionIdentities,
     /// Accounts signed in with `account.login` while the server runs.
@@ -131,7 +128,6 @@ impl Server {
             limits,
             inference,
             tenancy: None,
-            permissions: Default::default(),
             session_identities: Default::default(),
             accounts: Default::default(),
             cluster: None,
@@ -157,7 +153,6 @@ impl Server {
             limits,
             inference,
             tenancy: Some(tenancy),
-            permissions: Default::default(),
             session_identities: Default::default(),
             accounts: Default::default(),
             cluster,

@@ -3,5 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod session_state;
 mod subagent;
 mod support;

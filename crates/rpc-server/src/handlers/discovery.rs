@@ -20,7 +20,7 @@ fn absolute(paths: Option<Vec<String>>) -> Vec<PathBuf> {
 
 /// `$COPILOT_HOME` unless the request leaves the host's files out.
 fn home(ctx: &Ctx, exclude: Option<bool>) -> Option<PathBuf> {
-    (!exclude.unwrap_or(false)).then(|| ctx.server.engine.layout().home.clone())
+    (!exclude.unwrap_or(false)).then(|| ctx.server.engine.home().to_path_buf())
 }
 
 async fn blocking<T: Send + 'static>(ctx: &Ctx, f: impl FnOnce() -> T + Send + 'static) -> Result<T, RpcError> {
@@ -35,7 +35,7 @@ pub async fn skills_discover(ctx: &Ctx, p: t::SkillsDiscoverRequest) -> Result<t
     let projects = absolute(p.project_paths);
     let dirs = absolute(p.skill_directories);
     let home = home(ctx, p.exclude_host_skills);
-    let config = user_config::file(&ctx.server.engine.layout().home);
+    let config = user_config::file(ctx.server.engine.home());
     let (found, errors, config) = blocking(ctx, move || {
         let (found, errors) = skills::discover(&projects, &dirs, home.as_deref());
         (found, errors, config.read())
@@ -99,7 +99,7 @@ pub async fn instructions_get_discovery_paths(
 
 /// `skills.config.setDisabledSkills`: the skills every session leaves off (`config.json`).
 pub async fn set_disabled_skills(ctx: &Ctx, p: t::SkillsConfigSetDisabledSkillsRequest) -> Result<(), RpcError> {
-    let config = user_config::file(&ctx.server.engine.layout().home);
+    let config = user_config::file(ctx.server.engine.home());
     let changed = blocking(ctx, move || {
         config.update(|c| {
             c.set_disabled_skills(&p.disabled_skills);
@@ -113,7 +113,7 @@ pub async fn set_disabled_skills(ctx: &Ctx, p: t::SkillsConfigSetDisabledSkillsR
 /// `skills.config.setSkillDisabled`: one skill on or off in that list, in one update of the
 /// file (two such requests at once both land).
 pub async fn set_skill_disabled(ctx: &Ctx, p: t::SkillsConfigSetSkillDisabledRequest) -> Result<(), RpcError> {
-    let config = user_config::file(&ctx.server.engine.layout().home);
+    let config = user_config::file(ctx.server.engine.home());
     let changed = blocking(ctx, move || {
         config.update(|c| {
             c.set_skill_disabled(&p.name, p.disabled);

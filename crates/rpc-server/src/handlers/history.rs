@@ -49,7 +49,7 @@ pub async fn list_checkpoints(
     p: t::SessionWorkspacesListCheckpointsParams,
 ) -> Result<t::WorkspacesListCheckpointsResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    let rows = ctx.server.engine.layout().list_checkpoints(session.id()).await.map_err(|e| ctx.failed(e))?;
+    let rows = session.list_checkpoints().await.map_err(|e| ctx.failed(e))?;
     let checkpoints = rows
         .into_iter()
         .map(|c| t::WorkspacesCheckpoints { number: u64::from(c.number), title: c.title, filename: c.filename })
@@ -62,7 +62,6 @@ pub async fn read_checkpoint(
     p: t::SessionWorkspacesReadCheckpointParams,
 ) -> Result<t::WorkspacesReadCheckpointResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    let content =
-        ctx.server.engine.layout().read_checkpoint(session.id(), p.number).await.map_err(|e| ctx.failed(e))?;
+    let content = session.read_checkpoint(p.number).await.map_err(|e| ctx.failed(e))?;
     Ok(t::WorkspacesReadCheckpointResult { content })
 }

@@ -1,19 +1,18 @@
 //! `session.permissions.*` beyond answering requests: configuration, allowed directories, URL
-//! mode, rules, per-location approvals and folder trust (see [`crate::permission_state`]).
+//! mode, rules, per-location approvals and folder trust (see
+//! [`loop_engine::permission_settings`]).
 
 use std::path::{Path, PathBuf};
 
+use loop_engine::permission_settings::{normalize, SessionPermissions};
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::permission_state::{normalize, SessionPermissions};
 use crate::table::Ctx;
 
-/// Runs `f` on a live session's permission state.
+/// Runs `f` on a live session's permission settings.
 fn with<R>(ctx: &Ctx, id: &str, f: impl FnOnce(&mut SessionPermissions) -> R) -> Result<R, RpcError> {
-    let session = ctx.session(id)?;
-    let cwd = session.view().settings.cwd.clone();
-    Ok(ctx.server.permissions.with_session(id, &cwd, f))
+    Ok(ctx.session(id)?.with_permissions(f))
 }
 
 pub async fn configure(
@@ -24,33 +23,31 @@ pub async fn configure(
     if let Some(all) = p.approve_all_tool_permission_requests {
         session.set_approve_all(all).await.map_err(|e| ctx.engine_error(&e))?;
     }
-    let cwd = session.view().settings.cwd.clone();
-    let mut state = ctx.server.permissions.with_session(&p.session_id, &cwd, |s| s.clone());
-    if let Some(paths) = p.paths {
-        let primary = paths.workspace_path.map(PathBuf::from).unwrap_or_else(|| state.primary.clone());
-        let mut fresh =
-            SessionPermissions { directories: vec![normalize(&primary)], primary: normalize(&primary), ..state };
-        for dir in paths.additional_directories.unwrap_or_default() {
-            fresh.allow(Path::new(&dir));
+    session.with_permissions(|state| {
+        if let Some(paths) = p.paths {
+            let primary = normalize(&paths.workspace_path.map(PathBuf::from).unwrap_or_else(|| state.primary.clone()));
+            state.directories = vec![primary.clone()];
+            state.primary = primary;
+            for dir in paths.additional_directories.unwrap_or_default() {
+                state.allow(Path::new(&dir));
+            }
+            if paths.include_temp_directory.unwrap_or(true) {
+                state.allow(&std::env::temp_dir());
+            }
+            state.unrestricted_paths = paths.unrestricted.unwrap_or(false);
         }
-        if paths.include_temp_directory.unwrap_or(true) {
-            fresh.allow(&std::env::temp_dir());
+        if let Some(urls) = p.urls {
+            state.unrestricted_urls = urls.unrestricted.unwrap_or(false);
+            state.allowed_urls = urls.initial_allowed.unwrap_or_default();
         }
-        fresh.unrestricted_paths = paths.unrestricted.unwrap_or(false);
-        state = fresh;
-    }
-    if let Some(urls) = p.urls {
-        state.unrestricted_urls = urls.unrestricted.unwrap_or(false);
-        state.allowed_urls = urls.initial_allowed.unwrap_or_default();
-    }
-    if let Some(rules) = p.rules {
-        state.approved = rules.approved;
-        state.denied = rules.denied;
-    }
-    if let Some(reads) = p.approve_all_read_permission_requests {
-        state.approve_all_reads = reads;
-    }
-    ctx.server.permissions.replace_session(&p.session_id, state);
+        if let Some(rules) = p.rules {
+            state.approved = rules.approved;
+            state.denied = rules.denied;
+        }
+        if let Some(reads) = p.approve_all_read_permission_requests {
+            state.approve_all_reads = reads;
+        }
+    });
     Ok(t::PermissionsConfigureResult { success: true })
 }
 
@@ -103,7 +100,7 @@ pub async fn modify_rules(
         t::PermissionsModifyRulesScope::Location => {
             let session = ctx.session(&p.session_id)?;
             let (_, key) = location_of(&session.view().settings.cwd);
-            ctx.server.permissions.add_location_rules(&key, add);
+            ctx.server.engine.permissions().add_location_rules(&key, add);
         }
     }
     Ok(t::PermissionsModifyRulesResult { success: true })
@@ -221,7 +218,7 @@ pub async fn locations_add_tool_approval(
     p: t::SessionPermissionsLocationsAddToolApprovalParams,
 ) -> Result<t::PermissionsLocationsAddToolApprovalResult, RpcError> {
     ctx.session(&p.session_id)?;
-    ctx.server.permissions.add_location_rules(&p.location_key, rules_of(p.approval));
+    ctx.server.engine.permissions().add_location_rules(&p.location_key, rules_of(p.approval));
     Ok(t::PermissionsLocationsAddToolApprovalResult { success: true })
 }
 
@@ -231,7 +228,7 @@ pub async fn locations_apply(
     p: t::SessionPermissionsLocationsApplyParams,
 ) -> Result<t::PermissionLocationApplyResult, RpcError> {
     let (location_type, location_key) = location_of(Path::new(&p.working_directory));
-    let rules = ctx.server.permissions.location_rules(&location_key);
+    let rules = ctx.server.engine.permissions().location_rules(&location_key);
     let changed = with(ctx, &p.session_id, |s| {
         let before = s.approved.len();
         for rule in &rules {
@@ -256,7 +253,7 @@ pub async fn folder_trust_is_trusted(
     p: t::SessionPermissionsFolderTrustIsTrustedParams,
 ) -> Result<t::FolderTrustCheckResult, RpcError> {
     ctx.session(&p.session_id)?;
-    Ok(t::FolderTrustCheckResult { trusted: ctx.server.permissions.is_trusted(Path::new(&p.path)) })
+    Ok(t::FolderTrustCheckResult { trusted: ctx.server.engine.permissions().is_trusted(Path::new(&p.path)) })
 }
 
 pub async fn folder_trust_add(
@@ -264,6 +261,6 @@ pub async fn folder_trust_add(
     p: t::SessionPermissionsFolderTrustAddTrustedParams,
 ) -> Result<t::PermissionsFolderTrustAddTrustedResult, RpcError> {
     ctx.session(&p.session_id)?;
-    ctx.server.permissions.trust(Path::new(&p.path));
+    ctx.server.engine.permissions().trust(Path::new(&p.path));
     Ok(t::PermissionsFolderTrustAddTrustedResult { success: true })
 }

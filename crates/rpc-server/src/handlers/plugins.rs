@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::table::Ctx;
 
 fn home(ctx: &Ctx) -> PathBuf {
-    ctx.server.engine.layout().home.clone()
+    ctx.server.engine.home().to_path_buf()
 }
 
 /// Runs file work off the async threads; its error is the request's.

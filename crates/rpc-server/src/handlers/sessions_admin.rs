@@ -201,7 +201,7 @@ async fn session_size(ctx: &Ctx, id: &str) -> u64 {
     if store::Layout::check_id(id).is_err() {
         return 0;
     }
-    let dir = ctx.server.engine.layout().session_dir(id);
+    let dir = ctx.server.engine.session_dir(id);
     tokio::task::spawn_blocking(move || dir_size(&dir)).await.unwrap_or(0)
 }
 

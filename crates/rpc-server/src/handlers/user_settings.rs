@@ -21,7 +21,7 @@ fn defaults() -> Map<String, Value> {
 }
 
 fn home(ctx: &Ctx) -> PathBuf {
-    ctx.server.engine.layout().home.clone()
+    ctx.server.engine.home().to_path_buf()
 }
 
 struct Files {

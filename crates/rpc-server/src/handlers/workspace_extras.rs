@@ -16,7 +16,7 @@ pub async fn save_large_paste(
     let filename = format!("paste-{}.txt", chrono::Utc::now().format("%Y%m%d-%H%M%S-%3f"));
     let size_bytes = p.content.len() as u64;
     session.write_workspace_file(filename.clone(), p.content).await.map_err(|e| ctx.engine_error(&e))?;
-    let file_path = ctx.server.engine.layout().files_dir(session.id()).join(&filename);
+    let file_path = session.files_dir().join(&filename);
     Ok(t::WorkspacesSaveLargePasteResult {
         saved: Some(t::WorkspacesSaveLargePasteResultSaved {
             file_path: file_path.to_string_lossy().into_owned(),

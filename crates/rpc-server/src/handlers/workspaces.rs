@@ -1,6 +1,6 @@
 //! `session.workspaces.*` file methods: the session's client-managed files under
-//! `session-state/<id>/files/`. Reads and housekeeping go to the store directly; `createFile`
-//! goes through the session, which emits `session.workspace_file_changed` with the write.
+//! `session-state/<id>/files/`. Reads and housekeeping go to the session's files directly;
+//! `createFile` goes through its actor, which emits `session.workspace_file_changed` with the write.
 
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
@@ -12,7 +12,7 @@ pub async fn list_files(
     p: t::SessionWorkspacesListFilesParams,
 ) -> Result<t::WorkspacesListFilesResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    let files = ctx.server.engine.layout().list_workspace_files(session.id()).await.map_err(|e| ctx.failed(e))?;
+    let files = session.list_workspace_files().await.map_err(|e| ctx.failed(e))?;
     Ok(t::WorkspacesListFilesResult { files })
 }
 
@@ -21,8 +21,7 @@ pub async fn read_file(
     p: t::SessionWorkspacesReadFileParams,
 ) -> Result<t::WorkspacesReadFileResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    let content =
-        ctx.server.engine.layout().read_workspace_file(session.id(), &p.path).await.map_err(|e| ctx.failed(e))?;
+    let content = session.read_workspace_file(&p.path).await.map_err(|e| ctx.failed(e))?;
     Ok(t::WorkspacesReadFileResult { content })
 }
 
@@ -34,7 +33,7 @@ pub async fn create_file(ctx: &Ctx, p: t::SessionWorkspacesCreateFileParams) -> 
 pub async fn create_directory(ctx: &Ctx, p: t::SessionWorkspacesCreateDirectoryParams) -> Result<(), RpcError> {
     let session = ctx.session(&p.session_id)?;
     let recursive = p.recursive.unwrap_or(false);
-    ctx.server.engine.layout().create_workspace_dir(session.id(), &p.path, recursive).await.map_err(|e| ctx.failed(e))
+    session.create_workspace_dir(&p.path, recursive).await.map_err(|e| ctx.failed(e))
 }
 
 pub async fn stat_file(
@@ -42,7 +41,7 @@ pub async fn stat_file(
     p: t::SessionWorkspacesStatFileParams,
 ) -> Result<t::WorkspacesStatFileResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    let st = ctx.server.engine.layout().stat_workspace_path(session.id(), &p.path).await.map_err(|e| ctx.failed(e))?;
+    let st = session.stat_workspace_path(&p.path).await.map_err(|e| ctx.failed(e))?;
     Ok(t::WorkspacesStatFileResult {
         is_file: st.is_file,
         is_directory: st.is_directory,
@@ -56,22 +55,12 @@ pub async fn stat_file(
 pub async fn remove_path(ctx: &Ctx, p: t::SessionWorkspacesRemovePathParams) -> Result<(), RpcError> {
     let session = ctx.session(&p.session_id)?;
     let (recursive, force) = (p.recursive.unwrap_or(false), p.force.unwrap_or(false));
-    ctx.server
-        .engine
-        .layout()
-        .remove_workspace_path(session.id(), &p.path, recursive, force)
-        .await
-        .map_err(|e| ctx.failed(e))
+    session.remove_workspace_path(&p.path, recursive, force).await.map_err(|e| ctx.failed(e))
 }
 
 pub async fn rename_path(ctx: &Ctx, p: t::SessionWorkspacesRenamePathParams) -> Result<(), RpcError> {
     let session = ctx.session(&p.session_id)?;
-    ctx.server
-        .engine
-        .layout()
-        .rename_workspace_path(session.id(), &p.source, &p.destination)
-        .await
-        .map_err(|e| ctx.failed(e))
+    session.rename_workspace_path(&p.source, &p.destination).await.map_err(|e| ctx.failed(e))
 }
 
 /// The session's `workspace.yaml` and its directory. A session whose metadata is not written
@@ -94,8 +83,7 @@ pub async fn ensure(
 
 async fn workspace_of(ctx: &Ctx, session_id: &str) -> Result<t::WorkspacesGetWorkspaceResult, RpcError> {
     let session = ctx.session(session_id)?;
-    let layout = ctx.server.engine.layout();
-    let meta = layout.workspace_meta(session.id()).await.map_err(|e| ctx.failed(e))?;
+    let meta = session.workspace_meta().await.map_err(|e| ctx.failed(e))?;
     let workspace = match meta {
         Some(m) => t::WorkspacesGetWorkspaceResultWorkspace {
             id: m.id,
@@ -113,6 +101,6 @@ async fn workspace_of(ctx: &Ctx, session_id: &str) -> Result<t::WorkspacesGetWor
         },
         None => t::WorkspacesGetWorkspaceResultWorkspace { id: session.id().to_string(), ..Default::default() },
     };
-    let path = layout.session_dir(session.id()).to_string_lossy().into_owned();
+    let path = session.workspace_path().to_string_lossy().into_owned();
     Ok(t::WorkspacesGetWorkspaceResult { workspace: Some(workspace), path: Some(path) })
 }

@@ -1,13 +1,15 @@
 //! What hosts tell the server about permissions beyond approve/deny answers: each session's
-//! allowed directories, URL and rule settings (`session.permissions.*`), and the server's
-//! per-location tool approvals and trusted folders. Kept beside the sessions (keyed by id), each
-//! map behind its own short lock that is never held across an await.
+//! allowed directories, URL and rule settings (`session.permissions.*`, kept on its handle:
+//! [`crate::SessionHandle::with_permissions`]), and the engine's per-location tool approvals and
+//! trusted folders ([`ServerPermissions`]). The approval flow itself is `permission.rs`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 
 use protocol::generated::types::PermissionRule;
+
+use crate::lock;
 
 #[derive(Debug, Clone, Default)]
 pub struct SessionPermissions {
@@ -54,30 +56,15 @@ impl SessionPermissions {
     }
 }
 
+/// What outlives a session: tool approvals per location (a repository or directory) and
+/// trusted folders, each behind its own short lock.
 #[derive(Default)]
-pub struct PermissionState {
-    sessions: Mutex<HashMap<String, SessionPermissions>>,
+pub struct ServerPermissions {
     locations: Mutex<HashMap<String, Vec<PermissionRule>>>,
     trusted: Mutex<BTreeSet<PathBuf>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-impl PermissionState {
-    /// Runs `f` on a session's permissions, starting from the defaults for `cwd`.
-    pub fn with_session<R>(&self, id: &str, cwd: &Path, f: impl FnOnce(&mut SessionPermissions) -> R) -> R {
-        let mut sessions = lock(&self.sessions);
-        let entry = sessions.entry(id.to_string()).or_insert_with(|| SessionPermissions::for_cwd(cwd));
-        f(entry)
-    }
-
-    /// Replaces a session's permissions (`session.permissions.configure`).
-    pub fn replace_session(&self, id: &str, permissions: SessionPermissions) {
-        lock(&self.sessions).insert(id.to_string(), permissions);
-    }
-
+impl ServerPermissions {
     pub fn add_location_rules(&self, key: &str, rules: Vec<PermissionRule>) {
         let mut locations = lock(&self.locations);
         let entry = locations.entry(key.to_string()).or_default();
@@ -140,7 +127,7 @@ mod tests {
 
     #[test]
     fn trust_extends_to_subfolders() {
-        let s = PermissionState::default();
+        let s = ServerPermissions::default();
         assert!(!s.is_trusted(Path::new("/x/y")));
         s.trust(Path::new("/x"));
         assert!(s.is_trusted(Path::new("/x/y")));
