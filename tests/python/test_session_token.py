@@ -8,7 +8,7 @@ import json
 
 from copilot.session import PermissionHandler
 
-from conftest import GITHUB_TOKEN, Ctx
+from conftest import GITHUB_TOKEN, Ctx, raw_request
 
 APPROVE = PermissionHandler.approve_all
 
@@ -58,3 +58,16 @@ async def test_a_session_token_is_enough_without_any_token_of_the_process(ctx: C
     reply = await again.send_and_wait("again", timeout=30)
     assert reply is not None and reply.data.content == "still carol"
     assert _auth_headers(ctx) == ["Bearer gho-carol", "Bearer gho-carol"]
+
+
+async def test_without_a_session_token_the_processs_account_answers_status_and_quota(ctx: Ctx, make_client):
+    chat = {"entitlement": 100, "overage_count": 2, "overage_permitted": True, "percent_remaining": 75}
+    user = {"login": "proc", "copilot_plan": "business", "endpoints": {"api": ctx.fake.url}, "quota_snapshots": {"chat": chat}}
+    ctx.fake._call("POST", "/_fake/user", {"token": GITHUB_TOKEN, "response": user})
+    client = make_client()
+    await client.start()
+    session = await client.create_session(on_permission_request=APPROVE)
+    status = await raw_request(client, "session.gitHubAuth.getStatus", {"sessionId": session.session_id})
+    assert (status["login"], status["copilotPlan"], status["isAuthenticated"]) == ("proc", "business", True)
+    quota = await raw_request(client, "account.getQuota", {})
+    assert (quota["quotaSnapshots"]["chat"]["entitlementRequests"], quota["quotaSnapshots"]["chat"]["usedRequests"]) == (100, 25)

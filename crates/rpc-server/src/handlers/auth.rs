@@ -46,14 +46,32 @@ pub async fn get_status(ctx: &Ctx, p: t::SessionGitHubAuthGetStatusParams) -> Re
             copilot_plan: None,
         });
     }
+    // The account the process's token belongs to, as the original looks it up (a lookup that
+    // fails leaves the status as it is: authenticated, no login).
+    let user = match process_token(ctx) {
+        Some(token) => fetch_copilot_user(&token).await.ok(),
+        None => None,
+    };
+    let text = |k: &str| user.as_ref().and_then(|u| u.get(k)).and_then(Value::as_str).map(str::to_owned);
     Ok(t::SessionAuthStatus {
         is_authenticated: true,
         auth_type: Some(auth_type(&auth.auth_type)),
         host: Some(auth.host.clone()),
-        login: None,
+        login: text("login"),
         status_message: Some(format!("{} (via {})", auth.host, auth.auth_type)),
-        copilot_plan: None,
+        copilot_plan: text("copilot_plan"),
     })
+}
+
+/// The token the process acts with (the account signed in at run time, else the one it
+/// started with), on a single-user server only: a shared server's own identity is not its
+/// tenants' to use or learn of.
+fn process_token(ctx: &Ctx) -> Option<String> {
+    if ctx.server.tenancy.is_some() {
+        return None;
+    }
+    let auth = &ctx.server.auth;
+    auth.signed_in.get().or_else(|| auth.token.as_ref().map(|t| t.expose().to_string())).filter(|t| !t.is_empty())
 }
 
 /// Gives the session an identity (or, with no credentials, takes its own away). A token whose
@@ -108,9 +126,11 @@ pub async fn identity_for(
     Ok(Some(crate::session_auth::identity_of(&user, &ctx.server.auth.host)))
 }
 
-/// The account's quotas, from its Copilot user record. Without a token to ask with there are none.
+/// The account's quotas, from its Copilot user record: the `gitHubToken`'s, else the
+/// process's account's. Without a token to ask with there are none.
 pub async fn get_quota(ctx: &Ctx, p: t::AccountGetQuotaRequest) -> Result<t::AccountGetQuotaResult, RpcError> {
-    let Some(token) = p.git_hub_token.as_ref().map(|s| s.expose().to_string()).filter(|s| !s.is_empty()) else {
+    let given = p.git_hub_token.as_ref().map(|s| s.expose().to_string()).filter(|s| !s.is_empty());
+    let Some(token) = given.or_else(|| process_token(ctx)) else {
         return Ok(t::AccountGetQuotaResult { quota_snapshots: BTreeMap::new() });
     };
     let user = fetch_copilot_user(&token).await.map_err(|e| ctx.failed(e))?;
