@@ -17,13 +17,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::autopilot::StopReason;
 use crate::compaction;
+use crate::conversation::Conversation;
+use crate::deps::Deps;
 use crate::handle::{
     Activity, LogLevel, PlanOp, PlanResult, QueueOp, QueueState, QueuedMessage, SessionHandle, SessionInput,
     SessionView,
 };
 use crate::pending::PendingRequests;
-use crate::run::{Conversation, RunCtx};
-use crate::Deps;
+use crate::run_ctx::RunCtx;
 
 /// How many inputs may wait for a session's task. Senders wait for room (clients are
 /// answered in order; a client cannot flood a session's memory).
@@ -271,7 +272,7 @@ impl Actor {
                 }
             }
             SessionInput::Agents { op, reply } => {
-                let emitter = crate::subagent::ScopedEmitter { emitter: self.handle.emitter(), scope: None };
+                let emitter = crate::subagent::scope::ScopedEmitter { emitter: self.handle.emitter(), scope: None };
                 let result = crate::agent_control::apply(
                     &mut Arc::make_mut(&mut self.view).settings,
                     op,
@@ -311,7 +312,7 @@ impl Actor {
                     self.handle.subscribe(sub);
                 }
                 if !params.disable_resume.unwrap_or(false) {
-                    let data = crate::resume_data(
+                    let data = crate::resume::resume_data(
                         &self.view.settings,
                         self.handle.emitter().persisted_count(),
                         None,
@@ -500,7 +501,7 @@ impl Actor {
     fn select_requested_agent(&mut self, name: Option<&str>) {
         let Some(name) = name else { return };
         let op = crate::agent_control::AgentOp::Select(name.to_string());
-        let emitter = crate::subagent::ScopedEmitter { emitter: self.handle.emitter(), scope: None };
+        let emitter = crate::subagent::scope::ScopedEmitter { emitter: self.handle.emitter(), scope: None };
         if let Err(e) = crate::agent_control::apply(
             &mut Arc::make_mut(&mut self.view).settings,
             op,
@@ -659,7 +660,7 @@ impl Actor {
             self.emit(t::BackgroundTasksChangedData {});
         }
         // Written behind (batched, off this path); every later index read or write sees it.
-        self.deps.index.touch_later(self.handle.id(), &crate::now());
+        self.deps.index.touch_later(self.handle.id(), &protocol::now_iso());
         // Idle means no background agent is in flight either: one that ends either sends its
         // notice (a new batch, which ends idle) or settles (`BackgroundSettled`).
         if !aborted && self.handle.tasks().any_running() {
@@ -794,7 +795,14 @@ impl Actor {
             tracing::warn!(session = %self.handle.id(), error = %e, "index update failed");
         }
         let user_named = self.view.user_named;
-        crate::write_workspace_yaml_named(&self.deps, &self.handle, &self.view.settings, Some(&name), user_named).await;
+        crate::workspace_yaml::write_workspace_yaml_named(
+            &self.deps,
+            &self.handle,
+            &self.view.settings,
+            Some(&name),
+            user_named,
+        )
+        .await;
         Ok(NameResult::Applied(true))
     }
 
@@ -830,7 +838,7 @@ impl Actor {
             s.custom_instructions =
                 agent_config::instructions::load(&s.cwd, &self.deps.layout.home, &s.instruction_directories);
         }
-        let context = crate::cwd_context(s);
+        let context = crate::resume::cwd_context(s);
         self.publish();
         if let Some((previous, new)) = model_change {
             self.emit(t::ModelChangeData {

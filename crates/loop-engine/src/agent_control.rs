@@ -6,7 +6,7 @@ use std::path::Path;
 use protocol::generated::types::{self as t, AgentInfo};
 
 use crate::settings::SessionSettings;
-use crate::subagent::ScopedEmitter;
+use crate::subagent::scope::ScopedEmitter;
 
 /// A change a client asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]

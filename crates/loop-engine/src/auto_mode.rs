@@ -13,7 +13,7 @@ use protocol::generated::types as t;
 use protocol::rpc::{RpcMethod, Scope};
 use serde::{Deserialize, Serialize};
 
-use crate::run::RunCtx;
+use crate::run_ctx::RunCtx;
 
 /// The model the session switches to: the service picks a model that has capacity.
 pub const AUTO_MODEL: &str = "auto";

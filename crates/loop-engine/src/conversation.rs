@@ -18,7 +18,7 @@ pub(crate) struct Conversation {
     /// The user's prompts as typed, in order: a compaction summary lists them.
     pub prompts: Vec<String>,
     /// A compaction under way.
-    pub compaction: Option<crate::compaction::InFlight>,
+    pub compaction: Option<crate::compaction::in_flight::InFlight>,
     /// The history length a failed background compaction covered: the next waits for growth.
     pub failed_mark: Option<usize>,
     /// The tools last offered, with their wire text: the next call offering the same reuses it.

@@ -9,14 +9,14 @@ use protocol::hooks;
 use serde_json::{json, Value};
 use tools::{PermissionDecision, PermissionGate, PermissionRequest, ToolContext, ToolOutput};
 
+use crate::deps::Deps;
 use crate::permission;
-use crate::run::RunCtx;
+use crate::run_ctx::RunCtx;
 use crate::settings::SessionSettings;
 use crate::skill_tool::SKILL;
 use crate::subagent::agent_tools;
 use crate::subagent::TASK;
 use crate::tool_handlers::{self, Handled};
-use crate::Deps;
 
 pub(crate) enum CallOutcome {
     /// The model-visible text; `rejected` stops the loop (an external tool said so);
@@ -149,9 +149,9 @@ pub(crate) async fn run_calls(
     let runs = calls.iter().zip(args).map(|(call, args)| {
         let available = &available;
         async move {
-            let span = crate::telemetry::tool_span(ctx, call);
+            let span = crate::spans::tool_span(ctx, call);
             let (output, modified_args, guidance, loaded) = run_with_hooks(ctx, call, args, settings, available).await;
-            crate::telemetry::end_tool_span(ctx, span, &output);
+            crate::spans::end_tool_span(ctx, span, &output);
             let output = match ctx.handle.remote_state() {
                 Some(remote) => crate::session_fs::spill_output(remote, output).await,
                 None => output.spill_if_large(&ctx.deps.layout.temp_dir()),

@@ -146,7 +146,7 @@ impl Emitter {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        crate::lock(&self.inner)
+        crate::mutex::lock(&self.inner)
     }
 
     /// How many events the session's log holds.

@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::emitter::RingEntry;
-use crate::{EngineError, SessionHandle};
+use crate::error::EngineError;
+use crate::handle::SessionHandle;
 
 /// What a reader asks for.
 #[derive(Debug, Clone)]

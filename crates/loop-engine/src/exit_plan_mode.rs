@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tools::ToolOutput;
 
 use crate::handle::{PlanOp, PlanResult};
-use crate::run::RunCtx;
+use crate::run_ctx::RunCtx;
 
 pub const EXIT_PLAN_MODE: &str = "exit_plan_mode";
 

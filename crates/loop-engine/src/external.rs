@@ -9,7 +9,7 @@ use tools::{PermissionDecision, ToolOutput};
 
 use crate::handle::SessionInput;
 use crate::pending::{PendingAnswer, PendingKind};
-use crate::run::RunCtx;
+use crate::run_ctx::RunCtx;
 use crate::settings::SessionSettings;
 
 pub(crate) async fn run(

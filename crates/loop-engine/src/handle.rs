@@ -12,9 +12,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::emitter::{Emitter, EventSubscriber};
+use crate::error::EngineError;
 use crate::pending::{PendingAnswer, PendingKind};
 use crate::settings::SessionSettings;
-use crate::EngineError;
 
 /// A user message waiting to be processed.
 #[derive(Debug, Clone)]
@@ -253,7 +253,7 @@ pub(crate) enum SessionInput {
     Compact {
         custom_instructions: Option<String>,
         trigger: Option<protocol::generated::types::CompactionTrigger>,
-        reply: crate::compaction::ManualReply,
+        reply: crate::compaction::in_flight::ManualReply,
     },
     /// `session.history.truncate`: drop an event and everything after it.
     Truncate {
@@ -316,7 +316,7 @@ pub(crate) struct SessionParts {
     /// Cancelled to stop the task: synchronous, so it also works where nobody can wait.
     pub stop: CancellationToken,
     /// The compaction under way, for cancelling it from outside.
-    pub compaction: crate::compaction::Control,
+    pub compaction: crate::compaction::control::Control,
     /// `session.eventLog.registerInterest` registrations: handle → event type.
     pub interests: std::sync::Mutex<std::collections::HashMap<String, String>>,
     /// Where the session's log is read back from (files or the shared database).
@@ -328,7 +328,7 @@ pub(crate) struct SessionParts {
     /// The client's database needs its todo tables made once.
     pub sql_ready: tokio::sync::OnceCell<()>,
     /// What each attached client brings (tools, commands, elicitation).
-    pub clients: crate::clients::Clients,
+    pub clients: crate::clients::contributions::Clients,
     /// Canvases clients provide and the instances open.
     pub canvases: crate::canvases::Canvases,
     /// What file tools changed since each user message, for rewinds.
@@ -338,17 +338,19 @@ pub(crate) struct SessionParts {
     /// Commands clients run in the session's shell.
     pub user_shell: crate::user_shell::UserShell,
     /// MCP OAuth token requests waiting for a client.
-    pub mcp_oauth: crate::mcp_oauth::OAuthRequests,
+    pub mcp_oauth: crate::mcp_oauth::requests::OAuthRequests,
     /// MCP sampling requests waiting for a client, and inferences running for clients.
-    pub mcp_sampling: crate::mcp_sampling::SamplingRequests,
+    pub mcp_sampling: crate::mcp_sampling::requests::SamplingRequests,
     /// Background sub-agents.
-    pub tasks: crate::subagent::Registry,
+    pub tasks: crate::subagent::registry::Registry,
     /// What hosts set with `session.permissions.*`; made from the cwd on first use.
     pub permissions: std::sync::Mutex<Option<crate::permission_settings::SessionPermissions>>,
     /// What every session of the engine shares (the model client, the catalogue).
-    pub deps: Arc<crate::Deps>,
+    pub deps: Arc<crate::deps::Deps>,
 }
 
+// Methods that need a component's logic are `impl SessionHandle` blocks in that component's file
+// (`sql.rs`, `mcp_sampling/`, `mcp_oauth/`): the handle sits below the logic, not above it.
 impl SessionHandle {
     pub(crate) fn new(parts: SessionParts) -> Self {
         Self { inner: Arc::new(parts) }
@@ -363,38 +365,16 @@ impl SessionHandle {
         Self { inner }
     }
 
-    pub(crate) fn mcp_oauth_requests(&self) -> &crate::mcp_oauth::OAuthRequests {
+    pub(crate) fn mcp_oauth_requests(&self) -> &crate::mcp_oauth::requests::OAuthRequests {
         &self.inner.mcp_oauth
     }
 
-    pub(crate) fn deps(&self) -> &Arc<crate::Deps> {
+    pub(crate) fn deps(&self) -> &Arc<crate::deps::Deps> {
         &self.inner.deps
     }
 
-    pub(crate) fn mcp_sampling(&self) -> &crate::mcp_sampling::SamplingRequests {
+    pub(crate) fn mcp_sampling(&self) -> &crate::mcp_sampling::requests::SamplingRequests {
         &self.inner.mcp_sampling
-    }
-
-    /// `session.mcp.executeSampling`: one inference with the session's model for an MCP server.
-    pub async fn execute_sampling(
-        &self,
-        params: protocol::generated::types::SessionMcpExecuteSamplingParams,
-    ) -> protocol::generated::types::McpSamplingExecutionResult {
-        crate::mcp_sampling::execute(self, params).await
-    }
-
-    /// `session.mcp.cancelSamplingExecution`: whether an execution with that id was running.
-    pub fn cancel_sampling(&self, request_id: &str) -> bool {
-        crate::mcp_sampling::cancel(self, request_id)
-    }
-
-    /// `session.ui.handlePendingSampling`: whether a server request with that id was waiting.
-    pub fn resolve_sampling(
-        &self,
-        request_id: &str,
-        response: Option<serde_json::Map<String, serde_json::Value>>,
-    ) -> bool {
-        crate::mcp_sampling::resolve(self, request_id, response)
     }
 
     /// The model client and wire model a sampling call uses, and the model's name: `model`
@@ -404,16 +384,6 @@ impl SessionHandle {
         model: Option<String>,
     ) -> Result<(crate::byok::Route, String), EngineError> {
         self.ask(|reply| SessionInput::SamplingRoute { model, reply }).await
-    }
-
-    /// `session.mcp.oauth.handlePendingRequest`: answers a waiting MCP OAuth token request;
-    /// `false` when none with that id waits.
-    pub fn resolve_mcp_oauth(
-        &self,
-        request_id: &str,
-        result: protocol::generated::types::McpOauthPendingRequestResponse,
-    ) -> bool {
-        crate::mcp_oauth::resolve(self, request_id, result)
     }
 
     /// The store the session's log is read back from.
@@ -430,13 +400,14 @@ impl SessionHandle {
         self.inner.remote.as_ref()
     }
 
-    /// The session's SQLite database, its todo tables made.
-    pub async fn sql_db(&self) -> Result<Arc<dyn store::session_db::SqlBackend>, String> {
-        let db = self.inner.sql.clone();
-        if self.inner.remote.is_some() {
-            self.inner.sql_ready.get_or_try_init(|| crate::sql::ensure_schema(db.as_ref())).await?;
-        }
-        Ok(db)
+    /// The `sql` tool's database as opened (see `SessionHandle::sql_db` in `sql.rs`).
+    pub(crate) fn sql_backend(&self) -> &Arc<dyn store::session_db::SqlBackend> {
+        &self.inner.sql
+    }
+
+    /// Set once the client's database has its todo tables.
+    pub(crate) fn sql_ready(&self) -> &tokio::sync::OnceCell<()> {
+        &self.inner.sql_ready
     }
 
     /// Whether two handles address the same running session (not just the same id).
@@ -482,7 +453,7 @@ impl SessionHandle {
         &self.inner.emitter
     }
 
-    pub(crate) fn compaction(&self) -> &crate::compaction::Control {
+    pub(crate) fn compaction(&self) -> &crate::compaction::control::Control {
         &self.inner.compaction
     }
 
@@ -512,7 +483,7 @@ impl SessionHandle {
     }
 
     /// What each attached client brings to the session.
-    pub fn clients(&self) -> &crate::clients::Clients {
+    pub fn clients(&self) -> &crate::clients::contributions::Clients {
         &self.inner.clients
     }
 
@@ -545,7 +516,7 @@ impl SessionHandle {
     }
 
     /// Removes an event subscriber; returns how many remain. Unlike a connection going away
-    /// ([`crate::Engine::drop_subscriber`]) this starts no grace period: what is pending stays
+    /// (the engine's `drop_subscriber`) this starts no grace period: what is pending stays
     /// answerable (a client that answers later, e.g. a Copilot Extensions confirmation).
     pub fn unsubscribe(&self, subscriber_id: u64) -> usize {
         self.inner.emitter.unsubscribe(subscriber_id)
@@ -698,19 +669,19 @@ impl SessionHandle {
     /// Registers a client's interest in an event type; returns the registration's handle.
     pub fn register_interest(&self, event_type: String) -> String {
         let handle = uuid::Uuid::new_v4().to_string();
-        crate::lock(&self.inner.interests).insert(handle.clone(), event_type);
+        crate::mutex::lock(&self.inner.interests).insert(handle.clone(), event_type);
         handle
     }
 
     /// Releases a registration (an unknown or released handle is fine).
     pub fn release_interest(&self, handle: &str) {
-        crate::lock(&self.inner.interests).remove(handle);
+        crate::mutex::lock(&self.inner.interests).remove(handle);
     }
 
     /// Whether some client registered interest in `event_type` (features that can hand work
     /// to a client, such as MCP OAuth, ask this).
     pub fn has_interest(&self, event_type: &str) -> bool {
-        crate::lock(&self.inner.interests).values().any(|t| t == event_type)
+        crate::mutex::lock(&self.inner.interests).values().any(|t| t == event_type)
     }
 
     /// Stops the running message (pending permission prompts and client tools are answered as
@@ -815,14 +786,14 @@ impl SessionHandle {
     }
 
     /// The session's background sub-agents.
-    pub fn tasks(&self) -> &crate::subagent::Registry {
+    pub fn tasks(&self) -> &crate::subagent::registry::Registry {
         &self.inner.tasks
     }
 
     /// Runs `f` on what hosts set with `session.permissions.*`, starting from the defaults for
     /// the session's working directory. `f` runs under a lock: keep it short.
     pub fn with_permissions<R>(&self, f: impl FnOnce(&mut crate::permission_settings::SessionPermissions) -> R) -> R {
-        let mut permissions = crate::lock(&self.inner.permissions);
+        let mut permissions = crate::mutex::lock(&self.inner.permissions);
         let current = permissions
             .get_or_insert_with(|| crate::permission_settings::SessionPermissions::for_cwd(&self.view().settings.cwd));
         f(current)

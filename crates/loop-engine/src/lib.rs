@@ -19,9 +19,11 @@ mod client;
 pub mod clients;
 pub mod compaction;
 mod conversation;
+mod deps;
 mod dispatch;
 mod emitter;
 mod ephemeral_query;
+mod error;
 pub mod event_reader;
 mod exit_plan_mode;
 mod external;
@@ -34,16 +36,20 @@ mod mcp;
 mod mcp_oauth;
 mod mcp_sampling;
 mod model_call;
+mod mutex;
 mod parking;
 mod pending;
 mod permission;
 pub mod permission_settings;
 pub mod placement;
+mod resume;
 mod run;
+mod run_ctx;
 pub mod session_fs;
 mod session_token;
 pub mod settings;
 mod skill_tool;
+mod spans;
 pub mod sql;
 pub mod subagent;
 pub mod system_prompt;
@@ -55,10 +61,11 @@ pub mod ui_requests;
 mod user_input;
 pub mod user_shell;
 mod workspace;
+mod workspace_yaml;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use llm_providers::{ModelClient, ModelInfo};
 use protocol::event::SessionEvent;
@@ -68,36 +75,19 @@ use protocol::methods::{
 };
 use store::{EventStore, Layout, SessionIndex, SessionRow};
 
+use deps::Deps;
 pub use emitter::{ClientRequester, Emitter, EventSubscriber};
+pub use error::EngineError;
 pub use handle::{
     Activity, LogLevel, NameOp, NameResult, OptionsPatch, PlanOp, PlanResult, QueueOp, QueueState, QueuedMessage,
     SessionHandle, SessionView,
 };
+use mutex::lock;
 pub use pending::PendingAnswer;
 pub use placement::{Placed, Placement};
+use resume::{cwd_context, resume_data};
 pub use settings::SessionSettings;
-
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error("Session not found: {0}")]
-    SessionNotFound(String),
-    #[error("Session already exists: {0}")]
-    SessionExists(String),
-    #[error("Failed to load session events: {0}")]
-    Load(store::StoreError),
-    #[error(transparent)]
-    Store(#[from] store::StoreError),
-    #[error("{0}")]
-    Model(#[from] llm_providers::ProviderError),
-    #[error("Invalid provider configuration: {0}")]
-    InvalidProviders(String),
-    /// A compaction or summary the client asked for did not happen.
-    #[error("{0}")]
-    Compaction(String),
-    /// A request the session refused (an unknown agent or skill, ...).
-    #[error("{0}")]
-    Failed(String),
-}
+use workspace_yaml::write_workspace_yaml;
 
 /// Receives `session.lifecycle` notifications (created, deleted, ...).
 pub trait LifecycleSubscriber: Send + Sync {
@@ -124,59 +114,6 @@ pub struct EngineConfig {
     pub telemetry: Option<telemetry::TelemetryConfig>,
 }
 
-/// What every session of an engine shares.
-pub(crate) struct Deps {
-    pub layout: Layout,
-    pub index: SessionIndex,
-    /// Where logs and `workspace.yaml` metadata live (files, or the shared database).
-    pub events: EventStore,
-    pub model: Arc<dyn ModelClient>,
-    pub http: Arc<dyn llm_providers::transport::HttpTransport>,
-    pub builtins: tools::Registry,
-    /// One copy for every session (each session's MCP host and user shell share it).
-    pub tool_env: Arc<Vec<(String, String)>>,
-    pub version: String,
-    pub models: Mutex<Option<Vec<ModelInfo>>>,
-    /// File telemetry (`COPILOT_OTEL_*`): spans of every session's work.
-    pub spans: Option<telemetry::SpanFile>,
-}
-
-impl Deps {
-    /// The model catalogue, cached after the first successful fetch.
-    pub async fn catalogue(&self) -> Result<Vec<ModelInfo>, EngineError> {
-        if let Some(m) = lock(&self.models).clone() {
-            return Ok(m);
-        }
-        let models = self.model.list_models().await?;
-        *lock(&self.models) = Some(models.clone());
-        Ok(models)
-    }
-
-    /// The models a session with these providers can use: its own providers' models, then
-    /// (unless one provider serves the whole session) the engine's catalogue. A catalogue that
-    /// cannot be fetched leaves just the session's own.
-    pub async fn session_models(&self, providers: &byok::SessionProviders) -> Result<Vec<ModelInfo>, EngineError> {
-        let mut out = providers.model_list();
-        if providers.single.is_none() {
-            match self.catalogue().await {
-                Ok(models) => out.extend(models),
-                Err(e) if !out.is_empty() => tracing::warn!(error = %e, "model catalogue unavailable"),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(out)
-    }
-
-    pub fn context_window(&self, model: &str) -> u64 {
-        let cached = lock(&self.models);
-        cached
-            .as_ref()
-            .and_then(|ms| ms.iter().find(|m| m.id == model))
-            .and_then(ModelInfo::context_window)
-            .unwrap_or(128_000)
-    }
-}
-
 pub struct Engine {
     deps: Arc<Deps>,
     default_model: String,
@@ -192,40 +129,8 @@ pub struct Engine {
     permissions: permission_settings::ServerPermissions,
 }
 
-/// Locks a mutex, recovering it if a panicking holder poisoned it: every lock in this crate
-/// guards short synchronous updates, so the data stays usable and a session must not die of it.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 pub(crate) fn now() -> String {
     protocol::now_iso()
-}
-
-/// The session's working directory as an event's `context`.
-pub(crate) fn cwd_context(s: &SessionSettings) -> t::WorkingDirectoryContext {
-    t::WorkingDirectoryContext { cwd: s.cwd.to_string_lossy().into_owned(), ..Default::default() }
-}
-
-/// `session.resume` for a session with these settings.
-pub(crate) fn resume_data(
-    s: &SessionSettings,
-    event_count: usize,
-    events_file_size_bytes: Option<u64>,
-    session_was_active: bool,
-    continue_pending_work: bool,
-) -> t::ResumeData {
-    t::ResumeData {
-        resume_time: now(),
-        event_count: event_count as u64,
-        events_file_size_bytes,
-        selected_model: Some(s.model.clone()),
-        context: Some(cwd_context(s)),
-        session_was_active: Some(session_was_active),
-        already_in_use: Some(false),
-        continue_pending_work: Some(continue_pending_work),
-        ..Default::default()
-    }
 }
 
 /// A fresh index row for a session; `updated_at` moves on as events arrive.
@@ -238,45 +143,6 @@ fn index_row(id: &str, s: &SessionSettings, start_time: &str) -> SessionRow {
         created_at: start_time.to_string(),
         updated_at: start_time.to_string(),
         ..Default::default()
-    }
-}
-
-pub(crate) async fn write_workspace_yaml(
-    deps: &Deps,
-    session: &SessionHandle,
-    s: &SessionSettings,
-    title: Option<&str>,
-) {
-    write_workspace_yaml_named(deps, session, s, title, false).await
-}
-
-/// `workspace.yaml` with the session's name; `user_named` when a client chose it.
-pub(crate) async fn write_workspace_yaml_named(
-    deps: &Deps,
-    session: &SessionHandle,
-    s: &SessionSettings,
-    title: Option<&str>,
-    user_named: bool,
-) {
-    let summaries = deps.layout.list_checkpoints(session.id()).await.map_or(0, |c| c.len() as u32);
-    let meta = store::layout::WorkspaceMeta {
-        id: session.id().to_string(),
-        cwd: s.cwd.to_string_lossy().to_string(),
-        client_name: Some(s.client_name.clone()),
-        name: title.map(str::to_string),
-        user_named,
-        summary_count: summaries,
-        fork_count: 0,
-        created_at: session.start_time().to_string(),
-        updated_at: now(),
-        ..Default::default()
-    };
-    let written = match session.remote_state() {
-        Some(remote) => remote.write_meta(&meta).await,
-        None => deps.events.write_meta(session.id(), &meta).await,
-    };
-    if let Err(e) = written {
-        tracing::warn!(session = %session.id(), error = %e, "workspace.yaml write failed");
     }
 }
 
@@ -530,7 +396,7 @@ impl Engine {
         emitter: Emitter,
         settings: SessionSettings,
         start_time: String,
-        conv: run::Conversation,
+        conv: conversation::Conversation,
         name: Option<String>,
         storage: Storage,
     ) -> SessionHandle {
@@ -653,7 +519,7 @@ impl Engine {
             remote_steerable: Some(false),
             ..Default::default()
         };
-        let conv = run::Conversation::new(Vec::new(), None);
+        let conv = conversation::Conversation::new(Vec::new(), None);
         let remote = storage.remote.clone();
         let handle = self.spawn_session(id.clone(), emitter, settings.clone(), start_time.clone(), conv, None, storage);
         let raced = lock(&self.sessions).insert(id.clone(), handle.clone());
@@ -788,7 +654,7 @@ impl Engine {
             false,
             params.continue_pending_work.unwrap_or(false),
         );
-        let mut conv = run::Conversation::new(restored.messages, restored.title);
+        let mut conv = conversation::Conversation::new(restored.messages, restored.title);
         conv.last_system = restored.last_system;
         conv.prompts = restored.prompts;
         let name = self.user_name(&id).await;

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tools::{PermissionDecision, ToolOutput};
 
 use crate::emitter::Emitter;
-use crate::run::RunCtx;
+use crate::run_ctx::RunCtx;
 use crate::settings::SessionSettings;
 
 /// Makes the host's reports the session's events.
@@ -73,7 +73,7 @@ fn loaded_server(s: &ServerSummary) -> t::McpServersLoadedServer {
 /// except that a server the session configures itself is never disabled by the user's list.
 pub(crate) fn configure(
     host: &McpHost,
-    deps: &crate::Deps,
+    deps: &crate::deps::Deps,
     settings: &SessionSettings,
     params: &protocol::methods::SessionConfigParams,
 ) {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use llm_providers::{ChatRequest, ChatResponse, ModelClient, ModelEvent, ProviderError};
 use protocol::generated::types as t;
 
-use crate::run::RunCtx;
+use crate::run_ctx::RunCtx;
 
 /// Calls the model. Events go out as they arrive, before the call returns.
 /// `model` is the session's name for the model (what events show); `req.model` is the name the
@@ -20,9 +20,9 @@ pub(crate) async fn call_model(
     message_id: &str,
     streaming: bool,
 ) -> Result<ChatResponse, ProviderError> {
-    let span = crate::telemetry::chat_span(ctx, &req, model);
+    let span = crate::spans::chat_span(ctx, &req, model);
     let result = stream_call(ctx, client, req, model, turn_id, message_id, streaming).await;
-    crate::telemetry::end_chat_span(ctx, span, &result);
+    crate::spans::end_chat_span(ctx, span, &result);
     result
 }
 

@@ -5,9 +5,9 @@
 //! summary, an ephemeral query. Only the title (`session.name.get`) and the markers that are not
 //! in the log stay.
 
+use crate::conversation::Conversation;
+use crate::deps::Deps;
 use crate::handle::SessionHandle;
-use crate::run::Conversation;
-use crate::Deps;
 
 /// Drops what the log can give back. Returns whether there was anything to drop.
 pub(crate) fn park(conv: &mut Conversation) -> bool {

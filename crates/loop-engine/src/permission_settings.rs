@@ -1,6 +1,6 @@
 //! What hosts tell the server about permissions beyond approve/deny answers: each session's
 //! allowed directories, URL and rule settings (`session.permissions.*`, kept on its handle:
-//! [`crate::SessionHandle::with_permissions`]), and the engine's per-location tool approvals and
+//! the handle's `with_permissions`), and the engine's per-location tool approvals and
 //! trusted folders ([`ServerPermissions`]). The approval flow itself is `permission.rs`.
 
 use std::collections::{BTreeSet, HashMap};
@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use protocol::generated::types::PermissionRule;
 
-use crate::lock;
+use crate::mutex::lock;
 
 #[derive(Debug, Clone, Default)]
 pub struct SessionPermissions {

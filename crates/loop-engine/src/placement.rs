@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use protocol::methods::{LifecycleNotification, SessionConfigParams};
 
-use crate::EngineError;
+use crate::error::EngineError;
 
 /// Where a session about to be loaded runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

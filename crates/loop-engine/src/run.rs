@@ -2,131 +2,21 @@
 //! ([`crate::turns`]) until the model is done with it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use llm_providers::{AssistantReply, ChatRequest, ContentPart, Initiator, Message, ProviderError, UserContent};
 use protocol::generated::types::{self as t, HookType, SessionMode, UserMessageDelivery};
 use protocol::hooks;
 use protocol::methods::{SystemMessageTransform, TransformParams};
-use tokio_util::sync::CancellationToken;
 
 use crate::autopilot::{StopReason, MAX_NUDGES, NUDGE_TEXT};
-pub(crate) use crate::conversation::Conversation;
-use crate::handle::{QueuedMessage, SessionHandle, SessionInput, SessionView};
+use crate::conversation::Conversation;
+use crate::handle::QueuedMessage;
+use crate::run_ctx::RunCtx;
 use crate::settings::SessionSettings;
 use crate::turns::{Driver, Flow, ToolsRan, TurnSettings};
-use crate::Deps;
-
-/// How long a model call waits for MCP servers that are still starting.
-pub(crate) const MCP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How often an `agentStop` hook may keep the agent going for one message.
 const MAX_STOP_BLOCKS: u32 = 5;
-
-/// What one run may use: the session's handle (events, settings, the actor), the engine's
-/// dependencies and the batch's cancellation.
-pub(crate) struct RunCtx {
-    pub handle: SessionHandle,
-    pub deps: Arc<Deps>,
-    pub cancel: CancellationToken,
-    /// The user rejected a tool call in the current turn: the run ends after it.
-    user_rejected: Arc<AtomicBool>,
-    /// Set when this run is a sub-agent's.
-    pub scope: Option<Arc<crate::subagent::AgentScope>>,
-    /// The `invoke_agent` span this run's spans belong under (file telemetry on).
-    pub trace: Option<crate::telemetry::Span>,
-    /// A custom agent's own MCP servers, beside the session's.
-    pub agent_mcp: Option<mcp_client::McpHost>,
-}
-
-impl RunCtx {
-    pub fn new(handle: SessionHandle, deps: Arc<Deps>, cancel: CancellationToken) -> Self {
-        Self {
-            handle,
-            deps,
-            cancel,
-            user_rejected: Arc::new(AtomicBool::new(false)),
-            scope: None,
-            trace: None,
-            agent_mcp: None,
-        }
-    }
-
-    /// This context with an agent's own MCP servers.
-    pub(crate) fn with_agent_mcp(&self, host: mcp_client::McpHost) -> Self {
-        Self { agent_mcp: Some(host), ..self.traced_as(self.trace.clone()) }
-    }
-
-    /// The MCP tool a call names, and the host serving it: the agent's own servers first.
-    pub(crate) fn mcp_tool(&self, name: &str) -> Option<(mcp_client::McpHost, mcp_client::McpTool)> {
-        self.agent_mcp
-            .iter()
-            .chain(std::iter::once(self.handle.mcp()))
-            .find_map(|host| host.tools().into_iter().find(|t| t.qualified == name).map(|tool| (host.clone(), tool)))
-    }
-
-    /// This context with the span its work is traced under.
-    fn traced(&self, trace: crate::telemetry::Span) -> Self {
-        self.traced_as(Some(trace))
-    }
-
-    fn traced_as(&self, trace: Option<crate::telemetry::Span>) -> Self {
-        Self {
-            handle: self.handle.clone(),
-            deps: self.deps.clone(),
-            cancel: self.cancel.clone(),
-            user_rejected: self.user_rejected.clone(),
-            scope: self.scope.clone(),
-            trace,
-            agent_mcp: self.agent_mcp.clone(),
-        }
-    }
-
-    /// The context of a sub-agent started from this run: cancelled with it.
-    pub fn for_subagent(&self, scope: crate::subagent::AgentScope) -> Self {
-        Self {
-            handle: self.handle.clone(),
-            deps: self.deps.clone(),
-            cancel: self.cancel.child_token(),
-            user_rejected: Arc::new(AtomicBool::new(false)),
-            scope: Some(Arc::new(scope)),
-            trace: self.trace.clone(),
-            agent_mcp: None,
-        }
-    }
-
-    /// The permission gate of this run.
-    pub fn gate(&self) -> crate::permission::Gate {
-        crate::permission::Gate {
-            handle: self.handle.clone(),
-            cancel: self.cancel.clone(),
-            user_rejected: self.user_rejected.clone(),
-        }
-    }
-
-    /// The session's emitter, tagging a sub-agent's events.
-    pub fn emitter(&self) -> crate::subagent::ScopedEmitter<'_> {
-        crate::subagent::ScopedEmitter { emitter: self.handle.emitter(), scope: self.scope.as_deref() }
-    }
-
-    pub fn view(&self) -> Arc<SessionView> {
-        self.handle.view()
-    }
-
-    /// Whether the user rejected a call since the last check (and clears it).
-    pub(crate) fn take_user_rejection(&self) -> bool {
-        self.user_rejected.swap(false, Ordering::AcqRel)
-    }
-
-    async fn take_steering(&self) -> Vec<QueuedMessage> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        if self.handle.tell(SessionInput::RunTakeSteering { reply: tx }).await.is_err() {
-            return Vec::new();
-        }
-        rx.await.unwrap_or_default()
-    }
-}
 
 /// The mode an `agentMode` on a message switches the session to, if any.
 fn requested_mode(mode: Option<t::UserMessageAgentMode>) -> Option<SessionMode> {
@@ -139,10 +29,10 @@ fn requested_mode(mode: Option<t::UserMessageAgentMode>) -> Option<SessionMode> 
 }
 
 pub(crate) async fn run_message(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage) -> StopReason {
-    let Some(root) = crate::telemetry::agent_span(ctx) else { return run_traced(ctx, conv, msg).await };
+    let Some(root) = crate::spans::agent_span(ctx) else { return run_traced(ctx, conv, msg).await };
     let traced = ctx.traced(root.clone());
     let stop = run_traced(&traced, conv, msg).await;
-    crate::telemetry::end_agent_span(ctx, root, stop);
+    crate::spans::end_agent_span(ctx, root, stop);
     stop
 }
 
@@ -407,7 +297,14 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
         if let Err(e) = ctx.deps.index.mark_user_message(ctx.handle.id(), &shown).await {
             tracing::warn!(session = %ctx.handle.id(), error = %e, "index update failed");
         }
-        crate::write_workspace_yaml_named(&ctx.deps, &ctx.handle, &view.settings, Some(&shown), view.user_named).await;
+        crate::workspace_yaml::write_workspace_yaml_named(
+            &ctx.deps,
+            &ctx.handle,
+            &view.settings,
+            Some(&shown),
+            view.user_named,
+        )
+        .await;
     }
     let event_id = ctx.emitter().emit(t::UserMessageData {
         content: msg.prompt.clone(),

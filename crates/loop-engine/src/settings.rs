@@ -7,6 +7,7 @@ use agent_config::skills::SkillSet;
 use protocol::generated::types::SessionMode;
 use protocol::methods::{ExternalToolDef, SessionConfigParams, SystemMessageConfig};
 
+use crate::byok::SessionProviders;
 use crate::tool_filter::{self, ToolSource};
 
 #[derive(Debug, Clone)]
@@ -36,12 +37,12 @@ pub struct SessionSettings {
     /// This session was resumed (for the `sessionStart` hook's `source`).
     pub resumed: bool,
     /// Bring-your-own-key providers (re-sent on every resume; never persisted).
-    pub providers: crate::byok::SessionProviders,
+    pub providers: SessionProviders,
     /// The session's own GitHub token (`gitHubToken`): its Copilot model calls authenticate
     /// with it. Kept in memory only, as the providers' keys are.
     pub github_token: Option<protocol::secret::SecretString>,
     /// Automatic compaction (`infiniteSessions`).
-    pub infinite: crate::compaction::InfiniteSessions,
+    pub infinite: InfiniteSessions,
     /// Attached documents ask the model for citations (`enableCitations`).
     pub enable_citations: bool,
     /// The live sub-agent override (`session.tools.updateSubagentSettings`); not persisted.
@@ -75,8 +76,8 @@ pub fn vision_override(c: Option<&protocol::generated::types::ModelCapabilitiesO
 }
 
 /// The providers `p` configures, checked.
-pub fn providers_from_params(p: &SessionConfigParams) -> Result<crate::byok::SessionProviders, String> {
-    crate::byok::SessionProviders::new(
+pub fn providers_from_params(p: &SessionConfigParams) -> Result<SessionProviders, String> {
+    SessionProviders::new(
         p.provider.clone(),
         p.providers.clone().unwrap_or_default(),
         p.models.clone().unwrap_or_default(),
@@ -134,7 +135,7 @@ impl SessionSettings {
             request_auto_mode_switch: p.request_auto_mode_switch.unwrap_or(false),
             resumed: false,
             providers,
-            infinite: crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref()),
+            infinite: InfiniteSessions::from_params(p.infinite_sessions.as_ref()),
             enable_citations: p.enable_citations.unwrap_or(false),
             subagent_settings: None,
             agents: Catalog::from_configs(p.custom_agents.clone().unwrap_or_default()),
@@ -217,7 +218,7 @@ impl SessionSettings {
             self.vision = Some(v);
         }
         if p.infinite_sessions.is_some() {
-            self.infinite = crate::compaction::InfiniteSessions::from_params(p.infinite_sessions.as_ref());
+            self.infinite = InfiniteSessions::from_params(p.infinite_sessions.as_ref());
         }
         if let Some(token) = p.git_hub_token.as_ref().filter(|t| !t.expose().is_empty()) {
             self.github_token = Some(token.clone());
@@ -257,5 +258,35 @@ impl SessionSettings {
             self.available_tools.as_ref().is_none_or(|a| a.iter().any(|p| tool_filter::matches(p, source, name)));
         let agent = self.selected_agent.as_ref().is_none_or(|a| a.allows_tool(name));
         listed && agent && !self.excluded_tools.iter().any(|p| tool_filter::matches(p, source, name))
+    }
+}
+
+/// `infiniteSessions` of a session: automatic compaction and its thresholds (fractions of the
+/// model's context window).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InfiniteSessions {
+    pub enabled: bool,
+    /// Compact in the background from this fill level on.
+    pub background_threshold: f64,
+    /// From this fill level on, a model call waits for a running compaction.
+    pub buffer_threshold: f64,
+}
+
+impl Default for InfiniteSessions {
+    fn default() -> Self {
+        Self { enabled: true, background_threshold: 0.80, buffer_threshold: 0.95 }
+    }
+}
+
+impl InfiniteSessions {
+    pub fn from_params(p: Option<&protocol::methods::InfiniteSessionsConfig>) -> Self {
+        let d = Self::default();
+        let Some(p) = p else { return d };
+        let fraction = |v: Option<f64>, default: f64| v.filter(|v| v.is_finite() && *v > 0.0).unwrap_or(default);
+        Self {
+            enabled: p.enabled.unwrap_or(d.enabled),
+            background_threshold: fraction(p.background_compaction_threshold, d.background_threshold),
+            buffer_threshold: fraction(p.buffer_exhaustion_threshold, d.buffer_threshold),
+        }
     }
 }

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use store::session_db::{QueryKind, SqlBackend, SqlResult, TODO_SCHEMA};
 use tools::ToolOutput;
 
-use crate::run::RunCtx;
+use crate::run_ctx::RunCtx;
 
 pub const SQL: &str = "sql";
 
@@ -251,6 +251,17 @@ pub async fn read_todos(
         .filter_map(|r| Some(t::PlanSqlTodoDependency { todo_id: s(r, "todo_id")?, depends_on: s(r, "depends_on")? }))
         .collect();
     Ok((rows, deps))
+}
+
+impl crate::handle::SessionHandle {
+    /// The session's SQLite database, its todo tables made.
+    pub async fn sql_db(&self) -> Result<Arc<dyn store::session_db::SqlBackend>, String> {
+        let db = self.sql_backend().clone();
+        if self.remote_state().is_some() {
+            self.sql_ready().get_or_try_init(|| ensure_schema(db.as_ref())).await?;
+        }
+        Ok(db)
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use llm_providers::ToolCall;
 use serde_json::Value;
 use tools::ToolOutput;
 
-use crate::run::RunCtx;
+use crate::run_ctx::RunCtx;
 use crate::settings::SessionSettings;
 use crate::subagent::agent_tools::{self, Caller};
 

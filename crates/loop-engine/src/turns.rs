@@ -21,7 +21,7 @@ use crate::compaction::{self, CallShape, Tokens};
 use crate::conversation::Conversation;
 use crate::dispatch::{self, CallOutcome};
 use crate::handle::SessionView;
-use crate::run::{RunCtx, MCP_WAIT};
+use crate::run_ctx::{RunCtx, MCP_WAIT};
 use crate::settings::SessionSettings;
 
 /// The settings a turn runs with: the session's as published (they change while it runs: a

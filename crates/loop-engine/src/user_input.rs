@@ -6,7 +6,7 @@ use protocol::methods::{UserInputParams, UserInputRequest};
 use serde_json::{json, Value};
 use tools::ToolOutput;
 
-use crate::run::RunCtx;
+use crate::run_ctx::RunCtx;
 
 pub const ASK_USER: &str = "ask_user";
 

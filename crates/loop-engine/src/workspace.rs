@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use store::{Checkpoint, WorkspaceMeta, WorkspaceStat};
 
-use crate::{EngineError, SessionHandle};
+use crate::error::EngineError;
+use crate::handle::SessionHandle;
 
 impl SessionHandle {
     /// The directory client-managed files live in (`files/`).

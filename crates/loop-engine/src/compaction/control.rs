@@ -18,16 +18,16 @@ struct Active {
 
 impl Control {
     pub fn started(&self, manual: bool, cancel: CancellationToken) {
-        *crate::lock(&self.active) = Some(Active { manual, cancel });
+        *crate::mutex::lock(&self.active) = Some(Active { manual, cancel });
     }
 
     pub fn finished(&self) {
-        *crate::lock(&self.active) = None;
+        *crate::mutex::lock(&self.active) = None;
     }
 
     /// Cancels the compaction under way if it is of the kind asked; returns whether one was.
     pub fn cancel(&self, manual: bool) -> bool {
-        let active = crate::lock(&self.active);
+        let active = crate::mutex::lock(&self.active);
         match active.as_ref() {
             Some(a) if a.manual == manual && !a.cancel.is_cancelled() => {
                 a.cancel.cancel();

@@ -1,40 +1,27 @@
 //! The work of one compaction, on its own task: ask the model for the summary, then write the
 //! checkpoint. Nothing here touches the session's state; the result is applied by its owner.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use llm_providers::{ChatRequest, Initiator, Message, ModelClient, ProviderError, Purpose, Usage, UserContent};
+use llm_providers::{ChatRequest, Initiator, Message, ModelClient, ProviderError, Purpose, ToolSet, UserContent};
 use store::Layout;
 use tokio_util::sync::CancellationToken;
 
-use super::{text, CallShape};
+use super::in_flight::{Failure, Summary};
+use super::text;
+use crate::byok::Route;
 use crate::conversation::Conversation;
 
-/// A summary, and where its checkpoint went.
-#[derive(Debug)]
-pub(crate) struct Summary {
-    pub text: String,
-    /// `None` when the checkpoint could not be written (logged; the summary still applies).
-    pub checkpoint: Option<(u32, PathBuf)>,
-    pub usage: Usage,
-    pub duration_ms: u64,
-    pub model: Option<String>,
-    pub api_call_id: Option<String>,
-}
-
-/// Why a compaction produced no summary.
-#[derive(Debug, Clone)]
-pub(crate) struct Failure {
-    pub message: String,
-    pub status: Option<u16>,
-}
-
-impl Failure {
-    fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), status: None }
-    }
+/// What a compaction needs to know about the call it summarizes for.
+pub(crate) struct CallShape<'a> {
+    pub system: &'a str,
+    pub tools: &'a ToolSet,
+    pub route: &'a Route,
+    pub token_limit: u64,
+    /// The session's name for the model (events show it).
+    pub model: &'a str,
+    pub interaction_id: &'a str,
 }
 
 pub(crate) struct Params {

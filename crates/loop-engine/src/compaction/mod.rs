@@ -8,92 +8,29 @@
 //! before a model call once it is done (or waits for it when the context is nearly full, or
 //! when a client asked for it), the actor applies it when the session is idle.
 
-mod control;
+pub(crate) mod control;
+pub(crate) mod in_flight;
 mod job;
 pub(crate) mod text;
 
 use std::sync::Arc;
 
-use llm_providers::{Message, ToolSet, UserContent};
+use llm_providers::{Message, UserContent};
 use protocol::generated::types as t;
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::byok::Route;
 use crate::conversation::Conversation;
+use crate::deps::Deps;
 use crate::handle::SessionHandle;
-use crate::subagent::{AgentScope, ScopedEmitter};
-use crate::Deps;
+use crate::subagent::scope::{AgentScope, ScopedEmitter};
 
+pub use crate::settings::InfiniteSessions;
 pub(crate) use control::Control;
-pub(crate) use job::{Failure, Summary};
+pub(crate) use in_flight::{Failure, InFlight, ManualReply, Summary, Tokens};
+pub(crate) use job::CallShape;
 
 /// Fewer messages than this are not worth summarizing in the background.
 const MIN_MESSAGES: usize = 3;
-
-/// `infiniteSessions` of a session: automatic compaction and its thresholds (fractions of the
-/// model's context window).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct InfiniteSessions {
-    pub enabled: bool,
-    /// Compact in the background from this fill level on.
-    pub background_threshold: f64,
-    /// From this fill level on, a model call waits for a running compaction.
-    pub buffer_threshold: f64,
-}
-
-impl Default for InfiniteSessions {
-    fn default() -> Self {
-        Self { enabled: true, background_threshold: 0.80, buffer_threshold: 0.95 }
-    }
-}
-
-impl InfiniteSessions {
-    pub fn from_params(p: Option<&protocol::methods::InfiniteSessionsConfig>) -> Self {
-        let d = Self::default();
-        let Some(p) = p else { return d };
-        let fraction = |v: Option<f64>, default: f64| v.filter(|v| v.is_finite() && *v > 0.0).unwrap_or(default);
-        Self {
-            enabled: p.enabled.unwrap_or(d.enabled),
-            background_threshold: fraction(p.background_compaction_threshold, d.background_threshold),
-            buffer_threshold: fraction(p.buffer_exhaustion_threshold, d.buffer_threshold),
-        }
-    }
-}
-
-/// The context's size in tokens, estimated from its bytes (about four per token) as the
-/// original does before a model has reported usage.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Tokens {
-    pub system: u64,
-    pub conversation: u64,
-    pub tools: u64,
-}
-
-impl Tokens {
-    pub fn estimate(system: &str, conversation_bytes: usize, tools: &ToolSet) -> Self {
-        // Kept by the set: a session offers the same tools call after call.
-        let tool_bytes = tools.text_bytes();
-        Self {
-            system: (system.len() / 4) as u64,
-            conversation: (conversation_bytes / 4) as u64,
-            tools: (tool_bytes / 4) as u64,
-        }
-    }
-
-    /// The same context with its conversation at `bytes`.
-    pub fn with_conversation(self, bytes: usize) -> Self {
-        Self { conversation: (bytes / 4) as u64, ..self }
-    }
-
-    pub fn current(&self) -> u64 {
-        self.system + self.conversation + self.tools
-    }
-
-    fn over(&self, fraction: f64, limit: u64) -> bool {
-        self.current() as f64 >= fraction * limit as f64
-    }
-}
 
 /// Whose conversation a compaction summarizes: the session's own, or a sub-agent's. A
 /// sub-agent's compaction is announced under its id (so replaying the log leaves the main
@@ -117,43 +54,6 @@ impl<'a> Owner<'a> {
     /// The session's cancellation control, for the session's own conversation only.
     fn control(&self) -> Option<&'a Control> {
         self.scope.is_none().then(|| self.handle.compaction())
-    }
-}
-
-/// Who gets a manual compaction's outcome.
-pub(crate) type ManualReply = oneshot::Sender<Result<t::HistoryCompactResult, String>>;
-
-/// A compaction under way.
-pub(crate) struct InFlight {
-    /// Set for a compaction a client asked for (it waits for the outcome).
-    manual: Option<ManualReply>,
-    trigger: Option<t::CompactionTrigger>,
-    custom_instructions: Option<String>,
-    /// How many history messages the summary covers (the history's length when it started).
-    mark: usize,
-    /// How many of the user's prompts were sent by then.
-    prompts: usize,
-    pre: Tokens,
-    token_limit: u64,
-    model: String,
-    job: tokio::task::JoinHandle<Result<Summary, job::Failure>>,
-}
-
-impl InFlight {
-    pub fn is_manual(&self) -> bool {
-        self.manual.is_some()
-    }
-
-    pub fn is_finished(&self) -> bool {
-        self.job.is_finished()
-    }
-
-    /// The session is going away: the work stops, a client waiting for it is told.
-    pub fn abandon(self) {
-        self.job.abort();
-        if let Some(reply) = self.manual {
-            let _ = reply.send(Err("The session ended before the compaction finished.".into()));
-        }
     }
 }
 
@@ -192,17 +92,6 @@ pub(crate) async fn handoff(
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let resp = client.chat(req, tx, CancellationToken::new()).await.map_err(|e| e.to_string())?;
     Ok(resp.replies.iter().map(|r| r.content.as_str()).collect())
-}
-
-/// What a compaction needs to know about the call it summarizes for.
-pub(crate) struct CallShape<'a> {
-    pub system: &'a str,
-    pub tools: &'a ToolSet,
-    pub route: &'a Route,
-    pub token_limit: u64,
-    /// The session's name for the model (events show it).
-    pub model: &'a str,
-    pub interaction_id: &'a str,
 }
 
 /// Why a compaction starts.
@@ -324,7 +213,7 @@ async fn wait_and_apply(owner: Owner<'_>, conv: &mut Conversation, cancel: &Canc
 
 /// The compaction under way, once it is done (never, when there is none): for the actor, which
 /// applies it while the session is idle.
-pub(crate) async fn finished(conv: &mut Option<Conversation>) -> Result<Summary, job::Failure> {
+pub(crate) async fn finished(conv: &mut Option<Conversation>) -> Result<Summary, Failure> {
     match conv.as_mut().and_then(|c| c.compaction.as_mut()) {
         Some(f) => job::joined((&mut f.job).await),
         None => std::future::pending().await,
@@ -333,7 +222,7 @@ pub(crate) async fn finished(conv: &mut Option<Conversation>) -> Result<Summary,
 
 /// Replaces the summarized messages with the summary (or records the failure), emits
 /// `session.compaction_complete` and answers a client waiting for it.
-pub(crate) fn apply(owner: Owner<'_>, conv: &mut Conversation, f: InFlight, result: Result<Summary, job::Failure>) {
+pub(crate) fn apply(owner: Owner<'_>, conv: &mut Conversation, f: InFlight, result: Result<Summary, Failure>) {
     if let Some(control) = owner.control() {
         control.finished();
     }
@@ -449,6 +338,7 @@ pub(crate) const NOTHING: &str = "Nothing to compact.";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use llm_providers::ToolSet;
     use protocol::methods::InfiniteSessionsConfig;
 
     #[test]

@@ -10,7 +10,7 @@ use protocol::generated::types as t;
 use serde_json::{json, Value};
 use tools::ToolOutput;
 
-use super::background::{Registry, Snapshot};
+use super::registry::{status_name, Registry, Snapshot};
 
 pub const READ_AGENT: &str = "read_agent";
 pub const WRITE_AGENT: &str = "write_agent";
@@ -138,16 +138,6 @@ start a new task to send more input.
 or all for read-only inspection of the visible tree."
             .into(),
         parameters: Arc::new(parameters),
-    }
-}
-
-pub(crate) fn status_name(s: t::TaskStatus) -> &'static str {
-    match s {
-        t::TaskStatus::Running => "running",
-        t::TaskStatus::Idle => "idle",
-        t::TaskStatus::Completed => "completed",
-        t::TaskStatus::Failed => "failed",
-        t::TaskStatus::Cancelled => "cancelled",
     }
 }
 

@@ -5,8 +5,9 @@
 
 pub mod agent_tools;
 pub mod background;
+pub mod registry;
 mod run;
-mod scope;
+pub(crate) mod scope;
 pub(crate) mod servers;
 
 use std::sync::Arc;
@@ -17,10 +18,10 @@ use protocol::generated::types as t;
 use serde_json::{json, Value};
 use tools::ToolOutput;
 
-pub use background::Registry;
+pub use registry::Registry;
 pub use scope::{AgentScope, ScopedEmitter};
 
-use crate::run::RunCtx;
+use crate::run_ctx::RunCtx;
 use crate::settings::SessionSettings;
 use agent_config::agents::builtin::{self, BUILTIN_AGENTS};
 
@@ -115,7 +116,7 @@ pub fn spec(settings: &SessionSettings) -> ToolSpec {
 
 /// `session.tasks.startAgent`: a background agent started by a client; its id.
 pub fn start_background(
-    handle: &crate::SessionHandle,
+    handle: &crate::handle::SessionHandle,
     agent_type: &str,
     prompt: String,
     name: Option<String>,

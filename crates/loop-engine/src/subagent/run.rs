@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::Resolved;
 use crate::autopilot::StopReason;
 use crate::conversation::Conversation;
-use crate::run::RunCtx;
+use crate::run_ctx::RunCtx;
 use crate::settings::SessionSettings;
 use crate::turns::{Driver, Flow, TurnSettings};
 

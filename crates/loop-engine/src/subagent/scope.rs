@@ -84,7 +84,7 @@ mod tests {
             1
         }
         fn deliver(&self, _: &str, e: &Event, _: &str) -> bool {
-            crate::lock(&self.0).push(e.clone());
+            crate::mutex::lock(&self.0).push(e.clone());
             true
         }
     }
@@ -108,7 +108,7 @@ mod tests {
             ..Default::default()
         });
         sub.emit(t::AbortData { reason: t::AbortReason::UserInitiated });
-        let got = crate::lock(&c.0).clone();
+        let got = crate::mutex::lock(&c.0).clone();
         let parent = |e: &Event| match &e.payload {
             SessionEvent::ToolExecutionStart(d) => d.parent_tool_call_id.clone(),
             _ => None,

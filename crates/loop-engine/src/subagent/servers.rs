@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use mcp_client::McpHost;
 use serde_json::{Map, Value};
 
-use crate::run::RunCtx;
+use crate::run_ctx::RunCtx;
 
 pub(crate) struct AgentServers {
     host: McpHost,

@@ -6,8 +6,7 @@
 //! asks its user (or remembers an `mcp-sampling` approval) before executing, and no
 //! `permission.requested` goes out for sampling.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use llm_providers::{ContentPart, History, ImageUrl, Message, SamplingOptions, UserContent};
@@ -20,34 +19,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::handle::{SessionHandle, SessionParts};
 
+pub(crate) mod requests;
+
+use requests::{lock, Answer, SamplingRequests};
+
 /// How long a server's request waits for a client's answer.
 const ANSWER_WAIT: Duration = Duration::from_secs(300);
 
 const REJECTED: &str = "Sampling request was rejected";
-
-type Answer = Result<Value, String>;
-
-/// Server requests waiting for a client, and inferences running for clients, by request id.
-#[derive(Default)]
-pub(crate) struct SamplingRequests {
-    /// By request id: the asking server's name, and where its answer goes.
-    waiting: Mutex<HashMap<String, (String, oneshot::Sender<Answer>)>>,
-    running: Mutex<HashMap<String, CancellationToken>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl SamplingRequests {
-    /// A turn was aborted: the servers waiting on a client get an error instead.
-    pub(crate) fn abort_waiting(&self) {
-        let waiting: Vec<_> = lock(&self.waiting).drain().collect();
-        for (_, (_, tx)) in waiting {
-            let _ = tx.send(Err("Sampling request was cancelled: the turn was aborted".into()));
-        }
-    }
-}
 
 /// Forgets a request whose server stopped waiting.
 struct Forget<'a>(&'a SamplingRequests, String);
@@ -325,6 +304,23 @@ fn convert(request: &Value) -> Result<(String, History), String> {
     }
     let system = request.get("systemPrompt").and_then(Value::as_str).unwrap_or_default().to_string();
     Ok((system, history))
+}
+
+impl SessionHandle {
+    /// `session.mcp.executeSampling`: one inference with the session's model for an MCP server.
+    pub async fn execute_sampling(&self, params: t::SessionMcpExecuteSamplingParams) -> t::McpSamplingExecutionResult {
+        execute(self, params).await
+    }
+
+    /// `session.mcp.cancelSamplingExecution`: whether an execution with that id was running.
+    pub fn cancel_sampling(&self, request_id: &str) -> bool {
+        cancel(self, request_id)
+    }
+
+    /// `session.ui.handlePendingSampling`: whether a server request with that id was waiting.
+    pub fn resolve_sampling(&self, request_id: &str, response: Option<serde_json::Map<String, Value>>) -> bool {
+        resolve(self, request_id, response)
+    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,7 @@
 //! becomes an `mcp.oauth_required` event (when a client registered interest in it), and the
 //! request waits until a client answers with `session.mcp.oauth.handlePendingRequest`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use mcp_client::{AuthReply, AuthRequest};
@@ -12,24 +11,16 @@ use tokio::sync::oneshot;
 
 use crate::handle::{SessionHandle, SessionParts};
 
+pub(crate) mod requests;
+
+use requests::OAuthRequests;
+
 /// The event clients register interest in to provide tokens.
 const EVENT: &str = "mcp.oauth_required";
 /// A server may challenge before the creating client's `registerInterest` arrives (right after
 /// `session.create` returns): how long to wait for one before the server needs auth.
 const INTEREST_GRACE: Duration = Duration::from_secs(5);
 const INTEREST_POLL: Duration = Duration::from_millis(50);
-
-/// Token requests waiting for a client's answer, by request id.
-#[derive(Default)]
-pub(crate) struct OAuthRequests {
-    pending: Mutex<HashMap<String, oneshot::Sender<AuthReply>>>,
-}
-
-impl OAuthRequests {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<AuthReply>>> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 /// Forgets a request whose asker stopped waiting (timeout, stop).
 struct Forget<'a>(&'a OAuthRequests, String);
@@ -101,4 +92,12 @@ pub(crate) fn resolve(handle: &SessionHandle, request_id: &str, result: t::McpOa
     let delivered = tx.send(reply).is_ok();
     handle.emitter().emit(t::McpOauthCompletedData::new(request_id.to_string(), outcome));
     delivered
+}
+
+impl SessionHandle {
+    /// `session.mcp.oauth.handlePendingRequest`: answers a waiting MCP OAuth token request;
+    /// `false` when none with that id waits.
+    pub fn resolve_mcp_oauth(&self, request_id: &str, result: t::McpOauthPendingRequestResponse) -> bool {
+        resolve(self, request_id, result)
+    }
 }

@@ -1,0 +1,65 @@
+//! [`Deps`]: what every session of an engine shares. Apart from the crate root (which holds the
+//! `Engine` that builds it) so that sessions, runs and tools can use it from below.
+
+use std::sync::{Arc, Mutex};
+
+use llm_providers::{ModelClient, ModelInfo};
+use store::{EventStore, Layout, SessionIndex};
+
+use crate::byok::SessionProviders;
+use crate::error::EngineError;
+use crate::mutex::lock;
+use crate::telemetry;
+
+/// What every session of an engine shares.
+pub(crate) struct Deps {
+    pub layout: Layout,
+    pub index: SessionIndex,
+    /// Where logs and `workspace.yaml` metadata live (files, or the shared database).
+    pub events: EventStore,
+    pub model: Arc<dyn ModelClient>,
+    pub http: Arc<dyn llm_providers::transport::HttpTransport>,
+    pub builtins: tools::Registry,
+    /// One copy for every session (each session's MCP host and user shell share it).
+    pub tool_env: Arc<Vec<(String, String)>>,
+    pub version: String,
+    pub models: Mutex<Option<Vec<ModelInfo>>>,
+    /// File telemetry (`COPILOT_OTEL_*`): spans of every session's work.
+    pub spans: Option<telemetry::SpanFile>,
+}
+
+impl Deps {
+    /// The model catalogue, cached after the first successful fetch.
+    pub async fn catalogue(&self) -> Result<Vec<ModelInfo>, EngineError> {
+        if let Some(m) = lock(&self.models).clone() {
+            return Ok(m);
+        }
+        let models = self.model.list_models().await?;
+        *lock(&self.models) = Some(models.clone());
+        Ok(models)
+    }
+
+    /// The models a session with these providers can use: its own providers' models, then
+    /// (unless one provider serves the whole session) the engine's catalogue. A catalogue that
+    /// cannot be fetched leaves just the session's own.
+    pub async fn session_models(&self, providers: &SessionProviders) -> Result<Vec<ModelInfo>, EngineError> {
+        let mut out = providers.model_list();
+        if providers.single.is_none() {
+            match self.catalogue().await {
+                Ok(models) => out.extend(models),
+                Err(e) if !out.is_empty() => tracing::warn!(error = %e, "model catalogue unavailable"),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn context_window(&self, model: &str) -> u64 {
+        let cached = lock(&self.models);
+        cached
+            .as_ref()
+            .and_then(|ms| ms.iter().find(|m| m.id == model))
+            .and_then(ModelInfo::context_window)
+            .unwrap_or(128_000)
+    }
+}
