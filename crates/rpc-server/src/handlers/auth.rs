@@ -6,7 +6,7 @@ use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 use serde_json::Value;
 
-use crate::session_auth::{fetch_copilot_user, SessionIdentity};
+use crate::session_auth::{fetch_copilot_user, identity_of, SessionIdentity};
 use crate::table::Ctx;
 
 fn auth_type(name: &str) -> t::AuthInfoType {
@@ -48,18 +48,18 @@ pub async fn get_status(ctx: &Ctx, p: t::SessionGitHubAuthGetStatusParams) -> Re
     }
     // The account the process's token belongs to, as the original looks it up (a lookup that
     // fails leaves the status as it is: authenticated, no login).
-    let user = match process_token(ctx) {
-        Some(token) => fetch_copilot_user(&token).await.ok(),
+    let account = match process_token(ctx) {
+        Some(token) => fetch_copilot_user(&token).await.ok().map(|user| identity_of(&user, &auth.host)),
         None => None,
     };
-    let text = |k: &str| user.as_ref().and_then(|u| u.get(k)).and_then(Value::as_str).map(str::to_owned);
+    let (login, copilot_plan) = account.map(|a| (a.login, a.copilot_plan)).unwrap_or_default();
     Ok(t::SessionAuthStatus {
         is_authenticated: true,
         auth_type: Some(auth_type(&auth.auth_type)),
         host: Some(auth.host.clone()),
-        login: text("login"),
+        login,
         status_message: Some(format!("{} (via {})", auth.host, auth.auth_type)),
-        copilot_plan: text("copilot_plan"),
+        copilot_plan,
     })
 }
 
@@ -123,7 +123,7 @@ pub async fn identity_for(
 ) -> Result<Option<SessionIdentity>, RpcError> {
     let Some(token) = token.filter(|t| !t.expose().is_empty()) else { return Ok(None) };
     let user = fetch_copilot_user(token.expose()).await.map_err(|e| ctx.failed(e))?;
-    Ok(Some(crate::session_auth::identity_of(&user, &ctx.server.auth.host)))
+    Ok(Some(identity_of(&user, &ctx.server.auth.host)))
 }
 
 /// The account's quotas, from its Copilot user record: the `gitHubToken`'s, else the
