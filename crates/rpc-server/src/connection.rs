@@ -16,11 +16,11 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::caller::Caller;
+use crate::ctx::Ctx;
 use crate::framing::{BadFrame, ContentLengthSink, ContentLengthSource, MessageSink, MessageSource};
 use crate::lanes::{LaneFull, Lanes};
-use crate::methods::Call;
+use crate::methods::{lookup, Call};
 use crate::outbound::Outbound;
-use crate::table::{lookup, Ctx};
 use crate::tenancy::Tenant;
 use crate::Server;
 

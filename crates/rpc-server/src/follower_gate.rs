@@ -10,7 +10,8 @@ use std::sync::Arc;
 use protocol::jsonrpc::RpcError;
 use serde::Deserialize;
 
-use crate::table::{Ctx, Entry, OnFollower};
+use crate::ctx::Ctx;
+use crate::table::{Entry, OnFollower};
 
 #[derive(Deserialize)]
 struct SessionParam {
@@ -28,9 +29,9 @@ pub struct Named {
 
 /// The session a request's params name (`sessionId`), on a server with several nodes only: a
 /// single node has no followers, and skips the extra parse.
-pub fn named_session(
+pub fn named_session<C>(
     cluster: Option<&Arc<cluster::Cluster>>,
-    entry: &Entry,
+    entry: &Entry<C>,
     params_text: Option<&str>,
 ) -> Option<Named> {
     cluster?;
@@ -66,7 +67,7 @@ pub fn refused(ctx: &Ctx, session_id: &str, node: String) -> RpcError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::lookup;
+    use crate::methods::lookup;
 
     fn rule(method: &str) -> OnFollower {
         lookup(method).map(|e| e.follower).unwrap_or_else(|| panic!("{method} is not in the method table"))

@@ -10,7 +10,7 @@ use std::time::Duration;
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 use crate::Server;
 
 /// How long a follower waits for the owner's answer.

@@ -16,6 +16,7 @@
 pub mod accounts;
 pub mod caller;
 pub mod connection;
+pub mod ctx;
 mod errors;
 mod extensions;
 pub mod follower_gate;

@@ -10,7 +10,7 @@ use crate::handlers::{
     plugins, providers, rewind, server, session, session_extras, session_fs, session_services, session_state,
     sessions_admin, shell, tasks, ui, user_settings, workspace_extras, workspaces,
 };
-use crate::table::method_table;
+use crate::table::{method_table, Entry};
 
 method_table! {
     // Server: handshake, status, catalogues.
@@ -416,6 +416,11 @@ method_table! {
     SessionHistoryRewind: g::SessionHistoryRewind => rewind::rewind, lane |p| Some(&p.session_id), aliases [];
 }
 
+/// The table row for a method name.
+pub fn lookup(name: &str) -> Option<&'static Entry<Call>> {
+    METHODS.iter().find(|e| e.name == name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,7 +432,7 @@ mod tests {
         let before = names.len();
         names.dedup();
         assert_eq!(before, names.len(), "a method is listed twice");
-        assert!(crate::table::lookup("session.destroy").is_some());
-        assert!(crate::table::lookup("session.sendAndWait").is_none());
+        assert!(lookup("session.destroy").is_some());
+        assert!(lookup("session.sendAndWait").is_none());
     }
 }

@@ -3,7 +3,7 @@
 //! workspace root.
 //!
 //! Isolation is "invisible, not forbidden": a session of another tenant is answered exactly as
-//! an unknown id is ([`crate::table::Ctx::visible`]), so nothing tells a caller that it exists.
+//! an unknown id is ([`crate::ctx::Ctx::visible`]), so nothing tells a caller that it exists.
 //! Ownership is kept in memory (checked on every session-scoped request, and synchronously by
 //! the lifecycle notifications) and persisted in the session index's `session_owners` table.
 

@@ -8,8 +8,8 @@ use protocol::jsonrpc::RpcError;
 use serde_json::Value;
 
 use crate::accounts::Account;
+use crate::ctx::Ctx;
 use crate::session_auth::fetch_copilot_user;
-use crate::table::Ctx;
 
 fn copilot_user(user: &Value) -> Option<t::CopilotUserResponse> {
     serde_json::from_value(user.clone()).ok()

@@ -6,7 +6,7 @@ use protocol::event::SessionEvent;
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 pub async fn list(ctx: &Ctx, p: t::SessionAgentListParams) -> Result<t::AgentList, RpcError> {
     let view = ctx.session(&p.session_id)?.view();

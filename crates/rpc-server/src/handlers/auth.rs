@@ -6,8 +6,8 @@ use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 use serde_json::Value;
 
+use crate::ctx::Ctx;
 use crate::session_auth::{fetch_copilot_user, identity_of, SessionIdentity};
-use crate::table::Ctx;
 
 fn auth_type(name: &str) -> t::AuthInfoType {
     match name {

@@ -8,7 +8,7 @@ use loop_engine::SessionHandle;
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 const LISTING: &str = include_str!("builtin_commands.json");
 

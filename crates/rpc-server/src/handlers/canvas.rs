@@ -11,7 +11,7 @@ use protocol::jsonrpc::RpcError;
 use protocol::rpc::RpcMethod;
 use serde_json::Value;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 pub async fn list(ctx: &Ctx, p: t::SessionCanvasListParams) -> Result<t::CanvasList, RpcError> {
     let session = ctx.session(&p.session_id)?;

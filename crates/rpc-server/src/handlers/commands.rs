@@ -8,8 +8,8 @@ use loop_engine::SessionHandle;
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
+use crate::ctx::Ctx;
 use crate::handlers::builtin_commands;
-use crate::table::Ctx;
 
 pub async fn list(ctx: &Ctx, p: t::SessionCommandsListParams) -> Result<t::CommandList, RpcError> {
     let session = ctx.session(&p.session_id)?;

@@ -10,7 +10,7 @@ use agent_config::{agents, instructions, skills, FileError};
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 /// The request's directories, relative ones against the server's directory.
 fn absolute(paths: Option<Vec<String>>) -> Vec<PathBuf> {

@@ -6,7 +6,7 @@ use loop_engine::QueuedMessage;
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 /// The instructions the model reads first, as the original words them.
 const INSTRUCTIONS: &str = include_str!("fleet_prompt.md");

@@ -3,7 +3,7 @@
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 pub async fn compact(ctx: &Ctx, p: t::SessionHistoryCompactParams) -> Result<t::HistoryCompactResult, RpcError> {
     let session = ctx.session(&p.session_id)?;

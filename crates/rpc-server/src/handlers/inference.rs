@@ -4,7 +4,7 @@ use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 use protocol::rpc::NoParams;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 pub async fn set_provider(ctx: &Ctx, _p: NoParams) -> Result<t::LlmInferenceSetProviderResult, RpcError> {
     if ctx.server.tenancy.is_some() {

@@ -6,7 +6,7 @@ use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 use serde_json::Value;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 fn host_error(ctx: &Ctx, e: HostError) -> RpcError {
     ctx.failed(e)

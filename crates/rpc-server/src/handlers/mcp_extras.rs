@@ -7,7 +7,7 @@ use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 use serde_json::Value;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 /// Tools an MCP App guest can render carry UI metadata (`_meta.ui` or `_meta["ui/resourceUri"]`).
 fn has_ui_meta(tool: &Value) -> bool {

@@ -8,7 +8,7 @@ use loop_engine::permission_settings::{normalize, SessionPermissions};
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 /// Runs `f` on a live session's permission settings.
 fn with<R>(ctx: &Ctx, id: &str, f: impl FnOnce(&mut SessionPermissions) -> R) -> Result<R, RpcError> {

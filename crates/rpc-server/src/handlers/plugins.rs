@@ -12,7 +12,7 @@ use protocol::jsonrpc::RpcError;
 use protocol::rpc::NoParams;
 use serde_json::Value;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 fn home(ctx: &Ctx) -> PathBuf {
     ctx.server.engine.home().to_path_buf()

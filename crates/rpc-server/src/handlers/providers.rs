@@ -5,7 +5,7 @@ use llm_providers::provider::{ProviderKind, WireApi};
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 /// A model entry as the wire shows it (the catalogue's free-form capabilities pass through).
 fn model_json(ctx: &Ctx, m: &llm_providers::ModelInfo) -> Result<serde_json::Value, RpcError> {

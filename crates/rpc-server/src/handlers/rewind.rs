@@ -7,7 +7,7 @@ use loop_engine::SessionHandle;
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 /// The session's rewind points as its log has them now, oldest first.
 async fn turns(ctx: &Ctx, session: &SessionHandle) -> Result<Vec<file_tracking::Turn>, RpcError> {

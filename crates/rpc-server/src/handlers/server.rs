@@ -6,7 +6,7 @@ use protocol::methods::{AuthStatus, StatusResult};
 use protocol::rpc::NoParams;
 use protocol::PROTOCOL_VERSION;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 pub async fn connect(ctx: &Ctx, p: t::ConnectRequest) -> Result<t::ConnectResult, RpcError> {
     if let Some(tenancy) = &ctx.server.tenancy {

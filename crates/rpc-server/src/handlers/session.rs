@@ -9,7 +9,7 @@ use protocol::methods::{
 };
 use protocol::rpc::NoParams;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 fn session_info(session: &SessionHandle) -> SessionInfo {
     let view = session.view();

@@ -7,7 +7,7 @@ use loop_engine::{QueueOp, QueueState};
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 pub async fn activity(ctx: &Ctx, p: t::SessionMetadataActivityParams) -> Result<t::SessionActivity, RpcError> {
     let a = ctx.session(&p.session_id)?.activity().await.map_err(|e| ctx.engine_error(&e))?;

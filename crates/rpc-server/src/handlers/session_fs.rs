@@ -5,7 +5,7 @@ use loop_engine::session_fs::FsProvider;
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 /// Declared before any session exists (sessions made earlier keep their state where they
 /// began), once per connection.

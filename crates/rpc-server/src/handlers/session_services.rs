@@ -8,7 +8,7 @@ use protocol::event::SessionEvent;
 use protocol::generated::types as t;
 use protocol::jsonrpc::{RpcError, INTERNAL_ERROR, METHOD_NOT_FOUND};
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 /// Masks the values in every event sent from now on (see [`crate::secret_filter`]).
 pub async fn add_secret_filter_values(

@@ -4,7 +4,7 @@ use loop_engine::{PlanOp, PlanResult};
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 pub async fn model_get(ctx: &Ctx, p: t::SessionModelGetCurrentParams) -> Result<t::CurrentModel, RpcError> {
     let view = ctx.session(&p.session_id)?.view();

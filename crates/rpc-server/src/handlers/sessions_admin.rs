@@ -10,7 +10,7 @@ use protocol::jsonrpc::RpcError;
 use protocol::methods::{SessionConfigParams, SessionListEntry};
 use protocol::rpc::NoParams;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 /// Every persisted session the caller may see, most recent first.
 async fn visible_sessions(ctx: &Ctx, filter: &store::ListFilter) -> Result<Vec<SessionListEntry>, RpcError> {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 pub async fn exec(ctx: &Ctx, p: t::SessionShellExecParams) -> Result<t::ShellExecResult, RpcError> {
     let session = ctx.session(&p.session_id)?;

@@ -5,7 +5,7 @@
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 pub async fn list(ctx: &Ctx, p: t::SessionTasksListParams) -> Result<t::TaskList, RpcError> {
     let session = ctx.session(&p.session_id)?;

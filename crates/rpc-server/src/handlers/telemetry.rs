@@ -9,7 +9,7 @@ use loop_engine::SessionHandle;
 use protocol::generated::types as t;
 use protocol::methods::SessionConfigParams;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 /// The notification's method name.
 const METHOD: &str = "gitHubTelemetry.event";

@@ -8,7 +8,7 @@
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 pub async fn elicitation(ctx: &Ctx, p: t::UiElicitationRequest) -> Result<t::UIElicitationResponse, RpcError> {
     let session = ctx.session(&p.session_id)?;

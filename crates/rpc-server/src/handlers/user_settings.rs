@@ -12,7 +12,7 @@ use protocol::jsonrpc::RpcError;
 use protocol::rpc::NoParams;
 use serde_json::{Map, Value};
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 const DEFAULTS: &str = include_str!("../user_settings_defaults.json");
 

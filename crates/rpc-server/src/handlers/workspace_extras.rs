@@ -6,7 +6,7 @@ use std::path::Path;
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 pub async fn save_large_paste(
     ctx: &Ctx,

@@ -5,7 +5,7 @@
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
-use crate::table::Ctx;
+use crate::ctx::Ctx;
 
 pub async fn list_files(
     ctx: &Ctx,

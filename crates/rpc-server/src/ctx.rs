@@ -1,0 +1,87 @@
+//! What a handler gets ([`Ctx`]): the server, who is calling, and which method. In a file of its
+//! own, below the method table: every handler imports it, and the table imports every handler,
+//! so a `Ctx` kept with the table's machinery put all of them in one import circle (issue 32).
+
+use std::sync::Arc;
+
+use protocol::jsonrpc::RpcError;
+
+use crate::caller::Caller;
+use crate::Server;
+
+/// What a handler gets: the server, who is calling, and which method (for error messages).
+pub struct Ctx {
+    pub server: Arc<Server>,
+    pub caller: Arc<Caller>,
+    pub method: &'static str,
+}
+
+impl Ctx {
+    /// The loaded session a request names, or "Session not found" — also for a session the
+    /// caller may not see (another tenant's), which is answered exactly as an unknown id.
+    pub fn session(&self, id: &str) -> Result<loop_engine::SessionHandle, RpcError> {
+        if !self.visible(id) {
+            return Err(self.not_found(id));
+        }
+        self.server.engine.require(id).map_err(|e| self.engine_error(&e))
+    }
+
+    /// Whether the caller may see this session (always, on a single-user server).
+    pub fn visible(&self, id: &str) -> bool {
+        self.caller.can_see(id)
+    }
+
+    /// Brings the caller's view of who owns what up to date with the shared database (several
+    /// nodes): for one session, or for all (`None`, before a listing).
+    pub async fn learn_owners(&self, id: Option<&str>) -> Result<(), RpcError> {
+        let Some(tenancy) = &self.server.tenancy else { return Ok(()) };
+        let learned = match id {
+            Some(id) => tenancy.learn(id).await,
+            None => tenancy.learn_all().await,
+        };
+        learned.map_err(|e| self.failed(e))
+    }
+
+    /// The node running a session this node only follows (several nodes).
+    pub fn follower_of(&self, id: &str) -> Option<String> {
+        self.server.cluster.as_ref().and_then(|c| c.follower_of(id))
+    }
+
+    /// The mode and title of a session this node follows, as the relayed events set them.
+    pub fn followed_state(
+        &self,
+        id: &str,
+    ) -> Option<(Option<protocol::generated::types::SessionMode>, Option<String>)> {
+        self.server.cluster.as_ref().and_then(|c| c.followed_state(id))
+    }
+
+    /// The answer to a request naming an unknown session.
+    pub fn not_found(&self, id: &str) -> RpcError {
+        self.engine_error(&loop_engine::EngineError::SessionNotFound(id.to_string()))
+    }
+
+    /// Claims a session for a tenant before creating it (see [`crate::tenancy::Tenancy::claim`]).
+    pub async fn tenancy_claim(&self, tenant: &crate::tenancy::Tenant, id: &str) -> Result<bool, RpcError> {
+        match &self.server.tenancy {
+            Some(t) => t.claim(tenant, id).await.map_err(|e| self.failed(e)),
+            None => Ok(false),
+        }
+    }
+
+    /// Drops a session's ownership; a failure is logged (the id stays taken, nothing leaks).
+    pub async fn tenancy_release(&self, id: &str) {
+        if let Some(t) = &self.server.tenancy {
+            if let Err(e) = t.release(id).await {
+                tracing::warn!(session = %id, error = %e, "releasing session ownership failed");
+            }
+        }
+    }
+
+    pub fn engine_error(&self, e: &loop_engine::EngineError) -> RpcError {
+        crate::errors::engine_error(self.method, e)
+    }
+
+    pub fn failed(&self, detail: impl std::fmt::Display) -> RpcError {
+        RpcError::handler_failed(self.method, detail)
+    }
+}
