@@ -62,6 +62,15 @@ where
     serve_inner(server, source, ContentLengthSink::new(writer), None, true).await;
 }
 
+/// [`serve_trusted`] over an extension's pipes, as handlers get it in their [`Ctx`].
+fn serve_extension(
+    server: Arc<Server>,
+    reader: tokio::process::ChildStdout,
+    writer: tokio::process::ChildStdin,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(serve_trusted(server, reader, writer))
+}
+
 async fn serve_inner<S: MessageSource, K: MessageSink>(
     server: Arc<Server>,
     mut source: S,
@@ -187,7 +196,12 @@ impl Reader {
             }
         };
         let lane = call.lane().map(str::to_string);
-        let ctx = Ctx { server: self.server.clone(), caller: self.caller.clone(), method: entry.name };
+        let ctx = Ctx {
+            server: self.server.clone(),
+            caller: self.caller.clone(),
+            method: entry.name,
+            serve_trusted: serve_extension,
+        };
         match lane {
             Some(session_id) => {
                 let job = Box::pin(answer(ctx, id.clone(), call, self.out.clone(), named));

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use protocol::jsonrpc::RpcError;
 
 use crate::caller::Caller;
+use crate::extensions::ServeTrusted;
 use crate::Server;
 
 /// What a handler gets: the server, who is calling, and which method (for error messages).
@@ -14,6 +15,10 @@ pub struct Ctx {
     pub server: Arc<Server>,
     pub caller: Arc<Caller>,
     pub method: &'static str,
+    /// Serves the connection of a session extension a handler starts (`session.create`):
+    /// the connection that runs the handler hands its own trusted server in, so that handlers
+    /// (which the connection's method table calls) never import the connection back.
+    pub serve_trusted: ServeTrusted,
 }
 
 impl Ctx {

@@ -12,7 +12,17 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+use tokio::process::{ChildStdin, ChildStdout};
+
 use crate::Server;
+
+/// Serves an extension's stdin/stdout as a trusted JSON-RPC connection (no `connect` token):
+/// `connection::serve_trusted`, handed in through the handler's [`crate::ctx::Ctx`]. Handed in
+/// rather than imported: extensions are started by a handler, which the connection's method
+/// table calls, so naming the connection here closed an import circle through every handler
+/// (issue 32).
+pub type ServeTrusted = fn(Arc<Server>, ChildStdout, ChildStdin) -> BoxFuture<'static, ()>;
 
 /// The specifiers an extension imports the SDK by, and the file of the SDK's build each maps
 /// to.
@@ -21,13 +31,13 @@ const SDK_MODULES: &[(&str, &str)] =
 
 /// Starts the extensions of the repository around `cwd` for `session_id`; each runs until it
 /// exits or the server does. Problems are logged, never fatal to the session.
-pub fn start(server: &Arc<Server>, session_id: &str, cwd: &Path, sdk_path: Option<&str>) {
+pub fn start(server: &Arc<Server>, serve: ServeTrusted, session_id: &str, cwd: &Path, sdk_path: Option<&str>) {
     let Some(node) = find_node() else {
         tracing::info!(session = session_id, "extensions requested, but no `node` on PATH");
         return;
     };
     for program in discover(&repository_root(cwd)) {
-        if let Err(e) = launch(server, session_id, &node, &program, sdk_path) {
+        if let Err(e) = launch(server, serve, session_id, &node, &program, sdk_path) {
             tracing::warn!(session = session_id, extension = %program.display(), error = %e, "extension not started");
         }
     }
@@ -55,6 +65,7 @@ fn find_node() -> Option<PathBuf> {
 
 fn launch(
     server: &Arc<Server>,
+    serve: ServeTrusted,
     session_id: &str,
     node: &Path,
     program: &Path,
@@ -79,7 +90,7 @@ fn launch(
     let server = server.clone();
     let name = program.display().to_string();
     tokio::spawn(async move {
-        let serving = crate::connection::serve_trusted(server.clone(), stdout, stdin);
+        let serving = serve(server.clone(), stdout, stdin);
         tokio::select! {
             _ = serving => {}
             status = child.wait() => tracing::debug!(extension = %name, ?status, "extension exited"),

@@ -51,7 +51,13 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
         crate::handlers::telemetry::session_created(ctx, &session, &p);
         if p.request_extensions == Some(true) {
             let cwd = session.view().settings.cwd.clone();
-            crate::extensions::start(&ctx.server, session.id(), &cwd, p.extension_sdk_path.as_deref());
+            crate::extensions::start(
+                &ctx.server,
+                ctx.serve_trusted,
+                session.id(),
+                &cwd,
+                p.extension_sdk_path.as_deref(),
+            );
         }
         return Ok(session_info(&session));
     };
