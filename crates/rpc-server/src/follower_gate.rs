@@ -53,7 +53,10 @@ pub async fn intercept(ctx: &Ctx, named: &Named) -> Option<Result<Vec<u8>, RpcEr
     }
     let node = cluster.follower_of(session_id)?;
     Some(match &named.forward {
-        Some(params) => crate::forwarding::forward(ctx, cluster, session_id, params, node).await,
+        Some(params) => match crate::forwarding::forward(ctx, cluster, session_id, params).await {
+            Some(answer) => answer,
+            None => Err(refused(ctx, session_id, node)),
+        },
         None => Err(refused(ctx, session_id, node)),
     })
 }

@@ -16,21 +16,24 @@ use crate::Server;
 /// How long a follower waits for the owner's answer.
 const WAIT: Duration = Duration::from_secs(10);
 
-/// The owner's answer to a request made here on a session `node` runs.
+/// The owner's answer to a request made here on a session another node runs; `None` when none
+/// came (in time, or at all), which the caller (`follower_gate`, which imports this file, not
+/// the other way round) answers with its refusal naming the owner.
 pub async fn forward(
     ctx: &Ctx,
     cluster: &cluster::Cluster,
     session_id: &str,
     params: &str,
-    node: String,
-) -> Result<Vec<u8>, RpcError> {
+) -> Option<Result<Vec<u8>, RpcError>> {
     match cluster.forward_request(session_id, ctx.method, params, WAIT).await {
-        Ok(Some(Ok(result))) => Ok(result.into_bytes()),
-        Ok(Some(Err(error))) => Err(serde_json::from_str::<RpcError>(&error).unwrap_or_else(|_| ctx.failed(error))),
-        Ok(None) => Err(crate::follower_gate::refused(ctx, session_id, node)),
+        Ok(Some(Ok(result))) => Some(Ok(result.into_bytes())),
+        Ok(Some(Err(error))) => {
+            Some(Err(serde_json::from_str::<RpcError>(&error).unwrap_or_else(|_| ctx.failed(error))))
+        }
+        Ok(None) => None,
         Err(e) => {
             tracing::warn!(session = %session_id, error = %e, "forwarding a request to the session's node failed");
-            Err(crate::follower_gate::refused(ctx, session_id, node))
+            None
         }
     }
 }
