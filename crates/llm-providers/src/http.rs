@@ -1,5 +1,6 @@
 //! HTTP plumbing every provider shares: turning a non-2xx answer into `ProviderError::Http`
-//! with the server's message and `retry-after`, network errors with their causes, headers.
+//! with the server's message and `retry-after`, headers. (Network errors get their causes in
+//! [`crate::transport`], which makes them.)
 
 use std::time::{Duration, SystemTime};
 
@@ -7,7 +8,6 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::openai_chat::error_message;
 use crate::retry::{parse_retry_after, AttemptError};
 use crate::transport::HttpResponse;
 use crate::types::ProviderError;
@@ -38,6 +38,20 @@ pub(crate) async fn ensure_success(resp: HttpResponse, what: &str) -> Result<Htt
         retry_after,
         emitted_output: false,
     })
+}
+
+/// `{"message": …}` / `{"error": {"message": …}}` / a bare string, for error reporting.
+pub(crate) fn error_message(error: &Value) -> String {
+    match error {
+        Value::String(s) => s.clone(),
+        Value::Object(o) => o
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| o.get("error").map(error_message))
+            .unwrap_or_else(|| error.to_string()),
+        other => other.to_string(),
+    }
 }
 
 pub(crate) fn server_message(status: StatusCode, body: &[u8]) -> String {
@@ -85,23 +99,10 @@ pub(crate) fn insert(headers: &mut HeaderMap, name: &str, value: &str) {
     }
 }
 
-/// reqwest's top-level message ("error sending request") hides the cause; append the chain.
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = cause.source();
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -124,5 +125,12 @@ mod tests {
         assert_eq!(server_message(StatusCode::BAD_GATEWAY, b"  upstream down\n"), "upstream down");
         assert_eq!(server_message(StatusCode::BAD_GATEWAY, b""), "Bad Gateway");
         assert_eq!(server_message(StatusCode::BAD_REQUEST, br#"{"other":1}"#), r#"{"other":1}"#);
+    }
+
+    #[test]
+    fn error_messages() {
+        assert_eq!(error_message(&json!({"error": {"message": "rate limited", "type": "x"}})), "rate limited");
+        assert_eq!(error_message(&json!({"message": "Bad credentials"})), "Bad credentials");
+        assert_eq!(error_message(&json!({"error": "nope"})), "nope");
     }
 }

@@ -7,7 +7,7 @@ mod response;
 #[cfg(test)]
 pub(crate) use request::wire_message;
 pub(crate) use request::{capacity_hint, request_body, BodyFlavor};
-pub(crate) use response::{error_message, parse_completion, StreamAssembler};
+pub(crate) use response::{parse_completion, StreamAssembler};
 
 /// Chat-completions answers: one `chat.completion` object, or its chunks.
 pub(crate) struct ChatCompletions;

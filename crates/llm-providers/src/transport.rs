@@ -13,7 +13,6 @@ pub use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 pub use reqwest::{Method, StatusCode};
 
 use crate::body::{Body, Frames};
-use crate::http::error_chain;
 use crate::types::{ChatRequest, ProviderError};
 
 /// A response body arriving in pieces. An `Err` item ends it: the connection failed.
@@ -198,6 +197,21 @@ pub fn header_map(lists: &std::collections::BTreeMap<String, Vec<String>>) -> He
                 out.append(name.clone(), value);
             }
         }
+    }
+    out
+}
+
+/// reqwest's top-level message ("error sending request") hides the cause; append the chain.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
     }
     out
 }

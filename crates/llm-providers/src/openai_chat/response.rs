@@ -13,6 +13,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::exchange::Assembler;
 pub(crate) use crate::exchange::StreamStep;
+use crate::http::error_message;
 use crate::sse::SseEvent;
 use crate::types::{AssistantReply, ChatResponse, ModelEvent, ProviderError, ToolCall, Usage};
 
@@ -345,20 +346,6 @@ fn parse_usage(usage: &Value) -> Usage {
     }
 }
 
-/// `{"message": …}` / `{"error": {"message": …}}` / a bare string, for error reporting.
-pub(crate) fn error_message(error: &Value) -> String {
-    match error {
-        Value::String(s) => s.clone(),
-        Value::Object(o) => o
-            .get("message")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .or_else(|| o.get("error").map(error_message))
-            .unwrap_or_else(|| error.to_string()),
-        other => other.to_string(),
-    }
-}
-
 fn excerpt(s: &str) -> String {
     const MAX: usize = 200;
     match s.char_indices().nth(MAX) {
@@ -520,12 +507,5 @@ mod tests {
         let resp = parse_completion(b"{}").expect("parses");
         assert_eq!(resp.replies, vec![AssistantReply::default()]);
         assert!(parse_completion(b"<html>").is_err());
-    }
-
-    #[test]
-    fn error_messages() {
-        assert_eq!(error_message(&json!({"error": {"message": "rate limited", "type": "x"}})), "rate limited");
-        assert_eq!(error_message(&json!({"message": "Bad credentials"})), "Bad credentials");
-        assert_eq!(error_message(&json!({"error": "nope"})), "nope");
     }
 }
