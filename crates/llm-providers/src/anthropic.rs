@@ -16,12 +16,12 @@ use reqwest::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::ModelClient;
 use crate::http::insert;
 use crate::provider::ProviderConfig;
 use crate::retry;
 use crate::transport::{HttpRequest, HttpTransport};
 use crate::types::{ChatRequest, ChatResponse, ModelEvent, ModelInfo, ProviderError};
-use crate::ModelClient;
 use request::request_body;
 use response::{parse_message, StreamAssembler};
 
@@ -57,7 +57,7 @@ impl ModelClient for AnthropicClient {
         Ok(self.config.models.clone())
     }
 
-    async fn endpoint(&self) -> Result<Option<crate::Endpoint>, ProviderError> {
+    async fn endpoint(&self) -> Result<Option<crate::provider::Endpoint>, ProviderError> {
         Ok(Some(self.config.endpoint()))
     }
 

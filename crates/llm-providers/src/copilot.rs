@@ -13,12 +13,12 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::ModelClient;
 use crate::http::{ensure_success, insert};
 use crate::openai_chat::{request_body, BodyFlavor, ChatCompletions};
 use crate::retry::{self, AttemptError, RetryPolicy};
 use crate::transport::{HttpRequest, HttpTransport, ReqwestTransport};
 use crate::types::{ChatRequest, ChatResponse, Initiator, ModelEvent, ModelInfo, ProviderError};
-use crate::ModelClient;
 
 /// `x-github-api-version` the real CLI sends [probed].
 const GITHUB_API_VERSION: &str = "2026-08-01";
@@ -276,7 +276,7 @@ impl CopilotClient {
 
     /// Headers every CAPI request carries, authenticated with `session_token` (a session's
     /// own `gitHubToken`) when given, else as the process's account.
-    fn headers_as(&self, session_token: Option<&crate::provider::Secret>) -> Result<HeaderMap, ProviderError> {
+    fn headers_as(&self, session_token: Option<&crate::secret::Secret>) -> Result<HeaderMap, ProviderError> {
         let token = match session_token.map(|t| t.expose()).filter(|t| !t.is_empty()) {
             Some(token) => token.to_string(),
             None => self.token()?,
@@ -337,7 +337,7 @@ impl ModelClient for CopilotClient {
         self.read_catalogue_once(&CancellationToken::new()).await;
     }
 
-    async fn endpoint(&self) -> Result<Option<crate::Endpoint>, ProviderError> {
+    async fn endpoint(&self) -> Result<Option<crate::provider::Endpoint>, ProviderError> {
         let base_url = self.base_url(&CancellationToken::new()).await?;
         let token = self.token()?;
         let headers = vec![
@@ -349,20 +349,20 @@ impl ModelClient for CopilotClient {
             ("X-Interaction-Id".to_string(), uuid::Uuid::new_v4().to_string()),
             ("Openai-Intent".to_string(), "conversation-agent".to_string()),
         ];
-        Ok(Some(crate::Endpoint {
+        Ok(Some(crate::provider::Endpoint {
             kind: crate::provider::ProviderKind::OpenAi,
             wire_api: Some(crate::provider::WireApi::Completions),
             base_url,
-            api_key: Some(crate::provider::Secret::new(token)),
+            api_key: Some(crate::secret::Secret::new(token)),
             headers,
         }))
     }
 
-    async fn copilot_api(&self) -> Result<Option<crate::CopilotApi>, ProviderError> {
+    async fn copilot_api(&self) -> Result<Option<crate::client::CopilotApi>, ProviderError> {
         let base_url = self.base_url(&CancellationToken::new()).await?;
-        Ok(Some(crate::CopilotApi {
+        Ok(Some(crate::client::CopilotApi {
             base_url,
-            token: crate::provider::Secret::new(self.token()?),
+            token: crate::secret::Secret::new(self.token()?),
             integration_id: self.config.integration_id.clone(),
         }))
     }

@@ -8,13 +8,13 @@ use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::ModelClient;
 use crate::http::insert;
 use crate::openai_chat::{request_body, BodyFlavor, ChatCompletions};
 use crate::provider::{ProviderConfig, ProviderKind};
 use crate::retry;
 use crate::transport::{HttpRequest, HttpTransport};
 use crate::types::{ChatRequest, ChatResponse, ModelEvent, ModelInfo, ProviderError};
-use crate::ModelClient;
 
 pub struct ChatCompletionsClient {
     config: ProviderConfig,
@@ -50,7 +50,7 @@ impl ModelClient for ChatCompletionsClient {
         Ok(self.config.models.clone())
     }
 
-    async fn endpoint(&self) -> Result<Option<crate::Endpoint>, ProviderError> {
+    async fn endpoint(&self) -> Result<Option<crate::provider::Endpoint>, ProviderError> {
         Ok(Some(self.config.endpoint()))
     }
 

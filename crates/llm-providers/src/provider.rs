@@ -11,6 +11,9 @@ use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 
 use crate::retry::{AttemptError, RetryPolicy};
+// Credentials are named by this path (they live in a leaf of their own, which the request types
+// import as well).
+pub use crate::secret::Secret;
 use crate::types::{ModelInfo, ProviderError};
 
 /// The provider families the SDKs name (`type`).
@@ -40,25 +43,16 @@ pub enum WireApi {
     Responses,
 }
 
-/// A credential. Never printed, never put in an error.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The value, for building a request header.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
+/// A model backend as `session.provider.getEndpoint` describes it.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub kind: ProviderKind,
+    /// `None` for Anthropic, which has one wire API.
+    pub wire_api: Option<WireApi>,
+    pub base_url: String,
+    pub api_key: Option<Secret>,
+    /// Headers every request must carry (credentials included, as they are sent).
+    pub headers: Vec<(String, String)>,
 }
 
 /// Gives a fresh bearer token before each request (the SDK's `bearerTokenProvider`, asked
@@ -184,8 +178,8 @@ impl ProviderConfig {
 
     /// This provider as `session.provider.getEndpoint` shows it: custom headers only (a token
     /// source is not asked just to describe the endpoint).
-    pub fn endpoint(&self) -> crate::Endpoint {
-        crate::Endpoint {
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint {
             kind: self.kind,
             wire_api: (self.kind != ProviderKind::Anthropic).then_some(self.wire_api),
             base_url: self.base_url.clone(),

@@ -32,12 +32,12 @@ use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::ModelClient;
 use crate::http::insert;
 use crate::provider::{ProviderConfig, ProviderKind};
 use crate::retry;
 use crate::transport::{HttpRequest, HttpTransport};
 use crate::types::{ChatRequest, ChatResponse, ModelEvent, ModelInfo, ProviderError};
-use crate::ModelClient;
 
 /// `ReasoningBlocks::provider` of the reasoning items this API returns and accepts back.
 pub const REASONING_PROVIDER: &str = "openai-responses";
@@ -91,7 +91,7 @@ impl ModelClient for ResponsesClient {
         Ok(self.config.models.clone())
     }
 
-    async fn endpoint(&self) -> Result<Option<crate::Endpoint>, ProviderError> {
+    async fn endpoint(&self) -> Result<Option<crate::provider::Endpoint>, ProviderError> {
         Ok(Some(self.config.endpoint()))
     }
 

@@ -435,11 +435,11 @@ pub struct ChatRequest {
     pub model: String,
     /// The GitHub token of the session the call is made for (its `gitHubToken`): a provider
     /// that authenticates with GitHub sends it instead of the process's own.
-    pub github_token: Option<crate::provider::Secret>,
+    pub github_token: Option<crate::secret::Secret>,
     /// This call's system prompt (sent first).
-    pub system: crate::SystemText,
+    pub system: crate::system_text::SystemText,
     pub history: History,
-    pub tools: crate::ToolSet,
+    pub tools: crate::tool_set::ToolSet,
     /// `true` → SSE streaming with deltas; `false` → one JSON response.
     pub stream: bool,
     pub initiator: Initiator,
@@ -707,7 +707,7 @@ impl ProviderError {
 }
 
 #[cfg(test)]
-mod history_tests {
+mod tests {
     use super::*;
 
     fn user(t: &str) -> Message {
