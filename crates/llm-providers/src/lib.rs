@@ -33,6 +33,7 @@ pub mod transport;
 mod vision;
 #[cfg(test)]
 mod wire_cache_tests;
+mod wire_format;
 pub use vision::TOOL_IMAGE_CAPTION;
 
 /// The client for a bring-your-own-key provider: its family and wire API pick the format.

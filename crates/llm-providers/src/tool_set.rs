@@ -5,8 +5,19 @@
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use crate::types::{ToolSpec, WireFormat};
+use crate::wire_format::WireFormat;
+
+/// A function tool offered to the model. The schema is shared: tools offer the same one on
+/// every call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub parameters: std::sync::Arc<Value>,
+}
 
 #[derive(Debug, Clone, Default)]
 pub struct ToolSet(Arc<Inner>);

@@ -3,6 +3,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+// Kept under this path too, where the other request types are (it lives with the set of tools
+// a request offers, which this file's `ChatRequest` holds).
+pub use crate::tool_set::ToolSpec;
+use crate::wire_format::WireFormat;
+
 /// One message of the conversation, as sent to the model (OpenAI chat shape).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
@@ -86,15 +91,6 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
-/// A function tool offered to the model. The schema is shared: tools offer the same one on
-/// every call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    pub parameters: std::sync::Arc<Value>,
-}
-
 /// Who caused this call: the user's message (`user`) or the tool loop (`agent`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -115,23 +111,6 @@ pub struct HistoryItem {
 
 // A long conversation holds one of these per message: keep them small (reasoning is boxed).
 const _: () = assert!(std::mem::size_of::<HistoryItem>() <= 96);
-
-/// The request formats a history message can be encoded in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum WireFormat {
-    ChatCompletions,
-    Responses,
-    Anthropic,
-}
-
-impl WireFormat {
-    /// Whether a body in this format is written from the joined chunks ([`History::write_wire`]).
-    /// Anthropic's merges neighbouring messages of one role, so it reads every message's own
-    /// wire form.
-    fn writes_joined_chunks(self) -> bool {
-        !matches!(self, WireFormat::Anthropic)
-    }
-}
 
 impl Clone for HistoryItem {
     fn clone(&self) -> Self {

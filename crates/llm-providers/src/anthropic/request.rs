@@ -12,7 +12,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::body::{Body, BodyWriter};
-use crate::types::{ChatRequest, ContentPart, Message, ToolCall, ToolContent, ToolSpec, UserContent, WireFormat};
+use crate::tool_set::ToolSpec;
+use crate::types::{ChatRequest, ContentPart, Message, ToolCall, ToolContent, UserContent};
+use crate::wire_format::WireFormat;
 
 /// Which `ReasoningBlocks::provider` this wire format reads and writes.
 pub(crate) const PROVIDER: &str = "anthropic";

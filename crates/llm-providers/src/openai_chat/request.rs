@@ -3,7 +3,9 @@
 use serde_json::{json, Map, Value};
 
 use crate::body::{Body, BodyWriter};
-use crate::types::{ChatRequest, Message, Purpose, ToolCall, ToolSpec, WireFormat};
+use crate::tool_set::ToolSpec;
+use crate::types::{ChatRequest, Message, Purpose, ToolCall};
+use crate::wire_format::WireFormat;
 
 /// Which dialect of the body to produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

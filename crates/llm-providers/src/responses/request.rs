@@ -9,7 +9,9 @@ use serde_json::{json, Value};
 
 use super::REASONING_PROVIDER;
 use crate::body::{Body, BodyWriter};
-use crate::types::{ChatRequest, ContentPart, Message, ToolContent, ToolSpec, UserContent, WireFormat};
+use crate::tool_set::ToolSpec;
+use crate::types::{ChatRequest, ContentPart, Message, ToolContent, UserContent};
+use crate::wire_format::WireFormat;
 
 /// The JSON body, in the key order the original CLI sends. `model` is the wire model.
 pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Option<u64>) -> Body {
