@@ -39,8 +39,7 @@ use crate::retry;
 use crate::transport::{HttpRequest, HttpTransport};
 use crate::types::{ChatRequest, ChatResponse, ModelEvent, ModelInfo, ProviderError};
 
-/// `ReasoningBlocks::provider` of the reasoning items this API returns and accepts back.
-pub const REASONING_PROVIDER: &str = "openai-responses";
+pub use request::REASONING_PROVIDER;
 
 /// The response header that identifies a call on OpenAI's and Azure's side.
 const REQUEST_ID_HEADER: &str = "x-request-id";

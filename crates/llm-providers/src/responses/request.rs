@@ -7,11 +7,15 @@
 
 use serde_json::{json, Value};
 
-use super::REASONING_PROVIDER;
 use crate::body::{Body, BodyWriter};
 use crate::tool_set::ToolSpec;
 use crate::types::{ChatRequest, ContentPart, Message, ToolContent, UserContent};
 use crate::wire_format::WireFormat;
+
+/// `ReasoningBlocks::provider` of the reasoning items this API returns and accepts back. Here,
+/// not in the parent that re-exports it: the request and response files then need not import
+/// their parent, which imports them.
+pub const REASONING_PROVIDER: &str = "openai-responses";
 
 /// The JSON body, in the key order the original CLI sends. `model` is the wire model.
 pub(crate) fn request_body(req: &ChatRequest, model: &str, max_output_tokens: Option<u64>) -> Body {

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::REASONING_PROVIDER;
+use super::request::REASONING_PROVIDER;
 use crate::types::{AssistantReply, ChatResponse, ProviderError, ReasoningBlocks, ToolCall, Usage};
 
 /// Separates the text of consecutive message items, and consecutive reasoning summaries, in
