@@ -5,10 +5,10 @@
 
 use protocol::event::Event;
 
+use crate::error::StoreError;
 use crate::event_log::{EventLog, LoadedLog};
 use crate::layout::{Layout, WorkspaceMeta};
 use crate::pg::{DbLog, PgEvents};
-use crate::StoreError;
 
 /// A session's log and `workspace.yaml` metadata, by session id. Cheap to clone.
 #[derive(Clone, Debug)]

@@ -1,8 +1,8 @@
 //! Compaction checkpoints: `checkpoints/NNN-<slug>.md`, one per successful compaction, listed
 //! in `checkpoints/index.md` (a markdown table the model can read, as the original writes it).
 
+use crate::error::{io_err, StoreError};
 use crate::layout::Layout;
-use crate::{io_err, StoreError};
 
 /// One checkpoint as `index.md` lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,8 +127,9 @@ impl Layout {
     }
 }
 
+// Tests fail loudly by design.
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests fail loudly by design
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use protocol::event::Event;
 
+use crate::error::{io_err, StoreError};
 use crate::layout::private_file_options;
-use crate::{io_err, StoreError};
 
 /// An open append handle on one session's `events.jsonl`.
 #[derive(Debug)]
@@ -182,8 +182,9 @@ pub(crate) fn parse_log(bytes: &[u8], path: &str) -> LoadedLog {
     loaded
 }
 
+// Tests fail loudly by design.
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests fail loudly by design
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;

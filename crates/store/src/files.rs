@@ -4,8 +4,8 @@
 //! hand-off to the blocking pool and back, and on a single-threaded runtime (a `-p` run) the
 //! hand-off waited for a pool thread to start.
 
+use crate::error::{io_err, StoreError};
 use crate::layout::{Layout, WorkspaceMeta};
-use crate::{io_err, StoreError};
 
 impl Layout {
     /// Writes `workspace.yaml` atomically (temp file, rename).
@@ -45,8 +45,9 @@ impl Layout {
     }
 }
 
+// Tests fail loudly by design.
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests fail loudly by design
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

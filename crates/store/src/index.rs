@@ -15,8 +15,8 @@ use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
 use sqlx::{Executor, Sqlite};
 
+use crate::error::StoreError;
 use crate::layout::Layout;
-use crate::StoreError;
 
 mod behind;
 mod owners;
@@ -374,6 +374,7 @@ where
     Ok(())
 }
 
+// Tests fail loudly by design.
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests fail loudly by design
+#[allow(clippy::unwrap_used)]
 mod tests;

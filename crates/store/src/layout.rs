@@ -8,7 +8,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::{io_err, StoreError};
+use crate::error::{io_err, StoreError};
 
 /// The on-disk layout rooted at `$COPILOT_HOME`. Session directories are under
 /// `<home>/session-state`, or elsewhere for `skipper serve` on several nodes (the volume they
@@ -269,8 +269,9 @@ fn unquote(v: &str) -> String {
     v.to_string()
 }
 
+// Tests fail loudly by design.
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests fail loudly by design
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

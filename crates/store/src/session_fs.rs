@@ -11,9 +11,9 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::checkpoints::render_index;
+use crate::error::StoreError;
 use crate::event_log::LoadedLog;
 use crate::layout::{parse_workspace_yaml, render_workspace_yaml, WorkspaceMeta};
-use crate::StoreError;
 
 /// File operations on the client's storage; paths are the client's (absolute, `/`-separated).
 #[async_trait::async_trait]

@@ -10,8 +10,8 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::error::{io_err, StoreError};
 use crate::layout::{create_private_dir, Layout, WorkspaceMeta};
-use crate::{io_err, StoreError};
 
 /// What `statFile` reports about one entry.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -283,8 +283,9 @@ impl Layout {
     }
 }
 
+// Tests fail loudly by design.
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests fail loudly by design
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -25,7 +25,7 @@ use tokio::sync::oneshot;
 
 use super::touches::{DELAY, TOUCH_SQL};
 use super::{SessionRow, MARK_USER_MESSAGE_SQL, SQLITE_MIGRATOR};
-use crate::StoreError;
+use crate::error::StoreError;
 
 type Reply = oneshot::Sender<Result<(), StoreError>>;
 

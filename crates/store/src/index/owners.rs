@@ -2,7 +2,7 @@
 //! Ownership is a claim made before the session is created and dropped when it is deleted.
 
 use super::{on_pool, SessionIndex};
-use crate::StoreError;
+use crate::error::StoreError;
 
 impl SessionIndex {
     /// Records `tenant` as the owner of `session_id` unless the session already has one.

@@ -5,16 +5,16 @@ use protocol::event::{Event, SessionEvent};
 use protocol::generated::types::WorkingDirectoryContext;
 
 use super::SessionRow;
+use crate::error::StoreError;
 use crate::event_log::EventLog;
 use crate::layout::{Layout, WorkspaceMeta};
-use crate::StoreError;
 
 pub(super) fn scan_logs(layout: &Layout) -> Result<Vec<SessionRow>, StoreError> {
     let dir = layout.session_state_dir();
     let entries = match std::fs::read_dir(&dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(crate::io_err(&dir)(e)),
+        Err(e) => return Err(crate::error::io_err(&dir)(e)),
     };
     let mut rows = Vec::new();
     for entry in entries.flatten() {

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 
+use crate::error::StoreError;
 use crate::layout::create_private_dir;
-use crate::StoreError;
 
 #[derive(Debug, Clone)]
 pub(crate) struct SqliteDb {

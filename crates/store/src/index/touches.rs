@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{Pool, SessionIndex};
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// How long touches gather before they are written.
 pub(crate) const DELAY: Duration = Duration::from_millis(20);

@@ -3,7 +3,7 @@
 //! owner claims it (once, whatever wakes it), answers it, and the asking node deletes it.
 
 use super::PgEvents;
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// A forwarded request as the owner claims it.
 #[derive(Debug, Clone)]

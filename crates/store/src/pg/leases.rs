@@ -3,7 +3,7 @@
 //! renews its own, and gives it up when the session unloads.
 
 use super::PgEvents;
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// The outcome of asking for a session's lease.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 use sqlx::Row;
 
 use super::PgEvents;
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// Sessions created or deleted on some node, as `session.lifecycle` tells them.
 #[derive(Debug, Clone)]

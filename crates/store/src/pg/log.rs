@@ -6,7 +6,7 @@ use protocol::event::Event;
 use sqlx::Row;
 
 use super::writer::Writer;
-use crate::StoreError;
+use crate::error::StoreError;
 
 #[derive(Debug)]
 pub struct DbLog {

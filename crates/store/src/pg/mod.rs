@@ -28,9 +28,9 @@ use sqlx::Row;
 
 use protocol::event::Event;
 
+use crate::error::StoreError;
 use crate::event_log::LoadedLog;
 use crate::layout::{parse_workspace_yaml, render_workspace_yaml, WorkspaceMeta};
-use crate::StoreError;
 
 /// A node's handle on the shared database. Cheap to clone.
 #[derive(Clone, Debug)]

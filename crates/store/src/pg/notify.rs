@@ -9,7 +9,7 @@ use sqlx::postgres::PgListener;
 
 use super::ephemeral::{self, Assembler, EphemeralBatch};
 use super::PgEvents;
-use crate::StoreError;
+use crate::error::StoreError;
 
 const CHANNEL: &str = "skipper_cluster";
 

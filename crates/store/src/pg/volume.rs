@@ -3,7 +3,7 @@
 //! shared_root`, which every other node's root must hold too.
 
 use super::PgEvents;
-use crate::StoreError;
+use crate::error::StoreError;
 
 impl PgEvents {
     /// The cluster's volume id: the one recorded, or `candidate` when none was (it is recorded

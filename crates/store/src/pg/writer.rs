@@ -9,7 +9,7 @@ use std::sync::mpsc;
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
 
-use crate::StoreError;
+use crate::error::StoreError;
 
 type Job = Box<dyn FnOnce(PgPool) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
 

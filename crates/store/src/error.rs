@@ -1,0 +1,44 @@
+//! The crate's error ([`StoreError`]). Apart from the crate root, which re-exports it, so that
+//! the modules the root declares can name it without importing the root.
+
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("I/O error on {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+    /// From the plain SQLite connection a write-behind index writes through.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("migration error: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("Session not found: {0}")]
+    NotFound(String),
+    /// The id would escape `session-state/` or collide with its housekeeping entries.
+    #[error("Invalid session id: {0:?}")]
+    InvalidSessionId(String),
+    /// A client's workspace path is absolute, climbs above the files directory with `..`, or
+    /// passes a symlink that leads out of it.
+    #[error("Path {0:?} resolves outside the workspace files directory")]
+    OutsideWorkspace(String),
+    /// The path names the workspace files directory itself where an entry is needed.
+    #[error("Path {0:?} does not name an entry in the workspace files directory")]
+    InvalidWorkspacePath(String),
+    #[error("No such file or directory in the workspace files directory: {0}")]
+    NoSuchWorkspacePath(String),
+    /// The backend cannot do this (e.g. rebuild a PostgreSQL index from files).
+    #[error("not supported by this database: {0}")]
+    Unsupported(&'static str),
+    /// Another node holds the session's lease: it is running there.
+    #[error("Session {session} is running on node {node}")]
+    LeasedElsewhere { session: String, node: String },
+    #[error("cannot encode event: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// Adapter for `map_err` that records which path an I/O error happened on.
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
+    move |source| StoreError::Io { path: path.display().to_string(), source }
+}
