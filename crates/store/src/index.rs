@@ -21,14 +21,18 @@ use crate::layout::Layout;
 mod behind;
 mod owners;
 mod rebuild;
+mod rows;
 mod sqlite;
 mod touches;
 
 use behind::RowWrite;
+use rows::{upsert_sql, COLUMNS, MARK_USER_MESSAGE_SQL};
+use sqlite::SQLITE_MIGRATOR;
+
+pub use rows::SessionRow;
 
 pub use rebuild::row_from_events;
 
-static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
 pub(crate) static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
 
 /// The database behind an index.
@@ -78,29 +82,6 @@ macro_rules! on_pool {
 }
 pub(crate) use on_pool;
 
-/// One row of the `sessions` table. Timestamps are the ISO strings events carry
-/// (`2026-11-22T11:29:03.301Z`), which sort chronologically as text.
-#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
-pub struct SessionRow {
-    pub id: String,
-    pub cwd: String,
-    pub git_root: Option<String>,
-    pub repository: Option<String>,
-    pub branch: Option<String>,
-    pub model: Option<String>,
-    /// `name` in `session.list`: the first prompt, or the name set by the user.
-    pub title: Option<String>,
-    /// `summary` in `session.list`: the first prompt.
-    pub summary: Option<String>,
-    pub client_name: Option<String>,
-    /// `startTime` in `session.list`.
-    pub created_at: String,
-    /// `modifiedTime` in `session.list`: time of the last persisted event.
-    pub updated_at: String,
-    /// Only sessions with a user message are visible to list / getLastId / getMetadata.
-    pub has_user_message: bool,
-}
-
 /// `session.list` filter; every set field must match exactly.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListFilter {
@@ -119,9 +100,6 @@ pub struct SessionIndex {
     /// A write-behind index's writer, which takes its rows and touches instead.
     behind: Option<behind::Behind>,
 }
-
-const COLUMNS: &str = "id, cwd, git_root, repository, branch, model, title, summary, \
-                       client_name, created_at, updated_at, has_user_message";
 
 impl SessionIndex {
     /// Opens (creating if missing) the index at `db_path` and applies pending migrations. A
@@ -320,25 +298,6 @@ impl SessionIndex {
         tx.commit().await?;
         Ok(rows.len())
     }
-}
-
-// Right-hand sides see the old row, so both CASEs test the title from before.
-const MARK_USER_MESSAGE_SQL: &str = "UPDATE sessions SET has_user_message = TRUE, \
-     title = CASE WHEN title IS NULL THEN ?1 ELSE title END, \
-     summary = CASE WHEN title IS NULL THEN ?1 ELSE summary END \
-     WHERE id = ?2";
-
-fn upsert_sql() -> String {
-    format!(
-        "INSERT INTO sessions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
-         ON CONFLICT(id) DO UPDATE SET \
-             cwd = excluded.cwd, git_root = excluded.git_root, \
-             repository = excluded.repository, branch = excluded.branch, \
-             model = excluded.model, title = excluded.title, summary = excluded.summary, \
-             client_name = excluded.client_name, created_at = excluded.created_at, \
-             updated_at = excluded.updated_at, \
-             has_user_message = (sessions.has_user_message OR excluded.has_user_message)"
-    )
 }
 
 fn bind_row<'q, DB>(

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use tokio::sync::oneshot;
 
-use super::touches::{DELAY, TOUCH_SQL};
-use super::{SessionRow, MARK_USER_MESSAGE_SQL, SQLITE_MIGRATOR};
+use super::rows::{upsert_sql, SessionRow, DELAY, MARK_USER_MESSAGE_SQL, TOUCH_SQL};
+use super::sqlite::SQLITE_MIGRATOR;
 use crate::error::StoreError;
 
 type Reply = oneshot::Sender<Result<(), StoreError>>;
@@ -235,7 +235,7 @@ fn write(conn: &mut Connection, rows: &[RowWrite], touches: &HashMap<String, Str
 }
 
 fn upsert(conn: &Connection, row: &SessionRow) -> Result<(), StoreError> {
-    conn.prepare_cached(&super::upsert_sql())?.execute(params![
+    conn.prepare_cached(&upsert_sql())?.execute(params![
         row.id,
         row.cwd,
         row.git_root,

@@ -4,7 +4,7 @@
 use protocol::event::{Event, SessionEvent};
 use protocol::generated::types::WorkingDirectoryContext;
 
-use super::SessionRow;
+use super::rows::SessionRow;
 use crate::error::StoreError;
 use crate::event_log::EventLog;
 use crate::layout::{Layout, WorkspaceMeta};

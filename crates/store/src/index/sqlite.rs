@@ -15,6 +15,9 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use crate::error::StoreError;
 use crate::layout::create_private_dir;
 
+/// The index's schema on SQLite (PostgreSQL's is the parent's `POSTGRES_MIGRATOR`).
+pub(super) static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
+
 #[derive(Debug, Clone)]
 pub(crate) struct SqliteDb {
     /// `None` for an in-memory database, which cannot disappear.
@@ -91,7 +94,7 @@ pub(super) async fn connect(path: &std::path::Path) -> Result<SqlitePool, StoreE
         .pragma("wal_autocheckpoint", WAL_CHECKPOINT_PAGES.to_string())
         .busy_timeout(BUSY_TIMEOUT);
     let pool = SqlitePoolOptions::new().max_connections(max_connections()).connect_with(options).await?;
-    super::SQLITE_MIGRATOR.run(&pool).await?;
+    SQLITE_MIGRATOR.run(&pool).await?;
     Ok(pool)
 }
 

@@ -10,15 +10,10 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
+use super::rows::{DELAY, TOUCH_SQL};
 use super::{Pool, SessionIndex};
 use crate::error::StoreError;
-
-/// How long touches gather before they are written.
-pub(crate) const DELAY: Duration = Duration::from_millis(20);
-
-pub(crate) const TOUCH_SQL: &str = "UPDATE sessions SET updated_at = ?1 WHERE id = ?2";
 
 #[derive(Debug, Default)]
 pub(crate) struct Touches {
