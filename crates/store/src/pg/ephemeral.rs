@@ -12,7 +12,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use super::PgEvents;
+use super::writer::Writer;
 
 pub(crate) const CHANNEL: &str = "skipper_ephemeral";
 
@@ -41,34 +41,32 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl PgEvents {
-    /// Queues one ephemeral event of a session run here for the other nodes.
-    pub fn publish_ephemeral(&self, session_id: &str, position: i64, json: &str) {
-        if session_id.contains(['\n', ' ']) {
-            return; // not expressible in a header; such ids are not made by clients anyway
+/// Queues one ephemeral event of a session run here for the other nodes; `writer` sends it
+/// (see [`PgEvents::publish_ephemeral`](super::PgEvents::publish_ephemeral)).
+pub(super) fn publish(outbox: &Arc<Outbox>, writer: &Writer, session_id: &str, position: i64, json: &str) {
+    if session_id.contains(['\n', ' ']) {
+        return; // not expressible in a header; such ids are not made by clients anyway
+    }
+    let was_empty = {
+        let mut pending = lock(&outbox.pending);
+        if pending.len() >= PENDING_MAX {
+            tracing::warn!(session = %session_id, "ephemeral events for other nodes dropped: the database is behind");
+            return;
         }
-        let was_empty = {
-            let mut pending = lock(&self.outbox.pending);
-            if pending.len() >= PENDING_MAX {
-                tracing::warn!(session = %session_id, "ephemeral events for other nodes dropped: the database is behind");
-                return;
-            }
-            pending.push_back((session_id.into(), position, json.to_string()));
-            pending.len() == 1
-        };
-        if was_empty {
-            let outbox = self.outbox.clone();
-            self.writer.submit(move |pool| async move {
-                let batch: Vec<_> = lock(&outbox.pending).drain(..).collect();
-                for payload in encode(&batch) {
-                    let sent =
-                        sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(&payload).execute(&pool).await;
-                    if let Err(e) = sent {
-                        tracing::warn!(error = %e, "sending ephemeral events to other nodes failed");
-                    }
+        pending.push_back((session_id.into(), position, json.to_string()));
+        pending.len() == 1
+    };
+    if was_empty {
+        let outbox = outbox.clone();
+        writer.submit(move |pool| async move {
+            let batch: Vec<_> = lock(&outbox.pending).drain(..).collect();
+            for payload in encode(&batch) {
+                let sent = sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(&payload).execute(&pool).await;
+                if let Err(e) = sent {
+                    tracing::warn!(error = %e, "sending ephemeral events to other nodes failed");
                 }
-            });
-        }
+            }
+        });
     }
 }
 

@@ -2,7 +2,7 @@
 //! `postgres/0007_inbox.sql`): the follower's node inserts one and waits for its answer; the
 //! owner claims it (once, whatever wakes it), answers it, and the asking node deletes it.
 
-use super::PgEvents;
+use super::handle::PgEvents;
 use crate::error::StoreError;
 
 /// A forwarded request as the owner claims it.

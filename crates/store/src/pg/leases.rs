@@ -2,7 +2,7 @@
 //! database's clock, so nodes' clocks need not agree). A node takes a free or expired lease,
 //! renews its own, and gives it up when the session unloads.
 
-use super::PgEvents;
+use super::handle::PgEvents;
 use crate::error::StoreError;
 
 /// The outcome of asking for a session's lease.

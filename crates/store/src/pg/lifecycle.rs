@@ -4,7 +4,7 @@
 
 use sqlx::Row;
 
-use super::PgEvents;
+use super::handle::PgEvents;
 use crate::error::StoreError;
 
 /// Sessions created or deleted on some node, as `session.lifecycle` tells them.

@@ -8,6 +8,7 @@
 //! waits on. Reads, leases and metadata are plain async queries on the shared pool.
 
 mod ephemeral;
+mod handle;
 mod inbox;
 mod leases;
 mod lifecycle;
@@ -17,13 +18,13 @@ mod volume;
 mod writer;
 
 pub use ephemeral::EphemeralBatch;
+pub use handle::PgEvents;
 pub use inbox::InboxItem;
 pub use leases::Lease;
 pub use lifecycle::LifecycleRow;
 pub use log::DbLog;
 pub use notify::{Wakeup, Wakeups};
 
-use sqlx::postgres::PgPool;
 use sqlx::Row;
 
 use protocol::event::Event;
@@ -31,15 +32,6 @@ use protocol::event::Event;
 use crate::error::StoreError;
 use crate::event_log::LoadedLog;
 use crate::layout::{parse_workspace_yaml, render_workspace_yaml, WorkspaceMeta};
-
-/// A node's handle on the shared database. Cheap to clone.
-#[derive(Clone, Debug)]
-pub struct PgEvents {
-    pool: PgPool,
-    writer: writer::Writer,
-    node_id: std::sync::Arc<str>,
-    outbox: std::sync::Arc<ephemeral::Outbox>,
-}
 
 /// Events of a session after a position, as a follower reads them.
 #[derive(Debug, Default)]
@@ -49,24 +41,6 @@ pub struct Tail {
 }
 
 impl PgEvents {
-    /// `url` is the one the pool connected with: the writer opens its own connection to it.
-    pub fn new(pool: PgPool, url: &str, node_id: &str) -> Self {
-        Self {
-            pool,
-            writer: writer::Writer::start(url.to_string()),
-            node_id: node_id.into(),
-            outbox: Default::default(),
-        }
-    }
-
-    pub fn node_id(&self) -> &str {
-        &self.node_id
-    }
-
-    pub fn pool(&self) -> &PgPool {
-        &self.pool
-    }
-
     /// The whole log in order. A session with no events is `NotFound`.
     pub async fn load(&self, id: &str) -> Result<LoadedLog, StoreError> {
         let tail = self.after(id, 0).await?;

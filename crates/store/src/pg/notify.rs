@@ -8,7 +8,7 @@
 use sqlx::postgres::PgListener;
 
 use super::ephemeral::{self, Assembler, EphemeralBatch};
-use super::PgEvents;
+use super::handle::PgEvents;
 use crate::error::StoreError;
 
 const CHANNEL: &str = "skipper_cluster";

@@ -2,7 +2,7 @@
 //! `postgres/0011_shared_volume.sql`): the id the first node wrote into its `[cluster]
 //! shared_root`, which every other node's root must hold too.
 
-use super::PgEvents;
+use super::handle::PgEvents;
 use crate::error::StoreError;
 
 impl PgEvents {
