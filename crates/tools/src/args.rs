@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::ToolOutput;
+use crate::output::ToolOutput;
 
 /// A bad argument; the text is what the model is told.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,8 +6,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::bash::ShellManager;
-use crate::ToolOutput;
+use crate::bash::shell::ShellManager;
+// Kept under this path too: it lives with what tools return, below the shells that report
+// through it (which this file's `ToolContext` holds).
+pub use crate::output::ProgressSink;
+use crate::output::ToolOutput;
 
 /// A request for the user's approval, before a tool touches the world. The loop turns it into
 /// a `permission.requested` event.
@@ -61,9 +64,6 @@ impl PermissionGate for AllowAll {
         PermissionDecision::Approved
     }
 }
-
-/// Receives partial output (bash: cumulative text so far).
-pub type ProgressSink = Arc<dyn Fn(String) + Send + Sync>;
 
 #[derive(Clone)]
 pub struct ToolContext {

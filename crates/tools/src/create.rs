@@ -6,9 +6,11 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::args::required_str;
+use crate::context::{PermissionRequest, ToolContext};
 use crate::diff::unified_diff;
+use crate::output::ToolOutput;
 use crate::output::{FileEdit, FileEditKind};
-use crate::{PermissionRequest, Tool, ToolContext, ToolOutput};
+use crate::tool::Tool;
 
 pub struct CreateTool;
 
@@ -105,7 +107,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::{PermissionDecision, PermissionGate};
+    use crate::context::{PermissionDecision, PermissionGate};
     use serde_json::json;
 
     #[tokio::test]

@@ -6,10 +6,12 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::args::{optional_str, required_str};
+use crate::context::{PermissionRequest, ToolContext};
 use crate::diff::unified_diff;
+use crate::output::ToolOutput;
 use crate::output::{FileEdit, FileEditKind};
+use crate::tool::Tool;
 use crate::view::missing_path_output;
-use crate::{PermissionRequest, Tool, ToolContext, ToolOutput};
 
 pub struct EditTool;
 
@@ -152,7 +154,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::{PermissionDecision, PermissionGate};
+    use crate::context::{PermissionDecision, PermissionGate};
     use serde_json::json;
 
     fn setup(content: &str) -> (tempfile::TempDir, ToolContext, String) {

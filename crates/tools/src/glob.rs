@@ -5,8 +5,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{paths, required_str};
+use crate::context::{PermissionRequest, ToolContext};
+use crate::output::ToolOutput;
+use crate::tool::Tool;
 use crate::walk::{parallel_files, resolve_roots, GlobFilter, SearchRoot};
-use crate::{PermissionRequest, Tool, ToolContext, ToolOutput};
 
 pub struct GlobTool;
 

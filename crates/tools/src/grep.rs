@@ -9,8 +9,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{optional_bool, optional_count, optional_str, paths, required_str, ArgError};
+use crate::context::{PermissionRequest, ToolContext};
+use crate::output::ToolOutput;
+use crate::tool::Tool;
 use crate::walk::{parallel_files, resolve_roots, walker, GlobFilter, SearchRoot};
-use crate::{PermissionRequest, Tool, ToolContext, ToolOutput};
 
 pub struct GrepTool;
 
@@ -321,7 +323,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::{PermissionDecision, PermissionGate};
+    use crate::context::{PermissionDecision, PermissionGate};
     use serde_json::json;
 
     fn tree() -> (tempfile::TempDir, ToolContext) {

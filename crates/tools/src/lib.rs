@@ -17,6 +17,7 @@ pub mod large_output;
 pub mod output;
 pub mod registry;
 mod schema;
+mod tool;
 pub mod view;
 mod walk;
 pub mod web_fetch;
@@ -26,16 +27,4 @@ pub use context::{PermissionDecision, PermissionGate, PermissionRequest, Progres
 pub use large_output::{spill_if_large, LARGE_OUTPUT_THRESHOLD};
 pub use output::{FileEdit, FileEditKind, ShellExit, ToolOutput, INTERRUPTED_TEXT};
 pub use registry::{unknown_tool_message, unknown_tool_text, Registry};
-
-use async_trait::async_trait;
-use serde_json::Value;
-
-#[async_trait]
-pub trait Tool: Send + Sync {
-    fn name(&self) -> &str;
-    fn description(&self) -> &str;
-    /// JSON Schema of the arguments, as offered to the model (shared: made once).
-    fn parameters(&self) -> std::sync::Arc<Value>;
-    /// Runs the tool. Never panics on bad arguments: returns a failed [`ToolOutput`].
-    async fn run(&self, args: Value, ctx: &ToolContext) -> ToolOutput;
-}
+pub use tool::Tool;

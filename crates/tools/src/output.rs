@@ -1,6 +1,11 @@
-//! What a tool returns to the loop.
+//! What a tool returns to the loop, and the partial output it reports while it runs.
+
+use std::sync::Arc;
 
 use serde_json::Value;
+
+/// Receives partial output (bash: cumulative text so far).
+pub type ProgressSink = Arc<dyn Fn(String) + Send + Sync>;
 
 /// The text the model sees for a tool call that was interrupted (abort) or never completed.
 pub const INTERRUPTED_TEXT: &str = "The execution of this tool, or a previous tool was interrupted.";

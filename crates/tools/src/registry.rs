@@ -7,9 +7,9 @@ use crate::create::CreateTool;
 use crate::edit::EditTool;
 use crate::glob::GlobTool;
 use crate::grep::GrepTool;
+use crate::tool::Tool;
 use crate::view::ViewTool;
 use crate::web_fetch::WebFetchTool;
-use crate::Tool;
 
 #[derive(Clone, Default)]
 pub struct Registry {

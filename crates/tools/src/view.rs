@@ -9,7 +9,9 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use crate::args::{optional_bool, required_str, ArgError};
-use crate::{PermissionRequest, Tool, ToolContext, ToolOutput};
+use crate::context::{PermissionRequest, ToolContext};
+use crate::output::ToolOutput;
+use crate::tool::Tool;
 
 /// Files above this size are refused unless `forceReadLargeFiles` (or a `view_range`) is given:
 /// dumping them would flood the model's context.
@@ -239,7 +241,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::{PermissionDecision, PermissionGate};
+    use crate::context::{PermissionDecision, PermissionGate};
     use serde_json::json;
 
     async fn view(ctx: &ToolContext, args: Value) -> ToolOutput {

@@ -8,8 +8,9 @@ use ignore::types::TypesBuilder;
 use ignore::{WalkBuilder, WalkState};
 use tokio_util::sync::CancellationToken;
 
+use crate::context::ToolContext;
+use crate::output::ToolOutput;
 use crate::view::missing_path_output;
-use crate::{ToolContext, ToolOutput};
 
 /// One place to search: what the model named (used to spell result paths) and where it is.
 #[derive(Debug, Clone)]

@@ -13,7 +13,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::args::{optional_bool, optional_number, required_str};
-use crate::{PermissionRequest, Tool, ToolContext, ToolOutput};
+use crate::context::{PermissionRequest, ToolContext};
+use crate::output::ToolOutput;
+use crate::tool::Tool;
 
 const DEFAULT_MAX_LENGTH: usize = 5000;
 const MAX_MAX_LENGTH: usize = 20_000;

@@ -4,7 +4,9 @@
 mod client_shell;
 mod filter;
 mod pty;
-mod shell;
+// The crate's context holds the session's `ShellManager`: reached here, not through this
+// module's re-export, so that the context does not import the bash tools (which import it).
+pub(crate) mod shell;
 
 use std::time::Duration;
 
@@ -15,7 +17,9 @@ pub use client_shell::{ClientCommandEnd, ClientShells};
 pub use shell::{ShellInfo, ShellManager};
 
 use crate::args::{optional_bool, optional_number, optional_str, required_str, ArgError};
-use crate::{PermissionRequest, ShellCommand, ShellExit, Tool, ToolContext, ToolOutput};
+use crate::context::{PermissionRequest, ShellCommand, ToolContext};
+use crate::output::{ShellExit, ToolOutput};
+use crate::tool::Tool;
 use pty::{find_shell, SpawnSpec};
 use shell::{ShellProcess, WaitOutcome};
 

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::filter::TerminalFilter;
 use super::pty::{kill_group, spawn, ChildProc, SpawnSpec};
-use crate::ProgressSink;
+use crate::output::ProgressSink;
 
 /// Output kept in memory per command; beyond this it is dropped (the command keeps running
 /// and its output keeps being drained so it never blocks on a full terminal).

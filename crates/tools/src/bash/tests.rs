@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::*;
-use crate::{PermissionDecision, PermissionGate};
+use crate::context::{PermissionDecision, PermissionGate};
 
 fn ctx_in(dir: &std::path::Path) -> ToolContext {
     let mut ctx = ToolContext::simple(dir);
