@@ -106,7 +106,7 @@ pub(crate) async fn connect(
             }
         }
         Transport::Remote { url, headers, .. } => {
-            crate::ensure_crypto_provider();
+            crate::tls::ensure_crypto_provider();
             let mut custom = HashMap::new();
             for (k, v) in headers {
                 let name =

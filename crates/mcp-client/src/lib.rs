@@ -13,6 +13,7 @@ pub mod host;
 pub mod oauth;
 pub mod render;
 pub mod sampling;
+mod tls;
 
 pub use config::{ConfigError, ServerConfig, Transport};
 pub use host::{
@@ -21,11 +22,3 @@ pub use host::{
 pub use oauth::{AuthProvider, AuthReason, AuthReply, AuthRequest, Challenge, StaticClient};
 pub use render::{render, Rendered};
 pub use sampling::{SamplingHandler, SamplingRequest};
-
-/// Remote servers use rustls: pick its `ring` provider once (the rest of Skipper uses it too).
-pub(crate) fn ensure_crypto_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}

@@ -286,7 +286,7 @@ impl ServerAuth {
 
 /// The client rmcp's own default is (no idle pool, no redirects across origins).
 pub(crate) fn http_client() -> rmcp_reqwest::Client {
-    crate::ensure_crypto_provider();
+    crate::tls::ensure_crypto_provider();
     rmcp_reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .redirect(rmcp_reqwest::redirect::Policy::none())
