@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::{lit, HEADER};
+use super::text::{lit, HEADER};
 use crate::docs::render;
 use crate::mapper::{EventOut, Model};
 

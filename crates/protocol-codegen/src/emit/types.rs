@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{lit, HEADER};
+use super::text::{lit, HEADER};
 use crate::docs::{render, render_opt};
 use crate::mapper::Model;
 use crate::model::{Alias, Item, Presence, StringEnum, Struct, Tagged, Untagged, ValueUse};
