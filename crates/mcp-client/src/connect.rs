@@ -59,21 +59,37 @@ pub(crate) async fn connect(
     stderr: &StderrTail,
     auth: Option<std::sync::Arc<ServerAuth>>,
     client: Client,
+    sandbox: Option<&sandbox::Policy>,
 ) -> Result<Connected, String> {
     let mut process_group = None;
     let running = match &config.transport {
         Transport::Stdio { command, args, env, cwd } => {
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args);
             let dir = match cwd {
                 Some(c) if Path::new(c).is_absolute() => Path::new(c).to_path_buf(),
                 Some(c) => default_cwd.join(c),
                 None => default_cwd.to_path_buf(),
             };
+            // The server's own variables over the session's.
+            let mut all_env: Vec<(String, String)> =
+                base_env.iter().filter(|(k, _)| !env.contains_key(k)).cloned().collect();
+            all_env.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+            let mut cmd = match sandbox {
+                None => {
+                    let mut cmd = tokio::process::Command::new(command);
+                    cmd.args(args).env_clear().envs(all_env);
+                    cmd
+                }
+                Some(policy) => {
+                    let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+                    let w = policy
+                        .wrap(std::ffi::OsStr::new(command), &args, &dir, &all_env)
+                        .map_err(|e| format!("Failed to start MCP server command \"{command}\" in the sandbox: {e}"))?;
+                    let mut cmd = tokio::process::Command::new(w.program);
+                    cmd.args(w.args).env_clear().envs(w.env);
+                    cmd
+                }
+            };
             cmd.current_dir(dir);
-            cmd.env_clear();
-            cmd.envs(base_env.iter().map(|(k, v)| (k, v)));
-            cmd.envs(env);
             let mut wrap = CommandWrap::from(cmd);
             wrap.wrap(ProcessGroup::leader());
             wrap.wrap(KillOnDrop);

@@ -203,6 +203,8 @@ struct Inner {
     deferred: Mutex<BTreeMap<String, Deferred>>,
     /// Who answers servers' sampling requests.
     sampling: crate::sampling::HandlerSlot,
+    /// What local servers start under, when the session is sandboxed.
+    sandbox: Mutex<Option<Arc<sandbox::Policy>>>,
 }
 
 /// The MCP servers of one session (or one agent). Cheap to clone.
@@ -241,8 +243,14 @@ impl McpHost {
                 auth_provider: Mutex::new(None),
                 deferred: Mutex::new(BTreeMap::new()),
                 sampling: Default::default(),
+                sandbox: Mutex::new(None),
             }),
         }
+    }
+
+    /// Local servers started from now on run under `policy` (unconfined with `None`).
+    pub fn set_sandbox(&self, policy: Option<Arc<sandbox::Policy>>) {
+        *lock(&self.inner.sandbox) = policy;
     }
 
     /// Where the host reports status changes.
@@ -652,11 +660,12 @@ impl McpHost {
             crate::config::Transport::Stdio { .. } => None,
         };
         let client = crate::sampling::Client { server: name.clone(), handler: self.inner.sampling.clone() };
+        let sandbox = lock(&self.inner.sandbox).clone();
         tokio::spawn(async move {
             let stderr = StderrTail::default();
             let attempt = tokio::time::timeout(
                 STARTUP_TIMEOUT,
-                connect(&config, &cwd, &host.inner.env, &stderr, auth.clone(), client),
+                connect(&config, &cwd, &host.inner.env, &stderr, auth.clone(), client, sandbox.as_deref()),
             );
             let outcome = tokio::select! {
                 r = attempt => r,
