@@ -14,7 +14,7 @@ build:
 # Start the team server: HTTP + WebSocket on 127.0.0.1:8080, SDK TCP on 127.0.0.1:4321, tenants
 # from config/server.toml (none: tenant `default`, token $SKIPPER_TOKEN or ~/.copilot/serve-token),
 # state in $COPILOT_HOME (default ~/.copilot, SQLite index).
-serve: build
+serve: build sandbox
     ./target/release/skipper serve --listen {{listen}} --sdk-listen {{sdk_listen}}
 
 # Everything: Rust unit+integration tests, then the official SDK suites against the binary.
@@ -25,7 +25,7 @@ test: build-tests test-rust test-sdk
 # shared dependencies that the dev-dependencies ask for, so a separate `cargo build --bins` would
 # compile some 60 crates (sqlx, reqwest, axum, every workspace crate) a second time; the binaries
 # built here (target/release/skipper, fake-model, mcp-test-server) serve the SDK suites.
-build-tests: deps
+build-tests: deps sandbox
     cargo test --release --workspace --no-run
 
 test-rust: build-tests
@@ -61,6 +61,16 @@ deps:
     sudo=""; if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libssl-dev pkg-config
+
+# Bubblewrap, which confines every command a team server's tenants run (crates/sandbox): the
+# server refuses to start without it. Debian's package, installed only when missing.
+sandbox:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if command -v bwrap >/dev/null 2>&1; then exit 0; fi
+    sudo=""; if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends bubblewrap
 
 # The binary that ships (the Docker image): `skipper` with whole-program LTO, target/dist/skipper
 # (statically linked on glibc Linux; see docker/dist.sh).

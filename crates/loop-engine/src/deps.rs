@@ -26,6 +26,8 @@ pub(crate) struct Deps {
     pub models: Mutex<Option<Vec<ModelInfo>>>,
     /// File telemetry (`COPILOT_OTEL_*`): spans of every session's work.
     pub spans: Option<telemetry::SpanFile>,
+    /// The command sandbox of every session (see [`crate::EngineConfig::sandbox`]).
+    pub sandbox: Option<sandbox::Policy>,
 }
 
 impl Deps {

@@ -349,6 +349,7 @@ fn emit_complete(ctx: &RunCtx, call: &ToolCall, out: &ToolOutput, turn_id: &str,
         error,
         tool_telemetry: Some(out.telemetry.clone()),
         turn_id: Some(turn_id.to_string()),
+        sandboxed: out.sandboxed.then_some(true),
         shell_execution: out
             .shell_exit
             .as_ref()

@@ -46,6 +46,7 @@ mod resume;
 mod run;
 mod run_ctx;
 pub mod session_fs;
+mod session_sandbox;
 mod session_token;
 pub mod settings;
 mod skill_tool;
@@ -112,6 +113,9 @@ pub struct EngineConfig {
     pub pending_grace: std::time::Duration,
     /// Spans to a file, as the SDKs' `telemetry` option asks (`None`: off).
     pub telemetry: Option<telemetry::TelemetryConfig>,
+    /// The command sandbox every session's processes run under (the team server's floor;
+    /// `None`: unconfined). Each session adds its own directory and `/tmp` to it.
+    pub sandbox: Option<sandbox::Policy>,
 }
 
 pub struct Engine {
@@ -199,6 +203,7 @@ impl Engine {
                 version: config.version,
                 models: Mutex::new(None),
                 spans: config.telemetry.map(telemetry::SpanFile::new),
+                sandbox: config.sandbox,
             }),
             default_model: config.default_model,
             default_cwd: config.default_cwd,
@@ -451,6 +456,12 @@ impl Engine {
         });
         mcp_oauth::attach(&handle);
         mcp_sampling::attach(&handle);
+        if let Some(base) = &self.deps.sandbox {
+            let policy = session_sandbox::for_session(base, &self.deps.layout.session_dir(handle.id()));
+            handle.shells().set_sandbox(Some(policy.clone()));
+            handle.user_shell().set_sandbox(Some(policy.clone()));
+            handle.mcp().set_sandbox(Some(policy));
+        }
         let actor = actor::Actor::new(handle.clone(), self.deps.clone(), view, view_tx, conv);
         tokio::spawn(actor.run(rx));
         handle
@@ -538,7 +549,7 @@ impl Engine {
         };
         self.announce(created).await;
         handle.emitter().emit(start);
-        mcp::configure(handle.mcp(), &self.deps, &settings, params);
+        configure_processes(&handle, &self.deps, &settings, params);
         write_workspace_yaml(&self.deps, &handle, &settings, None).await;
         if let Some(remote) = remote {
             if let Err(e) = remote.ensure_checkpoint_index().await {
@@ -576,7 +587,7 @@ impl Engine {
             }
             match handle.resume(params.clone(), subscriber.clone()).await {
                 Ok(()) => {
-                    mcp::configure(handle.mcp(), &self.deps, &handle.view().settings, params);
+                    configure_processes(&handle, &self.deps, &handle.view().settings, params);
                     return Ok(handle);
                 }
                 // The idle unloader ended it just now: load it again from disk.
@@ -681,7 +692,7 @@ impl Engine {
             for sub in subscribers {
                 first.subscribe(sub);
             }
-            mcp::configure(first.mcp(), &self.deps, &first.view().settings, params);
+            configure_processes(&first, &self.deps, &first.view().settings, params);
             return Ok(first);
         }
         for sub in subscribers {
@@ -690,7 +701,7 @@ impl Engine {
         if follow.is_none() && !params.disable_resume.unwrap_or(false) {
             handle.emitter().emit(resume_event);
         }
-        mcp::configure(handle.mcp(), &self.deps, &handle.view().settings, params);
+        configure_processes(&handle, &self.deps, &handle.view().settings, params);
         Ok(handle)
     }
 
@@ -941,4 +952,13 @@ impl Engine {
             s.shutdown();
         }
     }
+}
+
+/// What a session's processes start under and which MCP servers it runs, from its create or
+/// resume params: the sandbox first, so no server starts unconfined.
+fn configure_processes(handle: &SessionHandle, deps: &Deps, settings: &SessionSettings, params: &SessionConfigParams) {
+    if let Some(config) = &params.sandbox_config {
+        handle.set_sandbox_config(config);
+    }
+    mcp::configure(handle.mcp(), deps, settings, params);
 }

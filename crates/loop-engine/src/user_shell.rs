@@ -22,6 +22,11 @@ impl UserShell {
         Self { shells: Default::default(), env, requests: Default::default() }
     }
 
+    /// Commands started from now on run under `policy` (unconfined with `None`).
+    pub(crate) fn set_sandbox(&self, policy: Option<std::sync::Arc<sandbox::Policy>>) {
+        self.shells.set_sandbox(policy);
+    }
+
     fn requests(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
         // Only short map operations happen under this lock; a poisoned one is still consistent.
         self.requests.lock().unwrap_or_else(|e| e.into_inner())

@@ -1,10 +1,9 @@
 //! Opening one connection: spawn the local server (in a process group of its own, killed with
 //! the connection) or reach the remote one, then the MCP handshake and the first `tools/list`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::service::RunningService;
@@ -12,6 +11,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
+
+use crate::stderr_tail::StderrTail;
 use tokio::io::AsyncReadExt;
 
 use crate::config::{ServerConfig, Transport};
@@ -19,29 +20,6 @@ use crate::oauth::{AuthClient, ServerAuth};
 use crate::sampling::Client;
 
 pub(crate) type Running = RunningService<RoleClient, Client>;
-
-/// How much of a local server's stderr is kept to explain a failure.
-const STDERR_TAIL: usize = 2048;
-
-/// The end of a local server's stderr, kept while it runs.
-#[derive(Clone, Default)]
-pub(crate) struct StderrTail(Arc<Mutex<VecDeque<u8>>>);
-
-impl StderrTail {
-    pub fn text(&self) -> String {
-        let buf = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let bytes: Vec<u8> = buf.iter().copied().collect();
-        String::from_utf8_lossy(&bytes).trim().to_string()
-    }
-
-    fn push(&self, chunk: &[u8]) {
-        let mut buf = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        buf.extend(chunk);
-        while buf.len() > STDERR_TAIL {
-            buf.pop_front();
-        }
-    }
-}
 
 pub(crate) struct Connected {
     pub running: Running,
@@ -59,21 +37,37 @@ pub(crate) async fn connect(
     stderr: &StderrTail,
     auth: Option<std::sync::Arc<ServerAuth>>,
     client: Client,
+    sandbox: Option<&sandbox::Policy>,
 ) -> Result<Connected, String> {
     let mut process_group = None;
     let running = match &config.transport {
         Transport::Stdio { command, args, env, cwd } => {
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args);
             let dir = match cwd {
                 Some(c) if Path::new(c).is_absolute() => Path::new(c).to_path_buf(),
                 Some(c) => default_cwd.join(c),
                 None => default_cwd.to_path_buf(),
             };
+            // The server's own variables over the session's.
+            let mut all_env: Vec<(String, String)> =
+                base_env.iter().filter(|(k, _)| !env.contains_key(k)).cloned().collect();
+            all_env.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+            let mut cmd = match sandbox {
+                None => {
+                    let mut cmd = tokio::process::Command::new(command);
+                    cmd.args(args).env_clear().envs(all_env);
+                    cmd
+                }
+                Some(policy) => {
+                    let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+                    let w = policy
+                        .wrap(std::ffi::OsStr::new(command), &args, &dir, &all_env)
+                        .map_err(|e| format!("Failed to start MCP server command \"{command}\" in the sandbox: {e}"))?;
+                    let mut cmd = tokio::process::Command::new(w.program);
+                    cmd.args(w.args).env_clear().envs(w.env);
+                    cmd
+                }
+            };
             cmd.current_dir(dir);
-            cmd.env_clear();
-            cmd.envs(base_env.iter().map(|(k, v)| (k, v)));
-            cmd.envs(env);
             let mut wrap = CommandWrap::from(cmd);
             wrap.wrap(ProcessGroup::leader());
             wrap.wrap(KillOnDrop);

@@ -14,7 +14,8 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
-use crate::connect::{connect, terminate_group, StderrTail};
+use crate::connect::{connect, terminate_group};
+use crate::stderr_tail::StderrTail;
 
 /// How long a server may take to start and answer the handshake.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -203,6 +204,8 @@ struct Inner {
     deferred: Mutex<BTreeMap<String, Deferred>>,
     /// Who answers servers' sampling requests.
     sampling: crate::sampling::HandlerSlot,
+    /// What local servers start under, when the session is sandboxed.
+    sandbox: Mutex<Option<Arc<sandbox::Policy>>>,
 }
 
 /// The MCP servers of one session (or one agent). Cheap to clone.
@@ -241,8 +244,14 @@ impl McpHost {
                 auth_provider: Mutex::new(None),
                 deferred: Mutex::new(BTreeMap::new()),
                 sampling: Default::default(),
+                sandbox: Mutex::new(None),
             }),
         }
+    }
+
+    /// Local servers started from now on run under `policy` (unconfined with `None`).
+    pub fn set_sandbox(&self, policy: Option<Arc<sandbox::Policy>>) {
+        *lock(&self.inner.sandbox) = policy;
     }
 
     /// Where the host reports status changes.
@@ -652,11 +661,12 @@ impl McpHost {
             crate::config::Transport::Stdio { .. } => None,
         };
         let client = crate::sampling::Client { server: name.clone(), handler: self.inner.sampling.clone() };
+        let sandbox = lock(&self.inner.sandbox).clone();
         tokio::spawn(async move {
-            let stderr = StderrTail::default();
+            let stderr = StderrTail::new(secrets_of(&config));
             let attempt = tokio::time::timeout(
                 STARTUP_TIMEOUT,
-                connect(&config, &cwd, &host.inner.env, &stderr, auth.clone(), client),
+                connect(&config, &cwd, &host.inner.env, &stderr, auth.clone(), client, sandbox.as_deref()),
             );
             let outcome = tokio::select! {
                 r = attempt => r,
@@ -729,7 +739,7 @@ impl McpHost {
                 entry.server_info = None;
             }
             if let Some(e) = &error {
-                tracing::warn!(server = name, error = %e, "MCP server failed");
+                tracing::warn!(server = name, error = ?e, "MCP server failed");
             }
             entry.error = error;
             entry.summary(name)
@@ -900,5 +910,13 @@ impl McpHost {
                 e.status = Status::Stopped;
             }
         }
+    }
+}
+
+/// What a local server was given that its stderr must not repeat: its `env` values.
+fn secrets_of(config: &ServerConfig) -> Vec<String> {
+    match &config.transport {
+        crate::config::Transport::Stdio { env, .. } => env.values().cloned().collect(),
+        crate::config::Transport::Remote { .. } => Vec::new(),
     }
 }

@@ -13,6 +13,7 @@ pub mod host;
 pub mod oauth;
 pub mod render;
 pub mod sampling;
+mod stderr_tail;
 mod tls;
 
 pub use config::{ConfigError, ServerConfig, Transport};

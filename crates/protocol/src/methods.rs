@@ -135,6 +135,9 @@ pub struct SessionConfigParams {
     pub github_mcp_tool_config: Option<crate::generated::types::GitHubMcpToolConfig>,
     /// Overrides of what the model supports (vision, ...).
     pub model_capabilities: Option<crate::generated::types::ModelCapabilitiesOverride>,
+    /// The command sandbox (the original reads it on `session.create` though the SDKs' schema
+    /// has it only on `session.options.update`).
+    pub sandbox_config: Option<crate::generated::types::SandboxConfig>,
 }
 
 /// One entry of `canvases`: a canvas an SDK client provides.

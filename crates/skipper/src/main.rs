@@ -199,6 +199,8 @@ struct EngineOptions {
     metrics: Option<Arc<serve::metrics::Metrics>>,
     /// `skipper serve`: file tools reach only inside these workspaces.
     confine_to: Option<Vec<PathBuf>>,
+    /// `skipper serve`: the sandbox every session's processes run under.
+    sandbox: Option<sandbox::Policy>,
     /// `skipper serve`: the index and event store it opened (PostgreSQL, or SQLite and files);
     /// `-p`: the write-behind index and log files under `home`; `None`: the SQLite index and
     /// log files under `home`.
@@ -294,6 +296,7 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
             env.get("SKIPPER_PENDING_GRACE_MS").and_then(|v| v.parse().ok()).unwrap_or(defaults.pending_grace_ms),
         ),
         // A relative file path is the process's working directory's, where the SDK starts it.
+        sandbox: opts.sandbox,
         telemetry: loop_engine::telemetry::TelemetryConfig::from_env(
             |k| env.get(k).cloned(),
             &std::env::current_dir().unwrap_or_default(),
@@ -364,6 +367,7 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
             allow_all_tools: cli.allow_all_tools || cli.allow_all || cli.yolo,
             metrics: None,
             confine_to: None,
+            sandbox: None,
             store,
         },
         &env,

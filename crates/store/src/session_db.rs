@@ -83,7 +83,53 @@ fn open(path: &std::path::Path) -> Result<rusqlite::Connection, String> {
     let conn = rusqlite::Connection::open(path).map_err(|e| e.to_string())?;
     conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| e.to_string())?;
     conn.execute_batch(TODO_SCHEMA).map_err(|e| e.to_string())?;
+    confine(&conn);
     Ok(conn)
+}
+
+/// Pragmas the model may use: reading the schema and checks, and the few settings that change
+/// nothing outside this database.
+const PRAGMAS: &[&str] = &[
+    "table_info",
+    "table_xinfo",
+    "table_list",
+    "index_list",
+    "index_info",
+    "index_xinfo",
+    "foreign_key_list",
+    "foreign_key_check",
+    "foreign_keys",
+    "integrity_check",
+    "quick_check",
+    "user_version",
+    "application_id",
+    "collation_list",
+    "function_list",
+    "pragma_list",
+    "encoding",
+    "page_count",
+    "page_size",
+    "freelist_count",
+    "schema_version",
+    "data_version",
+];
+
+/// The model's SQL reaches its own database and nothing else: no other file attached (nor
+/// written by `VACUUM INTO`, which attaches its target), no extension loaded, no pragma that
+/// changes how SQLite treats files. Denied statements fail with SQLite's "not authorized".
+fn confine(conn: &rusqlite::Connection) {
+    use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+    conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_ATTACHED, 0);
+    conn.authorizer(Some(|ctx: AuthContext<'_>| match ctx.action {
+        AuthAction::Attach { .. } | AuthAction::Detach { .. } => Authorization::Deny,
+        AuthAction::Function { function_name } if function_name.eq_ignore_ascii_case("load_extension") => {
+            Authorization::Deny
+        }
+        AuthAction::Pragma { pragma_name, .. } if !PRAGMAS.iter().any(|p| p.eq_ignore_ascii_case(pragma_name)) => {
+            Authorization::Deny
+        }
+        _ => Authorization::Allow,
+    }));
 }
 
 fn to_json(v: rusqlite::types::ValueRef<'_>) -> Value {
@@ -152,6 +198,30 @@ impl SqlBackend for LocalSessionDb {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_models_sql_cannot_reach_another_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = LocalSessionDb::new(dir.path().join("s").join("session.db"));
+        let other = dir.path().join("other.db");
+        let copy = dir.path().join("copy.db");
+        rusqlite::Connection::open(&other).unwrap().execute_batch("CREATE TABLE secrets (v TEXT)").unwrap();
+        for sql in [
+            format!("ATTACH DATABASE '{}' AS o", other.display()),
+            format!("VACUUM INTO '{}'", copy.display()),
+            "SELECT load_extension('/tmp/evil.so')".to_string(),
+            "PRAGMA writable_schema = 1".to_string(),
+            "PRAGMA temp_store_directory = '/tmp'".to_string(),
+        ] {
+            let err = db.execute(QueryKind::Exec, &sql).await.expect_err(&sql);
+            assert!(err.contains("not authorized") || err.contains("too many attached"), "{sql}: {err}");
+        }
+        assert!(!copy.exists(), "VACUUM INTO wrote a file");
+        // What the model needs still works.
+        let info = db.execute(QueryKind::Query, "PRAGMA table_info(todos)").await.unwrap();
+        assert!(info.rows.iter().any(|r| r["name"] == "title"));
+        db.execute(QueryKind::Exec, "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('x')").await.unwrap();
+    }
 
     #[tokio::test]
     async fn local_db_has_todo_tables_and_reports_changes() {

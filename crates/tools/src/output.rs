@@ -29,6 +29,8 @@ pub struct ToolOutput {
     pub image_data_urls: Vec<String>,
     /// `toolTelemetry` for the completion event (free-form).
     pub telemetry: serde_json::Map<String, Value>,
+    /// It ran inside the command sandbox (`sandboxed` of the completion event).
+    pub sandboxed: bool,
 }
 
 /// How a shell command ended.

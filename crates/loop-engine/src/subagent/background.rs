@@ -74,8 +74,9 @@ fn completed_kind(agent_id: &str, launch: &Launch, outcome: &Result<String, Stri
 }
 
 /// Tells the session an agent's run ended: `subagent.completed` / `failed`, then the notice (a
-/// `system.notification` event and the queued `<system_notification>` message).
-async fn announce(base: &RunCtx, id: &str, launch: &Launch, outcome: &Result<String, String>) {
+/// `system.notification` event and the queued `<system_notification>` message). Returns
+/// whether the notice was queued.
+async fn announce(base: &RunCtx, id: &str, launch: &Launch, outcome: &Result<String, String>) -> bool {
     let emitter = base.emitter();
     match outcome {
         Ok(_) => emitter.emit(t::SubagentCompletedData {
@@ -96,7 +97,7 @@ async fn announce(base: &RunCtx, id: &str, launch: &Launch, outcome: &Result<Str
     };
     emitter.emit(t::BackgroundTasksChangedData {});
     if base.handle.stopped().is_cancelled() {
-        return;
+        return false;
     }
     let text = notification(id, &launch.agent_type, outcome);
     emitter.emit(t::SystemNotificationData { content: text.clone(), kind: completed_kind(id, launch, outcome) });
@@ -108,9 +109,12 @@ async fn announce(base: &RunCtx, id: &str, launch: &Launch, outcome: &Result<Str
         request_headers: Vec::new(),
         delivery: t::UserMessageDelivery::Idle,
     };
-    if let Err(e) = base.handle.send(msg, false).await {
-        tracing::warn!(session = %base.handle.id(), error = %e, "background agent notice not delivered");
-        let _ = base.handle.tell(SessionInput::BackgroundSettled).await;
+    match base.handle.send(msg, false).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(session = %base.handle.id(), error = %e, "background agent notice not delivered");
+            false
+        }
     }
 }
 
@@ -144,6 +148,7 @@ pub(crate) fn start(handle: &SessionHandle, settings: &SessionSettings, launch: 
             active_from: Instant::now(),
             inbox: Vec::new(),
             responses: Vec::new(),
+            notice_pending: false,
         });
         (agent_id, deps)
     };
@@ -180,7 +185,12 @@ pub(crate) fn start(handle: &SessionHandle, settings: &SessionSettings, launch: 
                     return;
                 }
             }
-            announce(&base, &id, &launch, &outcome).await;
+            let queued = announce(&base, &id, &launch, &outcome).await;
+            // Only now may the session's idle go out: before, the notice's turn was not queued.
+            registry.noticed(&id);
+            if !queued {
+                let _ = base.handle.tell(SessionInput::BackgroundSettled).await;
+            }
             if outcome.is_err() || base.handle.stopped().is_cancelled() {
                 return;
             }
@@ -210,6 +220,38 @@ mod tests {
     }
 
     #[test]
+    fn an_ended_agent_holds_idle_back_until_its_notice_is_queued() {
+        let registry = Registry::default();
+        {
+            let mut inner = registry.lock();
+            let info = t::TaskAgentInfo::new(
+                "a".into(),
+                "call".into(),
+                "d".into(),
+                t::TaskStatus::Running,
+                now(),
+                "explore".into(),
+                "p".into(),
+            );
+            inner.entries.push(Entry {
+                info,
+                cancel: CancellationToken::new(),
+                started: Instant::now(),
+                finished: None,
+                active_from: Instant::now(),
+                inbox: Vec::new(),
+                responses: Vec::new(),
+                notice_pending: false,
+            });
+        }
+        assert!(registry.any_running());
+        assert_eq!(registry.finish("a", &Ok("answer".into())), Finish::Done);
+        assert!(registry.any_running(), "answered, but its notice is not queued yet");
+        registry.noticed("a");
+        assert!(!registry.any_running());
+    }
+
+    #[test]
     fn ids_are_made_unique_and_finished_agents_can_be_removed() {
         let registry = Registry::default();
         {
@@ -233,6 +275,7 @@ mod tests {
                     active_from: Instant::now(),
                     inbox: Vec::new(),
                     responses: Vec::new(),
+                    notice_pending: false,
                 });
             }
         }

@@ -22,6 +22,9 @@ pub(super) struct Entry {
     pub(super) inbox: Vec<String>,
     /// Its answer of each run (what `read_agent` shows as turns).
     pub(super) responses: Vec<String>,
+    /// Its run ended and the notice telling the session is not yet queued. Counted as
+    /// running, so the session's `idle` cannot slip out between the two.
+    pub(super) notice_pending: bool,
 }
 
 impl Entry {
@@ -226,8 +229,16 @@ impl Registry {
         inner.entries.iter_mut().find(|e| e.info.id == id).map(|e| std::mem::take(&mut e.inbox)).unwrap_or_default()
     }
 
+    /// Whether an agent runs, or has ended without its notice queued yet.
     pub fn any_running(&self) -> bool {
-        self.lock().entries.iter().any(Entry::running)
+        self.lock().entries.iter().any(|e| e.running() || e.notice_pending)
+    }
+
+    /// The notice of agent `id`'s run is queued (or cannot be): it no longer holds idle back.
+    pub(super) fn noticed(&self, id: &str) {
+        if let Some(e) = self.lock().entries.iter_mut().find(|e| e.info.id == id) {
+            e.notice_pending = false;
+        }
     }
 
     /// Records where an agent's run ended — idle with its answer, or failed — unless it was
@@ -241,6 +252,7 @@ impl Registry {
         let active = e.info.active_time_ms.unwrap_or(0) + e.active_from.elapsed().as_millis() as u64;
         e.info.active_time_ms = Some(active);
         e.info.active_started_at = None;
+        e.notice_pending = true;
         match outcome {
             Ok(answer) => {
                 e.info.status = t::TaskStatus::Idle;

@@ -48,6 +48,7 @@ impl TestEngine {
             builtins: tools::Registry::builtins(),
             pending_grace: Duration::from_secs(1),
             telemetry: None,
+            sandbox: None,
         })
         .await
         .expect("engine");

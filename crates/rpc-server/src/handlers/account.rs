@@ -1,7 +1,8 @@
 //! `account.*`: who the server acts as. `login` checks the token against the GitHub API (the
 //! Copilot user it belongs to) and makes that account current; the model client then sends its
 //! token. A shared server (`skipper serve`) refuses to switch accounts: one tenant must not
-//! change whose credentials every other tenant's sessions use.
+//! change whose credentials every other tenant's sessions use. Nor does it show its account:
+//! the server's identity is not its tenants', and its token must reach none of them.
 
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
@@ -48,6 +49,9 @@ pub async fn get_current_auth(
     ctx: &Ctx,
     _p: protocol::rpc::NoParams,
 ) -> Result<t::AccountGetCurrentAuthResult, RpcError> {
+    if ctx.server.tenancy.is_some() {
+        return Ok(t::AccountGetCurrentAuthResult { auth_info: None, auth_errors: None });
+    }
     let auth_info = match ctx.server.accounts.current() {
         Some(a) => Some(user_info(&a)),
         None => startup_info(ctx),
@@ -56,6 +60,9 @@ pub async fn get_current_auth(
 }
 
 pub async fn get_all_users(ctx: &Ctx, _p: protocol::rpc::NoParams) -> Result<Vec<t::AccountAllUsers>, RpcError> {
+    if ctx.server.tenancy.is_some() {
+        return Ok(Vec::new());
+    }
     let mut users: Vec<t::AccountAllUsers> = ctx
         .server
         .accounts

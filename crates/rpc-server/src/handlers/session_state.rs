@@ -104,6 +104,11 @@ pub async fn options_update(
         max_ai_credits: p.session_limits.and_then(|l| l.max_ai_credits),
     };
     session.update_options(patch).await.map_err(|e| ctx.engine_error(&e))?;
+    if let Some(config) = &p.sandbox_config {
+        // Refused silently on a shared server, as other options a tenant cannot change: its
+        // floor holds whatever the client sends.
+        session.set_sandbox_config(config);
+    }
     Ok(t::SessionUpdateOptionsResult { success: true, ..Default::default() })
 }
 

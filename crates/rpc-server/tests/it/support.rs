@@ -46,6 +46,7 @@ impl Env {
             builtins: tools::Registry::builtins(),
             pending_grace: Duration::from_secs(1),
             telemetry: None,
+            sandbox: None,
         })
         .await
         .expect("engine");

@@ -20,6 +20,23 @@ pub struct ServerConfig {
     pub agents: Vec<super::extensions::config::AgentConfig>,
     #[serde(default)]
     pub extensions: super::extensions::config::ExtensionsConfig,
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+}
+
+/// The command sandbox of every tenant's sessions (always on: `sandbox` crate). What the
+/// operator may widen, for every tenant alike.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Whether tenants' commands and MCP servers may use the network (default: no network,
+    /// not even the host's loopback).
+    #[serde(default)]
+    pub network: bool,
+    /// Host paths they may read beyond the system directories (`/usr`, `/etc`, `/opt`, …):
+    /// toolchains installed elsewhere, shared read-only data.
+    #[serde(default)]
+    pub readonly_paths: Vec<PathBuf>,
 }
 
 /// Bounds of the server as a whole (each connection's own are `config/defaults.toml`'s).

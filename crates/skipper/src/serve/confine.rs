@@ -5,8 +5,8 @@
 //! session's working directory. The refusal happens before the tool runs, so no permission is
 //! even asked for.
 //!
-//! Shell commands start in the session's working directory (inside the workspace) but are not
-//! sandboxed: what a command does is up to the operating system's permissions.
+//! Shell commands and MCP servers are confined by the command sandbox instead
+//! (`command_sandbox.rs`).
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;

@@ -4,6 +4,7 @@
 //! issues 10 and 12 and the README.
 
 pub mod args;
+mod command_sandbox;
 pub mod config;
 pub mod confine;
 pub(crate) mod extensions;
@@ -101,6 +102,10 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             allow_all_tools: false,
             metrics: Some(metrics.clone()),
             confine_to: Some(tenancy.tenants().map(|t| t.workspace.clone()).collect()),
+            sandbox: Some(command_sandbox::floor(
+                &config.sandbox,
+                tenancy.tenants().map(|t| t.workspace.clone()).collect(),
+            )?),
             store: storage,
         },
         &env,

@@ -322,6 +322,7 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("extensionSdkPath", &["string"], json!("x")),
             prop("githubMcpToolConfig", &["object"], json!({"enableAllTools": false})),
             prop("modelCapabilities", &["object"], json!({})),
+            prop("sandboxConfig", &["object"], json!({"enabled": false})),
             prop("requestExitPlanMode", &["boolean"], json!(false)),
             prop("requestAutoModeSwitch", &["boolean"], json!(false)),
         ],

@@ -16,6 +16,7 @@ mod lifecycle;
 mod persistence;
 mod protocol;
 mod runner;
+mod sandbox;
 mod schema;
 mod schema_selftest;
 mod serve;

@@ -39,7 +39,7 @@ pub(crate) struct Serve {
 
 impl Serve {
     /// With tenants alpha and beta.
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let config = format!(
             "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\n\n[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\n",
             sha256_hex(ALPHA),
@@ -101,8 +101,19 @@ impl Serve {
     /// Runs `skipper serve` as [`Serve::start_with_args`] would, expecting it to exit before
     /// listening: its exit status and stderr.
     pub(crate) async fn fails_to_start(config: &str, extra: &[&str]) -> (std::process::ExitStatus, String) {
+        Self::fails_to_start_with_env(config, extra, &[]).await
+    }
+
+    /// [`Serve::fails_to_start`] with `env` over the usual environment.
+    pub(crate) async fn fails_to_start_with_env(
+        config: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> (std::process::ExitStatus, String) {
         let dirs = Dirs::new();
-        let out = serve_command_with(&dirs, "http://127.0.0.1:9", config, "127.0.0.1:0", extra).output();
+        let mut cmd = serve_command_with(&dirs, "http://127.0.0.1:9", config, "127.0.0.1:0", extra);
+        cmd.envs(env.iter().copied());
+        let out = cmd.output();
         let out =
             tokio::time::timeout(T, out).await.expect("skipper serve kept running").expect("running skipper serve");
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -754,6 +765,27 @@ async fn the_drain_deadline_cancels_a_hung_turn() {
         let status = tokio::time::timeout(T, s.child.wait()).await.expect("exits at the deadline").expect("status");
         assert!(status.success(), "{status:?}: {}", s.stderr_text());
         assert!(s.stderr_text().contains("drain deadline passed"), "{}", s.stderr_text());
+    })
+    .await;
+}
+
+/// The server's own GitHub token reaches no tenant: `account.*` shows no account on a shared
+/// server, and switching it is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_tenant_sees_or_changes_the_servers_account() {
+    with_timeout(60, async {
+        let s = Serve::start_with(&tenants_config(""), &[("GH_TOKEN", "gho_SERVER_SECRET")]).await;
+        let c = s.tenant(ALPHA).await;
+        let current = c.ok("account.getCurrentAuth", json!({})).await;
+        let users = c.ok("account.getAllUsers", json!({})).await;
+        assert!(current.get("authInfo").is_none_or(Value::is_null), "{current}");
+        assert_eq!(users, json!([]));
+        let login = json!({"host": "https://github.com", "login": "mallory", "token": "gho_mallory"});
+        let err = c.call("account.login", login).await.expect_err("login on a shared server");
+        assert!(err.message.contains("cannot be switched on a shared server"), "{}", err.message);
+        for text in [current.to_string(), users.to_string()] {
+            assert!(!text.contains("gho_SERVER_SECRET"), "{text}");
+        }
     })
     .await;
 }

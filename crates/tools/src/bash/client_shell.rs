@@ -30,6 +30,11 @@ pub struct ClientShells {
 const LONGEST: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl ClientShells {
+    /// Commands started from now on run under `policy` (unconfined with `None`).
+    pub fn set_sandbox(&self, policy: Option<Arc<sandbox::Policy>>) {
+        self.shells.set_sandbox(policy);
+    }
+
     /// Starts `command` in `cwd`; returns its process id (per session: `"0"`, `"1"`, ...).
     pub fn start(&self, command: &str, cwd: &Path, env: &[(String, String)]) -> std::io::Result<String> {
         let id = self.shells.next_id();

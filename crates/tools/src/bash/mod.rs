@@ -230,6 +230,13 @@ impl Tool for BashTool {
         if !ctx.cwd.is_dir() {
             return ToolOutput::fail(format!("Working directory {} does not exist.", ctx.cwd.display()));
         }
+        let sandboxed = ctx.shells.sandbox().is_some();
+        if detach && sandboxed {
+            // A detached command outlives the sandbox's process tree: the original refuses it.
+            return ToolOutput::fail(
+                "Detached commands cannot run inside the sandbox. Run it without detach so the sandbox can be enforced.",
+            );
+        }
 
         let commands = command_identifiers(&command)
             .into_iter()
@@ -273,7 +280,7 @@ impl Tool for BashTool {
             ));
         }
 
-        match process.wait(wait_duration(initial_wait), &ctx.cancel, Some(&ctx.progress)).await {
+        let mut out = match process.wait(wait_duration(initial_wait), &ctx.cancel, Some(&ctx.progress)).await {
             WaitOutcome::Done => {
                 ctx.shells.remove(&id);
                 let output = process.take_unread();
@@ -284,7 +291,9 @@ impl Tool for BashTool {
                 still_running_output(ctx, &id, &output, initial_wait)
             }
             WaitOutcome::Cancelled => interrupt(ctx, &process).await,
-        }
+        };
+        out.sandboxed = sandboxed;
+        out
     }
 }
 

@@ -62,14 +62,36 @@ pub(crate) struct Spawned {
     pub keepalive: Option<Box<dyn MasterPty + Send>>,
 }
 
-pub(crate) fn spawn(spec: &SpawnSpec) -> io::Result<Spawned> {
+/// Starts the command, under `sandbox` when the session has one (a sandbox the host cannot
+/// provide fails the start: a policy is never dropped).
+pub(crate) fn spawn(spec: &SpawnSpec, sandbox: Option<&sandbox::Policy>) -> io::Result<Spawned> {
+    let line = command_line(spec, sandbox)?;
     if !spec.no_pty {
-        match spawn_pty(spec) {
+        match spawn_pty(spec, &line) {
             Ok(s) => return Ok(s),
             Err(e) => tracing::warn!(error = %e, "could not start command on a PTY; using pipes"),
         }
     }
-    spawn_plain(spec)
+    spawn_plain(spec, &line)
+}
+
+/// What to execute: `shell -c command`, or `bwrap … shell -c command`, with its environment.
+struct Line {
+    program: PathBuf,
+    args: Vec<std::ffi::OsString>,
+    env: Vec<(String, String)>,
+}
+
+fn command_line(spec: &SpawnSpec, sandbox: Option<&sandbox::Policy>) -> io::Result<Line> {
+    let args = vec!["-c".into(), spec.command.clone().into()];
+    let env = full_env(spec);
+    match sandbox {
+        None => Ok(Line { program: spec.shell.clone(), args, env }),
+        Some(policy) => {
+            let w = policy.wrap(spec.shell.as_os_str(), &args, &spec.cwd, &env).map_err(io::Error::other)?;
+            Ok(Line { program: w.program, args: w.args, env: w.env })
+        }
+    }
 }
 
 /// Variables that keep commands from waiting on a pager or painting colours, unless the
@@ -86,18 +108,17 @@ fn full_env(spec: &SpawnSpec) -> Vec<(String, String)> {
     env
 }
 
-fn spawn_pty(spec: &SpawnSpec) -> io::Result<Spawned> {
+fn spawn_pty(spec: &SpawnSpec, line: &Line) -> io::Result<Spawned> {
     let pair = native_pty_system()
         // Wide enough that tools which format for the terminal rarely wrap.
         .openpty(PtySize { rows: 50, cols: 200, pixel_width: 0, pixel_height: 0 })
         .map_err(io::Error::other)?;
-    let mut cmd = CommandBuilder::new(&spec.shell);
-    cmd.arg("-c");
-    cmd.arg(&spec.command);
+    let mut cmd = CommandBuilder::new(&line.program);
+    cmd.args(&line.args);
     cmd.cwd(&spec.cwd);
     // The child sees exactly the session's environment, not this process's.
     cmd.env_clear();
-    for (k, v) in full_env(spec) {
+    for (k, v) in &line.env {
         cmd.env(k, v);
     }
     // portable-pty makes the child a session leader (setsid) with the PTY as its controlling
@@ -109,15 +130,14 @@ fn spawn_pty(spec: &SpawnSpec) -> io::Result<Spawned> {
     Ok(Spawned { pid: child.process_id(), reader, child: ChildProc::Pty(child), keepalive: Some(pair.master) })
 }
 
-fn spawn_plain(spec: &SpawnSpec) -> io::Result<Spawned> {
+fn spawn_plain(spec: &SpawnSpec, line: &Line) -> io::Result<Spawned> {
     let (reader, writer) = io::pipe()?;
     let writer_err = writer.try_clone()?;
-    let mut cmd = Command::new(&spec.shell);
-    cmd.arg("-c")
-        .arg(&spec.command)
+    let mut cmd = Command::new(&line.program);
+    cmd.args(&line.args)
         .current_dir(&spec.cwd)
         .env_clear()
-        .envs(full_env(spec))
+        .envs(line.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(writer)
         .stderr(writer_err)

@@ -204,6 +204,8 @@ pub struct ShellManager {
     next_id: AtomicU64,
     /// In start order (what `list_bash` shows).
     shells: Mutex<Vec<Arc<ShellProcess>>>,
+    /// What every command of the session starts under, when it is sandboxed.
+    sandbox: Mutex<Option<Arc<sandbox::Policy>>>,
 }
 
 impl Default for ShellManager {
@@ -220,7 +222,16 @@ impl std::fmt::Debug for ShellManager {
 
 impl ShellManager {
     pub fn new() -> Self {
-        Self { next_id: AtomicU64::new(0), shells: Mutex::new(Vec::new()) }
+        Self { next_id: AtomicU64::new(0), shells: Mutex::new(Vec::new()), sandbox: Mutex::new(None) }
+    }
+
+    /// Commands started from now on run under `policy` (or unconfined with `None`).
+    pub fn set_sandbox(&self, policy: Option<Arc<sandbox::Policy>>) {
+        *lock(&self.sandbox) = policy;
+    }
+
+    pub fn sandbox(&self) -> Option<Arc<sandbox::Policy>> {
+        lock(&self.sandbox).clone()
     }
 
     /// All registered shells: running ones, and finished ones whose end has not been read yet.
@@ -270,7 +281,7 @@ impl ShellManager {
         description: String,
         detached: bool,
     ) -> std::io::Result<Arc<ShellProcess>> {
-        let spawned = spawn(&spec)?;
+        let spawned = spawn(&spec, self.sandbox().as_deref())?;
         let process = Arc::new(ShellProcess {
             id: id.clone(),
             command: spec.command.clone(),

@@ -1,0 +1,168 @@
+//! The sandbox a session's processes (its commands, user shells and local MCP servers) run
+//! under. Two sources, never both:
+//! - the engine's policy (the team server's floor): its tenants' workspaces, plus the
+//!   session's own directory, writable, and a `/tmp` of its own there that lasts between its
+//!   commands and goes with the session. No client can change it.
+//! - otherwise the session's `sandboxConfig` (`session.create`, `session.options.update`), as
+//!   the original reads it: off unless `enabled`; the working directory writable unless
+//!   `addCurrentWorkingDirectory` is false; `userPolicy.filesystem` paths (relative ones against
+//!   the working directory, `~/` against `HOME`); the directories on `PATH` and the toolchains
+//!   named by the environment readable unless `allowDevToolAccess` is false; the session's
+//!   `files/` writable; the host's temporary directory; the network, or none with
+//!   `allowOutbound: false`. A rule this sandbox cannot enforce (host filters, a proxy, blocking
+//!   only local addresses) makes every start fail with the reason, as the original fails closed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use protocol::generated::types as t;
+
+use crate::handle::SessionHandle;
+
+pub(crate) fn for_session(base: &sandbox::Policy, session_dir: &Path) -> Arc<sandbox::Policy> {
+    let mut policy = base.clone();
+    policy.writable.push(session_dir.to_path_buf());
+    policy.tmp = Some(session_dir.join("tmp"));
+    Arc::new(policy)
+}
+
+/// Variables naming toolchains whose directories a sandboxed command may read.
+const TOOLCHAIN_VARS: &[&str] = &[
+    "PYENV_ROOT",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "GOROOT",
+    "GOPATH",
+    "JAVA_HOME",
+    "NVM_DIR",
+    "VOLTA_HOME",
+    "BUN_INSTALL",
+    "DENO_INSTALL",
+    "SDKMAN_DIR",
+];
+
+/// Tokens the host keeps from sandboxed commands (the original drops these three).
+const HOST_TOKENS: &[&str] = &["GITHUB_TOKEN", "COPILOT_GITHUB_TOKEN", "COPILOT_API_URL"];
+
+const NETWORK_UNENFORCEABLE: &str = "Bubblewrap cannot start sandboxed commands or services with this policy because \
+     network filtering is unavailable: Skipper's sandbox gives a command either the host's network or none, and host \
+     rules, a proxy or blocking only local addresses need a filtering proxy. Set userPolicy.network.allowOutbound to \
+     false, or remove those rules.";
+
+/// The policy `config` asks for (`None`: off), for a session in `cwd` whose directory is
+/// `session_dir`, with environment `env`.
+pub(crate) fn from_config(
+    config: &t::SandboxConfig,
+    cwd: &Path,
+    session_dir: &Path,
+    env: &[(String, String)],
+) -> Option<sandbox::Policy> {
+    if !config.enabled {
+        return None;
+    }
+    let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let home = var("HOME").map(PathBuf::from);
+    let resolve = |p: &String| -> PathBuf {
+        match (p.strip_prefix("~/"), &home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ => cwd.join(p),
+        }
+    };
+    let empty = t::SandboxConfigUserPolicy::default();
+    let user = config.user_policy.as_ref().unwrap_or(&empty);
+    let fs = user.filesystem.clone().unwrap_or_default();
+    let mut readable: Vec<PathBuf> = fs.readonly_paths.iter().flatten().map(resolve).collect();
+    if config.allow_dev_tool_access != Some(false) {
+        let on_path = var("PATH").map(|p| std::env::split_paths(p).collect::<Vec<_>>()).unwrap_or_default();
+        let toolchains = TOOLCHAIN_VARS.iter().filter_map(|v| var(v)).map(PathBuf::from);
+        readable.extend(on_path.into_iter().chain(toolchains).filter(|p| p.is_absolute() && p.exists()));
+    }
+    let mut writable: Vec<PathBuf> = fs.readwrite_paths.iter().flatten().map(resolve).collect();
+    writable.push(session_dir.join("files"));
+    let net = user.network.clone().unwrap_or_default();
+    let outbound = net.allow_outbound != Some(false);
+    let filtered = net.allow_local_network == Some(false)
+        || net.allowed_hosts.as_ref().is_some_and(|h| !h.is_empty())
+        || net.blocked_hosts.as_ref().is_some_and(|h| !h.is_empty())
+        || net.proxy.is_some();
+    Some(sandbox::Policy {
+        workspaces: Vec::new(),
+        cwd_writable: config.add_current_working_directory != Some(false),
+        writable,
+        readable,
+        denied: fs.denied_paths.iter().flatten().map(resolve).collect(),
+        tmp: Some(std::env::temp_dir()),
+        network: outbound,
+        env_allow: None,
+        env_deny: HOST_TOKENS.iter().map(|s| s.to_string()).collect(),
+        refusal: (outbound && filtered).then(|| NETWORK_UNENFORCEABLE.to_string()),
+    })
+}
+
+impl SessionHandle {
+    /// Applies a client's `sandboxConfig` to the processes the session starts from now on (MCP
+    /// servers already running stay as they are, as in the original). Returns `false`, changing
+    /// nothing, where the engine's own policy holds: no client lowers the team server's floor.
+    pub fn set_sandbox_config(&self, config: &t::SandboxConfig) -> bool {
+        if self.deps().sandbox.is_some() {
+            return false;
+        }
+        let cwd = self.view().settings.cwd.clone();
+        let policy = from_config(config, &cwd, self.workspace_path(), &self.deps().tool_env).map(Arc::new);
+        self.shells().set_sandbox(policy.clone());
+        self.user_shell().set_sandbox(policy.clone());
+        let mcp = policy.filter(|_| config.sandbox_mcp_servers != Some(false));
+        self.mcp().set_sandbox(mcp);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env() -> Vec<(String, String)> {
+        vec![("HOME".into(), "/home/u".into()), ("PATH".into(), "/usr/bin:relative/bin".into())]
+    }
+
+    fn config(json: serde_json::Value) -> t::SandboxConfig {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn disabled_is_no_sandbox() {
+        assert!(from_config(&config(serde_json::json!({"enabled": false})), Path::new("/w"), Path::new("/s"), &env())
+            .is_none());
+    }
+
+    #[test]
+    fn paths_resolve_against_the_cwd_and_home() {
+        let c = config(serde_json::json!({"enabled": true, "userPolicy": {"filesystem": {
+            "readwritePaths": ["out", "~/cache"], "readonlyPaths": ["/data"], "deniedPaths": [".env"]}}}));
+        let p = from_config(&c, Path::new("/w"), Path::new("/s"), &env()).unwrap();
+        assert_eq!(p.writable, vec![PathBuf::from("/w/out"), "/home/u/cache".into(), "/s/files".into()]);
+        assert_eq!(p.readable[0], PathBuf::from("/data"));
+        assert!(p.readable.contains(&PathBuf::from("/usr/bin")), "PATH directories are readable");
+        assert!(!p.readable.iter().any(|r| r.ends_with("relative/bin")));
+        assert_eq!(p.denied, vec![PathBuf::from("/w/.env")]);
+        assert!(p.cwd_writable && p.network && p.refusal.is_none());
+        assert!(p.env_deny.contains(&"GITHUB_TOKEN".to_string()));
+    }
+
+    #[test]
+    fn the_network_is_all_or_nothing_and_filters_fail_closed() {
+        let off = config(serde_json::json!({"enabled": true, "userPolicy": {"network": {"allowOutbound": false}}}));
+        let p = from_config(&off, Path::new("/w"), Path::new("/s"), &env()).unwrap();
+        assert!(!p.network && p.refusal.is_none());
+        let hosts =
+            config(serde_json::json!({"enabled": true, "userPolicy": {"network": {"allowedHosts": ["github.com"]}}}));
+        let p = from_config(&hosts, Path::new("/w"), Path::new("/s"), &env()).unwrap();
+        assert!(p.refusal.unwrap().contains("network filtering is unavailable"));
+        let no_cwd = config(serde_json::json!({"enabled": true, "addCurrentWorkingDirectory": false,
+            "allowDevToolAccess": false}));
+        let p = from_config(&no_cwd, Path::new("/w"), Path::new("/s"), &env()).unwrap();
+        assert!(!p.cwd_writable && p.readable.is_empty());
+    }
+}

@@ -1,0 +1,174 @@
+//! A session's sandbox policy and the `bwrap` command line that applies it.
+//!
+//! The process sees a read-only system (programs, libraries, `/etc`), its own `/proc` and
+//! `/dev`, the directories its policy lets it read or write, and nothing else of the host: no
+//! other workspace, no server home, no other process. Mounts are applied in order, later over
+//! earlier, so a denied path inside a writable one stays denied.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use crate::host::host_support;
+
+/// What every sandboxed process reads (never writes). On merged-`/usr` hosts `/bin` and the
+/// like are symlinks into `/usr`; they are recreated as symlinks.
+const SYSTEM: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"];
+
+/// What a session's processes may do.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Policy {
+    /// Workspaces: of those that hold the working directory, the innermost is writable.
+    pub workspaces: Vec<PathBuf>,
+    /// With no workspace holding it, whether the working directory itself is writable.
+    pub cwd_writable: bool,
+    /// Directories (or files) they may always write, such as the session's own directory.
+    pub writable: Vec<PathBuf>,
+    /// Directories (or files) they may read beyond the system.
+    pub readable: Vec<PathBuf>,
+    /// Paths hidden even inside a readable or writable one.
+    pub denied: Vec<PathBuf>,
+    /// The session's own temporary directory, seen as `/tmp` by all of its processes; a
+    /// fresh empty `/tmp` per process when there is none.
+    pub tmp: Option<PathBuf>,
+    /// Whether they may use the network (otherwise they get a network namespace of their own,
+    /// with nothing but a loopback device).
+    pub network: bool,
+    /// When set, only these environment variables reach them (see [`crate::SAFE_ENV`]).
+    pub env_allow: Option<Vec<String>>,
+    /// Variables that never reach them (tokens the host keeps for itself).
+    pub env_deny: Vec<String>,
+    /// Why no process can start under this policy (a rule this sandbox cannot enforce); every
+    /// start fails with it rather than run less confined than asked.
+    pub refusal: Option<String>,
+}
+
+/// A command line ready to spawn: `program args…` with exactly `env`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wrapped {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub env: Vec<(String, String)>,
+}
+
+impl Policy {
+    /// The command that runs `program args…` in `cwd` under this policy, with `env` filtered
+    /// as the policy says. Fails (with the reason, to show the user) where the host cannot
+    /// sandbox: a policy is never silently dropped.
+    pub fn wrap(
+        &self,
+        program: &OsStr,
+        args: &[OsString],
+        cwd: &Path,
+        env: &[(String, String)],
+    ) -> Result<Wrapped, String> {
+        if let Some(refusal) = &self.refusal {
+            return Err(refusal.clone());
+        }
+        let support = host_support();
+        let Some(bwrap) = &support.bwrap else {
+            return Err(support.reason.clone().unwrap_or_else(|| "the command sandbox is unavailable".into()));
+        };
+        if let Some(tmp) = &self.tmp {
+            // Made on the first process that needs it; a failure shows as bwrap's own error.
+            let _ = std::fs::create_dir_all(tmp);
+        }
+        Ok(Wrapped {
+            program: bwrap.clone(),
+            args: self.bwrap_args(program, args, cwd),
+            env: crate::env::build(env, self.env_allow.as_deref(), &self.env_deny),
+        })
+    }
+
+    fn bwrap_args(&self, program: &OsStr, args: &[OsString], cwd: &Path) -> Vec<OsString> {
+        let mut out = Args::default();
+        // Killed with whoever started it; its own user, PID, IPC, UTS, cgroup and network
+        // namespaces; no capabilities (bwrap also sets no_new_privs, so nothing inside can
+        // gain privileges through setuid programs).
+        out.flag("--die-with-parent").flag("--unshare-all").flag("--cap-drop").flag("ALL");
+        if self.network {
+            out.flag("--share-net");
+        }
+        for dir in SYSTEM.iter().map(Path::new) {
+            match std::fs::read_link(dir) {
+                Ok(target) => out.flag("--symlink").path(&target).path(dir),
+                Err(_) if dir.is_dir() => out.flag("--ro-bind").path(dir).path(dir),
+                Err(_) => &mut out,
+            };
+        }
+        out.flag("--proc").flag("/proc").flag("--dev").flag("/dev");
+        match &self.tmp {
+            Some(tmp) => out.flag("--bind").path(tmp).flag("/tmp"),
+            None => out.flag("--tmpfs").flag("/tmp"),
+        };
+        if self.network {
+            // DNS: /etc/resolv.conf often points into /run, which is not bound otherwise.
+            if let Ok(resolv) = std::fs::canonicalize("/etc/resolv.conf") {
+                if !resolv.starts_with("/etc") {
+                    out.flag("--ro-bind-try").path(&resolv).path(&resolv);
+                }
+            }
+        }
+        for p in &self.readable {
+            let p = real(p);
+            out.flag("--ro-bind-try").path(&p).path(&p);
+        }
+        let cwd = real(cwd);
+        let workspace = self.workspace_of(&cwd);
+        if workspace.is_none() {
+            // Not writable, but the process starts there: it may look.
+            out.flag("--ro-bind-try").path(&cwd).path(&cwd);
+        }
+        for p in self.writable.iter().map(|p| real(p)).chain(workspace) {
+            out.flag("--bind-try").path(&p).path(&p);
+        }
+        for p in &self.denied {
+            let p = real(p);
+            if p.is_dir() {
+                out.flag("--tmpfs").path(&p);
+            } else if p.exists() {
+                out.flag("--ro-bind").flag("/dev/null").path(&p);
+            }
+        }
+        out.flag("--chdir").path(&cwd).flag("--").os(program);
+        for a in args {
+            out.os(a);
+        }
+        out.0
+    }
+}
+
+impl Policy {
+    /// The writable workspace for a process started in `cwd` (resolved), if any.
+    fn workspace_of(&self, cwd: &Path) -> Option<PathBuf> {
+        let roots = self.workspaces.iter().map(|w| real(w));
+        let root = roots.filter(|w| cwd.starts_with(w)).max_by_key(|w| w.as_os_str().len());
+        root.or_else(|| self.cwd_writable.then(|| cwd.to_path_buf()))
+    }
+}
+
+/// `p` with its symlinks resolved when it exists: a bind's source and target must be the path
+/// the process will use, and the working directory must be inside the binds.
+fn real(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+#[derive(Default)]
+struct Args(Vec<OsString>);
+
+impl Args {
+    fn flag(&mut self, s: &str) -> &mut Self {
+        self.0.push(s.into());
+        self
+    }
+    fn path(&mut self, p: &Path) -> &mut Self {
+        self.0.push(p.as_os_str().to_owned());
+        self
+    }
+    fn os(&mut self, s: &OsStr) -> &mut Self {
+        self.0.push(s.to_owned());
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,247 @@
+//! The team server's command sandbox, attacked as a tenant would: alpha's model asks the bash
+//! tool, with every permission approved, for beta's files, the server's home, its process,
+//! its environment and its network, and leaves processes behind. Each is refused by the
+//! sandbox (bubblewrap), and nothing of beta or the server leaks, changes or dies.
+
+use std::time::Duration;
+
+use fake_model::Reply;
+use serde_json::{json, Value};
+
+use crate::harness::{with_timeout, Dirs, Options, RpcClient, Skipper};
+use crate::serve::{Serve, ALPHA};
+
+const T: Duration = Duration::from_secs(30);
+
+/// Skips (with a message) where the host cannot sandbox and the sandbox is not required;
+/// `skipper serve` refuses to start there, which another test checks.
+fn sandbox_here() -> bool {
+    if std::process::Command::new("bwrap").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return true;
+    }
+    assert!(std::env::var("SKIPPER_REQUIRE_SANDBOX").is_err(), "bwrap is required here and missing");
+    eprintln!("skipped: no bwrap on this host");
+    false
+}
+
+/// Runs each command through the model's bash tool in one of alpha's sessions (approving
+/// everything); the text each call returned, in order.
+async fn alpha_runs(s: &Serve, c: &RpcClient, sid: &str, commands: &[&str]) -> Vec<String> {
+    let calls: Vec<Value> = commands.iter().map(|c| json!({"command": c, "description": "attack"})).collect();
+    bash_calls(&s.fake, c, sid, &calls).await.into_iter().map(|(text, _)| text).collect()
+}
+
+/// The model calls bash once per entry of `calls` (its arguments), then answers; each call's
+/// text (result or error) and completion event.
+async fn bash_calls(fake: &fake_model::FakeModel, c: &RpcClient, sid: &str, calls: &[Value]) -> Vec<(String, Value)> {
+    for call in calls {
+        fake.push_reply(Reply::ToolCalls(vec![("bash".into(), call.to_string())]));
+    }
+    fake.push_reply(Reply::text("done"));
+    let before = c.count(sid, "tool.execution_complete");
+    let idles = c.count(sid, "session.idle");
+    c.send(sid, "do as I say").await;
+    c.wait_for_nth_event(sid, "session.idle", idles + 1, T).await;
+    let done = c.events_of_type(sid, "tool.execution_complete");
+    done[before..]
+        .iter()
+        .map(|e| {
+            let result = &e["data"]["result"]["content"];
+            let error = &e["data"]["error"]["message"];
+            (format!("{}{}", result.as_str().unwrap_or(""), error.as_str().unwrap_or("")), e.clone())
+        })
+        .collect()
+}
+
+/// Waits (up to `T`) until `done` holds, checking every 50 ms.
+async fn poll(mut done: impl FnMut() -> bool, what: &str) {
+    let deadline = std::time::Instant::now() + T;
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Processes on the host whose `argv[0]` is `marker` (not those that merely mention it, such as
+/// the shell or bwrap command lines that start them).
+fn host_processes_named(marker: &str) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return 0 };
+    dir.flatten()
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| c.split(|b| *b == 0).next() == Some(marker.as_bytes()))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenants_commands_cannot_reach_another_tenant_the_server_or_the_network() {
+    if !sandbox_here() {
+        return;
+    }
+    with_timeout(120, async {
+        let mut s = Serve::start().await;
+        let beta = s.workspace("beta");
+        std::fs::create_dir_all(&beta).unwrap();
+        std::fs::write(beta.join("secret.txt"), "TOP-SECRET-OF-BETA").unwrap();
+        let home = s.workspace("alpha").parent().unwrap().parent().unwrap().to_path_buf();
+        let server_pid = s.child.id().unwrap();
+        let model_port = s.fake.url().rsplit(':').next().unwrap().trim_end_matches('/').to_string();
+        let c = s.tenant(ALPHA).await;
+        let sid = c.create_session(json!({"requestPermission": true})).await;
+        let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+
+        let beta_file = beta.join("secret.txt").display().to_string();
+        let planted = beta.join("planted.txt").display().to_string();
+        let attacks = [
+            // A control: the tenant's own workspace is there and writable.
+            "echo mine > made.txt && cat made.txt".to_string(),
+            format!("cat {beta_file}; ls {}", beta.display()),
+            format!("echo pwned > {planted}; echo pwned > {}/planted.txt", home.display()),
+            format!("ls -la {}; cat {}/skipper-index.db", home.display(), home.display()),
+            format!("cat /proc/{server_pid}/environ; env"),
+            format!("kill -9 {server_pid}; echo signalled"),
+            format!("(echo > /dev/tcp/127.0.0.1/{model_port}) 2>/dev/null && echo CONNECTED || echo REFUSED"),
+        ];
+        let commands: Vec<&str> = attacks.iter().map(String::as_str).collect();
+        let out = alpha_runs(&s, &c, &sid, &commands).await;
+        assert_eq!(out.len(), attacks.len(), "{out:?}");
+        assert!(out[0].contains("mine"), "{out:?}");
+        assert_eq!(std::fs::read_to_string(s.workspace("alpha").join("made.txt")).unwrap(), "mine\n");
+        let all = out.join("\n");
+        assert!(!all.contains("TOP-SECRET-OF-BETA"), "beta's file leaked: {all}");
+        assert!(!beta.join("planted.txt").exists() && !home.join("planted.txt").exists());
+        assert!(home.join("skipper-index.db").exists());
+        let listed = out[3].lines().any(|l| l.ends_with(" skipper-index.db"));
+        assert!(!listed && !all.contains("SQLite format"), "the server's home leaked: {}", out[3]);
+        for secret in ["GH_TOKEN", "COPILOT_API_URL", "fake"] {
+            assert!(!out[4].contains(secret), "the server's environment leaked ({secret}): {}", out[4]);
+        }
+        assert!(out[6].contains("REFUSED"), "{}", out[6]);
+        assert!(s.child.try_wait().unwrap().is_none(), "the server died: {}", s.stderr_text());
+        // Beta, on the same server, is untouched and served.
+        assert_eq!(std::fs::read_to_string(beta.join("secret.txt")).unwrap(), "TOP-SECRET-OF-BETA");
+        approver.abort();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenants_mcp_server_runs_in_the_sandbox_too() {
+    if !sandbox_here() {
+        return;
+    }
+    with_timeout(120, async {
+        let s = Serve::start().await;
+        let beta = s.workspace("beta");
+        std::fs::create_dir_all(&beta).unwrap();
+        std::fs::write(beta.join("secret.txt"), "TOP-SECRET-OF-BETA").unwrap();
+        let alpha = s.workspace("alpha");
+        // Not an MCP server at all: a command that tries to copy beta's file into alpha's
+        // workspace and plant one in beta's, then reports what it could see.
+        let script = format!(
+            "cat {beta}/secret.txt > {alpha}/leak.txt 2>&1; echo planted > {beta}/from-mcp.txt; env > {alpha}/mcp-env.txt; echo done >> {alpha}/leak.txt",
+            beta = beta.display(),
+            alpha = alpha.display()
+        );
+        let c = s.tenant(ALPHA).await;
+        let servers = json!({"evil": {"type": "local", "command": "bash", "args": ["-c", script], "tools": ["*"]}});
+        let sid = c.create_session(json!({"mcpServers": servers})).await;
+        s.fake.push_reply(Reply::text("hello"));
+        c.send(&sid, "hi").await;
+        c.wait_for_event(&sid, "session.idle", T).await;
+        let leak_done = || std::fs::read_to_string(alpha.join("leak.txt")).is_ok_and(|t| t.contains("done"));
+        poll(leak_done, "the MCP command to have run").await;
+        let leak = std::fs::read_to_string(alpha.join("leak.txt")).unwrap();
+        assert!(!leak.contains("TOP-SECRET-OF-BETA"), "{leak}");
+        assert!(!beta.join("from-mcp.txt").exists());
+        let env = std::fs::read_to_string(alpha.join("mcp-env.txt")).unwrap();
+        assert!(!env.contains("GH_TOKEN") && !env.contains("COPILOT_API_URL"), "{env}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn processes_a_tenant_leaves_behind_die_with_its_session() {
+    if !sandbox_here() {
+        return;
+    }
+    with_timeout(120, async {
+        let s = Serve::start().await;
+        let c = s.tenant(ALPHA).await;
+        let sid = c.create_session(json!({"requestPermission": true})).await;
+        let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        let marker = format!("left-behind-{}", std::process::id());
+        let spawn = format!("for i in 1 2 3; do setsid -f bash -c 'exec -a {marker} sleep 300' >/dev/null 2>&1; done");
+        // A command's own escaped children end with it (they are in its PID namespace).
+        let sync = json!({"command": format!("{spawn}; echo started"), "description": "escape"});
+        let out = bash_calls(&s.fake, &c, &sid, &[sync]).await;
+        assert!(out[0].0.contains("started"), "{out:?}");
+        assert_eq!(host_processes_named(&marker), 0, "they outlived their command");
+        // Those of a command still running end with the session.
+        let running = json!({"command": format!("{spawn}; sleep 300"), "description": "linger", "mode": "async"});
+        let out = bash_calls(&s.fake, &c, &sid, &[running]).await;
+        assert!(out[0].0.contains("started in background"), "{out:?}");
+        poll(|| host_processes_named(&marker) == 3, "the escaped processes running").await;
+        let deleted: Value = c.ok("session.delete", json!({"sessionId": sid})).await;
+        assert!(deleted.is_object(), "{deleted}");
+        poll(|| host_processes_named(&marker) == 0, "every process of the deleted session gone").await;
+        approver.abort();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sessions_sandbox_config_confines_its_commands_until_turned_off() {
+    if !sandbox_here() {
+        return;
+    }
+    with_timeout(120, async {
+        let fake = fake_model::FakeModel::start().await.expect("fake model");
+        let dirs = Dirs::new();
+        fake.set_workdir(&dirs.workdir);
+        let sk = Skipper::spawn(&fake.url(), dirs.clone(), Options::default()).await;
+        let c = sk.client();
+        c.connect().await;
+        // Outside the working directory and the temporary directory: not in the sandbox.
+        let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let probe = outside.path().join("probe.txt");
+        let config = json!({"enabled": true, "userPolicy": {"network": {"allowOutbound": false}}});
+        let sid = c
+            .create_session(
+                json!({"requestPermission": true, "workingDirectory": dirs.workdir, "sandboxConfig": config}),
+            )
+            .await;
+        let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        let write_outside = format!("echo out > {}", probe.display());
+        let calls = [
+            json!({"command": "echo in > inside.txt && cat inside.txt", "description": "inside"}),
+            json!({"command": write_outside, "description": "outside"}),
+            json!({"command": "sleep 1", "description": "detached", "mode": "async", "detach": true}),
+        ];
+        let out = bash_calls(&fake, &c, &sid, &calls).await;
+        assert!(out[0].0.contains("in"), "{out:?}");
+        assert_eq!(out[0].1["data"]["sandboxed"], json!(true), "{}", out[0].1);
+        assert!(dirs.workdir.join("inside.txt").exists());
+        assert!(!probe.exists(), "the sandboxed command wrote outside: {}", out[1].0);
+        assert!(out[2].0.contains("Detached commands cannot run inside the sandbox"), "{}", out[2].0);
+
+        c.ok("session.options.update", json!({"sessionId": sid, "sandboxConfig": {"enabled": false}})).await;
+        let out = bash_calls(&fake, &c, &sid, &[json!({"command": write_outside, "description": "outside"})]).await;
+        assert!(probe.exists(), "unsandboxed, it may: {}", out[0].0);
+        assert!(out[0].1["data"].get("sandboxed").is_none(), "{}", out[0].1);
+        approver.abort();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_that_cannot_sandbox_does_not_serve() {
+    with_timeout(60, async {
+        // An empty PATH: no bwrap to be found.
+        let (status, stderr) = Serve::fails_to_start_with_env("", &[], &[("PATH", "/nonexistent")]).await;
+        assert!(!status.success());
+        assert!(stderr.contains("runs every tenant's commands in a sandbox"), "{stderr}");
+        assert!(stderr.contains("bubblewrap"), "{stderr}");
+    })
+    .await;
+}
