@@ -219,31 +219,33 @@ mod tests {
         );
     }
 
+    /// A running agent's entry, as `start` records it.
+    fn running_entry(id: String) -> Entry {
+        let info = t::TaskAgentInfo::new(
+            id,
+            "call".into(),
+            "d".into(),
+            t::TaskStatus::Running,
+            now(),
+            "explore".into(),
+            "p".into(),
+        );
+        Entry {
+            info,
+            cancel: CancellationToken::new(),
+            started: Instant::now(),
+            finished: None,
+            active_from: Instant::now(),
+            inbox: Vec::new(),
+            responses: Vec::new(),
+            notice_pending: false,
+        }
+    }
+
     #[test]
     fn an_ended_agent_holds_idle_back_until_its_notice_is_queued() {
         let registry = Registry::default();
-        {
-            let mut inner = registry.lock();
-            let info = t::TaskAgentInfo::new(
-                "a".into(),
-                "call".into(),
-                "d".into(),
-                t::TaskStatus::Running,
-                now(),
-                "explore".into(),
-                "p".into(),
-            );
-            inner.entries.push(Entry {
-                info,
-                cancel: CancellationToken::new(),
-                started: Instant::now(),
-                finished: None,
-                active_from: Instant::now(),
-                inbox: Vec::new(),
-                responses: Vec::new(),
-                notice_pending: false,
-            });
-        }
+        registry.lock().entries.push(running_entry("a".into()));
         assert!(registry.any_running());
         assert_eq!(registry.finish("a", &Ok("answer".into())), Finish::Done);
         assert!(registry.any_running(), "answered, but its notice is not queued yet");
@@ -258,25 +260,7 @@ mod tests {
             let mut inner = registry.lock();
             for wanted in ["a", "a"] {
                 let id = Registry::free_id(&inner, wanted);
-                let info = t::TaskAgentInfo::new(
-                    id,
-                    "call".into(),
-                    "d".into(),
-                    t::TaskStatus::Running,
-                    now(),
-                    "explore".into(),
-                    "p".into(),
-                );
-                inner.entries.push(Entry {
-                    info,
-                    cancel: CancellationToken::new(),
-                    started: Instant::now(),
-                    finished: None,
-                    active_from: Instant::now(),
-                    inbox: Vec::new(),
-                    responses: Vec::new(),
-                    notice_pending: false,
-                });
+                inner.entries.push(running_entry(id));
             }
         }
         let ids: Vec<String> = registry.list().into_iter().map(|i| i.id).collect();

@@ -24,6 +24,14 @@ fn sandbox_here() -> bool {
     false
 }
 
+/// A session of alpha's whose every permission request is approved.
+async fn alpha_session(s: &Serve) -> (std::sync::Arc<RpcClient>, String, tokio::task::JoinHandle<()>) {
+    let c = s.tenant(ALPHA).await;
+    let sid = c.create_session(json!({"requestPermission": true})).await;
+    let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+    (c, sid, approver)
+}
+
 /// Runs each command through the model's bash tool in one of alpha's sessions (approving
 /// everything); the text each call returned, in order.
 async fn alpha_runs(s: &Serve, c: &RpcClient, sid: &str, commands: &[&str]) -> Vec<String> {
@@ -86,9 +94,7 @@ async fn a_tenants_commands_cannot_reach_another_tenant_the_server_or_the_networ
         let home = s.workspace("alpha").parent().unwrap().parent().unwrap().to_path_buf();
         let server_pid = s.child.id().unwrap();
         let model_port = s.fake.url().rsplit(':').next().unwrap().trim_end_matches('/').to_string();
-        let c = s.tenant(ALPHA).await;
-        let sid = c.create_session(json!({"requestPermission": true})).await;
-        let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        let (c, sid, approver) = alpha_session(&s).await;
 
         let beta_file = beta.join("secret.txt").display().to_string();
         let planted = beta.join("planted.txt").display().to_string();
@@ -167,9 +173,7 @@ async fn processes_a_tenant_leaves_behind_die_with_its_session() {
     }
     with_timeout(120, async {
         let s = Serve::start().await;
-        let c = s.tenant(ALPHA).await;
-        let sid = c.create_session(json!({"requestPermission": true})).await;
-        let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        let (c, sid, approver) = alpha_session(&s).await;
         let marker = format!("left-behind-{}", std::process::id());
         let spawn = format!("for i in 1 2 3; do setsid -f bash -c 'exec -a {marker} sleep 300' >/dev/null 2>&1; done");
         // A command's own escaped children end with it (they are in its PID namespace).
@@ -229,6 +233,43 @@ async fn a_sessions_sandbox_config_confines_its_commands_until_turned_off() {
         let out = bash_calls(&fake, &c, &sid, &[json!({"command": write_outside, "description": "outside"})]).await;
         assert!(probe.exists(), "unsandboxed, it may: {}", out[0].0);
         assert!(out[0].1["data"].get("sandboxed").is_none(), "{}", out[0].1);
+        approver.abort();
+    })
+    .await;
+}
+
+/// The `sql` tool runs in the server's process, not in the sandbox: its database is the
+/// session's own and nothing else (the server's index holds every tenant's session ids and
+/// owners; a copy written by `VACUUM INTO` would land wherever the model asked).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenants_sql_cannot_reach_the_servers_index() {
+    with_timeout(60, async {
+        let s = Serve::start().await;
+        let home = s.workspace("alpha").parent().unwrap().parent().unwrap().to_path_buf();
+        let index = home.join("skipper-index.db");
+        assert!(index.exists());
+        let (c, sid, approver) = alpha_session(&s).await;
+        let copy = s.workspace("alpha").join("index-copy.db");
+        for query in
+            [format!("ATTACH DATABASE '{}' AS idx", index.display()), format!("VACUUM INTO '{}'", copy.display())]
+        {
+            s.fake.push_reply(Reply::ToolCalls(vec![(
+                "sql".into(),
+                json!({"query": query, "description": "attack"}).to_string(),
+            )]));
+        }
+        s.fake.push_reply(Reply::text("done"));
+        c.send(&sid, "read the server's index").await;
+        c.wait_for_event(&sid, "session.idle", T).await;
+        let done = c.events_of_type(&sid, "tool.execution_complete");
+        assert_eq!(done.len(), 2, "{done:?}");
+        for e in &done {
+            assert_eq!(e["data"]["success"], json!(false), "{e}");
+            let text = e["data"].to_string();
+            let refused = ["not authorized", "authorization denied", "too many attached"];
+            assert!(refused.iter().any(|r| text.contains(r)), "{text}");
+        }
+        assert!(!copy.exists(), "VACUUM INTO wrote the session database out");
         approver.abort();
     })
     .await;
