@@ -120,6 +120,7 @@ impl SessionHandle {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

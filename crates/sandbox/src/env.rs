@@ -43,6 +43,7 @@ pub(crate) fn build(given: &[(String, String)], allow: Option<&[String]>, deny: 
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

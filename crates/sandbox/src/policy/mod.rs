@@ -171,4 +171,5 @@ impl Args {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests;
