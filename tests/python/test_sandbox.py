@@ -1,0 +1,65 @@
+"""The original's command sandbox through the official Python SDK: ``create_session`` with a
+``sandbox_config`` confines the model's shell commands (bubblewrap). Off by default; skipped
+where the host has no ``bwrap`` unless ``SKIPPER_REQUIRE_SANDBOX=1`` (CI) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from copilot.client import SandboxConfig
+from copilot.generated.rpc import SandboxConfigUserPolicy, SandboxConfigUserPolicyNetwork
+from copilot.session import PermissionHandler
+
+from conftest import Ctx, record_events
+
+
+def _need_bwrap() -> None:
+    if shutil.which("bwrap"):
+        return
+    assert os.environ.get("SKIPPER_REQUIRE_SANDBOX") != "1", "bwrap is required here and missing"
+    pytest.skip("no bwrap on this host")
+
+
+def _bash(command: str, **extra) -> dict:
+    return {"tool_calls": [{"name": "bash", "arguments": {"command": command, "description": "probe", **extra}}]}
+
+
+async def test_a_sandboxed_sessions_commands_cannot_write_the_system_or_reach_the_network(ctx: Ctx, client):
+    _need_bwrap()
+    port = urlparse(ctx.fake.url).port
+    probe = Path("/usr/skipper-sandbox-probe")
+    reach = f"(echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo CONNECTED || echo REFUSED"
+    ctx.fake.replies(
+        _bash("echo inside > inside.txt && cat inside.txt"),
+        _bash(f"touch {probe}; echo tried"),
+        _bash(reach),
+        _bash("sleep 1", mode="async", detach=True),
+        {"text": "done"},
+    )
+    no_network = SandboxConfigUserPolicy(network=SandboxConfigUserPolicyNetwork(allow_outbound=False))
+    session = await client.create_session(
+        on_permission_request=PermissionHandler.approve_all,
+        working_directory=str(ctx.work_dir),
+        sandbox_config=SandboxConfig(enabled=True, user_policy=no_network),
+    )
+    events = record_events(session)
+    try:
+        await session.send_and_wait("probe the sandbox", timeout=60)
+        done = events.of("tool.execution_complete")
+        texts = [(e.data.result.content if e.data.result else "") + (e.data.error.message if e.data.error else "") for e in done]
+        assert len(done) == 4, texts
+        assert "inside" in texts[0] and (ctx.work_dir / "inside.txt").read_text() == "inside\n"
+        assert all(e.data.sandboxed for e in done[:3]), [e.data.sandboxed for e in done]
+        assert not probe.exists(), "a sandboxed command wrote under /usr"
+        assert "REFUSED" in texts[2], texts[2]
+        assert "Detached commands cannot run inside the sandbox" in texts[3], texts[3]
+    finally:
+        if probe.exists():
+            probe.unlink()
+        await session.disconnect()
