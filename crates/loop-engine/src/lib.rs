@@ -456,12 +456,7 @@ impl Engine {
         });
         mcp_oauth::attach(&handle);
         mcp_sampling::attach(&handle);
-        if let Some(base) = &self.deps.sandbox {
-            let policy = session_sandbox::for_session(base, &self.deps.layout.session_dir(handle.id()));
-            handle.shells().set_sandbox(Some(policy.clone()));
-            handle.user_shell().set_sandbox(Some(policy.clone()));
-            handle.mcp().set_sandbox(Some(policy));
-        }
+        handle.apply_sandbox_floor();
         let actor = actor::Actor::new(handle.clone(), self.deps.clone(), view, view_tx, conv);
         tokio::spawn(actor.run(rx));
         handle

@@ -19,7 +19,8 @@ use protocol::generated::types as t;
 
 use crate::handle::SessionHandle;
 
-pub(crate) fn for_session(base: &sandbox::Policy, session_dir: &Path) -> Arc<sandbox::Policy> {
+/// `base` (the engine's floor) for one session: its directory writable, its own `/tmp` there.
+fn for_session(base: &sandbox::Policy, session_dir: &Path) -> Arc<sandbox::Policy> {
     let mut policy = base.clone();
     policy.writable.push(session_dir.to_path_buf());
     policy.tmp = Some(session_dir.join("tmp"));
@@ -102,20 +103,32 @@ pub(crate) fn from_config(
 }
 
 impl SessionHandle {
+    /// A new session starts under the engine's floor, when it has one.
+    pub(crate) fn apply_sandbox_floor(&self) {
+        if let Some(base) = &self.deps().sandbox {
+            let policy = for_session(base, self.workspace_path());
+            self.confine_processes(Some(policy.clone()), Some(policy));
+        }
+    }
+
     /// Applies a client's `sandboxConfig` to the processes the session starts from now on (MCP
-    /// servers already running stay as they are, as in the original). Returns `false`, changing
-    /// nothing, where the engine's own policy holds: no client lowers the team server's floor.
-    pub fn set_sandbox_config(&self, config: &t::SandboxConfig) -> bool {
+    /// servers already running stay as they are, as in the original). Ignored where the
+    /// engine's own policy holds: no client lowers the team server's floor.
+    pub fn set_sandbox_config(&self, config: &t::SandboxConfig) {
         if self.deps().sandbox.is_some() {
-            return false;
+            return;
         }
         let cwd = self.view().settings.cwd.clone();
         let policy = from_config(config, &cwd, self.workspace_path(), &self.deps().tool_env).map(Arc::new);
-        self.shells().set_sandbox(policy.clone());
-        self.user_shell().set_sandbox(policy.clone());
-        let mcp = policy.filter(|_| config.sandbox_mcp_servers != Some(false));
+        let mcp = policy.clone().filter(|_| config.sandbox_mcp_servers != Some(false));
+        self.confine_processes(policy, mcp);
+    }
+
+    /// What the session's commands and user shells, and its local MCP servers, start under.
+    fn confine_processes(&self, commands: Option<Arc<sandbox::Policy>>, mcp: Option<Arc<sandbox::Policy>>) {
+        self.shells().set_sandbox(commands.clone());
+        self.user_shell().set_sandbox(commands);
         self.mcp().set_sandbox(mcp);
-        true
     }
 }
 

@@ -11,13 +11,12 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
-
-use crate::stderr_tail::StderrTail;
 use tokio::io::AsyncReadExt;
 
 use crate::config::{ServerConfig, Transport};
 use crate::oauth::{AuthClient, ServerAuth};
 use crate::sampling::Client;
+use crate::stderr_tail::StderrTail;
 
 pub(crate) type Running = RunningService<RoleClient, Client>;
 

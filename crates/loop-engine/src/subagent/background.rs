@@ -8,8 +8,6 @@
 //! starts an idle one's next run from where it stopped (then a new notice). Failed and cancelled
 //! agents take none; an idle one is cancelled before it can be removed.
 
-use std::time::Instant;
-
 use protocol::generated::types as t;
 
 use super::registry::{now, Entry, Finish, Registry};
@@ -140,16 +138,7 @@ pub(crate) fn start(handle: &SessionHandle, settings: &SessionSettings, launch: 
         info.resolved_model = Some(launch.model.clone());
         info.execution_mode = Some(t::TaskExecutionMode::Background);
         info.can_promote_to_background = Some(false);
-        inner.entries.push(Entry {
-            info,
-            cancel: cancel.clone(),
-            started: Instant::now(),
-            finished: None,
-            active_from: Instant::now(),
-            inbox: Vec::new(),
-            responses: Vec::new(),
-            notice_pending: false,
-        });
+        inner.entries.push(Entry::running_from(info, cancel.clone()));
         (agent_id, deps)
     };
     registry.changed.notify_waiters();
@@ -219,7 +208,7 @@ mod tests {
         );
     }
 
-    /// A running agent's entry, as `start` records it.
+    /// A running agent's entry with test values.
     fn running_entry(id: String) -> Entry {
         let info = t::TaskAgentInfo::new(
             id,
@@ -230,16 +219,7 @@ mod tests {
             "explore".into(),
             "p".into(),
         );
-        Entry {
-            info,
-            cancel: CancellationToken::new(),
-            started: Instant::now(),
-            finished: None,
-            active_from: Instant::now(),
-            inbox: Vec::new(),
-            responses: Vec::new(),
-            notice_pending: false,
-        }
+        Entry::running_from(info, CancellationToken::new())
     }
 
     #[test]

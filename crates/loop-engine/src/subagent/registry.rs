@@ -28,6 +28,20 @@ pub(super) struct Entry {
 }
 
 impl Entry {
+    /// A running agent's entry, as a start records it.
+    pub(super) fn running_from(info: t::TaskAgentInfo, cancel: CancellationToken) -> Self {
+        Self {
+            info,
+            cancel,
+            started: Instant::now(),
+            finished: None,
+            active_from: Instant::now(),
+            inbox: Vec::new(),
+            responses: Vec::new(),
+            notice_pending: false,
+        }
+    }
+
     pub(super) fn running(&self) -> bool {
         self.info.status == t::TaskStatus::Running
     }

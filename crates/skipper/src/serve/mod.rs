@@ -92,6 +92,8 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     }
     let metrics = metrics::Metrics::new();
     let cluster = storage.as_ref().and_then(|s| s.cluster.clone());
+    // File tools and the command sandbox confine sessions to the same workspaces.
+    let workspaces: Vec<PathBuf> = tenancy.tenants().map(|t| t.workspace.clone()).collect();
     let setup = crate::build_engine(
         crate::EngineOptions {
             home: home.clone(),
@@ -101,11 +103,8 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             no_auto_login: false,
             allow_all_tools: false,
             metrics: Some(metrics.clone()),
-            confine_to: Some(tenancy.tenants().map(|t| t.workspace.clone()).collect()),
-            sandbox: Some(command_sandbox::floor(
-                &config.sandbox,
-                tenancy.tenants().map(|t| t.workspace.clone()).collect(),
-            )?),
+            confine_to: Some(workspaces.clone()),
+            sandbox: Some(command_sandbox::floor(&config.sandbox, workspaces)?),
             store: storage,
         },
         &env,
