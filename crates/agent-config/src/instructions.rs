@@ -167,7 +167,7 @@ fn read(path: &Path) -> Option<String> {
     if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
         return None;
     }
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = crate::read_scope::read_to_string(path).ok()?;
     (!text.trim().is_empty()).then_some(text)
 }
 

@@ -17,6 +17,7 @@ pub mod instructions;
 pub mod json_file;
 pub mod mcp_config;
 pub mod plugins;
+pub mod read_scope;
 pub mod skills;
 pub mod user_config;
 pub mod user_mcp;

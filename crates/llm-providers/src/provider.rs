@@ -242,6 +242,7 @@ impl ProviderConfig {
             ProviderError::Truncated(m) => ProviderError::Truncated(clean(m)),
             ProviderError::Protocol(m) => ProviderError::Protocol(clean(m)),
             ProviderError::Auth(m) => ProviderError::Auth(clean(m)),
+            ProviderError::Refused(m) => ProviderError::Refused(clean(m)),
             ProviderError::Cancelled => ProviderError::Cancelled,
         }
     }

@@ -115,6 +115,8 @@ pub struct ReqwestTransport {
     /// URLs parsed before: a session calls the same endpoint turn after turn, and parsing its
     /// URL again each time was a few percent of a turn's instructions.
     urls: Arc<Mutex<Vec<(String, reqwest::Url)>>>,
+    /// Requests may not reach internal networks ([`ReqwestTransport::guarded`]).
+    guarded: bool,
 }
 
 /// How many parsed URLs are kept (a process talks to a handful of endpoints).
@@ -122,7 +124,21 @@ const KEPT_URLS: usize = 16;
 
 impl ReqwestTransport {
     pub fn new(client: reqwest::Client) -> Self {
-        Self { client, urls: Arc::default() }
+        Self { client, urls: Arc::default(), guarded: false }
+    }
+
+    /// A transport for endpoints a tenant of a shared server chooses (its sessions' own
+    /// providers): nothing on the server's internal networks is reached. Names resolve only to
+    /// outside addresses, and a URL or redirect naming an internal address is refused
+    /// ([`sandbox::egress`]).
+    pub fn guarded() -> Result<Self, ProviderError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(30))
+            .dns_resolver(Arc::new(sandbox::egress::Resolver))
+            .redirect(sandbox::egress::redirects(10))
+            .build()
+            .map_err(|e| ProviderError::Network(format!("cannot initialise HTTP client: {}", error_chain(&e))))?;
+        Ok(Self { client, urls: Arc::default(), guarded: true })
     }
 
     /// `text` parsed, from the kept ones when it was parsed before; `None` when it does not
@@ -153,7 +169,13 @@ impl ReqwestTransport {
 impl HttpTransport for ReqwestTransport {
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, ProviderError> {
         let builder = match self.parsed(&request.url) {
-            Some(url) => self.client.request(request.method, url),
+            Some(url) => {
+                if self.guarded {
+                    sandbox::egress::check_host(url.host_str().unwrap_or_default())
+                        .map_err(|refused| ProviderError::Refused(refused.to_string()))?;
+                }
+                self.client.request(request.method, url)
+            }
             None => self.client.request(request.method, &request.url),
         };
         // A body of one piece stays reusable (reqwest can replay it on a redirect); one of
@@ -286,5 +308,30 @@ mod tests {
         assert!(head.contains(&format!("content-length: {}", expected.len())), "{head}");
         assert!(!head.contains("transfer-encoding"), "{head}");
         assert!(received == expected, "the body arrived as written");
+    }
+
+    #[tokio::test]
+    async fn a_guarded_transport_reaches_nothing_internal() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = tokio::spawn(async move { listener.accept().await.is_ok() });
+        let guarded = ReqwestTransport::guarded().unwrap();
+        for url in [
+            format!("http://127.0.0.1:{port}/v1"),
+            format!("http://localhost:{port}/v1"),
+            format!("http://[::1]:{port}/"),
+        ] {
+            let refused = guarded.send(HttpRequest::post(url.clone(), HeaderMap::new(), Default::default())).await;
+            let message = match refused {
+                Err(ProviderError::Refused(m) | ProviderError::Network(m)) => m,
+                _ => panic!("{url}: not refused"),
+            };
+            assert!(message.contains("internal network"), "{url}: {message}");
+        }
+        // The plain transport does reach it (the refusal was the guard's).
+        let plain = ReqwestTransport::new(reqwest::Client::new());
+        let request = HttpRequest::post(format!("http://127.0.0.1:{port}/v1"), HeaderMap::new(), Default::default());
+        drop(tokio::time::timeout(std::time::Duration::from_millis(500), plain.send(request)).await);
+        assert!(accepted.await.unwrap(), "the plain transport connected");
     }
 }

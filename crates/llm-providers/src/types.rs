@@ -635,6 +635,9 @@ pub enum ProviderError {
     Protocol(String),
     #[error("not authenticated: {0}")]
     Auth(String),
+    /// Not sent: the endpoint is somewhere this session may not reach (final, never retried).
+    #[error("request refused: {0}")]
+    Refused(String),
     #[error("request cancelled")]
     Cancelled,
 }

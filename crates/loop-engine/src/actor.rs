@@ -273,12 +273,7 @@ impl Actor {
             }
             SessionInput::Agents { op, reply } => {
                 let emitter = crate::subagent::scope::ScopedEmitter { emitter: self.handle.emitter(), scope: None };
-                let result = crate::agent_control::apply(
-                    &mut Arc::make_mut(&mut self.view).settings,
-                    op,
-                    &self.deps.layout.home,
-                    emitter,
-                );
+                let result = crate::agent_control::apply(&mut Arc::make_mut(&mut self.view).settings, op, emitter);
                 self.publish();
                 let _ = reply.send(result);
             }
@@ -300,7 +295,7 @@ impl Actor {
             }
             SessionInput::Resume { params, subscriber, reply } => {
                 Arc::make_mut(&mut self.view).settings.apply_resume(&params);
-                Arc::make_mut(&mut self.view).settings.load_files(&self.deps.layout.home);
+                Arc::make_mut(&mut self.view).settings.load_files();
                 self.select_requested_agent(params.agent.as_deref());
                 self.publish();
                 // A run whose clients all left is orphaned (a cold resume) unless this resume
@@ -502,12 +497,7 @@ impl Actor {
         let Some(name) = name else { return };
         let op = crate::agent_control::AgentOp::Select(name.to_string());
         let emitter = crate::subagent::scope::ScopedEmitter { emitter: self.handle.emitter(), scope: None };
-        if let Err(e) = crate::agent_control::apply(
-            &mut Arc::make_mut(&mut self.view).settings,
-            op,
-            &self.deps.layout.home,
-            emitter,
-        ) {
+        if let Err(e) = crate::agent_control::apply(&mut Arc::make_mut(&mut self.view).settings, op, emitter) {
             tracing::warn!(session = %self.handle.id(), error = %e, "requested agent not selected");
         }
     }
@@ -835,8 +825,10 @@ impl Actor {
             s.max_ai_credits = p.max_ai_credits;
         }
         if cwd_changed {
-            s.custom_instructions =
-                agent_config::instructions::load(&s.cwd, &self.deps.layout.home, &s.instruction_directories);
+            s.config = self.deps.config_scope(&s.cwd);
+            s.custom_instructions = s
+                .config
+                .reading(|| agent_config::instructions::load(&s.cwd, &s.config.home, &s.instruction_directories));
         }
         let context = crate::resume::cwd_context(s);
         self.publish();

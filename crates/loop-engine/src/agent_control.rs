@@ -1,8 +1,6 @@
 //! Changes to a session's agents and skills, applied by its actor (`session.agent.select` /
 //! `deselect` / `reload`, `session.skills.enable` / `disable` / `reload`).
 
-use std::path::Path;
-
 use protocol::generated::types::{self as t, AgentInfo};
 
 use crate::settings::SessionSettings;
@@ -32,7 +30,6 @@ pub enum AgentOpResult {
 pub(crate) fn apply(
     settings: &mut SessionSettings,
     op: AgentOp,
-    home: &Path,
     emitter: ScopedEmitter<'_>,
 ) -> Result<AgentOpResult, String> {
     match op {
@@ -55,7 +52,7 @@ pub(crate) fn apply(
             Ok(AgentOpResult::Done)
         }
         AgentOp::Reload => {
-            settings.load_files(home);
+            settings.load_files();
             Ok(AgentOpResult::Agents(settings.agents.all().iter().map(|a| a.info(false)).collect()))
         }
         AgentOp::EnableSkill(name) => toggle(settings, &name, true),

@@ -1,6 +1,7 @@
 //! [`Deps`]: what every session of an engine shares. Apart from the crate root (which holds the
 //! `Engine` that builds it) so that sessions, runs and tools can use it from below.
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use llm_providers::{ModelClient, ModelInfo};
@@ -10,6 +11,23 @@ use crate::byok::SessionProviders;
 use crate::error::EngineError;
 use crate::mutex::lock;
 use crate::telemetry;
+
+/// Where a session reads its configuration (see [`Deps::config_scope`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfigScope {
+    /// Its `$COPILOT_HOME` (settings, MCP configuration, plugins, skills, agents, instructions).
+    pub home: PathBuf,
+    /// Configuration files are read only beneath these (`None`: anywhere); see
+    /// [`agent_config::read_scope`].
+    pub read_within: Option<Vec<PathBuf>>,
+}
+
+impl ConfigScope {
+    /// Runs `f` (synchronous file work) reading only where this scope allows.
+    pub fn reading<T>(&self, f: impl FnOnce() -> T) -> T {
+        agent_config::read_scope::within(self.read_within.as_deref(), f)
+    }
+}
 
 /// What every session of an engine shares.
 pub(crate) struct Deps {
@@ -28,9 +46,25 @@ pub(crate) struct Deps {
     pub spans: Option<telemetry::SpanFile>,
     /// The command sandbox of every session (see [`crate::EngineConfig::sandbox`]).
     pub sandbox: Option<sandbox::Policy>,
+    /// See [`crate::EngineConfig::config_homes`].
+    pub config_homes: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Deps {
+    /// Where a session in `cwd` reads its configuration: on a team server its tenant's home
+    /// (the tenant whose workspace holds `cwd`; both canonical), and project files only beneath
+    /// that workspace and home; otherwise the engine's home, and anywhere.
+    pub fn config_scope(&self, cwd: &Path) -> ConfigScope {
+        let tenant =
+            self.config_homes.iter().filter(|(w, _)| cwd.starts_with(w)).max_by_key(|(w, _)| w.as_os_str().len());
+        match tenant {
+            Some((workspace, home)) => {
+                ConfigScope { home: home.clone(), read_within: Some(vec![workspace.clone(), home.clone()]) }
+            }
+            None => ConfigScope { home: self.layout.home.clone(), read_within: None },
+        }
+    }
+
     /// The model catalogue, cached after the first successful fetch.
     pub async fn catalogue(&self) -> Result<Vec<ModelInfo>, EngineError> {
         if let Some(m) = lock(&self.models).clone() {

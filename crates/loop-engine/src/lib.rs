@@ -116,6 +116,9 @@ pub struct EngineConfig {
     /// The command sandbox every session's processes run under (the team server's floor;
     /// `None`: unconfined). Each session adds its own directory and `/tmp` to it.
     pub sandbox: Option<sandbox::Policy>,
+    /// Tenants' workspaces with their configuration homes (the team server): a session whose
+    /// working directory is in one reads its configuration there, not in `home`.
+    pub config_homes: Vec<(PathBuf, PathBuf)>,
 }
 
 pub struct Engine {
@@ -204,6 +207,7 @@ impl Engine {
                 models: Mutex::new(None),
                 spans: config.telemetry.map(telemetry::SpanFile::new),
                 sandbox: config.sandbox,
+                config_homes: config.config_homes,
             }),
             default_model: config.default_model,
             default_cwd: config.default_cwd,
@@ -228,7 +232,8 @@ impl Engine {
         &self.deps.layout
     }
 
-    /// `$COPILOT_HOME`: the user's configuration (settings, plugins, skills).
+    /// `$COPILOT_HOME`: the user's configuration (settings, plugins, skills). On a team server
+    /// each tenant has its own instead ([`EngineConfig::config_homes`]).
     pub fn home(&self) -> &Path {
         &self.deps.layout.home
     }
@@ -486,7 +491,8 @@ impl Engine {
             return Err(EngineError::SessionExists(id));
         }
         let mut settings = SessionSettings::from_params(params, &self.default_model, &self.default_cwd, self.allow_all);
-        settings.load_files(&self.deps.layout.home);
+        settings.config = self.deps.config_scope(&settings.cwd);
+        settings.load_files();
         // The directory holds the session's local files (plan, workspace files, spills) on
         // every backend; the log goes where the store keeps logs.
         layout.ensure_session_dir(&id)?;
@@ -635,7 +641,8 @@ impl Engine {
             base.working_directory = restored.cwd.clone();
         }
         let mut settings = SessionSettings::from_params(&base, &self.default_model, &self.default_cwd, self.allow_all);
-        settings.load_files(&self.deps.layout.home);
+        settings.config = self.deps.config_scope(&settings.cwd);
+        settings.load_files();
         settings.resumed = true;
         if let Some(mode) = restored.mode {
             settings.mode = mode;

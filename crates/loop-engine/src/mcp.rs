@@ -78,12 +78,14 @@ pub(crate) fn configure(
     params: &protocol::methods::SessionConfigParams,
 ) {
     host.set_cwd(settings.cwd.clone());
-    let user = agent_config::user_mcp::UserServers::read(&deps.layout.home);
+    let user = agent_config::user_mcp::UserServers::read(&settings.config.home);
     let mut servers = serde_json::Map::new();
-    for dir in params.plugin_directories.iter().flatten() {
-        let dir = settings.cwd.join(dir);
-        servers.extend(agent_config::plugins::manifest::mcp_servers(&dir));
-    }
+    settings.config.reading(|| {
+        for dir in params.plugin_directories.iter().flatten() {
+            let dir = settings.cwd.join(dir);
+            servers.extend(agent_config::plugins::manifest::mcp_servers(&dir));
+        }
+    });
     // The session's own servers win over a plugin's of the same name.
     servers.extend(params.mcp_servers.iter().flatten().map(|(k, v)| (k.clone(), v.clone())));
     let mut disabled = params.disabled_mcp_servers.clone().unwrap_or_default();

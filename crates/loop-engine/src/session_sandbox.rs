@@ -19,9 +19,16 @@ use protocol::generated::types as t;
 
 use crate::handle::SessionHandle;
 
-/// `base` (the engine's floor) for one session: its directory writable, its own `/tmp` there.
-fn for_session(base: &sandbox::Policy, session_dir: &Path) -> Arc<sandbox::Policy> {
+/// `base` (the engine's floor) for one session in `cwd`: of the floor's workspaces only the
+/// one holding `cwd` (its tenant's), and no process started outside it; its directory
+/// writable, its own `/tmp` there.
+fn for_session(base: &sandbox::Policy, cwd: &Path, session_dir: &Path) -> Arc<sandbox::Policy> {
     let mut policy = base.clone();
+    let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let holds_cwd = |w: &PathBuf| std::fs::canonicalize(w).is_ok_and(|w| cwd.starts_with(w));
+    let own = base.workspaces.iter().filter(|w| holds_cwd(w)).max_by_key(|w| w.as_os_str().len());
+    policy.workspaces = own.cloned().into_iter().collect();
+    policy.within_workspaces = true;
     policy.writable.push(session_dir.to_path_buf());
     policy.tmp = Some(session_dir.join("tmp"));
     Arc::new(policy)
@@ -90,12 +97,15 @@ pub(crate) fn from_config(
         || net.proxy.is_some();
     Some(sandbox::Policy {
         workspaces: Vec::new(),
+        within_workspaces: false,
         cwd_writable: config.add_current_working_directory != Some(false),
         writable,
         readable,
         denied: fs.denied_paths.iter().flatten().map(resolve).collect(),
         tmp: Some(std::env::temp_dir()),
         network: outbound,
+        // In-process requests of a single user's session go where the user's own would.
+        internal_network: true,
         env_allow: None,
         env_deny: HOST_TOKENS.iter().map(|s| s.to_string()).collect(),
         refusal: (outbound && filtered).then(|| NETWORK_UNENFORCEABLE.to_string()),
@@ -106,7 +116,7 @@ impl SessionHandle {
     /// A new session starts under the engine's floor, when it has one.
     pub(crate) fn apply_sandbox_floor(&self) {
         if let Some(base) = &self.deps().sandbox {
-            let policy = for_session(base, self.workspace_path());
+            let policy = for_session(base, &self.view().settings.cwd, self.workspace_path());
             self.confine_processes(Some(policy.clone()), Some(policy));
         }
     }
@@ -122,6 +132,33 @@ impl SessionHandle {
         let policy = from_config(config, &cwd, self.workspace_path(), &self.deps().tool_env).map(Arc::new);
         let mcp = policy.clone().filter(|_| config.sandbox_mcp_servers != Some(false));
         self.confine_processes(policy, mcp);
+    }
+
+    /// A program the server runs on the session's behalf (such as `git` for a workspace diff),
+    /// under the sandbox its commands run under: what it reads can name more programs to run
+    /// (a repository's `core.fsmonitor` or `diff.external`). Without a sandbox, as it is.
+    pub fn confined_command(
+        &self,
+        program: &str,
+        args: &[&str],
+        cwd: &Path,
+    ) -> Result<tokio::process::Command, String> {
+        let mut cmd = match self.shells().sandbox() {
+            Some(policy) => {
+                let args: Vec<std::ffi::OsString> = args.iter().map(std::ffi::OsString::from).collect();
+                let w = policy.wrap(std::ffi::OsStr::new(program), &args, cwd, &self.deps().tool_env)?;
+                let mut cmd = tokio::process::Command::new(w.program);
+                cmd.args(w.args).env_clear().envs(w.env);
+                cmd
+            }
+            None => {
+                let mut cmd = tokio::process::Command::new(program);
+                cmd.args(args).current_dir(cwd);
+                cmd
+            }
+        };
+        cmd.stdin(std::process::Stdio::null()).kill_on_drop(true);
+        Ok(cmd)
     }
 
     /// What the session's commands and user shells, and its local MCP servers, start under.
@@ -178,5 +215,20 @@ mod tests {
             "allowDevToolAccess": false}));
         let p = from_config(&no_cwd, Path::new("/w"), Path::new("/s"), &env()).unwrap();
         assert!(!p.cwd_writable && p.readable.is_empty());
+    }
+
+    #[test]
+    fn a_session_under_the_floor_gets_its_own_tenants_workspace_only() {
+        let root = tempfile::tempdir().unwrap();
+        let (alpha, beta) = (root.path().join("alpha"), root.path().join("beta"));
+        std::fs::create_dir_all(alpha.join("src")).unwrap();
+        std::fs::create_dir_all(&beta).unwrap();
+        let floor = sandbox::Policy { workspaces: vec![alpha.clone(), beta.clone()], ..Default::default() };
+        let p = for_session(&floor, &alpha.join("src"), Path::new("/s/1"));
+        assert_eq!(p.workspaces, vec![alpha.clone()]);
+        assert!(p.within_workspaces && p.writable.contains(&PathBuf::from("/s/1")));
+        assert_eq!(p.tmp, Some(PathBuf::from("/s/1/tmp")));
+        // A session outside every workspace gets none (so its processes start nowhere).
+        assert!(for_session(&floor, root.path(), Path::new("/s/2")).workspaces.is_empty());
     }
 }

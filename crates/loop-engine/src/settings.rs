@@ -15,6 +15,10 @@ pub struct SessionSettings {
     pub model: String,
     pub reasoning_effort: Option<String>,
     pub cwd: PathBuf,
+    /// Where the session reads its configuration: the engine's home, or on a team server its
+    /// tenant's, with project files read only inside its tenant's files
+    /// ([`crate::EngineConfig::config_homes`]).
+    pub config: crate::deps::ConfigScope,
     pub client_name: String,
     pub streaming: bool,
     pub external_tools: Vec<ExternalToolDef>,
@@ -120,6 +124,8 @@ impl SessionSettings {
             model: p.model.clone().or_else(|| providers.default_model()).unwrap_or_else(|| default_model.to_string()),
             reasoning_effort: p.reasoning_effort.clone(),
             cwd: p.working_directory.as_ref().map(PathBuf::from).unwrap_or_else(|| default_cwd.to_path_buf()),
+            // Set by the engine, which knows whose session it is.
+            config: Default::default(),
             client_name: p.client_name.clone().unwrap_or_else(|| "sdk".to_string()),
             streaming: p.streaming.unwrap_or(false),
             external_tools: p.tools.clone().unwrap_or_default(),
@@ -153,13 +159,19 @@ impl SessionSettings {
         }
     }
 
-    /// Reads agent and skill files for the working directory (`home` is `$COPILOT_HOME`);
-    /// a selected agent that is gone is deselected.
-    pub fn load_files(&mut self, home: &std::path::Path) {
+    /// Reads agent and skill files for the working directory and the session's configuration
+    /// home; a selected agent that is gone is deselected.
+    pub fn load_files(&mut self) {
         let project = self.config_discovery.then_some(self.cwd.as_path());
-        self.agents = self.agents.reload(project, home);
-        self.skills = self.skills.reload(project, home);
-        self.custom_instructions = agent_config::instructions::load(&self.cwd, home, &self.instruction_directories);
+        let home = self.config.home.as_path();
+        let (agents, skills, instructions) = self.config.reading(|| {
+            let agents = self.agents.reload(project, home);
+            let skills = self.skills.reload(project, home);
+            (agents, skills, agent_config::instructions::load(&self.cwd, home, &self.instruction_directories))
+        });
+        self.agents = agents;
+        self.skills = skills;
+        self.custom_instructions = instructions;
         if let Some(sel) = &self.selected_agent {
             self.selected_agent = self.agents.get(&sel.name).cloned();
         }

@@ -100,6 +100,12 @@ pub(crate) async fn connect(
         }
         Transport::Remote { url, headers, .. } => {
             crate::tls::ensure_crypto_provider();
+            if sandbox.is_some_and(|p| !p.internal_network) {
+                // Names are checked as they resolve; an address in the URL is checked here.
+                let parsed = rmcp_reqwest::Url::parse(url).map_err(|e| format!("Invalid MCP server URL {url}: {e}"))?;
+                sandbox::egress::check_host(parsed.host_str().unwrap_or_default())
+                    .map_err(|e| format!("Failed to connect to MCP server at {url}: {e}"))?;
+            }
             let mut custom = HashMap::new();
             for (k, v) in headers {
                 let name =

@@ -653,15 +653,16 @@ impl McpHost {
         let host = self.clone();
         let name = name.to_string();
         let cwd = lock(&self.inner.cwd).clone();
+        let sandbox = lock(&self.inner.sandbox).clone();
         let auth = match &config.transport {
             crate::config::Transport::Remote { url, .. } => {
                 let provider = lock(&self.inner.auth_provider).clone();
-                Some(crate::oauth::ServerAuth::new(&name, url, &config.raw, provider))
+                let guarded = sandbox.as_ref().is_some_and(|p| !p.internal_network);
+                Some(crate::oauth::ServerAuth::new(&name, url, &config.raw, provider, guarded))
             }
             crate::config::Transport::Stdio { .. } => None,
         };
         let client = crate::sampling::Client { server: name.clone(), handler: self.inner.sampling.clone() };
-        let sandbox = lock(&self.inner.sandbox).clone();
         tokio::spawn(async move {
             let stderr = StderrTail::new(secrets_of(&config));
             let attempt = tokio::time::timeout(

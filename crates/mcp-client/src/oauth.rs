@@ -202,7 +202,14 @@ enum Obtained {
 }
 
 impl ServerAuth {
-    pub(crate) fn new(server: &str, url: &str, raw: &Value, provider: Option<AuthProvider>) -> Arc<Self> {
+    /// `guarded`: the session may not reach internal networks (see [`guarded_http_client`]).
+    pub(crate) fn new(
+        server: &str,
+        url: &str,
+        raw: &Value,
+        provider: Option<AuthProvider>,
+        guarded: bool,
+    ) -> Arc<Self> {
         Arc::new(Self {
             server: server.to_string(),
             url: url.to_string(),
@@ -212,7 +219,7 @@ impl ServerAuth {
             metadata: Mutex::new(None),
             needs_auth: AtomicBool::new(false),
             asking: tokio::sync::Mutex::new(()),
-            http: http_client(),
+            http: if guarded { guarded_http_client() } else { http_client() },
         })
     }
 
@@ -292,6 +299,32 @@ pub(crate) fn http_client() -> rmcp_reqwest::Client {
         .redirect(rmcp_reqwest::redirect::Policy::none())
         .build()
         .unwrap_or_default()
+}
+
+/// [`http_client`] for a session that may not reach the server's internal networks (a team
+/// server's tenant): names resolve only to outside addresses ([`sandbox::egress`]); the
+/// server's URL itself is checked before connecting.
+pub(crate) fn guarded_http_client() -> rmcp_reqwest::Client {
+    crate::tls::ensure_crypto_provider();
+    rmcp_reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .redirect(rmcp_reqwest::redirect::Policy::none())
+        .dns_resolver(Arc::new(OutsideOnly))
+        .build()
+        .unwrap_or_default()
+}
+
+/// rmcp's reqwest resolving names through [`sandbox::egress::resolve`].
+struct OutsideOnly;
+
+impl rmcp_reqwest::dns::Resolve for OutsideOnly {
+    fn resolve(&self, name: rmcp_reqwest::dns::Name) -> rmcp_reqwest::dns::Resolving {
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let addrs = sandbox::egress::resolve(&host).await?;
+            Ok(Box::new(addrs.into_iter()) as rmcp_reqwest::dns::Addrs)
+        })
+    }
 }
 
 /// rmcp's HTTP client with a server's host-provided token.

@@ -58,6 +58,12 @@ impl FrameDecoder {
         Self { buf: BytesMut::new(), limit, skip: 0 }
     }
 
+    /// Changes the largest body accepted from the next frame on (a connection that has
+    /// authenticated gets the full limit).
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+    }
+
     pub fn push(&mut self, mut data: &[u8]) {
         if self.skip > 0 {
             let n = self.skip.min(data.len());

@@ -22,6 +22,12 @@ pub struct Caller {
     pub id: u64,
     out: Outbound,
     authenticated: AtomicBool,
+    /// Woken when the connection authenticates (its reader then lifts the pre-authentication
+    /// limits, see `crate::preauth`).
+    authenticated_now: tokio::sync::Notify,
+    /// Its place in the pre-authentication budget, given back as it authenticates (before
+    /// `connect` is answered).
+    preauth_permit: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
     /// Our requests to the client awaiting an answer, by integer id (from 1, per connection).
     outstanding: Mutex<Waiting>,
     next_request_id: AtomicI64,
@@ -46,6 +52,8 @@ impl Caller {
             id,
             out,
             authenticated: AtomicBool::new(authenticated),
+            authenticated_now: tokio::sync::Notify::new(),
+            preauth_permit: Mutex::new(None),
             outstanding: Mutex::new(HashMap::new()),
             next_request_id: AtomicI64::new(1),
             tenancy,
@@ -112,6 +120,23 @@ impl Caller {
 
     pub fn set_authenticated(&self) {
         self.authenticated.store(true, Ordering::Release);
+        drop(self.preauth_permit.lock().unwrap_or_else(|e| e.into_inner()).take());
+        self.authenticated_now.notify_one();
+    }
+
+    /// Holds the connection's place in the pre-authentication budget until it authenticates.
+    pub(crate) fn hold_until_authenticated(&self, permit: Option<tokio::sync::OwnedSemaphorePermit>) {
+        // Checked under the lock `set_authenticated` takes after setting the flag: the permit is
+        // given back either here or there.
+        let mut held = self.preauth_permit.lock().unwrap_or_else(|e| e.into_inner());
+        *held = if self.is_authenticated() { None } else { permit };
+    }
+
+    /// Returns once the connection has authenticated.
+    pub(crate) async fn authenticated(&self) {
+        while !self.is_authenticated() {
+            self.authenticated_now.notified().await;
+        }
     }
 
     fn outstanding(&self) -> MutexGuard<'_, Waiting> {

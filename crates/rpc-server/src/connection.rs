@@ -21,6 +21,7 @@ use crate::framing::{BadFrame, ContentLengthSink, ContentLengthSource, MessageSi
 use crate::lanes::{LaneFull, Lanes};
 use crate::methods::{lookup, Call};
 use crate::outbound::Outbound;
+use crate::preauth::Preauth;
 use crate::tenancy::Tenant;
 use crate::Server;
 
@@ -33,9 +34,18 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let max_frame_bytes = server.limits.max_frame_bytes;
-    serve_messages(server, ContentLengthSource::new(reader, max_frame_bytes), ContentLengthSink::new(writer), None)
-        .await;
+    serve_preauth(server, reader, writer, None).await;
+}
+
+/// [`serve`] for a connection that has `preauth` until it authenticates (a shared server's SDK
+/// port): closed with an error if it has not by the deadline, frames limited until it has.
+pub async fn serve_preauth<R, W>(server: Arc<Server>, reader: R, writer: W, preauth: Option<Preauth>)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let source = ContentLengthSource::new(reader, server.limits.max_frame_bytes);
+    serve_inner(server, source, ContentLengthSink::new(writer), None, false, preauth).await;
 }
 
 /// Serves one connection over any framing. `tenant`: the connection authenticated at the
@@ -47,7 +57,7 @@ pub async fn serve_messages<S: MessageSource, K: MessageSink>(
     sink: K,
     tenant: Option<Arc<Tenant>>,
 ) {
-    serve_inner(server, source, sink, tenant, false).await;
+    serve_inner(server, source, sink, tenant, false, None).await;
 }
 
 /// Serves a connection the server opened itself (a session extension it started): trusted
@@ -59,7 +69,7 @@ where
 {
     let max_frame_bytes = server.limits.max_frame_bytes;
     let source = ContentLengthSource::new(reader, max_frame_bytes);
-    serve_inner(server, source, ContentLengthSink::new(writer), None, true).await;
+    serve_inner(server, source, ContentLengthSink::new(writer), None, true, None).await;
 }
 
 /// [`serve_trusted`] over an extension's pipes, as handlers get it in their [`Ctx`].
@@ -77,6 +87,7 @@ async fn serve_inner<S: MessageSource, K: MessageSink>(
     sink: K,
     tenant: Option<Arc<Tenant>>,
     trusted: bool,
+    preauth: Option<Preauth>,
 ) {
     let id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
     let limits = server.limits;
@@ -88,6 +99,11 @@ async fn serve_inner<S: MessageSource, K: MessageSink>(
         caller.set_tenant(tenant);
     }
     server.engine.subscribe_lifecycle(caller.lifecycle_subscriber());
+    let mut preauth = preauth.filter(|_| !caller.is_authenticated());
+    if let Some(p) = &mut preauth {
+        source.set_max_frame_bytes(p.max_frame_bytes);
+        caller.hold_until_authenticated(p.permit.take());
+    }
 
     let mut reader_state = Reader {
         server: server.clone(),
@@ -104,13 +120,39 @@ async fn serve_inner<S: MessageSource, K: MessageSink>(
             _ = out.backlog_within(limits.max_queued_event_bytes) => {}
             _ = server.shutdown.cancelled() => break,
         }
-        let message = tokio::select! {
+        let waiting = preauth.as_ref().map(|p| p.deadline);
+        let next = tokio::select! {
             m = source.next_message() => match m {
                 None => break,
-                Some(m) => m,
+                Some(m) => Next::Message(m),
             },
             _ = closed.cancelled() => break,
             _ = server.shutdown.cancelled() => break,
+            _ = caller.authenticated(), if waiting.is_some() => Next::Authenticated,
+            _ = until(waiting) => Next::Late,
+        };
+        let next = match next {
+            // Both can be ready at once: an authenticated connection is never closed as late.
+            Next::Late if caller.is_authenticated() => Next::Authenticated,
+            next => next,
+        };
+        let message = match next {
+            Next::Message(m) => m,
+            Next::Authenticated => {
+                // Authenticated: the allowance goes back, frames may be as large as any.
+                preauth = None;
+                source.set_max_frame_bytes(limits.max_frame_bytes);
+                continue;
+            }
+            Next::Late => {
+                let after = preauth.as_ref().map_or(0, |p| p.after.as_secs());
+                let err = RpcError::new(
+                    jsonrpc::AUTHENTICATION_REQUIRED,
+                    format!("AUTHENTICATION_REQUIRED: no successful connect within {after} s; closing"),
+                );
+                out.response(jsonrpc::error_frame(None, &err));
+                break;
+            }
         };
         match message {
             Ok(body) => reader_state.on_body(&body),
@@ -135,6 +177,22 @@ async fn serve_inner<S: MessageSource, K: MessageSink>(
     // is done), but a handler that never finishes cannot keep the connection open.
     if tokio::time::timeout(DRAIN_TIMEOUT, writer_task).await.is_err() {
         closed.cancel();
+    }
+}
+
+/// What the reader's wait ended with.
+enum Next {
+    Message(Result<bytes::Bytes, BadFrame>),
+    Authenticated,
+    /// The pre-authentication deadline passed.
+    Late,
+}
+
+/// Waits until `deadline`, or forever without one.
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
     }
 }
 

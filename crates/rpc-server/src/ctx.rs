@@ -82,6 +82,62 @@ impl Ctx {
         }
     }
 
+    /// The caller's tenant on a shared server (`None` on a single-user one).
+    pub fn tenant(&self) -> Option<&Arc<crate::tenancy::Tenant>> {
+        self.server.tenancy.as_ref().and(self.caller.tenant())
+    }
+
+    /// The caller's `$COPILOT_HOME`: its tenant's own on a shared server, so that what one
+    /// tenant configures (MCP servers, plugins, skills, settings) never reaches another.
+    pub fn config_home(&self) -> std::path::PathBuf {
+        match self.tenant() {
+            Some(t) => t.config_home.clone(),
+            None => self.server.engine.home().to_path_buf(),
+        }
+    }
+
+    /// Runs file work for the caller on the blocking pool, reading configuration files only
+    /// inside its tenant's workspace and configuration home on a shared server (a link a
+    /// tenant made to elsewhere is not followed; see `agent_config::read_scope`).
+    pub async fn blocking<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Result<T, RpcError> {
+        let roots = self.tenant().map(|t| vec![t.workspace.clone(), t.config_home.clone()]);
+        tokio::task::spawn_blocking(move || agent_config::read_scope::within(roots.as_deref(), f))
+            .await
+            .map_err(|e| self.failed(e))
+    }
+
+    /// The caller's tool approvals per location and trusted folders (its tenant's own).
+    pub fn permissions(&self) -> &loop_engine::permission_settings::ServerPermissions {
+        match self.tenant() {
+            Some(t) => &t.permissions,
+            None => self.server.engine.permissions(),
+        }
+    }
+
+    /// A directory or file a request names, resolved against `base` when relative. On a shared
+    /// server it must be inside the caller's tenant's workspace (after `..` and symlinks), with
+    /// one answer for "missing" and "elsewhere", so nothing tells what exists outside it.
+    pub fn confine_path(&self, what: &str, base: &std::path::Path, path: &str) -> Result<std::path::PathBuf, RpcError> {
+        let joined = base.join(path);
+        let Some(tenant) = self.tenant() else { return Ok(joined) };
+        match joined.canonicalize() {
+            Ok(real) if real.starts_with(&tenant.workspace) => Ok(real),
+            _ => {
+                Err(RpcError::invalid_params(self.method, format!("{what} {path:?} is not in this tenant's workspace")))
+            }
+        }
+    }
+
+    /// A path a request names outside any session: relative to the server's directory; on a
+    /// shared server to the caller's tenant's workspace, and only inside it.
+    pub fn request_path(&self, what: &str, path: &str) -> Result<std::path::PathBuf, RpcError> {
+        let base = match self.tenant() {
+            Some(t) => t.workspace.clone(),
+            None => std::env::current_dir().unwrap_or_else(|_| "/".into()),
+        };
+        self.confine_path(what, &base, path)
+    }
+
     pub fn engine_error(&self, e: &loop_engine::EngineError) -> RpcError {
         crate::errors::engine_error(self.method, e)
     }

@@ -21,6 +21,10 @@ pub trait MessageSource: Send + 'static {
     /// The next body; `None` once the peer is gone. Must be cancel-safe: the reader selects it
     /// against shutdown, and a dropped call must lose no message.
     fn next_message(&mut self) -> impl Future<Output = Option<Result<Bytes, BadFrame>>> + Send;
+
+    /// Changes the largest body accepted from the next frame on, where the framing has its own
+    /// limit (a transport that limits frames itself ignores it).
+    fn set_max_frame_bytes(&mut self, _bytes: usize) {}
 }
 
 /// Outgoing frames.
@@ -44,6 +48,10 @@ impl<R> ContentLengthSource<R> {
 }
 
 impl<R: AsyncRead + Unpin + Send + 'static> MessageSource for ContentLengthSource<R> {
+    fn set_max_frame_bytes(&mut self, bytes: usize) {
+        self.decoder.set_limit(bytes);
+    }
+
     async fn next_message(&mut self) -> Option<Result<Bytes, BadFrame>> {
         loop {
             // Decoded frames wait in the decoder, so a call dropped at the read below loses

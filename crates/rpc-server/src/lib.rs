@@ -27,6 +27,7 @@ pub mod inference;
 mod lanes;
 pub mod methods;
 mod outbound;
+pub mod preauth;
 pub mod secret_filter;
 pub mod session_auth;
 mod stdio_pipe;

@@ -15,11 +15,22 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use sha2::{Digest, Sha256};
 use store::{SessionIndex, StoreError};
 
-/// One tenant: a name and the directory its sessions run under (canonical, existing).
-#[derive(Debug)]
+/// One tenant: a name, the directory its sessions run under (canonical, existing), and what
+/// it configures for itself alone.
 pub struct Tenant {
     pub name: String,
     pub workspace: PathBuf,
+    /// Its `$COPILOT_HOME`: MCP configuration, plugins, skills, agents, instructions, settings.
+    /// Never the server's, so nothing a tenant configures reaches another tenant's sessions.
+    pub config_home: PathBuf,
+    /// Its tool approvals per location and trusted folders.
+    pub permissions: loop_engine::permission_settings::ServerPermissions,
+}
+
+impl std::fmt::Debug for Tenant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tenant").field("name", &self.name).field("workspace", &self.workspace).finish_non_exhaustive()
+    }
 }
 
 impl Tenant {
@@ -43,12 +54,15 @@ pub struct TenantSpec {
     pub name: String,
     pub token_sha256: [u8; 32],
     pub workspace: PathBuf,
+    pub config_home: PathBuf,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum TenancyError {
     #[error("tenant {name}: workspace {path}: {source}")]
     Workspace { name: String, path: String, source: std::io::Error },
+    #[error("tenant {name}: configuration home {path}: {source}")]
+    ConfigHome { name: String, path: String, source: std::io::Error },
     #[error("tenants {0} and {1} have the same token")]
     DuplicateToken(String, String),
     #[error("tenant {0} is configured twice")]
@@ -56,6 +70,10 @@ pub enum TenancyError {
     /// One tenant's sessions could reach into the other's files.
     #[error("the workspaces of tenants {0} and {1} overlap")]
     OverlappingWorkspaces(String, String),
+    /// A tenant's sessions could rewrite what another tenant (or itself, behind the server's
+    /// back) is configured with.
+    #[error("the configuration home of tenant {0} is inside the workspace of tenant {1}")]
+    ConfigHomeInWorkspace(String, String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -83,7 +101,8 @@ impl Tenancy {
                 return Err(TenancyError::DuplicateName(spec.name));
             }
             let workspace = prepare_workspace(&spec.name, &spec.workspace)?;
-            let tenant = Arc::new(Tenant { name: spec.name, workspace });
+            let config_home = prepare_config_home(&spec.name, &spec.config_home)?;
+            let tenant = Arc::new(Tenant { name: spec.name, workspace, config_home, permissions: Default::default() });
             if let Some(other) = by_token.insert(spec.token_sha256, tenant.clone()) {
                 return Err(TenancyError::DuplicateToken(other.name.clone(), tenant.name.clone()));
             }
@@ -93,6 +112,9 @@ impl Tenancy {
             for b in &tenants {
                 if !Arc::ptr_eq(a, b) && a.workspace.starts_with(&b.workspace) {
                     return Err(TenancyError::OverlappingWorkspaces(b.name.clone(), a.name.clone()));
+                }
+                if a.config_home.starts_with(&b.workspace) {
+                    return Err(TenancyError::ConfigHomeInWorkspace(a.name.clone(), b.name.clone()));
                 }
             }
         }
@@ -211,14 +233,26 @@ fn prepare_workspace(name: &str, path: &Path) -> Result<PathBuf, TenancyError> {
     path.canonicalize().map_err(err)
 }
 
+/// The tenant's configuration home, made readable by the server's user alone.
+fn prepare_config_home(name: &str, path: &Path) -> Result<PathBuf, TenancyError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let err = |source| TenancyError::ConfigHome { name: name.to_string(), path: path.display().to_string(), source };
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(path).map_err(err)?;
+    path.canonicalize().map_err(err)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn spec(name: &str, token: &str, workspace: PathBuf, config_home: PathBuf) -> TenantSpec {
+        TenantSpec { name: name.into(), token_sha256: token_digest(token), workspace, config_home }
+    }
+
     async fn tenancy(root: &Path) -> Tenancy {
         let specs = vec![
-            TenantSpec { name: "alpha".into(), token_sha256: token_digest("a-token"), workspace: root.join("a") },
-            TenantSpec { name: "beta".into(), token_sha256: token_digest("b-token"), workspace: root.join("b") },
+            spec("alpha", "a-token", root.join("a"), root.join("homes/a")),
+            spec("beta", "b-token", root.join("b"), root.join("homes/b")),
         ];
         Tenancy::open(specs, SessionIndex::open_in_memory().await.unwrap()).await.unwrap()
     }
@@ -250,11 +284,25 @@ mod tests {
     async fn nested_workspaces_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let specs = vec![
-            TenantSpec { name: "a".into(), token_sha256: token_digest("a"), workspace: dir.path().join("x") },
-            TenantSpec { name: "b".into(), token_sha256: token_digest("b"), workspace: dir.path().join("x/y") },
+            spec("a", "a", dir.path().join("x"), dir.path().join("ha")),
+            spec("b", "b", dir.path().join("x/y"), dir.path().join("hb")),
         ];
         let opened = Tenancy::open(specs, SessionIndex::open_in_memory().await.unwrap()).await;
         assert!(matches!(opened, Err(TenancyError::OverlappingWorkspaces(..))));
+    }
+
+    #[tokio::test]
+    async fn a_configuration_home_inside_a_workspace_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let specs = vec![
+            spec("a", "a", dir.path().join("x"), dir.path().join("ha")),
+            spec("b", "b", dir.path().join("y"), dir.path().join("x/.copilot")),
+        ];
+        let opened = Tenancy::open(specs, SessionIndex::open_in_memory().await.unwrap()).await;
+        assert!(matches!(opened, Err(TenancyError::ConfigHomeInWorkspace(b, a)) if b == "b" && a == "a"));
+        let home = dir.path().join("ha");
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&home).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o700, "only the server's user reads a tenant's configuration");
     }
 
     #[tokio::test]

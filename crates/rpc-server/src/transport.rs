@@ -8,7 +8,17 @@ use tokio::sync::Semaphore;
 
 use protocol::jsonrpc::{self, RpcError};
 
+use crate::preauth::PreauthLimits;
 use crate::Server;
+
+/// Tells a connection why it is not served, and closes it.
+fn refuse(mut stream: tokio::net::TcpStream, why: &'static str) {
+    tokio::spawn(async move {
+        let err = RpcError::overloaded(why);
+        let _ = stream.write_all(&jsonrpc::error_frame(None, &err)).await;
+        let _ = stream.shutdown().await;
+    });
+}
 
 /// Serves the single stdio connection; returns when stdin closes or on `runtime.shutdown`.
 /// Pipes and sockets are polled on the reactor (no blocking-thread hop per read and write).
@@ -54,31 +64,39 @@ pub async fn serve_tcp(server: Arc<Server>, listener: TcpListener) {
 }
 
 /// Like [`serve_tcp`], with at most `slots` connections at once (shared with other transports,
-/// e.g. a WebSocket endpoint). Past it a new connection gets one `-32005` error (id `null`)
-/// saying why, and is closed: the server does not grow without bound, and the client is told.
-pub async fn serve_tcp_limited(server: Arc<Server>, listener: TcpListener, slots: Arc<Semaphore>) {
+/// e.g. a WebSocket endpoint), and (with `preauth`) at most its budget of them not yet
+/// authenticated. Past either a new connection gets one `-32005` error (id `null`) saying why,
+/// and is closed: the server does not grow without bound, and the client is told.
+pub async fn serve_tcp_limited(
+    server: Arc<Server>,
+    listener: TcpListener,
+    slots: Arc<Semaphore>,
+    preauth: Option<PreauthLimits>,
+) {
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((mut stream, peer)) => {
+                Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
+                    let allowance = preauth.as_ref().map(PreauthLimits::admit);
+                    if matches!(allowance, Some(None)) {
+                        tracing::warn!(%peer, "connection refused: too many connections waiting to authenticate");
+                        refuse(stream, "too many connections waiting to authenticate");
+                        continue;
+                    }
                     match slots.clone().try_acquire_owned() {
                         Ok(slot) => {
                             tracing::debug!(%peer, "connection accepted");
                             let server = server.clone();
                             tokio::spawn(async move {
                                 let (r, w) = stream.into_split();
-                                crate::connection::serve(server, r, w).await;
+                                crate::connection::serve_preauth(server, r, w, allowance.flatten()).await;
                                 drop(slot);
                             });
                         }
                         Err(_) => {
                             tracing::warn!(%peer, "connection refused: too many connections");
-                            tokio::spawn(async move {
-                                let err = RpcError::overloaded("too many connections");
-                                let _ = stream.write_all(&jsonrpc::error_frame(None, &err)).await;
-                                let _ = stream.shutdown().await;
-                            });
+                            refuse(stream, "too many connections");
                         }
                     }
                 }

@@ -6,7 +6,11 @@
 //! A [`Policy`] says what a session's processes may do; [`Policy::wrap`] turns one command line
 //! into the `bwrap` command line that runs it so. [`host_support`] says whether this host can
 //! (bubblewrap on `PATH`, user namespaces allowed), probed once per process.
+//!
+//! [`egress`] is the same boundary for what the server does in-process on a session's behalf
+//! (its HTTP MCP servers, its own model provider, `web_fetch`): which addresses it may reach.
 
+pub mod egress;
 mod env;
 mod host;
 mod policy;

@@ -201,6 +201,8 @@ struct EngineOptions {
     confine_to: Option<Vec<PathBuf>>,
     /// `skipper serve`: the sandbox every session's processes run under.
     sandbox: Option<sandbox::Policy>,
+    /// `skipper serve`: each tenant's workspace and its configuration home.
+    config_homes: Vec<(PathBuf, PathBuf)>,
     /// `skipper serve`: the index and event store it opened (PostgreSQL, or SQLite and files);
     /// `-p`: the write-behind index and log files under `home`; `None`: the SQLite index and
     /// log files under `home`.
@@ -267,9 +269,18 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
         .filter(|(k, _)| !SECRET_VARS.contains(&k.as_str()) && !provider_env::SECRET_VARS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let allow_private = env
-        .get("SKIPPER_WEB_FETCH_ALLOW_PRIVATE")
-        .map_or(defaults.web_fetch_allow_private, |v| matches!(v.trim(), "1" | "true"));
+    // A team server's tenants reach its internal networks only where its config allows it.
+    let tenants_internal = opts.sandbox.as_ref().map(|p| p.internal_network);
+    let allow_private = tenants_internal.unwrap_or_else(|| {
+        env.get("SKIPPER_WEB_FETCH_ALLOW_PRIVATE")
+            .map_or(defaults.web_fetch_allow_private, |v| matches!(v.trim(), "1" | "true"))
+    });
+    // Sessions' own providers (`provider` on create/resume) go where their client says; a
+    // tenant's may not go inside the server's network.
+    let session_http: Arc<dyn HttpTransport> = match tenants_internal {
+        Some(false) => Arc::new(ReqwestTransport::guarded().context("creating the HTTP client")?),
+        _ => http.clone(),
+    };
     let mut builtins = tools::Registry::builtins_with(if allow_private {
         tools::web_fetch::WebFetchTool::allowing_private()
     } else {
@@ -290,13 +301,14 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
         allow_all_tools: allow_all,
         tool_env,
         model: model_client,
-        http,
+        http: session_http,
         builtins,
         pending_grace: std::time::Duration::from_millis(
             env.get("SKIPPER_PENDING_GRACE_MS").and_then(|v| v.parse().ok()).unwrap_or(defaults.pending_grace_ms),
         ),
         // A relative file path is the process's working directory's, where the SDK starts it.
         sandbox: opts.sandbox,
+        config_homes: opts.config_homes,
         telemetry: loop_engine::telemetry::TelemetryConfig::from_env(
             |k| env.get(k).cloned(),
             &std::env::current_dir().unwrap_or_default(),
@@ -368,6 +380,7 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
             metrics: None,
             confine_to: None,
             sandbox: None,
+            config_homes: Vec::new(),
             store,
         },
         &env,

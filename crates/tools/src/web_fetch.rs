@@ -42,13 +42,17 @@ impl WebFetchTool {
     }
 
     fn new(allow_private: bool) -> Self {
-        // Redirects are followed by hand so every hop passes the address check.
-        let http = reqwest::Client::builder()
+        // Redirects are followed by hand so every hop passes the address check; names resolve
+        // only outside internal networks as the connection is made (a name that answers
+        // differently the second time cannot slip past the check).
+        let mut http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(TIMEOUT)
-            .user_agent(concat!("Skipper/", env!("CARGO_PKG_VERSION"), " (web_fetch)"))
-            .build()
-            .unwrap_or_default();
+            .user_agent(concat!("Skipper/", env!("CARGO_PKG_VERSION"), " (web_fetch)"));
+        if !allow_private {
+            http = http.dns_resolver(std::sync::Arc::new(sandbox::egress::Resolver));
+        }
+        let http = http.build().unwrap_or_default();
         Self { allow_private, http }
     }
 }
@@ -179,7 +183,7 @@ impl WebFetchTool {
                 .map(|a| a.ip())
                 .collect(),
         };
-        match addrs.into_iter().find(|ip| is_internal(*ip)) {
+        match addrs.into_iter().find(|ip| sandbox::egress::is_internal(*ip)) {
             Some(ip) => Err(FetchError::Blocked { url: url.to_string(), ip }),
             None => Ok(()),
         }
@@ -223,37 +227,6 @@ fn parse_url(given: &str) -> Result<reqwest::Url, String> {
         other => Err(format!(
             "The {other}:// protocol is not supported by web_fetch. Only http and https URLs can be fetched."
         )),
-    }
-}
-
-/// Loopback, private, link-local, unique-local, carrier-grade NAT, unspecified, broadcast,
-/// documentation and multicast addresses; IPv4-mapped IPv6 addresses are judged as IPv4.
-fn is_internal(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_documentation()
-                || v4.is_multicast()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b))
-                || (a == 198 && (b == 18 || b == 19))
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_internal(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-        }
     }
 }
 
@@ -409,27 +382,5 @@ mod tests {
         let base = serve("200 OK", "content-type: application/json\r\n", "{\"a\": 1}".into()).await;
         let out = run(&WebFetchTool::allowing_private(), json!({"url": base.clone()})).await;
         assert_eq!(out.text_for_llm, format!("Contents of {base}/:\n{{\"a\": 1}}"));
-    }
-
-    #[test]
-    fn internal_addresses() {
-        for ip in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "192.168.0.1",
-            "172.16.5.5",
-            "169.254.169.254",
-            "100.64.0.1",
-            "0.0.0.0",
-            "::1",
-            "fe80::1",
-            "fd00::1",
-            "::ffff:127.0.0.1",
-        ] {
-            assert!(is_internal(ip.parse().unwrap()), "{ip}");
-        }
-        for ip in ["93.184.216.34", "1.1.1.1", "2606:4700::1111"] {
-            assert!(!is_internal(ip.parse().unwrap()), "{ip}");
-        }
     }
 }

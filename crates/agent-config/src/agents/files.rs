@@ -90,7 +90,7 @@ pub(super) fn read_dirs(dirs: Vec<(PathBuf, AgentInfoSource)>) -> Vec<AgentDef> 
 }
 
 fn read(path: &Path, stem: &str, source: AgentInfoSource) -> Result<AgentDef, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let text = crate::read_scope::read_to_string(path).map_err(|e| e.to_string())?;
     let (h, body) = crate::frontmatter::split::<Header>(&text)?;
     Ok(AgentDef {
         name: stem.to_string(),

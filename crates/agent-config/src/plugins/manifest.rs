@@ -15,7 +15,8 @@ fn find(dir: &Path, file: &str) -> Option<PathBuf> {
 }
 
 fn read_json(path: &Path) -> Result<Value, PluginError> {
-    let text = std::fs::read_to_string(path).map_err(|e| PluginError::Io(path.display().to_string(), e.to_string()))?;
+    let text = crate::read_scope::read_to_string(path)
+        .map_err(|e| PluginError::Io(path.display().to_string(), e.to_string()))?;
     serde_json::from_str(&text).map_err(|e| PluginError::Invalid(path.display().to_string(), e.to_string()))
 }
 

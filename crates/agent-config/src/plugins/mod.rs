@@ -348,6 +348,11 @@ fn string_field(v: &Value, key: &str) -> Option<String> {
 
 /// `plugin@marketplace` (a path never holds an `@` before its last `/`... unless it does: a
 /// spec has no `/` at all).
+/// Whether `source` names a plugin in a marketplace (`name@marketplace`) rather than a directory.
+pub fn is_marketplace_spec(source: &str) -> bool {
+    split_spec(source).is_some()
+}
+
 fn split_spec(source: &str) -> Option<(&str, &str)> {
     if source.contains('/') || source.contains('\\') {
         return None;

@@ -12,19 +12,20 @@ use protocol::jsonrpc::RpcError;
 
 use crate::ctx::Ctx;
 
-/// The request's directories, relative ones against the server's directory.
-fn absolute(paths: Option<Vec<String>>) -> Vec<PathBuf> {
-    let base = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    paths.unwrap_or_default().into_iter().filter(|p| !p.trim().is_empty()).map(|p| base.join(p)).collect()
+/// The request's directories, relative ones against the server's directory; on a shared
+/// server against the caller's tenant's workspace, and only inside it.
+fn absolute(ctx: &Ctx, what: &str, paths: Option<Vec<String>>) -> Result<Vec<PathBuf>, RpcError> {
+    let paths = paths.unwrap_or_default().into_iter().filter(|p| !p.trim().is_empty());
+    paths.map(|p| ctx.request_path(what, &p)).collect()
 }
 
 /// `$COPILOT_HOME` unless the request leaves the host's files out.
 fn home(ctx: &Ctx, exclude: Option<bool>) -> Option<PathBuf> {
-    (!exclude.unwrap_or(false)).then(|| ctx.server.engine.home().to_path_buf())
+    (!exclude.unwrap_or(false)).then(|| ctx.config_home())
 }
 
 async fn blocking<T: Send + 'static>(ctx: &Ctx, f: impl FnOnce() -> T + Send + 'static) -> Result<T, RpcError> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| ctx.failed(e))
+    ctx.blocking(f).await
 }
 
 fn text(p: &Path) -> String {
@@ -32,10 +33,10 @@ fn text(p: &Path) -> String {
 }
 
 pub async fn skills_discover(ctx: &Ctx, p: t::SkillsDiscoverRequest) -> Result<t::ServerSkillList, RpcError> {
-    let projects = absolute(p.project_paths);
-    let dirs = absolute(p.skill_directories);
+    let projects = absolute(ctx, "projectPaths", p.project_paths)?;
+    let dirs = absolute(ctx, "skillDirectories", p.skill_directories)?;
     let home = home(ctx, p.exclude_host_skills);
-    let config = user_config::file(ctx.server.engine.home());
+    let config = user_config::file(&ctx.config_home());
     let (found, errors, config) = blocking(ctx, move || {
         let (found, errors) = skills::discover(&projects, &dirs, home.as_deref());
         (found, errors, config.read())
@@ -59,12 +60,15 @@ pub async fn skills_get_discovery_paths(
     ctx: &Ctx,
     p: t::SkillsGetDiscoveryPathsRequest,
 ) -> Result<t::SkillDiscoveryPathList, RpcError> {
-    let paths = skills::creation_paths(&absolute(p.project_paths), home(ctx, p.exclude_host_skills).as_deref());
+    let paths = skills::creation_paths(
+        &absolute(ctx, "projectPaths", p.project_paths)?,
+        home(ctx, p.exclude_host_skills).as_deref(),
+    );
     Ok(t::SkillDiscoveryPathList { paths })
 }
 
 pub async fn agents_discover(ctx: &Ctx, p: t::AgentsDiscoverRequest) -> Result<t::ServerAgentList, RpcError> {
-    let projects = absolute(p.project_paths);
+    let projects = absolute(ctx, "projectPaths", p.project_paths)?;
     let home = home(ctx, p.exclude_host_agents);
     let found = blocking(ctx, move || agents::discover(&projects, home.as_deref())).await?;
     Ok(t::ServerAgentList { agents: found.iter().map(|a| a.info(false)).collect() })
@@ -74,7 +78,10 @@ pub async fn agents_get_discovery_paths(
     ctx: &Ctx,
     p: t::AgentsGetDiscoveryPathsRequest,
 ) -> Result<t::AgentDiscoveryPathList, RpcError> {
-    let paths = agents::creation_paths(&absolute(p.project_paths), home(ctx, p.exclude_host_agents).as_deref());
+    let paths = agents::creation_paths(
+        &absolute(ctx, "projectPaths", p.project_paths)?,
+        home(ctx, p.exclude_host_agents).as_deref(),
+    );
     Ok(t::AgentDiscoveryPathList { paths })
 }
 
@@ -82,7 +89,7 @@ pub async fn instructions_discover(
     ctx: &Ctx,
     p: t::InstructionsDiscoverRequest,
 ) -> Result<t::ServerInstructionSourceList, RpcError> {
-    let projects = absolute(p.project_paths);
+    let projects = absolute(ctx, "projectPaths", p.project_paths)?;
     let home = home(ctx, p.exclude_host_instructions);
     let sources = blocking(ctx, move || instructions::discover(&projects, home.as_deref())).await?;
     Ok(t::ServerInstructionSourceList { sources })
@@ -92,14 +99,16 @@ pub async fn instructions_get_discovery_paths(
     ctx: &Ctx,
     p: t::InstructionsGetDiscoveryPathsRequest,
 ) -> Result<t::InstructionDiscoveryPathList, RpcError> {
-    let paths =
-        instructions::creation_paths(&absolute(p.project_paths), home(ctx, p.exclude_host_instructions).as_deref());
+    let paths = instructions::creation_paths(
+        &absolute(ctx, "projectPaths", p.project_paths)?,
+        home(ctx, p.exclude_host_instructions).as_deref(),
+    );
     Ok(t::InstructionDiscoveryPathList { paths })
 }
 
 /// `skills.config.setDisabledSkills`: the skills every session leaves off (`config.json`).
 pub async fn set_disabled_skills(ctx: &Ctx, p: t::SkillsConfigSetDisabledSkillsRequest) -> Result<(), RpcError> {
-    let config = user_config::file(ctx.server.engine.home());
+    let config = user_config::file(&ctx.config_home());
     let changed = blocking(ctx, move || {
         config.update(|c| {
             c.set_disabled_skills(&p.disabled_skills);
@@ -113,7 +122,7 @@ pub async fn set_disabled_skills(ctx: &Ctx, p: t::SkillsConfigSetDisabledSkillsR
 /// `skills.config.setSkillDisabled`: one skill on or off in that list, in one update of the
 /// file (two such requests at once both land).
 pub async fn set_skill_disabled(ctx: &Ctx, p: t::SkillsConfigSetSkillDisabledRequest) -> Result<(), RpcError> {
-    let config = user_config::file(ctx.server.engine.home());
+    let config = user_config::file(&ctx.config_home());
     let changed = blocking(ctx, move || {
         config.update(|c| {
             c.set_skill_disabled(&p.name, p.disabled);

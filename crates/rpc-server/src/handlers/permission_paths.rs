@@ -100,7 +100,7 @@ pub async fn modify_rules(
         t::PermissionsModifyRulesScope::Location => {
             let session = ctx.session(&p.session_id)?;
             let (_, key) = location_of(&session.view().settings.cwd);
-            ctx.server.engine.permissions().add_location_rules(&key, add);
+            ctx.permissions().add_location_rules(&key, add);
         }
     }
     Ok(t::PermissionsModifyRulesResult { success: true })
@@ -175,7 +175,8 @@ pub async fn locations_resolve(
     p: t::SessionPermissionsLocationsResolveParams,
 ) -> Result<t::PermissionLocationResolveResult, RpcError> {
     ctx.session(&p.session_id)?;
-    let (location_type, location_key) = location_of(Path::new(&p.working_directory));
+    let dir = ctx.request_path("workingDirectory", &p.working_directory)?;
+    let (location_type, location_key) = location_of(&dir);
     Ok(t::PermissionLocationResolveResult { location_key, location_type })
 }
 
@@ -218,7 +219,7 @@ pub async fn locations_add_tool_approval(
     p: t::SessionPermissionsLocationsAddToolApprovalParams,
 ) -> Result<t::PermissionsLocationsAddToolApprovalResult, RpcError> {
     ctx.session(&p.session_id)?;
-    ctx.server.engine.permissions().add_location_rules(&p.location_key, rules_of(p.approval));
+    ctx.permissions().add_location_rules(&p.location_key, rules_of(p.approval));
     Ok(t::PermissionsLocationsAddToolApprovalResult { success: true })
 }
 
@@ -227,8 +228,9 @@ pub async fn locations_apply(
     ctx: &Ctx,
     p: t::SessionPermissionsLocationsApplyParams,
 ) -> Result<t::PermissionLocationApplyResult, RpcError> {
-    let (location_type, location_key) = location_of(Path::new(&p.working_directory));
-    let rules = ctx.server.engine.permissions().location_rules(&location_key);
+    let dir = ctx.request_path("workingDirectory", &p.working_directory)?;
+    let (location_type, location_key) = location_of(&dir);
+    let rules = ctx.permissions().location_rules(&location_key);
     let changed = with(ctx, &p.session_id, |s| {
         let before = s.approved.len();
         for rule in &rules {
@@ -253,7 +255,7 @@ pub async fn folder_trust_is_trusted(
     p: t::SessionPermissionsFolderTrustIsTrustedParams,
 ) -> Result<t::FolderTrustCheckResult, RpcError> {
     ctx.session(&p.session_id)?;
-    Ok(t::FolderTrustCheckResult { trusted: ctx.server.engine.permissions().is_trusted(Path::new(&p.path)) })
+    Ok(t::FolderTrustCheckResult { trusted: ctx.permissions().is_trusted(Path::new(&p.path)) })
 }
 
 pub async fn folder_trust_add(
@@ -261,6 +263,6 @@ pub async fn folder_trust_add(
     p: t::SessionPermissionsFolderTrustAddTrustedParams,
 ) -> Result<t::PermissionsFolderTrustAddTrustedResult, RpcError> {
     ctx.session(&p.session_id)?;
-    ctx.server.engine.permissions().trust(Path::new(&p.path));
+    ctx.permissions().trust(Path::new(&p.path));
     Ok(t::PermissionsFolderTrustAddTrustedResult { success: true })
 }

@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::ctx::Ctx;
 
 fn home(ctx: &Ctx) -> PathBuf {
-    ctx.server.engine.home().to_path_buf()
+    ctx.config_home()
 }
 
 /// Runs file work off the async threads; its error is the request's.
@@ -23,15 +23,28 @@ async fn blocking<T: Send + 'static, E: std::fmt::Display + Send + 'static>(
     ctx: &Ctx,
     f: impl FnOnce() -> Result<T, E> + Send + 'static,
 ) -> Result<T, RpcError> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(r) => r.map_err(|e| ctx.failed(e)),
-        Err(e) => Err(ctx.failed(e)),
-    }
+    ctx.blocking(f).await?.map_err(|e| ctx.failed(e))
 }
 
 /// Where a relative source is resolved: the request's directory, else the server's.
 fn cwd(dir: Option<String>) -> PathBuf {
     dir.map(PathBuf::from).or_else(|| std::env::current_dir().ok()).unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// A plugin's or marketplace's `source` and the directory a relative one is read from. On a
+/// shared server a directory source, and that directory, must be in the caller's tenant's
+/// workspace (the source is given back resolved); `name@marketplace` names the tenant's own
+/// marketplaces.
+fn local_source(ctx: &Ctx, dir: Option<String>, source: String) -> Result<(String, PathBuf), RpcError> {
+    if ctx.tenant().is_none() {
+        return Ok((source, cwd(dir)));
+    }
+    let base = ctx.request_path("workingDirectory", dir.as_deref().unwrap_or("."))?;
+    if agent_config::plugins::is_marketplace_spec(&source) {
+        return Ok((source, base));
+    }
+    let real = ctx.confine_path("source", &base, &source)?;
+    Ok((real.to_string_lossy().into_owned(), base))
 }
 
 fn info(p: &InstalledPlugin) -> t::InstalledPluginInfo {
@@ -64,8 +77,8 @@ fn install_result(o: InstallOutcome) -> t::PluginInstallResult {
 
 pub async fn install(ctx: &Ctx, p: t::PluginsInstallRequest) -> Result<t::PluginInstallResult, RpcError> {
     let store = PluginStore::new(home(ctx));
-    let dir = cwd(p.working_directory);
-    let out = blocking(ctx, move || store.install(&p.source, &dir)).await?;
+    let (source, dir) = local_source(ctx, p.working_directory, p.source)?;
+    let out = blocking(ctx, move || store.install(&source, &dir)).await?;
     Ok(install_result(out))
 }
 
@@ -139,8 +152,8 @@ pub async fn marketplaces_add(
     p: t::PluginsMarketplacesAddRequest,
 ) -> Result<t::MarketplaceAddResult, RpcError> {
     let store = PluginStore::new(home(ctx));
-    let dir = cwd(p.working_directory);
-    let name = blocking(ctx, move || store.add_marketplace(&p.source, &dir)).await?;
+    let (source, dir) = local_source(ctx, p.working_directory, p.source)?;
+    let name = blocking(ctx, move || store.add_marketplace(&source, &dir)).await?;
     Ok(t::MarketplaceAddResult { name })
 }
 

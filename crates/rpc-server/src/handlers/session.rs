@@ -34,7 +34,7 @@ fn session_info(session: &SessionHandle) -> SessionInfo {
 pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo, RpcError> {
     loop_engine::canvases::validate(&p).map_err(|e| ctx.failed(e))?;
     let identity = crate::handlers::auth::identity_for(ctx, p.git_hub_token.clone()).await?;
-    let Some(tenant) = tenant_of(ctx) else {
+    let Some(tenant) = ctx.tenant().cloned() else {
         let session = ctx
             .server
             .engine
@@ -65,6 +65,7 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
     // `session.created` notification already reaches (only) its owner.
     let cwd = tenant.confine(p.working_directory.as_deref()).map_err(|e| RpcError::invalid_params(ctx.method, e))?;
     p.working_directory = Some(cwd.to_string_lossy().into_owned());
+    confine_config_dirs(ctx, &mut p, &cwd)?;
     let id = p.session_id.get_or_insert_with(|| uuid::Uuid::new_v4().to_string()).clone();
     let claimed = ctx.tenancy_claim(&tenant, &id).await?;
     let created = ctx.server.engine.create_with(&p, Some(ctx.caller.subscriber()), fs(ctx)).await;
@@ -94,7 +95,7 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
         return Err(RpcError::invalid_params(ctx.method, "sessionId: missing field `sessionId`"));
     };
     loop_engine::canvases::validate(&p).map_err(|e| ctx.failed(e))?;
-    if let Some(tenant) = tenant_of(ctx) {
+    if let Some(tenant) = ctx.tenant().cloned() {
         ctx.learn_owners(Some(&id)).await?;
         if !ctx.visible(&id) {
             // What the engine answers for an id it has no log of, checks in the same order.
@@ -108,6 +109,16 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
                 tenant.confine(p.working_directory.as_deref()).map_err(|e| RpcError::invalid_params(ctx.method, e))?;
             p.working_directory = Some(cwd.to_string_lossy().into_owned());
         }
+        // Relative ones against the directory the session will run in: the one asked for, or
+        // the one it ran in (inside the workspace either way; the workspace when not loaded).
+        let cwd = match &p.working_directory {
+            Some(dir) => std::path::PathBuf::from(dir),
+            None => match ctx.server.engine.get(&id) {
+                Some(session) => session.view().settings.cwd.clone(),
+                None => tenant.workspace.clone(),
+            },
+        };
+        confine_config_dirs(ctx, &mut p, &cwd)?;
     }
     let identity = crate::handlers::auth::identity_for(ctx, p.git_hub_token.clone()).await?;
     let session = ctx
@@ -126,21 +137,32 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
     Ok(session_info(&session))
 }
 
+/// A tenant's session reads skills, instructions and plugins from inside its tenant's
+/// workspace only (relative directories against `cwd`).
+fn confine_config_dirs(ctx: &Ctx, p: &mut SessionConfigParams, cwd: &std::path::Path) -> Result<(), RpcError> {
+    let lists = [
+        ("skillDirectories", &mut p.skill_directories),
+        ("instructionDirectories", &mut p.instruction_directories),
+        ("pluginDirectories", &mut p.plugin_directories),
+    ];
+    for (what, list) in lists {
+        for dir in list.iter_mut().flatten() {
+            *dir = ctx.confine_path(what, cwd, dir)?.to_string_lossy().into_owned();
+        }
+    }
+    Ok(())
+}
+
 /// The sessionFs provider the calling connection declared: it keeps the session's state.
 fn fs(ctx: &Ctx) -> Option<loop_engine::session_fs::FsProvider> {
     ctx.caller.session_fs().cloned()
-}
-
-/// The caller's tenant on a shared server (`None` on a single-user one).
-fn tenant_of(ctx: &Ctx) -> Option<std::sync::Arc<crate::tenancy::Tenant>> {
-    ctx.server.tenancy.as_ref().and(ctx.caller.tenant().cloned())
 }
 
 /// A working directory a client moves a session to. On a shared server it must stay in the
 /// caller's workspace (file tools are confined to the workspace holding the cwd, so a cwd in
 /// another tenant's would reach that tenant's files).
 pub(crate) fn confine_cwd(ctx: &Ctx, dir: &str) -> Result<std::path::PathBuf, RpcError> {
-    match tenant_of(ctx) {
+    match ctx.tenant() {
         Some(tenant) => tenant.confine(Some(dir)).map_err(|e| ctx.failed(e)),
         None => Ok(std::path::PathBuf::from(dir)),
     }
@@ -152,6 +174,18 @@ pub async fn send(ctx: &Ctx, p: t::SessionSendParams) -> Result<t::SendResult, R
         // Followed read-only from here: only the node holding the lease may run a turn.
         let running = store::StoreError::LeasedElsewhere { session: p.session_id.clone(), node };
         return Err(ctx.failed(format!("{running}; this node follows it read-only, send to that node")));
+    }
+    if ctx.tenant().is_some() {
+        // The model is told of attached files and directories (their paths, a directory's size):
+        // a tenant names only its own.
+        let cwd = session.view().settings.cwd.clone();
+        for a in p.attachments.iter().flatten() {
+            match a {
+                t::Attachment::File(f) => drop(ctx.confine_path("attachment", &cwd, &f.path)?),
+                t::Attachment::Directory(d) => drop(ctx.confine_path("attachment", &cwd, &d.path)?),
+                _ => {}
+            }
+        }
     }
     enqueue(&session, p).await.map_err(|e| ctx.engine_error(&e))
 }
@@ -227,7 +261,7 @@ pub async fn delete(ctx: &Ctx, p: SessionIdParams) -> Result<SuccessResult, RpcE
     };
     match deleted {
         Ok(()) => {
-            if tenant_of(ctx).is_some() {
+            if ctx.tenant().is_some() {
                 ctx.tenancy_release(&p.session_id).await;
             }
             Ok(SuccessResult { success: true, error: None })
@@ -352,7 +386,7 @@ pub async fn answer_tool_call(
 
 /// `sessions.fork`: on a shared server the source must be the caller's, and the fork is theirs.
 pub async fn fork(ctx: &Ctx, p: t::SessionsForkRequest) -> Result<t::SessionsForkResult, RpcError> {
-    let tenant = tenant_of(ctx);
+    let tenant = ctx.tenant().cloned();
     ctx.learn_owners(Some(&p.session_id)).await?;
     if tenant.is_some() && !ctx.visible(&p.session_id) {
         let unknown = format!("Session {} not found or has no persisted events", p.session_id);

@@ -3,8 +3,6 @@
 //! `executeUserRequested` runs one to its end (answered with its output and status) unless
 //! `cancelUserRequested` stops it first.
 
-use std::path::PathBuf;
-
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
@@ -12,7 +10,12 @@ use crate::ctx::Ctx;
 
 pub async fn exec(ctx: &Ctx, p: t::SessionShellExecParams) -> Result<t::ShellExecResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    let cwd = p.cwd.map(PathBuf::from).unwrap_or_else(|| session.view().settings.cwd.clone());
+    let session_cwd = session.view().settings.cwd.clone();
+    // On a shared server, inside the caller's tenant's workspace (as for the session's own).
+    let cwd = match p.cwd {
+        Some(dir) => crate::handlers::session::confine_cwd(ctx, &session_cwd.join(dir).to_string_lossy())?,
+        None => session_cwd,
+    };
     let process_id = session.user_shell().start(&p.command, &cwd).map_err(|e| ctx.failed(e))?;
     if let Some(ms) = p.timeout.filter(|ms| *ms > 0) {
         let (session, id) = (session.clone(), process_id.clone());

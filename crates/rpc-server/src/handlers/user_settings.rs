@@ -21,7 +21,7 @@ fn defaults() -> Map<String, Value> {
 }
 
 fn home(ctx: &Ctx) -> PathBuf {
-    ctx.server.engine.home().to_path_buf()
+    ctx.config_home()
 }
 
 struct Files {

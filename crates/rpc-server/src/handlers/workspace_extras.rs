@@ -1,7 +1,7 @@
 //! `session.workspaces.diff` (the working tree's changes as git sees them) and
 //! `session.workspaces.saveLargePaste` (a paste kept as a workspace file).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
@@ -26,22 +26,31 @@ pub async fn save_large_paste(
     })
 }
 
-async fn git(cwd: &Path, args: &[&str]) -> Option<String> {
-    let out = tokio::process::Command::new("git")
-        .arg("-C")
-        .arg(cwd)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+/// Git in the session's working directory, run as the session's own commands are (in its
+/// sandbox, when it has one): the repository is the session's to configure.
+struct Git {
+    session: loop_engine::SessionHandle,
+    cwd: PathBuf,
+}
+
+impl Git {
+    async fn run(&self, args: &[&str]) -> Option<String> {
+        let mut cmd = match self.session.confined_command("git", args, &self.cwd) {
+            Ok(cmd) => cmd,
+            Err(e) => {
+                tracing::warn!(session = %self.session.id(), error = %e, "git not started");
+                return None;
+            }
+        };
+        let out = cmd.output().await.ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
 }
 
 /// The first base the branch can be compared with.
-async fn default_base(cwd: &Path) -> Option<(String, String)> {
+async fn default_base(git: &Git) -> Option<(String, String)> {
     for base in ["origin/HEAD", "origin/main", "origin/master", "main", "master"] {
-        if let Some(sha) = git(cwd, &["merge-base", "HEAD", base]).await {
+        if let Some(sha) = git.run(&["merge-base", "HEAD", base]).await {
             return Some((base.trim_start_matches("origin/").to_string(), sha.trim().to_string()));
         }
     }
@@ -58,10 +67,10 @@ fn change_type(code: &str) -> t::WorkspaceDiffFileChangeType {
 }
 
 /// Changes against `base` (a commit, or `HEAD` for the working tree), untracked files as added.
-async fn changes(cwd: &Path, base: &str, ignore_ws: bool) -> Vec<t::WorkspaceDiffFileChange> {
+async fn changes(git: &Git, base: &str, ignore_ws: bool) -> Vec<t::WorkspaceDiffFileChange> {
     let mut out = Vec::new();
     let ws: &[&str] = if ignore_ws { &["-w"] } else { &[] };
-    let listing = git(cwd, &["diff", base, "--name-status", "-M"]).await.unwrap_or_default();
+    let listing = git.run(&["diff", base, "--name-status", "-M"]).await.unwrap_or_default();
     for line in listing.lines() {
         let cols: Vec<&str> = line.split('\t').collect();
         let (code, old_path, path) = match cols.as_slice() {
@@ -76,7 +85,7 @@ async fn changes(cwd: &Path, base: &str, ignore_ws: bool) -> Vec<t::WorkspaceDif
             args.push(old);
         }
         args.push(&path);
-        let diff = git(cwd, &args).await.unwrap_or_default();
+        let diff = git.run(&args).await.unwrap_or_default();
         out.push(t::WorkspaceDiffFileChange {
             path: path.clone(),
             diff,
@@ -85,9 +94,9 @@ async fn changes(cwd: &Path, base: &str, ignore_ws: bool) -> Vec<t::WorkspaceDif
             is_truncated: None,
         });
     }
-    let untracked = git(cwd, &["ls-files", "--others", "--exclude-standard"]).await.unwrap_or_default();
+    let untracked = git.run(&["ls-files", "--others", "--exclude-standard"]).await.unwrap_or_default();
     for path in untracked.lines().filter(|l| !l.trim().is_empty()) {
-        let text = tokio::fs::read_to_string(cwd.join(path)).await.unwrap_or_default();
+        let text = untracked_text(&git.cwd.join(path)).await;
         let lines: Vec<String> = text.lines().map(|l| format!("+{l}")).collect();
         let diff = format!(
             "diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1,{} @@\n{}\n",
@@ -105,12 +114,25 @@ async fn changes(cwd: &Path, base: &str, ignore_ws: bool) -> Vec<t::WorkspaceDif
     out
 }
 
+/// An untracked file's text as git would show it: a symbolic link is its target's name, never
+/// what it points at (which may be outside the workspace).
+async fn untracked_text(path: &Path) -> String {
+    match tokio::fs::symlink_metadata(path).await {
+        Ok(m) if m.file_type().is_symlink() => {
+            tokio::fs::read_link(path).await.map(|t| t.to_string_lossy().into_owned()).unwrap_or_default()
+        }
+        Ok(m) if m.is_file() => tokio::fs::read_to_string(path).await.unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
 pub async fn diff(ctx: &Ctx, p: t::SessionWorkspacesDiffParams) -> Result<t::WorkspaceDiffResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
     let cwd = session.view().settings.cwd.clone();
+    let git = Git { session, cwd };
     let ignore_ws = p.ignore_whitespace.unwrap_or(false);
     let requested = p.mode;
-    if git(&cwd, &["rev-parse", "--is-inside-work-tree"]).await.is_none() {
+    if git.run(&["rev-parse", "--is-inside-work-tree"]).await.is_none() {
         // Not a repository: nothing git can compare; answered as an empty working-tree diff.
         let mut r = t::WorkspaceDiffResult::new(requested, t::WorkspaceDiffMode::Unstaged, Vec::new(), true);
         if requested == t::WorkspaceDiffMode::Session {
@@ -119,16 +141,16 @@ pub async fn diff(ctx: &Ctx, p: t::SessionWorkspacesDiffParams) -> Result<t::Wor
         return Ok(r);
     }
     if requested == t::WorkspaceDiffMode::Branch {
-        if let Some((branch, base)) = default_base(&cwd).await {
-            let mut r = t::WorkspaceDiffResult::new(requested, requested, changes(&cwd, &base, ignore_ws).await, false);
+        if let Some((branch, base)) = default_base(&git).await {
+            let mut r = t::WorkspaceDiffResult::new(requested, requested, changes(&git, &base, ignore_ws).await, false);
             r.base_branch = Some(branch);
             return Ok(r);
         }
     }
-    let has_head = git(&cwd, &["rev-parse", "--verify", "HEAD"]).await.is_some();
+    let has_head = git.run(&["rev-parse", "--verify", "HEAD"]).await.is_some();
     // Without a commit, everything is untracked (or staged against the empty tree).
     let base = if has_head { "HEAD" } else { "4b825dc642cb6eb9a060e54bf8d69288fbee4904" };
-    let changes = changes(&cwd, base, ignore_ws).await;
+    let changes = changes(&git, base, ignore_ws).await;
     let fallback = requested != t::WorkspaceDiffMode::Unstaged;
     let mut r = t::WorkspaceDiffResult::new(requested, t::WorkspaceDiffMode::Unstaged, changes, fallback);
     if requested == t::WorkspaceDiffMode::Session {

@@ -47,6 +47,7 @@ impl Env {
             pending_grace: Duration::from_secs(1),
             telemetry: None,
             sandbox: None,
+            config_homes: Vec::new(),
         })
         .await
         .expect("engine");

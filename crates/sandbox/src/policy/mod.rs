@@ -21,6 +21,9 @@ pub struct Policy {
     pub workspaces: Vec<PathBuf>,
     /// With no workspace holding it, whether the working directory itself is writable.
     pub cwd_writable: bool,
+    /// Whether a process may start only inside one of `workspaces` (a team server's tenant: a
+    /// working directory elsewhere, such as another tenant's, would be bound into its view).
+    pub within_workspaces: bool,
     /// Directories (or files) they may always write, such as the session's own directory.
     pub writable: Vec<PathBuf>,
     /// Directories (or files) they may read beyond the system.
@@ -33,6 +36,9 @@ pub struct Policy {
     /// Whether they may use the network (otherwise they get a network namespace of their own,
     /// with nothing but a loopback device).
     pub network: bool,
+    /// Whether what the server does in-process for the session (its HTTP MCP servers) may
+    /// reach loopback, private and other internal addresses ([`crate::egress`]).
+    pub internal_network: bool,
     /// When set, only these environment variables reach them (see [`crate::SAFE_ENV`]).
     pub env_allow: Option<Vec<String>>,
     /// Variables that never reach them (tokens the host keeps for itself).
@@ -63,6 +69,12 @@ impl Policy {
     ) -> Result<Wrapped, String> {
         if let Some(refusal) = &self.refusal {
             return Err(refusal.clone());
+        }
+        if self.within_workspaces && self.workspace_of(&real(cwd)).is_none() {
+            return Err(format!(
+                "{} is outside the session's workspace; its processes start only inside it",
+                cwd.display()
+            ));
         }
         let support = host_support();
         let Some(bwrap) = &support.bwrap else {

@@ -103,6 +103,21 @@ fn the_whole_workspace_is_writable_from_a_directory_inside_it() {
 }
 
 #[test]
+fn a_policy_held_to_its_workspaces_starts_nothing_elsewhere() {
+    let d = dirs();
+    let held = Policy { within_workspaces: true, cwd_writable: false, ..policy(&d) };
+    let args = [OsString::from("-c"), OsString::from("cat secret.txt")];
+    let err = held.wrap(OsStr::new("/bin/bash"), &args, &d.other, &[]).unwrap_err();
+    assert!(err.contains("outside the session's workspace"), "{err}");
+    // Through a symlink inside the workspace that leads out: the real directory counts.
+    std::os::unix::fs::symlink(&d.other, d.work.join("door")).unwrap();
+    assert!(held.wrap(OsStr::new("/bin/bash"), &args, &d.work.join("door"), &[]).is_err());
+    if sandbox_here() {
+        assert!(held.wrap(OsStr::new("/bin/bash"), &args, &d.work, &[]).is_ok());
+    }
+}
+
+#[test]
 fn a_policy_with_a_refusal_starts_nothing() {
     let p = Policy { refusal: Some("network filtering is unavailable".into()), ..Default::default() };
     let err = p.wrap(OsStr::new("/bin/true"), &[], Path::new("/"), &[]).unwrap_err();

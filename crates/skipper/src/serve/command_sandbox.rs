@@ -20,6 +20,7 @@ pub fn floor(config: &SandboxConfig, workspaces: Vec<PathBuf>) -> anyhow::Result
         workspaces,
         readable: config.readonly_paths.clone(),
         network: config.network,
+        internal_network: config.internal_network,
         env_allow: Some(sandbox::SAFE_ENV.iter().map(|s| s.to_string()).collect()),
         ..Default::default()
     })

@@ -37,6 +37,11 @@ pub struct SandboxConfig {
     /// toolchains installed elsewhere, shared read-only data.
     #[serde(default)]
     pub readonly_paths: Vec<PathBuf>,
+    /// Whether what the server does for tenants in-process (their sessions' own model
+    /// providers, HTTP MCP servers, `web_fetch`) may reach loopback, private and other internal
+    /// addresses (default: no; the server's own model service is not affected).
+    #[serde(default)]
+    pub internal_network: bool,
 }
 
 /// Bounds of the server as a whole (each connection's own are `config/defaults.toml`'s).
@@ -50,12 +55,40 @@ pub struct ServeLimits {
     /// they are cancelled and the server exits.
     #[serde(default = "default_drain_timeout_s")]
     pub drain_timeout_s: u64,
+    /// SDK TCP connections that have not yet authenticated (`connect`), at once; past it: a
+    /// `-32005` error. They count towards `max_connections` too.
+    #[serde(default = "default_max_unauthenticated")]
+    pub max_unauthenticated: usize,
+    /// How long an SDK TCP connection has to authenticate before it is closed.
+    #[serde(default = "default_handshake_timeout_s")]
+    pub handshake_timeout_s: u64,
+    /// The largest frame body accepted before a connection authenticates.
+    #[serde(default = "default_unauthenticated_frame_bytes")]
+    pub unauthenticated_frame_bytes: usize,
 }
 
 impl Default for ServeLimits {
     fn default() -> Self {
-        Self { max_connections: default_max_connections(), drain_timeout_s: default_drain_timeout_s() }
+        Self {
+            max_connections: default_max_connections(),
+            drain_timeout_s: default_drain_timeout_s(),
+            max_unauthenticated: default_max_unauthenticated(),
+            handshake_timeout_s: default_handshake_timeout_s(),
+            unauthenticated_frame_bytes: default_unauthenticated_frame_bytes(),
+        }
     }
+}
+
+fn default_max_unauthenticated() -> usize {
+    64
+}
+
+fn default_handshake_timeout_s() -> u64 {
+    10
+}
+
+fn default_unauthenticated_frame_bytes() -> usize {
+    64 * 1024
 }
 
 fn default_drain_timeout_s() -> u64 {
@@ -74,6 +107,9 @@ pub struct TenantConfig {
     pub token_sha256: String,
     /// Where the tenant's sessions run; default `<home>/workspaces/<name>`.
     pub workspace: Option<PathBuf>,
+    /// The tenant's own configuration (MCP servers, plugins, skills, agents, instructions,
+    /// settings); default `<home>/tenants/<name>`. Never inside a workspace.
+    pub config_home: Option<PathBuf>,
 }
 
 /// Several nodes sharing one database (`--database-url postgres://…`).

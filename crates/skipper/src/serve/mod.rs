@@ -94,6 +94,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     let cluster = storage.as_ref().and_then(|s| s.cluster.clone());
     // File tools and the command sandbox confine sessions to the same workspaces.
     let workspaces: Vec<PathBuf> = tenancy.tenants().map(|t| t.workspace.clone()).collect();
+    let config_homes = tenancy.tenants().map(|t| (t.workspace.clone(), t.config_home.clone())).collect();
     let setup = crate::build_engine(
         crate::EngineOptions {
             home: home.clone(),
@@ -105,6 +106,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             metrics: Some(metrics.clone()),
             confine_to: Some(workspaces.clone()),
             sandbox: Some(command_sandbox::floor(&config.sandbox, workspaces)?),
+            config_homes,
             store: storage,
         },
         &env,
@@ -132,9 +134,14 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     let all_slots = slots.clone();
     let stop_sdk = draining.clone();
     let sdk_server = server.clone();
+    let preauth = rpc_server::preauth::PreauthLimits::new(
+        config.limits.max_unauthenticated,
+        Duration::from_secs(config.limits.handshake_timeout_s.max(1)),
+        config.limits.unauthenticated_frame_bytes,
+    );
     let sdk_task = tokio::spawn(async move {
         tokio::select! {
-            _ = rpc_server::transport::serve_tcp_limited(sdk_server, sdk, slots) => {}
+            _ = rpc_server::transport::serve_tcp_limited(sdk_server, sdk, slots, Some(preauth)) => {}
             _ = stop_sdk.cancelled() => {}
         }
     });
@@ -318,6 +325,11 @@ fn tenant_specs(
         Some(w) => w.clone(),
         None => data_root.join("workspaces").join(name),
     };
+    // On the shared root with several nodes, so that every node reads the same configuration.
+    let config_home_of = |name: &str, configured: Option<&PathBuf>| match configured {
+        Some(h) => h.clone(),
+        None => data_root.join("tenants").join(name),
+    };
     if !config.tenants.is_empty() {
         return config
             .tenants
@@ -327,6 +339,7 @@ fn tenant_specs(
                     name: t.name.clone(),
                     token_sha256: config::parse_digest(&t.token_sha256)?,
                     workspace: workspace_of(&t.name, t.workspace.as_ref()),
+                    config_home: config_home_of(&t.name, t.config_home.as_ref()),
                 })
             })
             .collect();
@@ -350,6 +363,7 @@ fn tenant_specs(
         name: "default".into(),
         token_sha256: token_digest(&token),
         workspace: workspace_of("default", None),
+        config_home: config_home_of("default", None),
     }])
 }
 

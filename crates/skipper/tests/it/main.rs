@@ -20,3 +20,4 @@ mod sandbox;
 mod schema;
 mod schema_selftest;
 mod serve;
+mod tenant_config;

@@ -15,7 +15,7 @@ const T: Duration = Duration::from_secs(30);
 
 /// Skips (with a message) where the host cannot sandbox and the sandbox is not required;
 /// `skipper serve` refuses to start there, which another test checks.
-fn sandbox_here() -> bool {
+pub(crate) fn sandbox_here() -> bool {
     if std::process::Command::new("bwrap").arg("--version").output().is_ok_and(|o| o.status.success()) {
         return true;
     }

@@ -695,6 +695,58 @@ async fn past_the_connection_limit_clients_are_told_and_refused() {
     .await;
 }
 
+/// Writes one request frame on a raw connection.
+async fn write_request(c: &mut TcpStream, id: u64, method: &str, params: Value) {
+    let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+    c.write_all(format!("Content-Length: {}\r\n\r\n{req}", req.len()).as_bytes()).await.unwrap();
+}
+
+/// Before it authenticates a connection gets a small budget, a deadline and small frames: a
+/// crowd of strangers that never `connect` holds neither the server's slots nor its memory.
+#[tokio::test(flavor = "multi_thread")]
+async fn before_authenticating_a_connection_gets_almost_nothing() {
+    with_timeout(60, async {
+        let config = format!(
+            "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\n\n[limits]\nmax_unauthenticated = 2\n\
+             handshake_timeout_s = 2\nunauthenticated_frame_bytes = 1024\n",
+            sha256_hex(ALPHA)
+        );
+        let s = Serve::start_with(&config, &[]).await;
+        let member = s.tenant(ALPHA).await;
+        // Two strangers that say nothing take the whole budget: a third is told and closed.
+        let mut idle = [TcpStream::connect(&s.sdk).await.unwrap(), TcpStream::connect(&s.sdk).await.unwrap()];
+        let mut third = TcpStream::connect(&s.sdk).await.unwrap();
+        let refused = read_frame(&mut third).await;
+        assert_eq!(refused["error"]["code"], json!(-32005), "{refused}");
+        assert!(refused["error"]["message"].as_str().unwrap().contains("waiting to authenticate"), "{refused}");
+        // A stranger's large frame is refused unread; it stays in sync and may still connect.
+        let big = "x".repeat(4096);
+        write_request(&mut idle[0], 1, "ping", json!({"message": big})).await;
+        let too_big = read_frame(&mut idle[0]).await;
+        assert_eq!(too_big["error"]["code"], json!(-32700), "{too_big}");
+        write_request(&mut idle[0], 2, "connect", json!({"token": ALPHA})).await;
+        let connected = read_frame(&mut idle[0]).await;
+        assert_eq!(connected["result"]["ok"], json!(true), "{connected}");
+        // Authenticated, it gets full-size frames and no deadline.
+        write_request(&mut idle[0], 3, "ping", json!({"message": big})).await;
+        assert_eq!(read_frame(&mut idle[0]).await["id"], json!(3));
+        // The other, silent past the deadline, is told why and closed.
+        let late = read_frame(&mut idle[1]).await;
+        assert!(late["error"]["message"].as_str().unwrap().contains("no successful connect within 2 s"), "{late}");
+        let mut rest = Vec::new();
+        tokio::time::timeout(T, idle[1].read_to_end(&mut rest)).await.expect("then closed").unwrap();
+        // The budget came back (one authenticated, one closed): a new stranger gets in.
+        let mut next = TcpStream::connect(&s.sdk).await.unwrap();
+        write_request(&mut next, 1, "connect", json!({"token": ALPHA})).await;
+        assert_eq!(read_frame(&mut next).await["result"]["ok"], json!(true));
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        write_request(&mut idle[0], 4, "ping", json!({})).await;
+        assert_eq!(read_frame(&mut idle[0]).await["id"], json!(4), "an authenticated connection has no deadline");
+        member.ok("ping", json!({})).await;
+    })
+    .await;
+}
+
 fn tenants_config(extra: &str) -> String {
     format!(
         "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\n\n[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\n{extra}",
