@@ -46,8 +46,18 @@ pub(crate) struct Deps {
     pub spans: Option<telemetry::SpanFile>,
     /// The command sandbox of every session (see [`crate::EngineConfig::sandbox`]).
     pub sandbox: Option<sandbox::Policy>,
-    /// See [`crate::EngineConfig::config_homes`].
-    pub config_homes: Vec<(PathBuf, PathBuf)>,
+    /// See [`crate::EngineConfig::tenants`].
+    pub tenants: Vec<TenantScope>,
+}
+
+/// A team server's tenant as the engine sees it: where its sessions run, where its
+/// configuration lives, and the group whose resource limits its processes share.
+#[derive(Debug, Clone)]
+pub struct TenantScope {
+    /// Canonical; tenants' workspaces do not overlap.
+    pub workspace: PathBuf,
+    pub config_home: PathBuf,
+    pub cgroup: Option<Arc<sandbox::Cgroup>>,
 }
 
 impl Deps {
@@ -55,14 +65,18 @@ impl Deps {
     /// (the tenant whose workspace holds `cwd`; both canonical), and project files only beneath
     /// that workspace and home; otherwise the engine's home, and anywhere.
     pub fn config_scope(&self, cwd: &Path) -> ConfigScope {
-        let tenant =
-            self.config_homes.iter().filter(|(w, _)| cwd.starts_with(w)).max_by_key(|(w, _)| w.as_os_str().len());
-        match tenant {
-            Some((workspace, home)) => {
-                ConfigScope { home: home.clone(), read_within: Some(vec![workspace.clone(), home.clone()]) }
-            }
+        match self.tenant(cwd) {
+            Some(t) => ConfigScope {
+                home: t.config_home.clone(),
+                read_within: Some(vec![t.workspace.clone(), t.config_home.clone()]),
+            },
             None => ConfigScope { home: self.layout.home.clone(), read_within: None },
         }
+    }
+
+    /// The tenant whose workspace holds `cwd` (a canonical path), on a team server.
+    pub fn tenant(&self, cwd: &Path) -> Option<&TenantScope> {
+        self.tenants.iter().find(|t| cwd.starts_with(&t.workspace))
     }
 
     /// The model catalogue, cached after the first successful fetch.

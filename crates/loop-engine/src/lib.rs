@@ -20,6 +20,7 @@ pub mod clients;
 pub mod compaction;
 mod conversation;
 mod deps;
+pub use deps::TenantScope;
 mod dispatch;
 mod emitter;
 mod ephemeral_query;
@@ -116,9 +117,10 @@ pub struct EngineConfig {
     /// The command sandbox every session's processes run under (the team server's floor;
     /// `None`: unconfined). Each session adds its own directory and `/tmp` to it.
     pub sandbox: Option<sandbox::Policy>,
-    /// Tenants' workspaces with their configuration homes (the team server): a session whose
-    /// working directory is in one reads its configuration there, not in `home`.
-    pub config_homes: Vec<(PathBuf, PathBuf)>,
+    /// The team server's tenants: a session whose working directory is in a tenant's workspace
+    /// reads its configuration in the tenant's home (not `home`), and its processes run in
+    /// that workspace and the tenant's resource group.
+    pub tenants: Vec<TenantScope>,
 }
 
 pub struct Engine {
@@ -207,7 +209,7 @@ impl Engine {
                 models: Mutex::new(None),
                 spans: config.telemetry.map(telemetry::SpanFile::new),
                 sandbox: config.sandbox,
-                config_homes: config.config_homes,
+                tenants: config.tenants,
             }),
             default_model: config.default_model,
             default_cwd: config.default_cwd,
@@ -233,7 +235,7 @@ impl Engine {
     }
 
     /// `$COPILOT_HOME`: the user's configuration (settings, plugins, skills). On a team server
-    /// each tenant has its own instead ([`EngineConfig::config_homes`]).
+    /// each tenant has its own instead ([`EngineConfig::tenants`]).
     pub fn home(&self) -> &Path {
         &self.deps.layout.home
     }

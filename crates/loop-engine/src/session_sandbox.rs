@@ -19,15 +19,17 @@ use protocol::generated::types as t;
 
 use crate::handle::SessionHandle;
 
-/// `base` (the engine's floor) for one session in `cwd`: of the floor's workspaces only the
-/// one holding `cwd` (its tenant's), and no process started outside it; its directory
-/// writable, its own `/tmp` there.
-fn for_session(base: &sandbox::Policy, cwd: &Path, session_dir: &Path) -> Arc<sandbox::Policy> {
+/// `base` (the engine's floor) for one session of `tenant`: of the floor's workspaces only its
+/// tenant's (none for a session outside every tenant's), no process started outside it, and
+/// its tenant's resource group; its directory writable, its own `/tmp` there.
+fn for_session(
+    base: &sandbox::Policy,
+    tenant: Option<&crate::TenantScope>,
+    session_dir: &Path,
+) -> Arc<sandbox::Policy> {
     let mut policy = base.clone();
-    let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
-    let holds_cwd = |w: &PathBuf| std::fs::canonicalize(w).is_ok_and(|w| cwd.starts_with(w));
-    let own = base.workspaces.iter().filter(|w| holds_cwd(w)).max_by_key(|w| w.as_os_str().len());
-    policy.workspaces = own.cloned().into_iter().collect();
+    policy.workspaces = tenant.map(|t| t.workspace.clone()).into_iter().collect();
+    policy.cgroup = tenant.and_then(|t| t.cgroup.clone());
     policy.within_workspaces = true;
     policy.writable.push(session_dir.to_path_buf());
     policy.tmp = Some(session_dir.join("tmp"));
@@ -104,6 +106,7 @@ pub(crate) fn from_config(
         denied: fs.denied_paths.iter().flatten().map(resolve).collect(),
         tmp: Some(std::env::temp_dir()),
         network: outbound,
+        cgroup: None,
         // In-process requests of a single user's session go where the user's own would.
         internal_network: true,
         env_allow: None,
@@ -116,7 +119,9 @@ impl SessionHandle {
     /// A new session starts under the engine's floor, when it has one.
     pub(crate) fn apply_sandbox_floor(&self) {
         if let Some(base) = &self.deps().sandbox {
-            let policy = for_session(base, &self.view().settings.cwd, self.workspace_path());
+            let cwd = self.view().settings.cwd.clone();
+            let cwd = std::fs::canonicalize(&cwd).unwrap_or(cwd);
+            let policy = for_session(base, self.deps().tenant(&cwd), self.workspace_path());
             self.confine_processes(Some(policy.clone()), Some(policy));
         }
     }
@@ -219,16 +224,14 @@ mod tests {
 
     #[test]
     fn a_session_under_the_floor_gets_its_own_tenants_workspace_only() {
-        let root = tempfile::tempdir().unwrap();
-        let (alpha, beta) = (root.path().join("alpha"), root.path().join("beta"));
-        std::fs::create_dir_all(alpha.join("src")).unwrap();
-        std::fs::create_dir_all(&beta).unwrap();
-        let floor = sandbox::Policy { workspaces: vec![alpha.clone(), beta.clone()], ..Default::default() };
-        let p = for_session(&floor, &alpha.join("src"), Path::new("/s/1"));
-        assert_eq!(p.workspaces, vec![alpha.clone()]);
+        let (alpha, beta) = (PathBuf::from("/w/alpha"), PathBuf::from("/w/beta"));
+        let floor = sandbox::Policy { workspaces: vec![alpha.clone(), beta], ..Default::default() };
+        let tenant = crate::TenantScope { workspace: alpha.clone(), config_home: "/h/alpha".into(), cgroup: None };
+        let p = for_session(&floor, Some(&tenant), Path::new("/s/1"));
+        assert_eq!(p.workspaces, vec![alpha]);
         assert!(p.within_workspaces && p.writable.contains(&PathBuf::from("/s/1")));
         assert_eq!(p.tmp, Some(PathBuf::from("/s/1/tmp")));
         // A session outside every workspace gets none (so its processes start nowhere).
-        assert!(for_session(&floor, root.path(), Path::new("/s/2")).workspaces.is_empty());
+        assert!(for_session(&floor, None, Path::new("/s/2")).workspaces.is_empty());
     }
 }

@@ -17,7 +17,7 @@ pub struct SessionSettings {
     pub cwd: PathBuf,
     /// Where the session reads its configuration: the engine's home, or on a team server its
     /// tenant's, with project files read only inside its tenant's files
-    /// ([`crate::EngineConfig::config_homes`]).
+    /// ([`crate::EngineConfig::tenants`]).
     pub config: crate::deps::ConfigScope,
     pub client_name: String,
     pub streaming: bool,

@@ -10,11 +10,13 @@
 //! [`egress`] is the same boundary for what the server does in-process on a session's behalf
 //! (its HTTP MCP servers, its own model provider, `web_fetch`): which addresses it may reach.
 
+mod cgroup;
 pub mod egress;
 mod env;
 mod host;
 mod policy;
 
+pub use cgroup::{Cgroup, Limits};
 pub use env::SAFE_ENV;
 pub use host::{host_support, HostSupport};
 pub use policy::{Policy, Wrapped};

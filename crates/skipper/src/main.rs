@@ -201,8 +201,8 @@ struct EngineOptions {
     confine_to: Option<Vec<PathBuf>>,
     /// `skipper serve`: the sandbox every session's processes run under.
     sandbox: Option<sandbox::Policy>,
-    /// `skipper serve`: each tenant's workspace and its configuration home.
-    config_homes: Vec<(PathBuf, PathBuf)>,
+    /// `skipper serve`: each tenant's workspace, configuration home and resource group.
+    tenants: Vec<loop_engine::TenantScope>,
     /// `skipper serve`: the index and event store it opened (PostgreSQL, or SQLite and files);
     /// `-p`: the write-behind index and log files under `home`; `None`: the SQLite index and
     /// log files under `home`.
@@ -308,7 +308,7 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
         ),
         // A relative file path is the process's working directory's, where the SDK starts it.
         sandbox: opts.sandbox,
-        config_homes: opts.config_homes,
+        tenants: opts.tenants,
         telemetry: loop_engine::telemetry::TelemetryConfig::from_env(
             |k| env.get(k).cloned(),
             &std::env::current_dir().unwrap_or_default(),
@@ -380,7 +380,7 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
             metrics: None,
             confine_to: None,
             sandbox: None,
-            config_homes: Vec::new(),
+            tenants: Vec::new(),
             store,
         },
         &env,

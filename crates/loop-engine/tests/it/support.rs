@@ -49,7 +49,7 @@ impl TestEngine {
             pending_grace: Duration::from_secs(1),
             telemetry: None,
             sandbox: None,
-            config_homes: Vec::new(),
+            tenants: Vec::new(),
         })
         .await
         .expect("engine");

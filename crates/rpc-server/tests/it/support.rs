@@ -47,7 +47,7 @@ impl Env {
             pending_grace: Duration::from_secs(1),
             telemetry: None,
             sandbox: None,
-            config_homes: Vec::new(),
+            tenants: Vec::new(),
         })
         .await
         .expect("engine");

@@ -43,6 +43,8 @@ pub struct Policy {
     pub env_allow: Option<Vec<String>>,
     /// Variables that never reach them (tokens the host keeps for itself).
     pub env_deny: Vec<String>,
+    /// The group whose resource limits its processes share (a team server's tenant's).
+    pub cgroup: Option<std::sync::Arc<crate::Cgroup>>,
     /// Why no process can start under this policy (a rule this sandbox cannot enforce); every
     /// start fails with it rather than run less confined than asked.
     pub refusal: Option<String>,
@@ -84,11 +86,11 @@ impl Policy {
             // Made on the first process that needs it; a failure shows as bwrap's own error.
             let _ = std::fs::create_dir_all(tmp);
         }
-        Ok(Wrapped {
-            program: bwrap.clone(),
-            args: self.bwrap_args(program, args, cwd),
-            env: crate::env::build(env, self.env_allow.as_deref(), &self.env_deny),
-        })
+        let (program, args) = match &self.cgroup {
+            Some(group) => group.join(bwrap.clone(), self.bwrap_args(program, args, cwd)),
+            None => (bwrap.clone(), self.bwrap_args(program, args, cwd)),
+        };
+        Ok(Wrapped { program, args, env: crate::env::build(env, self.env_allow.as_deref(), &self.env_deny) })
     }
 
     fn bwrap_args(&self, program: &OsStr, args: &[OsString], cwd: &Path) -> Vec<OsString> {

@@ -5,8 +5,10 @@
 //! operator allows it) no network. A host that cannot sandbox does not serve.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use anyhow::bail;
+use anyhow::{bail, Context};
+use rpc_server::tenancy::Tenancy;
 
 use super::config::SandboxConfig;
 
@@ -24,4 +26,31 @@ pub fn floor(config: &SandboxConfig, workspaces: Vec<PathBuf>) -> anyhow::Result
         env_allow: Some(sandbox::SAFE_ENV.iter().map(|s| s.to_string()).collect()),
         ..Default::default()
     })
+}
+
+/// Each tenant as the engine sees it: its workspace, its configuration home, and (when the
+/// config sets per-tenant limits) its resource group. Limits the host cannot enforce stop the
+/// server: they are never dropped.
+pub fn tenant_scopes(config: &SandboxConfig, tenancy: &Tenancy) -> anyhow::Result<Vec<loop_engine::TenantScope>> {
+    let limits = sandbox::Limits {
+        max_processes: config.max_processes,
+        max_memory_bytes: config.max_memory_mb.map(|mb| mb.saturating_mul(1024 * 1024)),
+    };
+    tenancy
+        .tenants()
+        .map(|t| {
+            let cgroup = match limits.any() {
+                true => Some(Arc::new(
+                    sandbox::Cgroup::create(&t.name, &limits).map_err(anyhow::Error::msg).with_context(|| {
+                        format!(
+                            "[sandbox] max_processes / max_memory_mb for tenant {}: this host cannot enforce them",
+                            t.name
+                        )
+                    })?,
+                )),
+                false => None,
+            };
+            Ok(loop_engine::TenantScope { workspace: t.workspace.clone(), config_home: t.config_home.clone(), cgroup })
+        })
+        .collect()
 }

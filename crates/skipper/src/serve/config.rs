@@ -42,6 +42,11 @@ pub struct SandboxConfig {
     /// addresses (default: no; the server's own model service is not affected).
     #[serde(default)]
     pub internal_network: bool,
+    /// Per tenant: processes its commands and MCP servers may have at once, all sessions
+    /// together (cgroup `pids`); none when unset.
+    pub max_processes: Option<u64>,
+    /// Per tenant: memory they may use together, in MiB (cgroup `memory`); none when unset.
+    pub max_memory_mb: Option<u64>,
 }
 
 /// Bounds of the server as a whole (each connection's own are `config/defaults.toml`'s).

@@ -94,7 +94,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     let cluster = storage.as_ref().and_then(|s| s.cluster.clone());
     // File tools and the command sandbox confine sessions to the same workspaces.
     let workspaces: Vec<PathBuf> = tenancy.tenants().map(|t| t.workspace.clone()).collect();
-    let config_homes = tenancy.tenants().map(|t| (t.workspace.clone(), t.config_home.clone())).collect();
+    let tenants = command_sandbox::tenant_scopes(&config.sandbox, &tenancy)?;
     let setup = crate::build_engine(
         crate::EngineOptions {
             home: home.clone(),
@@ -106,7 +106,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             metrics: Some(metrics.clone()),
             confine_to: Some(workspaces.clone()),
             sandbox: Some(command_sandbox::floor(&config.sandbox, workspaces)?),
-            config_homes,
+            tenants,
             store: storage,
         },
         &env,

@@ -194,6 +194,58 @@ async fn processes_a_tenant_leaves_behind_die_with_its_session() {
     .await;
 }
 
+/// Whether this host lets a server make cgroups beneath its own (`pids` and `memory`); the
+/// limits test skips, saying so, where not (a server configured with limits then refuses to
+/// start, which the sandbox crate's own tests show).
+fn cgroups_here() -> bool {
+    let limits = ::sandbox::Limits { max_processes: Some(64), max_memory_bytes: Some(64 << 20) };
+    match ::sandbox::Cgroup::create("probe", &limits) {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            false
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenants_processes_and_memory_are_capped_without_touching_the_others() {
+    if !sandbox_here() || !cgroups_here() {
+        return;
+    }
+    with_timeout(120, async {
+        let config = crate::serve::tenants_config("\n[sandbox]\nmax_processes = 24\nmax_memory_mb = 64\n");
+        let mut s = Serve::start_with_args(&config, &[], &[]).await;
+        let (c, sid, approver) = alpha_session(&s).await;
+        let out = alpha_runs(
+            &s,
+            &c,
+            &sid,
+            &[
+                // A fork bomb in miniature: dash does not retry a failed fork, it says so.
+                "sh -c 'for i in $(seq 80); do sleep 4 & done; wait' 2>&1 | sort | uniq -c | head -3; echo forked",
+                // Far more memory than the tenant has: the process is killed, not the server.
+                "head -c 300M /dev/zero | tail > /dev/null; echo exit=$?",
+                "echo still-here",
+            ],
+        )
+        .await;
+        assert!(out[0].contains("Cannot fork") && out[0].contains("forked"), "{}", out[0]);
+        assert!(out[1].contains("exit=137"), "{}", out[1]);
+        assert!(out[2].contains("still-here"), "{}", out[2]);
+        // Beta, limited on its own, is untouched; the server lives.
+        let beta = s.tenant(crate::serve::BETA).await;
+        let bsid = beta.create_session(json!({"requestPermission": true})).await;
+        let approver_b = beta.auto_answer_permissions(&bsid, json!({"kind": "approve-once"}));
+        let out = bash_calls(&s.fake, &beta, &bsid, &[json!({"command": "echo beta-fine", "description": "x"})]).await;
+        assert!(out[0].0.contains("beta-fine"), "{out:?}");
+        assert!(s.child.try_wait().unwrap().is_none(), "the server died: {}", s.stderr_text());
+        approver.abort();
+        approver_b.abort();
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sessions_sandbox_config_confines_its_commands_until_turned_off() {
     if !sandbox_here() {

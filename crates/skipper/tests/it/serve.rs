@@ -747,7 +747,7 @@ async fn before_authenticating_a_connection_gets_almost_nothing() {
     .await;
 }
 
-fn tenants_config(extra: &str) -> String {
+pub(crate) fn tenants_config(extra: &str) -> String {
     format!(
         "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\n\n[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\n{extra}",
         sha256_hex(ALPHA),
