@@ -258,8 +258,13 @@ async fn a_sessions_sandbox_config_confines_its_commands_until_turned_off() {
         let sk = Skipper::spawn(&fake.url(), dirs.clone(), Options::default()).await;
         let c = sk.client();
         c.connect().await;
-        // Outside the working directory and the temporary directory: not in the sandbox.
-        let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        // Outside the working directory and the host's temporary directory (which the sandbox
+        // lets commands write): the target directory, unless the checkout itself is under the
+        // temporary directory, then /var/tmp.
+        let target_tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let base =
+            if target_tmp.starts_with(std::env::temp_dir()) { std::path::Path::new("/var/tmp") } else { target_tmp };
+        let outside = tempfile::tempdir_in(base).unwrap();
         let probe = outside.path().join("probe.txt");
         let config = json!({"enabled": true, "userPolicy": {"network": {"allowOutbound": false}}});
         let sid = c
