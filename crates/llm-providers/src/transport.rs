@@ -122,6 +122,15 @@ pub struct ReqwestTransport {
 /// How many parsed URLs are kept (a process talks to a handful of endpoints).
 const KEPT_URLS: usize = 16;
 
+/// What every provider client starts from: the connect timeout.
+fn client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(30))
+}
+
+fn build(builder: reqwest::ClientBuilder) -> Result<reqwest::Client, ProviderError> {
+    builder.build().map_err(|e| ProviderError::Network(format!("cannot initialise HTTP client: {}", error_chain(&e))))
+}
+
 impl ReqwestTransport {
     pub fn new(client: reqwest::Client) -> Self {
         Self { client, urls: Arc::default(), guarded: false }
@@ -132,13 +141,9 @@ impl ReqwestTransport {
     /// outside addresses, and a URL or redirect naming an internal address is refused
     /// ([`sandbox::egress`]).
     pub fn guarded() -> Result<Self, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(30))
-            .dns_resolver(Arc::new(sandbox::egress::Resolver))
-            .redirect(sandbox::egress::redirects(10))
-            .build()
-            .map_err(|e| ProviderError::Network(format!("cannot initialise HTTP client: {}", error_chain(&e))))?;
-        Ok(Self { client, urls: Arc::default(), guarded: true })
+        let builder =
+            client_builder().dns_resolver(Arc::new(sandbox::egress::Resolver)).redirect(sandbox::egress::redirects(10));
+        Ok(Self { client: build(builder)?, urls: Arc::default(), guarded: true })
     }
 
     /// `text` parsed, from the kept ones when it was parsed before; `None` when it does not
@@ -158,10 +163,7 @@ impl ReqwestTransport {
 
     /// A client with the connect timeout every provider uses.
     pub fn default_client() -> Result<reqwest::Client, ProviderError> {
-        reqwest::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(30))
-            .build()
-            .map_err(|e| ProviderError::Network(format!("cannot initialise HTTP client: {}", error_chain(&e))))
+        build(client_builder())
     }
 }
 

@@ -202,7 +202,7 @@ enum Obtained {
 }
 
 impl ServerAuth {
-    /// `guarded`: the session may not reach internal networks (see [`guarded_http_client`]).
+    /// `guarded`: the session may not reach internal networks (see [`http_client`]).
     pub(crate) fn new(
         server: &str,
         url: &str,
@@ -219,7 +219,7 @@ impl ServerAuth {
             metadata: Mutex::new(None),
             needs_auth: AtomicBool::new(false),
             asking: tokio::sync::Mutex::new(()),
-            http: if guarded { guarded_http_client() } else { http_client() },
+            http: http_client(guarded),
         })
     }
 
@@ -291,27 +291,18 @@ impl ServerAuth {
     }
 }
 
-/// The client rmcp's own default is (no idle pool, no redirects across origins).
-pub(crate) fn http_client() -> rmcp_reqwest::Client {
+/// The client rmcp's own default is (no idle pool, no redirects across origins). `guarded`:
+/// for a session that may not reach the server's internal networks (a team server's tenant),
+/// names resolve only to outside addresses ([`sandbox::egress`]); the server's URL itself is
+/// checked before connecting.
+pub(crate) fn http_client(guarded: bool) -> rmcp_reqwest::Client {
     crate::tls::ensure_crypto_provider();
-    rmcp_reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .redirect(rmcp_reqwest::redirect::Policy::none())
-        .build()
-        .unwrap_or_default()
-}
-
-/// [`http_client`] for a session that may not reach the server's internal networks (a team
-/// server's tenant): names resolve only to outside addresses ([`sandbox::egress`]); the
-/// server's URL itself is checked before connecting.
-pub(crate) fn guarded_http_client() -> rmcp_reqwest::Client {
-    crate::tls::ensure_crypto_provider();
-    rmcp_reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .redirect(rmcp_reqwest::redirect::Policy::none())
-        .dns_resolver(Arc::new(OutsideOnly))
-        .build()
-        .unwrap_or_default()
+    let mut builder =
+        rmcp_reqwest::Client::builder().pool_max_idle_per_host(0).redirect(rmcp_reqwest::redirect::Policy::none());
+    if guarded {
+        builder = builder.dns_resolver(Arc::new(OutsideOnly));
+    }
+    builder.build().unwrap_or_default()
 }
 
 /// rmcp's reqwest resolving names through [`sandbox::egress::resolve`].

@@ -118,14 +118,10 @@ impl Ctx {
     /// server it must be inside the caller's tenant's workspace (after `..` and symlinks), with
     /// one answer for "missing" and "elsewhere", so nothing tells what exists outside it.
     pub fn confine_path(&self, what: &str, base: &std::path::Path, path: &str) -> Result<std::path::PathBuf, RpcError> {
-        let joined = base.join(path);
-        let Some(tenant) = self.tenant() else { return Ok(joined) };
-        match joined.canonicalize() {
-            Ok(real) if real.starts_with(&tenant.workspace) => Ok(real),
-            _ => {
-                Err(RpcError::invalid_params(self.method, format!("{what} {path:?} is not in this tenant's workspace")))
-            }
-        }
+        let Some(tenant) = self.tenant() else { return Ok(base.join(path)) };
+        tenant.resolve(base, path).ok_or_else(|| {
+            RpcError::invalid_params(self.method, format!("{what} {path:?} is not in this tenant's workspace"))
+        })
     }
 
     /// A path a request names outside any session: relative to the server's directory; on a

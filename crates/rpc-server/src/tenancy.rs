@@ -41,11 +41,14 @@ impl Tenant {
         let Some(requested) = requested.filter(|r| !r.is_empty()) else { return Ok(self.workspace.clone()) };
         // One message for "missing" and "outside": it must not tell what exists elsewhere.
         let refused = || format!("workingDirectory {requested:?} is not a directory in this tenant's workspace");
-        let resolved = self.workspace.join(requested).canonicalize().map_err(|_| refused())?;
-        if !resolved.starts_with(&self.workspace) || !resolved.is_dir() {
-            return Err(refused());
-        }
-        Ok(resolved)
+        self.resolve(&self.workspace, requested).filter(|p| p.is_dir()).ok_or_else(refused)
+    }
+
+    /// `path` (a relative one against `base`) with `..` and symlinks resolved, when it exists
+    /// and is the workspace or beneath it.
+    pub fn resolve(&self, base: &Path, path: &str) -> Option<PathBuf> {
+        let real = base.join(path).canonicalize().ok()?;
+        real.starts_with(&self.workspace).then_some(real)
     }
 }
 

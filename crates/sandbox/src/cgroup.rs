@@ -76,7 +76,8 @@ impl Cgroup {
     /// The group `name` of this server, with `limits` (at least one set).
     pub fn create(name: &str, limits: &Limits) -> Result<Self, String> {
         let group = format!("skipper-{}", std::process::id());
-        let mut dirs = Vec::new();
+        // Built up as the directories are made, so that a failure part way removes them again.
+        let mut made = Self { dirs: Vec::new() };
         let mut wanted: Vec<(&str, &str, String)> = Vec::new();
         if let Some(n) = limits.max_processes {
             wanted.push(("pids", "pids.max", n.to_string()));
@@ -91,12 +92,12 @@ impl Cgroup {
             sweep_stale(&root);
             let dir = root.join(&group).join(name);
             std::fs::create_dir_all(&dir).map_err(|e| format!("creating cgroup {}: {e}", dir.display()))?;
-            write(&dir.join(file), &value)?;
-            if !dirs.contains(&dir) {
-                dirs.push(dir);
+            if !made.dirs.contains(&dir) {
+                made.dirs.push(dir.clone());
             }
+            write(&dir.join(file), &value)?;
         }
-        Ok(Self { dirs })
+        Ok(made)
     }
 
     /// `program args…` run so that it is in this group from its first instruction on: a shell

@@ -346,13 +346,13 @@ fn string_field(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
-/// `plugin@marketplace` (a path never holds an `@` before its last `/`... unless it does: a
-/// spec has no `/` at all).
 /// Whether `source` names a plugin in a marketplace (`name@marketplace`) rather than a directory.
 pub fn is_marketplace_spec(source: &str) -> bool {
     split_spec(source).is_some()
 }
 
+/// `plugin@marketplace` (a path never holds an `@` before its last `/`... unless it does: a
+/// spec has no `/` at all).
 fn split_spec(source: &str) -> Option<(&str, &str)> {
     if source.contains('/') || source.contains('\\') {
         return None;

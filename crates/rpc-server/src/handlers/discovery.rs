@@ -24,10 +24,6 @@ fn home(ctx: &Ctx, exclude: Option<bool>) -> Option<PathBuf> {
     (!exclude.unwrap_or(false)).then(|| ctx.config_home())
 }
 
-async fn blocking<T: Send + 'static>(ctx: &Ctx, f: impl FnOnce() -> T + Send + 'static) -> Result<T, RpcError> {
-    ctx.blocking(f).await
-}
-
 fn text(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
@@ -37,11 +33,12 @@ pub async fn skills_discover(ctx: &Ctx, p: t::SkillsDiscoverRequest) -> Result<t
     let dirs = absolute(ctx, "skillDirectories", p.skill_directories)?;
     let home = home(ctx, p.exclude_host_skills);
     let config = user_config::file(&ctx.config_home());
-    let (found, errors, config) = blocking(ctx, move || {
-        let (found, errors) = skills::discover(&projects, &dirs, home.as_deref());
-        (found, errors, config.read())
-    })
-    .await?;
+    let (found, errors, config) = ctx
+        .blocking(move || {
+            let (found, errors) = skills::discover(&projects, &dirs, home.as_deref());
+            (found, errors, config.read())
+        })
+        .await?;
     let disabled = config.map_err(|e| ctx.failed(e))?.disabled_skills.unwrap_or_default();
     let skills = found
         .into_iter()
@@ -70,7 +67,7 @@ pub async fn skills_get_discovery_paths(
 pub async fn agents_discover(ctx: &Ctx, p: t::AgentsDiscoverRequest) -> Result<t::ServerAgentList, RpcError> {
     let projects = absolute(ctx, "projectPaths", p.project_paths)?;
     let home = home(ctx, p.exclude_host_agents);
-    let found = blocking(ctx, move || agents::discover(&projects, home.as_deref())).await?;
+    let found = ctx.blocking(move || agents::discover(&projects, home.as_deref())).await?;
     Ok(t::ServerAgentList { agents: found.iter().map(|a| a.info(false)).collect() })
 }
 
@@ -91,7 +88,7 @@ pub async fn instructions_discover(
 ) -> Result<t::ServerInstructionSourceList, RpcError> {
     let projects = absolute(ctx, "projectPaths", p.project_paths)?;
     let home = home(ctx, p.exclude_host_instructions);
-    let sources = blocking(ctx, move || instructions::discover(&projects, home.as_deref())).await?;
+    let sources = ctx.blocking(move || instructions::discover(&projects, home.as_deref())).await?;
     Ok(t::ServerInstructionSourceList { sources })
 }
 
@@ -109,13 +106,14 @@ pub async fn instructions_get_discovery_paths(
 /// `skills.config.setDisabledSkills`: the skills every session leaves off (`config.json`).
 pub async fn set_disabled_skills(ctx: &Ctx, p: t::SkillsConfigSetDisabledSkillsRequest) -> Result<(), RpcError> {
     let config = user_config::file(&ctx.config_home());
-    let changed = blocking(ctx, move || {
-        config.update(|c| {
-            c.set_disabled_skills(&p.disabled_skills);
-            Ok::<_, FileError>(())
+    let changed = ctx
+        .blocking(move || {
+            config.update(|c| {
+                c.set_disabled_skills(&p.disabled_skills);
+                Ok::<_, FileError>(())
+            })
         })
-    })
-    .await?;
+        .await?;
     changed.map_err(|e| ctx.failed(e))
 }
 
@@ -123,12 +121,13 @@ pub async fn set_disabled_skills(ctx: &Ctx, p: t::SkillsConfigSetDisabledSkillsR
 /// file (two such requests at once both land).
 pub async fn set_skill_disabled(ctx: &Ctx, p: t::SkillsConfigSetSkillDisabledRequest) -> Result<(), RpcError> {
     let config = user_config::file(&ctx.config_home());
-    let changed = blocking(ctx, move || {
-        config.update(|c| {
-            c.set_skill_disabled(&p.name, p.disabled);
-            Ok::<_, FileError>(())
+    let changed = ctx
+        .blocking(move || {
+            config.update(|c| {
+                c.set_skill_disabled(&p.name, p.disabled);
+                Ok::<_, FileError>(())
+            })
         })
-    })
-    .await?;
+        .await?;
     changed.map_err(|e| ctx.failed(e))
 }

@@ -88,10 +88,8 @@ async fn a_tenants_commands_cannot_reach_another_tenant_the_server_or_the_networ
     }
     with_timeout(120, async {
         let mut s = Serve::start().await;
-        let beta = s.workspace("beta");
-        std::fs::create_dir_all(&beta).unwrap();
-        std::fs::write(beta.join("secret.txt"), "TOP-SECRET-OF-BETA").unwrap();
-        let home = s.workspace("alpha").parent().unwrap().parent().unwrap().to_path_buf();
+        let beta = crate::tenant_config::betas_files(&s);
+        let home = crate::tenant_config::server_home(&s);
         let server_pid = s.child.id().unwrap();
         let model_port = s.fake.url().rsplit(':').next().unwrap().trim_end_matches('/').to_string();
         let (c, sid, approver) = alpha_session(&s).await;
@@ -138,9 +136,7 @@ async fn a_tenants_mcp_server_runs_in_the_sandbox_too() {
     }
     with_timeout(120, async {
         let s = Serve::start().await;
-        let beta = s.workspace("beta");
-        std::fs::create_dir_all(&beta).unwrap();
-        std::fs::write(beta.join("secret.txt"), "TOP-SECRET-OF-BETA").unwrap();
+        let beta = crate::tenant_config::betas_files(&s);
         let alpha = s.workspace("alpha");
         // Not an MCP server at all: a command that tries to copy beta's file into alpha's
         // workspace and plant one in beta's, then reports what it could see.
@@ -302,7 +298,7 @@ async fn a_sessions_sandbox_config_confines_its_commands_until_turned_off() {
 async fn a_tenants_sql_cannot_reach_the_servers_index() {
     with_timeout(60, async {
         let s = Serve::start().await;
-        let home = s.workspace("alpha").parent().unwrap().parent().unwrap().to_path_buf();
+        let home = crate::tenant_config::server_home(&s);
         let index = home.join("skipper-index.db");
         assert!(index.exists());
         let (c, sid, approver) = alpha_session(&s).await;

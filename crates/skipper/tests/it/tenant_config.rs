@@ -17,12 +17,12 @@ use crate::serve::{Serve, ALPHA, BETA};
 const T: Duration = Duration::from_secs(30);
 
 /// The server's `--home`, beside the tenants' workspaces.
-fn server_home(s: &Serve) -> PathBuf {
+pub(crate) fn server_home(s: &Serve) -> PathBuf {
     s.workspace("alpha").parent().and_then(Path::parent).expect("home").to_path_buf()
 }
 
 /// Beta's workspace with a secret file (and a skill, an agent and instructions) in it.
-fn betas_files(s: &Serve) -> PathBuf {
+pub(crate) fn betas_files(s: &Serve) -> PathBuf {
     let beta = s.workspace("beta");
     std::fs::create_dir_all(beta.join("skills/beta-skill")).unwrap();
     std::fs::write(beta.join("secret.txt"), "TOP-SECRET-OF-BETA").unwrap();
