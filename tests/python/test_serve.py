@@ -75,6 +75,31 @@ async def test_another_tenant_cannot_see_or_resume_the_session(ctx: Ctx, serve: 
     assert [s.session_id for s in await owner.list_sessions()] == [session.session_id]
 
 
+async def test_what_a_tenant_configures_and_names_stays_in_its_own_files(ctx: Ctx, serve: str, make_client):
+    """Issue 33 through the official SDK: MCP servers one tenant configures are its own (the
+    server's home is not written), and a directory of another tenant's is refused by name."""
+    from copilot.generated.rpc import MCPConfigAddRequest, SkillsDiscoverRequest
+
+    owner = make_client(uri=serve, connection_token=TOKEN)
+    await owner.start()
+    other = make_client(uri=serve, connection_token=OTHER_TOKEN)
+    await other.start()
+    server = {"type": "local", "command": "true", "args": [], "tools": ["*"]}
+    await owner.rpc.mcp.config.add(MCPConfigAddRequest.from_dict({"name": "py-server", "config": server}))
+    assert "py-server" in (await owner.rpc.mcp.config.list()).servers
+    assert (await other.rpc.mcp.config.list()).servers == {}
+    assert not (ctx.copilot_home / "mcp-config.json").exists(), "a tenant wrote the server's configuration"
+
+    owners_workspace = (ctx.copilot_home / "workspaces" / "py").resolve()
+    (owners_workspace / "skills" / "mine").mkdir(parents=True)
+    (owners_workspace / "skills" / "mine" / "SKILL.md").write_text("---\nname: mine\ndescription: d\n---\nbody\n")
+    with pytest.raises(Exception) as refused:
+        await other.rpc.skills.discover(SkillsDiscoverRequest(skill_directories=[str(owners_workspace / "skills")]))
+    assert "is not in this tenant's workspace" in str(refused.value)
+    found = await owner.rpc.skills.discover(SkillsDiscoverRequest(skill_directories=["skills"]))
+    assert [s.name for s in found.skills] == ["mine"]
+
+
 def _sessions_active(http: str) -> int:
     import urllib.request
 
