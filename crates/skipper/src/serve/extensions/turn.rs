@@ -117,6 +117,9 @@ impl Turn {
                     Ok(n) => n,
                     Err(_) => {
                         let _ = self.session.abort(t::AbortReason::RemoteCommand).await;
+                        // The aborted turn's own end comes later; the thread's next request
+                        // must not take it for the end of its turn.
+                        self.wait_idle().await;
                         out.errors.push(agent_error("timeout", "The model did not answer in time."));
                         return out;
                     }
