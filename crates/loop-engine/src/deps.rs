@@ -58,6 +58,9 @@ pub struct TenantScope {
     pub workspace: PathBuf,
     pub config_home: PathBuf,
     pub cgroup: Option<Arc<sandbox::Cgroup>>,
+    /// File access beneath the workspace, for the in-process work on its files (file tools,
+    /// rewinds).
+    pub files: tools::Files,
 }
 
 impl Deps {
@@ -77,6 +80,16 @@ impl Deps {
     /// The tenant whose workspace holds `cwd` (a canonical path), on a team server.
     pub fn tenant(&self, cwd: &Path) -> Option<&TenantScope> {
         self.tenants.iter().find(|t| cwd.starts_with(&t.workspace))
+    }
+
+    /// Where a session in `cwd` reaches files in-process: anywhere alone; on a team server
+    /// beneath its tenant's workspace, and nowhere outside every tenant's.
+    pub fn files(&self, cwd: &Path) -> tools::Files {
+        if self.tenants.is_empty() {
+            return tools::Files::default();
+        }
+        let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+        self.tenant(&cwd).map_or_else(tools::Files::nowhere, |t| t.files.clone())
     }
 
     /// The model catalogue, cached after the first successful fetch.

@@ -284,9 +284,10 @@ async fn run_builtin(
     let Some(tool) = ctx.deps.builtins.get(&call.name) else {
         return unknown_tool(&call.name, available);
     };
+    let files = ctx.deps.files(&settings.cwd);
     if crate::file_tracking::WRITING_TOOLS.contains(&call.name.as_str()) {
         if let Some(path) = args.get("path").and_then(Value::as_str) {
-            ctx.handle.file_tracker().before_write(&settings.cwd.join(path));
+            ctx.handle.file_tracker().before_write(&settings.cwd.join(path), &files);
         }
     }
     let progress_handle = ctx.handle.clone();
@@ -304,6 +305,7 @@ async fn run_builtin(
         cancel: ctx.cancel.clone(),
         env: ctx.deps.tool_env.as_ref().clone(),
         shells: ctx.handle.shells().clone(),
+        files,
     };
     // A panicking tool must not take the run down with it.
     let handle = tokio::spawn({

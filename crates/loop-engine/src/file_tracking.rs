@@ -124,7 +124,9 @@ impl FileTracker {
 
     /// A tool is about to write `path`: keep what it holds now, unless the current point
     /// already has it.
-    pub fn before_write(&self, path: &Path) {
+    /// `files`: where the session's file tools reach (beneath its tenant's workspace on a shared
+    /// server), read the same way.
+    pub fn before_write(&self, path: &Path, files: &tools::Files) {
         let mut s = self.lock();
         if !s.enabled {
             return;
@@ -134,7 +136,7 @@ impl FileTracker {
             return;
         }
         // Small synchronous read: the tool that follows reads the same file anyway.
-        let content = std::fs::read(path).ok();
+        let content = files.read(path).ok();
         if let Some(dir) = s.dir.clone() {
             let blob = content.as_ref().map(|_| format!("{}.blob", s.blobs));
             let entry = Entry { point: point.clone(), path: path.to_path_buf(), blob };
@@ -147,13 +149,13 @@ impl FileTracker {
     }
 
     /// The rewind points of `turns` (the log's, oldest first), newest first.
-    pub fn points(&self, turns: &[Turn]) -> Vec<t::HistoryRewindPoint> {
+    pub fn points(&self, turns: &[Turn], files: &tools::Files) -> Vec<t::HistoryRewindPoint> {
         let s = self.lock();
         (0..turns.len())
             .rev()
             .map(|i| {
                 let turn = &turns[i];
-                let changes = changes_from(&s, &turns[i..]);
+                let changes = changes_from(&s, &turns[i..], files);
                 t::HistoryRewindPoint {
                     event_id: turn.event_id.clone(),
                     user_message: turn.user_message.clone(),
@@ -170,9 +172,9 @@ impl FileTracker {
     }
 
     /// What rewinding to `event_id` would put back; `None` when it is none of `turns`.
-    pub fn changes_since(&self, event_id: &str, turns: &[Turn]) -> Option<Vec<FileChange>> {
+    pub fn changes_since(&self, event_id: &str, turns: &[Turn], files: &tools::Files) -> Option<Vec<FileChange>> {
         let at = turns.iter().position(|t| t.event_id == event_id)?;
-        Some(changes_from(&self.lock(), &turns[at..]))
+        Some(changes_from(&self.lock(), &turns[at..], files))
     }
 
     /// Forgets what was kept for points no longer in the log (`turns`: what is left of it).
@@ -241,19 +243,19 @@ fn rewrite(s: &mut State, dir: &Path) -> std::io::Result<()> {
 
 /// Every file the turns from the first of `turns` on wrote, with its content before the
 /// first of them.
-fn changes_from(s: &State, turns: &[Turn]) -> Vec<FileChange> {
+fn changes_from(s: &State, turns: &[Turn], files: &tools::Files) -> Vec<FileChange> {
     let mut first: BTreeMap<&Path, &Option<Vec<u8>>> = BTreeMap::new();
     for turn in turns {
         for (path, before) in s.before.get(&turn.event_id).into_iter().flatten() {
             first.entry(path.as_path()).or_insert(before);
         }
     }
-    first.into_iter().filter_map(|(path, before)| change_of(path, before.clone())).collect()
+    first.into_iter().filter_map(|(path, before)| change_of(path, before.clone(), files)).collect()
 }
 
 /// How `path` differs now from `before`; `None` when it is unchanged.
-fn change_of(path: &Path, before: Option<Vec<u8>>) -> Option<FileChange> {
-    let now = std::fs::read(path).ok();
+fn change_of(path: &Path, before: Option<Vec<u8>>, files: &tools::Files) -> Option<FileChange> {
+    let now = files.read(path).ok();
     if now == before {
         return None;
     }
@@ -275,14 +277,16 @@ fn change_of(path: &Path, before: Option<Vec<u8>>) -> Option<FileChange> {
     Some(FileChange { path: path.to_path_buf(), change, lines_added: added, lines_removed: removed, before })
 }
 
-/// Puts `changes` back. Returns the files restored, or the first failure after undoing what
-/// was already put back (`Err(complete)`: whether that undo succeeded).
-pub fn restore(changes: &[FileChange]) -> Result<Vec<PathBuf>, bool> {
+/// Puts `changes` back, through `files` (a recorded path is a name: on a shared server it is
+/// written only beneath the tenant's workspace, wherever its links point by now). Returns the
+/// files restored, or the first failure after undoing what was already put back
+/// (`Err(complete)`: whether that undo succeeded).
+pub fn restore(changes: &[FileChange], files: &tools::Files) -> Result<Vec<PathBuf>, bool> {
     let mut done: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
     for c in changes {
-        let current = std::fs::read(&c.path).ok();
-        if put(&c.path, c.before.as_deref()).is_err() {
-            let undone = done.iter().rev().all(|(path, was)| put(path, was.as_deref()).is_ok());
+        let current = files.read(&c.path).ok();
+        if put(&c.path, c.before.as_deref(), files).is_err() {
+            let undone = done.iter().rev().all(|(path, was)| put(path, was.as_deref(), files).is_ok());
             return Err(undone);
         }
         done.push((c.path.clone(), current));
@@ -290,15 +294,15 @@ pub fn restore(changes: &[FileChange]) -> Result<Vec<PathBuf>, bool> {
     Ok(done.into_iter().map(|(p, _)| p).collect())
 }
 
-fn put(path: &Path, content: Option<&[u8]>) -> std::io::Result<()> {
+fn put(path: &Path, content: Option<&[u8]>, files: &tools::Files) -> std::io::Result<()> {
     match content {
         Some(bytes) => {
             if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
+                files.create_dir_all(dir)?;
             }
-            std::fs::write(path, bytes)
+            files.write(path, bytes)
         }
-        None => match std::fs::remove_file(path) {
+        None => match files.remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         },
@@ -327,28 +331,28 @@ mod tests {
         let tracker = FileTracker::default();
         tracker.enable(None);
         tracker.begin_point("p1".into());
-        tracker.before_write(&edited);
+        tracker.before_write(&edited, &tools::Files::default());
         std::fs::write(&edited, "one\nTWO\nthree\n").expect("write");
         tracker.begin_point("p2".into());
-        tracker.before_write(&created);
+        tracker.before_write(&created, &tools::Files::default());
         std::fs::write(&created, "hello\n").expect("write");
-        tracker.before_write(&edited);
+        tracker.before_write(&edited, &tools::Files::default());
         std::fs::write(&edited, "changed again\n").expect("write");
 
         let turns = [turn("p1", "first"), turn("p2", "second")];
-        let points = tracker.points(&turns);
+        let points = tracker.points(&turns, &tools::Files::default());
         assert_eq!(points.iter().map(|p| p.event_id.as_str()).collect::<Vec<_>>(), ["p2", "p1"]);
         assert_eq!((points[0].file_count, points[1].file_count), (2, 2));
 
-        let changes = tracker.changes_since("p1", &turns).expect("a point");
+        let changes = tracker.changes_since("p1", &turns, &tools::Files::default()).expect("a point");
         let kinds: Vec<_> = changes.iter().map(|c| c.change).collect();
         assert_eq!(kinds, [t::HistoryRewindChangeType::Created, t::HistoryRewindChangeType::Modified]);
-        assert_eq!(restore(&changes).map(|f| f.len()), Ok(2));
+        assert_eq!(restore(&changes, &tools::Files::default()).map(|f| f.len()), Ok(2));
         assert!(!created.exists());
         assert_eq!(std::fs::read_to_string(&edited).expect("read"), "one\ntwo\n");
         tracker.retain(&[]);
-        assert!(tracker.points(&[]).is_empty());
-        assert!(tracker.changes_since("p1", &[]).is_none());
+        assert!(tracker.points(&[], &tools::Files::default()).is_empty());
+        assert!(tracker.changes_since("p1", &[], &tools::Files::default()).is_none());
     }
 
     #[test]
@@ -360,25 +364,31 @@ mod tests {
         let first = FileTracker::default();
         first.enable(Some(kept.clone()));
         first.begin_point("p1".into());
-        first.before_write(&file);
-        first.before_write(&dir.path().join("absent.txt"));
+        first.before_write(&file, &tools::Files::default());
+        first.before_write(&dir.path().join("absent.txt"), &tools::Files::default());
         std::fs::write(&file, "after\n").expect("write");
         std::fs::write(dir.path().join("absent.txt"), "new\n").expect("write");
 
         let resumed = FileTracker::default();
         let turns = [turn("p1", "first")];
-        assert!(resumed.changes_since("p1", &turns).expect("a point").is_empty(), "nothing before enabling");
+        assert!(
+            resumed.changes_since("p1", &turns, &tools::Files::default()).expect("a point").is_empty(),
+            "nothing before enabling"
+        );
         resumed.enable(Some(kept.clone()));
-        let changes = resumed.changes_since("p1", &turns).expect("a point");
+        let changes = resumed.changes_since("p1", &turns, &tools::Files::default()).expect("a point");
         assert_eq!(changes.len(), 2);
-        assert_eq!(restore(&changes).map(|f| f.len()), Ok(2));
+        assert_eq!(restore(&changes, &tools::Files::default()).map(|f| f.len()), Ok(2));
         assert_eq!(std::fs::read_to_string(&file).expect("read"), "before\n");
         assert!(!dir.path().join("absent.txt").exists());
 
         resumed.retain(&[]);
         let again = FileTracker::default();
         again.enable(Some(kept));
-        assert!(again.changes_since("p1", &turns).expect("a point").is_empty(), "a rewound point is forgotten");
+        assert!(
+            again.changes_since("p1", &turns, &tools::Files::default()).expect("a point").is_empty(),
+            "a rewound point is forgotten"
+        );
     }
 
     #[test]
@@ -387,10 +397,10 @@ mod tests {
         let file = dir.path().join("a.txt");
         let tracker = FileTracker::default();
         tracker.begin_point("p1".into());
-        tracker.before_write(&file);
+        tracker.before_write(&file, &tools::Files::default());
         std::fs::write(&file, "x").expect("write");
         let turns = [turn("p1", "first")];
-        assert!(tracker.changes_since("p1", &turns).expect("a point").is_empty());
-        assert!(!tracker.points(&turns)[0].can_restore_files);
+        assert!(tracker.changes_since("p1", &turns, &tools::Files::default()).expect("a point").is_empty());
+        assert!(!tracker.points(&turns, &tools::Files::default())[0].can_restore_files);
     }
 }

@@ -497,6 +497,11 @@ impl SessionHandle {
         &self.inner.files
     }
 
+    /// Where the session reaches files in-process (see [`crate::deps::Deps::files`]).
+    pub fn files(&self) -> tools::Files {
+        self.deps().files(&self.view().settings.cwd)
+    }
+
     /// How to ask one attached client something (`None` when it is not attached).
     pub fn requester_of(&self, subscriber_id: u64) -> Option<Arc<dyn crate::emitter::ClientRequester>> {
         self.inner.emitter.requester_of(subscriber_id)

@@ -31,7 +31,14 @@ fn for_session(
     policy.workspaces = tenant.map(|t| t.workspace.clone()).into_iter().collect();
     policy.cgroup = tenant.and_then(|t| t.cgroup.clone());
     policy.within_workspaces = true;
-    policy.writable.push(session_dir.to_path_buf());
+    // Of the session's directory only its `files/` (as the original shares it) and its `/tmp`:
+    // the rest (the log, the rewind store, the plan) is the server's, read and written
+    // in-process, where a link planted by a command would lead the server elsewhere.
+    let files = session_dir.join("files");
+    if let Err(e) = std::fs::create_dir_all(&files) {
+        tracing::warn!(dir = %files.display(), error = %e, "creating the session's files directory failed");
+    }
+    policy.writable.push(files);
     policy.tmp = Some(session_dir.join("tmp"));
     Arc::new(policy)
 }
@@ -226,12 +233,21 @@ mod tests {
     fn a_session_under_the_floor_gets_its_own_tenants_workspace_only() {
         let (alpha, beta) = (PathBuf::from("/w/alpha"), PathBuf::from("/w/beta"));
         let floor = sandbox::Policy { workspaces: vec![alpha.clone(), beta], ..Default::default() };
-        let tenant = crate::TenantScope { workspace: alpha.clone(), config_home: "/h/alpha".into(), cgroup: None };
-        let p = for_session(&floor, Some(&tenant), Path::new("/s/1"));
+        let tenant = crate::TenantScope {
+            workspace: alpha.clone(),
+            config_home: "/h/alpha".into(),
+            cgroup: None,
+            files: tools::Files::nowhere(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("1");
+        let p = for_session(&floor, Some(&tenant), &session);
         assert_eq!(p.workspaces, vec![alpha]);
-        assert!(p.within_workspaces && p.writable.contains(&PathBuf::from("/s/1")));
-        assert_eq!(p.tmp, Some(PathBuf::from("/s/1/tmp")));
+        // Its `files/` and `/tmp`, not the directory the server keeps its log and rewinds in.
+        assert!(p.within_workspaces && p.writable == vec![session.join("files")], "{:?}", p.writable);
+        assert!(session.join("files").is_dir());
+        assert_eq!(p.tmp, Some(session.join("tmp")));
         // A session outside every workspace gets none (so its processes start nowhere).
-        assert!(for_session(&floor, None, Path::new("/s/2")).workspaces.is_empty());
+        assert!(for_session(&floor, None, &dir.path().join("2")).workspaces.is_empty());
     }
 }

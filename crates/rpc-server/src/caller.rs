@@ -35,6 +35,9 @@ pub struct Caller {
     tenancy: Option<Arc<Tenancy>>,
     /// On a shared server: who this connection authenticated as (set once).
     tenant: OnceLock<Arc<Tenant>>,
+    /// Its place among its tenant's connections, when it authenticated with `connect` (a
+    /// WebSocket's is held by the transport that authenticated it).
+    tenant_slot: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
     /// The sessionFs provider this connection declared (`sessionFs.setProvider`, once).
     session_fs: OnceLock<loop_engine::session_fs::FsProvider>,
     /// The client asked for `gitHubTelemetry.event` notifications (`connect` or a session's
@@ -58,6 +61,7 @@ impl Caller {
             next_request_id: AtomicI64::new(1),
             tenancy,
             tenant: OnceLock::new(),
+            tenant_slot: Mutex::new(None),
             session_fs: OnceLock::new(),
             github_telemetry: AtomicBool::new(false),
         }
@@ -76,6 +80,26 @@ impl Caller {
             self.set_authenticated();
         }
         same
+    }
+
+    /// Authenticates a connection that had no tenant as `tenant`, in one of the tenant's
+    /// connection places. `Err(true)`: the tenant has no place left; `Err(false)`: the
+    /// connection is another tenant's.
+    pub fn join_tenant(&self, tenant: Arc<Tenant>) -> Result<(), bool> {
+        if self.tenant().is_some() {
+            return if self.set_tenant(tenant) { Ok(()) } else { Err(false) };
+        }
+        let slot = tenant.admit().ok_or(true)?;
+        if !self.set_tenant(tenant) {
+            return Err(false);
+        }
+        *self.tenant_slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(slot);
+        Ok(())
+    }
+
+    /// The connection closed: its place among its tenant's connections is free again.
+    pub(crate) fn leave_tenant(&self) {
+        drop(self.tenant_slot.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 
     /// Whether this caller may see a session: on a single-user server every session; on a

@@ -169,6 +169,7 @@ async fn serve_inner<S: MessageSource, K: MessageSink>(
     }
     drop(reader_state);
     caller.fail_outstanding();
+    caller.leave_tenant();
     server.inference.connection_closed(id);
     server.engine.unsubscribe_lifecycle(id);
     server.engine.drop_subscriber(id);

@@ -25,6 +25,8 @@ pub struct Tenant {
     pub config_home: PathBuf,
     /// Its tool approvals per location and trusted folders.
     pub permissions: loop_engine::permission_settings::ServerPermissions,
+    /// Its connections open at once (authenticated ones; the server's own limit counts all).
+    connections: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for Tenant {
@@ -34,6 +36,12 @@ impl std::fmt::Debug for Tenant {
 }
 
 impl Tenant {
+    /// A place for one more of its connections, held as long as the connection is open;
+    /// `None` when it has as many as it may.
+    pub fn admit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.connections.clone().try_acquire_owned().ok()
+    }
+
     /// The working directory for a session of this tenant: the workspace root when none is
     /// asked for; a relative one is taken from the root. After resolving `..` and symlinks it
     /// must be the root or below it.
@@ -58,6 +66,8 @@ pub struct TenantSpec {
     pub token_sha256: [u8; 32],
     pub workspace: PathBuf,
     pub config_home: PathBuf,
+    /// Connections it may have open at once.
+    pub max_connections: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -105,7 +115,13 @@ impl Tenancy {
             }
             let workspace = prepare_workspace(&spec.name, &spec.workspace)?;
             let config_home = prepare_config_home(&spec.name, &spec.config_home)?;
-            let tenant = Arc::new(Tenant { name: spec.name, workspace, config_home, permissions: Default::default() });
+            let tenant = Arc::new(Tenant {
+                name: spec.name,
+                workspace,
+                config_home,
+                permissions: Default::default(),
+                connections: Arc::new(tokio::sync::Semaphore::new(spec.max_connections)),
+            });
             if let Some(other) = by_token.insert(spec.token_sha256, tenant.clone()) {
                 return Err(TenancyError::DuplicateToken(other.name.clone(), tenant.name.clone()));
             }
@@ -249,7 +265,7 @@ mod tests {
     use super::*;
 
     fn spec(name: &str, token: &str, workspace: PathBuf, config_home: PathBuf) -> TenantSpec {
-        TenantSpec { name: name.into(), token_sha256: token_digest(token), workspace, config_home }
+        TenantSpec { name: name.into(), token_sha256: token_digest(token), workspace, config_home, max_connections: 2 }
     }
 
     async fn tenancy(root: &Path) -> Tenancy {
@@ -269,6 +285,19 @@ mod tests {
         assert!(t.authenticate("a-token ").is_none());
         assert!(t.authenticate("").is_none());
         assert_eq!(t.auth_failures(), 2);
+    }
+
+    #[tokio::test]
+    async fn each_tenant_has_its_own_connection_places() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tenancy(dir.path()).await;
+        let (alpha, beta) = (t.authenticate("a-token").unwrap(), t.authenticate("b-token").unwrap());
+        let held = (alpha.admit(), alpha.admit());
+        assert!(held.0.is_some() && held.1.is_some());
+        assert!(alpha.admit().is_none(), "alpha has two places");
+        assert!(beta.admit().is_some(), "alpha's connections take none of beta's");
+        drop(held);
+        assert!(alpha.admit().is_some(), "a closed connection's place comes back");
     }
 
     #[tokio::test]

@@ -197,8 +197,6 @@ struct EngineOptions {
     allow_all_tools: bool,
     /// `skipper serve`: the model client and the tools are timed.
     metrics: Option<Arc<serve::metrics::Metrics>>,
-    /// `skipper serve`: file tools reach only inside these workspaces.
-    confine_to: Option<Vec<PathBuf>>,
     /// `skipper serve`: the sandbox every session's processes run under.
     sandbox: Option<sandbox::Policy>,
     /// `skipper serve`: each tenant's workspace, configuration home and resource group.
@@ -281,14 +279,11 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
         Some(false) => Arc::new(ReqwestTransport::guarded().context("creating the HTTP client")?),
         _ => http.clone(),
     };
-    let mut builtins = tools::Registry::builtins_with(if allow_private {
+    let builtins = tools::Registry::builtins_with(if allow_private {
         tools::web_fetch::WebFetchTool::allowing_private()
     } else {
         tools::web_fetch::WebFetchTool::default()
     });
-    if let Some(roots) = opts.confine_to {
-        builtins = serve::confine::confine(&builtins, roots);
-    }
     let (model_client, builtins) = match &opts.metrics {
         Some(m) => (m.model(model_client), m.tools(&builtins)),
         None => (model_client, builtins),
@@ -378,7 +373,6 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
             no_auto_login: cli.no_auto_login,
             allow_all_tools: cli.allow_all_tools || cli.allow_all || cli.yolo,
             metrics: None,
-            confine_to: None,
             sandbox: None,
             tenants: Vec::new(),
             store,

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bash::shell::ShellManager;
 // Kept under this path too: it lives with what tools return, below the shells that report
 // through it (which this file's `ToolContext` holds).
+use crate::files::Files;
 pub use crate::output::ProgressSink;
 use crate::output::ToolOutput;
 
@@ -80,6 +81,8 @@ pub struct ToolContext {
     /// The session's shells (one manager per session): commands still running after their
     /// `bash` call returned live here until read to completion, stopped, or killed.
     pub shells: Arc<ShellManager>,
+    /// Where file tools may open files (anywhere, or beneath a tenant's workspace).
+    pub files: Files,
 }
 
 impl ToolContext {
@@ -95,6 +98,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             env: Vec::new(),
             shells: Arc::new(ShellManager::new()),
+            files: Files::default(),
         }
     }
 

@@ -38,7 +38,24 @@ impl Tool for CreateTool {
         let path = ctx.resolve(raw_path);
         let shown = path.display().to_string();
 
-        match tokio::fs::metadata(&path).await {
+        // The parent directory is opened before permission is asked and the file is created
+        // in it after: a name swapped for a link meanwhile does not redirect the write.
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return ToolOutput::fail(format!(
+                "Path {shown} already exists as a directory. Choose a file path that does not exist yet."
+            ));
+        };
+        let dir = match ctx.files.open_dir(parent) {
+            Ok(d) => d,
+            Err(e) if crate::files::is_outside(&e) => return crate::files::outside_output(&shown),
+            Err(_) => {
+                return ToolOutput::fail(format!(
+                    "Parent directory {} does not exist. You need to create it before creating the file.",
+                    parent.display()
+                ))
+            }
+        };
+        match dir.metadata(name) {
             Ok(m) if m.is_dir() => {
                 return ToolOutput::fail(format!(
                     "Path {shown} already exists as a directory. Choose a file path that does not exist yet."
@@ -49,15 +66,8 @@ impl Tool for CreateTool {
                     "Path {shown} already exists as a file. Use `view` to check contents then edit it."
                 ))
             }
+            Err(e) if crate::files::is_outside(&e) => return crate::files::outside_output(&shown),
             Err(_) => {}
-        }
-        if let Some(parent) = path.parent() {
-            if !tokio::fs::metadata(parent).await.map(|m| m.is_dir()).unwrap_or(false) {
-                return ToolOutput::fail(format!(
-                    "Parent directory {} does not exist. You need to create it before creating the file.",
-                    parent.display()
-                ));
-            }
         }
 
         let diff = unified_diff(&shown, "", file_text);
@@ -71,12 +81,15 @@ impl Tool for CreateTool {
             return denied;
         }
 
-        // `create_new` so a file that appeared while the user was deciding is not clobbered.
+        // `create_new` (no link followed) so a file that appeared while the user was deciding
+        // is not clobbered.
         let write = {
-            let path = path.clone();
+            let name = name.to_os_string();
             let text = file_text.to_string();
             tokio::task::spawn_blocking(move || {
-                let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
+                let mut options = cap_std::fs::OpenOptions::new();
+                options.write(true).create_new(true);
+                let mut f = dir.open_with(name, &options)?;
                 f.write_all(text.as_bytes())
             })
             .await

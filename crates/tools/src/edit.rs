@@ -1,6 +1,6 @@
 //! `edit`: replaces exactly one occurrence of `old_str` with `new_str` in an existing file.
 
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Read as _, Seek as _, SeekFrom, Write as _};
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -47,15 +47,28 @@ impl Tool for EditTool {
         let path = ctx.resolve(raw_path);
         let shown = path.display().to_string();
 
-        let bytes = match tokio::fs::read(&path).await {
-            Ok(b) => b,
+        // The file is opened before permission is asked and written through that handle
+        // after, so the file the user approved is the file changed. One it may only read is
+        // still read (and shown); writing it fails below as it would have.
+        let file = match ctx.files.open_read_write(&path) {
+            Err(e) if e.kind() == ErrorKind::PermissionDenied && !crate::files::is_outside(&e) => {
+                ctx.files.open_read(&path).map(|f| (f, Some(e)))
+            }
+            opened => opened.map(|f| (f, None)),
+        };
+        let (mut file, unwritable) = match file {
+            Ok(f) => f,
             Err(e) if e.kind() == ErrorKind::NotFound => return missing_path_output(&shown),
-            Err(e) if path.is_dir() => {
-                tracing::debug!(error = %e, "edit on a directory");
+            Err(e) if crate::files::is_outside(&e) => return crate::files::outside_output(&shown),
+            Err(e) if e.kind() == ErrorKind::IsADirectory => {
                 return ToolOutput::fail(format!("Path {shown} is a directory, not a file; only files can be edited."));
             }
             Err(e) => return ToolOutput::fail(format!("Failed to read file {shown}: {e}")),
         };
+        let mut bytes = Vec::new();
+        if let Err(e) = file.read_to_end(&mut bytes) {
+            return ToolOutput::fail(format!("Failed to read file {shown}: {e}"));
+        }
         let content = match String::from_utf8(bytes) {
             Ok(s) => s,
             Err(_) => {
@@ -83,7 +96,17 @@ impl Tool for EditTool {
 
         // Writing through the existing file (truncate + write) keeps its inode, so its mode,
         // owner and any hard or symbolic links to it stay as they were.
-        if let Err(e) = tokio::fs::write(&path, new_content.as_bytes()).await {
+        let written = match unwritable {
+            Some(e) => Err(e),
+            None => tokio::task::spawn_blocking(move || {
+                file.set_len(0)?;
+                file.seek(SeekFrom::Start(0))?;
+                file.write_all(new_content.as_bytes())
+            })
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e))),
+        };
+        if let Err(e) = written {
             return ToolOutput::fail(format!("Failed to write file {shown}: {e}"));
         }
 

@@ -6,6 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::{paths, required_str};
 use crate::context::{PermissionRequest, ToolContext};
+use crate::files::Files;
 use crate::output::ToolOutput;
 use crate::tool::Tool;
 use crate::walk::{parallel_files, resolve_roots, GlobFilter, SearchRoot};
@@ -63,7 +64,8 @@ impl Tool for GlobTool {
 
         let cancel = ctx.cancel.clone();
         let cwd = ctx.cwd.clone();
-        let task = tokio::task::spawn_blocking(move || find(&pattern, &roots, &cwd, &cancel));
+        let files = ctx.files.clone();
+        let task = tokio::task::spawn_blocking(move || find(&pattern, &roots, &cwd, &files, &cancel));
         tokio::select! {
             _ = ctx.cancel.cancelled() => ToolOutput::interrupted(),
             joined = task => match joined {
@@ -90,6 +92,7 @@ fn find(
     pattern: &str,
     roots: &[SearchRoot],
     cwd: &std::path::Path,
+    reach: &Files,
     cancel: &CancellationToken,
 ) -> Result<Vec<String>, String> {
     let mut files = Vec::new();
@@ -102,7 +105,9 @@ fn find(
                     return None;
                 }
                 let rel = entry.path().strip_prefix(&root.abs).ok()?;
-                filter.matches(rel).then_some(())
+                // A name the walk reached through a directory swapped for a link meanwhile is
+                // not beneath the workspace: left out.
+                (filter.matches(rel) && reach.reaches(entry.path())).then_some(())
             }
         })?;
         if cancel.is_cancelled() {

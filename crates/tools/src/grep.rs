@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::{optional_bool, optional_count, optional_str, paths, required_str, ArgError};
 use crate::context::{PermissionRequest, ToolContext};
+use crate::files::Files;
 use crate::output::ToolOutput;
 use crate::tool::Tool;
 use crate::walk::{parallel_files, resolve_roots, walker, GlobFilter, SearchRoot};
@@ -82,7 +83,8 @@ impl Tool for GrepTool {
 
         let cancel = ctx.cancel.clone();
         let cwd = ctx.cwd.clone();
-        let task = tokio::task::spawn_blocking(move || search(&opts, &roots, &cwd, &cancel));
+        let files = ctx.files.clone();
+        let task = tokio::task::spawn_blocking(move || search(&opts, &roots, &cwd, &files, &cancel));
         tokio::select! {
             _ = ctx.cancel.cancelled() => ToolOutput::interrupted(),
             joined = task => match joined {
@@ -147,6 +149,7 @@ fn search(
     opts: &Options,
     roots: &[SearchRoot],
     cwd: &std::path::Path,
+    files: &Files,
     cancel: &CancellationToken,
 ) -> Result<Vec<String>, String> {
     let mut builder = RegexMatcherBuilder::new();
@@ -196,7 +199,8 @@ fn search(
                 if !entry.file_type().is_some_and(|t| t.is_file()) || !wanted(root, &entry) {
                     continue;
                 }
-                if let Some(hits) = search_file(&mut searcher, &matcher, opts, entry.path(), root.display(entry.path()))
+                if let Some(hits) =
+                    search_file(&mut searcher, &matcher, opts, files, entry.path(), root.display(entry.path()))
                 {
                     add(&mut lines, hits);
                 }
@@ -215,7 +219,7 @@ fn search(
                 if !wanted(root, entry) {
                     return None;
                 }
-                search_file(&mut searcher, &matcher, opts, entry.path(), root.display(entry.path()))
+                search_file(&mut searcher, &matcher, opts, files, entry.path(), root.display(entry.path()))
             }
         })?;
         if cancel.is_cancelled() {
@@ -251,12 +255,16 @@ fn search_file(
     searcher: &mut Searcher,
     matcher: &grep_regex::RegexMatcher,
     opts: &Options,
+    files: &Files,
     path: &std::path::Path,
     shown: String,
 ) -> Option<FileHits> {
     let mut sink =
         Collect { shown: &shown, numbers: opts.line_numbers, lines: Vec::new(), matched_lines: 0, mode: opts.mode };
-    if let Err(e) = searcher.search_path(matcher, path, &mut sink) {
+    // Opened as the file tools open (beneath the workspace on a shared server): the walk found
+    // the name, but what it names may have changed since.
+    let searched = files.open_read(path).and_then(|file| searcher.search_file(matcher, &file, &mut sink));
+    if let Err(e) = searched {
         tracing::debug!(path = %path.display(), error = %e, "grep: skipping unsearchable file");
         return None;
     }

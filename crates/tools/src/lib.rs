@@ -7,10 +7,14 @@
 
 mod args;
 pub mod bash;
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod confined_tests;
 pub mod context;
 pub mod create;
 pub mod diff;
 pub mod edit;
+pub mod files;
 pub mod glob;
 pub mod grep;
 pub mod large_output;
@@ -24,6 +28,7 @@ pub mod web_fetch;
 
 pub use bash::{ClientCommandEnd, ClientShells, ShellInfo, ShellManager};
 pub use context::{PermissionDecision, PermissionGate, PermissionRequest, ProgressSink, ShellCommand, ToolContext};
+pub use files::{Beneath, Files};
 pub use large_output::{spill_if_large, LARGE_OUTPUT_THRESHOLD};
 pub use output::{FileEdit, FileEditKind, ShellExit, ToolOutput, INTERRUPTED_TEXT};
 pub use registry::{unknown_tool_message, unknown_tool_text, Registry};

@@ -70,12 +70,19 @@ impl Tool for ViewTool {
         let path = ctx.resolve(raw_path);
         let shown = path.display().to_string();
 
-        // `metadata` follows symlinks: a link to a file is viewed as that file, a dangling
-        // link does not exist. One `stat`, made in place: the blocking pool's hand-off costs
-        // more, and on a `-p` run's single thread the first one waits for a thread to start.
-        let meta = match std::fs::metadata(&path) {
-            Ok(m) => m,
+        // The file is opened before permission is asked and read through that handle after,
+        // so what was approved is what is read. The open follows symlinks (a link to a file is
+        // viewed as that file; a dangling one does not exist) and is made in place: the
+        // blocking pool's hand-off costs more, and on a `-p` run's single thread the first one
+        // waits for a thread to start.
+        let file = match ctx.files.open_read(&path) {
+            Ok(f) => f,
             Err(e) if e.kind() == ErrorKind::NotFound => return missing_path_output(&shown),
+            Err(e) if crate::files::is_outside(&e) => return crate::files::outside_output(&shown),
+            Err(e) => return ToolOutput::fail(format!("Cannot access {shown}: {e}")),
+        };
+        let meta = match file.metadata() {
+            Ok(m) => m,
             Err(e) => return ToolOutput::fail(format!("Cannot access {shown}: {e}")),
         };
 
@@ -85,7 +92,7 @@ impl Tool for ViewTool {
         }
 
         if meta.is_dir() {
-            return list_directory(&path, &shown).await;
+            return list_directory(file, &shown).await;
         }
 
         if meta.len() > MAX_VIEW_BYTES && !force && range.is_none() {
@@ -97,10 +104,15 @@ impl Tool for ViewTool {
             ));
         }
 
-        // A small regular file is read in place too (see `metadata` above); a large one, or
-        // anything that may block (a FIFO, a device), on the blocking pool.
+        // A small regular file is read in place too (see the open above), a large one on the
+        // blocking pool. Anything else may block (a FIFO, a device): alone it is read as named
+        // on the blocking pool; beneath a tenant's workspace it is not read at all.
         let read = if meta.is_file() && meta.len() <= READ_IN_PLACE_BYTES {
-            std::fs::read(&path)
+            read_all(file)
+        } else if meta.is_file() {
+            tokio::task::spawn_blocking(move || read_all(file)).await.unwrap_or_else(|e| Err(std::io::Error::other(e)))
+        } else if ctx.files.is_confined() {
+            return ToolOutput::fail(format!("{shown} is not a regular file."));
         } else {
             tokio::fs::read(&path).await
         };
@@ -207,21 +219,30 @@ fn number_lines(content: &str, range: Option<ViewRange>) -> Result<String, Strin
 }
 
 /// The directory's own entries (not recursive), sorted by name, one per line.
-async fn list_directory(path: &Path, shown: &str) -> ToolOutput {
-    let mut dir = match tokio::fs::read_dir(path).await {
-        Ok(d) => d,
-        Err(e) => return ToolOutput::fail(format!("Failed to list directory {shown}: {e}")),
-    };
-    let mut names = Vec::new();
-    loop {
-        match dir.next_entry().await {
-            Ok(Some(entry)) => names.push(entry.file_name().to_string_lossy().into_owned()),
-            Ok(None) => break,
-            Err(e) => return ToolOutput::fail(format!("Failed to list directory {shown}: {e}")),
+async fn list_directory(dir: std::fs::File, shown: &str) -> ToolOutput {
+    let names = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<String>> {
+        let dir = cap_std::fs::Dir::from_std_file(dir);
+        let mut names = Vec::new();
+        for entry in dir.entries()? {
+            names.push(entry?.file_name().to_string_lossy().into_owned());
         }
+        Ok(names)
+    })
+    .await
+    .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+    match names {
+        Ok(mut names) => {
+            names.sort();
+            ToolOutput::ok(names.join("\n"))
+        }
+        Err(e) => ToolOutput::fail(format!("Failed to list directory {shown}: {e}")),
     }
-    names.sort();
-    ToolOutput::ok(names.join("\n"))
+}
+
+fn read_all(mut file: std::fs::File) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes)?;
+    Ok(bytes)
 }
 
 fn image_mime(path: &Path) -> Option<&'static str> {

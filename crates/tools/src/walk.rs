@@ -42,8 +42,12 @@ pub(crate) async fn resolve_roots(ctx: &ToolContext, given: Vec<String>) -> Resu
     for shown in given {
         // Collecting the components drops interior `.`s (`/cwd/./src` → `/cwd/src`).
         let abs: PathBuf = ctx.resolve(&shown).components().collect();
-        if tokio::fs::metadata(&abs).await.is_err() {
-            return Err(missing_path_output(&abs.display().to_string()));
+        match ctx.files.exists(&abs) {
+            Ok(()) => {}
+            Err(e) if crate::files::is_outside(&e) => {
+                return Err(crate::files::outside_output(&abs.display().to_string()))
+            }
+            Err(_) => return Err(missing_path_output(&abs.display().to_string())),
         }
         roots.push(SearchRoot { shown, abs });
     }

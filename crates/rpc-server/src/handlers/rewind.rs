@@ -39,7 +39,7 @@ pub async fn list_points(
         });
     }
     // Without tracking the points are the conversation's alone (nothing to restore).
-    let points = tracker.points(&turns(ctx, &session).await?);
+    let points = tracker.points(&turns(ctx, &session).await?, &session.files());
     Ok(t::HistoryListRewindPointsResult { file_change_tracking_enabled: enabled, unavailable_reason: None, points })
 }
 
@@ -65,7 +65,7 @@ pub async fn preview(
     }
     let turns = turns(ctx, &session).await?;
     check_point(ctx, &turns, &p.event_id)?;
-    let changes = session.file_tracker().changes_since(&p.event_id, &turns).unwrap_or_default();
+    let changes = session.file_tracker().changes_since(&p.event_id, &turns, &session.files()).unwrap_or_default();
     let files: Vec<_> = changes
         .iter()
         .map(|c| t::HistoryRewindFilePreview {
@@ -92,8 +92,8 @@ pub async fn rewind(ctx: &Ctx, p: t::SessionHistoryRewindParams) -> Result<t::Hi
     check_point(ctx, &turns, &p.event_id)?;
     let mut restored = Vec::new();
     if with_files {
-        let changes = session.file_tracker().changes_since(&p.event_id, &turns).unwrap_or_default();
-        match file_tracking::restore(&changes) {
+        let changes = session.file_tracker().changes_since(&p.event_id, &turns, &session.files()).unwrap_or_default();
+        match file_tracking::restore(&changes, &session.files()) {
             Ok(files) => restored = files.into_iter().map(|f| f.to_string_lossy().into_owned()).collect(),
             Err(true) => return Ok(outcome(t::HistoryRewindOutcome::FilesRolledBack)),
             Err(false) => return Ok(outcome(t::HistoryRewindOutcome::RollbackIncomplete)),

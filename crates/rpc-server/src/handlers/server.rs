@@ -14,7 +14,16 @@ pub async fn connect(ctx: &Ctx, p: t::ConnectRequest) -> Result<t::ConnectResult
         // WebSocket's header) may connect without one, or with its own; never as another.
         let selected = p.token.as_deref().and_then(|token| tenancy.authenticate(token));
         let ok = match (selected, ctx.caller.tenant()) {
-            (Some(tenant), _) => ctx.caller.set_tenant(tenant),
+            (Some(tenant), _) => match ctx.caller.join_tenant(tenant) {
+                Ok(()) => true,
+                Err(true) => {
+                    return Err(RpcError::new(
+                        jsonrpc::SERVER_OVERLOADED,
+                        "too many connections for this tenant; retry later",
+                    ))
+                }
+                Err(false) => false,
+            },
             (None, Some(_)) => p.token.is_none(),
             (None, None) => {
                 if p.token.is_none() {

@@ -28,9 +28,9 @@ pub fn floor(config: &SandboxConfig, workspaces: Vec<PathBuf>) -> anyhow::Result
     })
 }
 
-/// Each tenant as the engine sees it: its workspace, its configuration home, and (when the
-/// config sets per-tenant limits) its resource group. Limits the host cannot enforce stop the
-/// server: they are never dropped.
+/// Each tenant as the engine sees it: its workspace (and file access beneath it), its
+/// configuration home, and (when the config sets per-tenant limits) its resource group.
+/// Limits the host cannot enforce stop the server: they are never dropped.
 pub fn tenant_scopes(config: &SandboxConfig, tenancy: &Tenancy) -> anyhow::Result<Vec<loop_engine::TenantScope>> {
     let limits = sandbox::Limits {
         max_processes: config.max_processes,
@@ -50,7 +50,14 @@ pub fn tenant_scopes(config: &SandboxConfig, tenancy: &Tenancy) -> anyhow::Resul
                 )),
                 false => None,
             };
-            Ok(loop_engine::TenantScope { workspace: t.workspace.clone(), config_home: t.config_home.clone(), cgroup })
+            let beneath = tools::Beneath::open(&t.workspace)
+                .with_context(|| format!("opening tenant {}'s workspace {}", t.name, t.workspace.display()))?;
+            Ok(loop_engine::TenantScope {
+                workspace: t.workspace.clone(),
+                config_home: t.config_home.clone(),
+                cgroup,
+                files: tools::Files::beneath(Arc::new(beneath)),
+            })
         })
         .collect()
 }

@@ -70,6 +70,10 @@ pub struct ServeLimits {
     /// The largest frame body accepted before a connection authenticates.
     #[serde(default = "default_unauthenticated_frame_bytes")]
     pub unauthenticated_frame_bytes: usize,
+    /// Connections one tenant may have open at once (`[[tenants]] max_connections` overrides
+    /// it for one); past it: 503 / a `-32005` error. Default: all of `max_connections` with
+    /// one tenant, half of them with several, so that no tenant can take every slot.
+    pub max_connections_per_tenant: Option<usize>,
 }
 
 impl Default for ServeLimits {
@@ -80,6 +84,7 @@ impl Default for ServeLimits {
             max_unauthenticated: default_max_unauthenticated(),
             handshake_timeout_s: default_handshake_timeout_s(),
             unauthenticated_frame_bytes: default_unauthenticated_frame_bytes(),
+            max_connections_per_tenant: None,
         }
     }
 }
@@ -115,6 +120,8 @@ pub struct TenantConfig {
     /// The tenant's own configuration (MCP servers, plugins, skills, agents, instructions,
     /// settings); default `<home>/tenants/<name>`. Never inside a workspace.
     pub config_home: Option<PathBuf>,
+    /// Connections it may have open at once; default `[limits] max_connections_per_tenant`.
+    pub max_connections: Option<usize>,
 }
 
 /// Several nodes sharing one database (`--database-url postgres://…`).
@@ -166,6 +173,11 @@ impl ServerConfig {
         }
         if config.limits.max_connections == 0 {
             bail!("limits.max_connections must be at least 1");
+        }
+        if config.limits.max_connections_per_tenant == Some(0)
+            || config.tenants.iter().any(|t| t.max_connections == Some(0))
+        {
+            bail!("a tenant's max_connections must be at least 1");
         }
         if config.cluster.lease_ttl_s == 0 {
             bail!("cluster.lease_ttl_s must be at least 1");

@@ -83,11 +83,16 @@ async fn rpc(
         tracing::warn!("WebSocket refused: too many connections");
         return (StatusCode::SERVICE_UNAVAILABLE, "too many connections; retry later\n").into_response();
     };
+    let Some(tenant_slot) = tenant.admit() else {
+        tracing::warn!(tenant = %tenant.name, "WebSocket refused: too many connections for the tenant");
+        return (StatusCode::SERVICE_UNAVAILABLE, "too many connections for this tenant; retry later\n")
+            .into_response();
+    };
     let limit = app.server.limits.max_frame_bytes;
     let server = app.server.clone();
     upgrade.max_message_size(limit).max_frame_size(limit).on_upgrade(move |socket| async move {
         rpc_server::websocket::serve_websocket(server, socket, tenant).await;
-        drop(slot);
+        drop((slot, tenant_slot));
     })
 }
 

@@ -6,7 +6,6 @@
 pub mod args;
 mod command_sandbox;
 pub mod config;
-pub mod confine;
 pub(crate) mod extensions;
 mod http;
 pub mod metrics;
@@ -104,7 +103,6 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             no_auto_login: false,
             allow_all_tools: false,
             metrics: Some(metrics.clone()),
-            confine_to: Some(workspaces.clone()),
             sandbox: Some(command_sandbox::floor(&config.sandbox, workspaces)?),
             tenants,
             store: storage,
@@ -330,6 +328,12 @@ fn tenant_specs(
         Some(h) => h.clone(),
         None => data_root.join("tenants").join(name),
     };
+    let limits = &config.limits;
+    let shared_default = match config.tenants.len() {
+        0 | 1 => limits.max_connections,
+        _ => limits.max_connections.div_ceil(2),
+    };
+    let per_tenant = limits.max_connections_per_tenant.unwrap_or(shared_default);
     if !config.tenants.is_empty() {
         return config
             .tenants
@@ -340,6 +344,7 @@ fn tenant_specs(
                     token_sha256: config::parse_digest(&t.token_sha256)?,
                     workspace: workspace_of(&t.name, t.workspace.as_ref()),
                     config_home: config_home_of(&t.name, t.config_home.as_ref()),
+                    max_connections: t.max_connections.unwrap_or(per_tenant),
                 })
             })
             .collect();
@@ -364,6 +369,7 @@ fn tenant_specs(
         token_sha256: token_digest(&token),
         workspace: workspace_of("default", None),
         config_home: config_home_of("default", None),
+        max_connections: per_tenant,
     }])
 }
 

@@ -339,3 +339,64 @@ async fn a_host_that_cannot_sandbox_does_not_serve() {
     })
     .await;
 }
+
+/// The server's own work on a tenant's files cannot be led out by what the tenant's commands
+/// leave behind: a directory swapped for a link into beta's workspace after an edit does not
+/// carry the edit's rewind there, and the session's own directory (its log and rewind store,
+/// read and written by the server) is not the commands' to change.
+#[tokio::test(flavor = "multi_thread")]
+async fn links_a_tenants_commands_plant_do_not_lead_the_servers_file_work_out() {
+    if !sandbox_here() {
+        return;
+    }
+    with_timeout(120, async {
+        let s = Serve::start().await;
+        let beta = crate::tenant_config::betas_files(&s);
+        std::fs::write(beta.join("notes.txt"), "beta's notes").unwrap();
+        let d = s.workspace("alpha").join("d");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("notes.txt"), "alpha's notes").unwrap();
+        let c = s.tenant(ALPHA).await;
+        let sid = c.create_session(json!({"requestPermission": true, "enableFileChangeTracking": true})).await;
+        let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        let edit = json!({"path": d.join("notes.txt"), "old_str": "notes", "new_str": "edited notes"});
+        s.fake.push_reply(Reply::ToolCalls(vec![("edit".into(), edit.to_string())]));
+        s.fake.push_reply(Reply::text("edited"));
+        c.send(&sid, "edit it").await;
+        c.wait_for_nth_event(&sid, "session.idle", 1, T).await;
+        assert_eq!(std::fs::read_to_string(d.join("notes.txt")).unwrap(), "alpha's edited notes");
+        let point = c.events_of_type(&sid, "user.message")[0]["id"].clone();
+
+        let session_dir = crate::tenant_config::server_home(&s).join("session-state").join(&sid);
+        assert!(session_dir.join("rewind/index.jsonl").exists(), "the edit was kept for rewinds");
+        let (dir, swap) = (session_dir.display(), format!("mv d d.real && ln -s {} d && echo swapped", beta.display()));
+        let out = alpha_runs(
+            &s,
+            &c,
+            &sid,
+            &[
+                &swap,
+                &format!("echo forged >> {dir}/rewind/index.jsonl; ln -s {} {dir}/plan.md; ls {dir}", beta.display()),
+            ],
+        )
+        .await;
+        assert!(out[0].contains("swapped"), "{out:?}");
+        let index = std::fs::read_to_string(session_dir.join("rewind/index.jsonl")).unwrap();
+        assert!(!index.contains("forged"), "the rewind store was changed: {index}");
+        assert!(!session_dir.join("plan.md").exists(), "a link was planted in the session's directory");
+        assert!(!out[1].contains("events.jsonl"), "the session's directory is shown to its commands: {}", out[1]);
+
+        // Rewinding to the edit would put alpha's old notes back at d/notes.txt, now beta's file.
+        let rewound = c
+            .ok("session.history.rewind", json!({"sessionId": sid, "eventId": point, "mode": "conversation-and-files"}))
+            .await;
+        assert_ne!(rewound["outcome"], json!("success"), "{rewound}");
+        assert_eq!(std::fs::read_to_string(beta.join("notes.txt")).unwrap(), "beta's notes");
+        assert_eq!(
+            std::fs::read_to_string(d.with_extension("real").join("notes.txt")).unwrap(),
+            "alpha's edited notes"
+        );
+        approver.abort();
+    })
+    .await;
+}

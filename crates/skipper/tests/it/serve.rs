@@ -695,6 +695,49 @@ async fn past_the_connection_limit_clients_are_told_and_refused() {
     .await;
 }
 
+/// One tenant cannot take every connection: past its own limit alpha is refused (`connect`:
+/// `-32005`, and the connection stays unauthenticated; a WebSocket: 503) while beta still gets
+/// in, and a place alpha frees is alpha's again.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_tenant_cannot_take_every_connection() {
+    with_timeout(60, async {
+        let s = Serve::start_with(&tenants_config("\n[limits]\nmax_connections_per_tenant = 2\n"), &[]).await;
+        let first = s.tenant(ALPHA).await;
+        let mut ws = Ws::open(&s.http, Some(ALPHA)).await.expect("alpha's second connection fits");
+        assert_eq!(ws.call("ping", json!({})).await["result"]["message"], json!("pong"));
+        assert_eq!(Ws::open(&s.http, Some(ALPHA)).await.err(), Some(503));
+        let mut third = TcpStream::connect(&s.sdk).await.unwrap();
+        write_request(&mut third, 1, "connect", json!({"token": ALPHA})).await;
+        let refused = read_frame(&mut third).await;
+        assert_eq!(refused["error"]["code"], json!(-32005), "{refused}");
+        assert!(refused["error"]["message"].as_str().unwrap().contains("for this tenant"), "{refused}");
+        write_request(&mut third, 2, "session.list", json!({})).await;
+        assert_eq!(read_frame(&mut third).await["error"]["code"], json!(-32001), "refused means not let in");
+        // Beta is not affected.
+        let beta = s.tenant(BETA).await;
+        beta.ok("ping", json!({})).await;
+        let _beta_ws = Ws::open(&s.http, Some(BETA)).await.expect("beta's WebSocket");
+        // Alpha's first leaves: the third connection may try again and gets in.
+        first.close().await;
+        let admitted = tokio::time::timeout(T, async {
+            for id in 3.. {
+                write_request(&mut third, id, "connect", json!({"token": ALPHA})).await;
+                let answer = read_frame(&mut third).await;
+                if answer["result"]["ok"] == json!(true) {
+                    return;
+                }
+                assert_eq!(answer["error"]["code"], json!(-32005), "{answer}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        assert!(admitted.is_ok(), "a place alpha freed is alpha's again");
+        write_request(&mut third, 1000, "session.list", json!({})).await;
+        assert!(read_frame(&mut third).await["result"].is_object());
+    })
+    .await;
+}
+
 /// Writes one request frame on a raw connection.
 async fn write_request(c: &mut TcpStream, id: u64, method: &str, params: Value) {
     let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
