@@ -261,6 +261,7 @@ def summary_ms(xs_s: list[float]) -> dict[str, float]:
         "n": len(ms),
         "median_ms": round(statistics.median(ms), 3),
         "p90_ms": round(pct(ms, 90), 3),
+        "p99_ms": round(pct(ms, 99), 3),
         "mean_ms": round(statistics.fmean(ms), 3),
         "min_ms": round(min(ms), 3),
         "max_ms": round(max(ms), 3),
@@ -587,9 +588,9 @@ def handshake(s: Server) -> None:
     s.call("ping", {}, timeout=60)
 
 
-def create_session(s: Server, streaming: bool = False, timeout: float = 60) -> str:
+def create_session(s: Server, streaming: bool = False, timeout: float = 60, extra: dict | None = None) -> str:
     sid = str(uuid.uuid4())
-    s.call("session.create", {"sessionId": sid, "requestPermission": False, "streaming": streaming},
+    s.call("session.create", {"sessionId": sid, "requestPermission": False, "streaming": streaming, **(extra or {})},
            timeout=timeout)
     return sid
 
@@ -716,12 +717,20 @@ def fig_text_turns(env: Env, target: Target, n: int, streaming: bool) -> dict:
         s.close()
 
 
-def fig_tool_turns(env: Env, target: Target, n: int) -> dict:
-    """Figure 2b: send → idle for [bash `true` tool call, then text]; tool span from events."""
+def fig_tool_turns(env: Env, target: Target, n: int, sandboxed: bool = False) -> dict:
+    """Figure 2b: send → idle for [bash `true` tool call, then text]; tool span from events.
+    Figure 2c: the same with the session's commands in the bubblewrap sandbox
+    (`sandboxConfig: {enabled: true}`), and what that does to `session.create`."""
     s = env.start(target, extra=["--allow-all-tools"])
     try:
         handshake(s)
-        sid = create_session(s)
+        extra = {"sandboxConfig": {"enabled": True}} if sandboxed else None
+        creates = []
+        for _ in range(q(20, 5)):
+            t0 = time.perf_counter()
+            create_session(s, extra=extra)
+            creates.append(time.perf_counter() - t0)
+        sid = create_session(s, extra=extra)
         per_conv = [{"tool_calls": [{"name": "bash", "arguments": {"command": "true", "description": "bench"}}]},
                     {"text": "done"}]
         totals, tool_wall, tool_stamp, failures, errors = [], [], [], 0, 0
@@ -748,6 +757,7 @@ def fig_tool_turns(env: Env, target: Target, n: int) -> dict:
             if i % 50 == 0:
                 env.fake.clear_requests()
         return {
+            "session_create": summary_ms(creates),
             "send_to_idle": summary_ms(totals),
             "tool_span_wall": summary_ms(tool_wall),
             "tool_span_event_timestamps": summary_ms(tool_stamp),
@@ -1512,6 +1522,12 @@ def _ms(d: dict | None) -> str:
     return f"median {d['median_ms']:.2f} ms, p90 {d['p90_ms']:.2f} ms (n={d['n']})"
 
 
+def _ms99(d: dict | None) -> str:
+    if not d or not d.get("n"):
+        return "-"
+    return f"median {d['median_ms']:.2f} ms, p99 {d['p99_ms']:.2f} ms (n={d['n']})"
+
+
 def report(results: dict) -> list[tuple[str, str, str]]:
     rows: list[tuple[str, str, str]] = []
 
@@ -1536,8 +1552,14 @@ def report(results: dict) -> list[tuple[str, str, str]]:
     if "2b_tool_turn" in f:
         d = f["2b_tool_turn"]
         row("2b", "send → idle, bash `true` + text", _ms(d.get("send_to_idle")))
-        row("2b", "  tool span (start→complete, wall)", _ms(d.get("tool_span_wall")))
+        row("2b", "  tool span (start→complete, wall)", _ms99(d.get("tool_span_wall")))
         row("2b", "  send → idle minus tool span", _fmt(d.get("send_to_idle_minus_tool_median_ms"), " ms"))
+        row("2b", "  session.create", _ms(d.get("session_create")))
+    if "2c_tool_turn_sandboxed" in f:
+        d = f["2c_tool_turn_sandboxed"]
+        row("2c", "send → idle, bash `true` + text, sandboxed", _ms(d.get("send_to_idle")))
+        row("2c", "  tool span (start→complete, wall)", _ms99(d.get("tool_span_wall")))
+        row("2c", "  session.create with sandboxConfig", _ms(d.get("session_create")))
     if "3_throughput" in f:
         d = f["3_throughput"]
         row("3", "session.event per second (streaming)",
@@ -1831,6 +1853,7 @@ def main() -> int:
         ("2", "2a_text_turn", lambda: fig_text_turns(env, sk, N_TEXT_TURNS, streaming=False)),
         ("2", "2a_text_turn_streaming", lambda: fig_text_turns(env, sk, N_STREAM_TURNS, streaming=True)),
         ("2", "2b_tool_turn", lambda: fig_tool_turns(env, sk, N_TOOL_CONVS)),
+        ("2", "2c_tool_turn_sandboxed", lambda: fig_tool_turns(env, sk, N_TOOL_CONVS, sandboxed=True)),
         ("3", "3_throughput", lambda: fig_throughput(env, sk, N_THROUGHPUT_TURNS)),
         ("4", "4_decay_one_session", lambda: fig_decay(env, sk, N_DECAY_TURNS, DECAY_WINDOW, 1)),
         ("4", "4_decay_steady_model", lambda: fig_decay(env, sk, N_DECAY_TURNS, DECAY_WINDOW, 1, STEADY_MODEL)),

@@ -114,6 +114,7 @@ pub(crate) fn from_config(
         tmp: Some(std::env::temp_dir()),
         network: outbound,
         cgroup: None,
+        seccomp: None,
         // In-process requests of a single user's session go where the user's own would.
         internal_network: true,
         env_allow: None,

@@ -1,6 +1,7 @@
 //! Resource limits for a group of sandboxed processes (a team server's tenant): how many
-//! processes they may have at once and how much memory they may use together, through the
-//! host's cgroups. Each process joins its group before `bwrap` starts (a shell writes its own
+//! processes they may have at once, how much memory they may use together, and their share of
+//! the CPU when the machine is busy (the same for every group: a tenant running a hundred
+//! processes gets as much as one running one), through the host's cgroups. Each process joins its group before `bwrap` starts (a shell writes its own
 //! pid into the group and then runs `bwrap` in its place), so nothing it starts is outside.
 //!
 //! cgroup v1 (separate `pids` and `memory` hierarchies, as on these hosts) is used where the
@@ -15,11 +16,14 @@ use std::path::{Path, PathBuf};
 pub struct Limits {
     pub max_processes: Option<u64>,
     pub max_memory_bytes: Option<u64>,
+    /// The group's weight against the others' when the CPU is contended (cgroup v2's
+    /// `cpu.weight` scale: 1-10000, 100 the usual).
+    pub cpu_weight: Option<u64>,
 }
 
 impl Limits {
     pub fn any(&self) -> bool {
-        self.max_processes.is_some() || self.max_memory_bytes.is_some()
+        self.max_processes.is_some() || self.max_memory_bytes.is_some() || self.cpu_weight.is_some()
     }
 }
 
@@ -86,6 +90,14 @@ impl Cgroup {
             let v1 = Path::new("/sys/fs/cgroup/memory").exists();
             wanted.push(("memory", if v1 { "memory.limit_in_bytes" } else { "memory.max" }, bytes.to_string()));
         }
+        if let Some(weight) = limits.cpu_weight {
+            let weight = weight.clamp(1, 10_000);
+            // v1 `cpu.shares`: 1024 is the usual share, as 100 is the usual weight.
+            match Path::new("/sys/fs/cgroup/cpu").exists() {
+                true => wanted.push(("cpu", "cpu.shares", (weight * 1024 / 100).max(2).to_string())),
+                false => wanted.push(("cpu", "cpu.weight", weight.to_string())),
+            }
+        }
         for (controller, file, value) in wanted {
             let root =
                 own_root(controller).ok_or_else(|| format!("this host has no {controller} cgroup controller"))?;
@@ -100,20 +112,11 @@ impl Cgroup {
         Ok(made)
     }
 
-    /// `program args…` run so that it is in this group from its first instruction on: a shell
-    /// moves itself into the group, then becomes the program. It fails (126) rather than run
-    /// outside the group.
-    pub(crate) fn join(&self, program: PathBuf, args: Vec<std::ffi::OsString>) -> (PathBuf, Vec<std::ffi::OsString>) {
-        let mut script = String::new();
-        for _ in &self.dirs {
-            script.push_str("echo $$ > \"$1\" || exit 126; shift; ");
-        }
-        script.push_str("exec \"$@\"");
-        let mut out: Vec<std::ffi::OsString> = vec!["-c".into(), script.into(), "sh".into()];
-        out.extend(self.dirs.iter().map(|d| d.join("cgroup.procs").into_os_string()));
-        out.push(program.into_os_string());
-        out.extend(args);
-        (PathBuf::from("/bin/sh"), out)
+    /// The files a process writes its pid to to join this group (in every hierarchy); the
+    /// sandbox's launcher does so before it becomes `bwrap` (`Policy::wrap`), so the process is
+    /// in the group from its first instruction on.
+    pub(crate) fn procs_files(&self) -> Vec<PathBuf> {
+        self.dirs.iter().map(|d| d.join("cgroup.procs")).collect()
     }
 }
 
@@ -137,7 +140,7 @@ mod tests {
 
     /// Whether this host lets the test make a pids group (it skips, saying so, where not).
     fn groups_here() -> bool {
-        match Cgroup::create("probe", &Limits { max_processes: Some(100), max_memory_bytes: None }) {
+        match Cgroup::create("probe", &Limits { max_processes: Some(100), ..Default::default() }) {
             Ok(_) => true,
             Err(e) => {
                 eprintln!("skipped: {e}");
@@ -151,14 +154,37 @@ mod tests {
         if !groups_here() {
             return;
         }
-        let group = Cgroup::create("capped", &Limits { max_processes: Some(8), max_memory_bytes: None }).unwrap();
+        let group = Cgroup::create("capped", &Limits { max_processes: Some(8), ..Default::default() }).unwrap();
+        let group = std::sync::Arc::new(group);
+        let policy = crate::Policy { cgroup: Some(group.clone()), ..Default::default() };
         let script = "echo inside=$(grep -c skipper- /proc/self/cgroup); for i in $(seq 30); do sleep 2 & done; wait";
-        let (program, args) = group.join("/bin/sh".into(), vec!["-c".into(), script.into()]);
+        let (program, args) = policy.launch("/bin/sh".into(), vec!["-c".into(), script.into()]);
         let out = std::process::Command::new(program).args(args).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
         assert!(text.contains("inside=1"), "the command ran inside the group: {text}");
         assert!(text.contains("fork"), "past 8 processes a fork fails: {text}");
         let pids = std::fs::read_to_string(group.dirs[0].join("pids.max")).unwrap();
         assert_eq!(pids.trim(), "8");
+    }
+
+    #[test]
+    fn a_groups_cpu_share_is_its_weight_and_its_processes_are_in_it() {
+        if !groups_here() {
+            return;
+        }
+        let group = match Cgroup::create("weighted", &Limits { cpu_weight: Some(50), ..Default::default() }) {
+            Ok(g) => std::sync::Arc::new(g),
+            Err(e) => return eprintln!("skipped: {e}"),
+        };
+        let dir = &group.dirs[0];
+        let (file, want) = if dir.join("cpu.shares").exists() { ("cpu.shares", "512") } else { ("cpu.weight", "50") };
+        assert_eq!(std::fs::read_to_string(dir.join(file)).unwrap().trim(), want);
+        let policy = crate::Policy { cgroup: Some(group.clone()), ..Default::default() };
+        let (program, args) = policy.launch("/bin/cat".into(), vec!["/proc/self/cgroup".into()]);
+        let out = std::process::Command::new(program).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let group_path = dir.to_string_lossy();
+        let tail = group_path.split("skipper-").nth(1).unwrap();
+        assert!(text.lines().any(|l| l.contains("cpu") && l.ends_with(&format!("skipper-{tail}"))), "{text}");
     }
 }

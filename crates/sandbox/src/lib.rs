@@ -15,8 +15,10 @@ pub mod egress;
 mod env;
 mod host;
 mod policy;
+mod seccomp;
 
 pub use cgroup::{Cgroup, Limits};
 pub use env::SAFE_ENV;
 pub use host::{host_support, HostSupport};
 pub use policy::{Policy, Wrapped};
+pub use seccomp::Seccomp;

@@ -45,6 +45,8 @@ pub struct Policy {
     pub env_deny: Vec<String>,
     /// The group whose resource limits its processes share (a team server's tenant's).
     pub cgroup: Option<std::sync::Arc<crate::Cgroup>>,
+    /// System calls refused to its processes (a shared server's); none when unset.
+    pub seccomp: Option<std::sync::Arc<crate::Seccomp>>,
     /// Why no process can start under this policy (a rule this sandbox cannot enforce); every
     /// start fails with it rather than run less confined than asked.
     pub refusal: Option<String>,
@@ -86,11 +88,37 @@ impl Policy {
             // Made on the first process that needs it; a failure shows as bwrap's own error.
             let _ = std::fs::create_dir_all(tmp);
         }
-        let (program, args) = match &self.cgroup {
-            Some(group) => group.join(bwrap.clone(), self.bwrap_args(program, args, cwd)),
-            None => (bwrap.clone(), self.bwrap_args(program, args, cwd)),
-        };
+        let (program, args) = self.launch(bwrap.clone(), self.bwrap_args(program, args, cwd));
         Ok(Wrapped { program, args, env: crate::env::build(env, self.env_allow.as_deref(), &self.env_deny) })
+    }
+
+    /// `bwrap args…` as it is started: directly, or (with a resource group or a seccomp
+    /// filter) by a shell that first moves itself into the group and opens the filters on the
+    /// descriptors `bwrap` reads them from, then becomes `bwrap`. It fails (126) rather than
+    /// run outside the group; a filter it cannot open fails the command.
+    pub(crate) fn launch(&self, bwrap: PathBuf, args: Vec<OsString>) -> (PathBuf, Vec<OsString>) {
+        let procs = self.cgroup.as_ref().map(|g| g.procs_files()).unwrap_or_default();
+        let filters = self.seccomp.as_ref().map(|s| s.files().to_vec()).unwrap_or_default();
+        if procs.is_empty() && filters.is_empty() {
+            return (bwrap, args);
+        }
+        let mut script = String::new();
+        for _ in &procs {
+            script.push_str("echo $$ > \"$1\" || exit 126; shift; ");
+        }
+        let mut redirects = String::new();
+        for (i, fd) in crate::seccomp::FDS.iter().enumerate().take(filters.len()) {
+            script.push_str(&format!("f{i}=$1; shift; "));
+            redirects.push_str(&format!(" {fd}<\"$f{i}\""));
+        }
+        script.push_str("exec \"$@\"");
+        script.push_str(&redirects);
+        let mut out: Vec<OsString> = vec!["-c".into(), script.into(), "sh".into()];
+        out.extend(procs.into_iter().map(PathBuf::into_os_string));
+        out.extend(filters.into_iter().map(PathBuf::into_os_string));
+        out.push(bwrap.into_os_string());
+        out.extend(args);
+        (PathBuf::from("/bin/sh"), out)
     }
 
     fn bwrap_args(&self, program: &OsStr, args: &[OsString], cwd: &Path) -> Vec<OsString> {
@@ -99,6 +127,9 @@ impl Policy {
         // namespaces; no capabilities (bwrap also sets no_new_privs, so nothing inside can
         // gain privileges through setuid programs).
         out.flag("--die-with-parent").flag("--unshare-all").flag("--cap-drop").flag("ALL");
+        for a in self.seccomp.iter().flat_map(|s| s.bwrap_args()) {
+            out.flag(&a);
+        }
         if self.network {
             out.flag("--share-net");
         }

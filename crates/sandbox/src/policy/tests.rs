@@ -194,3 +194,32 @@ fn an_allowlist_keeps_the_servers_secrets_out_of_the_environment() {
     assert!(!out.contains("gho_server") && !out.contains("postgres://"), "{out}");
     assert!(out.contains("HOME=/tmp"), "{out}");
 }
+
+/// Under the seccomp filter ordinary work goes on — processes, threads (the C library falls
+/// back from `clone3` to `clone`), files — and what reaches past the namespaces is refused.
+#[test]
+fn the_seccomp_filter_refuses_new_namespaces_and_keyrings_only() {
+    if !sandbox_here() {
+        return;
+    }
+    let d = dirs();
+    let filters = tempfile::tempdir().unwrap();
+    let p =
+        Policy { seccomp: Some(std::sync::Arc::new(crate::Seccomp::install(filters.path()).unwrap())), ..policy(&d) };
+    let (code, out) = run(&p, &d.work, "echo hi > f && cat f && (sleep 0 & wait) && echo forked", &[PATH]);
+    assert_eq!((code, out.as_str()), (0, "hi\nforked\n"));
+    let (code, out) = run(&p, &d.work, "unshare -U true && echo UNSHARED", &[PATH]);
+    assert!(code != 0 && out.contains("Operation not permitted") && !out.contains("UNSHARED"), "{code}: {out}");
+    let (code, _) = run(&policy(&d), &d.work, "unshare -U true", &[PATH]);
+    assert_eq!(code, 0, "without the filter the same command works (so the refusal above is the filter's)");
+    if Path::new("/usr/bin/python3").exists() {
+        let script = "import ctypes, threading\n\
+            libc = ctypes.CDLL(None, use_errno=True)\n\
+            t = threading.Thread(target=lambda: None); t.start(); t.join()\n\
+            r = libc.syscall(NR_KEYCTL, 0, -4, 0, 0, 0)\n\
+            print('threads', 'keyctl', r, ctypes.get_errno())\n";
+        let script = script.replace("NR_KEYCTL", &libc::SYS_keyctl.to_string());
+        let (code, out) = run(&p, &d.work, &format!("python3 -c \"{script}\""), &[PATH]);
+        assert_eq!((code, out.trim()), (0, format!("threads keyctl -1 {}", libc::EPERM).as_str()), "{out}");
+    }
+}

@@ -1,10 +1,11 @@
 //! The team server's command sandbox: every tenant's commands, user shells and local MCP
 //! servers run under it, and no client can lower it. Each process sees the system read-only,
-//! its tenant's workspace and its session's directory writable, nothing of the server's home
-//! or other tenants, only the environment variables in [`sandbox::SAFE_ENV`], and (unless the
-//! operator allows it) no network. A host that cannot sandbox does not serve.
+//! its tenant's workspace and its session's `files/` writable, nothing of the server's home
+//! or other tenants, only the environment variables in [`sandbox::SAFE_ENV`], (unless the
+//! operator allows it) no network, and a seccomp filter over the system calls that reach past
+//! its namespaces. A host that cannot sandbox does not serve.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
@@ -12,13 +13,24 @@ use rpc_server::tenancy::Tenancy;
 
 use super::config::SandboxConfig;
 
-pub fn floor(config: &SandboxConfig, workspaces: Vec<PathBuf>) -> anyhow::Result<sandbox::Policy> {
+/// The floor; the seccomp filter's compiled form is kept under `home` (the server's own).
+pub fn floor(config: &SandboxConfig, workspaces: Vec<PathBuf>, home: &Path) -> anyhow::Result<sandbox::Policy> {
     let support = sandbox::host_support();
     if !support.supported() {
         let reason = support.reason.as_deref().unwrap_or("no sandbox backend");
         bail!("skipper serve runs every tenant's commands in a sandbox, and this host cannot: {reason}");
     }
+    // A layer on top of the namespaces, not the floor itself: where it cannot be made (an
+    // architecture without a filter), the sandbox goes on without it and says so.
+    let seccomp = match sandbox::Seccomp::install(&home.join("sandbox")) {
+        Ok(s) => Some(Arc::new(s)),
+        Err(e) => {
+            tracing::warn!(error = %e, "tenants' commands run without a seccomp filter");
+            None
+        }
+    };
     Ok(sandbox::Policy {
+        seccomp,
         workspaces,
         readable: config.readonly_paths.clone(),
         network: config.network,
@@ -35,6 +47,7 @@ pub fn tenant_scopes(config: &SandboxConfig, tenancy: &Tenancy) -> anyhow::Resul
     let limits = sandbox::Limits {
         max_processes: config.max_processes,
         max_memory_bytes: config.max_memory_mb.map(|mb| mb.saturating_mul(1024 * 1024)),
+        cpu_weight: config.cpu_weight,
     };
     tenancy
         .tenants()
@@ -43,7 +56,7 @@ pub fn tenant_scopes(config: &SandboxConfig, tenancy: &Tenancy) -> anyhow::Resul
                 true => Some(Arc::new(
                     sandbox::Cgroup::create(&t.name, &limits).map_err(anyhow::Error::msg).with_context(|| {
                         format!(
-                            "[sandbox] max_processes / max_memory_mb for tenant {}: this host cannot enforce them",
+                            "[sandbox] max_processes / max_memory_mb / cpu_weight for tenant {}: this host cannot enforce them",
                             t.name
                         )
                     })?,

@@ -47,6 +47,10 @@ pub struct SandboxConfig {
     pub max_processes: Option<u64>,
     /// Per tenant: memory they may use together, in MiB (cgroup `memory`); none when unset.
     pub max_memory_mb: Option<u64>,
+    /// Per tenant: its weight when the CPU is contended, 1-10000 (cgroup `cpu`; the same for
+    /// every tenant, so each gets an equal share however many processes it runs); none when
+    /// unset.
+    pub cpu_weight: Option<u64>,
 }
 
 /// Bounds of the server as a whole (each connection's own are `config/defaults.toml`'s).

@@ -103,7 +103,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             no_auto_login: false,
             allow_all_tools: false,
             metrics: Some(metrics.clone()),
-            sandbox: Some(command_sandbox::floor(&config.sandbox, workspaces)?),
+            sandbox: Some(command_sandbox::floor(&config.sandbox, workspaces, &home)?),
             tenants,
             store: storage,
         },

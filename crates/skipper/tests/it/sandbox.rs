@@ -105,6 +105,8 @@ async fn a_tenants_commands_cannot_reach_another_tenant_the_server_or_the_networ
             format!("cat /proc/{server_pid}/environ; env"),
             format!("kill -9 {server_pid}; echo signalled"),
             format!("(echo > /dev/tcp/127.0.0.1/{model_port}) 2>/dev/null && echo CONNECTED || echo REFUSED"),
+            // A user namespace of its own, where it would be root: the seccomp filter says no.
+            "unshare -U -r id && echo IN-A-NEW-USERNS".to_string(),
         ];
         let commands: Vec<&str> = attacks.iter().map(String::as_str).collect();
         let out = alpha_runs(&s, &c, &sid, &commands).await;
@@ -121,6 +123,7 @@ async fn a_tenants_commands_cannot_reach_another_tenant_the_server_or_the_networ
             assert!(!out[4].contains(secret), "the server's environment leaked ({secret}): {}", out[4]);
         }
         assert!(out[6].contains("REFUSED"), "{}", out[6]);
+        assert!(out[7].contains("Operation not permitted") && !out[7].contains("IN-A-NEW-USERNS"), "{}", out[7]);
         assert!(s.child.try_wait().unwrap().is_none(), "the server died: {}", s.stderr_text());
         // Beta, on the same server, is untouched and served.
         assert_eq!(std::fs::read_to_string(beta.join("secret.txt")).unwrap(), "TOP-SECRET-OF-BETA");
@@ -194,7 +197,7 @@ async fn processes_a_tenant_leaves_behind_die_with_its_session() {
 /// limits test skips, saying so, where not (a server configured with limits then refuses to
 /// start, which the sandbox crate's own tests show).
 fn cgroups_here() -> bool {
-    let limits = ::sandbox::Limits { max_processes: Some(64), max_memory_bytes: Some(64 << 20) };
+    let limits = ::sandbox::Limits { max_processes: Some(64), max_memory_bytes: Some(64 << 20), cpu_weight: Some(100) };
     match ::sandbox::Cgroup::create("probe", &limits) {
         Ok(_) => true,
         Err(e) => {
@@ -210,7 +213,8 @@ async fn a_tenants_processes_and_memory_are_capped_without_touching_the_others()
         return;
     }
     with_timeout(120, async {
-        let config = crate::serve::tenants_config("\n[sandbox]\nmax_processes = 24\nmax_memory_mb = 64\n");
+        let config =
+            crate::serve::tenants_config("\n[sandbox]\nmax_processes = 24\nmax_memory_mb = 64\ncpu_weight = 100\n");
         let mut s = Serve::start_with_args(&config, &[], &[]).await;
         let (c, sid, approver) = alpha_session(&s).await;
         let out = alpha_runs(
@@ -226,6 +230,16 @@ async fn a_tenants_processes_and_memory_are_capped_without_touching_the_others()
             ],
         )
         .await;
+        // Its share of a busy CPU is its tenant's group's (the launcher that joins the pids and
+        // memory groups joins this one too, as the sandbox crate's tests show).
+        let server = s.child.id().unwrap();
+        let own = std::fs::read_to_string(format!("/proc/{server}/cgroup")).unwrap();
+        let cpu = own.lines().find_map(|l| l.split_once(":cpu,").or(l.split_once(":cpu:")).map(|(_, p)| p.to_string()));
+        if let (Some(path), true) = (cpu, std::path::Path::new("/sys/fs/cgroup/cpu").exists()) {
+            let path = path.rsplit(':').next().unwrap().trim_start_matches('/').to_string();
+            let group = std::path::Path::new("/sys/fs/cgroup/cpu").join(path).join(format!("skipper-{server}/alpha"));
+            assert_eq!(std::fs::read_to_string(group.join("cpu.shares")).unwrap().trim(), "1024");
+        }
         assert!(out[0].contains("Cannot fork") && out[0].contains("forked"), "{}", out[0]);
         assert!(out[1].contains("exit=137"), "{}", out[1]);
         assert!(out[2].contains("still-here"), "{}", out[2]);
