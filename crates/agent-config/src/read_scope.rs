@@ -29,19 +29,32 @@ pub fn within<T>(roots: Option<&[PathBuf]>, f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// A configuration file's text, where the scope allows it: its real path (links resolved) must
-/// be beneath one of the roots, and that real path is what is read.
+/// A configuration file's text, where the scope allows it: the file is opened (links
+/// followed), and what was opened — its real path, as the kernel names the open file — must be
+/// beneath one of the roots. Checked on the open file, not on the name, so a link swapped in
+/// between a check and the read cannot lead the read elsewhere.
 pub(crate) fn read_to_string(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+
     let roots = ROOTS.with(|r| r.borrow().clone());
     let Some(roots) = roots else { return std::fs::read_to_string(path) };
-    let real = path.canonicalize()?;
+    // Non-blocking: a FIFO planted under the name must not hold the reader.
+    let mut file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path)?;
+    let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
     if !roots.iter().any(|root| real.starts_with(root)) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
             "a link to a file outside this tenant's workspace is not read",
         ));
     }
-    std::fs::read_to_string(&real)
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    Ok(text)
 }
 
 #[cfg(test)]
@@ -65,6 +78,9 @@ mod tests {
             assert_eq!(read_to_string(&mine.join("inner.md")).unwrap(), "MINE", "links inside are fine");
             let refused = read_to_string(&mine.join("link.md")).unwrap_err();
             assert_eq!(refused.kind(), std::io::ErrorKind::PermissionDenied);
+            let fifo = mine.join("fifo.md");
+            assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+            assert_eq!(read_to_string(&fifo).unwrap_err().kind(), std::io::ErrorKind::InvalidInput, "not waited on");
             within(None, || assert_eq!(read_to_string(&mine.join("link.md")).unwrap(), "THEIRS"));
             assert!(read_to_string(&mine.join("link.md")).is_err(), "the outer scope is back");
         });

@@ -19,17 +19,19 @@ pub struct Rendered {
 }
 
 /// `citations`: documents ask the model to cite them (the session's `enableCitations`).
-pub fn render(prompt: &str, attachments: &[Attachment], cwd: &Path, citations: bool) -> Rendered {
+/// `files`: where the session reaches files (beneath its tenant's workspace on a team server),
+/// which is where attached files and directories are counted.
+pub fn render(prompt: &str, attachments: &[Attachment], cwd: &Path, citations: bool, files: &tools::Files) -> Rendered {
     let mut before: Vec<String> = Vec::new();
     let mut tagged: Vec<String> = Vec::new();
     let mut refs: Vec<String> = Vec::new();
     let mut extra_parts = Vec::new();
     for a in attachments {
         match a {
-            Attachment::File(f) => tagged.push(file_line(&resolve(cwd, &f.path), f.line_range.as_ref())),
+            Attachment::File(f) => tagged.push(file_line(&resolve(cwd, &f.path), f.line_range.as_ref(), files)),
             Attachment::Directory(d) => {
                 let p = resolve(cwd, &d.path);
-                let n = std::fs::read_dir(&p).map(|d| d.count()).unwrap_or(0);
+                let n = files.open_dir(&p).and_then(|d| d.entries()).map(|d| d.count()).unwrap_or(0);
                 tagged.push(format!("* {} ({n} items)", p.display()));
             }
             Attachment::Selection(sel) => before.push(selection_block(sel)),
@@ -91,8 +93,8 @@ fn resolve(cwd: &Path, p: &str) -> std::path::PathBuf {
     }
 }
 
-fn file_line(path: &Path, range: Option<&AttachmentFileLineRange>) -> String {
-    let total = std::fs::read_to_string(path).map(|s| s.lines().count().max(1)).unwrap_or(0);
+fn file_line(path: &Path, range: Option<&AttachmentFileLineRange>, files: &tools::Files) -> String {
+    let total = files.read(path).map(|s| String::from_utf8_lossy(&s).lines().count().max(1)).unwrap_or(0);
     // Without a range the original gives the file's length only (the recordings show both).
     let Some(r) = range else { return format!("* {} ({total} lines)", path.display()) };
     let (start, end) = (r.start, r.end);
@@ -129,13 +131,14 @@ mod tests {
         std::fs::write(&f, "hello\n").unwrap();
         let with_range = json!({"type":"file","path": f, "displayName":"attached-file.txt",
                                  "lineRange": {"start": 1, "end": 1}});
-        let r = render("Read it.", &[typed(with_range)], dir.path(), false);
+        let r = render("Read it.", &[typed(with_range)], dir.path(), false, &tools::Files::default());
         assert_eq!(
             r.text,
             format!("Read it.\n\n\n\n<tagged_files>\n* {} (line 1 of 1 lines)\n</tagged_files>", f.display())
         );
         // No range, no display name (the Node SDK sends neither): the file's length only.
-        let r = render("Read it.", &[typed(json!({"type":"file","path": f}))], dir.path(), false);
+        let r =
+            render("Read it.", &[typed(json!({"type":"file","path": f}))], dir.path(), false, &tools::Files::default());
         assert_eq!(r.text, format!("Read it.\n\n\n\n<tagged_files>\n* {} (1 lines)\n</tagged_files>", f.display()));
     }
 
@@ -143,13 +146,13 @@ mod tests {
     fn selection_goes_first_and_reference_last() {
         let sel = json!({"type":"selection","filePath":"/x/selected-file.cs","displayName":"selected-file.cs",
             "text":"string Value = \"S\";","selection":{"start":{"line":1,"character":0},"end":{"line":1,"character":5}}});
-        let r = render("Summarize.", &[typed(sel)], Path::new("/"), false);
+        let r = render("Summarize.", &[typed(sel)], Path::new("/"), false, &tools::Files::default());
         assert!(r.text.starts_with("<ide_selection>\nThe user has"));
         assert!(r.text.contains(
             "File: selected-file.cs (line 2)\n```\nstring Value = \"S\";\n```\n</ide_selection>\n\n\n\nSummarize."
         ));
         let gh = json!({"type":"github_reference","number":1234,"title":"T","referenceType":"issue","state":"open","url":"https://u"});
-        let r = render("P", &[typed(gh)], Path::new("/"), false);
+        let r = render("P", &[typed(gh)], Path::new("/"), false, &tools::Files::default());
         assert_eq!(r.text, "P\n\n\n\n<github_references>\n#1234 - T [issue] [open] (https://u)\n</github_references>");
     }
 
@@ -160,6 +163,7 @@ mod tests {
             &[typed(json!({"type":"blob","data":"AAAA","mimeType":"image/png","displayName":"p.png"}))],
             Path::new("/"),
             true,
+            &tools::Files::default(),
         );
         assert_eq!(r.text, "Describe");
         assert_eq!(r.extra_parts.len(), 2);
@@ -172,7 +176,7 @@ mod tests {
     fn a_document_blob_becomes_a_file_part_asking_for_citations_when_enabled() {
         let pdf = json!({"type":"blob","data":"JVBE","mimeType":"application/pdf","displayName":"s.pdf"});
         for citations in [false, true] {
-            let r = render("Summarize", &[typed(pdf.clone())], Path::new("/"), citations);
+            let r = render("Summarize", &[typed(pdf.clone())], Path::new("/"), citations, &tools::Files::default());
             let expected = FilePart {
                 filename: Some("s.pdf".into()),
                 file_data: "data:application/pdf;base64,JVBE".into(),

@@ -265,8 +265,14 @@ fn push_nudge(ctx: &RunCtx, conv: &mut Conversation, interaction_id: &str) {
 async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMessage, interaction_id: &str) {
     let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
     let view = ctx.view();
-    let rendered =
-        crate::attachments::render(&msg.prompt, &msg.attachments, &view.settings.cwd, view.settings.enable_citations);
+    let files = ctx.deps.files(&view.settings.cwd);
+    let rendered = crate::attachments::render(
+        &msg.prompt,
+        &msg.attachments,
+        &view.settings.cwd,
+        view.settings.enable_citations,
+        &files,
+    );
     // A selected agent's instructions ride with every prompt.
     let instructions = view.settings.selected_agent.as_ref().and_then(agent_config::agents::instructions_block);
     // Tools a departed client took with it are announced once, before the prompt.

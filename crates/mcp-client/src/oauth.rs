@@ -189,6 +189,10 @@ pub(crate) struct ServerAuth {
     /// One question to the host at a time: concurrent challenges share its answer.
     asking: tokio::sync::Mutex<()>,
     http: rmcp_reqwest::Client,
+    /// The session may not reach internal networks: an address written in a URL the server
+    /// hands out (its resource metadata) is checked before it is fetched, since the resolver
+    /// that keeps names outside never sees it.
+    guarded: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -220,6 +224,7 @@ impl ServerAuth {
             needs_auth: AtomicBool::new(false),
             asking: tokio::sync::Mutex::new(()),
             http: http_client(guarded),
+            guarded,
         })
     }
 
@@ -274,6 +279,10 @@ impl ServerAuth {
         let Some(url) = &challenge.resource_metadata_url else {
             return lock(&self.metadata).clone();
         };
+        if self.guarded && !outside(url) {
+            tracing::warn!(server = %self.server, "an MCP server's resource metadata URL is on an internal network: not fetched");
+            return None;
+        }
         let fetched = async {
             let response = self.http.get(url.as_str()).send().await.ok()?;
             if !response.status().is_success() {
@@ -289,6 +298,13 @@ impl ServerAuth {
         }
         doc
     }
+}
+
+/// Whether `url` names a host outside internal networks as written (names are checked again as
+/// they resolve).
+fn outside(url: &str) -> bool {
+    let Ok(parsed) = rmcp_reqwest::Url::parse(url) else { return false };
+    sandbox::egress::check_host(parsed.host_str().unwrap_or_default()).is_ok()
 }
 
 /// The client rmcp's own default is (no idle pool, no redirects across origins). `guarded`:
@@ -468,6 +484,34 @@ impl StreamableHttpClient for AuthClient {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server's challenge that points its metadata at an internal address: a guarded
+    /// session's client never connects there; a single user's does.
+    #[tokio::test]
+    async fn a_guarded_session_does_not_fetch_metadata_from_internal_addresses() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/.well-known/oauth-protected-resource", listener.local_addr().unwrap());
+        let challenge = Challenge { resource_metadata_url: Some(url), ..Default::default() };
+        let guarded = ServerAuth::new("s", "https://mcp.example/", &Value::Null, None, true);
+        assert_eq!(guarded.resource_metadata(&challenge).await, None);
+        let accepted = tokio::time::timeout(std::time::Duration::from_millis(300), listener.accept()).await;
+        assert!(accepted.is_err(), "the guarded client connected to an internal address");
+        let serve = tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf).await;
+            let body = r#"{"resource":"r"}"#;
+            let reply = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+            s.write_all(reply.as_bytes()).await.unwrap();
+        });
+        let open = ServerAuth::new("s", "http://127.0.0.1/", &Value::Null, None, false);
+        assert_eq!(open.resource_metadata(&challenge).await.as_deref(), Some(r#"{"resource":"r"}"#));
+        serve.await.unwrap();
+        assert!(
+            !outside("http://169.254.169.254/latest") && !outside("http://[::1]/") && outside("https://example.com/")
+        );
+    }
 
     #[test]
     fn reads_bearer_challenges() {
