@@ -217,6 +217,48 @@ def fig_serve_concurrent_turns(b: ModuleType, env: Any, sessions: int, turns: in
         node.stop(b)
 
 
+def fig_serve_sandboxed_tool(b: ModuleType, env: Any, n: int) -> dict:
+    """Figure 14: a bash `true` tool call on a `skipper serve` node, where every command runs
+    under the team server's floor (bubblewrap, the seccomp launcher); the tool span (median,
+    p99) to set beside figures 2b (unsandboxed) and 2c (`sandboxConfig`), and `session.create`."""
+    node = ServeNode(b, env)
+    try:
+        c = node.client(b)
+        creates = []
+        for _ in range(b.q(20, 5)):
+            t0 = time.perf_counter()
+            b.create_session(c)
+            creates.append(time.perf_counter() - t0)
+        sid = b.create_session(c)
+        c.call("session.permissions.setApproveAll", {"sessionId": sid, "enabled": True}, timeout=30)
+        per_conv = [{"tool_calls": [{"name": "bash", "arguments": {"command": "true", "description": "bench"}}]},
+                    {"text": "done"}]
+        spans, failures = [], 0
+        for i in range(n + 2):  # 2 warm-up conversations (the first starts the shell)
+            env.fake.replies(per_conv)
+            t = b.turn(c, sid, capture=True, timeout=60)
+            start = complete = None
+            for now, params in t.events or []:
+                ev = params.get("event", {})
+                if ev.get("type") == "tool.execution_start" and start is None:
+                    start = now
+                elif ev.get("type") == "tool.execution_complete" and complete is None:
+                    complete = now
+                    failures += 0 if ev.get("data", {}).get("success") else 1
+            if start is None or complete is None:
+                raise b.BenchError("serve: tool turn without tool.execution_start/complete events")
+            if i >= 2:
+                spans.append(complete - start)
+        return {
+            "tool_span_wall": b.summary_ms(spans),
+            "session_create": b.summary_ms(creates),
+            "tool_failures": failures,
+            "session_errors": len(c.session_errors),
+        }
+    finally:
+        node.stop(b)
+
+
 def report_rows(f: dict) -> list[tuple[str, str, str]]:
     """Rows for bench.py's table."""
     rows: list[tuple[str, str, str]] = []
@@ -230,7 +272,18 @@ def report_rows(f: dict) -> list[tuple[str, str, str]]:
         rows.append(("13", f"serve: turns per second, {d['sessions']} sessions at once",
                      f"{d['turns_per_s']:.1f}/s"))
         rows.append(("13", "  server CPU per turn", f"{d['server_cpu_ms_per_turn']:.2f} ms"))
+    d = f.get("14_serve_sandboxed_tool")
+    if d:
+        rows.append(("14", "serve: bash `true` tool span under the floor", b_ms99(d["tool_span_wall"])))
+        rows.append(("14", "  session.create", b_ms99(d["session_create"])))
+        rows.append(("14", "  tool calls that failed", str(d["tool_failures"])))
     return rows
+
+
+def b_ms99(d: dict) -> str:
+    if not d or not d.get("n"):
+        return "-"
+    return f"median {d['median_ms']:.2f} ms, p99 {d['p99_ms']:.2f} ms (n={d['n']})"
 
 
 def figures(b: ModuleType, env: Any) -> list[tuple[str, str, Any]]:
@@ -240,4 +293,5 @@ def figures(b: ModuleType, env: Any) -> list[tuple[str, str, Any]]:
     return [
         ("12", "12_serve_idle_sessions", lambda: fig_serve_idle_sessions(b, env, n_idle)),
         ("13", "13_serve_concurrent_turns", lambda: fig_serve_concurrent_turns(b, env, 32, n_turns)),
+        ("14", "14_serve_sandboxed_tool", lambda: fig_serve_sandboxed_tool(b, env, b.q(50, 10))),
     ]
