@@ -28,10 +28,6 @@ impl Beneath {
         Ok(Self { root, dir })
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// `path` (absolute) as a name below the root. Only the name is worked out here; whether
     /// it stays beneath the root is what `cap-std` checks as it opens.
     fn relative(&self, path: &Path) -> io::Result<PathBuf> {
@@ -75,6 +71,13 @@ fn outside() -> io::Error {
 /// system's own errors carry an OS error number, a refused escape has none.
 pub fn is_outside(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::PermissionDenied && e.raw_os_error().is_none()
+}
+
+/// The whole content of an open file.
+pub(crate) fn read_all(mut file: std::fs::File) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut file, &mut bytes)?;
+    Ok(bytes)
 }
 
 /// What the model is told for a path outside the root.
@@ -176,9 +179,7 @@ impl Files {
 
     /// The whole content of the file `path`.
     pub fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        let mut bytes = Vec::new();
-        io::Read::read_to_end(&mut self.open_read(path)?, &mut bytes)?;
-        Ok(bytes)
+        read_all(self.open_read(path)?)
     }
 
     /// Writes `bytes` as the whole content of `path` (created if missing; an existing file

@@ -108,9 +108,11 @@ impl Tool for ViewTool {
         // blocking pool. Anything else may block (a FIFO, a device): alone it is read as named
         // on the blocking pool; beneath a tenant's workspace it is not read at all.
         let read = if meta.is_file() && meta.len() <= READ_IN_PLACE_BYTES {
-            read_all(file)
+            crate::files::read_all(file)
         } else if meta.is_file() {
-            tokio::task::spawn_blocking(move || read_all(file)).await.unwrap_or_else(|e| Err(std::io::Error::other(e)))
+            tokio::task::spawn_blocking(move || crate::files::read_all(file))
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e)))
         } else if ctx.files.is_confined() {
             return ToolOutput::fail(format!("{shown} is not a regular file."));
         } else {
@@ -237,12 +239,6 @@ async fn list_directory(dir: std::fs::File, shown: &str) -> ToolOutput {
         }
         Err(e) => ToolOutput::fail(format!("Failed to list directory {shown}: {e}")),
     }
-}
-
-fn read_all(mut file: std::fs::File) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut file, &mut bytes)?;
-    Ok(bytes)
 }
 
 fn image_mime(path: &Path) -> Option<&'static str> {

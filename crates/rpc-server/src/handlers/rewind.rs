@@ -92,8 +92,9 @@ pub async fn rewind(ctx: &Ctx, p: t::SessionHistoryRewindParams) -> Result<t::Hi
     check_point(ctx, &turns, &p.event_id)?;
     let mut restored = Vec::new();
     if with_files {
-        let changes = session.file_tracker().changes_since(&p.event_id, &turns, &session.files()).unwrap_or_default();
-        match file_tracking::restore(&changes, &session.files()) {
+        let files = session.files();
+        let changes = session.file_tracker().changes_since(&p.event_id, &turns, &files).unwrap_or_default();
+        match file_tracking::restore(&changes, &files) {
             Ok(files) => restored = files.into_iter().map(|f| f.to_string_lossy().into_owned()).collect(),
             Err(true) => return Ok(outcome(t::HistoryRewindOutcome::FilesRolledBack)),
             Err(false) => return Ok(outcome(t::HistoryRewindOutcome::RollbackIncomplete)),
