@@ -75,6 +75,37 @@ async def test_another_tenant_cannot_see_or_resume_the_session(ctx: Ctx, serve: 
     assert [s.session_id for s in await owner.list_sessions()] == [session.session_id]
 
 
+async def test_two_tenants_may_give_their_sessions_the_same_id(ctx: Ctx, serve: str, make_client):
+    """Issue 33: session ids are per tenant. A tenant creating a session with an id another
+    tenant uses gets its own session, exactly as with a free id (no "already exists" to tell
+    it the other one is there), and each sees only its own under that id."""
+    owner = make_client(uri=serve, connection_token=TOKEN)
+    await owner.start()
+    other = make_client(uri=serve, connection_token=OTHER_TOKEN)
+    await other.start()
+    ctx.fake.replies({"text": "the owner's answer"}, {"text": "the other's answer"})
+    mine = await owner.create_session(session_id="nightly", on_permission_request=PermissionHandler.approve_all)
+    await mine.send_and_wait("the owner's prompt", timeout=30)
+    theirs = await other.create_session(session_id="nightly", on_permission_request=PermissionHandler.approve_all)
+    assert (mine.session_id, theirs.session_id) == ("nightly", "nightly")
+    await theirs.send_and_wait("the other's prompt", timeout=30)
+
+    def said(events) -> list[str]:
+        return [e.data.content for e in events if e.type.value in ("user.message", "assistant.message")]
+
+    assert said(await mine.get_events()) == ["the owner's prompt", "the owner's answer"]
+    assert said(await theirs.get_events()) == ["the other's prompt", "the other's answer"]
+    start = [e for e in await mine.get_events() if e.type.value == "session.start"][0]
+    assert start.data.session_id == "nightly"
+
+    # The other tenant deleting its `nightly` leaves the owner's alone.
+    await other.delete_session("nightly")
+    assert [s.session_id for s in await other.list_sessions()] == []
+    assert [s.session_id for s in await owner.list_sessions()] == ["nightly"]
+    resumed = await owner.resume_session("nightly", on_permission_request=PermissionHandler.approve_all)
+    assert said(await resumed.get_events()) == ["the owner's prompt", "the owner's answer"]
+
+
 async def test_what_a_tenant_configures_and_names_stays_in_its_own_files(ctx: Ctx, serve: str, make_client):
     """Issue 33 through the official SDK: MCP servers one tenant configures are its own (the
     server's home is not written), and a directory of another tenant's is refused by name."""

@@ -251,7 +251,9 @@ async def test_a_follower_refuses_changes_and_the_plan_travels_with_the_session(
     await session.rpc.plan.update(PlanUpdateRequest(content="# Plan\n\n- written on node a\n"))
 
     # The plan is a file in the session's directory on the shared root, which node b reads.
-    plan_file = _shared_root(ctx) / "session-state" / session.session_id / "plan.md"
+    # (inside the server the session's id is in its tenant's namespace: `team.<id>`)
+    plan_file = _shared_root(ctx) / "session-state" / f"team.{session.session_id}" / "plan.md"
+    assert Path(session.workspace_path) == plan_file.parent
     assert plan_file.read_text() == "# Plan\n\n- written on node a\n"
     followed = await b.resume_session(session.session_id, on_permission_request=PermissionHandler.approve_all)
     assert (await followed.rpc.plan.read()).content == "# Plan\n\n- written on node a\n"

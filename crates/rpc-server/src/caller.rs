@@ -102,6 +102,12 @@ impl Caller {
         drop(self.tenant_slot.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 
+    /// The namespace of session ids this caller names sessions in: its tenant's, on a shared
+    /// server (`None`: ids as they are).
+    pub fn namespace(&self) -> Option<crate::session_ids::Namespace<'_>> {
+        Some(crate::session_ids::Namespace::new(self.tenancy.as_deref()?, self.tenant()?))
+    }
+
     /// Whether this caller may see a session: on a single-user server every session; on a
     /// shared one only its tenant's (others are answered as unknown ids).
     pub fn can_see(&self, session_id: &str) -> bool {
@@ -132,7 +138,8 @@ impl Caller {
 
     /// Sends a notification to the client; `false` once the connection is gone.
     pub fn notify(&self, method: &str, params: &Value) -> bool {
-        match serde_json::to_vec(params) {
+        let params = self.for_client(params);
+        match serde_json::to_vec(&params) {
             Ok(params) => self.out.event(jsonrpc::notification_frame(method, &params)),
             Err(_) => true,
         }
@@ -163,6 +170,18 @@ impl Caller {
         }
     }
 
+    /// A message's params with the session ids they name as this client knows them.
+    fn for_client<'v>(&self, params: &'v Value) -> std::borrow::Cow<'v, Value> {
+        match self.namespace() {
+            None => std::borrow::Cow::Borrowed(params),
+            Some(ns) => {
+                let mut params = params.clone();
+                ns.value_out(&mut params);
+                std::borrow::Cow::Owned(params)
+            }
+        }
+    }
+
     fn outstanding(&self) -> MutexGuard<'_, Waiting> {
         // Only short map operations happen under this lock; a poisoned one is still consistent.
         self.outstanding.lock().unwrap_or_else(|e| e.into_inner())
@@ -173,7 +192,8 @@ impl Caller {
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.outstanding().insert(id, tx);
-        let params = serde_json::to_vec(params).map_err(|e| RpcError::new(jsonrpc::INTERNAL_ERROR, e.to_string()))?;
+        let params = self.for_client(params);
+        let params = serde_json::to_vec(&params).map_err(|e| RpcError::new(jsonrpc::INTERNAL_ERROR, e.to_string()))?;
         if !self.out.response(jsonrpc::request_frame(id, method, &params)) {
             self.outstanding().remove(&id);
             return Err(closed());
@@ -217,9 +237,14 @@ impl EventSubscriber for Subscriber {
         self.0.id
     }
 
-    fn deliver(&self, session_id: &str, _event: &Event, json: &str) -> bool {
+    fn deliver(&self, session_id: &str, event: &Event, json: &str) -> bool {
+        let ns = self.0.namespace();
+        let (session_id, json) = match &ns {
+            Some(ns) => (ns.outer(session_id), ns.event_out(event, json)),
+            None => (session_id, std::borrow::Cow::Borrowed(json)),
+        };
         let sid = jsonrpc::json_string(session_id);
-        let json = crate::secret_filter::redact(json);
+        let json = crate::secret_filter::redact(&json);
         let params = [b"{\"sessionId\":", sid.as_bytes(), b",\"event\":", json.as_bytes(), b"}"].concat();
         self.0.out.event(jsonrpc::notification_frame("session.event", &params))
     }
@@ -238,7 +263,11 @@ impl LifecycleSubscriber for Subscriber {
         if !self.0.can_see(&params.session_id) {
             return true; // another tenant's session: not even its existence is told
         }
-        match serde_json::to_vec(params) {
+        let outer = self
+            .0
+            .namespace()
+            .map(|ns| LifecycleNotification { session_id: ns.outer(&params.session_id).to_string(), ..params.clone() });
+        match serde_json::to_vec(outer.as_ref().unwrap_or(params)) {
             Ok(params) => self.0.out.event(jsonrpc::notification_frame("session.lifecycle", &params)),
             Err(_) => true,
         }

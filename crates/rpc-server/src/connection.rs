@@ -22,6 +22,7 @@ use crate::lanes::{LaneFull, Lanes};
 use crate::methods::{lookup, Call};
 use crate::outbound::Outbound;
 use crate::preauth::Preauth;
+use crate::session_ids::Renamed;
 use crate::tenancy::Tenant;
 use crate::Server;
 
@@ -244,13 +245,25 @@ impl Reader {
             self.out.response(jsonrpc::error_frame(Some(&id), &RpcError::method_not_found(method)));
             return;
         };
-        let text = params.object_text();
-        let named = crate::follower_gate::named_session(self.server.cluster.as_ref(), entry, text.ok());
-        let call = text.map_err(str::to_string).and_then(entry.parse);
+        // A tenant's session ids become the server's before anything reads them.
+        let (text, renamed) = match (params.object_text(), self.caller.namespace()) {
+            (Ok(text), Some(ns)) => {
+                let (text, renamed) = ns.request_in(entry.name, text);
+                (Ok(std::borrow::Cow::Owned(text)), Some(renamed))
+            }
+            (text, _) => (text.map(std::borrow::Cow::Borrowed), None),
+        };
+        let named = crate::follower_gate::named_session(self.server.cluster.as_ref(), entry, text.as_deref().ok());
+        let call = text.map_err(str::to_string).and_then(|text| (entry.parse)(&text));
         let call = match call {
             Ok(call) => call,
             Err(detail) => {
-                self.out.response(jsonrpc::error_frame(Some(&id), &RpcError::invalid_params(entry.name, detail)));
+                let err = RpcError::invalid_params(entry.name, detail);
+                let err = match (&renamed, self.caller.namespace()) {
+                    (Some(renamed), Some(ns)) => ns.error_out(err, renamed),
+                    _ => err,
+                };
+                self.out.response(jsonrpc::error_frame(Some(&id), &err));
                 return;
             }
         };
@@ -263,7 +276,7 @@ impl Reader {
         };
         match lane {
             Some(session_id) => {
-                let job = Box::pin(answer(ctx, id.clone(), call, self.out.clone(), named));
+                let job = Box::pin(answer(ctx, id.clone(), call, self.out.clone(), named, renamed));
                 if let Err(LaneFull(_job)) = self.lanes.submit(&session_id, job) {
                     let err = RpcError::overloaded(format!("too many requests queued for session {session_id}"));
                     self.out.response(jsonrpc::error_frame(Some(&id), &err));
@@ -273,7 +286,7 @@ impl Reader {
                 Ok(permit) => {
                     let out = self.out.clone();
                     tokio::spawn(async move {
-                        answer(ctx, id, call, out, named).await;
+                        answer(ctx, id, call, out, named, renamed).await;
                         drop(permit);
                     });
                 }
@@ -289,7 +302,15 @@ impl Reader {
 /// Runs one call and writes its answer. A panicking handler is answered with an error instead
 /// of leaving the client waiting. `named`: the session the params name, on a server with several
 /// nodes (a follower forwards sends and aborts and refuses other changes).
-async fn answer(ctx: Ctx, id: Id, call: Call, out: Outbound, named: Option<crate::follower_gate::Named>) {
+/// `renamed`: the session ids a tenant's request named, as translated (see `session_ids`).
+async fn answer(
+    ctx: Ctx,
+    id: Id,
+    call: Call,
+    out: Outbound,
+    named: Option<crate::follower_gate::Named>,
+    renamed: Option<Renamed>,
+) {
     let method = ctx.method;
     let intercepted = match &named {
         // Boxed, as the handlers are (`Call::run`): only a server with several nodes gets here,
@@ -307,6 +328,12 @@ async fn answer(ctx: Ctx, id: Id, call: Call, out: Outbound, named: Option<crate
             }
         },
     };
+    let result = match (ctx.caller.namespace(), renamed) {
+        (Some(ns), Some(renamed)) => {
+            result.map(|json| ns.result_out(method, json)).map_err(|e| ns.error_out(e, &renamed))
+        }
+        _ => result,
+    };
     let frame = match result {
         Ok(json) => jsonrpc::response_frame(&id, &json),
         Err(e) => jsonrpc::error_frame(Some(&id), &e),
@@ -320,7 +347,7 @@ mod tests {
 
     fn future_size<F, Fut>(_: F) -> usize
     where
-        F: FnOnce(Ctx, Id, Call, Outbound, Option<crate::follower_gate::Named>) -> Fut,
+        F: FnOnce(Ctx, Id, Call, Outbound, Option<crate::follower_gate::Named>, Option<Renamed>) -> Fut,
     {
         std::mem::size_of::<Fut>()
     }

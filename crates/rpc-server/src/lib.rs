@@ -30,6 +30,7 @@ mod outbound;
 pub mod preauth;
 pub mod secret_filter;
 pub mod session_auth;
+pub mod session_ids;
 mod stdio_pipe;
 pub mod table;
 pub mod tenancy;

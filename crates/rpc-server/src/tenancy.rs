@@ -27,6 +27,8 @@ pub struct Tenant {
     pub permissions: loop_engine::permission_settings::ServerPermissions,
     /// Its connections open at once (authenticated ones; the server's own limit counts all).
     connections: Arc<tokio::sync::Semaphore>,
+    /// `<name>.`: what its sessions' ids begin with inside the server (`crate::session_ids`).
+    id_prefix: String,
 }
 
 impl std::fmt::Debug for Tenant {
@@ -40,6 +42,17 @@ impl Tenant {
     /// `None` when it has as many as it may.
     pub fn admit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
         self.connections.clone().try_acquire_owned().ok()
+    }
+
+    /// What the ids of its sessions begin with inside the server (`<name>.`; see
+    /// [`crate::session_ids`]).
+    pub fn id_prefix(&self) -> &str {
+        &self.id_prefix
+    }
+
+    /// A fresh id for a session of this tenant, as the server knows it.
+    pub fn new_session_id(&self) -> String {
+        format!("{}{}", self.id_prefix, uuid::Uuid::new_v4())
     }
 
     /// The working directory for a session of this tenant: the workspace root when none is
@@ -78,6 +91,9 @@ pub enum TenancyError {
     ConfigHome { name: String, path: String, source: std::io::Error },
     #[error("tenants {0} and {1} have the same token")]
     DuplicateToken(String, String),
+    /// Its sessions' ids begin with its name and a `.` (see [`crate::session_ids`]).
+    #[error("tenant name {0:?} may hold only letters, digits, `-` and `_`")]
+    BadName(String),
     #[error("tenant {0} is configured twice")]
     DuplicateName(String),
     /// One tenant's sessions could reach into the other's files.
@@ -110,12 +126,17 @@ impl Tenancy {
         let mut by_token: HashMap<[u8; 32], Arc<Tenant>> = HashMap::new();
         let mut names = std::collections::HashSet::new();
         for spec in specs {
+            let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+            if spec.name.is_empty() || !spec.name.chars().all(plain) {
+                return Err(TenancyError::BadName(spec.name));
+            }
             if !names.insert(spec.name.clone()) {
                 return Err(TenancyError::DuplicateName(spec.name));
             }
             let workspace = prepare_workspace(&spec.name, &spec.workspace)?;
             let config_home = prepare_config_home(&spec.name, &spec.config_home)?;
             let tenant = Arc::new(Tenant {
+                id_prefix: format!("{}.", spec.name),
                 name: spec.name,
                 workspace,
                 config_home,

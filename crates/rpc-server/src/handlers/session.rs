@@ -66,7 +66,7 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
     let cwd = tenant.confine(p.working_directory.as_deref()).map_err(|e| RpcError::invalid_params(ctx.method, e))?;
     p.working_directory = Some(cwd.to_string_lossy().into_owned());
     confine_config_dirs(ctx, &mut p, &cwd)?;
-    let id = p.session_id.get_or_insert_with(|| uuid::Uuid::new_v4().to_string()).clone();
+    let id = p.session_id.get_or_insert_with(|| tenant.new_session_id()).clone();
     let claimed = ctx.tenancy_claim(&tenant, &id).await?;
     let created = ctx.server.engine.create_with(&p, Some(ctx.caller.subscriber()), fs(ctx)).await;
     match created {
@@ -392,7 +392,7 @@ pub async fn fork(ctx: &Ctx, p: t::SessionsForkRequest) -> Result<t::SessionsFor
         let unknown = format!("Session {} not found or has no persisted events", p.session_id);
         return Err(ctx.engine_error(&loop_engine::EngineError::Compaction(unknown)));
     }
-    let id = uuid::Uuid::new_v4().to_string();
+    let id = tenant.as_ref().map_or_else(|| uuid::Uuid::new_v4().to_string(), |t| t.new_session_id());
     let claimed = match &tenant {
         Some(t) => ctx.tenancy_claim(t, &id).await?,
         None => false,

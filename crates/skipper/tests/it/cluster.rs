@@ -37,8 +37,9 @@ async fn node(pg: &PgCluster, shared: &Path, name: &str) -> Serve {
     Serve::start_with_args(&node_config(name, Some(shared)), &[], &["--database-url", &pg.url()]).await
 }
 
+/// The directory of alpha's session `sid` (inside the server its id is `alpha.<sid>`).
 fn session_dir(shared: &Path, sid: &str) -> PathBuf {
-    shared.join("session-state").join(sid)
+    shared.join("session-state").join(format!("alpha.{sid}"))
 }
 
 fn workspace(shared: &Path, tenant: &str) -> PathBuf {

@@ -381,7 +381,7 @@ async fn links_a_tenants_commands_plant_do_not_lead_the_servers_file_work_out() 
         assert_eq!(std::fs::read_to_string(d.join("notes.txt")).unwrap(), "alpha's edited notes");
         let point = c.events_of_type(&sid, "user.message")[0]["id"].clone();
 
-        let session_dir = crate::tenant_config::server_home(&s).join("session-state").join(&sid);
+        let session_dir = crate::tenant_config::server_home(&s).join("session-state").join(format!("alpha.{sid}"));
         assert!(session_dir.join("rewind/index.jsonl").exists(), "the edit was kept for rewinds");
         let (dir, swap) = (session_dir.display(), format!("mv d d.real && ln -s {} d && echo swapped", beta.display()));
         let out = alpha_runs(

@@ -484,6 +484,88 @@ async fn another_tenants_sessions_are_answered_as_unknown_ids() {
     .await;
 }
 
+/// Every string in `v` (keys included) that starts with `prefix`.
+fn strings_starting_with(v: &Value, prefix: &str) -> Vec<String> {
+    match v {
+        Value::String(s) => s.starts_with(prefix).then(|| s.clone()).into_iter().collect(),
+        Value::Array(items) => items.iter().flat_map(|i| strings_starting_with(i, prefix)).collect(),
+        Value::Object(map) => map
+            .iter()
+            .flat_map(|(k, v)| {
+                let key = k.starts_with(prefix).then(|| k.clone());
+                key.into_iter().chain(strings_starting_with(v, prefix))
+            })
+            .collect(),
+        _ => vec![],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_tenant_names_its_sessions_in_its_own_namespace() {
+    with_timeout(90, async {
+        let s = Serve::start().await;
+        let alpha = s.tenant(ALPHA).await;
+        let beta = s.tenant(BETA).await;
+        // Both pick the same id: each gets its own session, as with a free id.
+        let id = "build-42";
+        assert_eq!(beta.create_session(json!({"sessionId": id})).await, id);
+        assert_eq!(alpha.create_session(json!({"sessionId": id})).await, id);
+        s.fake.push_reply(Reply::text("alpha's answer"));
+        alpha.send(id, "alpha's prompt").await;
+        alpha.wait_for_event(id, "session.idle", T).await;
+        s.fake.push_reply(Reply::text("beta's answer"));
+        beta.send(id, "beta's prompt").await;
+        beta.wait_for_event(id, "session.idle", T).await;
+
+        // An id only beta uses answers alpha exactly as an id nobody uses does.
+        beta.create_session(json!({"sessionId": "betas-own"})).await;
+        let taken = alpha.create_session(json!({"sessionId": "betas-own"})).await;
+        let free = alpha.create_session(json!({"sessionId": "nobodys"})).await;
+        assert_eq!((taken.as_str(), free.as_str()), ("betas-own", "nobodys"));
+        let again = alpha.call("session.create", json!({"sessionId": id})).await.expect_err("its own id twice");
+        assert!(again.message.contains(id) && !again.message.contains("alpha."), "{again}");
+
+        // Each sees its own conversation under the id it chose, and nothing of the other's.
+        let text = |events: Vec<Value>| Value::Array(events).to_string();
+        let alphas = text(alpha.get_messages(id).await.expect("alpha's session"));
+        assert!(alphas.contains("alpha's prompt") && !alphas.contains("beta's prompt"), "{alphas}");
+        let start = alpha.wait_for_event(id, "session.start", T).await;
+        assert_eq!(start["data"]["sessionId"], json!(id), "{start}");
+        let listed = alpha.ok("session.list", json!({})).await;
+        // (sessions with no conversation yet are not listed)
+        let ids: Vec<&str> =
+            listed["sessions"].as_array().unwrap().iter().map(|e| e["sessionId"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["build-42"]);
+
+        // A session is found by a prefix of the id its tenant knows; a fork is named alike.
+        let found = alpha.ok("sessions.findByPrefix", json!({"prefix": "build-4"})).await;
+        assert_eq!(found["sessionId"], json!(id), "{found}");
+        let fork = alpha.ok("sessions.fork", json!({"sessionId": id})).await["sessionId"].as_str().unwrap().to_string();
+        assert!(uuid::Uuid::parse_str(&fork).is_ok(), "{fork}");
+        alpha.ok("session.resume", json!({"sessionId": &fork})).await;
+        let forked = text(alpha.get_messages(&fork).await.expect("the fork"));
+        assert!(forked.contains("alpha's prompt"), "{forked}");
+        let sizes = alpha.ok("sessions.getSizes", json!({})).await;
+        assert!(sizes["sizes"].get(id).is_some(), "{sizes}");
+
+        // beta deleting its `build-42` leaves alpha's alone.
+        beta.ok("session.delete", json!({"sessionId": id})).await;
+        assert!(beta.get_messages(id).await.is_err());
+        let alphas = text(alpha.get_messages(id).await.expect("alpha's session is still there"));
+        assert!(alphas.contains("alpha's answer"), "{alphas}");
+
+        // Nothing either was sent names a session the server's way.
+        for (c, tenant) in [(&alpha, "alpha."), (&beta, "beta.")] {
+            for m in c.inbound().iter().chain(c.responses().iter()) {
+                let inner = strings_starting_with(m, tenant);
+                assert!(inner.is_empty(), "{inner:?} in {m}");
+            }
+        }
+        assert!(beta.inbound().iter().all(|m| !m.to_string().contains("nobodys")), "beta never hears of alpha's");
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn with_no_tenants_configured_the_default_tenant_uses_skipper_token_on_loopback_only() {
     with_timeout(60, async {
@@ -840,7 +922,7 @@ async fn sigterm_lets_running_turns_finish_before_exiting() {
         assert!(s.stderr_text().contains("drained"), "{}", s.stderr_text());
         c.wait_until(T, "the connection to close", |c| c.is_closed().then_some(())).await;
         // The answer is on disk too: the next process resumes with it.
-        let log = std::fs::read_to_string(s.dirs.session_dir(&sid).join("events.jsonl")).unwrap();
+        let log = std::fs::read_to_string(s.dirs.session_dir(&format!("alpha.{sid}")).join("events.jsonl")).unwrap();
         assert!(log.contains("part29"), "the drained turn's message is in the log");
     })
     .await;

@@ -244,7 +244,13 @@ async fn attach(
 }
 
 async fn answer_thread(ext: &Extensions, agent: &Agent, request: AgentRequest, mut sink: SseSink) {
-    let session_id = threads::session_id(&agent.tenant.name, &agent.config.name, &request.copilot_thread_id);
+    let thread = threads::session_id(&agent.tenant.name, &agent.config.name, &request.copilot_thread_id);
+    // The tenant's namespace of ids (`rpc_server::session_ids`), but a thread begun before ids
+    // were namespaced goes on in the session it has.
+    let session_id = match ext.tenancy.owns(&agent.tenant, &thread) {
+        true => thread,
+        false => format!("{}{thread}", agent.tenant.id_prefix()),
+    };
     let _held = ext.hold(&session_id).await;
     let (tap, rx) = Tap::new();
     let (session, known) = match attach(ext, agent, &session_id, tap.clone()).await {

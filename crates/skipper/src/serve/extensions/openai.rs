@@ -155,7 +155,7 @@ async fn run(
     sink: &mut (impl Sink + ?Sized),
 ) -> Result<Outcome, String> {
     let engine = &ext.server.engine;
-    let session_id = uuid::Uuid::new_v4().to_string();
+    let session_id = agent.tenant.new_session_id();
     let params = session_params(&agent.config, &session_id, &agent.tenant.workspace);
     match ext.tenancy.claim(&agent.tenant, &session_id).await {
         Ok(true) => {}
