@@ -58,6 +58,8 @@ pub struct TenantScope {
     pub workspace: PathBuf,
     pub config_home: PathBuf,
     pub cgroup: Option<Arc<sandbox::Cgroup>>,
+    /// Whether its processes (commands, user shells, local MCP servers) have the network.
+    pub network: bool,
     /// File access beneath the workspace, for the in-process work on its files (file tools,
     /// rewinds).
     pub files: tools::Files,

@@ -30,6 +30,7 @@ fn for_session(
     let mut policy = base.clone();
     policy.workspaces = tenant.map(|t| t.workspace.clone()).into_iter().collect();
     policy.cgroup = tenant.and_then(|t| t.cgroup.clone());
+    policy.network = tenant.is_some_and(|t| t.network);
     policy.within_workspaces = true;
     // Of the session's directory only its `files/` (as the original shares it) and its `/tmp`:
     // the rest (the log, the rewind store, the plan) is the server's, read and written
@@ -60,8 +61,21 @@ const TOOLCHAIN_VARS: &[&str] = &[
     "SDKMAN_DIR",
 ];
 
-/// Tokens the host keeps from sandboxed commands (the original drops these three).
-const HOST_TOKENS: &[&str] = &["GITHUB_TOKEN", "COPILOT_GITHUB_TOKEN", "COPILOT_API_URL"];
+/// Tokens and endpoints the host keeps from sandboxed commands (as the original drops them).
+const HOST_TOKENS: &[&str] =
+    &["GITHUB_TOKEN", "COPILOT_GITHUB_TOKEN", "COPILOT_API_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
+
+/// Parts of a variable's name that say it holds a secret (`session.sandbox.getCredentialSuggestions`).
+const SECRET_NAME_PARTS: &[&str] =
+    &["TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "ACCESS_KEY", "PRIVATE_KEY", "CREDENTIAL"];
+
+/// Hosts a well-known credential is for, where a proxy could add it instead of the command.
+const CREDENTIAL_HOSTS: &[(&str, &str)] = &[("HF_TOKEN", "huggingface.co"), ("NPM_TOKEN", "registry.npmjs.org")];
+
+fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_NAME_PARTS.iter().any(|p| upper.contains(p)) || upper.ends_with("_KEY")
+}
 
 const NETWORK_UNENFORCEABLE: &str = "Bubblewrap cannot start sandboxed commands or services with this policy because \
      network filtering is unavailable: Skipper's sandbox gives a command either the host's network or none, and host \
@@ -145,6 +159,42 @@ impl SessionHandle {
         let policy = from_config(config, &cwd, self.workspace_path(), &self.deps().tool_env).map(Arc::new);
         let mcp = policy.clone().filter(|_| config.sandbox_mcp_servers != Some(false));
         self.confine_processes(policy, mcp);
+    }
+
+    /// Whether the engine's own policy (the team server's floor) confines this session: no
+    /// client can turn it off.
+    pub fn sandbox_enforced(&self) -> bool {
+        self.deps().sandbox.is_some()
+    }
+
+    /// Whether the session's commands run sandboxed now.
+    pub fn sandboxed(&self) -> bool {
+        self.shells().sandbox().is_some()
+    }
+
+    /// Variables with secret-looking names that a new sandboxed command of this session would
+    /// get, sorted by name, each with the hosts it is known to be for; none while the session
+    /// is not sandboxed. Never their values.
+    pub fn sandbox_credential_suggestions(&self) -> Vec<(String, Vec<String>)> {
+        let Some(policy) = self.shells().sandbox() else { return Vec::new() };
+        let passes = |name: &str| {
+            policy.env_allow.as_ref().is_none_or(|allow| allow.iter().any(|a| a == name))
+                && !policy.env_deny.iter().any(|d| d == name)
+        };
+        let mut found: Vec<(String, Vec<String>)> = self
+            .deps()
+            .tool_env
+            .iter()
+            .map(|(name, _)| name)
+            .filter(|name| passes(name) && looks_secret(name))
+            .map(|name| {
+                let hosts = CREDENTIAL_HOSTS.iter().filter(|(n, _)| n == name).map(|(_, h)| h.to_string()).collect();
+                (name.clone(), hosts)
+            })
+            .collect();
+        found.sort();
+        found.dedup_by(|a, b| a.0 == b.0);
+        found
     }
 
     /// A program the server runs on the session's behalf (such as `git` for a workspace diff),
@@ -238,17 +288,20 @@ mod tests {
             workspace: alpha.clone(),
             config_home: "/h/alpha".into(),
             cgroup: None,
+            network: true,
             files: tools::Files::nowhere(),
         };
         let dir = tempfile::tempdir().unwrap();
         let session = dir.path().join("1");
         let p = for_session(&floor, Some(&tenant), &session);
         assert_eq!(p.workspaces, vec![alpha]);
+        assert!(p.network, "its tenant's network, not the floor's (none)");
         // Its `files/` and `/tmp`, not the directory the server keeps its log and rewinds in.
         assert!(p.within_workspaces && p.writable == vec![session.join("files")], "{:?}", p.writable);
         assert!(session.join("files").is_dir());
         assert_eq!(p.tmp, Some(session.join("tmp")));
         // A session outside every workspace gets none (so its processes start nowhere).
-        assert!(for_session(&floor, None, &dir.path().join("2")).workspaces.is_empty());
+        let nobodys = for_session(&floor, None, &dir.path().join("2"));
+        assert!(nobodys.workspaces.is_empty() && !nobodys.network);
     }
 }

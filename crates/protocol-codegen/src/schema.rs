@@ -1,5 +1,10 @@
-//! Loading the two upstream schemas and indexing what the generator needs from them: the
+//! Loading the upstream schemas and indexing what the generator needs from them: the
 //! definitions (one flat namespace), the JSON-RPC methods and the session event types.
+//!
+//! Two generations of the schema: the SDKs' (`api.schema.json`, `session-events.schema.json`:
+//! what today's SDKs send) and the original CLI's own, newer one (`cli-1.0.102/`), which adds
+//! methods and definitions. The SDKs' win where both have a name, so what an SDK sends always
+//! parses; the newer file only supplies what the SDKs' lacks.
 
 use std::path::Path;
 
@@ -8,6 +13,8 @@ use serde_json::{Map, Value};
 
 pub const API_FILE: &str = "api.schema.json";
 pub const EVENTS_FILE: &str = "session-events.schema.json";
+/// The original CLI's own schema, beside the SDKs' (`<schemas>/cli-1.0.102/api.schema.json`).
+pub const NEWER_DIR: &str = "cli-1.0.102";
 
 /// Who a method's requests come from / are ordered by; mirrors `protocol::rpc::Scope`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +58,8 @@ pub struct EventSpec {
 pub struct Schemas {
     api_defs: Map<String, Value>,
     event_defs: Map<String, Value>,
+    /// The newer schema's definitions the SDKs' files do not have.
+    newer_defs: Map<String, Value>,
     pub methods: Vec<MethodSpec>,
     pub events: Vec<EventSpec>,
 }
@@ -118,24 +127,32 @@ impl Schemas {
         let mut api = read_json(&dir.join(API_FILE))?;
         let events = read_json(&dir.join(EVENTS_FILE))?;
         open_event_union(&mut api);
-        Self::from_values(&api, &events)
+        let mut newer = read_json(&dir.join(NEWER_DIR).join(API_FILE))?;
+        open_event_union(&mut newer);
+        Self::from_values(&api, &events)?.with_newer(&newer)
+    }
+
+    /// Adds what the newer schema has and the SDKs' lacks: its methods not already known by
+    /// name, and its definitions not already defined.
+    pub fn with_newer(mut self, api: &Value) -> Result<Self> {
+        let mut methods = Vec::new();
+        collect_all_methods(api, &mut methods)?;
+        let known: std::collections::BTreeSet<String> = self.methods.iter().map(|m| m.name.clone()).collect();
+        self.methods.extend(methods.into_iter().filter(|m| !known.contains(&m.name)));
+        for (name, def) in definitions(api, API_FILE)? {
+            if !self.api_defs.contains_key(&name) && !self.event_defs.contains_key(&name) {
+                self.newer_defs.insert(name, def);
+            }
+        }
+        Ok(self)
     }
 
     pub fn from_values(api: &Value, events: &Value) -> Result<Self> {
         let api_defs = definitions(api, API_FILE)?;
         let event_defs = definitions(events, EVENTS_FILE)?;
         let mut methods = Vec::new();
-        for (group, scope) in [
-            ("server", Scope::Server),
-            ("session", Scope::Session),
-            ("clientSession", Scope::Client),
-            ("clientGlobal", Scope::Client),
-        ] {
-            if let Some(node) = api.get(group) {
-                collect_methods(node, scope, &mut methods)?;
-            }
-        }
-        let mut schemas = Schemas { api_defs, event_defs, methods, events: Vec::new() };
+        collect_all_methods(api, &mut methods)?;
+        let mut schemas = Schemas { api_defs, event_defs, newer_defs: Map::new(), methods, events: Vec::new() };
         schemas.events = schemas.collect_events(events)?;
         Ok(schemas)
     }
@@ -143,7 +160,7 @@ impl Schemas {
     /// A definition by name, from either file (api first; the shared names are identical,
     /// which [`Schemas::check_shared_definition`] verifies for everything generated).
     pub fn def(&self, name: &str) -> Option<&Value> {
-        self.api_defs.get(name).or_else(|| self.event_defs.get(name))
+        self.api_defs.get(name).or_else(|| self.event_defs.get(name)).or_else(|| self.newer_defs.get(name))
     }
 
     pub fn def_or_err(&self, name: &str) -> Result<&Value> {
@@ -156,7 +173,7 @@ impl Schemas {
 
     /// Every definition name of both files, for reserving them in the type namespace.
     pub fn all_def_names(&self) -> impl Iterator<Item = &String> {
-        self.api_defs.keys().chain(self.event_defs.keys())
+        self.api_defs.keys().chain(self.event_defs.keys()).chain(self.newer_defs.keys())
     }
 
     /// One flat namespace only works if a name defined in both files means the same thing.
@@ -213,6 +230,21 @@ impl Schemas {
         }
         Ok(out)
     }
+}
+
+/// Every method of an api schema, by the group it is in.
+fn collect_all_methods(api: &Value, out: &mut Vec<MethodSpec>) -> Result<()> {
+    for (group, scope) in [
+        ("server", Scope::Server),
+        ("session", Scope::Session),
+        ("clientSession", Scope::Client),
+        ("clientGlobal", Scope::Client),
+    ] {
+        if let Some(node) = api.get(group) {
+            collect_methods(node, scope, out)?;
+        }
+    }
+    Ok(())
 }
 
 /// Method groups nest objects (`session.permissions.setApproveAll`); leaves carry `rpcMethod`.

@@ -7,7 +7,7 @@ use protocol::methods as h;
 
 use crate::handlers::{
     account, agents, auth, canvas, commands, discovery, fleet, history, inference, mcp, mcp_extras, permission_paths,
-    plugins, providers, rewind, server, session, session_extras, session_fs, session_services, session_state,
+    plugins, providers, rewind, sandbox, server, session, session_extras, session_fs, session_services, session_state,
     sessions_admin, shell, tasks, ui, user_settings, workspace_extras, workspaces,
 };
 use crate::table::{method_table, Entry};
@@ -75,6 +75,27 @@ method_table! {
     SessionShutdown: g::SessionShutdown => session_state::shutdown, lane |p| Some(&p.session_id), aliases [];
     SessionModelSetReasoningEffort: g::SessionModelSetReasoningEffort
         => session_state::set_reasoning_effort, lane |p| Some(&p.session_id), aliases [];
+    // The command sandbox: the host, the settings slice and its floor, a session's sandbox.
+    SandboxGetHostSupport: g::SandboxGetHostSupport => sandbox::host_support, lane |_p| None, aliases [];
+    SandboxCheckPlatformSupport: g::SandboxCheckPlatformSupport => sandbox::platform_support, lane |_p| None, aliases [];
+    SandboxCheckWindowsHostLoopbackSupport: g::SandboxCheckWindowsHostLoopbackSupport
+        => sandbox::windows_loopback_support, lane |_p| None, aliases [];
+    SandboxGetUnsupportedMessage: g::SandboxGetUnsupportedMessage => sandbox::unsupported_message, lane |_p| None, aliases [];
+    SandboxGetDocsUrl: g::SandboxGetDocsUrl => sandbox::docs_url, lane |_p| None, aliases [];
+    SandboxGetUnsupportedStartupNotice: g::SandboxGetUnsupportedStartupNotice
+        => sandbox::unsupported_startup_notice, lane |_p| None, aliases [];
+    SandboxGetUnsupportedSettingDisabledNotice: g::SandboxGetUnsupportedSettingDisabledNotice
+        => sandbox::unsupported_setting_disabled_notice, lane |_p| None, aliases [];
+    SandboxSettingsApplyDefaults: g::SandboxSettingsApplyDefaults => sandbox::apply_defaults, lane |_p| None, aliases [];
+    SandboxResolveFlooredConfig: g::SandboxResolveFlooredConfig => sandbox::resolve_floored, lane |_p| None, aliases [];
+    SessionSandboxGetEnforcementStatus: g::SessionSandboxGetEnforcementStatus
+        => sandbox::enforcement_status, lane |p| Some(&p.session_id), aliases [], follower Read;
+    SessionSandboxGetCredentialSuggestions: g::SessionSandboxGetCredentialSuggestions
+        => sandbox::credential_suggestions, lane |p| Some(&p.session_id), aliases [], follower Read;
+    SessionSandboxDisableForSession: g::SessionSandboxDisableForSession
+        => sandbox::disable_for_session, lane |p| Some(&p.session_id), aliases [];
+    SessionSandboxGrantPathForRequest: g::SessionSandboxGrantPathForRequest
+        => sandbox::grant_path_for_request, lane |p| Some(&p.session_id), aliases [];
     // MCP servers of a session.
     SessionMcpList: g::SessionMcpList => mcp::list, lane |_p| None, aliases [], follower Read;
     SessionMcpListTools: g::SessionMcpListTools => mcp::list_tools, lane |_p| None, aliases [], follower Read;

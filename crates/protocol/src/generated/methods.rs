@@ -3143,6 +3143,201 @@ impl crate::rpc::RpcMethod for GitHubTelemetryEvent {
     type Result = ();
 }
 
+/// `session.sandbox.getEnforcementStatus`: Returns whether managed policy requires sandbox
+/// enforcement and whether an enforcement failure has permanently blocked the session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionSandboxGetEnforcementStatus;
+
+impl crate::rpc::RpcMethod for SessionSandboxGetEnforcementStatus {
+    const NAME: &'static str = "session.sandbox.getEnforcementStatus";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionSandboxGetEnforcementStatusParams;
+    type Result = t::SandboxEnforcementStatus;
+}
+
+/// `session.sandbox.disableForSession`: Disables sandboxing for the remainder of the current
+/// session and approves the referenced pending sandbox-bypass permission request. The request is
+/// rejected unless the exact request is still pending and the effective sandbox policy permits
+/// bypass.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionSandboxDisableForSession;
+
+impl crate::rpc::RpcMethod for SessionSandboxDisableForSession {
+    const NAME: &'static str = "session.sandbox.disableForSession";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionSandboxDisableForSessionParams;
+    type Result = t::SandboxDisableForSessionResult;
+}
+
+/// `session.sandbox.grantPathForRequest`: Adds the path offered by a pending sandbox escalation
+/// permission request's sandboxPathGrant to the session's sandbox policy and approves the request,
+/// so the blocked operation re-runs inside the sandbox rather than outside it. The request is
+/// rejected unless the exact request is still pending, carries a sandboxPathGrant, and the grant
+/// still takes effect under the current managed policy. Does not persist the path; hosts that store
+/// sandbox settings save it themselves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionSandboxGrantPathForRequest;
+
+impl crate::rpc::RpcMethod for SessionSandboxGrantPathForRequest {
+    const NAME: &'static str = "session.sandbox.grantPathForRequest";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionSandboxGrantPathForRequestParams;
+    type Result = t::SandboxGrantPathForRequestResult;
+}
+
+/// `session.sandbox.getCredentialSuggestions`: Lists possible secret-bearing environment variables
+/// available to new sandboxed shells that are not already covered by credential masking. Uses local
+/// name rules and known-provider host suggestions, never returns secret values, and changes no
+/// settings or network permissions. Returns no suggestions while the session is not sandboxed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionSandboxGetCredentialSuggestions;
+
+impl crate::rpc::RpcMethod for SessionSandboxGetCredentialSuggestions {
+    const NAME: &'static str = "session.sandbox.getCredentialSuggestions";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionSandboxGetCredentialSuggestionsParams;
+    type Result = t::SandboxCredentialSuggestionsResult;
+}
+
+/// `sandbox.getHostSupport`: Reports whether the host running this runtime can run the command
+/// sandbox, without starting a session or spawning a sandboxed command.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxGetHostSupport;
+
+impl crate::rpc::RpcMethod for SandboxGetHostSupport {
+    const NAME: &'static str = "sandbox.getHostSupport";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::SandboxHostSupport;
+}
+
+/// `sandbox.checkPlatformSupport`: Reports whether this machine can run an OS-level command sandbox
+/// at all. A host must ask before it offers sandboxing, because the answer is a property of the
+/// machine rather than of any setting: on Linux it depends on bubblewrap being installed, and on
+/// Windows on the OS build supporting BaseContainer. Probing it requires spawning a process the
+/// first time, so the answer is cached for the life of the runtime. A host that assumes support and
+/// enables the sandbox anyway produces a session in which every shell command fails.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxCheckPlatformSupport;
+
+impl crate::rpc::RpcMethod for SandboxCheckPlatformSupport {
+    const NAME: &'static str = "sandbox.checkPlatformSupport";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = bool;
+}
+
+/// `sandbox.getUnsupportedMessage`: The explanation a host shows when it refuses an explicit
+/// request to turn the sandbox on for a machine that cannot run one. Carries the platform-specific
+/// remedy — install bubblewrap, update Windows — and the documentation link, so a host that got
+/// `false` from `sandbox.checkPlatformSupport` does not have to compose its own reason and cannot
+/// describe the same machine differently from the runtime's own spawn path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxGetUnsupportedMessage;
+
+impl crate::rpc::RpcMethod for SandboxGetUnsupportedMessage {
+    const NAME: &'static str = "sandbox.getUnsupportedMessage";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = String;
+}
+
+/// `sandbox.getDocsUrl`: Returns the documentation URL a host should point a user at when it
+/// declines or downgrades a sandbox setting. The runtime owns the address so every surface cites
+/// the same page and a host does not hard-code a link that later moves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxGetDocsUrl;
+
+impl crate::rpc::RpcMethod for SandboxGetDocsUrl {
+    const NAME: &'static str = "sandbox.getDocsUrl";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::SandboxDocsUrlResult;
+}
+
+/// `sandbox.getUnsupportedStartupNotice`: The warning a host prints at startup when a session asked
+/// for a sandbox on a machine that cannot run one. The third of the unsupported notices, and the
+/// only one that depends on the policy in force: it names the remedy the reader can actually act
+/// on, which is the stored setting for an unmanaged host, an administrator for a managed one, and
+/// waiting for the policy to resolve when the sandbox stayed on only because the policy could not
+/// be determined. Returns no notice when the machine does support a sandbox, so a host can call it
+/// unconditionally on the startup path. A host that composes its own warning tells a managed user
+/// to change a setting their policy will overwrite.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxGetUnsupportedStartupNotice;
+
+impl crate::rpc::RpcMethod for SandboxGetUnsupportedStartupNotice {
+    const NAME: &'static str = "sandbox.getUnsupportedStartupNotice";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SandboxUnsupportedStartupNoticeParams;
+    type Result = t::SandboxUnsupportedStartupNoticeResult;
+}
+
+/// `sandbox.getUnsupportedSettingDisabledNotice`: The notice a host shows when a stored `sandbox`
+/// setting is being ignored for this session because the machine cannot enforce it. Distinct from
+/// `sandbox.getUnsupportedMessage`, which refuses an explicit request: this one reports that a
+/// setting the user already saved is inert, states that commands will run unsandboxed, and confirms
+/// the stored setting itself is left alone. A host that stays silent here leaves the user believing
+/// a sandbox is active.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxGetUnsupportedSettingDisabledNotice;
+
+impl crate::rpc::RpcMethod for SandboxGetUnsupportedSettingDisabledNotice {
+    const NAME: &'static str = "sandbox.getUnsupportedSettingDisabledNotice";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = String;
+}
+
+/// `sandbox.checkWindowsHostLoopbackSupport`: Reports whether this Windows host's BaseContainer
+/// implementation can reach the host's loopback interface directly, which is what a local-network
+/// policy needs to avoid routing through the egress proxy. Like `sandbox.checkPlatformSupport`, the
+/// answer is a property of the machine's OS build rather than of any setting, and resolving it the
+/// first time spawns a platform probe. A host that offers the direct local-network option on a
+/// machine that lacks the capability produces a session whose sandboxed commands cannot reach local
+/// services. Always false off Windows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxCheckWindowsHostLoopbackSupport;
+
+impl crate::rpc::RpcMethod for SandboxCheckWindowsHostLoopbackSupport {
+    const NAME: &'static str = "sandbox.checkWindowsHostLoopbackSupport";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = bool;
+}
+
+/// `sandbox.settings.applyDefaults`: Resolves a stored sandbox settings object into the effective
+/// one, filling every value the user left unset with its default. Read this to render or reason
+/// about the sandbox configuration a session would actually run under, rather than the sparse
+/// document the user wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxSettingsApplyDefaults;
+
+impl crate::rpc::RpcMethod for SandboxSettingsApplyDefaults {
+    const NAME: &'static str = "sandbox.settings.applyDefaults";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SandboxApplyDefaultsRequest;
+    type Result = serde_json::Map<String, serde_json::Value>;
+}
+
+/// `sandbox.resolveFlooredConfig`: Raises a user's sandbox settings to an administrator's managed
+/// sandbox floor and returns the result a session should actually run under. The floor can only
+/// tighten: an enterprise force-on is reflected even when the user's own `enabled` is false, and a
+/// user cannot lower a setting the floor raised. The result is normalized through the declared
+/// sandbox shape, so a key reorder or an undeclared passthrough key is not mistaken for a policy
+/// change by callers that diff two results. A host must call this rather than merge the two layers
+/// itself, because reimplementing the direction of the fold is what turns an administrator's floor
+/// into a suggestion.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxResolveFlooredConfig;
+
+impl crate::rpc::RpcMethod for SandboxResolveFlooredConfig {
+    const NAME: &'static str = "sandbox.resolveFlooredConfig";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SandboxResolveFlooredConfigParams;
+    type Result = t::SandboxResolveFlooredConfigResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -3869,6 +4064,30 @@ impl crate::rpc::SessionScoped for t::SessionRemoteNotifySteerableChangedParams 
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionSandboxDisableForSessionParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionSandboxGetCredentialSuggestionsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionSandboxGetEnforcementStatusParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionSandboxGrantPathForRequestParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionScheduleListParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4485,4 +4704,17 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.history.previewRewind",
     "session.history.rewind",
     "gitHubTelemetry.event",
+    "session.sandbox.getEnforcementStatus",
+    "session.sandbox.disableForSession",
+    "session.sandbox.grantPathForRequest",
+    "session.sandbox.getCredentialSuggestions",
+    "sandbox.getHostSupport",
+    "sandbox.checkPlatformSupport",
+    "sandbox.getUnsupportedMessage",
+    "sandbox.getDocsUrl",
+    "sandbox.getUnsupportedStartupNotice",
+    "sandbox.getUnsupportedSettingDisabledNotice",
+    "sandbox.checkWindowsHostLoopbackSupport",
+    "sandbox.settings.applyDefaults",
+    "sandbox.resolveFlooredConfig",
 ];

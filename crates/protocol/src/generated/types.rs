@@ -15410,6 +15410,14 @@ pub struct ResumeData {
     pub continue_pending_work: Option<bool>,
 }
 
+/// The stored sandbox settings to resolve against the defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxApplyDefaultsRequest {
+    /// The sandbox settings as stored in the settings file. An empty object resolves to the
+    /// defaults alone.
+    pub stored: serde_json::Value,
+}
+
 /// Resolved sandbox configuration.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SandboxConfig {
@@ -15657,6 +15665,152 @@ pub struct SandboxConfigUserPolicySeatbelt {
     pub keychain_access: Option<bool>,
 }
 
+/// A possible secret-bearing environment variable and optional locally suggested HTTPS injection
+/// hosts. This is a draft for user review, not an active grant.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxCredentialSuggestion {
+    /// Environment variable name. The secret value is never returned.
+    pub name: String,
+    /// HTTPS hostnames suggested by a local known-provider mapping. An empty list requires the user
+    /// to supply injection hosts before adding a masking entry. These suggestions do not allow
+    /// network access.
+    #[serde(rename = "suggestedInjectHosts")]
+    pub suggested_inject_hosts: Vec<String>,
+}
+
+/// Possible unconfigured secrets in the sandbox shell environment, sorted by variable name, with no
+/// secret values.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxCredentialSuggestionsResult {
+    /// Candidates for user review. Empty when sandboxing is disabled or no unconfigured candidates
+    /// are present.
+    pub suggestions: Vec<SandboxCredentialSuggestion>,
+}
+
+/// Result of attempting to disable sandboxing for the current session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxDisableForSessionResult {
+    /// Whether this call resolved the pending request and applied the session opt-out.
+    pub success: bool,
+    /// The authoritative sandbox enabled state after the operation.
+    pub enabled: bool,
+}
+
+/// The documentation URL a host cites when it declines or downgrades a sandbox setting.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxDocsUrlResult {
+    /// Documentation URL describing the sandbox and the settings that control it.
+    pub url: String,
+}
+
+/// Managed sandbox enforcement state for a session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxEnforcementStatus {
+    /// Whether the effective managed policy requires an available sandbox backend.
+    pub required: bool,
+    /// Whether an enforcement failure has permanently blocked the session.
+    pub blocked: bool,
+    /// The first sandbox enforcement failure that blocked the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Result of accepting a sandbox path grant.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxGrantPathForRequestResult {
+    /// Whether this call resolved the pending request and added the path to the session's sandbox
+    /// policy.
+    pub success: bool,
+}
+
+/// Whether this host can run one sandbox policy feature. A session whose effective policy uses an
+/// unsupported feature fails each sandboxed command with `reason`, except `filesystem_enumeration`,
+/// whose absence degrades sandboxed PowerShell instead of failing it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxHostCapability {
+    /// The policy feature, as an extensible string: ignore names you do not recognize. Known
+    /// values: `network` (sandboxed commands can reach the network; on Linux this needs the tooling
+    /// for Bubblewrap's private network namespace, such as slirp4netns), `network_filtering` (host
+    /// rules and the sandbox proxy; on Linux this needs the same tooling as `network`; on Windows
+    /// it needs Process Security Environment 1.1 host-loopback support or MXC's PSEC 1.0-only
+    /// proxy-loopback compatibility capability, and a policy that uses it must also set
+    /// `network.allowLocalNetwork`; compatibility applies only to an explicit identity-less runtime
+    /// proxy, not general host-loopback access, and other policy restrictions still apply),
+    /// `denied_paths` (native enforcement of `filesystem.deniedPaths`), `shell` (shell commands
+    /// inside the sandbox), and `filesystem_enumeration` (enumerate-only filesystem grants; on
+    /// Windows this needs Process Security Environment 1.1 filesystem enumeration support, and
+    /// without it sandboxed PowerShell still runs but cannot resolve its current location; other
+    /// platforms always report it).
+    pub name: SandboxHostCapabilityName,
+    /// Whether this host can run the feature.
+    pub supported: bool,
+    /// Human-readable reason and remedy when the feature is unsupported, such as a package to
+    /// install or an OS update. Present only when `supported` is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Extensible identifier of a sandbox policy feature whose availability varies between hosts. A
+/// plain string, so an older client decodes a name added by a newer runtime; ignore names you do
+/// not recognize. Known values: `network` — sandboxed commands can reach the network
+/// (`network.allowOutbound`, on by default); on Linux this needs the tooling for Bubblewrap's
+/// private network namespace, such as slirp4netns. `network_filtering` — host rules and the
+/// sandbox proxy (`network.allowedHosts`, `network.blockedHosts`, `network.proxy`); on Linux this
+/// needs the same tooling as `network`; on Windows it needs Process Security Environment 1.1
+/// host-loopback support or MXC's PSEC 1.0-only proxy-loopback compatibility capability, and a
+/// policy that uses it must also set `network.allowLocalNetwork`, because Windows reaches the local
+/// proxy only together with private-network access. Compatibility applies only to an explicit
+/// identity-less runtime proxy, not general host-loopback access, and other policy restrictions
+/// still apply. `denied_paths` — native enforcement of `filesystem.deniedPaths`; on Windows this
+/// needs a version whose sandbox contract reports denied-path support. `shell` — shell commands
+/// inside the sandbox: bash on macOS and Linux, PowerShell on Windows. `filesystem_enumeration` —
+/// enumerate-only filesystem grants, which PowerShell's drive roots use on Windows; this needs a
+/// version with Process Security Environment 1.1 filesystem enumeration support. Without it,
+/// sandboxed PowerShell still runs, but `Get-Location` may report the drive root, `Set-Location`
+/// may fail, and relative paths may resolve against the drive root; the session also receives a
+/// `session.warning` with `warningType` `sandbox`. Other platforms always report it.
+pub type SandboxHostCapabilityName = String;
+
+/// Whether the host running this runtime can run the command sandbox. The runtime checks
+/// `supported` once per process. A capability answer can change while the process runs, for example
+/// after the user installs a missing package.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxHostSupport {
+    /// Whether a process-containment backend is usable on this host: Seatbelt on macOS, Bubblewrap
+    /// on Linux, or ProcessContainer on Windows.
+    pub supported: bool,
+    /// Human-readable reason the sandbox cannot run on this host. Present only when `supported` is
+    /// false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Sandbox policy features whose availability varies between hosts that can run the backend.
+    /// Empty when `supported` is false, because no feature can run without a backend. Later
+    /// runtimes can add entries; ignore an entry whose `name` you do not recognize.
+    pub capabilities: Vec<SandboxHostCapability>,
+}
+
+/// The user's sandbox settings and the managed sandbox floor to raise them to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxResolveFlooredConfigParams {
+    /// The user's own `sandbox` settings slice. Omitted when the user has configured none, which
+    /// still yields the managed floor rather than a disabled sandbox.
+    #[serde(rename = "userSandbox", default, skip_serializing_if = "Option::is_none")]
+    pub user_sandbox: Option<serde_json::Value>,
+    /// The effective managed `sandbox` slice acting as a floor. Omitted when no administrator
+    /// policy applies, in which case the user's own settings stand unchanged.
+    #[serde(rename = "managedSandbox", default, skip_serializing_if = "Option::is_none")]
+    pub managed_sandbox: Option<serde_json::Value>,
+}
+
+/// The user's sandbox settings raised to the managed floor.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxResolveFlooredConfigResult {
+    /// The floored sandbox config, normalized through the declared sandbox shape so only declared
+    /// fields in a fixed order are present.
+    #[serde(rename = "sandboxJson")]
+    pub sandbox_json: serde_json::Value,
+}
+
 /// A session-scoped sandbox transition applied while handling a slash command
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SandboxSessionChange {
@@ -15686,6 +15840,32 @@ impl std::fmt::Display for SandboxSessionChange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// The managed sandbox policy in force, which selects which remedy the notice offers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxUnsupportedStartupNoticeParams {
+    /// The managed `sandbox` slice, when a policy supplies one. The notice treats the sandbox as
+    /// enforced only when this both enables it and sets `failIfUnavailable`, because a managed
+    /// sandbox that tolerates being unavailable still leaves the user able to turn it off.
+    #[serde(rename = "managedSandbox", default, skip_serializing_if = "Option::is_none")]
+    pub managed_sandbox: Option<serde_json::Value>,
+    /// True when the sandbox stayed on only because the managed policy could not be determined.
+    /// Distinguishes a policy that positively enforces the sandbox from one that merely failed to
+    /// resolve, which is the difference between telling the user to contact an administrator and
+    /// telling them to wait. Defaults to false.
+    #[serde(rename = "enabledByUndeterminedPolicy", default, skip_serializing_if = "Option::is_none")]
+    pub enabled_by_undetermined_policy: Option<bool>,
+}
+
+/// The startup warning, absent when the machine can run a sandbox.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxUnsupportedStartupNoticeResult {
+    /// The user-facing warning, carrying the platform remedy and the recovery the policy in force
+    /// actually allows. Absent when this machine supports a sandbox, so a host can call
+    /// unconditionally and print only what it gets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
 }
 
 /// Scheduled prompt entry with ID, timing (`intervalMs`, `cron`, or `at`), prompt text, recurrence,
@@ -19361,6 +19541,54 @@ pub struct SessionRemoteNotifySteerableChangedParams {
     /// `session.remote_steerable_changed` event so resume/replay sees the up-to-date capability.
     #[serde(rename = "remoteSteerable")]
     pub remote_steerable: bool,
+}
+
+/// Request to disable sandboxing for the current session while resolving an active sandbox-bypass
+/// permission prompt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSandboxDisableForSessionParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Identifier of the exact pending sandbox-bypass permission request that authorized the
+    /// session opt-out.
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Optional attribution for the permission decision.
+    #[serde(rename = "decisionContext", default, skip_serializing_if = "Option::is_none")]
+    pub decision_context: Option<PermissionDecisionContext>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSandboxGetCredentialSuggestionsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSandboxGetEnforcementStatusParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Request to accept the sandbox path grant offered on an active sandbox escalation permission
+/// prompt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSandboxGrantPathForRequestParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Identifier of the exact pending sandbox escalation permission request whose sandboxPathGrant
+    /// to accept.
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Optional attribution for the permission decision.
+    #[serde(rename = "decisionContext", default, skip_serializing_if = "Option::is_none")]
+    pub decision_context: Option<PermissionDecisionContext>,
 }
 
 /// Identifies the target session.
@@ -26179,6 +26407,11 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // - PermissionRequestedData.riskAssessment: no type in the schema (any JSON)
 // - PermissionsConfigureAdditionalContentExclusionPolicy.last_updated_at: no type in the schema (any JSON)
 // - RemoteControlStatusActive.promptManager: no type in the schema (any JSON)
+// - SandboxApplyDefaultsRequest.stored: no type in the schema (any JSON)
+// - SandboxResolveFlooredConfigParams.managedSandbox: no type in the schema (any JSON)
+// - SandboxResolveFlooredConfigParams.userSandbox: no type in the schema (any JSON)
+// - SandboxResolveFlooredConfigResult.sandboxJson: no type in the schema (any JSON)
+// - SandboxUnsupportedStartupNoticeParams.managedSandbox: no type in the schema (any JSON)
 // - SessionCanvasActionInvokeParams.input: no type in the schema (any JSON)
 // - SessionCanvasOpenParams.input: no type in the schema (any JSON)
 // - SessionMcpExecuteSamplingParams.mcpRequestId: no type in the schema (any JSON)

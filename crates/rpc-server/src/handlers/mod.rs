@@ -17,6 +17,7 @@ pub mod permission_paths;
 pub mod plugins;
 pub mod providers;
 pub mod rewind;
+pub mod sandbox;
 pub mod server;
 pub mod session;
 pub mod session_extras;

@@ -41,9 +41,15 @@ pub fn floor(config: &SandboxConfig, workspaces: Vec<PathBuf>, home: &Path) -> a
 }
 
 /// Each tenant as the engine sees it: its workspace (and file access beneath it), its
-/// configuration home, and (when the config sets per-tenant limits) its resource group.
-/// Limits the host cannot enforce stop the server: they are never dropped.
-pub fn tenant_scopes(config: &SandboxConfig, tenancy: &Tenancy) -> anyhow::Result<Vec<loop_engine::TenantScope>> {
+/// configuration home, whether its processes have the network (`network`: the tenants the
+/// config says this of; the others have `[sandbox] network`), and (when the config sets
+/// per-tenant limits) its resource group. Limits the host cannot enforce stop the server:
+/// they are never dropped.
+pub fn tenant_scopes(
+    config: &SandboxConfig,
+    tenancy: &Tenancy,
+    network: &std::collections::HashMap<String, bool>,
+) -> anyhow::Result<Vec<loop_engine::TenantScope>> {
     let limits = sandbox::Limits {
         max_processes: config.max_processes,
         max_memory_bytes: config.max_memory_mb.map(|mb| mb.saturating_mul(1024 * 1024)),
@@ -69,6 +75,7 @@ pub fn tenant_scopes(config: &SandboxConfig, tenancy: &Tenancy) -> anyhow::Resul
                 workspace: t.workspace.clone(),
                 config_home: t.config_home.clone(),
                 cgroup,
+                network: network.get(&t.name).copied().unwrap_or(config.network),
                 files: tools::Files::beneath(Arc::new(beneath)),
             })
         })

@@ -126,6 +126,8 @@ pub struct TenantConfig {
     pub config_home: Option<PathBuf>,
     /// Connections it may have open at once; default `[limits] max_connections_per_tenant`.
     pub max_connections: Option<usize>,
+    /// Whether its commands and MCP servers may use the network; default `[sandbox] network`.
+    pub network: Option<bool>,
 }
 
 /// Several nodes sharing one database (`--database-url postgres://…`).

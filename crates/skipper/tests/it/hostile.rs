@@ -125,10 +125,23 @@ struct ApiSchema {
 }
 
 impl ApiSchema {
+    /// The SDKs' schema, then what the original's newer one adds (as the generator reads them).
     fn load() -> Self {
-        let path = crate::schema::shared_dir().join("schemas/api.schema.json");
+        let mut schema = Self::load_file("schemas/api.schema.json");
+        let newer = Self::load_file("schemas/cli-1.0.102/api.schema.json");
+        for (name, params) in newer.params {
+            schema.params.entry(name).or_insert(params);
+        }
+        for (name, def) in newer.defs {
+            schema.defs.entry(name).or_insert(def);
+        }
+        schema
+    }
+
+    fn load_file(file: &str) -> Self {
+        let path = crate::schema::shared_dir().join(file);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-        let root: Value = serde_json::from_str(&text).expect("api.schema.json is JSON");
+        let root: Value = serde_json::from_str(&text).expect("the api schema is JSON");
         let mut params = BTreeMap::new();
         fn walk(v: &Value, out: &mut BTreeMap<String, Value>) {
             match v {
@@ -356,6 +369,14 @@ const RELAXED: &[(&str, &str)] = &[("session.tools.updateSubagentSettings", "sub
 
 /// Fields whose wrong-typed values are accepted on purpose.
 const SKIPPED: &[(&str, &str, &str)] = &[
+    (
+        "sandbox.getUnsupportedStartupNotice",
+        "managedSandbox",
+        "untyped in the schema (a managed settings slice): any JSON is accepted, only its flags are read",
+    ),
+    ("sandbox.settings.applyDefaults", "stored", "untyped in the schema: a non-object is refused by the handler"),
+    ("sandbox.resolveFlooredConfig", "userSandbox", "untyped in the schema: a non-object is refused by the handler"),
+    ("sandbox.resolveFlooredConfig", "managedSandbox", "untyped in the schema: a non-object is refused by the handler"),
     (
         "session.workspaces.ensure",
         "context",

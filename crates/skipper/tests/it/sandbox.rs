@@ -414,3 +414,146 @@ async fn links_a_tenants_commands_plant_do_not_lead_the_servers_file_work_out() 
     })
     .await;
 }
+
+/// The original's `sandbox.*` and `session.sandbox.*` methods, as a single user's SDK calls
+/// them: what the host supports, the settings' defaults and floor, and a session's sandbox —
+/// which lists the secrets its commands would see (never their values) and keeps the host's
+/// model tokens from them.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sandbox_methods_answer_for_the_host_the_settings_and_a_session() {
+    if !sandbox_here() {
+        return;
+    }
+    with_timeout(120, async {
+        let fake = fake_model::FakeModel::start().await.expect("fake model");
+        let dirs = Dirs::new();
+        fake.set_workdir(&dirs.workdir);
+        let env = [("MY_API_KEY", "x-value"), ("OPENAI_API_KEY", "z-value"), ("PLAIN_VAR", "v"), ("HF_TOKEN", "h")];
+        let options = Options {
+            extra_env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Options::default()
+        };
+        let sk = Skipper::spawn(&fake.url(), dirs.clone(), options).await;
+        let c = sk.client();
+        c.connect().await;
+
+        let host = c.ok("sandbox.getHostSupport", json!({})).await;
+        assert_eq!(host["supported"], json!(true), "{host}");
+        let names: Vec<&str> =
+            host["capabilities"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["network", "network_filtering", "denied_paths", "shell", "filesystem_enumeration"]);
+        assert_eq!(host["capabilities"][1]["supported"], json!(false), "host rules are not filtered: {host}");
+        assert_eq!(c.ok("sandbox.checkPlatformSupport", json!({})).await, json!(true));
+        assert_eq!(c.ok("sandbox.getUnsupportedStartupNotice", json!({})).await, json!({}), "nothing to tell here");
+        assert!(c.ok("sandbox.getDocsUrl", json!({})).await["url"].as_str().unwrap().starts_with("https://"));
+
+        let defaults = c.ok("sandbox.settings.applyDefaults", json!({"stored": {}})).await;
+        assert_eq!(defaults["enabled"], json!(false));
+        assert_eq!(
+            defaults["network"],
+            json!({"allowOutbound":true,"allowLocalNetwork":true,"allowedHosts":[],"blockedHosts":[]})
+        );
+        let floored = c
+            .ok(
+                "sandbox.resolveFlooredConfig",
+                json!({"userSandbox": {"enabled": false, "allowBypass": true},
+                       "managedSandbox": {"enabled": true, "allowBypass": false}}),
+            )
+            .await;
+        assert_eq!(
+            (floored["sandboxJson"]["enabled"].clone(), floored["sandboxJson"]["allowBypass"].clone()),
+            (json!(true), json!(false))
+        );
+        let bad = c.call("sandbox.resolveFlooredConfig", json!({"userSandbox": "x"})).await.expect_err("not an object");
+        assert!(bad.message.contains("sandbox configuration must be an object"), "{bad}");
+
+        let plain = c.create_session(json!({"workingDirectory": dirs.workdir})).await;
+        let status = c.ok("session.sandbox.getEnforcementStatus", json!({"sessionId": plain})).await;
+        assert_eq!(status, json!({"required": false, "blocked": false}));
+        let none = c.ok("session.sandbox.getCredentialSuggestions", json!({"sessionId": plain})).await;
+        assert_eq!(none, json!({"suggestions": []}), "not sandboxed: nothing to suggest");
+
+        let sid = c
+            .create_session(json!({"requestPermission": true, "workingDirectory": dirs.workdir,
+                "sandboxConfig": {"enabled": true}}))
+            .await;
+        let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        let suggested = c.ok("session.sandbox.getCredentialSuggestions", json!({"sessionId": sid})).await;
+        let listed: Vec<&str> =
+            suggested["suggestions"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+        assert!(listed.contains(&"MY_API_KEY") && listed.contains(&"HF_TOKEN"), "{suggested}");
+        assert!(!listed.contains(&"PLAIN_VAR") && !listed.contains(&"OPENAI_API_KEY"), "{suggested}");
+        assert!(listed.windows(2).all(|w| w[0] < w[1]), "sorted: {listed:?}");
+        let hf = suggested["suggestions"].as_array().unwrap().iter().find(|s| s["name"] == "HF_TOKEN").unwrap();
+        assert_eq!(hf["suggestedInjectHosts"], json!(["huggingface.co"]));
+        assert!(!suggested.to_string().contains("x-value"), "never a value");
+        // The host's model keys are not in a sandboxed command's environment at all.
+        let out = bash_calls(&fake, &c, &sid, &[json!({"command": "env", "description": "env"})]).await;
+        assert!(out[0].0.contains("MY_API_KEY=x-value") && !out[0].0.contains("OPENAI_API_KEY"), "{}", out[0].0);
+
+        let bogus = json!({"sessionId": sid, "requestId": "bogus-request-id"});
+        let e = c.call("session.sandbox.disableForSession", bogus.clone()).await.expect_err("no such request");
+        assert!(e.message.contains("pending permission request 'bogus-request-id' was not found"), "{e}");
+        let e = c.call("session.sandbox.grantPathForRequest", bogus).await.expect_err("no such request");
+        assert!(e.message.contains("was not found"), "{e}");
+        approver.abort();
+    })
+    .await;
+}
+
+/// On the team server the sandbox is required, and no tenant turns it off.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_tenant_turns_the_servers_sandbox_off() {
+    if !sandbox_here() {
+        return;
+    }
+    with_timeout(60, async {
+        let s = Serve::start().await;
+        let (c, sid, approver) = alpha_session(&s).await;
+        let status = c.ok("session.sandbox.getEnforcementStatus", json!({"sessionId": sid})).await;
+        assert_eq!(status, json!({"required": true, "blocked": false}));
+        let off = json!({"sessionId": sid, "requestId": "any"});
+        let e = c.call("session.sandbox.disableForSession", off).await.expect_err("refused");
+        assert!(e.message.contains("cannot be turned off"), "{e}");
+        let suggested = c.ok("session.sandbox.getCredentialSuggestions", json!({"sessionId": sid})).await;
+        assert_eq!(suggested, json!({"suggestions": []}), "the server's environment never reaches a tenant");
+        // The refusal changed nothing: the server's home is still out of its commands' sight.
+        let home = crate::tenant_config::server_home(&s);
+        assert!(home.join("skipper-index.db").exists());
+        let read = format!("cat {}/skipper-index.db > /dev/null && echo read-it", home.display());
+        let out = alpha_runs(&s, &c, &sid, &[&read]).await;
+        assert!(!out[0].contains("read-it"), "{out:?}");
+        approver.abort();
+    })
+    .await;
+}
+
+/// `[[tenants]] network` gives one tenant's processes the network while the others keep none.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_network_is_given_per_tenant() {
+    if !sandbox_here() {
+        return;
+    }
+    with_timeout(90, async {
+        let config = format!(
+            "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\nnetwork = true\n\n[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\n",
+            crate::serve::sha256_hex(ALPHA),
+            crate::serve::sha256_hex(crate::serve::BETA)
+        );
+        let s = Serve::start_with_args(&config, &[], &[]).await;
+        let port = s.fake.url().rsplit(':').next().unwrap().trim_end_matches('/').to_string();
+        let probe = format!("(echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo CONNECTED || echo REFUSED");
+        let (alpha, sid, approver) = alpha_session(&s).await;
+        let out = alpha_runs(&s, &alpha, &sid, &[&probe]).await;
+        assert!(out[0].contains("CONNECTED"), "alpha has the network: {out:?}");
+        approver.abort();
+
+        let beta = s.tenant(crate::serve::BETA).await;
+        let sid = beta.create_session(json!({"requestPermission": true})).await;
+        let approver = beta.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        let out = alpha_runs(&s, &beta, &sid, &[&probe]).await;
+        assert!(out[0].contains("REFUSED"), "beta has none: {out:?}");
+        approver.abort();
+    })
+    .await;
+}

@@ -1,0 +1,164 @@
+//! `sandbox.*` and `session.sandbox.*`: whether this host can sandbox commands, the `sandbox`
+//! settings slice with its defaults and an administrator's floor, and a session's sandbox —
+//! answered as the original CLI answers them on Linux.
+//!
+//! Skipper never asks the user to bypass its sandbox or to widen it for one request (a command
+//! blocked by it fails inside it), so no permission request offers either: the two methods that
+//! answer such a request find none. On the team server the sandbox is the server's floor, which
+//! no client turns off.
+
+use protocol::generated::types as t;
+use protocol::jsonrpc::RpcError;
+use protocol::rpc::NoParams;
+
+use crate::ctx::Ctx;
+
+const DOCS_URL: &str = "https://docs.github.com/en/copilot/concepts/about-cloud-and-local-sandboxes";
+
+fn requirement() -> String {
+    format!(
+        "Command sandboxing requires bubblewrap (bwrap) 0.5.0 or later on PATH; install or upgrade it to enable \
+         sandboxing. See {DOCS_URL}"
+    )
+}
+
+const NO_FILTERING: &str = "Skipper's sandbox gives a command either the host's network or none: host rules, a \
+     proxy or blocking only local addresses need a filtering proxy, which it does not run.";
+
+pub async fn host_support(_ctx: &Ctx, _p: NoParams) -> Result<t::SandboxHostSupport, RpcError> {
+    let host = sandbox::host_support();
+    if !host.supported() {
+        return Ok(t::SandboxHostSupport { supported: false, reason: host.reason.clone(), capabilities: Vec::new() });
+    }
+    let capability = |name: &str, reason: Option<&str>| t::SandboxHostCapability {
+        name: name.to_string(),
+        supported: reason.is_none(),
+        reason: reason.map(str::to_string),
+    };
+    let capabilities = vec![
+        capability("network", None),
+        capability("network_filtering", Some(NO_FILTERING)),
+        capability("denied_paths", None),
+        capability("shell", None),
+        capability("filesystem_enumeration", None),
+    ];
+    Ok(t::SandboxHostSupport { supported: true, reason: None, capabilities })
+}
+
+pub async fn platform_support(_ctx: &Ctx, _p: NoParams) -> Result<bool, RpcError> {
+    Ok(sandbox::host_support().supported())
+}
+
+/// Windows only: never on this host.
+pub async fn windows_loopback_support(_ctx: &Ctx, _p: NoParams) -> Result<bool, RpcError> {
+    Ok(false)
+}
+
+pub async fn unsupported_message(_ctx: &Ctx, _p: NoParams) -> Result<String, RpcError> {
+    Ok(requirement())
+}
+
+pub async fn docs_url(_ctx: &Ctx, _p: NoParams) -> Result<t::SandboxDocsUrlResult, RpcError> {
+    Ok(t::SandboxDocsUrlResult { url: DOCS_URL.to_string() })
+}
+
+pub async fn unsupported_setting_disabled_notice(_ctx: &Ctx, _p: NoParams) -> Result<String, RpcError> {
+    Ok("Sandboxing is disabled for this session because this host does not support it. Shell commands and \
+        sandboxed services will run unsandboxed. Your saved sandbox setting remains unchanged. Command sandboxing \
+        requires bubblewrap (bwrap) 0.5.0 or later on PATH; install or upgrade it to enable sandboxing."
+        .to_string())
+}
+
+/// What to tell a user at start whose sandbox is on where the host cannot run it: nothing on a
+/// host that can; what to do, depending on whether a managed policy holds it on.
+pub async fn unsupported_startup_notice(
+    _ctx: &Ctx,
+    p: t::SandboxUnsupportedStartupNoticeParams,
+) -> Result<t::SandboxUnsupportedStartupNoticeResult, RpcError> {
+    if sandbox::host_support().supported() {
+        return Ok(t::SandboxUnsupportedStartupNoticeResult { notice: None });
+    }
+    let floor = p.managed_sandbox.as_ref();
+    let set = |key: &str| floor.and_then(|f| f.get(key)).and_then(serde_json::Value::as_bool) == Some(true);
+    let remedy = match (set("enabled") && set("failIfUnavailable"), p.enabled_by_undetermined_policy == Some(true)) {
+        (false, _) => "or turn off the sandbox".to_string(),
+        (true, false) => "or contact your administrator — your organization's managed policy enforces sandboxing, \
+                          so it can't be turned off here"
+            .to_string(),
+        (true, true) => "or wait for your enterprise policy to resolve — the sandbox stayed on because the policy \
+                         could not be determined, so it can't be turned off here meanwhile"
+            .to_string(),
+    };
+    let notice = format!(
+        "Sandboxing is enabled but is not supported on this host, so shell commands and sandboxed services will \
+         fail. Install or upgrade bubblewrap (bwrap) to 0.5.0 or later on PATH, {remedy}. See {DOCS_URL}"
+    );
+    Ok(t::SandboxUnsupportedStartupNoticeResult { notice: Some(notice) })
+}
+
+pub async fn apply_defaults(
+    ctx: &Ctx,
+    p: t::SandboxApplyDefaultsRequest,
+) -> Result<serde_json::Map<String, serde_json::Value>, RpcError> {
+    agent_config::sandbox_settings::apply_defaults(&p.stored).map_err(|e| ctx.failed(e))
+}
+
+pub async fn resolve_floored(
+    ctx: &Ctx,
+    p: t::SandboxResolveFlooredConfigParams,
+) -> Result<t::SandboxResolveFlooredConfigResult, RpcError> {
+    let resolved = agent_config::sandbox_settings::resolve_floored(p.user_sandbox.as_ref(), p.managed_sandbox.as_ref());
+    Ok(t::SandboxResolveFlooredConfigResult { sandbox_json: resolved.map_err(|e| ctx.failed(e))? })
+}
+
+/// Required where the server's floor holds; never blocked (a host that cannot sandbox does not
+/// serve with a floor, and a session's own sandbox that cannot start fails its commands).
+pub async fn enforcement_status(
+    ctx: &Ctx,
+    p: t::SessionSandboxGetEnforcementStatusParams,
+) -> Result<t::SandboxEnforcementStatus, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    Ok(t::SandboxEnforcementStatus { required: session.sandbox_enforced(), blocked: false, reason: None })
+}
+
+pub async fn credential_suggestions(
+    ctx: &Ctx,
+    p: t::SessionSandboxGetCredentialSuggestionsParams,
+) -> Result<t::SandboxCredentialSuggestionsResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let suggestions = session
+        .sandbox_credential_suggestions()
+        .into_iter()
+        .map(|(name, suggested_inject_hosts)| t::SandboxCredentialSuggestion { name, suggested_inject_hosts })
+        .collect();
+    Ok(t::SandboxCredentialSuggestionsResult { suggestions })
+}
+
+pub async fn disable_for_session(
+    ctx: &Ctx,
+    p: t::SessionSandboxDisableForSessionParams,
+) -> Result<t::SandboxDisableForSessionResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    if session.sandbox_enforced() {
+        return Err(ctx.failed("this server's sandbox cannot be turned off for a session"));
+    }
+    Err(no_such_offer(ctx, &session, &p.request_id, "a sandbox bypass").await)
+}
+
+pub async fn grant_path_for_request(
+    ctx: &Ctx,
+    p: t::SessionSandboxGrantPathForRequestParams,
+) -> Result<t::SandboxGrantPathForRequestResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    Err(no_such_offer(ctx, &session, &p.request_id, "a sandbox path grant").await)
+}
+
+/// The refusal for answering `request_id` with what no request of Skipper's offers.
+async fn no_such_offer(ctx: &Ctx, session: &loop_engine::SessionHandle, request_id: &str, offer: &str) -> RpcError {
+    let pending = session.pending_permissions().await.unwrap_or_default();
+    if pending.iter().any(|(id, _)| id == request_id) {
+        ctx.failed(format!("permission request '{request_id}' does not offer {offer}"))
+    } else {
+        ctx.failed(format!("pending permission request '{request_id}' was not found"))
+    }
+}
