@@ -90,6 +90,13 @@ impl<'a> Namespace<'a> {
         inner.strip_prefix(self.tenant.id_prefix()).unwrap_or(inner)
     }
 
+    /// [`Namespace::outer`] in place.
+    fn to_outer(&self, id: &mut String) {
+        if id.starts_with(self.tenant.id_prefix()) {
+            id.drain(..self.tenant.id_prefix().len());
+        }
+    }
+
     /// A request's params text with the session ids it names translated. Text that is not
     /// JSON goes on unchanged, for the method's parser to refuse.
     pub fn request_in(&self, method: &str, text: &str) -> (String, Renamed) {
@@ -146,11 +153,7 @@ impl<'a> Namespace<'a> {
 
     /// A message to the client (notification or request params) with its ids as it knows them.
     pub fn value_out(&self, value: &mut Value) {
-        walk(value, &mut |id: &mut String| {
-            if let Some(outer) = id.strip_prefix(self.tenant.id_prefix()) {
-                *id = outer.to_string();
-            }
-        });
+        walk(value, &mut |id: &mut String| self.to_outer(id));
     }
 
     /// An error with the ids the request named said back as the client gave them.
@@ -176,15 +179,13 @@ impl<'a> Namespace<'a> {
 
     /// Whether a JSON text may hold an inner id (a string that starts with the prefix).
     fn mentions_inner(&self, json: &[u8]) -> bool {
-        let needle = [b"\"", self.tenant.id_prefix().as_bytes()].concat();
-        json.windows(needle.len()).any(|w| w == needle.as_slice())
+        let prefix = self.tenant.id_prefix().as_bytes();
+        json.windows(prefix.len() + 1).any(|w| w[0] == b'"' && &w[1..] == prefix)
     }
 
     fn string_out(&self, value: &mut Value) {
         if let Value::String(id) = value {
-            if let Some(outer) = id.strip_prefix(self.tenant.id_prefix()) {
-                *id = outer.to_string();
-            }
+            self.to_outer(id);
         }
     }
 }

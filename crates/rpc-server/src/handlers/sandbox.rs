@@ -15,12 +15,8 @@ use crate::ctx::Ctx;
 
 const DOCS_URL: &str = "https://docs.github.com/en/copilot/concepts/about-cloud-and-local-sandboxes";
 
-fn requirement() -> String {
-    format!(
-        "Command sandboxing requires bubblewrap (bwrap) 0.5.0 or later on PATH; install or upgrade it to enable \
-         sandboxing. See {DOCS_URL}"
-    )
-}
+const REQUIREMENT: &str =
+    "Command sandboxing requires bubblewrap (bwrap) 0.5.0 or later on PATH; install or upgrade it to enable sandboxing.";
 
 const NO_FILTERING: &str = "Skipper's sandbox gives a command either the host's network or none: host rules, a \
      proxy or blocking only local addresses need a filtering proxy, which it does not run.";
@@ -55,7 +51,7 @@ pub async fn windows_loopback_support(_ctx: &Ctx, _p: NoParams) -> Result<bool, 
 }
 
 pub async fn unsupported_message(_ctx: &Ctx, _p: NoParams) -> Result<String, RpcError> {
-    Ok(requirement())
+    Ok(format!("{REQUIREMENT} See {DOCS_URL}"))
 }
 
 pub async fn docs_url(_ctx: &Ctx, _p: NoParams) -> Result<t::SandboxDocsUrlResult, RpcError> {
@@ -63,10 +59,10 @@ pub async fn docs_url(_ctx: &Ctx, _p: NoParams) -> Result<t::SandboxDocsUrlResul
 }
 
 pub async fn unsupported_setting_disabled_notice(_ctx: &Ctx, _p: NoParams) -> Result<String, RpcError> {
-    Ok("Sandboxing is disabled for this session because this host does not support it. Shell commands and \
-        sandboxed services will run unsandboxed. Your saved sandbox setting remains unchanged. Command sandboxing \
-        requires bubblewrap (bwrap) 0.5.0 or later on PATH; install or upgrade it to enable sandboxing."
-        .to_string())
+    Ok(format!(
+        "Sandboxing is disabled for this session because this host does not support it. Shell commands and \
+         sandboxed services will run unsandboxed. Your saved sandbox setting remains unchanged. {REQUIREMENT}"
+    ))
 }
 
 /// What to tell a user at start whose sandbox is on where the host cannot run it: nothing on a
@@ -81,13 +77,15 @@ pub async fn unsupported_startup_notice(
     let floor = p.managed_sandbox.as_ref();
     let set = |key: &str| floor.and_then(|f| f.get(key)).and_then(serde_json::Value::as_bool) == Some(true);
     let remedy = match (set("enabled") && set("failIfUnavailable"), p.enabled_by_undetermined_policy == Some(true)) {
-        (false, _) => "or turn off the sandbox".to_string(),
-        (true, false) => "or contact your administrator — your organization's managed policy enforces sandboxing, \
-                          so it can't be turned off here"
-            .to_string(),
-        (true, true) => "or wait for your enterprise policy to resolve — the sandbox stayed on because the policy \
-                         could not be determined, so it can't be turned off here meanwhile"
-            .to_string(),
+        (false, _) => "or turn off the sandbox",
+        (true, false) => {
+            "or contact your administrator — your organization's managed policy enforces sandboxing, so it can't be \
+             turned off here"
+        }
+        (true, true) => {
+            "or wait for your enterprise policy to resolve — the sandbox stayed on because the policy could not be \
+             determined, so it can't be turned off here meanwhile"
+        }
     };
     let notice = format!(
         "Sandboxing is enabled but is not supported on this host, so shell commands and sandboxed services will \

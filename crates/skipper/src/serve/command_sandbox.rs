@@ -33,7 +33,7 @@ pub fn floor(config: &SandboxConfig, workspaces: Vec<PathBuf>, home: &Path) -> a
         seccomp,
         workspaces,
         readable: config.readonly_paths.clone(),
-        network: config.network,
+        // The network is each tenant's (`tenant_scopes`), set per session from its scope.
         internal_network: config.internal_network,
         env_allow: Some(sandbox::SAFE_ENV.iter().map(|s| s.to_string()).collect()),
         ..Default::default()
