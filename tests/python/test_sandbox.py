@@ -63,3 +63,28 @@ async def test_a_sandboxed_sessions_commands_cannot_write_the_system_or_reach_th
         if probe.exists():
             probe.unlink()
         await session.disconnect()
+
+
+async def test_the_sdk_reads_the_hosts_and_a_sessions_sandbox(ctx: Ctx, client):
+    """Issue 33 through the official SDK: the host's support, and a sandboxed session's
+    enforcement status and credential suggestions (names, never values); a bypass nothing
+    offered is refused."""
+    _need_bwrap()
+    await client.start()
+    host = await client.rpc.sandbox.get_host_support()
+    assert host.supported is True
+    assert [c.name for c in host.capabilities][:2] == ["network", "network_filtering"]
+    plain = await client.create_session(on_permission_request=PermissionHandler.approve_all)
+    assert (await plain.rpc.sandbox.get_credential_suggestions()).suggestions == []
+    session = await client.create_session(
+        on_permission_request=PermissionHandler.approve_all, sandbox_config=SandboxConfig(enabled=True)
+    )
+    status = await session.rpc.sandbox.get_enforcement_status()
+    assert (status.required, status.blocked) == (False, False)
+    names = [s.name for s in (await session.rpc.sandbox.get_credential_suggestions()).suggestions]
+    assert names == sorted(names) and "PLAIN_VAR" not in names
+    from copilot.generated.rpc import SandboxDisableForSessionRequest
+
+    with pytest.raises(Exception) as refused:
+        await session.rpc.sandbox.disable_for_session(SandboxDisableForSessionRequest(request_id="bogus"))
+    assert "pending permission request 'bogus' was not found" in str(refused.value)
