@@ -6,6 +6,7 @@ UI requests a client answers (`session.ui.*`), the user's shell (`session.shell.
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from pydantic import BaseModel, Field
@@ -250,3 +251,26 @@ async def test_session_updated_follows_persisted_activity(ctx: Ctx, client):
         lambda: any(e.type == "session.updated" and e.session_id == session.session_id for e in seen),
         what="session.updated",
     )
+
+
+async def test_compact_and_context_commands_work_on_the_conversation(ctx: Ctx, client):
+    """`/context` shows what fills the context window; `/compact` summarizes the conversation
+    (with the user's focus), and says so when there is nothing to compact."""
+    ctx.fake.replies({"text": "hello"}, {"text": "<summary>we said hello</summary>"})
+    session = await client.create_session(on_permission_request=APPROVE, working_directory=str(ctx.work_dir))
+    names = [c.name for c in (await session.rpc.commands.list(SessionCommandsListRequest(include_client_commands=False))).commands]
+    assert names.index("compact") < names.index("context") < names.index("cwd"), names
+
+    async def invoke(name: str, input: str | None = None):
+        return await session.rpc.commands.invoke(CommandsInvokeRequest(name=name, input=input))
+
+    assert "Send a message first" in (await invoke("context")).text
+    with pytest.raises(Exception, match="Nothing to compact."):
+        await invoke("compact")
+    await session.send_and_wait("hi", timeout=30)
+    shown = (await invoke("/context")).text
+    assert shown.startswith("Context usage: ") and "System prompt" in shown and "Messages" in shown, shown
+    compacted = await invoke("compact", "keep the greeting")
+    assert compacted.text.startswith("Compacted conversation history and removed "), compacted.text
+    summary_request = ctx.fake.requests()[-1]
+    assert "keep the greeting" in json.dumps(summary_request), "the focus reaches the summary"

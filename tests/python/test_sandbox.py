@@ -7,14 +7,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
 from copilot.client import SandboxConfig
-from copilot.generated.rpc import SandboxConfigUserPolicy, SandboxConfigUserPolicyNetwork
-from copilot.session import PermissionHandler
+from copilot.generated.rpc import (
+    PermissionDecisionApproveOnce,
+    SandboxConfigUserPolicy,
+    SandboxConfigUserPolicyNetwork,
+    SandboxGrantPathForRequestRequest,
+)
+from copilot.session import PermissionHandler, PermissionNoResult
 
 from conftest import Ctx, record_events
 
@@ -88,3 +94,48 @@ async def test_the_sdk_reads_the_hosts_and_a_sessions_sandbox(ctx: Ctx, client):
     with pytest.raises(Exception) as refused:
         await session.rpc.sandbox.disable_for_session(SandboxDisableForSessionRequest(request_id="bogus"))
     assert "pending permission request 'bogus' was not found" in str(refused.value)
+
+
+async def test_a_write_outside_the_sandbox_is_offered_and_granted_through_the_sdk(ctx: Ctx, client):
+    """A session's own sandbox holds the file tools to its writable paths; with a bypass
+    allowed, the write's permission request offers the folder, and the SDK's handler grants
+    it (``session.rpc.sandbox.grant_path_for_request``): the write happens, and the session's
+    sandboxed commands may write there afterwards."""
+    _need_bwrap()
+    if Path(tempfile.gettempdir()).resolve().is_relative_to("/var/tmp"):
+        pytest.skip("the temporary directory is under /var/tmp, which the sandbox lets commands write")
+    outside = Path(tempfile.mkdtemp(dir="/var/tmp"))
+    try:
+        create = {"name": "create", "arguments": {"path": str(outside / "a.txt"), "file_text": "hi\n"}}
+        ctx.fake.replies({"tool_calls": [create]}, _bash(f"echo b > {outside / 'b.txt'}"), {"text": "done"})
+        offers = []
+
+        async def answer(request, _invocation):
+            if not getattr(request, "request_sandbox_bypass", None):
+                return PermissionDecisionApproveOnce()
+            offers.append(request.sandbox_path_grant)
+            pending = await session.rpc.permissions.pending_requests()
+            granted = await session.rpc.sandbox.grant_path_for_request(
+                SandboxGrantPathForRequestRequest(request_id=pending.items[0].request_id)
+            )
+            assert granted.success is True
+            return PermissionNoResult()
+
+        no_network = SandboxConfigUserPolicy(network=SandboxConfigUserPolicyNetwork(allow_outbound=False))
+        session = await client.create_session(
+            on_permission_request=answer,
+            working_directory=str(ctx.work_dir),
+            sandbox_config=SandboxConfig(enabled=True, allow_bypass=True, user_policy=no_network),
+        )
+        events = record_events(session)
+        try:
+            await session.send_and_wait("write outside", timeout=60)
+            assert len(offers) == 1, offers
+            assert offers[0].path == str(outside.resolve()) and offers[0].denied_path == str(outside / "a.txt")
+            assert (outside / "a.txt").read_text() == "hi\n"
+            assert (outside / "b.txt").read_text() == "b\n", "the granted folder is the commands' too"
+            assert [e.data.sandboxed for e in events.of("tool.execution_complete")] == [True, True]
+        finally:
+            await session.disconnect()
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)

@@ -21,7 +21,7 @@ from copilot.generated.rpc import (
 )
 from copilot.session import PermissionHandler
 
-from conftest import Ctx, raw_request
+from conftest import Ctx, raw_request, record_events, wait_for
 
 APPROVE = PermissionHandler.approve_all
 
@@ -80,6 +80,8 @@ async def test_sessions_are_found_measured_closed_pruned_and_deleted(ctx: Ctx, c
 
 
 async def test_open_without_a_match_is_not_found_and_remote_kinds_fail(ctx: Ctx, client):
+    # As the original: no kind at all opens nothing, rather than failing.
+    assert await raw_request(client, "sessions.open", {}) == {"status": "not_found"}
     last = await raw_request(client, "sessions.open", {"kind": "resumeLast"})
     assert last == {"status": "not_found"}
     none = await raw_request(client, "sessions.open", {"kind": "resumeLast", "context": {"cwd": str(ctx.work_dir)}})
@@ -95,6 +97,17 @@ async def test_open_without_a_match_is_not_found_and_remote_kinds_fail(ctx: Ctx,
         raw_request(client, "session.extensions.sendAttachmentsToMessage", {"sessionId": session.session_id, "attachments": []})
     )
     assert "may only be called from an extension-owned connection" in text
+
+
+async def test_a_send_mode_the_server_does_not_know_is_accepted_and_ignored(ctx: Ctx, client):
+    """The original takes `session.send` with `mode: "plan"` (a newer client's) as a plain send."""
+    ctx.fake.replies({"text": "planned"})
+    session = await client.create_session(on_permission_request=APPROVE)
+    events = record_events(session)
+    sent = await raw_request(client, "session.send", {"sessionId": session.session_id, "prompt": "hi", "mode": "plan"})
+    assert sent["messageId"]
+    await wait_for(lambda: events.has("session.idle"), 30, "the turn to end")
+    assert [e.data.content for e in events.of("assistant.message")] == ["planned"]
 
 
 async def test_each_session_has_its_own_github_identity(ctx: Ctx, make_client):

@@ -18,6 +18,7 @@ pub mod json_file;
 pub mod mcp_config;
 pub mod plugins;
 pub mod read_scope;
+pub mod sandbox_features;
 pub mod sandbox_settings;
 pub mod skills;
 pub mod user_config;

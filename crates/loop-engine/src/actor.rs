@@ -10,7 +10,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::FutureExt;
-use protocol::extensions::AutopilotStoppedData;
 use protocol::generated::types::{self as t, SessionMode, UserMessageDelivery};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -261,6 +260,10 @@ impl Actor {
             }
             SessionInput::Answer { request_id, answer, reply } => {
                 let _ = reply.send(self.pending.resolve(&request_id, answer));
+            }
+            SessionInput::TakeSandboxOffer { request_id, take, reply } => {
+                let _ =
+                    reply.send(crate::sandbox_bypass::take_offer(&self.handle, &mut self.pending, &request_id, take));
             }
             SessionInput::PendingPermissions { reply } => {
                 let _ = reply.send(self.pending.permission_prompts());
@@ -617,7 +620,7 @@ impl Actor {
                 Err(_) => StopReason::Error,
             };
             // Python's send_and_wait completes on this in autopilot; it must precede idle.
-            self.emit(AutopilotStoppedData { reason: reason.as_str().into(), request_id: message_id });
+            self.emit(t::AutopilotStoppedData { reason: reason.as_str().into(), request_id: Some(message_id) });
         }
         if let Err(what) = &outcome {
             tracing::error!(session = %self.handle.id(), panic = %what, "run panicked");

@@ -312,10 +312,16 @@ async fn run_builtin(
         let tool = tool.clone();
         async move { tool.run(args, &tool_ctx).await }
     });
-    match handle.await {
+    let mut out = match handle.await {
         Ok(out) => out,
         Err(e) => ToolOutput::fail(format!("Tool `{}` failed unexpectedly: {e}", call.name)),
+    };
+    // A file tool's writes are held to the session's sandbox (`sandbox_bypass`) as long as it
+    // has one.
+    if crate::file_tracking::WRITING_TOOLS.contains(&call.name.as_str()) && ctx.handle.sandboxed() {
+        out.sandboxed = true;
     }
+    out
 }
 
 /// The original's result for a tool the model may not call.
@@ -336,7 +342,7 @@ fn emit_complete(ctx: &RunCtx, call: &ToolCall, out: &ToolOutput, turn_id: &str,
     let error = (!out.success).then(|| t::ToolExecutionCompleteError {
         message: out.error_message.clone().unwrap_or_else(|| out.text_for_llm.clone()),
         code: Some(out.error_code.clone().unwrap_or_else(|| "failure".into())),
-        remediation: None,
+        remediation: out.remediation.as_ref().and_then(|r| serde_json::from_value(Value::String(r.clone())).ok()),
     });
     ctx.emitter().emit(t::ToolExecutionCompleteData {
         tool_call_id: call.id.clone(),
@@ -372,6 +378,11 @@ struct SessionGate {
 #[async_trait]
 impl PermissionGate for SessionGate {
     async fn request(&self, req: PermissionRequest) -> PermissionDecision {
+        // The session's sandbox first: neither a hook's nor a client's approval lets a write
+        // past it unasked.
+        if let Some(decision) = crate::sandbox_bypass::guard(&self.run, &req, &self.tool_call_id).await {
+            return decision;
+        }
         if self.preapproved {
             return PermissionDecision::Approved;
         }

@@ -186,6 +186,12 @@ pub(crate) enum SessionInput {
         answer: PendingAnswer,
         reply: oneshot::Sender<bool>,
     },
+    /// Takes what a waiting permission request offers past the sandbox, and approves it.
+    TakeSandboxOffer {
+        request_id: String,
+        take: crate::sandbox_bypass::Take,
+        reply: oneshot::Sender<Result<(), crate::sandbox_bypass::OfferRefusal>>,
+    },
     PendingPermissions {
         reply: oneshot::Sender<Vec<(String, PermissionPromptRequest)>>,
     },
@@ -529,7 +535,7 @@ impl SessionHandle {
 
     /// Sends one input and waits for the actor's answer. A session whose task has ended is
     /// reported as not found: it was unloaded or deleted in the meantime.
-    async fn ask<R>(&self, make: impl FnOnce(oneshot::Sender<R>) -> SessionInput) -> Result<R, EngineError> {
+    pub(crate) async fn ask<R>(&self, make: impl FnOnce(oneshot::Sender<R>) -> SessionInput) -> Result<R, EngineError> {
         let (tx, rx) = oneshot::channel();
         self.inner.inputs.send(Box::new(make(tx))).await.map_err(|_| self.gone())?;
         rx.await.map_err(|_| self.gone())

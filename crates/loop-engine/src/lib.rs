@@ -46,6 +46,8 @@ pub mod placement;
 mod resume;
 mod run;
 mod run_ctx;
+mod sandbox_bypass;
+pub mod sandbox_picker;
 pub mod session_fs;
 mod session_sandbox;
 mod session_token;
@@ -88,6 +90,7 @@ use mutex::lock;
 pub use pending::PendingAnswer;
 pub use placement::{Placed, Placement};
 use resume::{cwd_context, resume_data};
+pub use sandbox_bypass::{OfferRefusal, Take as SandboxTake};
 pub use settings::SessionSettings;
 use workspace_yaml::write_workspace_yaml;
 

@@ -3,6 +3,7 @@
 //! offers it, and a client's answer reaches the waiting run through the actor.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use protocol::generated::types::{ExternalToolResult, PermissionDecision, PermissionPromptRequest};
 use tokio::sync::oneshot;
@@ -12,7 +13,26 @@ use tokio::sync::oneshot;
 pub(crate) enum PendingKind {
     /// Carries the user-facing prompt, for `session.permissions.pendingRequests`.
     Permission(Option<Box<PermissionPromptRequest>>),
+    /// A permission request that also offers to let the operation past the session's sandbox:
+    /// approving it does, and so do `session.sandbox.disableForSession` and (where `grant` is
+    /// set) `session.sandbox.grantPathForRequest`.
+    SandboxBypass {
+        prompt: Option<Box<PermissionPromptRequest>>,
+        grant: Option<PathBuf>,
+    },
     ExternalTool,
+}
+
+/// What a waiting request offers past the sandbox.
+#[derive(Debug, PartialEq)]
+pub(crate) enum SandboxOffer<'a> {
+    /// Nothing waits under that id.
+    Missing,
+    /// A request that offers nothing past the sandbox.
+    None,
+    Bypass {
+        grant: Option<&'a Path>,
+    },
 }
 
 /// A client's answer to a pending request, as the run consumes it.
@@ -42,7 +62,7 @@ impl PendingRequests {
     pub fn resolve(&mut self, request_id: &str, answer: PendingAnswer) -> bool {
         let fits = matches!(
             (self.waiting.get(request_id), &answer),
-            (Some((PendingKind::Permission(_), _)), PendingAnswer::Permission(_))
+            (Some((PendingKind::Permission(_) | PendingKind::SandboxBypass { .. }, _)), PendingAnswer::Permission(_))
                 | (Some((PendingKind::ExternalTool, _)), PendingAnswer::ToolCall { .. })
                 | (Some(_), PendingAnswer::NoClient)
         );
@@ -52,6 +72,14 @@ impl PendingRequests {
         match self.waiting.remove(request_id) {
             Some((_, tx)) => tx.send(answer).is_ok(),
             None => false,
+        }
+    }
+
+    pub fn sandbox_offer(&self, request_id: &str) -> SandboxOffer<'_> {
+        match self.waiting.get(request_id) {
+            None => SandboxOffer::Missing,
+            Some((PendingKind::SandboxBypass { grant, .. }, _)) => SandboxOffer::Bypass { grant: grant.as_deref() },
+            Some(_) => SandboxOffer::None,
         }
     }
 
@@ -77,7 +105,9 @@ impl PendingRequests {
             .waiting
             .iter()
             .filter_map(|(id, (kind, _))| match kind {
-                PendingKind::Permission(prompt) => prompt.as_deref().map(|p| (id.clone(), p.clone())),
+                PendingKind::Permission(prompt) | PendingKind::SandboxBypass { prompt, .. } => {
+                    prompt.as_deref().map(|p| (id.clone(), p.clone()))
+                }
                 PendingKind::ExternalTool => None,
             })
             .collect();
@@ -99,6 +129,22 @@ mod tests {
         assert!(p.resolve("r1", PendingAnswer::ToolCall { result: None, error: None }));
         assert!(!p.resolve("r1", PendingAnswer::ToolCall { result: None, error: None }));
         assert_eq!(rx.try_recv().ok(), Some(PendingAnswer::ToolCall { result: None, error: None }));
+    }
+
+    #[test]
+    fn a_sandbox_bypass_is_a_permission_request_that_says_what_it_offers() {
+        let mut p = PendingRequests::default();
+        let (tx, mut rx) = oneshot::channel();
+        let grant = PathBuf::from("/outside");
+        p.register("r".into(), PendingKind::SandboxBypass { prompt: None, grant: Some(grant.clone()) }, tx);
+        let (plain, _keep) = oneshot::channel();
+        p.register("plain".into(), PendingKind::Permission(None), plain);
+        assert_eq!(p.sandbox_offer("r"), SandboxOffer::Bypass { grant: Some(grant.as_path()) });
+        assert_eq!(p.sandbox_offer("plain"), SandboxOffer::None);
+        assert_eq!(p.sandbox_offer("gone"), SandboxOffer::Missing);
+        assert!(p.resolve("r", PendingAnswer::Permission(PermissionDecision::Approved)));
+        assert_eq!(rx.try_recv().ok(), Some(PendingAnswer::Permission(PermissionDecision::Approved)));
+        assert_eq!(p.sandbox_offer("r"), SandboxOffer::Missing);
     }
 
     #[test]

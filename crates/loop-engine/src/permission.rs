@@ -34,14 +34,31 @@ impl Gate {
         if !keys.is_empty() && keys.iter().all(|k| view.approvals.contains(k)) {
             return Decision::Approved;
         }
+        self.prompt(request, tool_call_id, None).await
+    }
+
+    /// Asks the session's clients, whatever was approved before. `bypass`: the request also
+    /// offers to let the operation past the session's sandbox, with the folder whose grant
+    /// would let it, if any.
+    pub async fn prompt(
+        &self,
+        request: PermissionRequest,
+        tool_call_id: &str,
+        bypass: Option<Option<std::path::PathBuf>>,
+    ) -> Decision {
+        let view = self.handle.view();
+        let keys = approval_keys(&request);
         let asks = self.handle.clients().answers_permissions().unwrap_or(view.settings.request_permission);
         if !asks {
             return denied(NO_APPROVER_TEXT);
         }
         let request_id = uuid::Uuid::new_v4().to_string();
-        let prompt = prompt_request(&request);
+        let prompt = prompt_request(&request).map(Box::new);
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let kind = PendingKind::Permission(prompt.clone().map(Box::new));
+        let kind = match bypass {
+            Some(grant) => PendingKind::SandboxBypass { prompt: prompt.clone(), grant },
+            None => PendingKind::Permission(prompt.clone()),
+        };
         let register = SessionInput::RunRegisterPending { request_id: request_id.clone(), kind, tx };
         if self.handle.tell(register).await.is_err() {
             return denied(INTERRUPTED_TEXT);
@@ -49,10 +66,14 @@ impl Gate {
         self.handle.emitter().emit(t::PermissionRequestedData {
             request_id: request_id.clone(),
             permission_request: request,
-            prompt_request: prompt,
+            prompt_request: prompt.map(|p| *p),
             agent_mode: Some(view.settings.mode),
             risk_assessment: None,
             resolved_by_hook: None,
+            // Left out: an owner's id would name the session as the server does, not as a
+            // tenant's client knows it.
+            owner_session_id: None,
+            permission_mode: None,
         });
         let answer = tokio::select! {
             a = rx => a.ok(),
@@ -111,13 +132,20 @@ pub(crate) fn wire_request(req: tools::PermissionRequest, tool_call_id: &str) ->
                 ..Default::default()
             })
         }
-        tools::PermissionRequest::Write { intention, file_name, diff, new_file_contents } => {
+        tools::PermissionRequest::Write { intention, file_name, diff, new_file_contents, old_file_contents } => {
+            // The whole text before and after, as the original shows a write to approve.
+            let side = |content: String| t::PermissionWriteFileContent { path: file_name.clone(), content };
+            let edit = t::PermissionWriteFileEdit {
+                before: old_file_contents.map(side),
+                after: Some(side(new_file_contents.clone())),
+            };
             PermissionRequest::Write(t::PermissionRequestWrite {
                 tool_call_id,
                 intention,
                 file_name,
                 diff,
                 new_file_contents: Some(new_file_contents),
+                file_edits: Some(vec![edit]),
                 can_offer_session_approval: true,
                 ..Default::default()
             })
@@ -161,6 +189,7 @@ pub(crate) fn prompt_request(req: &PermissionRequest) -> Option<PermissionPrompt
             file_name: w.file_name.clone(),
             diff: w.diff.clone(),
             new_file_contents: w.new_file_contents.clone(),
+            file_edits: w.file_edits.clone(),
             can_offer_session_approval: w.can_offer_session_approval,
             ..Default::default()
         }),

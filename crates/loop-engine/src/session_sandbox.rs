@@ -82,6 +82,40 @@ const NETWORK_UNENFORCEABLE: &str = "Bubblewrap cannot start sandboxed commands 
      rules, a proxy or blocking only local addresses need a filtering proxy. Set userPolicy.network.allowOutbound to \
      false, or remove those rules.";
 
+/// The paths a sandbox config names for a session in `cwd`, with environment `env`: what it
+/// may write (beyond the working directory), read (beyond the system) and never see.
+pub(crate) struct ConfigPaths {
+    pub writable: Vec<PathBuf>,
+    pub readable: Vec<PathBuf>,
+    pub denied: Vec<PathBuf>,
+}
+
+/// Its `userPolicy.filesystem` paths (relative ones against `cwd`, `~/` against `HOME`), and
+/// the directories of the tools on `PATH` and of the toolchains unless `allowDevToolAccess`
+/// is false.
+pub(crate) fn config_paths(config: &t::SandboxConfig, cwd: &Path, env: &[(String, String)]) -> ConfigPaths {
+    let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let home = var("HOME").map(PathBuf::from);
+    let resolve = |p: &String| -> PathBuf {
+        match (p.strip_prefix("~/"), &home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ => cwd.join(p),
+        }
+    };
+    let fs = config.user_policy.as_ref().and_then(|u| u.filesystem.clone()).unwrap_or_default();
+    let mut readable: Vec<PathBuf> = fs.readonly_paths.iter().flatten().map(resolve).collect();
+    if config.allow_dev_tool_access != Some(false) {
+        let on_path = var("PATH").map(|p| std::env::split_paths(p).collect::<Vec<_>>()).unwrap_or_default();
+        let toolchains = TOOLCHAIN_VARS.iter().filter_map(|v| var(v)).map(PathBuf::from);
+        readable.extend(on_path.into_iter().chain(toolchains).filter(|p| p.is_absolute() && p.exists()));
+    }
+    ConfigPaths {
+        writable: fs.readwrite_paths.iter().flatten().map(resolve).collect(),
+        readable,
+        denied: fs.denied_paths.iter().flatten().map(resolve).collect(),
+    }
+}
+
 /// The policy `config` asks for (`None`: off), for a session in `cwd` whose directory is
 /// `session_dir`, with environment `env`.
 pub(crate) fn from_config(
@@ -93,25 +127,10 @@ pub(crate) fn from_config(
     if !config.enabled {
         return None;
     }
-    let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
-    let home = var("HOME").map(PathBuf::from);
-    let resolve = |p: &String| -> PathBuf {
-        match (p.strip_prefix("~/"), &home) {
-            (Some(rest), Some(home)) => home.join(rest),
-            _ => cwd.join(p),
-        }
-    };
+    let ConfigPaths { mut writable, readable, denied } = config_paths(config, cwd, env);
+    writable.push(session_dir.join("files"));
     let empty = t::SandboxConfigUserPolicy::default();
     let user = config.user_policy.as_ref().unwrap_or(&empty);
-    let fs = user.filesystem.clone().unwrap_or_default();
-    let mut readable: Vec<PathBuf> = fs.readonly_paths.iter().flatten().map(resolve).collect();
-    if config.allow_dev_tool_access != Some(false) {
-        let on_path = var("PATH").map(|p| std::env::split_paths(p).collect::<Vec<_>>()).unwrap_or_default();
-        let toolchains = TOOLCHAIN_VARS.iter().filter_map(|v| var(v)).map(PathBuf::from);
-        readable.extend(on_path.into_iter().chain(toolchains).filter(|p| p.is_absolute() && p.exists()));
-    }
-    let mut writable: Vec<PathBuf> = fs.readwrite_paths.iter().flatten().map(resolve).collect();
-    writable.push(session_dir.join("files"));
     let net = user.network.clone().unwrap_or_default();
     let outbound = net.allow_outbound != Some(false);
     let filtered = net.allow_local_network == Some(false)
@@ -124,7 +143,7 @@ pub(crate) fn from_config(
         cwd_writable: config.add_current_working_directory != Some(false),
         writable,
         readable,
-        denied: fs.denied_paths.iter().flatten().map(resolve).collect(),
+        denied,
         tmp: Some(std::env::temp_dir()),
         network: outbound,
         cgroup: None,
@@ -134,6 +153,9 @@ pub(crate) fn from_config(
         env_allow: None,
         env_deny: HOST_TOKENS.iter().map(|s| s.to_string()).collect(),
         refusal: (outbound && filtered).then(|| NETWORK_UNENFORCEABLE.to_string()),
+        // Only where the config says so: a config that leaves it out offers none (as the
+        // original, whose defaults say otherwise).
+        bypass: config.allow_bypass == Some(true),
     })
 }
 

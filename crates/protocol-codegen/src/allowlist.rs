@@ -20,6 +20,17 @@ pub struct Allowlist {
     pub events: EventList,
     #[serde(default)]
     pub relax: Relax,
+    #[serde(default)]
+    pub newer: Newer,
+}
+
+/// What the original CLI's newer schema adds to definitions both schemas have.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Newer {
+    /// `Type.property`s taken over from the newer schema, as optional fields.
+    #[serde(default)]
+    pub properties: Vec<String>,
 }
 
 /// Departures from the schemas the SDKs need, each with its reason in the allowlist.
@@ -37,6 +48,10 @@ pub struct Relax {
     /// generated as a required `Option` that serializes `null`.
     #[serde(default)]
     pub nullable: Vec<String>,
+    /// Optional `Type.field`s where a value the schema does not list (a newer client's) is
+    /// read as absent instead of refusing the request.
+    #[serde(default)]
+    pub lenient: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -61,7 +76,7 @@ pub struct EventList {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExtensionEvent {
-    /// Rust path of the payload type, e.g. `crate::extensions::AutopilotStoppedData`.
+    /// Rust path of the payload type, e.g. `crate::extensions::UsageRecordData`.
     pub data: String,
     pub ephemeral: Ephemeral,
 }

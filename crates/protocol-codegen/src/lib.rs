@@ -61,7 +61,9 @@ pub struct Output {
 
 /// Generates from already-loaded inputs (tests use this with a custom allowlist).
 pub fn generate_from(schemas: &Schemas, allow: &Allowlist) -> Result<Output> {
-    let mut model = mapper::build(schemas, allow)?;
+    let mut schemas = schemas.clone();
+    schemas.adopt_newer(&allow.newer.properties)?;
+    let mut model = mapper::build(&schemas, allow)?;
     let boxed = analysis::box_recursive_fields(&mut model.items);
     analysis::derive_defaults(&mut model.items);
     let files = emit::files(&model);

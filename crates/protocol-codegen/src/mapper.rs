@@ -112,6 +112,9 @@ struct Mapper<'s> {
     /// `Type.field`s generated optional though the schemas require them, and those met.
     relaxed: BTreeSet<String>,
     relaxed_used: BTreeSet<String>,
+    /// Optional `Type.field`s that read a value they do not know as absent, and those met.
+    lenient: BTreeSet<String>,
+    lenient_used: BTreeSet<String>,
     /// `Type.field`s generated as secrets, and those met.
     secret: BTreeSet<String>,
     secret_used: BTreeSet<String>,
@@ -136,6 +139,8 @@ pub fn build(schemas: &Schemas, allow: &Allowlist) -> Result<Model> {
         notes: Vec::new(),
         relaxed: allow.relax.optional.iter().cloned().collect(),
         relaxed_used: BTreeSet::new(),
+        lenient: allow.relax.lenient.iter().cloned().collect(),
+        lenient_used: BTreeSet::new(),
         secret: allow.relax.secret.iter().cloned().collect(),
         secret_used: BTreeSet::new(),
         nullable: allow.relax.nullable.iter().cloned().collect(),
@@ -204,6 +209,9 @@ pub fn build(schemas: &Schemas, allow: &Allowlist) -> Result<Model> {
         m.map_def(&name)?;
     }
 
+    if let Some(stale) = m.lenient.difference(&m.lenient_used).next() {
+        bail!("allowlist [relax] lenient names `{stale}`, which is not an optional field of a generated struct");
+    }
     if let Some(stale) = m.relaxed.difference(&m.relaxed_used).next() {
         bail!("allowlist [relax] names `{stale}`, which is not a required field of a generated struct");
     }
@@ -253,8 +261,10 @@ fn roots(schemas: &Schemas, allow: &Allowlist) -> Result<Vec<Value>> {
         };
         roots.push(spec.data.clone());
     }
+    // A hand-written payload may stand in for one only the newer schema defines (Skipper's
+    // `session.usage_record` predates the original's, which holds other fields).
     for kind in allow.events.extensions.keys() {
-        if schemas.event(kind).is_some() {
+        if schemas.event(kind).is_some_and(|e| !e.newer) {
             bail!(
                 "allowlist lists `{kind}` under [events.extensions], but {} now defines it: \
                  move it to [events] names and drop the hand-written payload",
@@ -563,7 +573,12 @@ impl<'s> Mapper<'s> {
             if ps.get("deprecated") == Some(&Value::Bool(true)) {
                 doc = Some(format!("{}\n\nDeprecated.", doc.unwrap_or_default()).trim().into());
             }
-            fields.push(Field { ident: idents.unique(field_ident(prop)), wire: prop.clone(), ty, presence, doc });
+            let lenient = presence == Presence::Optional && self.lenient.contains(&format!("{name}.{prop}"));
+            if lenient {
+                self.lenient_used.insert(format!("{name}.{prop}"));
+            }
+            let ident = idents.unique(field_ident(prop));
+            fields.push(Field { ident, wire: prop.clone(), ty, presence, doc, lenient });
         }
         Ok(Struct { name: name.to_owned(), doc: description(s), fields, default: false })
     }

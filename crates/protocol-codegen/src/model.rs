@@ -92,6 +92,9 @@ pub struct Field {
     pub ty: Ty,
     pub presence: Presence,
     pub doc: Option<String>,
+    /// An optional field whose value a reader does not know is read as absent (`[relax]
+    /// lenient`).
+    pub lenient: bool,
 }
 
 #[derive(Debug, Clone)]

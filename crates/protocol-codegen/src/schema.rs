@@ -3,8 +3,9 @@
 //!
 //! Two generations of the schema: the SDKs' (`api.schema.json`, `session-events.schema.json`:
 //! what today's SDKs send) and the original CLI's own, newer one (`cli-1.0.102/`), which adds
-//! methods and definitions. The SDKs' win where both have a name, so what an SDK sends always
-//! parses; the newer file only supplies what the SDKs' lacks.
+//! methods, event types and definitions. The SDKs' win where both have a name, so what an SDK
+//! sends always parses; the newer files only supply what the SDKs' lack, plus the properties of
+//! a shared definition the allowlist adopts by name ([`Schemas::adopt_newer`]).
 
 use std::path::Path;
 
@@ -53,13 +54,18 @@ pub struct EventSpec {
     /// `properties.ephemeral` is `{const: true}`: the event is never persisted.
     pub always_ephemeral: bool,
     pub description: Option<String>,
+    /// Only the original's newer schema has it (a hand-written extension may differ from it).
+    pub newer: bool,
 }
 
+#[derive(Clone)]
 pub struct Schemas {
     api_defs: Map<String, Value>,
     event_defs: Map<String, Value>,
     /// The newer schema's definitions the SDKs' files do not have.
     newer_defs: Map<String, Value>,
+    /// Every definition of the newer schema, for adopting a property of a shared one.
+    newer_all: Map<String, Value>,
     pub methods: Vec<MethodSpec>,
     pub events: Vec<EventSpec>,
 }
@@ -129,22 +135,65 @@ impl Schemas {
         open_event_union(&mut api);
         let mut newer = read_json(&dir.join(NEWER_DIR).join(API_FILE))?;
         open_event_union(&mut newer);
-        Self::from_values(&api, &events)?.with_newer(&newer)
+        let newer_events = read_json(&dir.join(NEWER_DIR).join(EVENTS_FILE))?;
+        Self::from_values(&api, &events)?.with_newer(&newer, Some(&newer_events))
     }
 
-    /// Adds what the newer schema has and the SDKs' lacks: its methods not already known by
-    /// name, and its definitions not already defined.
-    pub fn with_newer(mut self, api: &Value) -> Result<Self> {
+    /// Adds what the newer schema has and the SDKs' lacks: its methods and event types not
+    /// already known by name, and its definitions not already defined.
+    pub fn with_newer(mut self, api: &Value, events: Option<&Value>) -> Result<Self> {
         let mut methods = Vec::new();
         collect_all_methods(api, &mut methods)?;
         let known: std::collections::BTreeSet<String> = self.methods.iter().map(|m| m.name.clone()).collect();
         self.methods.extend(methods.into_iter().filter(|m| !known.contains(&m.name)));
-        for (name, def) in definitions(api, API_FILE)? {
-            if !self.api_defs.contains_key(&name) && !self.event_defs.contains_key(&name) {
-                self.newer_defs.insert(name, def);
+        let mut defs = definitions(api, API_FILE)?;
+        if let Some(events) = events {
+            defs.extend(definitions(events, EVENTS_FILE)?);
+        }
+        for (name, def) in &defs {
+            if !self.api_defs.contains_key(name) && !self.event_defs.contains_key(name) {
+                self.newer_defs.insert(name.clone(), def.clone());
             }
         }
+        if let Some(events) = events {
+            let known: std::collections::BTreeSet<String> = self.events.iter().map(|e| e.kind.clone()).collect();
+            let newer = collect_events(&defs, events)?;
+            self.events
+                .extend(newer.into_iter().filter(|e| !known.contains(&e.kind)).map(|e| EventSpec { newer: true, ..e }));
+        }
+        self.newer_all = defs;
         Ok(self)
+    }
+
+    /// Takes over `Type.property` entries from the newer schema into the SDKs' definition of
+    /// `Type`, as optional properties: fields the original sends that today's SDKs do not know
+    /// yet (an SDK ignores them, so adding them breaks no client).
+    pub fn adopt_newer(&mut self, names: &[String]) -> Result<()> {
+        for entry in names {
+            let (ty, prop) = entry
+                .split_once('.')
+                .ok_or_else(|| anyhow!("allowlist [newer] entry `{entry}` is not `Type.property`"))?;
+            let newer =
+                self.newer_all.get(ty).and_then(|d| d.pointer(&format!("/properties/{prop}"))).cloned().ok_or_else(
+                    || anyhow!("allowlist [newer] names `{entry}`, which the newer schema does not define"),
+                )?;
+            let mut adopted = false;
+            for defs in [&mut self.api_defs, &mut self.event_defs] {
+                let Some(props) = defs.get_mut(ty).and_then(|d| d.get_mut("properties")).and_then(Value::as_object_mut)
+                else {
+                    continue;
+                };
+                if props.contains_key(prop) {
+                    bail!("allowlist [newer] names `{entry}`, which the SDKs' schema already has");
+                }
+                props.insert(prop.to_owned(), newer.clone());
+                adopted = true;
+            }
+            if !adopted {
+                bail!("allowlist [newer] names `{entry}`, but `{ty}` is not a definition both schemas have");
+            }
+        }
+        Ok(())
     }
 
     pub fn from_values(api: &Value, events: &Value) -> Result<Self> {
@@ -152,9 +201,8 @@ impl Schemas {
         let event_defs = definitions(events, EVENTS_FILE)?;
         let mut methods = Vec::new();
         collect_all_methods(api, &mut methods)?;
-        let mut schemas = Schemas { api_defs, event_defs, newer_defs: Map::new(), methods, events: Vec::new() };
-        schemas.events = schemas.collect_events(events)?;
-        Ok(schemas)
+        let events = collect_events(&event_defs, events)?;
+        Ok(Schemas { api_defs, event_defs, newer_defs: Map::new(), newer_all: Map::new(), methods, events })
     }
 
     /// A definition by name, from either file (api first; the shared names are identical,
@@ -196,40 +244,39 @@ impl Schemas {
     pub fn event(&self, kind: &str) -> Option<&EventSpec> {
         self.events.iter().find(|e| e.kind == kind)
     }
+}
 
-    fn collect_events(&self, root: &Value) -> Result<Vec<EventSpec>> {
-        let root_def = as_ref(root)?.ok_or_else(|| anyhow!("{EVENTS_FILE}: root is not a $ref to the event union"))?;
-        let union = self
-            .event_defs
-            .get(root_def)
-            .and_then(|d| d.get("anyOf"))
-            .and_then(Value::as_array)
-            .ok_or_else(|| anyhow!("{EVENTS_FILE}: `{root_def}` is not an anyOf of events"))?;
-        let mut out = Vec::new();
-        for branch in union {
-            let name = as_ref(branch)?.ok_or_else(|| anyhow!("{EVENTS_FILE}: `{root_def}` has an inline branch"))?;
-            let def =
-                self.event_defs.get(name).ok_or_else(|| anyhow!("{EVENTS_FILE}: missing event definition `{name}`"))?;
-            let props = def.get("properties");
-            let kind = props
-                .and_then(|p| p.pointer("/type/const"))
-                .and_then(Value::as_str)
-                .ok_or_else(|| anyhow!("event `{name}` has no properties.type.const"))?;
-            let data = props
-                .and_then(|p| p.get("data"))
-                .cloned()
-                .ok_or_else(|| anyhow!("event `{name}` has no properties.data"))?;
-            let always_ephemeral =
-                props.and_then(|p| p.pointer("/ephemeral/const")).and_then(Value::as_bool) == Some(true);
-            out.push(EventSpec {
-                kind: kind.to_owned(),
-                description: description(&data).or_else(|| description(def)),
-                data,
-                always_ephemeral,
-            });
-        }
-        Ok(out)
+/// The event types of an events schema whose definitions are `defs`.
+fn collect_events(defs: &Map<String, Value>, root: &Value) -> Result<Vec<EventSpec>> {
+    let root_def = as_ref(root)?.ok_or_else(|| anyhow!("{EVENTS_FILE}: root is not a $ref to the event union"))?;
+    let union = defs
+        .get(root_def)
+        .and_then(|d| d.get("anyOf"))
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow!("{EVENTS_FILE}: `{root_def}` is not an anyOf of events"))?;
+    let mut out = Vec::new();
+    for branch in union {
+        let name = as_ref(branch)?.ok_or_else(|| anyhow!("{EVENTS_FILE}: `{root_def}` has an inline branch"))?;
+        let def = defs.get(name).ok_or_else(|| anyhow!("{EVENTS_FILE}: missing event definition `{name}`"))?;
+        let props = def.get("properties");
+        let kind = props
+            .and_then(|p| p.pointer("/type/const"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| anyhow!("event `{name}` has no properties.type.const"))?;
+        let data = props
+            .and_then(|p| p.get("data"))
+            .cloned()
+            .ok_or_else(|| anyhow!("event `{name}` has no properties.data"))?;
+        let always_ephemeral = props.and_then(|p| p.pointer("/ephemeral/const")).and_then(Value::as_bool) == Some(true);
+        out.push(EventSpec {
+            kind: kind.to_owned(),
+            description: description(&data).or_else(|| description(def)),
+            data,
+            always_ephemeral,
+            newer: false,
+        });
     }
+    Ok(out)
 }
 
 /// Every method of an api schema, by the group it is in.

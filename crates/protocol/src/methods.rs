@@ -278,6 +278,33 @@ method!(
 method!(
     /// Changing the foreground session needs a TUI; headless answers with the original's error.
     SessionSetForeground, "session.setForeground", Server, ForegroundParams => SuccessResult);
+method!(
+    /// `sessions.open` as the original takes it: the schema's request, or one without a `kind`.
+    SessionsOpen, "sessions.open", Server, SessionsOpenParams => crate::generated::types::SessionOpenResult);
+
+/// `sessions.open` params: the schema's request (`kind` and its fields), or `None` for one that
+/// names no `kind`, which opens nothing (the original answers `not_found`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionsOpenParams(pub Option<crate::generated::types::SessionOpenParams>);
+
+impl<'de> Deserialize<'de> for SessionsOpenParams {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        if value.get("kind").is_none() {
+            return Ok(Self(None));
+        }
+        serde_json::from_value(value).map(|p| Self(Some(p))).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for SessionsOpenParams {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match &self.0 {
+            Some(p) => p.serialize(s),
+            None => serde_json::Map::new().serialize(s),
+        }
+    }
+}
 
 method!(
     /// Server→client: asks the user a question (the `ask_user` tool).
@@ -484,6 +511,14 @@ mod tests {
     fn missing_required_field_is_reported() {
         let err = parse_params::<SessionIdParams>(&json!({"other": "x"})).unwrap_err();
         assert!(err.contains("sessionId"), "{err}");
+    }
+
+    #[test]
+    fn an_open_without_a_kind_opens_nothing_and_a_bad_one_names_the_field() {
+        assert_eq!(parse_params::<SessionsOpenParams>(&json!({})).unwrap(), SessionsOpenParams(None));
+        let resume = parse_params::<SessionsOpenParams>(&json!({"kind": "resume", "sessionId": "s"})).unwrap();
+        assert!(matches!(resume.0, Some(crate::generated::types::SessionOpenParams::Resume(_))));
+        assert!(parse_params::<SessionsOpenParams>(&json!({"kind": "resume"})).is_err());
     }
 
     #[test]

@@ -88,6 +88,24 @@ method_table! {
         => sandbox::unsupported_setting_disabled_notice, lane |_p| None, aliases [];
     SandboxSettingsApplyDefaults: g::SandboxSettingsApplyDefaults => sandbox::apply_defaults, lane |_p| None, aliases [];
     SandboxResolveFlooredConfig: g::SandboxResolveFlooredConfig => sandbox::resolve_floored, lane |_p| None, aliases [];
+    SandboxResolveForOptional: g::SandboxResolveForOptional => sandbox::resolve_for_optional, lane |_p| None, aliases [];
+    SandboxCheckEnforcementCommand: g::SandboxCheckEnforcementCommand
+        => sandbox::enforcement_command, lane |_p| None, aliases [];
+    SandboxPreparePickerPolicy: g::SandboxPreparePickerPolicy => sandbox::prepare_picker, lane |_p| None, aliases [];
+    SandboxFilterPickerCandidates: g::SandboxFilterPickerCandidates => sandbox::filter_picker, lane |_p| None, aliases [];
+    SandboxProxyCaCheckInstallationSupport: g::SandboxProxyCaCheckInstallationSupport
+        => sandbox::proxy_ca_installable, lane |_p| None, aliases [];
+    SandboxProxyCaCheckRelevance: g::SandboxProxyCaCheckRelevance => sandbox::proxy_ca_relevant, lane |_p| None, aliases [];
+    SandboxProxyCaGetStatus: g::SandboxProxyCaGetStatus => sandbox::proxy_ca_status, lane |_p| None, aliases [];
+    SandboxProxyCaCreate: g::SandboxProxyCaCreate => sandbox::proxy_ca_create, lane |_p| None, aliases [];
+    SandboxProxyCaRotate: g::SandboxProxyCaRotate => sandbox::proxy_ca_change, lane |_p| None, aliases [];
+    SandboxProxyCaTrust: g::SandboxProxyCaTrust => sandbox::proxy_ca_change, lane |_p| None, aliases [];
+    SandboxProxyCaRemove: g::SandboxProxyCaRemove => sandbox::proxy_ca_remove, lane |_p| None, aliases [];
+    SandboxProxySecretGetLocation: g::SandboxProxySecretGetLocation
+        => sandbox::proxy_secret_location, lane |_p| None, aliases [];
+    SandboxProxySecretGet: g::SandboxProxySecretGet => sandbox::proxy_secret_get, lane |_p| None, aliases [];
+    SandboxProxySecretSave: g::SandboxProxySecretSave => sandbox::proxy_secret_save, lane |_p| None, aliases [];
+    SandboxProxySecretDelete: g::SandboxProxySecretDelete => sandbox::proxy_secret_delete, lane |_p| None, aliases [];
     SessionSandboxGetEnforcementStatus: g::SessionSandboxGetEnforcementStatus
         => sandbox::enforcement_status, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionSandboxGetCredentialSuggestions: g::SessionSandboxGetCredentialSuggestions
@@ -297,7 +315,7 @@ method_table! {
     // Persisted sessions as a whole (`sessions.*`), gated server features.
     SessionsList: g::SessionsList => sessions_admin::list, lane |_p| None, aliases [];
     SessionsSave: g::SessionsSave => sessions_admin::save, lane |p| Some(&p.session_id), aliases [];
-    SessionsOpen: g::SessionsOpen => sessions_admin::open, lane |_p| None, aliases [];
+    SessionsOpen: h::SessionsOpen => sessions_admin::open, lane |_p| None, aliases [];
     SessionsClose: g::SessionsClose => sessions_admin::close, lane |p| Some(&p.session_id), aliases [];
     SessionsGetMetadata: g::SessionsGetMetadata => sessions_admin::get_metadata, lane |_p| None, aliases [], follower Read;
     SessionsFindByPrefix: g::SessionsFindByPrefix => sessions_admin::find_by_prefix, lane |_p| None, aliases [];

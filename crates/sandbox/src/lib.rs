@@ -20,5 +20,5 @@ mod seccomp;
 pub use cgroup::{Cgroup, Limits};
 pub use env::SAFE_ENV;
 pub use host::{host_support, HostSupport};
-pub use policy::{Policy, Wrapped};
+pub use policy::{Policy, Wrapped, WriteRefusal};
 pub use seccomp::Seccomp;

@@ -17,10 +17,28 @@ use crate::output::ToolOutput;
 /// a `permission.requested` event.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PermissionRequest {
-    Shell { full_command_text: String, intention: String, commands: Vec<ShellCommand>, possible_paths: Vec<String> },
-    Write { intention: String, file_name: String, diff: String, new_file_contents: String },
-    Read { intention: String, path: String },
-    Url { intention: String, url: String },
+    Shell {
+        full_command_text: String,
+        intention: String,
+        commands: Vec<ShellCommand>,
+        possible_paths: Vec<String>,
+    },
+    /// `old_file_contents`: what the file holds now (`None`: it does not exist yet).
+    Write {
+        intention: String,
+        file_name: String,
+        diff: String,
+        new_file_contents: String,
+        old_file_contents: Option<String>,
+    },
+    Read {
+        intention: String,
+        path: String,
+    },
+    Url {
+        intention: String,
+        url: String,
+    },
 }
 
 impl PermissionRequest {
@@ -49,6 +67,9 @@ pub enum PermissionDecision {
         text_for_llm: String,
         code: String,
     },
+    /// Refused by a policy that says itself what the tool returns (the command sandbox's
+    /// refusal of a write outside it, with its remediation).
+    Blocked(Box<ToolOutput>),
 }
 
 #[async_trait]
@@ -110,6 +131,7 @@ impl ToolContext {
             PermissionDecision::Denied { text_for_llm, code } => {
                 Err(ToolOutput::fail_with(text_for_llm.clone(), text_for_llm, &code))
             }
+            PermissionDecision::Blocked(output) => Err(*output),
         }
     }
 

@@ -76,6 +76,7 @@ impl Tool for CreateTool {
             file_name: shown.clone(),
             diff: diff.clone(),
             new_file_contents: file_text.to_string(),
+            old_file_contents: None,
         };
         if let Err(denied) = ctx.ask_permission(request).await {
             return denied;

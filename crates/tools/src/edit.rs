@@ -89,6 +89,7 @@ impl Tool for EditTool {
             file_name: shown.clone(),
             diff: diff.clone(),
             new_file_contents: new_content.clone(),
+            old_file_contents: Some(content.clone()),
         };
         if let Err(denied) = ctx.ask_permission(request).await {
             return denied;

@@ -19,6 +19,8 @@ pub struct ToolOutput {
     pub error_message: Option<String>,
     /// On failure: `error.code` (`failure`, `denied`, `rejected`, ...).
     pub error_code: Option<String>,
+    /// On failure: `error.remediation`, what the user could change to let it run.
+    pub remediation: Option<String>,
     /// `result.detailedContent` (e.g. a unified diff for edits); defaults to `text_for_llm`.
     pub detailed_content: Option<String>,
     /// A shell command that ran to its end (`bash`, `read_bash`).

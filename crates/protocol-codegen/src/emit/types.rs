@@ -53,6 +53,9 @@ fn emit_struct(out: &mut String, s: &Struct) {
         if f.presence == Presence::Optional {
             attrs.push("default, skip_serializing_if = \"Option::is_none\"".into());
         }
+        if f.lenient {
+            attrs.push("deserialize_with = \"crate::nullable::lenient\"".into());
+        }
         if f.presence == Presence::RequiredNullable {
             // Serde lets a missing `Option` field default to `None`; the schema requires it.
             attrs.push("deserialize_with = \"crate::nullable::required\"".into());

@@ -210,8 +210,12 @@ pub enum SessionEvent {
     AutoModeSwitchRequested(t::AutoModeSwitchRequestedData),
     /// `auto_mode_switch.completed`: Auto mode switch completion notification
     AutoModeSwitchCompleted(t::AutoModeSwitchCompletedData),
-    /// `session.autopilot_stopped`: An event type the schema lacks; its payload is written by hand.
-    SessionAutopilotStopped(crate::extensions::AutopilotStoppedData),
+    /// `session.autopilot_stopped`: The runtime has stopped continuing one Autopilot request.
+    /// Attached background work may remain active; this is not session-wide idle.
+    SessionAutopilotStopped(t::AutopilotStoppedData),
+    /// `sandbox.decision`: Payload of `sandbox.decision`, a bounded governance record of what the
+    /// process sandbox was configured to do and whether it took effect. Discriminated by `kind`.
+    SandboxDecision(t::SandboxDecisionData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
     SessionUsageRecord(crate::extensions::UsageRecordData),
     /// A type not in the allowlist (read back from a log written by another version), or a
@@ -301,6 +305,7 @@ impl SessionEvent {
             Self::AutoModeSwitchRequested(_) => "auto_mode_switch.requested",
             Self::AutoModeSwitchCompleted(_) => "auto_mode_switch.completed",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
+            Self::SandboxDecision(_) => "sandbox.decision",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
         }
@@ -393,6 +398,7 @@ impl SessionEvent {
             Self::AutoModeSwitchRequested(d) => d.serialize(s),
             Self::AutoModeSwitchCompleted(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
+            Self::SandboxDecision(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
         }
@@ -480,6 +486,7 @@ impl SessionEvent {
             "auto_mode_switch.requested" => typed(kind, data, Self::AutoModeSwitchRequested),
             "auto_mode_switch.completed" => typed(kind, data, Self::AutoModeSwitchCompleted),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
+            "sandbox.decision" => typed(kind, data, Self::SandboxDecision),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
         }
@@ -544,7 +551,8 @@ pub fn ephemeral_policy_of(kind: &str) -> EphemeralPolicy {
         | "exit_plan_mode.completed"
         | "auto_mode_switch.requested"
         | "auto_mode_switch.completed"
-        | "session.autopilot_stopped" => EphemeralPolicy::Always,
+        | "session.autopilot_stopped"
+        | "sandbox.decision" => EphemeralPolicy::Always,
         _ => EphemeralPolicy::Optional,
     }
 }
@@ -629,6 +637,7 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("auto_mode_switch.requested", EphemeralPolicy::Always),
     ("auto_mode_switch.completed", EphemeralPolicy::Always),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
+    ("sandbox.decision", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
 
@@ -1094,9 +1103,15 @@ impl From<t::AutoModeSwitchCompletedData> for SessionEvent {
     }
 }
 
-impl From<crate::extensions::AutopilotStoppedData> for SessionEvent {
-    fn from(data: crate::extensions::AutopilotStoppedData) -> Self {
+impl From<t::AutopilotStoppedData> for SessionEvent {
+    fn from(data: t::AutopilotStoppedData) -> Self {
         Self::SessionAutopilotStopped(data)
+    }
+}
+
+impl From<t::SandboxDecisionData> for SessionEvent {
+    fn from(data: t::SandboxDecisionData) -> Self {
+        Self::SandboxDecision(data)
     }
 }
 

@@ -3338,6 +3338,227 @@ impl crate::rpc::RpcMethod for SandboxResolveFlooredConfig {
     type Result = t::SandboxResolveFlooredConfigResult;
 }
 
+/// `sandbox.resolveForOptional`: The sandbox a single named feature actually launches under, which
+/// is not the same as the session's sandbox. A feature is routed out of the sandbox by its own flag
+/// — `sandboxMcpServers`, `sandboxLspServers` — so an enabled session can still start one
+/// server confined and another free. Returns a disabled sandbox rather than an error when the host
+/// has no sandbox slice at all, so an absent config and an opted-out feature read alike at the
+/// launch site. A host must ask per feature rather than reuse the session config, because reading
+/// only `enabled` confines a server the user opted out of, or reports as sandboxed one that is not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxResolveForOptional;
+
+impl crate::rpc::RpcMethod for SandboxResolveForOptional {
+    const NAME: &'static str = "sandbox.resolveForOptional";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SandboxEffectiveForOptionalParams;
+    type Result = t::SandboxEffectiveForOptionalResult;
+}
+
+/// `sandbox.checkEnforcementCommand`: Whether one slash command stays reachable while sandbox
+/// enforcement is unavailable and the session is otherwise blocked. The permitted set is
+/// deliberately narrow — commands that only report state, and the few that let the user repair or
+/// leave the situation — and it is keyed on the arguments as well as the name, so `/sandbox
+/// status` is admitted where `/sandbox enable` is not. A host must ask rather than keep its own
+/// list: a command this returns false for is one the runtime would refuse anyway, and a divergent
+/// list either strands the user with no way out or admits a command that acts on an unenforced
+/// session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxCheckEnforcementCommand;
+
+impl crate::rpc::RpcMethod for SandboxCheckEnforcementCommand {
+    const NAME: &'static str = "sandbox.checkEnforcementCommand";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SandboxEnforcementCommandAllowedParams;
+    type Result = bool;
+}
+
+/// `sandbox.preparePickerPolicy`: Builds the effective filesystem policy one `@`-file picker checks
+/// its suggestions against, so Git discovery and grant canonicalization run once for the picker's
+/// lifetime instead of on every debounced keystroke. Returns no policy when the sandbox is absent
+/// or disabled, which the paired filter reads as "keep every candidate". A host must pair this with
+/// `sandbox.filterPickerCandidates` rather than resolve a grant list itself, because the picker's
+/// grants are narrower than a file tool's — the same path a built-in tool may read can be one the
+/// picker must not offer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxPreparePickerPolicy;
+
+impl crate::rpc::RpcMethod for SandboxPreparePickerPolicy {
+    const NAME: &'static str = "sandbox.preparePickerPolicy";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SandboxPreparePickerPolicyParams;
+    type Result = t::SandboxPreparePickerPolicyResult;
+}
+
+/// `sandbox.filterPickerCandidates`: Checks a batch of `@`-file picker suggestions against a policy
+/// prepared by `sandbox.preparePickerPolicy` and returns one allow decision per candidate,
+/// positionally aligned with the request. Batched deliberately: each check canonicalizes a path
+/// component-by-component through the real filesystem, so one call amortizes that over a single hop
+/// rather than dozens while the user types. A directory the policy does not itself allow can still
+/// be kept as a waypoint to an allowed subtree. An absent policy keeps every candidate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxFilterPickerCandidates;
+
+impl crate::rpc::RpcMethod for SandboxFilterPickerCandidates {
+    const NAME: &'static str = "sandbox.filterPickerCandidates";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SandboxFilterPickerCandidatesParams;
+    type Result = t::SandboxFilterPickerCandidatesResult;
+}
+
+/// `sandbox.proxyCa.checkInstallationSupport`: Reports whether this runtime process can offer
+/// installing the sandbox credential-proxy certificate authority into OS trust.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxProxyCaCheckInstallationSupport;
+
+impl crate::rpc::RpcMethod for SandboxProxyCaCheckInstallationSupport {
+    const NAME: &'static str = "sandbox.proxyCa.checkInstallationSupport";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = bool;
+}
+
+/// `sandbox.proxyCa.checkRelevance`: Reports whether this sandbox configuration uses the credential
+/// proxy and can need certificate-authority setup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxProxyCaCheckRelevance;
+
+impl crate::rpc::RpcMethod for SandboxProxyCaCheckRelevance {
+    const NAME: &'static str = "sandbox.proxyCa.checkRelevance";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SandboxProxyCaRequest;
+    type Result = bool;
+}
+
+/// `sandbox.proxyCa.getStatus`: Reports whether the persistent certificate authority of the sandbox
+/// credential proxy exists, whether OS trust includes it, and whether it must be rotated. Changes
+/// nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxProxyCaGetStatus;
+
+impl crate::rpc::RpcMethod for SandboxProxyCaGetStatus {
+    const NAME: &'static str = "sandbox.proxyCa.getStatus";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SandboxProxyCaRequest;
+    type Result = t::SandboxProxyCaStatus;
+}
+
+/// `sandbox.proxyCa.create`: Creates the persistent certificate authority of the sandbox credential
+/// proxy if none is stored, without changing OS trust, and returns the path of its public
+/// certificate. Keeps an existing certificate authority, even one that must be rotated. Fails where
+/// OS trust is unsupported. Trust it with sandbox.proxyCa.trust: the CLI trusts only the hosts in
+/// the saved user settings, so it refuses a certificate authority that also covers hosts from
+/// sandboxConfig.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxProxyCaCreate;
+
+impl crate::rpc::RpcMethod for SandboxProxyCaCreate {
+    const NAME: &'static str = "sandbox.proxyCa.create";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SandboxProxyCaRequest;
+    type Result = t::SandboxProxyCaCreateResult;
+}
+
+/// `sandbox.proxyCa.rotate`: Replaces the persistent certificate authority of the sandbox
+/// credential proxy with a new one for the current credential hosts. If OS trust included the old
+/// one, removes it and trusts the new one, which can show an OS authentication prompt. Running
+/// sandboxed tools keep the old certificate authority until they restart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxProxyCaRotate;
+
+impl crate::rpc::RpcMethod for SandboxProxyCaRotate {
+    const NAME: &'static str = "sandbox.proxyCa.rotate";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SandboxProxyCaRequest;
+    type Result = t::SandboxProxyCaStatus;
+}
+
+/// `sandbox.proxyCa.trust`: Adds the persistent certificate authority of the sandbox credential
+/// proxy to OS trust, so sandboxed clients that read only OS trust accept the proxy. Call create
+/// first. Refuses a certificate authority that is not constrained to the current credential hosts.
+/// Can show an OS authentication prompt.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxProxyCaTrust;
+
+impl crate::rpc::RpcMethod for SandboxProxyCaTrust {
+    const NAME: &'static str = "sandbox.proxyCa.trust";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SandboxProxyCaRequest;
+    type Result = t::SandboxProxyCaStatus;
+}
+
+/// `sandbox.proxyCa.remove`: Removes the persistent certificate authority of the sandbox credential
+/// proxy from OS trust. Keeps the stored certificate authority. Can show an OS authentication
+/// prompt. Sandboxed clients that read only OS trust then reject the proxy; clients that read the
+/// per-process certificate bundle continue to work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxProxyCaRemove;
+
+impl crate::rpc::RpcMethod for SandboxProxyCaRemove {
+    const NAME: &'static str = "sandbox.proxyCa.remove";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::SandboxProxyCaStatus;
+}
+
+/// `sandbox.proxySecret.getLocation`: Reports where this runtime keeps the sandbox proxy password:
+/// the credential store directory and the entry identifier within it. Both are derived from the
+/// configuration directory this runtime was started with, so a host does not resolve them itself.
+/// Read this to recognize a `${secret:…}` value in stored sandbox settings as this runtime's own
+/// proxy password rather than a reference the user wrote by hand. Marked internal because it exists
+/// to carry a CLI call site off the napi boundary onto the SDK contract.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxProxySecretGetLocation;
+
+impl crate::rpc::RpcMethod for SandboxProxySecretGetLocation {
+    const NAME: &'static str = "sandbox.proxySecret.getLocation";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::SandboxProxySecretLocation;
+}
+
+/// `sandbox.proxySecret.get`: Reads the stored sandbox proxy password from the credential store
+/// `sandbox.proxySecret.getLocation` names, preferring the OS keychain and falling back to the
+/// on-disk store. Reports an absent value rather than failing when no entry exists. Marked internal
+/// because it exists to carry a CLI call site off the napi boundary onto the SDK contract.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxProxySecretGet;
+
+impl crate::rpc::RpcMethod for SandboxProxySecretGet {
+    const NAME: &'static str = "sandbox.proxySecret.get";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::SandboxProxySecretGetResult;
+}
+
+/// `sandbox.proxySecret.save`: Stores the sandbox proxy password in the credential store
+/// `sandbox.proxySecret.getLocation` names, replacing any existing entry. Reports whether the OS
+/// keychain accepted it or it fell back to the on-disk store. Marked internal because it exists to
+/// carry a CLI call site off the napi boundary onto the SDK contract.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxProxySecretSave;
+
+impl crate::rpc::RpcMethod for SandboxProxySecretSave {
+    const NAME: &'static str = "sandbox.proxySecret.save";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SandboxProxySecretSaveRequest;
+    type Result = t::SandboxProxySecretSaveResult;
+}
+
+/// `sandbox.proxySecret.delete`: Removes the stored sandbox proxy password from the credential
+/// store `sandbox.proxySecret.getLocation` names. Succeeds when no entry exists, so it is safe to
+/// call while clearing a proxy password whose origin is unknown. Marked internal because it exists
+/// to carry a CLI call site off the napi boundary onto the SDK contract.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SandboxProxySecretDelete;
+
+impl crate::rpc::RpcMethod for SandboxProxySecretDelete {
+    const NAME: &'static str = "sandbox.proxySecret.delete";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = ();
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4717,4 +4938,19 @@ pub const METHOD_NAMES: &[&str] = &[
     "sandbox.checkWindowsHostLoopbackSupport",
     "sandbox.settings.applyDefaults",
     "sandbox.resolveFlooredConfig",
+    "sandbox.resolveForOptional",
+    "sandbox.checkEnforcementCommand",
+    "sandbox.preparePickerPolicy",
+    "sandbox.filterPickerCandidates",
+    "sandbox.proxyCa.checkInstallationSupport",
+    "sandbox.proxyCa.checkRelevance",
+    "sandbox.proxyCa.getStatus",
+    "sandbox.proxyCa.create",
+    "sandbox.proxyCa.rotate",
+    "sandbox.proxyCa.trust",
+    "sandbox.proxyCa.remove",
+    "sandbox.proxySecret.getLocation",
+    "sandbox.proxySecret.get",
+    "sandbox.proxySecret.save",
+    "sandbox.proxySecret.delete",
 ];

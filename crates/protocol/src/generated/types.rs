@@ -2708,6 +2708,17 @@ impl std::fmt::Display for AutoTier {
     }
 }
 
+/// The runtime has stopped continuing one Autopilot request. Attached background work may remain
+/// active; this is not session-wide idle.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AutopilotStoppedData {
+    /// The terminal policy reason, such as task_complete, aborted, error, or background_timeout.
+    pub reason: String,
+    /// Original root user message ID for this request, absent when no root request is available.
+    #[serde(rename = "requestId", default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
 /// Empty payload for `session.background_tasks_changed`, indicating background task state changed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BackgroundTasksChangedData {}
@@ -12196,6 +12207,11 @@ pub struct PermissionPromptRequestWrite {
     /// Whether managed policy requires a human response and forbids host auto-approval
     #[serde(rename = "managedApprovalRequired", default, skip_serializing_if = "Option::is_none")]
     pub managed_approval_required: Option<bool>,
+    /// Complete before/after text previews captured while planning this request. Omitted when a
+    /// complete preview is unavailable, including pre-read sandbox requests and non-UTF-8 files.
+    /// Missing sides mean creation or deletion, not unavailable content.
+    #[serde(rename = "fileEdits", default, skip_serializing_if = "Option::is_none")]
+    pub file_edits: Option<Vec<PermissionWriteFileEdit>>,
 }
 
 /// Advisory recommendation the runtime attaches to a permission request whose origin it can vouch
@@ -12806,6 +12822,15 @@ pub struct PermissionRequestWrite {
     /// true.
     #[serde(rename = "requestSandboxBypassReason", default, skip_serializing_if = "Option::is_none")]
     pub request_sandbox_bypass_reason: Option<String>,
+    /// Sandbox policy edit that would let the write run inside the sandbox. Only present when
+    /// requestSandboxBypass is true.
+    #[serde(rename = "sandboxPathGrant", default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_path_grant: Option<PermissionSandboxPathGrant>,
+    /// Complete before/after text previews captured while planning this request. Omitted when a
+    /// complete preview is unavailable, including pre-read sandbox requests and non-UTF-8 files.
+    /// Missing sides mean creation or deletion, not unavailable content.
+    #[serde(rename = "fileEdits", default, skip_serializing_if = "Option::is_none")]
+    pub file_edits: Option<Vec<PermissionWriteFileEdit>>,
 }
 
 /// Permission request notification requiring client approval with request details
@@ -12832,6 +12857,13 @@ pub struct PermissionRequestedData {
     /// client action
     #[serde(rename = "resolvedByHook", default, skip_serializing_if = "Option::is_none")]
     pub resolved_by_hook: Option<bool>,
+    /// Permission mode captured when evaluation began. Absent on historical events.
+    #[serde(rename = "permissionMode", default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<PermissionMode>,
+    /// Execution session that owns permission recovery for this request. Absent on historical
+    /// events.
+    #[serde(rename = "ownerSessionId", default, skip_serializing_if = "Option::is_none")]
+    pub owner_session_id: Option<String>,
 }
 
 impl PermissionRequestedData {
@@ -12844,6 +12876,8 @@ impl PermissionRequestedData {
             agent_mode: None,
             risk_assessment: None,
             resolved_by_hook: None,
+            permission_mode: None,
+            owner_session_id: None,
         }
     }
 }
@@ -12981,6 +13015,75 @@ pub struct PermissionRulesSet {
     pub denied: Vec<PermissionRule>,
 }
 
+/// A sandbox filesystem policy edit that would let a blocked operation run inside the sandbox
+/// instead of outside it. Offered only on a sandbox escalation request whose denial adding this
+/// path lifts, and only when managed policy permits the grant. A host accepts it with
+/// session.sandbox.grantPathForRequest, which adds the path to the session's sandbox policy and
+/// re-runs the operation sandboxed; a host that persists sandbox settings may also save the path
+/// there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionSandboxPathGrant {
+    /// Absolute path to add to the sandbox filesystem policy
+    pub path: String,
+    /// The path the sandbox refused, present only when it differs from path. That happens when a
+    /// write under a read-only folder moves the folder to the read-write paths, when a path that
+    /// does not exist yet is granted through its nearest existing folder, because the OS sandbox
+    /// cannot grant a path before it exists, and when either is spelled through a symlink, because
+    /// a grant covers its path as written, so path is then the resolved location. Hosts should then
+    /// name path in the offer, since the denial names this one.
+    #[serde(rename = "deniedPath", default, skip_serializing_if = "Option::is_none")]
+    pub denied_path: Option<String>,
+    /// Which access the grant confers, and so which policy list the path is added to
+    pub access: PermissionSandboxPathGrantAccess,
+    /// readonlyPaths entries the grant removes, exactly as written in the policy, because a
+    /// read-only entry for the same location would otherwise keep the path read-only. A host that
+    /// persists the path must remove these entries from its stored readonlyPaths too.
+    #[serde(rename = "removedReadonlyPaths", default, skip_serializing_if = "Option::is_none")]
+    pub removed_readonly_paths: Option<Vec<String>>,
+}
+
+impl PermissionSandboxPathGrant {
+    /// The required fields; every optional one is `None`.
+    pub fn new(path: String, access: PermissionSandboxPathGrantAccess) -> Self {
+        Self {
+            path,
+            denied_path: None,
+            access,
+            removed_readonly_paths: None,
+        }
+    }
+}
+
+/// Access a sandbox path grant confers
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum PermissionSandboxPathGrantAccess {
+    /// Read access: the path is added to readonlyPaths.
+    #[serde(rename = "read")]
+    Read,
+    /// Read and write access: the path is added to readwritePaths.
+    #[serde(rename = "readWrite")]
+    ReadWrite,
+}
+
+impl PermissionSandboxPathGrantAccess {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Read, Self::ReadWrite];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::ReadWrite => "readWrite",
+        }
+    }
+}
+
+impl std::fmt::Display for PermissionSandboxPathGrantAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// If specified, replaces the session's URL-permission policy. The runtime constructs a fresh
 /// DefaultUrlManager based on these inputs. Omit to leave the current URL policy unchanged.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -12993,6 +13096,28 @@ pub struct PermissionUrlsConfig {
     /// when `unrestricted` is true.
     #[serde(rename = "initialAllowed", default, skip_serializing_if = "Option::is_none")]
     pub initial_allowed: Option<Vec<String>>,
+}
+
+/// A named, complete UTF-8 text snapshot for a pending file operation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionWriteFileContent {
+    /// Absolute path in the session filesystem namespace.
+    pub path: String,
+    /// Complete file contents, including an empty string for an empty file.
+    pub content: String,
+}
+
+/// Complete text snapshots for one proposed file change. At least one side is present. Different
+/// before and after paths describe a move.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PermissionWriteFileEdit {
+    /// File content read while planning the operation. Absent only when the file is being created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<PermissionWriteFileContent>,
+    /// Complete file content the operation plans to write. Absent only when the file is being
+    /// deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<PermissionWriteFileContent>,
 }
 
 /// Content-exclusion policy supplied to `session.permissions.configure`, with rules, last-updated
@@ -15418,6 +15543,134 @@ pub struct SandboxApplyDefaultsRequest {
     pub stored: serde_json::Value,
 }
 
+/// Runtime observation backing an enforcement-state or denial claim. Absent on `enforcement_state`
+/// when no observation backs the state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxAttestation {
+    /// A containment backend accepted and applied the spawn request.
+    #[serde(rename = "spawn_succeeded")]
+    SpawnSucceeded,
+    /// The spawn was refused for lack of a usable containment backend.
+    #[serde(rename = "unsupported")]
+    Unsupported,
+    /// A runtime-owned policy check ran and returned a verdict. Attests the check, not that the
+    /// caller honoured it.
+    #[serde(rename = "builtin_policy_checked")]
+    BuiltinPolicyChecked,
+}
+
+impl SandboxAttestation {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::SpawnSucceeded,
+        Self::Unsupported,
+        Self::BuiltinPolicyChecked,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::SpawnSucceeded => "spawn_succeeded",
+            Self::Unsupported => "unsupported",
+            Self::BuiltinPolicyChecked => "builtin_policy_checked",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxAttestation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Process-containment backend selected for the host platform
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxBackend {
+    /// Apple Seatbelt process sandbox.
+    #[serde(rename = "seatbelt")]
+    Seatbelt,
+    /// Linux Bubblewrap process sandbox.
+    #[serde(rename = "bubblewrap")]
+    Bubblewrap,
+    /// Windows ProcessContainer sandbox.
+    #[serde(rename = "process_container")]
+    ProcessContainer,
+    /// No supported process-containment backend is available.
+    #[serde(rename = "unsupported")]
+    Unsupported,
+}
+
+impl SandboxBackend {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Seatbelt,
+        Self::Bubblewrap,
+        Self::ProcessContainer,
+        Self::Unsupported,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Seatbelt => "seatbelt",
+            Self::Bubblewrap => "bubblewrap",
+            Self::ProcessContainer => "process_container",
+            Self::Unsupported => "unsupported",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a request to run outside the process sandbox originated. Orthogonal to the outcome: the
+/// same verdict means a different thing depending on where the request came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxBypassSource {
+    /// No longer produced. The model could once ask for a bypass in the tool call itself; no tool
+    /// exposes that parameter now. Retained so historical events still deserialize.
+    #[serde(rename = "model_requested")]
+    ModelRequested,
+    /// The runtime raised the prompt itself — either after a sandboxed attempt looked blocked, or
+    /// before a run the sandbox cannot enforce at all, such as a detached command — and a person
+    /// answered it. In the second case nothing had executed when the decision was made.
+    #[serde(rename = "user_prompted")]
+    UserPrompted,
+    /// The runtime raised the prompt itself — after a sandboxed attempt looked blocked, or before
+    /// a run it cannot enforce — but the permission flow produced no confirmed human answer. This
+    /// includes unavailable or unreadable prompts, cancellation, and automated rule, hook, or
+    /// content-exclusion denials.
+    #[serde(rename = "prompt_unavailable")]
+    PromptUnavailable,
+}
+
+impl SandboxBypassSource {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::ModelRequested,
+        Self::UserPrompted,
+        Self::PromptUnavailable,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::ModelRequested => "model_requested",
+            Self::UserPrompted => "user_prompted",
+            Self::PromptUnavailable => "prompt_unavailable",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxBypassSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Resolved sandbox configuration.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SandboxConfig {
@@ -15473,6 +15726,13 @@ pub struct SandboxConfig {
     /// opt out).
     #[serde(rename = "allowDevToolAccess", default, skip_serializing_if = "Option::is_none")]
     pub allow_dev_tool_access: Option<bool>,
+    /// Opt-in whole-value environment masking for sandboxed shell, MCP, and LSP children.
+    /// Configured names get random sentinels; the local proxy substitutes them only in HTTPS
+    /// request headers at their injection hosts. Approved bypasses skip masking and the sandbox
+    /// proxy, so bypassed shells may receive the real environment values. Disabled or explicitly
+    /// opted-out routes are not protected. No credential values are stored in this configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<SandboxCredentialsConfig>,
 }
 
 /// Credential-injection capability flags applied while the sandbox is enabled. For the same
@@ -15665,6 +15925,65 @@ pub struct SandboxConfigUserPolicySeatbelt {
     pub keychain_access: Option<bool>,
 }
 
+/// Customer-controllable sandbox governance area
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxControl {
+    /// Process containment and sandbox spawn behavior.
+    #[serde(rename = "process")]
+    Process,
+    /// Filesystem read, write, and deny policy.
+    #[serde(rename = "filesystem")]
+    Filesystem,
+    /// Outbound and local-network access policy.
+    #[serde(rename = "network")]
+    Network,
+    /// Selection of the sandbox or built-in enforcement route.
+    #[serde(rename = "routing")]
+    Routing,
+    /// Decisions to run outside the process sandbox, whether requested by the model or resolved by
+    /// a person.
+    #[serde(rename = "bypass")]
+    Bypass,
+    /// Credential and keychain capability injection.
+    #[serde(rename = "credentials")]
+    Credentials,
+    /// Host-platform and backend support behavior.
+    #[serde(rename = "platform")]
+    Platform,
+}
+
+impl SandboxControl {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Process,
+        Self::Filesystem,
+        Self::Network,
+        Self::Routing,
+        Self::Bypass,
+        Self::Credentials,
+        Self::Platform,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Process => "process",
+            Self::Filesystem => "filesystem",
+            Self::Network => "network",
+            Self::Routing => "routing",
+            Self::Bypass => "bypass",
+            Self::Credentials => "credentials",
+            Self::Platform => "platform",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A possible secret-bearing environment variable and optional locally suggested HTTPS injection
 /// hosts. This is a draft for user review, not an active grant.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -15687,6 +16006,691 @@ pub struct SandboxCredentialSuggestionsResult {
     pub suggestions: Vec<SandboxCredentialSuggestion>,
 }
 
+/// Whole-value environment credential masking for sandboxed children.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxCredentialsConfig {
+    /// Environment variable names and their HTTPS injection destinations. Absent variables stay
+    /// absent. No real values or sentinels are stored in this map.
+    #[serde(rename = "envVars")]
+    pub env_vars: std::collections::BTreeMap<String, SandboxMaskedEnvVar>,
+}
+
+/// Payload of `sandbox.decision`, a bounded governance record of what the process sandbox was
+/// configured to do and whether it took effect. Discriminated by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind")]
+pub enum SandboxDecisionData {
+    #[serde(rename = "policy_resolved")]
+    PolicyResolved(SandboxDecisionDataPolicyResolved),
+    #[serde(rename = "spawn_completed")]
+    SpawnCompleted(SandboxDecisionDataSpawnCompleted),
+    #[serde(rename = "enforcement_state")]
+    EnforcementState(SandboxDecisionDataEnforcementState),
+    /// An enforcement check refused a specific access. Emitted per refusal with no deduplication,
+    /// including when policy permits the caller to bypass the denial. Carries no backend: the
+    /// built-in checks that produce this run in-process against the effective policy.
+    #[serde(rename = "access_denied")]
+    AccessDenied(SandboxDecisionDataAccessDenied),
+    /// A request to run outside the process sandbox was resolved. This is what makes an `inactive`
+    /// `enforcement_state` readable: without it, a command that ran unsandboxed because a person
+    /// approved a bypass looks identical to one that ran unsandboxed because the session never had
+    /// a sandbox. Reported only when a sandbox was in force, since bypassing a disabled sandbox
+    /// bypasses nothing. Carries neither backend nor attestation: the verdict comes from the
+    /// runtime's own permission flow or the local escalation prompt, not from a containment backend
+    /// and not from the built-in policy check, so `source` is what records where it came from.
+    #[serde(rename = "bypass_decided")]
+    BypassDecided(SandboxDecisionDataBypassDecided),
+    /// A permissive retry was resolved. Distinct from `bypass_decided` because this rung never
+    /// requests a run outside the process sandbox: it relaxes the process container for one run
+    /// while the sandbox, and with it the network policy, stays attached. Reported for both
+    /// outcomes, so an escalation the user declined still leaves evidence that the runtime asked
+    /// and that the sandboxed denial stood.
+    #[serde(rename = "permissive_retry_decided")]
+    PermissiveRetryDecided(SandboxDecisionDataPermissiveRetryDecided),
+    /// An approved permissive retry finished. `succeeded` means the retry exited successfully
+    /// without another correlated sandbox denial; `failed` means it failed or remained blocked and
+    /// may therefore be followed by a full bypass.
+    #[serde(rename = "permissive_retry_completed")]
+    PermissiveRetryCompleted(SandboxDecisionDataPermissiveRetryCompleted),
+}
+
+impl SandboxDecisionData {
+    /// The `kind` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::PolicyResolved(_) => "policy_resolved",
+            Self::SpawnCompleted(_) => "spawn_completed",
+            Self::EnforcementState(_) => "enforcement_state",
+            Self::AccessDenied(_) => "access_denied",
+            Self::BypassDecided(_) => "bypass_decided",
+            Self::PermissiveRetryDecided(_) => "permissive_retry_decided",
+            Self::PermissiveRetryCompleted(_) => "permissive_retry_completed",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SandboxDecisionData {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "kind")?;
+        match kind.as_str() {
+            "policy_resolved" => crate::tagged::variant(_rest).map(Self::PolicyResolved),
+            "spawn_completed" => crate::tagged::variant(_rest).map(Self::SpawnCompleted),
+            "enforcement_state" => crate::tagged::variant(_rest).map(Self::EnforcementState),
+            "access_denied" => crate::tagged::variant(_rest).map(Self::AccessDenied),
+            "bypass_decided" => crate::tagged::variant(_rest).map(Self::BypassDecided),
+            "permissive_retry_decided" => crate::tagged::variant(_rest).map(Self::PermissiveRetryDecided),
+            "permissive_retry_completed" => crate::tagged::variant(_rest).map(Self::PermissiveRetryCompleted),
+            other => Err(serde::de::Error::unknown_variant(other, &["policy_resolved", "spawn_completed", "enforcement_state", "access_denied", "bypass_decided", "permissive_retry_decided", "permissive_retry_completed"])),
+        }
+    }
+}
+
+/// An enforcement check refused a specific access. Emitted per refusal with no deduplication,
+/// including when policy permits the caller to bypass the denial. Carries no backend: the built-in
+/// checks that produce this run in-process against the effective policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxDecisionDataAccessDenied {
+    /// Sandbox control the denial belongs to. Follows from `denialClass`.
+    pub control: SandboxControl,
+    /// Always `denied`.
+    pub outcome: SandboxOutcome,
+    /// Tool call the denial belongs to, for span correlation only. Never exported as a telemetry
+    /// attribute or metric dimension.
+    #[serde(rename = "toolCallId", default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Host operating-system family
+    pub platform: SandboxPlatform,
+    /// Runtime subsystem that performed the check
+    #[serde(rename = "enforcementPoint")]
+    pub enforcement_point: SandboxEnforcementPoint,
+    /// Bounded class of the refused access.
+    #[serde(rename = "denialClass")]
+    pub denial_class: SandboxDenialClass,
+    /// Runtime observation backing the denial.
+    pub attestation: SandboxAttestation,
+    /// How strong the evidence behind this denial is. Lets an analysis separate denials the sandbox
+    /// recorded from ones inferred from output text, which otherwise look identical.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<SandboxDenialConfidence>,
+    /// Resource the check refused, when identified and content capture is enabled.
+    #[serde(rename = "deniedResource", default, skip_serializing_if = "Option::is_none")]
+    pub denied_resource: Option<String>,
+    /// Command whose execution the denial arose from. Populated only when content capture is
+    /// enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Executable image associated with the captured denial, normalized to a basename. Populated
+    /// only when content capture is enabled.
+    #[serde(rename = "processName", default, skip_serializing_if = "Option::is_none")]
+    pub process_name: Option<String>,
+}
+
+impl SandboxDecisionDataAccessDenied {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(control: SandboxControl, outcome: SandboxOutcome, platform: SandboxPlatform, enforcement_point: SandboxEnforcementPoint, denial_class: SandboxDenialClass, attestation: SandboxAttestation) -> Self {
+        Self {
+            control,
+            outcome,
+            tool_call_id: None,
+            platform,
+            enforcement_point,
+            denial_class,
+            attestation,
+            confidence: None,
+            denied_resource: None,
+            command: None,
+            process_name: None,
+        }
+    }
+}
+
+/// A request to run outside the process sandbox was resolved. This is what makes an `inactive`
+/// `enforcement_state` readable: without it, a command that ran unsandboxed because a person
+/// approved a bypass looks identical to one that ran unsandboxed because the session never had a
+/// sandbox. Reported only when a sandbox was in force, since bypassing a disabled sandbox bypasses
+/// nothing. Carries neither backend nor attestation: the verdict comes from the runtime's own
+/// permission flow or the local escalation prompt, not from a containment backend and not from the
+/// built-in policy check, so `source` is what records where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxDecisionDataBypassDecided {
+    /// Always `bypass`.
+    pub control: SandboxControl,
+    /// Whether the bypass was granted: `approved` or `declined`. `declined` also covers the cases
+    /// where nobody answered, since the sandboxed denial stands either way.
+    pub outcome: SandboxOutcome,
+    /// Tool call the decision belongs to, for span correlation only. Never exported as a telemetry
+    /// attribute or metric dimension.
+    #[serde(rename = "toolCallId", default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Host operating-system family
+    pub platform: SandboxPlatform,
+    /// Runtime subsystem the bypass applies to
+    #[serde(rename = "enforcementPoint")]
+    pub enforcement_point: SandboxEnforcementPoint,
+    /// Where the request originated. Orthogonal to `outcome`.
+    pub source: SandboxBypassSource,
+    /// Bounded class of the access whose refusal raised this escalation. Omitted for a
+    /// pre-execution bypass, such as a detached command that cannot be sandboxed and therefore
+    /// resolves no denial.
+    #[serde(rename = "denialClass", default, skip_serializing_if = "Option::is_none")]
+    pub denial_class: Option<SandboxDenialClass>,
+    /// How strong the evidence behind `denialClass` was. Present exactly when `denialClass` is, so
+    /// a verdict that relaxed the sandbox on a guess is distinguishable from one that relaxed it on
+    /// a recorded refusal. Named to match `access_denied`, which reports the same pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<SandboxDenialConfidence>,
+    /// Resource whose refusal raised this escalation. Populated only when content capture is
+    /// enabled.
+    #[serde(rename = "deniedResource", default, skip_serializing_if = "Option::is_none")]
+    pub denied_resource: Option<String>,
+    /// Command the verdict governs. Populated only when content capture is enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Executable image associated with the denial that raised this escalation, normalized to a
+    /// basename. Populated only when content capture is enabled.
+    #[serde(rename = "processName", default, skip_serializing_if = "Option::is_none")]
+    pub process_name: Option<String>,
+}
+
+impl SandboxDecisionDataBypassDecided {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(control: SandboxControl, outcome: SandboxOutcome, platform: SandboxPlatform, enforcement_point: SandboxEnforcementPoint, source: SandboxBypassSource) -> Self {
+        Self {
+            control,
+            outcome,
+            tool_call_id: None,
+            platform,
+            enforcement_point,
+            source,
+            denial_class: None,
+            confidence: None,
+            denied_resource: None,
+            command: None,
+            process_name: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxDecisionDataEnforcementState {
+    /// Enforcement mechanism this decision describes
+    pub control: SandboxControl,
+    /// Observed enforcement state: `engaged`, `inactive`, or `failed`. Derived from runtime
+    /// evidence, never from the configured posture or the compile-time target platform.
+    pub outcome: SandboxOutcome,
+    /// Internal tool-call ID, used only to correlate the decision with its owning span. Omitted
+    /// when the decision is not attributable to a tool call.
+    #[serde(rename = "toolCallId", default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Host platform the sandbox is running on
+    pub platform: SandboxPlatform,
+    /// Containment backend that engaged. `unsupported` for any state other than `engaged`, since no
+    /// backend is known to have run.
+    pub backend: SandboxBackend,
+    /// Runtime subsystem whose enforcement this describes
+    #[serde(rename = "enforcementPoint")]
+    pub enforcement_point: SandboxEnforcementPoint,
+    /// Runtime observation backing the state. Omitted for `inactive`, which has nothing to attest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attestation: Option<SandboxAttestation>,
+    /// Command the enforcement governed. Populated only when content capture is enabled, and only
+    /// for shell commands; MCP, LSP, and search command lines are runtime plumbing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+}
+
+impl SandboxDecisionDataEnforcementState {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(control: SandboxControl, outcome: SandboxOutcome, platform: SandboxPlatform, backend: SandboxBackend, enforcement_point: SandboxEnforcementPoint) -> Self {
+        Self {
+            control,
+            outcome,
+            tool_call_id: None,
+            platform,
+            backend,
+            enforcement_point,
+            attestation: None,
+            command: None,
+        }
+    }
+}
+
+/// An approved permissive retry finished. `succeeded` means the retry exited successfully without
+/// another correlated sandbox denial; `failed` means it failed or remained blocked and may
+/// therefore be followed by a full bypass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxDecisionDataPermissiveRetryCompleted {
+    /// Always `process`: the retry changes process-container enforcement while leaving network
+    /// policy attached.
+    pub control: SandboxControl,
+    /// Whether the permissive retry completed successfully: `succeeded` or `failed`.
+    pub outcome: SandboxOutcome,
+    /// Tool call the completion belongs to, for span correlation only. Never exported as a
+    /// telemetry attribute or metric dimension.
+    #[serde(rename = "toolCallId", default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Host operating-system family
+    pub platform: SandboxPlatform,
+    /// Runtime subsystem that ran the retry
+    #[serde(rename = "enforcementPoint")]
+    pub enforcement_point: SandboxEnforcementPoint,
+    /// Bounded class of the access whose refusal raised the permissive retry.
+    #[serde(rename = "denialClass", default, skip_serializing_if = "Option::is_none")]
+    pub denial_class: Option<SandboxDenialClass>,
+    /// How strong the evidence behind `denialClass` was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<SandboxDenialConfidence>,
+    /// Resource whose refusal raised the retry. Populated only when content capture is enabled.
+    #[serde(rename = "deniedResource", default, skip_serializing_if = "Option::is_none")]
+    pub denied_resource: Option<String>,
+    /// Command the retry executed. Populated only when content capture is enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Executable image associated with the denial that raised the retry, normalized to a basename.
+    /// Populated only when content capture is enabled.
+    #[serde(rename = "processName", default, skip_serializing_if = "Option::is_none")]
+    pub process_name: Option<String>,
+}
+
+impl SandboxDecisionDataPermissiveRetryCompleted {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(control: SandboxControl, outcome: SandboxOutcome, platform: SandboxPlatform, enforcement_point: SandboxEnforcementPoint) -> Self {
+        Self {
+            control,
+            outcome,
+            tool_call_id: None,
+            platform,
+            enforcement_point,
+            denial_class: None,
+            confidence: None,
+            denied_resource: None,
+            command: None,
+            process_name: None,
+        }
+    }
+}
+
+/// A permissive retry was resolved. Distinct from `bypass_decided` because this rung never requests
+/// a run outside the process sandbox: it relaxes the process container for one run while the
+/// sandbox, and with it the network policy, stays attached. Reported for both outcomes, so an
+/// escalation the user declined still leaves evidence that the runtime asked and that the sandboxed
+/// denial stood.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxDecisionDataPermissiveRetryDecided {
+    /// Always `process`: the process container is what this rung relaxes, and the network control
+    /// is deliberately untouched.
+    pub control: SandboxControl,
+    /// Whether the permissive retry was granted: `approved` or `declined`. `declined` also covers
+    /// the cases where nobody answered, since the sandboxed denial stands either way.
+    pub outcome: SandboxOutcome,
+    /// Tool call the decision belongs to, for span correlation only. Never exported as a telemetry
+    /// attribute or metric dimension.
+    #[serde(rename = "toolCallId", default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Host operating-system family
+    pub platform: SandboxPlatform,
+    /// Runtime subsystem the retry applies to
+    #[serde(rename = "enforcementPoint")]
+    pub enforcement_point: SandboxEnforcementPoint,
+    /// Where the request originated. Orthogonal to `outcome`.
+    pub source: SandboxBypassSource,
+    /// Bounded class of the access whose refusal raised this escalation.
+    #[serde(rename = "denialClass", default, skip_serializing_if = "Option::is_none")]
+    pub denial_class: Option<SandboxDenialClass>,
+    /// How strong the evidence behind `denialClass` was. Present exactly when `denialClass` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<SandboxDenialConfidence>,
+    /// Resource whose refusal raised this escalation. Populated only when content capture is
+    /// enabled.
+    #[serde(rename = "deniedResource", default, skip_serializing_if = "Option::is_none")]
+    pub denied_resource: Option<String>,
+    /// Command the verdict governs. Populated only when content capture is enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Executable image associated with the denial that raised this escalation, normalized to a
+    /// basename. Populated only when content capture is enabled.
+    #[serde(rename = "processName", default, skip_serializing_if = "Option::is_none")]
+    pub process_name: Option<String>,
+}
+
+impl SandboxDecisionDataPermissiveRetryDecided {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(control: SandboxControl, outcome: SandboxOutcome, platform: SandboxPlatform, enforcement_point: SandboxEnforcementPoint, source: SandboxBypassSource) -> Self {
+        Self {
+            control,
+            outcome,
+            tool_call_id: None,
+            platform,
+            enforcement_point,
+            source,
+            denial_class: None,
+            confidence: None,
+            denied_resource: None,
+            command: None,
+            process_name: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxDecisionDataPolicyResolved {
+    /// Enforcement mechanism this decision describes
+    pub control: SandboxControl,
+    /// Whether the resolved policy is fully active or degraded
+    pub outcome: SandboxOutcome,
+    /// Internal tool-call ID, used only to correlate the decision with its owning span. Omitted
+    /// when the decision is not attributable to a tool call.
+    #[serde(rename = "toolCallId", default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Host platform the sandbox is running on
+    pub platform: SandboxPlatform,
+    /// Process-containment implementation backing the sandbox
+    pub backend: SandboxBackend,
+    /// Whether the policy came from built-in defaults or user configuration
+    #[serde(rename = "policySource")]
+    pub policy_source: SandboxPolicySource,
+    /// Runtime subsystem that applied the policy
+    #[serde(rename = "enforcementPoint")]
+    pub enforcement_point: SandboxEnforcementPoint,
+    /// Number of read-write path rules in the effective policy
+    #[serde(rename = "readwritePathsCount")]
+    pub readwrite_paths_count: u64,
+    /// Number of read-only path rules in the effective policy
+    #[serde(rename = "readonlyPathsCount")]
+    pub readonly_paths_count: u64,
+    /// Number of denied path rules in the effective policy
+    #[serde(rename = "deniedPathsCount")]
+    pub denied_paths_count: u64,
+    /// Whether the current working directory was granted automatically
+    #[serde(rename = "addCurrentWorkingDirectory")]
+    pub add_current_working_directory: bool,
+    /// Whether the sandboxed process may open outbound network connections
+    #[serde(rename = "allowOutbound")]
+    pub allow_outbound: bool,
+    /// Whether the sandboxed process may reach loopback and private-range addresses
+    #[serde(rename = "allowLocalNetwork")]
+    pub allow_local_network: bool,
+    /// Whether outbound traffic is unproxied, routed through a loopback proxy, or routed through an
+    /// external proxy
+    #[serde(rename = "proxyMode")]
+    pub proxy_mode: SandboxProxyMode,
+    /// Whether callers may opt an individual command out of the sandbox
+    #[serde(rename = "allowBypass")]
+    pub allow_bypass: bool,
+    /// Whether the sandbox policy permits git credentials inside the sandbox. A policy capability,
+    /// not proof that a credential was injected into this spawn: injection is per-command
+    #[serde(rename = "gitAuth")]
+    pub git_auth: bool,
+    /// Whether the sandbox policy permits GitHub CLI credentials inside the sandbox. A policy
+    /// capability, not proof that a credential was injected into this spawn: injection is
+    /// per-command
+    #[serde(rename = "ghAuth")]
+    pub gh_auth: bool,
+    /// Whether the macOS keychain was reachable from inside the sandbox. Always false on other
+    /// platforms.
+    #[serde(rename = "keychainAccess")]
+    pub keychain_access: bool,
+    /// Effective filesystem rules. Populated only when content capture is enabled; the counts above
+    /// are always present.
+    #[serde(rename = "effectiveFilesystemPolicy", default, skip_serializing_if = "Option::is_none")]
+    pub effective_filesystem_policy: Option<SandboxFilesystemPolicyDetails>,
+    /// Why enforcement is weaker than configured, when it is
+    #[serde(rename = "degradationReason", default, skip_serializing_if = "Option::is_none")]
+    pub degradation_reason: Option<SandboxDegradationReason>,
+}
+
+impl SandboxDecisionDataPolicyResolved {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(control: SandboxControl, outcome: SandboxOutcome, platform: SandboxPlatform, backend: SandboxBackend, policy_source: SandboxPolicySource, enforcement_point: SandboxEnforcementPoint, readwrite_paths_count: u64, readonly_paths_count: u64, denied_paths_count: u64, add_current_working_directory: bool, allow_outbound: bool, allow_local_network: bool, proxy_mode: SandboxProxyMode, allow_bypass: bool, git_auth: bool, gh_auth: bool, keychain_access: bool) -> Self {
+        Self {
+            control,
+            outcome,
+            tool_call_id: None,
+            platform,
+            backend,
+            policy_source,
+            enforcement_point,
+            readwrite_paths_count,
+            readonly_paths_count,
+            denied_paths_count,
+            add_current_working_directory,
+            allow_outbound,
+            allow_local_network,
+            proxy_mode,
+            allow_bypass,
+            git_auth,
+            gh_auth,
+            keychain_access,
+            effective_filesystem_policy: None,
+            degradation_reason: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxDecisionDataSpawnCompleted {
+    /// Enforcement mechanism this decision describes
+    pub control: SandboxControl,
+    /// Whether the sandboxed process launched under the named backend. Not the exit status of the
+    /// command that ran inside it.
+    pub outcome: SandboxOutcome,
+    /// Internal tool-call ID, used only to correlate the decision with its owning span. Omitted
+    /// when the decision is not attributable to a tool call.
+    #[serde(rename = "toolCallId", default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Host platform the sandbox is running on
+    pub platform: SandboxPlatform,
+    /// Process-containment implementation backing the sandbox
+    pub backend: SandboxBackend,
+    /// Runtime subsystem that applied the policy
+    #[serde(rename = "enforcementPoint")]
+    pub enforcement_point: SandboxEnforcementPoint,
+    /// Wall-clock time spent spawning the sandboxed process, in milliseconds
+    #[serde(rename = "durationMs")]
+    pub duration_ms: f64,
+    /// Why enforcement is weaker than configured, when it is
+    #[serde(rename = "degradationReason", default, skip_serializing_if = "Option::is_none")]
+    pub degradation_reason: Option<SandboxDegradationReason>,
+}
+
+impl SandboxDecisionDataSpawnCompleted {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(control: SandboxControl, outcome: SandboxOutcome, platform: SandboxPlatform, backend: SandboxBackend, enforcement_point: SandboxEnforcementPoint, duration_ms: f64) -> Self {
+        Self {
+            control,
+            outcome,
+            tool_call_id: None,
+            platform,
+            backend,
+            enforcement_point,
+            duration_ms,
+            degradation_reason: None,
+        }
+    }
+}
+
+/// Finite reason why sandbox enforcement is weaker than configured
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxDegradationReason {
+    /// The selected backend cannot enforce per-path deny rules.
+    #[serde(rename = "denied_paths_unsupported")]
+    DeniedPathsUnsupported,
+    /// The host platform has no supported process-containment backend.
+    #[serde(rename = "unsupported_platform")]
+    UnsupportedPlatform,
+}
+
+impl SandboxDegradationReason {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::DeniedPathsUnsupported, Self::UnsupportedPlatform];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::DeniedPathsUnsupported => "denied_paths_unsupported",
+            Self::UnsupportedPlatform => "unsupported_platform",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxDegradationReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Bounded class of access an enforcement check refused. Raw resources, commands, and process names
+/// accompany it only when content capture is enabled; diagnostic text and matched rules are never
+/// exported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxDenialClass {
+    /// A read was refused because the effective policy does not grant it.
+    #[serde(rename = "filesystem_read")]
+    FilesystemRead,
+    /// A write was refused. Distinct from `filesystem_read` because a read-only grant denies writes
+    /// to a path it otherwise permits.
+    #[serde(rename = "filesystem_write")]
+    FilesystemWrite,
+    /// A process could not start because the sandbox refused a required process-scoped resource.
+    /// Currently emitted for the Windows MSYS `BaseNamedObjects` fork failure confirmed by
+    /// learning-mode capture.
+    #[serde(rename = "process_startup")]
+    ProcessStartup,
+    /// Windows registry access was refused and correlated with capture evidence.
+    #[serde(rename = "registry_access")]
+    RegistryAccess,
+    /// Windows ALPC or RPC access was refused and correlated with capture evidence.
+    #[serde(rename = "ipc_access")]
+    IpcAccess,
+    /// Access to another Windows process was refused and correlated with capture evidence.
+    #[serde(rename = "process_access")]
+    ProcessAccess,
+    /// Windows job-object access was refused and correlated with capture evidence.
+    #[serde(rename = "job_access")]
+    JobAccess,
+    /// Windows UI-handle access was refused and correlated with capture evidence.
+    #[serde(rename = "ui_access")]
+    UiAccess,
+    /// Windows service-control-manager access was refused and correlated with capture evidence.
+    #[serde(rename = "service_access")]
+    ServiceAccess,
+    /// An outbound connection was refused by `network.allowOutbound`.
+    #[serde(rename = "network_outbound")]
+    NetworkOutbound,
+    /// A connection to a local or loopback destination was refused by `network.allowLocalNetwork`.
+    #[serde(rename = "network_local")]
+    NetworkLocal,
+    /// A destination was refused by the sandbox host allow/deny rules.
+    #[serde(rename = "network_host")]
+    NetworkHost,
+    /// The sandbox's denial capture recorded a refusal its record does not attribute to a more
+    /// specific control: an unclassified resource (registry, COM, section object) or an
+    /// AppContainer capability with no network meaning. Deliberately generic — the capture proves
+    /// the denial happened, and naming a narrower class than the record supports would be a guess.
+    #[serde(rename = "other_access")]
+    OtherAccess,
+}
+
+impl SandboxDenialClass {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::FilesystemRead,
+        Self::FilesystemWrite,
+        Self::ProcessStartup,
+        Self::RegistryAccess,
+        Self::IpcAccess,
+        Self::ProcessAccess,
+        Self::JobAccess,
+        Self::UiAccess,
+        Self::ServiceAccess,
+        Self::NetworkOutbound,
+        Self::NetworkLocal,
+        Self::NetworkHost,
+        Self::OtherAccess,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::FilesystemRead => "filesystem_read",
+            Self::FilesystemWrite => "filesystem_write",
+            Self::ProcessStartup => "process_startup",
+            Self::RegistryAccess => "registry_access",
+            Self::IpcAccess => "ipc_access",
+            Self::ProcessAccess => "process_access",
+            Self::JobAccess => "job_access",
+            Self::UiAccess => "ui_access",
+            Self::ServiceAccess => "service_access",
+            Self::NetworkOutbound => "network_outbound",
+            Self::NetworkLocal => "network_local",
+            Self::NetworkHost => "network_host",
+            Self::OtherAccess => "other_access",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxDenialClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How strong the evidence behind a denial is. A denial the sandbox itself recorded is a fact; one
+/// inferred from a command's output text is a judgement, and an analysis that cannot tell them
+/// apart will treat a false positive as enforcement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxDenialConfidence {
+    /// The sandbox's own denial capture recorded the refused access. The strongest evidence
+    /// available: the kernel observed it, not the runtime.
+    #[serde(rename = "captured")]
+    Captured,
+    /// The command named a path that the effective policy independently denies. No capture
+    /// confirmed it, but the policy did.
+    #[serde(rename = "policy_corroborated")]
+    PolicyCorroborated,
+    /// The failure carried a fingerprint the sandbox itself emits, so the sandbox is known to have
+    /// refused something even though the resource was not confirmed.
+    #[serde(rename = "sandbox_reported")]
+    SandboxReported,
+    /// Classified from the command's own output text alone. The weakest evidence: a command that
+    /// merely prints sandbox-like wording reaches this level.
+    #[serde(rename = "output_classified")]
+    OutputClassified,
+}
+
+impl SandboxDenialConfidence {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Captured,
+        Self::PolicyCorroborated,
+        Self::SandboxReported,
+        Self::OutputClassified,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Captured => "captured",
+            Self::PolicyCorroborated => "policy_corroborated",
+            Self::SandboxReported => "sandbox_reported",
+            Self::OutputClassified => "output_classified",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxDenialConfidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Result of attempting to disable sandboxing for the current session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SandboxDisableForSessionResult {
@@ -15703,6 +16707,92 @@ pub struct SandboxDocsUrlResult {
     pub url: String,
 }
 
+/// A sandbox config and the per-feature routing flag to resolve it for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxEffectiveForOptionalParams {
+    /// The session's resolved `sandbox` slice. Omitted when the host has none, which yields a
+    /// disabled sandbox rather than an error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<serde_json::Value>,
+    /// The routing flag naming the feature being launched, such as `sandboxMcpServers` or
+    /// `sandboxLspServers`.
+    #[serde(rename = "routingFlag")]
+    pub routing_flag: String,
+}
+
+/// The sandbox a named feature actually launches under.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxEffectiveForOptionalResult {
+    /// The effective sandbox config for the requested feature, or a disabled sandbox when the
+    /// feature is routed out of it.
+    #[serde(rename = "sandboxJson")]
+    pub sandbox_json: serde_json::Value,
+}
+
+/// One slash command, as typed, to test against the enforcement-block allowlist.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxEnforcementCommandAllowedParams {
+    /// The command name as the user typed it, with or without its leading slash.
+    #[serde(rename = "commandName")]
+    pub command_name: String,
+    /// The command's arguments, in order. Pass an empty array for a bare command: several entries
+    /// in the allowlist admit the bare form and refuse every argument.
+    pub args: Vec<String>,
+}
+
+/// Runtime boundary that enforced or routed a sandbox decision
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxEnforcementPoint {
+    /// Shell command process containment.
+    #[serde(rename = "shell")]
+    Shell,
+    /// Built-in filesystem policy enforcement.
+    #[serde(rename = "builtin_filesystem")]
+    BuiltinFilesystem,
+    /// Search-tool sandbox or policy enforcement.
+    #[serde(rename = "search")]
+    Search,
+    /// Web-fetch network policy enforcement.
+    #[serde(rename = "web_fetch")]
+    WebFetch,
+    /// Model Context Protocol server routing.
+    #[serde(rename = "mcp")]
+    Mcp,
+    /// Language server process routing.
+    #[serde(rename = "lsp")]
+    Lsp,
+}
+
+impl SandboxEnforcementPoint {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Shell,
+        Self::BuiltinFilesystem,
+        Self::Search,
+        Self::WebFetch,
+        Self::Mcp,
+        Self::Lsp,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Shell => "shell",
+            Self::BuiltinFilesystem => "builtin_filesystem",
+            Self::Search => "search",
+            Self::WebFetch => "web_fetch",
+            Self::Mcp => "mcp",
+            Self::Lsp => "lsp",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxEnforcementPoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Managed sandbox enforcement state for a session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SandboxEnforcementStatus {
@@ -15713,6 +16803,41 @@ pub struct SandboxEnforcementStatus {
     /// The first sandbox enforcement failure that blocked the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// Effective sandbox filesystem rules, in policy order. Only populated when content capture is
+/// enabled, since these are real host paths.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxFilesystemPolicyDetails {
+    /// Paths the sandboxed process may read and write
+    #[serde(rename = "readwritePaths")]
+    pub readwrite_paths: Vec<String>,
+    /// Paths the sandboxed process may read but not write
+    #[serde(rename = "readonlyPaths")]
+    pub readonly_paths: Vec<String>,
+    /// Paths the sandboxed process may not access at all
+    #[serde(rename = "deniedPaths")]
+    pub denied_paths: Vec<String>,
+}
+
+/// A batch of file-picker candidates to check against a prepared policy.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxFilterPickerCandidatesParams {
+    /// The candidates to check, in the order the answers are returned.
+    pub candidates: Vec<SandboxPickerCandidate>,
+    /// The session's working directory, matching the one the policy was prepared from.
+    pub cwd: String,
+    /// The policy returned by `sandbox.preparePickerPolicy`. Omitted keeps every candidate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<serde_json::Value>,
+}
+
+/// Per-candidate allow decisions, positionally aligned with the request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxFilterPickerCandidatesResult {
+    /// One decision per candidate, in the same order. Always the same length as the request's
+    /// `candidates`.
+    pub allowed: Vec<bool>,
 }
 
 /// Result of accepting a sandbox path grant.
@@ -15787,6 +16912,354 @@ pub struct SandboxHostSupport {
     /// Empty when `supported` is false, because no feature can run without a backend. Later
     /// runtimes can add entries; ignore an entry whose `name` you do not recognize.
     pub capabilities: Vec<SandboxHostCapability>,
+}
+
+/// Destinations authorized to receive one masked environment credential.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxMaskedEnvVar {
+    /// Nonempty list of HTTPS injection hostnames or *.example.com patterns. Bare * is not
+    /// accepted. These grants never override the sandbox network policy. Values in plaintext HTTP
+    /// requests, URLs, bodies, encoded credentials, and signed requests are not substituted.
+    #[serde(rename = "injectHosts")]
+    pub inject_hosts: Vec<String>,
+}
+
+/// Finite result of a sandbox decision. Each `SandboxDecisionData` variant uses a disjoint subset:
+/// `policy_resolved` is `resolved | degraded`, `spawn_completed` and `permissive_retry_completed`
+/// are `succeeded | failed`, `enforcement_state` is `engaged | inactive | failed`, `access_denied`
+/// is `denied`, and escalation decisions are `approved | declined`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxOutcome {
+    /// The sandbox policy resolved successfully. Describes configuration only and makes no claim
+    /// that a backend engaged.
+    #[serde(rename = "resolved")]
+    Resolved,
+    /// No sandbox governed the workload.
+    #[serde(rename = "inactive")]
+    Inactive,
+    /// A runtime-owned containment backend accepted the workload. Evidence of engagement, not of
+    /// verified containment for the workload's lifetime.
+    #[serde(rename = "engaged")]
+    Engaged,
+    /// The sandbox operation completed successfully.
+    #[serde(rename = "succeeded")]
+    Succeeded,
+    /// The sandbox operation failed.
+    #[serde(rename = "failed")]
+    Failed,
+    /// The sandbox is active with one or more controls weakened by platform limitations or an
+    /// explicitly selected relaxed mode.
+    #[serde(rename = "degraded")]
+    Degraded,
+    /// An enforcement check refused the requested access.
+    #[serde(rename = "denied")]
+    Denied,
+    /// A request to run outside the process sandbox was granted.
+    #[serde(rename = "approved")]
+    Approved,
+    /// A request to run outside the process sandbox was not granted.
+    #[serde(rename = "declined")]
+    Declined,
+}
+
+impl SandboxOutcome {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Resolved,
+        Self::Inactive,
+        Self::Engaged,
+        Self::Succeeded,
+        Self::Failed,
+        Self::Degraded,
+        Self::Denied,
+        Self::Approved,
+        Self::Declined,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Resolved => "resolved",
+            Self::Inactive => "inactive",
+            Self::Engaged => "engaged",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Degraded => "degraded",
+            Self::Denied => "denied",
+            Self::Approved => "approved",
+            Self::Declined => "declined",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One file-picker suggestion offered up for the sandbox filesystem check.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxPickerCandidate {
+    /// Absolute path the suggestion would attach.
+    pub path: String,
+    /// Whether the suggestion is a directory. A directory the policy does not itself allow may
+    /// still be needed as a waypoint to an allowed subtree.
+    #[serde(rename = "isDirectory")]
+    pub is_directory: bool,
+}
+
+/// Host operating-system family used for sandbox enforcement
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxPlatform {
+    /// Apple macOS host.
+    #[serde(rename = "macos")]
+    Macos,
+    /// Linux host.
+    #[serde(rename = "linux")]
+    Linux,
+    /// Microsoft Windows host.
+    #[serde(rename = "windows")]
+    Windows,
+    /// Host platform outside the explicitly supported families.
+    #[serde(rename = "other")]
+    Other,
+}
+
+impl SandboxPlatform {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Macos, Self::Linux, Self::Windows, Self::Other];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Macos => "macos",
+            Self::Linux => "linux",
+            Self::Windows => "windows",
+            Self::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxPlatform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Origin of the effective sandbox policy
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxPolicySource {
+    /// Runtime default sandbox policy.
+    #[serde(rename = "default_policy")]
+    DefaultPolicy,
+    /// User-configured sandbox policy merged with runtime-required grants.
+    #[serde(rename = "user_policy")]
+    UserPolicy,
+}
+
+impl SandboxPolicySource {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::DefaultPolicy, Self::UserPolicy];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::DefaultPolicy => "default_policy",
+            Self::UserPolicy => "user_policy",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxPolicySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The working directory and sandbox settings to build a file-picker policy from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxPreparePickerPolicyParams {
+    /// The session's working directory. Git discovery and grant canonicalization are resolved
+    /// against it.
+    pub cwd: String,
+    /// The session's resolved `sandbox` slice. Omitted, or disabled, yields no policy and every
+    /// candidate is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<serde_json::Value>,
+}
+
+/// The prepared file-picker policy, or none when the sandbox is disabled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxPreparePickerPolicyResult {
+    /// The prepared policy to pass back to `sandbox.filterPickerCandidates`. Absent when the
+    /// sandbox is disabled or absent, in which case filtering keeps every candidate.
+    #[serde(rename = "sandboxJson", default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_json: Option<serde_json::Value>,
+}
+
+/// Result of creating the persistent certificate authority of the sandbox credential proxy.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxProxyCaCreateResult {
+    /// Absolute path of the public certificate of the certificate authority, in PEM format.
+    #[serde(rename = "certificatePath")]
+    pub certificate_path: String,
+}
+
+/// Identifies the credential hosts that the persistent certificate authority of the sandbox
+/// credential proxy must cover. The runtime always adds the hosts from the saved user settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxProxyCaRequest {
+    /// The sandbox configuration that the host gives its sessions. The runtime reads the credential
+    /// hosts from `auth` and `credentials`; it ignores `enabled` and the other fields.
+    #[serde(rename = "sandboxConfig", default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_config: Option<SandboxConfig>,
+}
+
+/// State of the persistent certificate authority of the sandbox credential proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxProxyCaState {
+    /// This platform has no supported OS trust store. The proxy uses a per-process certificate
+    /// bundle.
+    #[serde(rename = "unsupported")]
+    Unsupported,
+    /// OS trust does not include the certificate authority, or none is stored.
+    #[serde(rename = "notInstalled")]
+    NotInstalled,
+    /// OS trust includes the stored certificate authority.
+    #[serde(rename = "installed")]
+    Installed,
+    /// The runtime could not read the certificate authority or the OS trust store.
+    #[serde(rename = "error")]
+    Error,
+}
+
+impl SandboxProxyCaState {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Unsupported,
+        Self::NotInstalled,
+        Self::Installed,
+        Self::Error,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Unsupported => "unsupported",
+            Self::NotInstalled => "notInstalled",
+            Self::Installed => "installed",
+            Self::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxProxyCaState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Status of the persistent certificate authority of the sandbox credential proxy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxProxyCaStatus {
+    /// The state of the certificate authority.
+    pub state: SandboxProxyCaState,
+    /// Human-readable reason for the state. On `installed` or `notInstalled`, present only when the
+    /// certificate authority must be rotated, and then says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Whether this process can add the certificate authority to OS trust without credentials from
+    /// a different user. False where OS trust is unsupported, and on Windows when the process
+    /// cannot elevate itself to write the machine trust store. When false, do not offer to set up
+    /// the certificate authority.
+    #[serde(rename = "canInstall")]
+    pub can_install: bool,
+}
+
+impl SandboxProxyCaStatus {
+    /// The required fields; every optional one is `None`.
+    pub fn new(state: SandboxProxyCaState, can_install: bool) -> Self {
+        Self {
+            state,
+            detail: None,
+            can_install,
+        }
+    }
+}
+
+/// Bounded classification of effective sandbox proxy routing
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SandboxProxyMode {
+    /// No sandbox proxy is configured.
+    #[serde(rename = "none")]
+    None,
+    /// Traffic routes through a loopback proxy.
+    #[serde(rename = "loopback")]
+    Loopback,
+    /// Traffic routes through a non-loopback proxy endpoint.
+    #[serde(rename = "external")]
+    External,
+}
+
+impl SandboxProxyMode {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::None, Self::Loopback, Self::External];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Loopback => "loopback",
+            Self::External => "external",
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxProxyMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The stored sandbox proxy password, if one is present.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxProxySecretGetResult {
+    /// The stored password. Absent when no entry exists in either the keychain or the on-disk
+    /// fallback store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+/// Where this runtime keeps the sandbox proxy password.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxProxySecretLocation {
+    /// Absolute path of the credential store holding the sandbox proxy password. The proxy password
+    /// belongs to no MCP server, so it is kept in its own directory rather than in the MCP secret
+    /// store.
+    #[serde(rename = "configDir")]
+    pub config_dir: String,
+    /// Identifier of the proxy password entry within that store. Derived from the configuration
+    /// directory, so two Copilot homes on one machine never share an entry. Use it to recognize a
+    /// `${secret:…}` reference in stored settings as this runtime's own proxy password.
+    #[serde(rename = "secretId")]
+    pub secret_id: String,
+}
+
+/// The sandbox proxy password to store.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxProxySecretSaveRequest {
+    /// The password to store for the sandbox proxy.
+    pub value: String,
+}
+
+/// Where the sandbox proxy password was stored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxProxySecretSaveResult {
+    /// Whether the OS keychain accepted the value. False means it was written to the on-disk
+    /// fallback store instead, which is still readable by `sandbox.proxySecret.get`.
+    #[serde(rename = "storedInKeychain")]
+    pub stored_in_keychain: bool,
 }
 
 /// The user's sandbox settings and the managed sandbox floor to raise them to.
@@ -19626,7 +21099,7 @@ pub struct SessionSendParams {
     pub attachments: Option<Vec<Attachment>>,
     /// How to deliver the message. `enqueue` (default) appends to the message queue. `immediate`
     /// interjects during an in-progress turn.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "crate::nullable::lenient")]
     pub mode: Option<SendMode>,
     /// If true, adds the message to the front of the queue instead of the end
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -26408,6 +27881,11 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // - PermissionsConfigureAdditionalContentExclusionPolicy.last_updated_at: no type in the schema (any JSON)
 // - RemoteControlStatusActive.promptManager: no type in the schema (any JSON)
 // - SandboxApplyDefaultsRequest.stored: no type in the schema (any JSON)
+// - SandboxEffectiveForOptionalParams.sandbox: no type in the schema (any JSON)
+// - SandboxEffectiveForOptionalResult.sandboxJson: no type in the schema (any JSON)
+// - SandboxFilterPickerCandidatesParams.sandbox: no type in the schema (any JSON)
+// - SandboxPreparePickerPolicyParams.sandbox: no type in the schema (any JSON)
+// - SandboxPreparePickerPolicyResult.sandboxJson: no type in the schema (any JSON)
 // - SandboxResolveFlooredConfigParams.managedSandbox: no type in the schema (any JSON)
 // - SandboxResolveFlooredConfigParams.userSandbox: no type in the schema (any JSON)
 // - SandboxResolveFlooredConfigResult.sandboxJson: no type in the schema (any JSON)

@@ -72,6 +72,8 @@ pub async fn invoke(
         },
         "plan" if input.is_empty() => Ok(completed(None, Some(t::SessionMode::Plan))),
         "plan" => Ok(agent_prompt(plan_prompt(input), input.to_string(), Some(t::SessionMode::Plan))),
+        "compact" => compact(ctx, session, input).await,
+        "context" => context(ctx, session).await,
         "cwd" => change_directory(ctx, session, input).await,
         "model" if input.is_empty() => Ok(completed(None, None)),
         "model" => switch_model(ctx, session, input).await,
@@ -166,6 +168,49 @@ async fn switch_mode(
     Ok(completed(Some(message), None))
 }
 
+/// Compacts the conversation now, with the user's focus instructions if any.
+async fn compact(ctx: &Ctx, session: &SessionHandle, input: &str) -> Result<t::SlashCommandInvocationResult, RpcError> {
+    let focus = (!input.is_empty()).then(|| input.to_string());
+    let done = session.compact(focus, Some(t::CompactionTrigger::Manual)).await.map_err(|e| ctx.engine_error(&e))?;
+    if !done.success || done.messages_removed == 0 {
+        return Err(ctx.failed("Nothing to compact."));
+    }
+    let plural = if done.messages_removed == 1 { "" } else { "s" };
+    Ok(text(format!(
+        "Compacted conversation history and removed {} message{plural} and {} tokens.",
+        done.messages_removed, done.tokens_removed
+    )))
+}
+
+/// What fills the context window, part by part.
+async fn context(ctx: &Ctx, session: &SessionHandle) -> Result<t::SlashCommandInvocationResult, RpcError> {
+    let params = t::SessionMetadataContextInfoParams { session_id: session.id().to_string(), ..Default::default() };
+    let info = super::session_services::context_info(ctx, params).await?.context_info;
+    let Some(info) = info else {
+        return Ok(text("No context yet: the session has not talked to its model. Send a message first.".into()));
+    };
+    let limit = info.limit.max(1);
+    let percent = |n: u64| n * 100 / limit;
+    let free = info.limit.saturating_sub(info.total_tokens);
+    let mut out = format!(
+        "Context usage: {} · {}/{} tokens ({}%)\n",
+        info.model_name,
+        info.total_tokens,
+        info.limit,
+        percent(info.total_tokens)
+    );
+    for (part, tokens) in [
+        ("System prompt", info.system_tokens),
+        ("Tools", info.tool_definitions_tokens),
+        ("MCP tools", info.mcp_tools_tokens),
+        ("Messages", info.conversation_tokens),
+        ("Free space", free),
+    ] {
+        out.push_str(&format!("  {part:<14} {tokens:>8}  ({}%)\n", percent(tokens)));
+    }
+    Ok(text(out.trim_end().to_string()))
+}
+
 async fn change_directory(
     ctx: &Ctx,
     session: &SessionHandle,
@@ -211,7 +256,10 @@ mod tests {
     #[test]
     fn the_listing_parses_and_aliases_resolve() {
         let names: Vec<&str> = listing().iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(names, ["allow-all", "permissions", "autopilot", "cwd", "model", "plan", "rename", "review"]);
+        assert_eq!(
+            names,
+            ["allow-all", "permissions", "autopilot", "compact", "context", "cwd", "model", "plan", "rename", "review"]
+        );
         assert!(listing().iter().all(|c| c.kind == t::SlashCommandKind::Builtin));
         assert_eq!(resolve("yolo"), Some("allow-all"));
         assert_eq!(resolve("cd"), Some("cwd"));

@@ -2,11 +2,16 @@
 //! settings slice with its defaults and an administrator's floor, and a session's sandbox —
 //! answered as the original CLI answers them on Linux.
 //!
-//! Skipper never asks the user to bypass its sandbox or to widen it for one request (a command
-//! blocked by it fails inside it), so no permission request offers either: the two methods that
-//! answer such a request find none. On the team server the sandbox is the server's floor, which
-//! no client turns off.
+//! A write of the server's file tools outside a session's own sandbox is put to the user with
+//! an offer to bypass it or widen it (`loop_engine`'s `sandbox_bypass`); the two methods that
+//! take such an offer answer that request. A command blocked by the sandbox fails inside it, as
+//! the original's does. On the team server the sandbox is the server's floor, which no client
+//! turns off or widens.
+//!
+//! Skipper's sandbox runs no proxy: no credential proxy, so no certificate authority to
+//! install, and no proxy password to keep. Those methods say so.
 
+use loop_engine::{OfferRefusal, SandboxTake};
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 use protocol::rpc::NoParams;
@@ -140,7 +145,8 @@ pub async fn disable_for_session(
     if session.sandbox_enforced() {
         return Err(ctx.failed("this server's sandbox cannot be turned off for a session"));
     }
-    Err(no_such_offer(ctx, &session, &p.request_id, "a sandbox bypass").await)
+    take(ctx, &session, &p.request_id, SandboxTake::Disable, "a sandbox bypass").await?;
+    Ok(t::SandboxDisableForSessionResult { success: true, enabled: false })
 }
 
 pub async fn grant_path_for_request(
@@ -148,15 +154,121 @@ pub async fn grant_path_for_request(
     p: t::SessionSandboxGrantPathForRequestParams,
 ) -> Result<t::SandboxGrantPathForRequestResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    Err(no_such_offer(ctx, &session, &p.request_id, "a sandbox path grant").await)
+    take(ctx, &session, &p.request_id, SandboxTake::Grant, "a sandbox path grant").await?;
+    Ok(t::SandboxGrantPathForRequestResult { success: true, ..Default::default() })
 }
 
-/// The refusal for answering `request_id` with what no request of Skipper's offers.
-async fn no_such_offer(ctx: &Ctx, session: &loop_engine::SessionHandle, request_id: &str, offer: &str) -> RpcError {
-    let pending = session.pending_permissions().await.unwrap_or_default();
-    if pending.iter().any(|(id, _)| id == request_id) {
-        ctx.failed(format!("permission request '{request_id}' does not offer {offer}"))
-    } else {
-        ctx.failed(format!("pending permission request '{request_id}' was not found"))
+/// Lets the write waiting on `request_id` past the session's sandbox as `how` says.
+async fn take(
+    ctx: &Ctx,
+    session: &loop_engine::SessionHandle,
+    request_id: &str,
+    how: SandboxTake,
+    offer: &str,
+) -> Result<(), RpcError> {
+    match session.take_sandbox_offer(request_id, how).await.map_err(|e| ctx.engine_error(&e))? {
+        Ok(()) => Ok(()),
+        Err(OfferRefusal::NotOffered) => {
+            Err(ctx.failed(format!("permission request '{request_id}' does not offer {offer}")))
+        }
+        Err(OfferRefusal::NotFound) => {
+            Err(ctx.failed(format!("pending permission request '{request_id}' was not found")))
+        }
     }
+}
+
+/// The sandbox a feature that may opt out of it (MCP or LSP servers) starts under.
+pub async fn resolve_for_optional(
+    _ctx: &Ctx,
+    p: t::SandboxEffectiveForOptionalParams,
+) -> Result<t::SandboxEffectiveForOptionalResult, RpcError> {
+    let sandbox_json = agent_config::sandbox_features::resolve_for_optional(p.sandbox.as_ref(), &p.routing_flag);
+    Ok(t::SandboxEffectiveForOptionalResult { sandbox_json })
+}
+
+pub async fn enforcement_command(_ctx: &Ctx, p: t::SandboxEnforcementCommandAllowedParams) -> Result<bool, RpcError> {
+    Ok(agent_config::sandbox_features::command_allowed_while_blocked(&p.command_name, &p.args))
+}
+
+/// The process's own environment names the tools' directories a picker may offer.
+fn process_env() -> Vec<(String, String)> {
+    std::env::vars().collect()
+}
+
+pub async fn prepare_picker(
+    ctx: &Ctx,
+    p: t::SandboxPreparePickerPolicyParams,
+) -> Result<t::SandboxPreparePickerPolicyResult, RpcError> {
+    let prepared =
+        loop_engine::sandbox_picker::prepare(p.sandbox.as_ref(), std::path::Path::new(&p.cwd), &process_env());
+    Ok(t::SandboxPreparePickerPolicyResult { sandbox_json: prepared.map_err(|e| ctx.failed(e))? })
+}
+
+pub async fn filter_picker(
+    ctx: &Ctx,
+    p: t::SandboxFilterPickerCandidatesParams,
+) -> Result<t::SandboxFilterPickerCandidatesResult, RpcError> {
+    let paths: Vec<String> = p.candidates.iter().map(|c| c.path.clone()).collect();
+    let cwd = std::path::Path::new(&p.cwd);
+    let allowed = loop_engine::sandbox_picker::filter(&paths, p.sandbox.as_ref(), cwd, &process_env());
+    Ok(t::SandboxFilterPickerCandidatesResult { allowed: allowed.map_err(|e| ctx.failed(e))? })
+}
+
+const NO_PROXY_CA: &str = "Skipper's sandbox runs no credential proxy, so there is no certificate authority to install";
+
+/// Nothing to install: no credential proxy. (The original says `true` here and then fails
+/// every installation on Linux.)
+pub async fn proxy_ca_installable(_ctx: &Ctx, _p: NoParams) -> Result<bool, RpcError> {
+    Ok(false)
+}
+
+/// Whether the config asks for what the original's credential proxy does (which Skipper's
+/// sandbox refuses to start without).
+pub async fn proxy_ca_relevant(_ctx: &Ctx, p: t::SandboxProxyCaRequest) -> Result<bool, RpcError> {
+    let config = p.sandbox_config.as_ref().and_then(|c| serde_json::to_value(c).ok());
+    Ok(agent_config::sandbox_features::uses_credential_proxy(config.as_ref()))
+}
+
+pub async fn proxy_ca_status(_ctx: &Ctx, _p: t::SandboxProxyCaRequest) -> Result<t::SandboxProxyCaStatus, RpcError> {
+    Ok(t::SandboxProxyCaStatus {
+        state: t::SandboxProxyCaState::Unsupported,
+        detail: Some(format!("{NO_PROXY_CA}.")),
+        can_install: false,
+    })
+}
+
+pub async fn proxy_ca_create(
+    ctx: &Ctx,
+    _p: t::SandboxProxyCaRequest,
+) -> Result<t::SandboxProxyCaCreateResult, RpcError> {
+    Err(ctx.failed(NO_PROXY_CA))
+}
+
+pub async fn proxy_ca_change(ctx: &Ctx, _p: t::SandboxProxyCaRequest) -> Result<t::SandboxProxyCaStatus, RpcError> {
+    Err(ctx.failed(NO_PROXY_CA))
+}
+
+pub async fn proxy_ca_remove(ctx: &Ctx, _p: NoParams) -> Result<t::SandboxProxyCaStatus, RpcError> {
+    Err(ctx.failed(NO_PROXY_CA))
+}
+
+const NO_PROXY_SECRET: &str = "Skipper's sandbox runs no proxy, so it keeps no proxy password";
+
+pub async fn proxy_secret_location(ctx: &Ctx, _p: NoParams) -> Result<t::SandboxProxySecretLocation, RpcError> {
+    Err(ctx.failed(NO_PROXY_SECRET))
+}
+
+pub async fn proxy_secret_get(ctx: &Ctx, _p: NoParams) -> Result<t::SandboxProxySecretGetResult, RpcError> {
+    Err(ctx.failed(NO_PROXY_SECRET))
+}
+
+pub async fn proxy_secret_save(
+    ctx: &Ctx,
+    _p: t::SandboxProxySecretSaveRequest,
+) -> Result<t::SandboxProxySecretSaveResult, RpcError> {
+    Err(ctx.failed(NO_PROXY_SECRET))
+}
+
+pub async fn proxy_secret_delete(ctx: &Ctx, _p: NoParams) -> Result<(), RpcError> {
+    Err(ctx.failed(NO_PROXY_SECRET))
 }

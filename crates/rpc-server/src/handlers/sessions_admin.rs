@@ -322,8 +322,12 @@ pub async fn connect(
 }
 
 /// `sessions.open`: create, resume (by id or unique prefix), resume the last one for a
-/// context, or attach to a loaded one. Remote kinds have no service behind them here.
-pub async fn open(ctx: &Ctx, p: t::SessionOpenParams) -> Result<t::SessionOpenResult, RpcError> {
+/// context, or attach to a loaded one. Remote kinds have no service behind them here; no kind
+/// at all finds nothing.
+pub async fn open(ctx: &Ctx, p: protocol::methods::SessionsOpenParams) -> Result<t::SessionOpenResult, RpcError> {
+    let Some(p) = p.0 else {
+        return Ok(t::SessionOpenResult::new(t::SessionsOpenStatus::NotFound));
+    };
     let resumed = |id: String| {
         let mut r = t::SessionOpenResult::new(t::SessionsOpenStatus::Resumed);
         r.session_id = Some(id);

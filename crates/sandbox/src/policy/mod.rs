@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 
 use crate::host::host_support;
 
+mod access;
+pub use access::WriteRefusal;
+
 /// What every sandboxed process reads (never writes). On merged-`/usr` hosts `/bin` and the
 /// like are symlinks into `/usr`; they are recreated as symlinks.
 const SYSTEM: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"];
@@ -47,6 +50,9 @@ pub struct Policy {
     pub cgroup: Option<std::sync::Arc<crate::Cgroup>>,
     /// System calls refused to its processes (a shared server's); none when unset.
     pub seccomp: Option<std::sync::Arc<crate::Seccomp>>,
+    /// Whether a user may let one operation past this policy when asked (the original's
+    /// `allowBypass`); never on a team server's floor.
+    pub bypass: bool,
     /// Why no process can start under this policy (a rule this sandbox cannot enforce); every
     /// start fails with it rather than run less confined than asked.
     pub refusal: Option<String>,

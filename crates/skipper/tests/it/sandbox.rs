@@ -61,6 +61,28 @@ async fn bash_calls(fake: &fake_model::FakeModel, c: &RpcClient, sid: &str, call
         .collect()
 }
 
+/// A directory outside the working directory and the host's temporary directory (which a
+/// session's sandbox lets commands write): under the target directory, unless the checkout
+/// itself is under the temporary directory, then under /var/tmp.
+fn outside_the_sandbox() -> tempfile::TempDir {
+    let target_tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let base = if target_tmp.starts_with(std::env::temp_dir()) { std::path::Path::new("/var/tmp") } else { target_tmp };
+    tempfile::tempdir_in(base).unwrap()
+}
+
+/// One user's `skipper` on a fake model, its client connected.
+async fn one_user(
+    options: Options,
+) -> (fake_model::FakeModel, std::sync::Arc<Dirs>, Skipper, std::sync::Arc<RpcClient>) {
+    let fake = fake_model::FakeModel::start().await.expect("fake model");
+    let dirs = Dirs::new();
+    fake.set_workdir(&dirs.workdir);
+    let sk = Skipper::spawn(&fake.url(), dirs.clone(), options).await;
+    let c = sk.client();
+    c.connect().await;
+    (fake, dirs, sk, c)
+}
+
 /// Waits (up to `T`) until `done` holds, checking every 50 ms.
 async fn poll(mut done: impl FnMut() -> bool, what: &str) {
     let deadline = std::time::Instant::now() + T;
@@ -262,19 +284,8 @@ async fn a_sessions_sandbox_config_confines_its_commands_until_turned_off() {
         return;
     }
     with_timeout(120, async {
-        let fake = fake_model::FakeModel::start().await.expect("fake model");
-        let dirs = Dirs::new();
-        fake.set_workdir(&dirs.workdir);
-        let sk = Skipper::spawn(&fake.url(), dirs.clone(), Options::default()).await;
-        let c = sk.client();
-        c.connect().await;
-        // Outside the working directory and the host's temporary directory (which the sandbox
-        // lets commands write): the target directory, unless the checkout itself is under the
-        // temporary directory, then /var/tmp.
-        let target_tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let base =
-            if target_tmp.starts_with(std::env::temp_dir()) { std::path::Path::new("/var/tmp") } else { target_tmp };
-        let outside = tempfile::tempdir_in(base).unwrap();
+        let (fake, dirs, _sk, c) = one_user(Options::default()).await;
+        let outside = outside_the_sandbox();
         let probe = outside.path().join("probe.txt");
         let config = json!({"enabled": true, "userPolicy": {"network": {"allowOutbound": false}}});
         let sid = c
@@ -425,17 +436,12 @@ async fn the_sandbox_methods_answer_for_the_host_the_settings_and_a_session() {
         return;
     }
     with_timeout(120, async {
-        let fake = fake_model::FakeModel::start().await.expect("fake model");
-        let dirs = Dirs::new();
-        fake.set_workdir(&dirs.workdir);
         let env = [("MY_API_KEY", "x-value"), ("OPENAI_API_KEY", "z-value"), ("PLAIN_VAR", "v"), ("HF_TOKEN", "h")];
         let options = Options {
             extra_env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             ..Options::default()
         };
-        let sk = Skipper::spawn(&fake.url(), dirs.clone(), options).await;
-        let c = sk.client();
-        c.connect().await;
+        let (fake, dirs, _sk, c) = one_user(options).await;
 
         let host = c.ok("sandbox.getHostSupport", json!({})).await;
         assert_eq!(host["supported"], json!(true), "{host}");
@@ -466,6 +472,49 @@ async fn the_sandbox_methods_answer_for_the_host_the_settings_and_a_session() {
         );
         let bad = c.call("sandbox.resolveFlooredConfig", json!({"userSandbox": "x"})).await.expect_err("not an object");
         assert!(bad.message.contains("sandbox configuration must be an object"), "{bad}");
+
+        // What an opting-out feature starts under; what stays usable while blocked.
+        let routed = c
+            .ok("sandbox.resolveForOptional", json!({"sandbox": {"enabled": true, "sandboxMcpServers": false,
+                "allowBypass": true}, "routingFlag": "sandboxLspServers"}))
+            .await;
+        assert_eq!(routed, json!({"sandboxJson": {"enabled": true}}));
+        let opted_out = json!({"sandbox": {"enabled": true, "sandboxMcpServers": false}, "routingFlag": "sandboxMcpServers"});
+        assert_eq!(c.ok("sandbox.resolveForOptional", opted_out).await, json!({"sandboxJson": {"enabled": false}}));
+        let allowed = json!({"commandName": "/sandbox", "args": ["status"]});
+        assert_eq!(c.ok("sandbox.checkEnforcementCommand", allowed).await, json!(true));
+        let blocked = json!({"commandName": "sandbox", "args": ["disable"]});
+        assert_eq!(c.ok("sandbox.checkEnforcementCommand", blocked).await, json!(false));
+
+        // A file picker offers what the config names, never the rest of the system.
+        let work = dirs.workdir.display().to_string();
+        let config = json!({"enabled": true, "userPolicy": {"filesystem": {"deniedPaths": ["secret"]}}});
+        let prepared = c.ok("sandbox.preparePickerPolicy", json!({"cwd": work, "sandbox": config})).await;
+        assert_eq!(prepared["sandboxJson"]["userPolicy"]["filesystem"]["readwritePaths"][0], json!(work), "{prepared}");
+        assert_eq!(c.ok("sandbox.preparePickerPolicy", json!({"cwd": work})).await, json!({}), "no sandbox, no policy");
+        let candidates: Vec<Value> = [format!("{work}/a.txt"), "/etc/passwd".into(), format!("{work}/secret/k"), "a.txt".into()]
+            .iter()
+            .map(|p| json!({"path": p, "isDirectory": false}))
+            .collect();
+        let picked = c
+            .ok("sandbox.filterPickerCandidates", json!({"candidates": candidates, "cwd": work, "sandbox": prepared["sandboxJson"]}))
+            .await;
+        assert_eq!(picked, json!({"allowed": [true, false, false, false]}));
+
+        // No proxy: nothing to install, no password kept.
+        assert_eq!(c.ok("sandbox.proxyCa.checkInstallationSupport", json!({})).await, json!(false));
+        let injecting = json!({"sandboxConfig": {"enabled": true, "credentials": {"envVars": {"MY_API_KEY": {"injectHosts": ["api.example.com"]}}}}});
+        assert_eq!(c.ok("sandbox.proxyCa.checkRelevance", injecting.clone()).await, json!(true));
+        assert_eq!(c.ok("sandbox.proxyCa.checkRelevance", json!({"sandboxConfig": {"enabled": true}})).await, json!(false));
+        let ca = c.ok("sandbox.proxyCa.getStatus", injecting.clone()).await;
+        assert_eq!((ca["state"].clone(), ca["canInstall"].clone()), (json!("unsupported"), json!(false)), "{ca}");
+        for (method, params) in [("sandbox.proxyCa.create", injecting), ("sandbox.proxyCa.remove", json!({})),
+            ("sandbox.proxySecret.get", json!({})), ("sandbox.proxySecret.save", json!({"value": "pw"}))]
+        {
+            let e = c.call(method, params).await.expect_err(method);
+            assert_eq!(e.code, -32603, "{method}: {e}");
+            assert!(e.message.contains("runs no"), "{method}: {e}");
+        }
 
         let plain = c.create_session(json!({"workingDirectory": dirs.workdir})).await;
         let status = c.ok("session.sandbox.getEnforcementStatus", json!({"sessionId": plain})).await;
@@ -554,6 +603,95 @@ async fn the_network_is_given_per_tenant() {
         let out = alpha_runs(&s, &beta, &sid, &[&probe]).await;
         assert!(out[0].contains("REFUSED"), "beta has none: {out:?}");
         approver.abort();
+    })
+    .await;
+}
+
+/// A session's own sandbox holds the server's file tools to the paths its commands may write.
+/// Where its config allows a bypass, a write outside is put to the user on its permission
+/// request (even with every tool approved): granting the folder lets this write and the
+/// session's later commands there; turning the sandbox off lets everything. Without a bypass
+/// the write fails, nobody is asked, and nothing is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_outside_a_sessions_sandbox_is_put_to_the_user_or_refused() {
+    if !sandbox_here() {
+        return;
+    }
+    with_timeout(120, async {
+        let (fake, dirs, _sk, c) = one_user(Options::default()).await;
+        let (granted, freed, refused) = (outside_the_sandbox(), outside_the_sandbox(), outside_the_sandbox());
+        let config = |bypass: bool| {
+            json!({"enabled": true, "allowBypass": bypass, "userPolicy": {"network": {"allowOutbound": false}}})
+        };
+        let sid = c
+            .create_session(
+                json!({"requestPermission": true, "workingDirectory": dirs.workdir, "sandboxConfig": config(true)}),
+            )
+            .await;
+        c.ok("session.permissions.setApproveAll", json!({"sessionId": sid, "enabled": true})).await;
+        let file = |dir: &tempfile::TempDir, name: &str| dir.path().join(name).display().to_string();
+        let create = |path: String| Reply::ToolCalls(vec![("create".into(), json!({"path": path, "file_text": "hi\n"}).to_string())]);
+        let bash = |cmd: String| Reply::ToolCalls(vec![("bash".into(), json!({"command": cmd, "description": "w"}).to_string())]);
+        fake.push_reply(create(file(&granted, "a.txt")));
+        fake.push_reply(bash(format!("echo b > {}", file(&granted, "b.txt"))));
+        fake.push_reply(create(file(&freed, "c.txt")));
+        fake.push_reply(bash(format!("echo d > {}", file(&freed, "d.txt"))));
+        fake.push_reply(Reply::text("done"));
+        c.send(&sid, "write outside").await;
+
+        let asked = c.wait_for_nth_event(&sid, "permission.requested", 1, T).await;
+        let request = &asked["data"]["permissionRequest"];
+        assert_eq!(request["kind"], json!("write"), "{asked}");
+        assert_eq!(request["requestSandboxBypass"], json!(true), "{asked}");
+        let real = std::fs::canonicalize(granted.path()).unwrap().display().to_string();
+        assert_eq!(request["sandboxPathGrant"], json!({"path": real, "deniedPath": file(&granted, "a.txt"), "access": "readWrite"}));
+        let denied = c.events_of_type(&sid, "sandbox.decision");
+        assert_eq!(denied[0]["data"]["kind"], json!("access_denied"), "{denied:?}");
+        assert_eq!(denied[0]["ephemeral"], json!(true));
+        assert!(!granted.path().join("a.txt").exists(), "nothing written before the answer");
+        let answer = json!({"sessionId": sid, "requestId": asked["data"]["requestId"]});
+        assert_eq!(c.ok("session.sandbox.grantPathForRequest", answer.clone()).await, json!({"success": true}));
+        let e = c.call("session.sandbox.grantPathForRequest", answer).await.expect_err("answered already");
+        assert!(e.message.contains("was not found"), "{e}");
+
+        let asked = c.wait_for_nth_event(&sid, "permission.requested", 2, T).await;
+        assert_eq!(asked["data"]["permissionRequest"]["sandboxPathGrant"]["deniedPath"], json!(file(&freed, "c.txt")));
+        let answer = json!({"sessionId": sid, "requestId": asked["data"]["requestId"]});
+        assert_eq!(c.ok("session.sandbox.disableForSession", answer).await, json!({"success": true, "enabled": false}));
+        c.wait_for_nth_event(&sid, "session.idle", 1, T).await;
+
+        assert_eq!(std::fs::read_to_string(granted.path().join("a.txt")).unwrap(), "hi\n");
+        assert!(granted.path().join("b.txt").exists(), "the granted folder is the commands' too");
+        assert!(freed.path().join("c.txt").exists() && freed.path().join("d.txt").exists(), "the sandbox is off");
+        assert_eq!(c.events_of_type(&sid, "permission.requested").len(), 2, "only the writes past the sandbox are asked");
+        let kinds: Vec<Value> = c.events_of_type(&sid, "sandbox.decision").iter().map(|e| e["data"]["kind"].clone()).collect();
+        assert_eq!(kinds, [json!("access_denied"), json!("access_denied"), json!("bypass_decided")], "a grant bypasses nothing");
+        let done = c.events_of_type(&sid, "tool.execution_complete");
+        assert_eq!(done[0]["data"]["sandboxed"], json!(true), "{}", done[0]);
+        assert!(done[3]["data"].get("sandboxed").is_none(), "{}", done[3]);
+        assert_eq!(c.ok("session.sandbox.getCredentialSuggestions", json!({"sessionId": sid})).await, json!({"suggestions": []}));
+
+        // No bypass: refused, unasked.
+        let strict = c
+            .create_session(json!({"requestPermission": true, "workingDirectory": dirs.workdir, "sandboxConfig": config(false)}))
+            .await;
+        let approver = c.auto_answer_permissions(&strict, json!({"kind": "approve-once"}));
+        fake.push_reply(create(file(&refused, "e.txt")));
+        fake.push_reply(Reply::text("done"));
+        c.send(&strict, "write outside").await;
+        c.wait_for_nth_event(&strict, "session.idle", 1, T).await;
+        assert!(!refused.path().join("e.txt").exists());
+        assert!(c.events_of_type(&strict, "permission.requested").is_empty());
+        let failed = &c.events_of_type(&strict, "tool.execution_complete")[0]["data"];
+        assert_eq!(failed["success"], json!(false));
+        assert_eq!(
+            failed["error"],
+            json!({"message": "Outside the sandbox's writable paths.", "code": "failure", "remediation": "review_sandbox_policy"})
+        );
+        let told = fake.requests().last().unwrap().to_string();
+        assert!(told.contains("Do not try to get around it") && told.contains("e.txt is outside"), "{told}");
+        approver.abort();
+        c.assert_schema_clean();
     })
     .await;
 }

@@ -5,6 +5,10 @@
 //! union gives unreadable errors, so each event is validated against the one definition whose
 //! `type` const matches (envelope + data, `additionalProperties: false` included), which names
 //! the offending field precisely.
+//!
+//! An event the SDKs' schema refuses passes when the original CLI's own, newer schema
+//! (`cli-1.0.102/`) accepts it: event types and fields the original sends that today's SDKs
+//! do not know yet (they ignore them).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -79,8 +83,18 @@ pub fn shared_dir() -> PathBuf {
 
 pub fn checker() -> &'static SchemaChecker {
     static CHECKER: OnceLock<SchemaChecker> = OnceLock::new();
-    CHECKER.get_or_init(|| {
-        let path = shared_dir().join("schemas/session-events.schema.json");
+    CHECKER.get_or_init(|| SchemaChecker::load("schemas/session-events.schema.json"))
+}
+
+/// The original CLI's own events schema.
+fn newer_checker() -> &'static SchemaChecker {
+    static CHECKER: OnceLock<SchemaChecker> = OnceLock::new();
+    CHECKER.get_or_init(|| SchemaChecker::load("schemas/cli-1.0.102/session-events.schema.json"))
+}
+
+impl SchemaChecker {
+    fn load(file: &str) -> Self {
+        let path = shared_dir().join(file);
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("reading {} (set SKIPPER_SHARED_DIR): {e}", path.display()));
         let root: Value = serde_json::from_str(&text).expect("schema is JSON");
@@ -95,7 +109,7 @@ pub fn checker() -> &'static SchemaChecker {
         }
         assert!(by_type.len() > 100, "expected ~149 event types in the schema, found {}", by_type.len());
         SchemaChecker { root, by_type, validators: Mutex::new(HashMap::new()) }
-    })
+    }
 }
 
 impl SchemaChecker {
@@ -184,11 +198,21 @@ pub fn validate_event(event: &Value, source: &str) -> Vec<Violation> {
     let Some(ty) = event.get("type").and_then(Value::as_str) else {
         return vec![mk("/type".into(), "event has no string `type`".into(), false)];
     };
-    let Some(def) = c.definition_for(ty) else {
-        return vec![mk("/type".into(), format!("event type `{ty}` is not in the schema"), true)];
+    let newer = newer_checker();
+    let newer_accepts = || newer.definition_for(ty).is_some_and(|def| newer.errors(def, event, "").is_empty());
+    let mut out: Vec<Violation> = match c.definition_for(ty) {
+        Some(def) => c.errors(def, event, "").into_iter().map(|(path, message)| mk(path, message, false)).collect(),
+        None if newer.definition_for(ty).is_none() => {
+            return vec![mk("/type".into(), format!("event type `{ty}` is not in the schema"), true)];
+        }
+        None => {
+            let def = newer.definition_for(ty).unwrap_or_default();
+            newer.errors(def, event, "").into_iter().map(|(path, message)| mk(path, message, false)).collect()
+        }
     };
-    let mut out: Vec<Violation> =
-        c.errors(def, event, "").into_iter().map(|(path, message)| mk(path, message, false)).collect();
+    if !out.is_empty() && newer_accepts() {
+        out.clear();
+    }
     // The envelope's `format: uuid` is not a draft-7 format; check it by hand.
     for key in ["id", "parentId"] {
         if let Some(s) = event.get(key).and_then(Value::as_str) {
