@@ -155,7 +155,7 @@ pub async fn grant_path_for_request(
 ) -> Result<t::SandboxGrantPathForRequestResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
     take(ctx, &session, &p.request_id, SandboxTake::Grant, "a sandbox path grant").await?;
-    Ok(t::SandboxGrantPathForRequestResult { success: true, ..Default::default() })
+    Ok(t::SandboxGrantPathForRequestResult { success: true })
 }
 
 /// Lets the write waiting on `request_id` past the session's sandbox as `how` says.
