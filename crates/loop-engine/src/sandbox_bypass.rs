@@ -130,14 +130,19 @@ pub(crate) async fn guard(gate: &Gate, req: &tools::PermissionRequest, tool_call
     denied.tool_call_id = Some(tool_call_id.to_string());
     denied.confidence = Some(t::SandboxDenialConfidence::PolicyCorroborated);
     handle.emit_ephemeral(t::SandboxDecisionData::AccessDenied(denied));
-    let (reason, grant) = match refusal {
-        sandbox::WriteRefusal::Outside { grant } => {
-            (format!("{file_name} is outside the sandbox's writable paths."), Some(grant))
+    // The request's reason, the failed tool's message, and the folder a grant would add.
+    let (reason, message, grant) = match refusal {
+        sandbox::WriteRefusal::Outside { grant } => (
+            format!("{file_name} is outside the sandbox's writable paths."),
+            "Outside the sandbox's writable paths.",
+            Some(grant),
+        ),
+        sandbox::WriteRefusal::Denied => {
+            (format!("{file_name} is a sandbox denied path."), "Inside the sandbox's denied paths.", None)
         }
-        sandbox::WriteRefusal::Denied => (format!("{file_name} is a sandbox denied path."), None),
     };
     if !policy.bypass {
-        return Some(Decision::Blocked(Box::new(blocked(&reason))));
+        return Some(Decision::Blocked(Box::new(blocked(&reason, message))));
     }
     let mut request = crate::permission::wire_request(req.clone(), tool_call_id);
     if let t::PermissionRequest::Write(w) = &mut request {
@@ -175,12 +180,7 @@ fn path_grant(grant: &Path, path: &Path) -> t::PermissionSandboxPathGrant {
 }
 
 /// The failed result of a write the sandbox refused with no bypass allowed.
-fn blocked(reason: &str) -> ToolOutput {
-    let message = if reason.ends_with("denied path.") {
-        "Inside the sandbox's denied paths."
-    } else {
-        "Outside the sandbox's writable paths."
-    };
+fn blocked(reason: &str, message: &str) -> ToolOutput {
     let mut out = ToolOutput::fail_with(format!("{BLOCKED_TEXT}\n{reason}"), message, "failure");
     out.remediation = Some("review_sandbox_policy".into());
     out.sandboxed = true;
@@ -203,13 +203,13 @@ mod tests {
 
     #[test]
     fn a_refusal_tells_the_model_not_to_work_around_it_and_the_user_what_to_review() {
-        let out = blocked("/x is outside the sandbox's writable paths.");
+        let out = blocked("/x is outside the sandbox's writable paths.", "Outside the sandbox's writable paths.");
         assert!(!out.success && out.sandboxed);
         assert_eq!(out.error_message.as_deref(), Some("Outside the sandbox's writable paths."));
         assert_eq!(out.remediation.as_deref(), Some("review_sandbox_policy"));
         assert!(out.text_for_llm.contains("/x is outside") && out.text_for_llm.contains("Do not try to get around it"));
         assert_eq!(
-            blocked("/d is a sandbox denied path.").error_message.as_deref(),
+            blocked("/d is a sandbox denied path.", "Inside the sandbox's denied paths.").error_message.as_deref(),
             Some("Inside the sandbox's denied paths.")
         );
     }

@@ -14,10 +14,9 @@ use crate::session_sandbox::{config_paths, ConfigPaths};
 /// The config `sandbox` (opaque JSON, as a host stores it) with its filesystem lists made
 /// explicit for a picker in `cwd`; `None` where it is not an enabled sandbox.
 pub fn prepare(sandbox: Option<&Value>, cwd: &Path, env: &[(String, String)]) -> Result<Option<Value>, String> {
-    let Some(obj) = sandbox.and_then(Value::as_object).filter(|o| o.get("enabled") == Some(&Value::Bool(true))) else {
+    let Some((obj, config)) = enabled(sandbox)? else {
         return Ok(None);
     };
-    let config: t::SandboxConfig = serde_json::from_value(Value::Object(obj.clone())).map_err(|e| e.to_string())?;
     let lists = lists(&config, cwd, env);
     let mut fs = Map::new();
     fs.insert("readwritePaths".into(), strings(&lists.writable));
@@ -41,10 +40,10 @@ pub fn filter(
     cwd: &Path,
     env: &[(String, String)],
 ) -> Result<Vec<bool>, String> {
-    let Some(prepared) = prepare(sandbox, cwd, env)? else {
+    // Raw or prepared alike: preparing adds nothing `lists` does not add itself.
+    let Some((_, config)) = enabled(sandbox)? else {
         return Ok(vec![true; candidates.len()]);
     };
-    let config: t::SandboxConfig = serde_json::from_value(prepared).map_err(|e| e.to_string())?;
     let lists = lists(&config, cwd, env);
     let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let roots: Vec<PathBuf> = lists.writable.iter().chain(&lists.readable).map(|p| real(p)).collect();
@@ -60,6 +59,15 @@ pub fn filter(
             roots.iter().any(|r| path.starts_with(r)) && !denied.iter().any(|d| path.starts_with(d))
         })
         .collect())
+}
+
+/// `sandbox` as its JSON object and its typed config, where it is an enabled sandbox.
+fn enabled(sandbox: Option<&Value>) -> Result<Option<(&Map<String, Value>, t::SandboxConfig)>, String> {
+    let Some(obj) = sandbox.and_then(Value::as_object).filter(|o| o.get("enabled") == Some(&Value::Bool(true))) else {
+        return Ok(None);
+    };
+    let config = serde_json::from_value(Value::Object(obj.clone())).map_err(|e| e.to_string())?;
+    Ok(Some((obj, config)))
 }
 
 /// The config's lists, with the working directory (unless left out) and the temporary
