@@ -16,9 +16,11 @@ import pytest
 from copilot.client import SandboxConfig
 from copilot.generated.rpc import (
     PermissionDecisionApproveOnce,
+    SandboxConfigAuth,
     SandboxConfigUserPolicy,
     SandboxConfigUserPolicyNetwork,
     SandboxGrantPathForRequestRequest,
+    SandboxProxyCARequest,
 )
 from copilot.session import PermissionHandler, PermissionNoResult
 
@@ -139,3 +141,20 @@ async def test_a_write_outside_the_sandbox_is_offered_and_granted_through_the_sd
             await session.disconnect()
     finally:
         shutil.rmtree(outside, ignore_errors=True)
+
+
+async def test_the_sdk_learns_there_is_no_credential_proxy_to_install(ctx: Ctx, client):
+    """`sandbox.proxyCa.*` through the official SDK: Skipper's sandbox runs no credential
+    proxy, so nothing can be installed and creating its certificate authority is refused; a
+    config that asks for credentials through the proxy is still recognised as one that would."""
+    await client.start()
+    proxy_ca = client.rpc.sandbox.proxy_ca
+    assert await proxy_ca.check_installation_support() is False
+    status = await proxy_ca.get_status(SandboxProxyCARequest())
+    assert (status.state.value, status.can_install) == ("unsupported", False)
+    plain = SandboxProxyCARequest(sandbox_config=SandboxConfig(enabled=True))
+    assert await proxy_ca.check_relevance(plain) is False
+    signs_in = SandboxProxyCARequest(sandbox_config=SandboxConfig(enabled=True, auth=SandboxConfigAuth(git=True)))
+    assert await proxy_ca.check_relevance(signs_in) is True
+    with pytest.raises(Exception, match="runs no credential proxy"):
+        await proxy_ca.create(signs_in)
