@@ -456,6 +456,7 @@ impl Actor {
                 self.queue.push_back(msg);
             }
         } else {
+            self.recover_from_persist_failure();
             msg.delivery = UserMessageDelivery::Idle;
             self.queue.push_back(msg);
             self.batch = Some(Batch { cancel: CancellationToken::new(), aborted: false });
@@ -561,6 +562,18 @@ impl Actor {
         self.emit(data);
     }
 
+    /// After an event could not be written (a full disk, the database gone), the conversation
+    /// may hold what the log does not: it is parked, so the next run reads back what is stored
+    /// (what clients saw), and writing is tried again.
+    fn recover_from_persist_failure(&mut self) {
+        if !self.handle.emitter().clear_persist_failure() {
+            return;
+        }
+        if let Some(conv) = self.conv.as_mut() {
+            self.parked = crate::parking::park(conv) || self.parked;
+        }
+    }
+
     /// Reads a parked history back from the log (boxed, as the run loop's other awaits).
     async fn unpark(&mut self) {
         if !self.parked {
@@ -632,6 +645,7 @@ impl Actor {
             });
         }
         self.conv = Some(conv);
+        self.recover_from_persist_failure();
         let Some(batch) = &self.batch else { return };
         let aborted = batch.aborted;
         if !batch.cancel.is_cancelled() {

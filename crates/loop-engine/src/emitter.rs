@@ -1,6 +1,13 @@
 //! Emits a session's events: chains `parentId`, appends persisted events to the log **before**
 //! delivering them, then hands every event to each subscriber in order.
 //!
+//! An event whose write failed (a full disk, the database gone) is never delivered: what any
+//! client saw is always a prefix of what is stored. The first failure is told to clients as an
+//! ephemeral `session.error`; from then on persisted events are neither written nor delivered
+//! until the session clears the failure (its run has stopped, see
+//! [`Emitter::clear_persist_failure`]), so the log never holds a later event without an earlier
+//! one (a tool's result without the call that asked for it).
+//!
 //! `parentId` is the id of the latest *persisted* event: the chain a reader of
 //! `events.jsonl` (or of `session.getMessages`) follows never points at an ephemeral event,
 //! which is on no disk.
@@ -68,6 +75,8 @@ struct Inner {
     /// Recent events for `session.eventLog.read`: made when a client first reads the log, so
     /// sessions nobody polls keep nothing.
     ring: Option<Ring>,
+    /// Why the first persisted event since the failure was last cleared could not be written.
+    persist_failure: Option<String>,
 }
 
 /// The most recent events, bounded in count and bytes.
@@ -120,7 +129,15 @@ impl Emitter {
         last_persisted_id: Option<String>,
         persisted_count: usize,
     ) -> Self {
-        let inner = Inner { last_persisted_id, persisted_count, log, subscribers: Vec::new(), seq: 0, ring: None };
+        let inner = Inner {
+            last_persisted_id,
+            persisted_count,
+            log,
+            subscribers: Vec::new(),
+            seq: 0,
+            ring: None,
+            persist_failure: None,
+        };
         Self {
             session_id,
             inner: Mutex::new(inner),
@@ -252,8 +269,20 @@ impl Emitter {
         Ok(Some((kept, removed)))
     }
 
-    /// Persisted events are written first; if the write fails twice the event is still
-    /// delivered (a client must never hang) together with a `session.error`.
+    /// Why a persisted event could not be written, since the failure was last cleared.
+    pub fn persist_failure(&self) -> Option<String> {
+        self.lock().persist_failure.clone()
+    }
+
+    /// Lets persisted events be written again; returns whether a write had failed. The
+    /// session's conversation may then hold what the log does not, so its owner reads it back
+    /// from the log.
+    pub fn clear_persist_failure(&self) -> bool {
+        self.lock().persist_failure.take().is_some()
+    }
+
+    /// Persisted events are written first and delivered only once written (see the module's
+    /// notes for a write that fails).
     fn emit_event(&self, payload: SessionEvent, ephemeral: bool, deliver: bool, agent_id: Option<String>) -> String {
         let mut event = Event::new(payload, ephemeral);
         event.agent_id = agent_id;
@@ -267,18 +296,19 @@ impl Emitter {
                 return event.id;
             }
         };
-        let mut write_error = None;
         if !event.ephemeral {
-            inner.last_persisted_id = Some(event.id.clone());
-            inner.persisted_count += 1;
+            if inner.persist_failure.is_some() && inner.log.is_some() {
+                tracing::debug!(session = %self.session_id, kind = event.kind(), "event dropped after a failed write");
+                return event.id;
+            }
             if let Some(log) = inner.log.as_mut() {
-                if let Err(first) = log.append(&event.id, json.as_bytes()) {
-                    tracing::warn!(session = %self.session_id, error = %first, "event log write failed; retrying");
-                    if let Err(second) = log.append(&event.id, json.as_bytes()) {
-                        write_error = Some(second.to_string());
-                    }
+                if let Err(err) = log.append(&event.id, json.as_bytes()) {
+                    self.write_failed(inner, &event, &err);
+                    return event.id;
                 }
             }
+            inner.last_persisted_id = Some(event.id.clone());
+            inner.persisted_count += 1;
         }
         inner.seq += 1;
         let seq = inner.seq;
@@ -299,22 +329,6 @@ impl Emitter {
                 }
             }
         }
-        if let Some(err) = write_error {
-            tracing::error!(session = %self.session_id, error = %err, "event not persisted");
-            let mut warn = Event::new(
-                t::ErrorData {
-                    error_type: "persistence".into(),
-                    message: format!("Failed to persist event {}: {err}", event.id),
-                    ..Default::default()
-                }
-                .into(),
-                true,
-            );
-            warn.parent_id = inner.last_persisted_id.clone();
-            if let Ok(json) = serde_json::to_string(&warn) {
-                self.deliver_locked(&mut inner, &warn, &json);
-            }
-        }
         drop(inner);
         self.emitted.notify_waiters();
         if !event.ephemeral && deliver {
@@ -323,6 +337,37 @@ impl Emitter {
             }
         }
         event.id
+    }
+
+    /// A persisted event could not be written: it is not delivered; clients are told with an
+    /// ephemeral `session.error` instead.
+    fn write_failed(&self, mut inner: MutexGuard<'_, Inner>, event: &Event, err: &store::StoreError) {
+        // The operating system's reason, not the server's paths.
+        let reason = match err {
+            store::StoreError::Io { source, .. } => source.to_string(),
+            other => other.to_string(),
+        };
+        tracing::error!(session = %self.session_id, kind = event.kind(), error = %err, "event not persisted");
+        let message = format!("Failed to persist event {}: {reason}", event.id);
+        inner.persist_failure = Some(message.clone());
+        let mut warn =
+            Event::new(t::ErrorData { error_type: "persistence".into(), message, ..Default::default() }.into(), true);
+        warn.parent_id = inner.last_persisted_id.clone();
+        if let Ok(json) = serde_json::to_string(&warn) {
+            inner.seq += 1;
+            let seq = inner.seq;
+            if let Some(ring) = inner.ring.as_mut() {
+                ring.push(RingEntry {
+                    seq,
+                    ephemeral: true,
+                    kind: warn.kind().to_string(),
+                    json: json.as_str().into(),
+                });
+            }
+            self.deliver_locked(&mut inner, &warn, &json);
+        }
+        drop(inner);
+        self.emitted.notify_waiters();
     }
 
     /// Delivers an event another node persisted (a follower of a session running elsewhere):
@@ -420,6 +465,34 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines, vec![got[0].1.as_str(), got[2].1.as_str()], "the log holds what clients got");
         assert!(!text.contains("session.idle"));
+    }
+
+    /// `/dev/full` fails every write with "No space left on device".
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_event_that_was_not_written_is_not_delivered() {
+        let em = Emitter::new("s".into(), Some(store::EventLog::open("/dev/full").unwrap().into()), None, 0);
+        let c = Arc::new(Collect(Mutex::new(vec![]), AtomicU64::new(1)));
+        em.subscribe(c.clone());
+        em.emit(t::UserMessageData { content: "lost".into(), ..Default::default() });
+        em.emit(t::AssistantTurnStartData { turn_id: "0".into(), ..Default::default() });
+        em.emit_ephemeral(t::IdleData::default());
+        let got: Vec<Event> = c.0.lock().unwrap().iter().map(|(e, _)| e.clone()).collect();
+        let kinds: Vec<&str> = got.iter().map(Event::kind).collect();
+        assert_eq!(kinds, vec!["session.error", "session.idle"], "only the failure and ephemeral events");
+        assert!(got.iter().all(|e| e.ephemeral && e.parent_id.is_none()));
+        let SessionEvent::SessionError(err) = &got[0].payload else { panic!("{:?}", got[0]) };
+        assert_eq!(err.error_type, "persistence");
+        assert!(err.message.contains("No space left on device"), "{}", err.message);
+        assert!(!err.message.contains("/dev/full"), "no server path: {}", err.message);
+        assert_eq!(em.persisted_count(), 0);
+        assert!(em.persist_failure().is_some());
+
+        assert!(em.clear_persist_failure());
+        assert!(!em.clear_persist_failure());
+        em.emit(t::UserMessageData { content: "again".into(), ..Default::default() });
+        let errors = c.0.lock().unwrap().iter().filter(|(e, _)| e.kind() == "session.error").count();
+        assert_eq!(errors, 2, "a failure after clearing is told again");
     }
 
     #[test]

@@ -550,7 +550,11 @@ impl SessionHandle {
     }
 
     /// Queues a message. `immediate` while a run is active steers it into the next model call.
+    /// Refused when the disk the session's events go to is nearly full (nothing is queued).
     pub async fn send(&self, msg: QueuedMessage, immediate: bool) -> Result<(), EngineError> {
+        if self.remote_state().is_none() && self.runs_here() {
+            self.event_store().room_for_a_turn(self.id())?;
+        }
         self.ask(|reply| SessionInput::Send { msg, immediate, reply }).await
     }
 

@@ -61,8 +61,11 @@ pub fn filter(
         .collect())
 }
 
+/// An enabled sandbox's JSON object and its typed config.
+type Enabled<'a> = (&'a Map<String, Value>, t::SandboxConfig);
+
 /// `sandbox` as its JSON object and its typed config, where it is an enabled sandbox.
-fn enabled(sandbox: Option<&Value>) -> Result<Option<(&Map<String, Value>, t::SandboxConfig)>, String> {
+fn enabled(sandbox: Option<&Value>) -> Result<Option<Enabled<'_>>, String> {
     let Some(obj) = sandbox.and_then(Value::as_object).filter(|o| o.get("enabled") == Some(&Value::Bool(true))) else {
         return Ok(None);
     };

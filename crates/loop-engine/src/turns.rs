@@ -128,6 +128,9 @@ pub(crate) async fn run(
         if ctx.cancel.is_cancelled() {
             return Ended::stop(StopReason::Aborted);
         }
+        if let Some(stopped) = unpersisted(ctx) {
+            return stopped;
+        }
         driver.take_incoming(ctx, conv).await;
         let settings = driver.settings(ctx);
         // Kept by the conversation: an unchanged prompt reuses its text and its JSON.
@@ -306,6 +309,11 @@ pub(crate) async fn run(
             reply.reasoning_blocks.clone(),
         ));
         *turn += 1;
+        // No tool runs for a reply the log does not hold.
+        if let Some(stopped) = unpersisted(ctx) {
+            end_turn(ctx, &turn_id);
+            return stopped;
+        }
 
         if reply.tool_calls.is_empty() {
             end_turn(ctx, &turn_id);
@@ -375,6 +383,13 @@ fn push_results(
         conv.rewrite_call_arguments(&rewritten);
     }
     ran
+}
+
+/// An event of this run could not be written (clients were told with `session.error`): the
+/// run stops there.
+fn unpersisted(ctx: &RunCtx) -> Option<Ended> {
+    let failure = ctx.handle.emitter().persist_failure()?;
+    Some(Ended { reason: StopReason::Error, answer: String::new(), error: Some(failure) })
 }
 
 async fn failed(ctx: &RunCtx, driver: &mut dyn Driver, turn_id: &str, err: ProviderError) -> Ended {

@@ -138,7 +138,7 @@ impl Ctx {
         crate::errors::engine_error(self.method, e)
     }
 
-    pub fn failed(&self, detail: impl std::fmt::Display) -> RpcError {
-        RpcError::handler_failed(self.method, detail)
+    pub fn failed(&self, detail: impl std::fmt::Display + 'static) -> RpcError {
+        crate::errors::failed(self.method, &detail)
     }
 }

@@ -261,9 +261,11 @@ impl Tenancy {
         Ok(())
     }
 
-    /// Whether the database answers (`/readyz`).
+    /// Whether the database answers (`/readyz`) within a second: a probe gives up after one,
+    /// and would take a slow answer for a dead process.
     pub async fn ready(&self) -> bool {
-        self.index.ping().await.is_ok()
+        let ping = tokio::time::timeout(std::time::Duration::from_millis(900), self.index.ping());
+        matches!(ping.await, Ok(Ok(())))
     }
 }
 

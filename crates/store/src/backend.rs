@@ -79,6 +79,15 @@ impl EventStore {
         }
     }
 
+    /// `DiskFull` when a turn's events would not fit where they go (files only: PostgreSQL
+    /// reports its own failures, which stop the turn as any failed write does).
+    pub fn room_for_a_turn(&self, id: &str) -> Result<(), StoreError> {
+        match self {
+            EventStore::Files(layout) => layout.room_for_a_turn(id),
+            EventStore::Postgres(_) => Ok(()),
+        }
+    }
+
     /// Whether a session with this id has state (a log, or on PostgreSQL an index row).
     pub async fn exists(&self, id: &str) -> Result<bool, StoreError> {
         match self {

@@ -34,8 +34,45 @@ pub enum StoreError {
     /// Another node holds the session's lease: it is running there.
     #[error("Session {session} is running on node {node}")]
     LeasedElsewhere { session: String, node: String },
+    /// The database failed to answer a moment ago: requests fail at once for a short while
+    /// instead of each waiting out the pool's timeout (see `index/health.rs`).
+    #[error("the database did not answer a moment ago")]
+    Unavailable,
+    /// Too little free space where the session's events go to start a turn.
+    #[error("Not enough free disk space to start a turn: {free_kib} KiB left, {needed_kib} KiB needed")]
+    DiskFull { free_kib: u64, needed_kib: u64 },
     #[error("cannot encode event: {0}")]
     Encode(#[from] serde_json::Error),
+}
+
+impl StoreError {
+    /// Where state is kept cannot take it now (the disk is full, the database does not
+    /// answer): nothing is wrong with the request, and it may work once that is fixed.
+    pub fn is_unavailable(&self) -> bool {
+        self.unavailable().is_some()
+    }
+
+    /// What is unavailable, in a client's words: `"database unavailable"` or `"disk full"`.
+    pub fn unavailable(&self) -> Option<&'static str> {
+        match self {
+            StoreError::DiskFull { .. } => Some("disk full"),
+            StoreError::Io { source, .. } => {
+                matches!(source.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
+                    .then_some("disk full")
+            }
+            StoreError::Unavailable => Some("database unavailable"),
+            StoreError::Db(e) => matches!(
+                e,
+                sqlx::Error::PoolTimedOut
+                    | sqlx::Error::PoolClosed
+                    | sqlx::Error::Io(_)
+                    | sqlx::Error::Tls(_)
+                    | sqlx::Error::WorkerCrashed
+            )
+            .then_some("database unavailable"),
+            _ => None,
+        }
+    }
 }
 
 /// Adapter for `map_err` that records which path an I/O error happened on.

@@ -1,9 +1,12 @@
 //! `events.jsonl`: the durable truth of a session (persistence.md §2).
 //!
 //! One compact JSON event per `\n`-terminated line, append-only. Each line goes to the kernel
-//! in a single `write_all`, so a crash can tear at most the last line; readers skip any line
-//! that does not parse instead of failing. Plain `std::fs`: writes are small and a blocking
-//! `write` is cheaper than a hop to the blocking pool.
+//! in a single `write_all`, so a crash can tear at most the last line. A write that fails (a
+//! full disk) is cut back to where the last whole line ended before anything else is appended,
+//! and a torn line a crash left is cut off when the log is next opened: the file only ever
+//! holds whole events, and nothing follows a partial one. Readers still skip a line that does
+//! not parse instead of failing. Plain `std::fs`: writes are small and a blocking `write` is
+//! cheaper than a hop to the blocking pool.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -20,8 +23,11 @@ use crate::layout::private_file_options;
 pub struct EventLog {
     file: File,
     path: PathBuf,
-    /// Set after a failed write: the file may now end in a partial line.
-    tail_suspect: bool,
+    /// Where the last whole line ends. A failed append is cut back to here.
+    end: u64,
+    /// A failed append could not be cut back yet: the file may end in a partial line past
+    /// `end`, and nothing may be appended until it is.
+    dirty: bool,
 }
 
 /// Everything [`EventLog::load`] read back.
@@ -38,12 +44,14 @@ pub struct LoadedLog {
 }
 
 impl EventLog {
-    /// Opens (creating, mode 0600) the log for appending. A torn last line left by a crash
-    /// is terminated first so the next event starts on a line of its own.
+    /// Opens (creating, mode 0600) the log for appending. A last line without its `\n` (a
+    /// crash mid-write) is cut off when it does not parse (its event was never delivered:
+    /// delivery follows the write), or terminated when it is a whole event.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
         let file = private_file_options().read(true).append(true).open(&path).map_err(io_err(&path))?;
-        let mut log = Self { file, path, tail_suspect: true };
+        let end = file.metadata().map_err(io_err(&path))?.len();
+        let mut log = Self { file, path, end, dirty: false };
         log.repair_tail()?;
         Ok(log)
     }
@@ -73,14 +81,31 @@ impl EventLog {
         line.extend_from_slice(json);
         line.push(b'\n');
 
-        if self.tail_suspect {
-            self.repair_tail()?;
+        if self.dirty {
+            self.cut_back()?;
         }
-        let result = self.file.write_all(&line).and_then(|()| self.file.flush());
-        if result.is_err() {
-            self.tail_suspect = true;
+        match self.file.write_all(&line) {
+            Ok(()) => {
+                self.end += line.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                // Part of the line may be on disk: take it back now (a truncation needs no free
+                // space), or before the next append if even that fails.
+                self.dirty = true;
+                if let Err(cut) = self.cut_back() {
+                    tracing::warn!(path = %self.path.display(), error = %cut, "cannot cut a failed append back yet");
+                }
+                Err(io_err(&self.path)(e))
+            }
         }
-        result.map_err(io_err(&self.path))
+    }
+
+    /// Cuts the file back to the end of its last whole line.
+    fn cut_back(&mut self) -> Result<(), StoreError> {
+        self.file.set_len(self.end).map_err(io_err(&self.path))?;
+        self.dirty = false;
+        Ok(())
     }
 
     /// Forces appended events to stable storage (survives power loss, not just `kill -9`).
@@ -129,26 +154,38 @@ impl EventLog {
         }
         let Some(at) = cut else { return Ok(None) };
         self.file.set_len(at as u64).map_err(io_err(&self.path))?;
+        self.end = at as u64;
+        self.dirty = false;
         self.file.sync_data().map_err(io_err(&self.path))?;
         Ok(Some((kept, removed)))
     }
 
-    /// Makes sure the file is empty or ends with `\n`.
+    /// Makes sure the file is empty or ends with `\n`: a torn last line is cut off, a whole
+    /// event missing only its `\n` gets one.
     fn repair_tail(&mut self) -> Result<(), StoreError> {
-        let len = self.file.metadata().map_err(io_err(&self.path))?.len();
-        if len > 0 {
-            let mut last = [0u8; 1];
-            self.file
-                .seek(SeekFrom::Start(len - 1))
-                .and_then(|_| self.file.read_exact(&mut last))
-                .map_err(io_err(&self.path))?;
-            if last[0] != b'\n' {
-                tracing::warn!(path = %self.path.display(), "terminating torn last line of event log");
-                // Append mode: this lands at the end whatever the read position is.
-                self.file.write_all(b"\n").map_err(io_err(&self.path))?;
-            }
+        if self.end == 0 {
+            return Ok(());
         }
-        self.tail_suspect = false;
+        let mut last = [0u8; 1];
+        self.file
+            .seek(SeekFrom::Start(self.end - 1))
+            .and_then(|_| self.file.read_exact(&mut last))
+            .map_err(io_err(&self.path))?;
+        if last[0] == b'\n' {
+            return Ok(());
+        }
+        // Rare (only after a crash): reading the whole file to find the line is fine.
+        let bytes = std::fs::read(&self.path).map_err(io_err(&self.path))?;
+        let start = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
+        if serde_json::from_slice::<Event>(&bytes[start..]).is_ok() {
+            // Append mode: this lands at the end whatever the read position is.
+            self.file.write_all(b"\n").map_err(io_err(&self.path))?;
+            self.end += 1;
+        } else {
+            tracing::warn!(path = %self.path.display(), bytes = bytes.len() - start, "cutting off the torn last line of the event log");
+            self.end = start as u64;
+            self.cut_back()?;
+        }
         Ok(())
     }
 }
@@ -249,7 +286,7 @@ mod tests {
     }
 
     #[test]
-    fn torn_last_line_is_skipped_and_next_append_starts_fresh() {
+    fn a_torn_last_line_is_cut_off_when_the_log_is_opened_again() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.jsonl");
         let mut log = EventLog::open(&path).unwrap();
@@ -261,18 +298,53 @@ mod tests {
         drop(f);
 
         let loaded = EventLog::load(&path).unwrap();
-        assert_eq!(loaded.count, 1);
-        assert_eq!(loaded.skipped, 1);
+        assert_eq!((loaded.count, loaded.skipped), (1, 1), "a reader skips it");
 
         let mut log = EventLog::open(&path).unwrap();
         let next = event("assistant.message", 2);
         log.append(&next).unwrap();
         let loaded = EventLog::load(&path).unwrap();
-        assert_eq!(loaded.count, 2);
-        assert_eq!(loaded.skipped, 1);
+        assert_eq!((loaded.count, loaded.skipped), (2, 0));
         assert_eq!(loaded.events[1], next);
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text.lines().count(), 3);
+        assert_eq!(text.lines().count(), 2);
+        assert!(!text.contains("cont\""), "the torn line is gone: {text}");
+    }
+
+    #[test]
+    fn a_whole_last_event_missing_its_newline_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let first = event("user.message", 1);
+        std::fs::write(&path, serde_json::to_vec(&first).unwrap()).unwrap();
+        let mut log = EventLog::open(&path).unwrap();
+        let next = event("assistant.message", 2);
+        log.append(&next).unwrap();
+        let loaded = EventLog::load(&path).unwrap();
+        assert_eq!(loaded.events, vec![first, next]);
+        assert_eq!(loaded.skipped, 0);
+    }
+
+    #[test]
+    fn a_failed_append_is_taken_back_before_anything_follows_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut log = EventLog::open(&path).unwrap();
+        let first = event("user.message", 1);
+        log.append(&first).unwrap();
+        // What a short write on a full disk leaves when even the truncation failed: part of a
+        // line past the last whole one.
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(br#"{"type":"assistant.message","da"#).unwrap();
+        drop(f);
+        log.dirty = true;
+
+        let next = event("assistant.message", 2);
+        log.append(&next).unwrap();
+        let loaded = EventLog::load(&path).unwrap();
+        assert_eq!(loaded.events, vec![first, next]);
+        assert_eq!(loaded.skipped, 0, "no partial line between whole ones");
+        assert_eq!(loaded.size_bytes, log.end);
     }
 
     #[test]

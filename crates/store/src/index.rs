@@ -19,6 +19,7 @@ use crate::error::StoreError;
 use crate::layout::Layout;
 
 mod behind;
+mod health;
 mod owners;
 mod rebuild;
 mod rows;
@@ -69,15 +70,21 @@ fn to_postgres(sqlite: &str) -> String {
 /// Runs `$body` with `$pool` bound to the concrete pool and `$sql` to `$text` in its dialect.
 macro_rules! on_pool {
     ($self:expr, $text:expr, |$pool:ident, $sql:ident| $body:expr) => {{
-        $self.write_touches().await?;
-        let $sql = $self.pool.sql($text);
-        match &$self.pool {
-            $crate::index::Pool::Sqlite(db) => {
-                let $pool = &db.live().await?;
-                $body
-            }
-            $crate::index::Pool::Postgres($pool) => $body,
+        $self.health.check()?;
+        let result: Result<_, $crate::StoreError> = async {
+            $self.write_touches().await?;
+            let $sql = $self.pool.sql($text);
+            Ok(match &$self.pool {
+                $crate::index::Pool::Sqlite(db) => {
+                    let $pool = &db.live().await?;
+                    $body
+                }
+                $crate::index::Pool::Postgres($pool) => $body,
+            })
         }
+        .await;
+        $self.health.note(&result);
+        result?
     }};
 }
 pub(crate) use on_pool;
@@ -99,6 +106,8 @@ pub struct SessionIndex {
     touches: std::sync::Arc<touches::Touches>,
     /// A write-behind index's writer, which takes its rows and touches instead.
     behind: Option<behind::Behind>,
+    /// Whether the database just failed to answer.
+    health: std::sync::Arc<health::Health>,
 }
 
 impl SessionIndex {
@@ -106,7 +115,7 @@ impl SessionIndex {
     /// file deleted later is created again on next use (see `sqlite`).
     pub async fn open(db_path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let db = sqlite::SqliteDb::open(db_path.as_ref().to_path_buf()).await?;
-        Ok(Self { pool: Pool::Sqlite(db), touches: Default::default(), behind: None })
+        Ok(Self { pool: Pool::Sqlite(db), touches: Default::default(), behind: None, health: Default::default() })
     }
 
     /// The index for one short run in this process (`-p`), at `db_path`: the database opens in
@@ -121,7 +130,12 @@ impl SessionIndex {
     pub fn open_write_behind(db_path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = db_path.as_ref().to_path_buf();
         let behind = behind::Behind::start(path.clone())?;
-        Ok(Self { pool: Pool::Sqlite(sqlite::SqliteDb::lazy(path)), touches: Default::default(), behind: Some(behind) })
+        Ok(Self {
+            pool: Pool::Sqlite(sqlite::SqliteDb::lazy(path)),
+            touches: Default::default(),
+            behind: Some(behind),
+            health: Default::default(),
+        })
     }
 
     /// A private in-memory index (tests, or running without a writable home).
@@ -140,15 +154,21 @@ impl SessionIndex {
 
     async fn migrated(pool: SqlitePool) -> Result<Self, StoreError> {
         SQLITE_MIGRATOR.run(&pool).await?;
-        Ok(Self { pool: Pool::Sqlite(sqlite::SqliteDb::wrap(None, pool)), touches: Default::default(), behind: None })
+        Ok(Self {
+            pool: Pool::Sqlite(sqlite::SqliteDb::wrap(None, pool)),
+            touches: Default::default(),
+            behind: None,
+            health: Default::default(),
+        })
     }
 
-    /// Connects to PostgreSQL (`postgres://…`) and applies pending migrations. A database that
-    /// does not answer within a few seconds is an error, not a hang.
-    pub async fn connect_postgres(url: &str) -> Result<Self, StoreError> {
-        let pool = PgPoolOptions::new().max_connections(8).acquire_timeout(Duration::from_secs(5)).connect(url).await?;
+    /// Connects to PostgreSQL (`postgres://…`) and applies pending migrations. A query that
+    /// gets no connection within `timeout` (the database down) fails instead of waiting: a
+    /// request answers within that bound, with an error a client can act on.
+    pub async fn connect_postgres(url: &str, timeout: Duration) -> Result<Self, StoreError> {
+        let pool = PgPoolOptions::new().max_connections(8).acquire_timeout(timeout).connect(url).await?;
         POSTGRES_MIGRATOR.run(&pool).await?;
-        Ok(Self { pool: Pool::Postgres(pool), touches: Default::default(), behind: None })
+        Ok(Self { pool: Pool::Postgres(pool), touches: Default::default(), behind: None, health: Default::default() })
     }
 
     /// The PostgreSQL pool, when the index lives there (the event log and leases share it).

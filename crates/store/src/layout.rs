@@ -133,7 +133,11 @@ impl Layout {
             let mut f = private_file_options().write(true).truncate(true).open(&tmp)?;
             f.write_all(text.as_bytes())
         };
-        write().map_err(io_err(&tmp))?;
+        if let Err(e) = write() {
+            // A full disk leaves the old file as it was, and no partial copy beside it.
+            let _ = fs::remove_file(&tmp);
+            return Err(io_err(&tmp)(e));
+        }
         fs::rename(&tmp, &path).map_err(io_err(&path))
     }
 

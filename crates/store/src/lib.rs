@@ -19,6 +19,7 @@ pub mod checkpoints;
 mod error;
 pub mod event_log;
 mod files;
+mod free_space;
 pub mod index;
 pub mod layout;
 pub mod pg;

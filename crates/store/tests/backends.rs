@@ -146,7 +146,7 @@ async fn sqlite_and_files_conform() {
 }
 
 async fn postgres(cluster: &pg_cluster::PgCluster, node: &str) -> (SessionIndex, PgEvents) {
-    let index = SessionIndex::connect_postgres(&cluster.url()).await.unwrap();
+    let index = SessionIndex::connect_postgres(&cluster.url(), std::time::Duration::from_secs(5)).await.unwrap();
     let events = PgEvents::new(index.postgres().unwrap().clone(), &cluster.url(), node);
     (index, events)
 }

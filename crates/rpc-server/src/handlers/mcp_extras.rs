@@ -19,7 +19,7 @@ fn has_ui_meta(tool: &Value) -> bool {
 /// A session's host exists once it has a server (from the session, a plugin or the user).
 fn require_host(ctx: &Ctx, session: &loop_engine::SessionHandle, message: &str) -> Result<(), RpcError> {
     if session.mcp().list().is_empty() {
-        return Err(ctx.failed(message));
+        return Err(ctx.failed(message.to_string()));
     }
     Ok(())
 }

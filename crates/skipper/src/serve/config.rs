@@ -143,11 +143,20 @@ pub struct ClusterConfig {
     /// directories live there. Required with PostgreSQL (`shared_root.rs`).
     #[serde(default)]
     pub shared_root: Option<PathBuf>,
+    /// How long a request waits for a database connection before it fails with "database
+    /// unavailable" (and a turn's event write before the turn stops).
+    #[serde(default = "default_database_timeout_ms")]
+    pub database_timeout_ms: u64,
 }
 
 impl Default for ClusterConfig {
     fn default() -> Self {
-        Self { node_id: default_node_id(), lease_ttl_s: default_lease_ttl_s(), shared_root: None }
+        Self {
+            node_id: default_node_id(),
+            lease_ttl_s: default_lease_ttl_s(),
+            shared_root: None,
+            database_timeout_ms: default_database_timeout_ms(),
+        }
     }
 }
 
@@ -157,6 +166,10 @@ fn default_node_id() -> String {
 
 fn default_lease_ttl_s() -> u64 {
     10
+}
+
+fn default_database_timeout_ms() -> u64 {
+    2000
 }
 
 impl ServerConfig {

@@ -62,7 +62,8 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             (None, index)
         }
         Database::Postgres(url) => {
-            let index = store::SessionIndex::connect_postgres(&url)
+            let timeout = std::time::Duration::from_millis(config.cluster.database_timeout_ms.max(1));
+            let index = store::SessionIndex::connect_postgres(&url, timeout)
                 .await
                 .context("connecting to PostgreSQL (--database-url)")?;
             let pool = index.postgres().context("a PostgreSQL index without a pool")?.clone();

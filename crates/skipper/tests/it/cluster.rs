@@ -289,6 +289,113 @@ async fn readiness_follows_postgresql() {
     .await;
 }
 
+/// How long `work` took, with its result.
+async fn timed<F: std::future::Future>(work: F) -> (Duration, F::Output) {
+    let start = std::time::Instant::now();
+    let out = work.await;
+    (start.elapsed(), out)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_database_outage_fails_requests_fast_ends_turns_and_loses_no_event() {
+    let Some(mut pg) = PgCluster::start() else { return };
+    let shared = tempfile::tempdir().unwrap();
+    with_timeout(150, async {
+        let config = format!("{}database_timeout_ms = 1000\n", node_config("a", Some(shared.path())));
+        let a = Serve::start_with_args(&config, &[], &["--database-url", &pg.url()]).await;
+        let c = a.tenant(ALPHA).await;
+        let mut sids = Vec::new();
+        for n in 0..3 {
+            let sid = c.create_session(json!({})).await;
+            a.fake.push_reply(Reply::text(format!("warm {n}")));
+            c.send(&sid, "warm up").await;
+            c.wait_for_event(&sid, "session.idle", T).await;
+            sids.push(sid);
+        }
+        // One more, unloaded: resuming it needs the database.
+        let unloaded = c.create_session(json!({})).await;
+        c.ok("session.destroy", json!({"sessionId": unloaded})).await;
+        // Each session mid-turn when the database goes: its answer arrives during the outage.
+        a.fake.clear_requests();
+        for _ in &sids {
+            a.fake.push_reply(Reply::Delay { ms: 1500, then: Box::new(Reply::text("during the outage")) });
+        }
+        for sid in &sids {
+            c.send(sid, "go on").await;
+        }
+        a.fake.wait_for_requests(sids.len(), T).await.unwrap();
+        pg.stop();
+
+        // Every turn ends, told why.
+        for sid in &sids {
+            let err = c.wait_for_event(sid, "session.error", T).await;
+            assert_eq!(err["data"]["errorType"], json!("persistence"), "{err}");
+            c.wait_for_nth_event(sid, "session.idle", 2, T).await;
+        }
+        // Requests that need the database fail within the bound (its timeout, 1 s here), with a
+        // code and words to act on; one right after another does not wait again.
+        let bound = Duration::from_millis(1800);
+        for (method, params) in [
+            ("session.create", json!({"model": "claude-sonnet-4.5"})),
+            ("session.list", json!({})),
+            ("session.create", json!({"model": "claude-sonnet-4.5"})),
+            ("session.resume", json!({"sessionId": unloaded})),
+            ("session.getMessages", json!({"sessionId": sids[2]})),
+        ] {
+            let (took, got) = timed(c.call(method, params)).await;
+            let err = got.expect_err(method);
+            assert!(took < bound, "{method} took {took:?}");
+            assert_eq!(err.code, -32010, "{method}: {err}");
+            assert!(err.message.contains("database unavailable"), "{method}: {err}");
+        }
+        // A send is answered at once; its turn ends with the reason.
+        let before = c.count(&sids[0], "session.error");
+        let (took, sent) = timed(c.call("session.send", json!({"sessionId": sids[0], "prompt": "while down"}))).await;
+        assert!(took < bound, "session.send took {took:?}: {sent:?}");
+        if sent.is_ok() {
+            c.wait_until(T, "the refused turn's error", |c| {
+                (c.count(&sids[0], "session.error") > before).then_some(())
+            })
+            .await;
+            c.wait_for_nth_event(&sids[0], "session.idle", 3, T).await;
+        }
+        // What needs no database goes on.
+        let (took, _) = timed(c.ok("ping", json!({}))).await;
+        assert!(took < Duration::from_millis(500), "ping took {took:?}");
+        assert_eq!(c.ok("session.mode.get", json!({"sessionId": sids[1]})).await, json!("interactive"));
+        assert_eq!(a.get("/healthz").await.0, 200);
+        let (took, (status, _)) = timed(a.get("/readyz")).await;
+        assert_eq!(status, 503);
+        assert!(took < Duration::from_secs(1), "/readyz took {took:?}");
+
+        // Back: no restart, nothing a client saw is missing, and the sessions work again.
+        pg.start_again();
+        let mut status = 0;
+        for _ in 0..100 {
+            status = a.get("/readyz").await.0;
+            if status == 200 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(status, 200, "ready again once PostgreSQL is back");
+        for sid in &sids {
+            let stored: HashSet<String> =
+                c.get_messages(sid).await.unwrap().iter().map(|e| e["id"].as_str().unwrap().to_string()).collect();
+            for seen in c.events(sid).iter().filter(|e| e.get("ephemeral") != Some(&json!(true))) {
+                assert!(stored.contains(seen["id"].as_str().unwrap()), "{sid}: shown but not stored: {seen}");
+            }
+        }
+        a.fake.push_reply(Reply::text("after the outage"));
+        c.send(&sids[1], "again").await;
+        c.wait_until(T, "a reply after the outage", |c| {
+            has_message(c, &sids[1], "assistant.message", "after the outage")
+        })
+        .await;
+    })
+    .await;
+}
+
 async fn plan_of(c: &RpcClient, sid: &str) -> Value {
     c.ok("session.plan.read", json!({"sessionId": sid})).await["content"].clone()
 }

@@ -9,6 +9,7 @@ mod byok;
 mod cluster;
 mod conversation;
 mod extensions;
+mod faults;
 mod harness;
 mod hostile;
 mod inference;

@@ -73,7 +73,11 @@ impl SessionIndex {
         if batch.is_empty() {
             return Ok(());
         }
-        let written = self.write_batch(&batch).await;
+        let written = match self.health.check() {
+            Ok(()) => self.write_batch(&batch).await,
+            Err(e) => Err(e),
+        };
+        self.health.note(&written);
         if written.is_err() {
             // Kept for the next attempt; touches recorded since are newer.
             let mut pending = self.touches.pending();

@@ -21,9 +21,16 @@ pub struct PgEvents {
 }
 
 impl PgEvents {
-    /// `url` is the one the pool connected with: the writer opens its own connection to it.
+    /// `url` is the one the pool connected with: the writer opens its own connection to it,
+    /// and waits for one no longer than the pool does.
     pub fn new(pool: PgPool, url: &str, node_id: &str) -> Self {
-        Self { pool, writer: Writer::start(url.to_string()), node_id: node_id.into(), outbox: Default::default() }
+        let timeout = pool.options().get_acquire_timeout();
+        Self {
+            pool,
+            writer: Writer::start(url.to_string(), timeout),
+            node_id: node_id.into(),
+            outbox: Default::default(),
+        }
     }
 
     pub fn node_id(&self) -> &str {

@@ -15,11 +15,14 @@ pub struct DbLog {
     node_id: Arc<str>,
     /// Position of the last event written (0: none).
     last_seq: i64,
+    /// An append failed, and may have reached the table anyway (the answer was lost on the
+    /// way back): the next append first reads where the log ends.
+    unsure: bool,
 }
 
 impl DbLog {
     pub(crate) fn new(writer: Writer, session_id: String, node_id: Arc<str>, last_seq: i64) -> Self {
-        Self { writer, session_id: session_id.into(), node_id, last_seq }
+        Self { writer, session_id: session_id.into(), node_id, last_seq, unsure: false }
     }
 
     /// Position of the last event written.
@@ -30,6 +33,23 @@ impl DbLog {
     /// Inserts one event at the next position. Refused when another node holds the session's
     /// lease (it took the session over), or when the position is taken (a second writer).
     pub fn append(&mut self, event_id: &str, json: &[u8]) -> Result<(), StoreError> {
+        if self.unsure {
+            let session = self.session_id.clone();
+            let (last,): (Option<i64>,) = self.writer.run(move |pool| async move {
+                Ok(sqlx::query_as("SELECT MAX(seq) FROM session_events WHERE session_id = $1")
+                    .bind(&*session)
+                    .fetch_one(&pool)
+                    .await?)
+            })?;
+            self.last_seq = last.unwrap_or(0);
+            self.unsure = false;
+        }
+        let written = self.insert(event_id, json);
+        self.unsure = written.is_err();
+        written
+    }
+
+    fn insert(&mut self, event_id: &str, json: &[u8]) -> Result<(), StoreError> {
         let json = String::from_utf8_lossy(json).into_owned();
         let (session, node, id, seq) =
             (self.session_id.clone(), self.node_id.clone(), event_id.to_string(), self.last_seq + 1);

@@ -19,7 +19,7 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    pub(crate) fn start(url: String) -> Self {
+    pub(crate) fn start(url: String, timeout: std::time::Duration) -> Self {
         let (jobs, mut rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
         let spawned = std::thread::Builder::new().name("skipper-pg-writer".into()).spawn(move || {
             let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -31,11 +31,7 @@ impl Writer {
             };
             runtime.block_on(async move {
                 // Lazy: the first append connects, and a lost connection is replaced by the pool.
-                let pool = match PgPoolOptions::new()
-                    .max_connections(2)
-                    .acquire_timeout(std::time::Duration::from_secs(5))
-                    .connect_lazy(&url)
-                {
+                let pool = match PgPoolOptions::new().max_connections(2).acquire_timeout(timeout).connect_lazy(&url) {
                     Ok(pool) => pool,
                     Err(e) => {
                         tracing::error!(error = %e, "database writer cannot use the database URL");
