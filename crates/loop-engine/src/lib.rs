@@ -492,6 +492,10 @@ impl Engine {
         let id = params.session_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let layout = &self.deps.layout;
         Layout::check_id(&id)?;
+        if fs.is_none() {
+            // A session that could not write its start would be listed with no log.
+            self.deps.events.room_for_a_turn(&id)?;
+        }
         if self.get(&id).is_some() || self.deps.events.exists(&id).await? {
             return Err(EngineError::SessionExists(id));
         }

@@ -89,8 +89,9 @@ impl Gate {
             }
         };
         let (decision, recorded) = interpret(&answer);
-        if matches!(recorded, t::PermissionResult::DeniedInteractivelyByUser(_)) {
-            // The recordings end at a call the user rejected: no further model call.
+        if matches!(&recorded, t::PermissionResult::DeniedInteractivelyByUser(d) if d.feedback.is_none()) {
+            // The recordings end at a call the user rejected without a word: no further model
+            // call. With feedback the original hands it to the model and the turn goes on.
             self.user_rejected.store(true, Ordering::Release);
         }
         let for_session =
@@ -226,12 +227,16 @@ pub(crate) fn interpret(answer: &PermissionDecision) -> (Decision, t::Permission
     use PermissionDecision as D;
     let rejected = |feedback: Option<&String>| {
         let feedback = feedback.filter(|f| !f.is_empty());
-        let text = match feedback {
-            Some(fb) => format!("The user rejected this tool call. User feedback: {fb}"),
-            None => "The user rejected this tool call.".to_string(),
+        // The original's codes: `denied` for a rejection with the user's reasons, `rejected`
+        // for a bare one (which ends the run).
+        let decision = match feedback {
+            Some(fb) => denied(&format!("The user rejected this tool call. User feedback: {fb}")),
+            None => {
+                Decision::Denied { text_for_llm: "The user rejected this tool call.".into(), code: "rejected".into() }
+            }
         };
         let recorded = t::PermissionDeniedInteractivelyByUser { feedback: feedback.cloned(), force_reject: None };
-        (denied(&text), t::PermissionResult::DeniedInteractivelyByUser(recorded))
+        (decision, t::PermissionResult::DeniedInteractivelyByUser(recorded))
     };
     match answer {
         D::ApproveOnce(_)
@@ -282,6 +287,10 @@ mod tests {
             serde_json::to_value(rec).unwrap(),
             json!({"kind":"denied-interactively-by-user","feedback":"no way"})
         );
+        let (d, _) = interpret(&decision(json!({"kind":"reject","feedback":""})));
+        let bare =
+            Decision::Denied { text_for_llm: "The user rejected this tool call.".into(), code: "rejected".into() };
+        assert_eq!(d, bare, "empty feedback is none");
         let (d, rec) = interpret(&decision(json!({"kind":"user-not-available"})));
         assert_eq!(d, Decision::Denied { text_for_llm: NO_APPROVER_TEXT.into(), code: "denied".into() });
         assert_eq!(

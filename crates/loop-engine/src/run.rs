@@ -74,7 +74,18 @@ async fn run_traced(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage) -
     let mut driver =
         SessionMessage { msg, transformed, interaction_id, system_recorded: false, nudges: 0, stop_blocks: 0 };
     let interaction_id = driver.interaction_id.clone();
-    crate::turns::run(ctx, conv, &mut driver, &mut 0, &interaction_id).await.reason
+    let reason = crate::turns::run(ctx, conv, &mut driver, &mut 0, &interaction_id).await.reason;
+    if reason == StopReason::Rejected {
+        // A call the user rejected without a word ends the run as the user's own abort does in
+        // the original: `abort`, then a cancellation notice, then idle.
+        ctx.emitter().emit(t::AbortData { reason: t::AbortReason::UserInitiated });
+        ctx.emitter().emit_ephemeral(t::InfoData {
+            info_type: "cancellation".into(),
+            message: "Operation cancelled by user".into(),
+            ..Default::default()
+        });
+    }
+    reason
 }
 
 /// A user message of the session through the loop: steering messages join it between turns,

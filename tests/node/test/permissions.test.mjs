@@ -96,7 +96,7 @@ test(
     }
 );
 
-test("reject with feedback: the model later sees 'The user rejected this tool call. User feedback: …'", T, async (t) => {
+test("reject with feedback: the model sees 'The user rejected this tool call. User feedback: …' and the turn goes on", T, async (t) => {
     const ctx = await setup(t);
     const marker = join(ctx.workDir, "never.txt");
     await ctx.fake.replies([
@@ -108,9 +108,10 @@ test("reject with feedback: the model later sees 'The user rejected this tool ca
         onPermissionRequest: () => ({ kind: "reject", feedback: "no way" }),
         onEvent: (e) => events.push(e),
     });
-    await sendAndWait(ctx, session, "Write the marker.");
-    const reqsAfterFirst = (await ctx.fake.requests()).length;
-    if (reqsAfterFirst === 1) await sendAndWait(ctx, session, "OK then.");
+    const answer = await sendAndWait(ctx, session, "Write the marker.");
+    // As the original 1.0.102: the user's reasons go to the model in the same turn.
+    assert.equal((await ctx.fake.requests()).length, 2, "the turn went on after the rejection");
+    assert.equal(answer?.data.content, "Understood.");
     assert.ok(!existsSync(marker), "the rejected command never ran");
     const done = completions(events)[0];
     assert.equal(done.data.success, false);

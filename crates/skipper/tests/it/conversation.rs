@@ -240,36 +240,69 @@ async fn bash_and_view_tools_with_approved_permissions() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn rejected_permission_reaches_the_model() {
+async fn a_rejection_with_feedback_goes_on_and_a_bare_one_ends_the_run() {
     with_timeout(60, async {
         let env = TestEnv::start().await;
-        env.fake
-            .push_reply(Reply::tool_call("bash", json!({"command": "touch should_not_exist", "description": "touch"})));
+        let touch = json!({"command": "touch should_not_exist", "description": "touch"});
+        env.fake.push_reply(Reply::tool_call("bash", touch.clone()));
         env.fake.push_reply(Reply::text("OK, I won't"));
         let c = &env.client;
         let sid = c.create_session(json!({"requestPermission": true})).await;
+        // With the user's reasons (as the original): the model hears them and the turn goes on.
         let approver = c.auto_answer_permissions(&sid, json!({"kind": "reject", "feedback": "no way"}));
         c.send(&sid, "touch a file").await;
         c.wait_for_event(&sid, "session.idle", T).await;
         approver.abort();
         assert!(!env.workdir().join("should_not_exist").exists(), "a rejected command must not run");
-        // As in the recordings, the user's rejection ends the run: no further model call.
-        assert_eq!(env.model_requests().len(), 1);
-        let pc = c.wait_for_event(&sid, "permission.completed", T).await;
-        assert_eq!(pc["data"]["result"]["kind"], json!("denied-interactively-by-user"), "{pc}");
-        let tc = c.wait_for_event(&sid, "tool.execution_complete", T).await;
-        assert_eq!(tc["data"]["success"], json!(false), "{tc}");
-        assert_eq!(tc["data"]["error"]["code"], json!("denied"), "{tc}");
-        // The rejection and its feedback reach the model with the next message.
-        c.send(&sid, "then just say ok").await;
-        c.wait_for_nth_event(&sid, "session.idle", 2, T).await;
         let reqs = env.model_requests();
-        assert_eq!(reqs.len(), 2);
+        assert_eq!(reqs.len(), 2, "the turn went on");
         let tools = tool_messages(&reqs[1]);
         assert_eq!(tools.len(), 1);
         assert_eq!(tools[0].1, "The user rejected this tool call. User feedback: no way");
+        let pc = c.wait_for_event(&sid, "permission.completed", T).await;
+        assert_eq!(pc["data"]["result"], json!({"kind": "denied-interactively-by-user", "feedback": "no way"}), "{pc}");
+        let tc = c.wait_for_event(&sid, "tool.execution_complete", T).await;
+        assert_eq!(tc["data"]["success"], json!(false), "{tc}");
+        assert_eq!(tc["data"]["error"]["code"], json!("denied"), "{tc}");
+        assert_eq!(
+            c.events_of_type(&sid, "assistant.message").last().unwrap()["data"]["content"],
+            json!("OK, I won't")
+        );
+        assert_eq!(c.count(&sid, "abort"), 0);
+
+        // Without a word (as the recordings): no further model call; the run ends as an abort.
+        env.fake.push_reply(Reply::tool_call("bash", touch));
+        let approver = c.auto_answer_permissions(&sid, json!({"kind": "reject"}));
+        c.send(&sid, "touch it anyway").await;
+        c.wait_for_nth_event(&sid, "session.idle", 2, T).await;
+        approver.abort();
+        assert!(!env.workdir().join("should_not_exist").exists());
+        assert_eq!(env.model_requests().len(), 3);
+        let tc = c.wait_for_nth_event(&sid, "tool.execution_complete", 2, T).await;
+        assert_eq!(tc["data"]["error"]["code"], json!("rejected"), "{tc}");
+        let tail: Vec<String> = c
+            .events(&sid)
+            .iter()
+            .map(|e| e["type"].as_str().unwrap().to_string())
+            .skip_while(|t| t != "tool.execution_complete")
+            .skip(1)
+            .skip_while(|t| t != "tool.execution_complete")
+            .collect();
+        let at = |t: &str| tail.iter().position(|x| x == t).unwrap_or(usize::MAX);
+        assert!(at("assistant.turn_end") < at("abort") && at("abort") < at("session.info"), "{tail:?}");
+        assert!(at("session.info") < at("session.idle"), "{tail:?}");
+        let info = c.events_of_type(&sid, "session.info").last().cloned().unwrap();
+        assert_eq!(info["data"], json!({"infoType": "cancellation", "message": "Operation cancelled by user"}));
+
+        // Both rejections reach the model with the next message.
+        env.fake.push_reply(Reply::text("ok"));
+        c.send(&sid, "then just say ok").await;
+        c.wait_for_nth_event(&sid, "session.idle", 3, T).await;
+        let reqs = env.model_requests();
+        let tools = tool_messages(reqs.last().unwrap());
+        assert_eq!(tools.last().unwrap().1, "The user rejected this tool call.");
         assert_eq!(c.count(&sid, "assistant.turn_start"), reqs.len());
-        finish(&env, &sid, 2).await;
+        finish(&env, &sid, 3).await;
     })
     .await;
 }

@@ -120,10 +120,13 @@ async fn a_disk_that_fills_mid_turn_loses_no_event_a_client_saw() {
         }
         assert!(!marker.exists(), "a tool ran for a reply the log does not hold");
 
-        // A full disk refuses new turns cleanly: nothing is queued.
+        // A full disk refuses new turns and sessions cleanly: nothing is queued or made.
         let refused = c.call("session.send", json!({"sessionId": sids[0], "prompt": "while full"})).await.unwrap_err();
         assert_eq!(refused.code, -32010, "{refused}");
-        assert!(refused.message.contains("Not enough free disk space"), "{}", refused.message);
+        assert!(refused.message.contains("disk full: Not enough free disk space"), "{}", refused.message);
+        let refused = c.call("session.create", json!({"sessionId": "made-while-full"})).await.unwrap_err();
+        assert_eq!(refused.code, -32010, "{refused}");
+        assert!(!dirs.session_dir("made-while-full").exists());
 
         // Whole lines only, and every persisted event a client saw is among them.
         for sid in &sids {
