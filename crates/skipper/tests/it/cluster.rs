@@ -266,6 +266,19 @@ async fn a_session_no_client_holds_is_resumed_and_run_by_any_node() {
     .await;
 }
 
+/// Waits for `/readyz` to say 200 again once PostgreSQL is back.
+async fn ready_again(node: &Serve) {
+    let mut status = 0;
+    for _ in 0..100 {
+        status = node.get("/readyz").await.0;
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, 200, "ready again once PostgreSQL is back");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn readiness_follows_postgresql() {
     let Some(mut pg) = PgCluster::start() else { return };
@@ -276,15 +289,7 @@ async fn readiness_follows_postgresql() {
         pg.stop();
         assert_eq!(a.get("/readyz").await.0, 503, "PostgreSQL is down");
         pg.start_again();
-        let mut status = 0;
-        for _ in 0..100 {
-            status = a.get("/readyz").await.0;
-            if status == 200 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        assert_eq!(status, 200, "ready again once PostgreSQL is back");
+        ready_again(&a).await;
     })
     .await;
 }
@@ -370,15 +375,7 @@ async fn a_database_outage_fails_requests_fast_ends_turns_and_loses_no_event() {
 
         // Back: no restart, nothing a client saw is missing, and the sessions work again.
         pg.start_again();
-        let mut status = 0;
-        for _ in 0..100 {
-            status = a.get("/readyz").await.0;
-            if status == 200 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        assert_eq!(status, 200, "ready again once PostgreSQL is back");
+        ready_again(&a).await;
         for sid in &sids {
             let stored: HashSet<String> =
                 c.get_messages(sid).await.unwrap().iter().map(|e| e["id"].as_str().unwrap().to_string()).collect();
