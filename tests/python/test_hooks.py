@@ -14,6 +14,7 @@ from datetime import datetime
 
 import pytest
 
+from copilot.rpc import PermissionDecisionReject
 from copilot.session import PermissionHandler
 from copilot.tools import Tool, ToolInvocation, ToolResult
 
@@ -542,3 +543,43 @@ async def test_post_tool_use_failure_additional_context(ctx: Ctx, client):
 async def _until(predicate, interval: float = 0.02) -> None:
     while not predicate():
         await asyncio.sleep(interval)
+
+
+async def test_pre_tool_use_ask_puts_the_hooks_question_to_the_user(ctx: Ctx, client):
+    """A preToolUse hook that answers "ask" (as the original 1.0.102): the user gets a request
+    of kind ``hook`` with the hook's question; a yes runs the tool without a second prompt, a no
+    gives the model the hook's words and the user's feedback, and the turn goes on."""
+    ctx.fake.replies(
+        {
+            "tool_calls": [
+                {"name": "bash", "arguments": {"command": "echo approved", "description": "a"}},
+                {"name": "bash", "arguments": {"command": "echo refused", "description": "r"}},
+            ]
+        },
+        {"text": "done"},
+    )
+    asked = []
+
+    def on_permission(request, invocation):
+        asked.append(request)
+        if "refused" in json.dumps(request.tool_args):
+            return PermissionDecisionReject(feedback="not that one")
+        return PermissionHandler.approve_all(request, invocation)
+
+    def on_pre(inp, invocation):
+        return {"permissionDecision": "ask", "permissionDecisionReason": "run " + inp["toolArgs"]["command"] + "?"}
+
+    session = await client.create_session(
+        on_permission_request=on_permission, hooks={"on_pre_tool_use": on_pre}
+    )
+    response = await session.send_and_wait("two commands", timeout=30)
+    assert response is not None and response.data.content == "done", "the turn went on"
+    assert sorted(r.kind for r in asked) == ["hook", "hook"], "one hook prompt each, no second one"
+    assert {r.hook_message for r in asked} == {"run echo approved?", "run echo refused?"}
+    assert {r.tool_name for r in asked} == {"bash"}
+    results = [r["content"] for r in tool_results(ctx.fake.requests()[-1])]
+    assert results[0].startswith("approved\n"), results
+    assert results[1] == (
+        "Denied by user via preToolUse hook prompt: run echo refused?."
+        " The user provided the following feedback: not that one"
+    ), results

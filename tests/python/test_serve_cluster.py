@@ -20,7 +20,7 @@ import pytest
 from copilot.session import PermissionHandler
 
 import serve_support
-from conftest import Ctx
+from conftest import Ctx, wait_for
 
 TOKEN = "cluster-tenant-token"
 
@@ -205,6 +205,10 @@ async def test_when_a_node_dies_mid_turn_another_takes_its_session_over(ctx: Ctx
     while "second question" not in prompts_seen:
         assert time.monotonic() < deadline, "node a's prompt never reached node b's client"
         await asyncio.sleep(0.05)
+    # ... and node a's model call has taken the reply that never answers (on a busy machine the
+    # prompt can reach node b before node a has made the call, which would leave that reply to
+    # node b).
+    await wait_for(lambda: len(ctx.fake.requests()) >= 2, timeout=20, what="node a's second model call")
 
     proc_a.kill()  # kill -9, mid-turn
     proc_a.wait(timeout=10)

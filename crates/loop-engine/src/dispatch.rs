@@ -205,6 +205,25 @@ async fn run_with_hooks(
             return (ToolOutput::fail_with(text.clone(), text, "denied"), None, None, None);
         }
         Some("allow") => preapproved = true,
+        Some("ask") => {
+            // As the original: the user is asked about the hook's question, a request of kind
+            // `hook`; a yes runs the tool without asking again.
+            let request = t::PermissionRequest::Hook(t::PermissionRequestHook {
+                tool_call_id: Some(call.id.clone()),
+                tool_name: call.name.clone(),
+                tool_args: Some(args.clone()),
+                hook_message: Some(
+                    pre.permission_decision_reason.clone().unwrap_or_else(|| "No reason provided".into()),
+                ),
+            });
+            match ctx.gate().ask(request, &call.id).await {
+                PermissionDecision::Denied { text_for_llm, code } => {
+                    return (ToolOutput::fail_with(text_for_llm.clone(), text_for_llm, &code), None, None, None);
+                }
+                PermissionDecision::Blocked(output) => return (*output, None, None, None),
+                PermissionDecision::Approved => preapproved = true,
+            }
+        }
         _ => {}
     }
     if let Some(new_args) = pre.modified_args.filter(|a| !a.is_null()) {

@@ -54,6 +54,11 @@ impl Gate {
         }
         let request_id = uuid::Uuid::new_v4().to_string();
         let prompt = prompt_request(&request).map(Box::new);
+        // A preToolUse hook's "ask": its own words when the user says no, and the run goes on.
+        let hook_message = match &request {
+            PermissionRequest::Hook(h) => Some(h.hook_message.clone().unwrap_or_default()),
+            _ => None,
+        };
         let (tx, rx) = tokio::sync::oneshot::channel();
         let kind = match bypass {
             Some(grant) => PendingKind::SandboxBypass { prompt: prompt.clone(), grant },
@@ -89,7 +94,14 @@ impl Gate {
             }
         };
         let (decision, recorded) = interpret(&answer);
-        if matches!(&recorded, t::PermissionResult::DeniedInteractivelyByUser(d) if d.feedback.is_none()) {
+        let decision = match (&hook_message, &recorded) {
+            (Some(message), t::PermissionResult::DeniedInteractivelyByUser(d)) => {
+                hook_denial(message, d.feedback.as_deref())
+            }
+            _ => decision,
+        };
+        let bare = matches!(&recorded, t::PermissionResult::DeniedInteractivelyByUser(d) if d.feedback.is_none());
+        if bare && hook_message.is_none() {
             // The recordings end at a call the user rejected without a word: no further model
             // call. With feedback the original hands it to the model and the turn goes on.
             self.user_rejected.store(true, Ordering::Release);
@@ -206,6 +218,13 @@ pub(crate) fn prompt_request(req: &PermissionRequest) -> Option<PermissionPrompt
             url: u.url.clone(),
             ..Default::default()
         }),
+        PermissionRequest::Hook(h) => PermissionPromptRequest::Hook(t::PermissionPromptRequestHook {
+            tool_call_id: h.tool_call_id.clone(),
+            tool_name: h.tool_name.clone(),
+            tool_args: h.tool_args.clone(),
+            hook_message: h.hook_message.clone(),
+            ..Default::default()
+        }),
         PermissionRequest::CustomTool(c) => PermissionPromptRequest::CustomTool(t::PermissionPromptRequestCustomTool {
             tool_call_id: c.tool_call_id.clone(),
             tool_name: c.tool_name.clone(),
@@ -215,6 +234,15 @@ pub(crate) fn prompt_request(req: &PermissionRequest) -> Option<PermissionPrompt
         }),
         _ => return None,
     })
+}
+
+/// The original's words for a preToolUse hook's question the user said no to.
+fn hook_denial(message: &str, feedback: Option<&str>) -> Decision {
+    let mut text = format!("Denied by user via preToolUse hook prompt: {message}");
+    if let Some(fb) = feedback.filter(|f| !f.is_empty()) {
+        text.push_str(&format!(". The user provided the following feedback: {fb}"));
+    }
+    denied(&text)
 }
 
 fn denied(text: &str) -> Decision {
@@ -296,6 +324,27 @@ mod tests {
         assert_eq!(
             serde_json::to_value(rec).unwrap()["kind"],
             "denied-no-approval-rule-and-could-not-request-from-user"
+        );
+    }
+
+    #[test]
+    fn a_hooks_question_is_prompted_as_a_hook_and_refused_in_its_words() {
+        let req = PermissionRequest::Hook(t::PermissionRequestHook {
+            tool_call_id: Some("c1".into()),
+            tool_name: "bash".into(),
+            tool_args: Some(json!({"command": "ls"})),
+            hook_message: Some("list?".into()),
+        });
+        let prompt = serde_json::to_value(prompt_request(&req).unwrap()).unwrap();
+        assert_eq!(
+            prompt,
+            json!({"kind": "hook", "toolCallId": "c1", "toolName": "bash", "toolArgs": {"command": "ls"}, "hookMessage": "list?"})
+        );
+        let refused = |text: &str| Decision::Denied { text_for_llm: text.into(), code: "denied".into() };
+        assert_eq!(hook_denial("list?", None), refused("Denied by user via preToolUse hook prompt: list?"));
+        assert_eq!(
+            hook_denial("list?", Some("no")),
+            refused("Denied by user via preToolUse hook prompt: list?. The user provided the following feedback: no")
         );
     }
 
