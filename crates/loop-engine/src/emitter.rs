@@ -353,21 +353,10 @@ impl Emitter {
         let mut warn =
             Event::new(t::ErrorData { error_type: "persistence".into(), message, ..Default::default() }.into(), true);
         warn.parent_id = inner.last_persisted_id.clone();
+        // Delivered as any ephemeral event is: counted, kept for readers, handed to everyone.
         if let Ok(json) = serde_json::to_string(&warn) {
-            inner.seq += 1;
-            let seq = inner.seq;
-            if let Some(ring) = inner.ring.as_mut() {
-                ring.push(RingEntry {
-                    seq,
-                    ephemeral: true,
-                    kind: warn.kind().to_string(),
-                    json: json.as_str().into(),
-                });
-            }
-            self.deliver_locked(&mut inner, &warn, &json);
+            self.relay_locked(inner, &warn, &json, true);
         }
-        drop(inner);
-        self.emitted.notify_waiters();
     }
 
     /// Delivers an event another node persisted (a follower of a session running elsewhere):
