@@ -19,7 +19,7 @@ from copilot.rpc import (
 from copilot.session import PermissionHandler
 from copilot.tools import Tool, ToolInvocation, ToolResult
 
-from conftest import Ctx, record_events, snapshot_final_reply, tool_results, wait_for
+from conftest import Ctx, raw_request, record_events, snapshot_final_reply, tool_results, wait_for
 
 DENIED_TEXT = "Permission denied and could not request permission from user"
 
@@ -363,3 +363,36 @@ async def test_deny_after_resume(ctx: Ctx, client):
     ]
     assert len(denied) == 1, events.types()
     assert tool_results(ctx.fake.requests()[-1])[-1]["content"] == DENIED_TEXT
+
+
+async def test_rules_set_by_the_client_decide_before_the_handler_is_asked(ctx: Ctx, client):
+    """``session.permissions.configure`` rules go through the same engine as ``-p``'s
+    ``--allow-tool`` / ``--deny-tool``: a denial beats the handler's approval and names its rule;
+    an allowed write runs without asking the handler (which would refuse it)."""
+    asked: list[str] = []
+
+    def handler(request, invocation):
+        asked.append(_kind(request.kind))
+        return PermissionDecisionApproveOnce() if _kind(request.kind) == "shell" else PermissionDecisionReject()
+
+    session = await client.create_session(on_permission_request=handler)
+    _write(ctx, "keep.txt", "kept")
+    configured = await raw_request(client, "session.permissions.configure", {
+        "sessionId": session.session_id,
+        "rules": {"approved": [{"kind": "write", "argument": None}], "denied": [{"kind": "shell", "argument": "rm"}]},
+    })
+    assert configured == {"success": True}
+    bash = lambda command: {"tool_calls": [{"name": "bash", "arguments": {"command": command, "description": "run"}}]}
+    ctx.fake.replies(
+        bash("rm -f keep.txt"),
+        {"tool_calls": [{"name": "create", "arguments": {"path": "new.txt", "file_text": "made"}}]},
+        bash("touch ran.txt"),
+        {"text": "done"},
+    )
+    await session.send_and_wait("go", timeout=30)
+    told = [r["content"] for r in tool_results(ctx.fake.requests()[-1])]
+    assert told[0] == "Permission to run this tool was denied due to the following rules: `shell(rm)`", told
+    assert (ctx.work_dir / "keep.txt").read_text() == "kept"
+    assert (ctx.work_dir / "new.txt").read_text() == "made", told
+    assert (ctx.work_dir / "ran.txt").exists(), told
+    assert asked == ["shell"], "only the command no rule speaks to is put to the handler"

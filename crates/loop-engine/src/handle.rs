@@ -594,8 +594,12 @@ impl SessionHandle {
             .await
     }
 
+    /// `setApproveAll` / `/allow-all`: the original's allow-all, which approves paths outside
+    /// the allowed directories as well as tools (`-p --allow-all-tools` approves tools only).
     pub async fn set_approve_all(&self, enabled: bool) -> Result<(), EngineError> {
-        self.ask(|reply| SessionInput::SetApproveAll { enabled, reply }).await
+        self.ask(|reply| SessionInput::SetApproveAll { enabled, reply }).await?;
+        self.with_permissions(|p| p.unrestricted_paths = enabled);
+        Ok(())
     }
 
     /// Forgets the session's "approve for the session" answers; later requests ask again.

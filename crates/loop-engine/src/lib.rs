@@ -41,6 +41,7 @@ mod mutex;
 mod parking;
 mod pending;
 mod permission;
+pub mod permission_rules;
 pub mod permission_settings;
 pub mod placement;
 mod resume;

@@ -10,8 +10,11 @@ use tools::{PermissionDecision as Decision, INTERRUPTED_TEXT};
 
 use crate::handle::{SessionHandle, SessionInput};
 use crate::pending::{PendingAnswer, PendingKind};
+use crate::permission_rules::Verdict;
 
 pub const NO_APPROVER_TEXT: &str = "Permission denied and could not request permission from user";
+/// The original's words when nobody at all could be asked (a `-p` run).
+pub const NO_USER_TEXT: &str = "Permission denied because no interactive user response was available. Retry in an interactive session so the user can approve it, or try an alternative that does not require this permission.";
 
 /// What asking for a permission needs from the run; owned, because built-in tools ask from
 /// tasks of their own.
@@ -27,8 +30,14 @@ impl Gate {
     /// Asks the session's clients to approve `request`.
     pub async fn ask(&self, request: PermissionRequest, tool_call_id: &str) -> Decision {
         let view = self.handle.view();
-        if view.settings.approve_all {
-            return Decision::Approved;
+        let nobody_asks = self.nobody_asks(view.settings.request_permission);
+        let verdict = self.handle.with_permissions(|p| {
+            crate::permission_rules::evaluate(p, view.settings.approve_all, nobody_asks, &request)
+        });
+        match verdict {
+            Verdict::Denied(text) => return denied(&text),
+            Verdict::Approved => return Decision::Approved,
+            Verdict::Ask => {}
         }
         let keys = approval_keys(&request);
         if !keys.is_empty() && keys.iter().all(|k| view.approvals.contains(k)) {
@@ -50,7 +59,11 @@ impl Gate {
         let keys = approval_keys(&request);
         let asks = self.handle.clients().answers_permissions().unwrap_or(view.settings.request_permission);
         if !asks {
-            return denied(NO_APPROVER_TEXT);
+            return denied(if self.nobody_asks(view.settings.request_permission) {
+                NO_USER_TEXT
+            } else {
+                NO_APPROVER_TEXT
+            });
         }
         let request_id = uuid::Uuid::new_v4().to_string();
         let prompt = prompt_request(&request).map(Box::new);
@@ -115,6 +128,11 @@ impl Gate {
         decision
     }
 
+    /// No client is attached and the session was made not to ask (the headless runner).
+    fn nobody_asks(&self, request_permission: bool) -> bool {
+        !request_permission && self.handle.clients().answers_permissions().is_none()
+    }
+
     fn completed(&self, request_id: String, tool_call_id: &str, result: t::PermissionResult) {
         self.handle.emitter().emit(t::PermissionCompletedData {
             request_id,
@@ -129,22 +147,27 @@ impl Gate {
 pub(crate) fn wire_request(req: tools::PermissionRequest, tool_call_id: &str) -> PermissionRequest {
     let tool_call_id = Some(tool_call_id.to_string());
     match req {
-        tools::PermissionRequest::Shell { full_command_text, intention, commands, possible_paths } => {
-            PermissionRequest::Shell(t::PermissionRequestShell {
-                tool_call_id,
-                full_command_text,
-                intention,
-                commands: commands
-                    .into_iter()
-                    .map(|c| t::PermissionRequestShellCommand { identifier: c.identifier, read_only: c.read_only })
-                    .collect(),
-                possible_paths,
-                possible_urls: Vec::new(),
-                has_write_file_redirection: false,
-                can_offer_session_approval: true,
-                ..Default::default()
-            })
-        }
+        tools::PermissionRequest::Shell {
+            full_command_text,
+            intention,
+            commands,
+            possible_paths,
+            possible_urls,
+            has_write_file_redirection,
+        } => PermissionRequest::Shell(t::PermissionRequestShell {
+            tool_call_id,
+            full_command_text,
+            intention,
+            commands: commands
+                .into_iter()
+                .map(|c| t::PermissionRequestShellCommand { identifier: c.identifier, read_only: c.read_only })
+                .collect(),
+            possible_paths,
+            possible_urls: possible_urls.into_iter().map(|url| t::PermissionRequestShellPossibleUrl { url }).collect(),
+            has_write_file_redirection,
+            can_offer_session_approval: true,
+            ..Default::default()
+        }),
         tools::PermissionRequest::Write { intention, file_name, diff, new_file_contents, old_file_contents } => {
             // The whole text before and after, as the original shows a write to approve.
             let side = |content: String| t::PermissionWriteFileContent { path: file_name.clone(), content };
@@ -359,6 +382,8 @@ mod tests {
                     tools::ShellCommand { identifier: "rm".into(), read_only: false },
                 ],
                 possible_paths: vec![],
+                possible_urls: vec![],
+                has_write_file_redirection: false,
             },
             "c1",
         );

@@ -63,7 +63,42 @@ pub struct Cli {
     /// With -p: `text` (readable progress) or `json` (one event per line).
     #[arg(long, default_value = "text")]
     pub output_format: String,
+    /// Tools that run without asking: `shell`, `shell(git:*)`, `shell(npm test)`, `write`,
+    /// `write(path)`, `read`, `url(domain)`, `memory`, `MCP-SERVER`, `MCP-SERVER(tool)`.
+    #[arg(long, value_name = "TOOLS", num_args = 0.., value_delimiter = ',')]
+    pub allow_tool: Vec<String>,
+    /// Tools that never run, as --allow-tool's patterns; a denial beats every allowance.
+    #[arg(long, value_name = "TOOLS", num_args = 0.., value_delimiter = ',')]
+    pub deny_tool: Vec<String>,
+    /// Only these tools are offered to the model.
+    #[arg(long, value_name = "TOOLS", num_args = 0.., value_delimiter = ',')]
+    pub available_tools: Option<Vec<String>>,
+    /// These tools are not offered to the model.
+    #[arg(long, value_name = "TOOLS", num_args = 0.., value_delimiter = ',')]
+    pub excluded_tools: Vec<String>,
+    /// URLs or domains reached without asking (`github.com` means `https://github.com`).
+    #[arg(long, value_name = "URLS", num_args = 0.., value_delimiter = ',')]
+    pub allow_url: Vec<String>,
+    /// URLs or domains never reached; beats --allow-url.
+    #[arg(long, value_name = "URLS", num_args = 0.., value_delimiter = ',')]
+    pub deny_url: Vec<String>,
+    /// Every URL without asking.
+    #[arg(long)]
+    pub allow_all_urls: bool,
+    /// File access beyond the working directory and the temporary directory (repeatable).
+    #[arg(long, value_name = "DIRECTORY")]
+    pub add_dir: Vec<String>,
+    /// No file path check.
+    #[arg(long)]
+    pub allow_all_paths: bool,
+    /// The temporary directory is not allowed without asking.
+    #[arg(long)]
+    pub disallow_temp_dir: bool,
 }
+
+/// Options Skipper reads that take a list of values (`--deny-tool a b`, `--deny-tool=a,b`).
+const OURS_WITH_VALUES: &[&str] =
+    &["--allow-tool", "--deny-tool", "--available-tools", "--excluded-tools", "--allow-url", "--deny-url"];
 
 /// Options Skipper reads, with a value.
 const OURS_WITH_VALUE: &[&str] = &[
@@ -77,6 +112,7 @@ const OURS_WITH_VALUE: &[&str] = &[
     "-p",
     "--prompt",
     "--output-format",
+    "--add-dir",
 ];
 /// Options Skipper reads, without a value.
 const OURS_FLAGS: &[&str] = &[
@@ -90,6 +126,9 @@ const OURS_FLAGS: &[&str] = &[
     "--allow-all",
     "--yolo",
     "--autopilot",
+    "--allow-all-urls",
+    "--allow-all-paths",
+    "--disallow-temp-dir",
     "-s",
     "--silent",
     "--help",
@@ -110,7 +149,6 @@ const OTHER_WITH_VALUE: &[&str] = &[
     "--session-id",
     "--extension-sdk-path",
     "--stream",
-    "--add-dir",
     "--attachment",
     "--disable-mcp-server",
     "--add-github-mcp-toolset",
@@ -128,21 +166,8 @@ const OTHER_WITH_VALUE: &[&str] = &[
     "--usage-output-file",
 ];
 /// The original's options with an optional value, or a list of values.
-const OTHER_WITH_VALUES: &[&str] = &[
-    "-r",
-    "--resume",
-    "--connect",
-    "--share",
-    "--bash-env",
-    "--mouse",
-    "--allow-tool",
-    "--deny-tool",
-    "--available-tools",
-    "--excluded-tools",
-    "--secret-env-vars",
-    "--allow-url",
-    "--deny-url",
-];
+const OTHER_WITH_VALUES: &[&str] =
+    &["-r", "--resume", "--connect", "--share", "--bash-env", "--mouse", "--secret-env-vars"];
 /// The original's other options without a value.
 const OTHER_FLAGS: &[&str] = &[
     "--embedded-host",
@@ -151,8 +176,6 @@ const OTHER_FLAGS: &[&str] = &[
     "--disable-client-telemetry",
     "--enable-memory",
     "--continue",
-    "--allow-all-paths",
-    "--disallow-temp-dir",
     "--banner",
     "--screen-reader",
     "--plain-diff",
@@ -160,7 +183,6 @@ const OTHER_FLAGS: &[&str] = &[
     "--disable-builtin-mcps",
     "--enable-all-github-mcp-tools",
     "--allow-all-mcp-server-instructions",
-    "--allow-all-urls",
     "--plan",
     "--experimental",
     "--acp",
@@ -197,6 +219,20 @@ pub fn parse(args: Vec<String>) -> Result<Cli, String> {
                 if let Some(v) = it.next() {
                     kept.push(v);
                 }
+            }
+        } else if OURS_WITH_VALUES.contains(&name.as_str()) {
+            // Handed to clap one value at a time, so a value is never taken for a prompt.
+            let mut values = Vec::new();
+            match arg.split_once('=') {
+                Some((_, v)) => values.push(v.to_string()),
+                None => {
+                    while it.peek().is_some_and(|next| !next.starts_with('-')) {
+                        values.extend(it.next());
+                    }
+                }
+            }
+            for value in values {
+                kept.push(format!("{name}={value}"));
             }
         } else if OURS_FLAGS.contains(&name.as_str()) && !inline_value {
             kept.push(arg);

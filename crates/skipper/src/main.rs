@@ -4,6 +4,7 @@
 
 mod cli;
 mod provider_env;
+mod run_permissions;
 mod runner;
 mod serve;
 mod usage_exit;
@@ -386,6 +387,13 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
             Some(c) => c.clone(),
             None => std::env::current_dir()?.to_string_lossy().to_string(),
         };
+        let permissions = match run_permissions::RunPermissions::from_cli(&cli, std::path::Path::new(&cwd)) {
+            Ok(p) => p,
+            Err(usage) => {
+                eprintln!("{usage}");
+                return Ok(1);
+            }
+        };
         let opts = runner::RunOptions {
             prompt,
             autopilot: cli.autopilot,
@@ -393,6 +401,9 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
             silent: cli.silent,
             model: cli.model.clone(),
             cwd,
+            permissions,
+            available_tools: cli.available_tools.clone(),
+            excluded_tools: cli.excluded_tools.clone(),
         };
         let code = runner::run(engine.clone(), opts).await;
         engine.leave_index_open_at_exit();

@@ -19,6 +19,12 @@ pub struct RunOptions {
     pub silent: bool,
     pub model: Option<String>,
     pub cwd: String,
+    /// `--allow-tool`, `--deny-tool`, `--add-dir`, `--allow-url` and the like.
+    pub permissions: crate::run_permissions::RunPermissions,
+    /// `--available-tools`: only these are offered to the model.
+    pub available_tools: Option<Vec<String>>,
+    /// `--excluded-tools`: these are not.
+    pub excluded_tools: Vec<String>,
 }
 
 /// Exit codes: 0 done, 1 the run failed (model error, or autopilot gave up), 130 interrupted.
@@ -31,6 +37,8 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
         // Nobody can answer a prompt here: without --allow-all-tools, tools that need
         // approval are denied, as in the original's non-interactive mode.
         request_permission: Some(false),
+        available_tools: opts.available_tools.clone(),
+        excluded_tools: (!opts.excluded_tools.is_empty()).then(|| opts.excluded_tools.clone()),
         ..Default::default()
     };
     // The catalogue read the first model call waits for goes out while the session is made;
@@ -38,6 +46,7 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
     engine.warm_up_model();
     tokio::task::yield_now().await;
     let session = engine.create(&params, Some(Arc::new(Forward(tx)))).await?;
+    session.with_permissions(|p| opts.permissions.apply(p));
     let task = QueuedMessage {
         message_id: uuid::Uuid::new_v4().to_string(),
         prompt: opts.prompt.clone(),

@@ -22,6 +22,8 @@ pub enum PermissionRequest {
         intention: String,
         commands: Vec<ShellCommand>,
         possible_paths: Vec<String>,
+        possible_urls: Vec<String>,
+        has_write_file_redirection: bool,
     },
     /// `old_file_contents`: what the file holds now (`None`: it does not exist yet).
     Write {

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::schema::validate_event;
 
-fn run_skipper(model_url: &str, home: &Path, workdir: &Path, args: &[&str]) -> Output {
+pub(crate) fn run_skipper(model_url: &str, home: &Path, workdir: &Path, args: &[&str]) -> Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_skipper"))
         .args(args)
         .current_dir(workdir)
@@ -94,7 +94,7 @@ async fn without_allow_all_tools_shell_commands_are_denied() {
     assert!(!work.path().join("nope").exists());
     let reqs = fake.requests();
     let tool = reqs[1]["body"]["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap().clone();
-    assert_eq!(tool["content"], json!("Permission denied and could not request permission from user"));
+    assert_eq!(tool["content"], json!(crate::runner_permissions::NOBODY_TO_ASK));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,6 +1,7 @@
 //! The shell family: `bash` runs a command, `read_bash` / `stop_bash` / `list_bash` deal with
 //! commands that outlive their `bash` call.
 
+pub mod analysis;
 mod client_shell;
 mod filter;
 mod pty;
@@ -17,7 +18,7 @@ pub use client_shell::{ClientCommandEnd, ClientShells};
 pub use shell::{ShellInfo, ShellManager};
 
 use crate::args::{optional_bool, optional_number, optional_str, required_str, ArgError};
-use crate::context::{PermissionRequest, ShellCommand, ToolContext};
+use crate::context::{PermissionRequest, ToolContext};
 use crate::output::{ShellExit, ToolOutput};
 use crate::tool::Tool;
 use pty::{find_shell, SpawnSpec};
@@ -86,97 +87,6 @@ async fn interrupt(ctx: &ToolContext, process: &ShellProcess) -> ToolOutput {
     ToolOutput::interrupted()
 }
 
-/// The first word of each simple command in `command` (what a permission prompt lists):
-/// `cd x && npm test | tee log` → `cd`, `npm`, `tee`. Quote-aware, best effort; leading
-/// variable assignments, redirections and shell keywords are skipped.
-pub(crate) fn command_identifiers(command: &str) -> Vec<String> {
-    const KEYWORDS: &[&str] =
-        &["if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time", "exec", "esac"];
-    let mut ids: Vec<String> = Vec::new();
-    for segment in split_simple_commands(command) {
-        let first = segment.iter().find(|w| {
-            let is_assignment = w
-                .split_once('=')
-                .is_some_and(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
-            let is_redirect = w.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&').starts_with(['<', '>']);
-            !is_assignment && !is_redirect && !KEYWORDS.contains(&w.as_str())
-        });
-        if let Some(word) = first {
-            // Loop and case headers name no command.
-            if ["for", "case", "select", "in"].contains(&word.as_str()) {
-                continue;
-            }
-            if !ids.contains(word) {
-                ids.push(word.clone());
-            }
-        }
-    }
-    ids
-}
-
-/// Splits a command line into simple commands (on unquoted `;`, `&`, `|`, newlines and
-/// parentheses), each as its words with quotes removed.
-fn split_simple_commands(command: &str) -> Vec<Vec<String>> {
-    let mut segments = Vec::new();
-    let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = command.chars().peekable();
-    let mut quote: Option<char> = None;
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some('"'), '\\') => {
-                if let Some(n) = chars.next() {
-                    word.push(n);
-                }
-            }
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, '\\') => {
-                if let Some(n) = chars.next() {
-                    word.push(n);
-                    in_word = true;
-                }
-            }
-            // `2>&1`, `>&2`, `&>file`: redirections, not command separators.
-            (None, '&') if word.ends_with(['>', '<']) || chars.peek() == Some(&'>') => {
-                word.push('&');
-                in_word = true;
-            }
-            (None, ';' | '&' | '|' | '\n' | '(' | ')') => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-                if !words.is_empty() {
-                    segments.push(std::mem::take(&mut words));
-                }
-            }
-            (None, c) if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    if !words.is_empty() {
-        segments.push(words);
-    }
-    segments
-}
-
 pub struct BashTool;
 
 #[async_trait]
@@ -238,15 +148,15 @@ impl Tool for BashTool {
             );
         }
 
-        let commands = command_identifiers(&command)
-            .into_iter()
-            .map(|identifier| ShellCommand { identifier, read_only: false })
-            .collect();
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let line = analysis::analyze(&command, &ctx.cwd, home.as_deref());
         let request = PermissionRequest::Shell {
             full_command_text: command.clone(),
             intention: description.clone(),
-            commands,
-            possible_paths: Vec::new(),
+            commands: line.commands,
+            possible_paths: line.possible_paths,
+            possible_urls: line.possible_urls,
+            has_write_file_redirection: line.writes_files,
         };
         if let Err(denied) = ctx.ask_permission(request).await {
             return denied;

@@ -3,8 +3,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::analysis::command_identifiers;
 use super::*;
-use crate::context::{PermissionDecision, PermissionGate};
+use crate::context::{PermissionDecision, PermissionGate, ShellCommand};
 
 fn ctx_in(dir: &std::path::Path) -> ToolContext {
     let mut ctx = ToolContext::simple(dir);
@@ -280,9 +281,11 @@ async fn denial_prevents_running() {
             intention: "Touch a file".into(),
             commands: vec![
                 ShellCommand { identifier: "touch".into(), read_only: false },
-                ShellCommand { identifier: "echo".into(), read_only: false }
+                ShellCommand { identifier: "echo".into(), read_only: true }
             ],
-            possible_paths: vec![],
+            possible_paths: vec![marker.display().to_string()],
+            possible_urls: vec![],
+            has_write_file_redirection: false,
         }
     );
 }
