@@ -94,6 +94,22 @@ pub struct Cli {
     /// The temporary directory is not allowed without asking.
     #[arg(long)]
     pub disallow_temp_dir: bool,
+    /// The original's interactive mode with a first prompt; Skipper has none (refused).
+    #[arg(short = 'i', long, value_name = "PROMPT")]
+    pub interactive: Option<String>,
+    /// The Agent Client Protocol; not served yet (refused).
+    #[arg(long)]
+    pub acp: bool,
+    /// Words that are not options: a command (`version`, `help`), or a mistake.
+    #[arg(skip)]
+    pub words: Vec<String>,
+}
+
+impl Cli {
+    /// An SDK's launch line: serve JSON-RPC (every SDK passes one of these).
+    pub fn serves(&self) -> bool {
+        self.headless || self.server || self.stdio || self.port.is_some()
+    }
 }
 
 /// Options Skipper reads that take a list of values (`--deny-tool a b`, `--deny-tool=a,b`).
@@ -113,6 +129,8 @@ const OURS_WITH_VALUE: &[&str] = &[
     "--prompt",
     "--output-format",
     "--add-dir",
+    "-i",
+    "--interactive",
 ];
 /// Options Skipper reads, without a value.
 const OURS_FLAGS: &[&str] = &[
@@ -129,6 +147,7 @@ const OURS_FLAGS: &[&str] = &[
     "--allow-all-urls",
     "--allow-all-paths",
     "--disallow-temp-dir",
+    "--acp",
     "-s",
     "--silent",
     "--help",
@@ -138,8 +157,6 @@ const OURS_FLAGS: &[&str] = &[
 ];
 /// The original's other options that take a value (accepted, ignored).
 const OTHER_WITH_VALUE: &[&str] = &[
-    "-i",
-    "--interactive",
     "--reasoning-effort",
     "--context",
     "--auto-tier",
@@ -185,7 +202,6 @@ const OTHER_FLAGS: &[&str] = &[
     "--allow-all-mcp-server-instructions",
     "--plan",
     "--experimental",
-    "--acp",
     "--remote-export",
     "--assisted-approval",
     "--no-custom-instructions",
@@ -202,13 +218,21 @@ const OTHER_FLAGS: &[&str] = &[
 /// Parses flags. `Err` is the usage error to print (stderr) before exiting with status 1.
 pub fn parse(args: Vec<String>) -> Result<Cli, String> {
     let mut kept = vec![args.first().cloned().unwrap_or_else(|| "skipper".into())];
+    let mut words = Vec::new();
     let mut it = args.into_iter().skip(1).peekable();
     while let Some(arg) = it.next() {
         if arg == "--" {
             break;
         }
         if !arg.starts_with('-') || arg == "-" {
-            // Positional words (the original's subcommands, a prompt): not ours to judge.
+            // A command (`version`), or a prompt without -p: judged once the options are read.
+            // What follows one of the original's commands is that command's (`config --list`).
+            let command = words.is_empty() && crate::commands::is_command(&arg);
+            words.push(arg);
+            if command {
+                words.extend(it.by_ref());
+                break;
+            }
             continue;
         }
         let name = arg.split('=').next().unwrap_or("").to_string();
@@ -254,7 +278,7 @@ pub fn parse(args: Vec<String>) -> Result<Cli, String> {
         }
     }
     match Cli::try_parse_from(kept) {
-        Ok(cli) => Ok(cli),
+        Ok(cli) => Ok(Cli { words, ..cli }),
         // --help / --version: printed on stdout, status 0.
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => Err(e.to_string()),

@@ -3,6 +3,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod cli;
+mod commands;
 mod provider_env;
 mod run_permissions;
 mod runner;
@@ -83,7 +84,7 @@ fn main() -> anyhow::Result<()> {
         _ => {}
     }
     let stdio = usage_exit::stdio_requested(&args);
-    let cli = match cli::parse(args) {
+    let mut cli = match cli::parse(args) {
         Ok(cli) => cli,
         Err(usage) => {
             eprintln!("{}", usage.trim_end());
@@ -93,6 +94,12 @@ fn main() -> anyhow::Result<()> {
             std::process::exit(1);
         }
     };
+    if cli.prompt.is_none() && !cli.serves() {
+        match commands::decide_here(&cli) {
+            commands::Asked::Task(task) => cli.prompt = Some(task),
+            commands::Asked::Exit(code) => std::process::exit(code),
+        }
+    }
     let env: HashMap<String, String> = std::env::vars().collect();
     init_logging(&cli);
     let runtime = runtime_for(&cli, &env).context("starting the runtime")?;

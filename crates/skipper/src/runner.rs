@@ -69,6 +69,10 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
                 continue;
             }
         };
+        if let SessionEvent::SessionError(d) = &event.payload {
+            // Stdout stays the answer; the failure is the original's line on stderr.
+            eprintln!("Execution failed: {}", d.message);
+        }
         if opts.json {
             writeln!(out, "{json}")?;
         } else if opts.silent {
@@ -133,7 +137,6 @@ fn print_readable(out: &mut impl Write, e: &Event) -> std::io::Result<()> {
         SessionEvent::SessionTaskComplete(d) => {
             writeln!(out, "✓ Task complete: {}", d.summary.as_deref().unwrap_or(""))
         }
-        SessionEvent::SessionError(d) => writeln!(out, "error: {}", d.message),
         SessionEvent::Abort(_) => writeln!(out, "aborted"),
         _ => Ok(()),
     }

@@ -165,3 +165,65 @@ fn an_unknown_option_is_a_usage_error_on_stderr() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("skipper"));
 }
+
+/// `skipper` with `args` and `stdin` piped in, against `model_url`.
+fn run_with_stdin(model_url: &str, home: &Path, args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skipper"))
+        .args(args)
+        .current_dir(home)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("COPILOT_HOME", home.join(".copilot"))
+        .env("COPILOT_API_URL", model_url)
+        .env("COPILOT_DEBUG_GITHUB_API_URL", model_url)
+        .env("GH_TOKEN", "fake-token")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_piped_on_stdin_runs_and_a_failure_goes_to_stderr() {
+    let fake = FakeModel::start().await.unwrap();
+    fake.push_reply(Reply::text("hello there"));
+    fake.push_reply(Reply::error(400, None, "bad request"));
+    let home = tempfile::tempdir().unwrap();
+    let (url, h) = (fake.url(), home.path().to_path_buf());
+    let (ok, failed) = tokio::task::spawn_blocking(move || {
+        (run_with_stdin(&url, &h, &["-s"], "say hi\n"), run_with_stdin(&url, &h, &["-p", "again"], ""))
+    })
+    .await
+    .unwrap();
+    assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert_eq!(String::from_utf8_lossy(&ok.stdout).trim(), "hello there");
+    let first = &fake.requests()[0]["body"]["messages"];
+    assert!(first.to_string().contains("say hi"), "the piped task is the prompt: {first}");
+    assert_eq!(failed.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("Execution failed: ") && stderr.contains("bad request"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&failed.stdout).contains("bad request"), "stdout stays the answer");
+}
+
+#[test]
+fn no_word_on_the_command_line_starts_a_listener() {
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| run_with_stdin("http://127.0.0.1:9", home.path(), args, "");
+    for args in [&["sessions", "list"][..], &["mcp", "list"], &["config", "--list"], &["fix", "the", "bug"], &[]] {
+        let out = run(args);
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(!stdout.contains("listening") && !stderr.contains("listening"), "{args:?}");
+        assert!(!stderr.is_empty(), "{args:?}: a reason is given");
+    }
+    let none = run(&[]);
+    assert!(String::from_utf8_lossy(&none.stderr).starts_with("No prompt provided."));
+    let version = run(&["version"]);
+    assert_eq!(version.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("skipper "));
+}

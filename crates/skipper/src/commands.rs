@@ -1,0 +1,134 @@
+//! A command line with neither `-p` nor a server flag (`--headless`, `--server`, `--stdio`,
+//! `--port`): the original's commands, or a task piped on stdin. Nothing here starts a
+//! listener: a word on the command line is never taken as "serve".
+
+use std::io::{IsTerminal, Read, Write};
+
+use clap::CommandFactory;
+
+use crate::cli::Cli;
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Asked {
+    /// Run this task, as with `-p`.
+    Task(String),
+    /// Done (a command ran, or the line was refused): exit with this status.
+    Exit(i32),
+}
+
+/// The original's commands Skipper does not have yet.
+const NOT_YET: &[&str] = &[
+    "app",
+    "login",
+    "init",
+    "config",
+    "update",
+    "workflow",
+    "sessions",
+    "memories",
+    "plugin",
+    "mcp",
+    "skill",
+    "instruction",
+    "lsp",
+    "sandbox",
+    "completion",
+];
+
+/// One of the original's commands (what follows it on the command line is its own).
+pub fn is_command(word: &str) -> bool {
+    word == "version" || word == "help" || NOT_YET.contains(&word)
+}
+
+const NO_PROMPT: &str =
+    "No prompt provided. Run in an interactive terminal or provide a prompt with -p or via standard in.";
+
+pub fn decide(cli: &Cli, stdin: &mut dyn Read, stdin_is_terminal: bool, out: &mut dyn Write) -> Asked {
+    let mut err = std::io::stderr().lock();
+    let refuse = |err: &mut dyn Write, text: &str| {
+        let _ = writeln!(err, "{text}");
+        Asked::Exit(1)
+    };
+    if cli.acp {
+        return refuse(&mut err, "error: --acp (the Agent Client Protocol) is not served by Skipper yet.");
+    }
+    if cli.interactive.is_some() {
+        return refuse(
+            &mut err,
+            "error: Skipper has no interactive mode. Give the task with -p (or on standard input) to run it to completion.",
+        );
+    }
+    match cli.words.first().map(String::as_str) {
+        None if stdin_is_terminal => refuse(&mut err, NO_PROMPT),
+        None => {
+            let mut task = String::new();
+            match stdin.read_to_string(&mut task) {
+                Ok(_) if !task.trim().is_empty() => Asked::Task(task.trim_end().to_string()),
+                Ok(_) => refuse(&mut err, NO_PROMPT),
+                Err(e) => refuse(&mut err, &format!("error: reading the prompt from standard input: {e}")),
+            }
+        }
+        Some("version") => {
+            let _ = writeln!(out, "skipper {}", env!("CARGO_PKG_VERSION"));
+            Asked::Exit(0)
+        }
+        Some("help") => {
+            let _ = write!(out, "{}", Cli::command().render_long_help());
+            Asked::Exit(0)
+        }
+        Some(command) if NOT_YET.contains(&command) => refuse(
+            &mut err,
+            &format!(
+                "error: `skipper {command}` is not available yet. Sessions, MCP servers, plugins, skills and settings \
+                 are managed through the JSON-RPC server's methods (what the SDKs call)."
+            ),
+        ),
+        Some(word) => refuse(
+            &mut err,
+            &format!(
+                "error: Invalid command format.\n\nDid you mean: skipper -p \"{word}\"?\n\n\
+                 For non-interactive mode, use the -p or --prompt option.\nTry 'skipper --help' for more information."
+            ),
+        ),
+    }
+}
+
+/// [`decide`] on the process's own standard input and output.
+pub fn decide_here(cli: &Cli) -> Asked {
+    let stdin = std::io::stdin();
+    let terminal = stdin.is_terminal();
+    decide(cli, &mut stdin.lock(), terminal, &mut std::io::stdout().lock())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asked(line: &str, stdin: &str, terminal: bool) -> (Asked, String) {
+        let cli = crate::cli::parse(line.split_whitespace().map(String::from).collect()).unwrap();
+        let mut out = Vec::new();
+        let a = decide(&cli, &mut stdin.as_bytes(), terminal, &mut out);
+        (a, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn a_task_on_stdin_runs_and_nothing_at_all_is_refused() {
+        assert_eq!(asked("skipper --allow-all-tools", "fix it\n", false).0, Asked::Task("fix it".into()));
+        assert_eq!(asked("skipper", "  \n", false).0, Asked::Exit(1));
+        assert_eq!(asked("skipper", "", true).0, Asked::Exit(1), "no terminal UI to start");
+    }
+
+    #[test]
+    fn words_are_commands_or_mistakes_never_a_server() {
+        let (a, out) = asked("skipper version", "", true);
+        assert_eq!((a, out.trim()), (Asked::Exit(0), format!("skipper {}", env!("CARGO_PKG_VERSION")).as_str()));
+        let (a, out) = asked("skipper help", "", true);
+        assert!(a == Asked::Exit(0) && out.contains("--deny-tool"), "{out}");
+        for line in
+            ["skipper mcp list", "skipper sessions list", "skipper config --list", "skipper fix-it", "skipper --acp"]
+        {
+            assert_eq!(asked(line, "", false).0, Asked::Exit(1), "{line}");
+        }
+    }
+}
