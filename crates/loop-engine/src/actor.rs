@@ -841,6 +841,9 @@ impl Actor {
         if p.max_ai_credits.is_some() {
             s.max_ai_credits = p.max_ai_credits;
         }
+        if let Some(n) = p.autopilot_max_continues {
+            s.autopilot_max_continues = n;
+        }
         if cwd_changed {
             s.config = self.deps.config_scope(&s.cwd);
             s.custom_instructions = s

@@ -74,6 +74,8 @@ pub struct OptionsPatch {
     pub skip_custom_instructions: Option<bool>,
     /// `sessionLimits.maxAiCredits` (set when the patch carries limits).
     pub max_ai_credits: Option<f64>,
+    /// Autopilot's continuations per message (`autopilot.maxContinues`).
+    pub autopilot_max_continues: Option<u32>,
 }
 
 /// `session.log` levels.

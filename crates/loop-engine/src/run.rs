@@ -8,7 +8,7 @@ use protocol::generated::types::{self as t, HookType, SessionMode, UserMessageDe
 use protocol::hooks;
 use protocol::methods::{SystemMessageTransform, TransformParams};
 
-use crate::autopilot::{StopReason, MAX_NUDGES, NUDGE_TEXT};
+use crate::autopilot::{StopReason, NUDGE_TEXT};
 use crate::conversation::Conversation;
 use crate::handle::QueuedMessage;
 use crate::run_ctx::RunCtx;
@@ -191,7 +191,7 @@ impl Driver for SessionMessage {
             }
             return Flow::Stop(StopReason::TaskComplete);
         }
-        if self.nudges >= MAX_NUDGES || ctx.cancel.is_cancelled() {
+        if self.nudges >= ctx.handle.view().settings.autopilot_max_continues || ctx.cancel.is_cancelled() {
             return Flow::Stop(StopReason::NudgeLimit);
         }
         self.nudges += 1;

@@ -34,6 +34,9 @@ pub struct SessionSettings {
     pub hooks: bool,
     /// The client answers `userInput.request`: the `ask_user` tool is offered.
     pub request_user_input: bool,
+    /// Autopilot's continuations per message before it stops (`--max-autopilot-continues`,
+    /// the original's `autopilot.maxContinues`; 5 unless set).
+    pub autopilot_max_continues: u32,
     /// The client answers `exitPlanMode.request`: `exit_plan_mode` is offered in plan mode.
     pub request_exit_plan_mode: bool,
     /// The client answers `autoModeSwitch.request` (see `auto_mode`).
@@ -137,6 +140,7 @@ impl SessionSettings {
             mode: SessionMode::Interactive,
             hooks: p.hooks.unwrap_or(false),
             request_user_input: p.request_user_input.unwrap_or(false),
+            autopilot_max_continues: crate::autopilot::MAX_NUDGES,
             request_exit_plan_mode: p.request_exit_plan_mode.unwrap_or(false),
             request_auto_mode_switch: p.request_auto_mode_switch.unwrap_or(false),
             resumed: false,

@@ -60,6 +60,15 @@ pub struct Cli {
     /// With -p: keep going until the model calls task_complete.
     #[arg(long)]
     pub autopilot: bool,
+    /// With --autopilot: continuations before the run stops (default 5; 0 allows none).
+    #[arg(long, value_name = "COUNT")]
+    pub max_autopilot_continues: Option<u32>,
+    /// With -p: the model's reasoning effort (none, minimal, low, medium, high, xhigh, max).
+    #[arg(long, value_name = "LEVEL")]
+    pub reasoning_effort: Option<String>,
+    /// With -p: AGENTS.md and the other instruction files are not read.
+    #[arg(long)]
+    pub no_custom_instructions: bool,
     /// With -p: `text` (readable progress) or `json` (one event per line).
     #[arg(long, default_value = "text")]
     pub output_format: String,
@@ -85,6 +94,10 @@ pub struct Cli {
     /// Every URL without asking.
     #[arg(long)]
     pub allow_all_urls: bool,
+    /// Environment variables kept from shell commands and MCP servers (beside the tokens
+    /// Skipper always keeps from them).
+    #[arg(long, value_name = "VARS", num_args = 0.., value_delimiter = ',')]
+    pub secret_env_vars: Vec<String>,
     /// File access beyond the working directory and the temporary directory (repeatable).
     #[arg(long, value_name = "DIRECTORY")]
     pub add_dir: Vec<String>,
@@ -113,8 +126,15 @@ impl Cli {
 }
 
 /// Options Skipper reads that take a list of values (`--deny-tool a b`, `--deny-tool=a,b`).
-const OURS_WITH_VALUES: &[&str] =
-    &["--allow-tool", "--deny-tool", "--available-tools", "--excluded-tools", "--allow-url", "--deny-url"];
+const OURS_WITH_VALUES: &[&str] = &[
+    "--allow-tool",
+    "--deny-tool",
+    "--available-tools",
+    "--excluded-tools",
+    "--allow-url",
+    "--deny-url",
+    "--secret-env-vars",
+];
 
 /// Options Skipper reads, with a value.
 const OURS_WITH_VALUE: &[&str] = &[
@@ -129,6 +149,8 @@ const OURS_WITH_VALUE: &[&str] = &[
     "--prompt",
     "--output-format",
     "--add-dir",
+    "--max-autopilot-continues",
+    "--reasoning-effort",
     "-i",
     "--interactive",
 ];
@@ -148,6 +170,7 @@ const OURS_FLAGS: &[&str] = &[
     "--allow-all-paths",
     "--disallow-temp-dir",
     "--acp",
+    "--no-custom-instructions",
     "-s",
     "--silent",
     "--help",
@@ -157,7 +180,6 @@ const OURS_FLAGS: &[&str] = &[
 ];
 /// The original's other options that take a value (accepted, ignored).
 const OTHER_WITH_VALUE: &[&str] = &[
-    "--reasoning-effort",
     "--context",
     "--auto-tier",
     "--agent",
@@ -173,7 +195,6 @@ const OTHER_WITH_VALUE: &[&str] = &[
     "--plugin-dir",
     "--additional-mcp-config",
     "--mcp-github-auth",
-    "--max-autopilot-continues",
     "--mode",
     "--environment-host",
     "--environment-compute-id",
@@ -183,8 +204,7 @@ const OTHER_WITH_VALUE: &[&str] = &[
     "--usage-output-file",
 ];
 /// The original's options with an optional value, or a list of values.
-const OTHER_WITH_VALUES: &[&str] =
-    &["-r", "--resume", "--connect", "--share", "--bash-env", "--mouse", "--secret-env-vars"];
+const OTHER_WITH_VALUES: &[&str] = &["-r", "--resume", "--connect", "--share", "--bash-env", "--mouse"];
 /// The original's other options without a value.
 const OTHER_FLAGS: &[&str] = &[
     "--embedded-host",
@@ -204,7 +224,6 @@ const OTHER_FLAGS: &[&str] = &[
     "--experimental",
     "--remote-export",
     "--assisted-approval",
-    "--no-custom-instructions",
     "--no-ask-user",
     "--no-color",
     "--no-experimental",

@@ -203,6 +203,8 @@ struct EngineOptions {
     /// `--auth-token-env` counts; `GH_TOKEN` and friends are not picked up.
     no_auto_login: bool,
     allow_all_tools: bool,
+    /// `--secret-env-vars`: kept from shell commands and MCP servers.
+    secret_env_vars: Vec<String>,
     /// `skipper serve`: the model client and the tools are timed.
     metrics: Option<Arc<serve::metrics::Metrics>>,
     /// `skipper serve`: the sandbox every session's processes run under.
@@ -272,7 +274,11 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
     let allow_all = opts.allow_all_tools || env.get("COPILOT_ALLOW_ALL").is_some_and(|v| v == "true" || v == "1");
     let tool_env = env
         .iter()
-        .filter(|(k, _)| !SECRET_VARS.contains(&k.as_str()) && !provider_env::SECRET_VARS.contains(&k.as_str()))
+        .filter(|(k, _)| {
+            !SECRET_VARS.contains(&k.as_str())
+                && !provider_env::SECRET_VARS.contains(&k.as_str())
+                && !opts.secret_env_vars.contains(k)
+        })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     // A team server's tenants reach its internal networks only where its config allows it.
@@ -380,6 +386,7 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
             auth_token_env: cli.auth_token_env.clone(),
             no_auto_login: cli.no_auto_login,
             allow_all_tools: cli.allow_all_tools || cli.allow_all || cli.yolo,
+            secret_env_vars: cli.secret_env_vars.clone(),
             metrics: None,
             sandbox: None,
             tenants: Vec::new(),
@@ -411,6 +418,9 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
             permissions,
             available_tools: cli.available_tools.clone(),
             excluded_tools: cli.excluded_tools.clone(),
+            max_autopilot_continues: cli.max_autopilot_continues,
+            reasoning_effort: cli.reasoning_effort.clone(),
+            no_custom_instructions: cli.no_custom_instructions,
         };
         let code = runner::run(engine.clone(), opts).await;
         engine.leave_index_open_at_exit();

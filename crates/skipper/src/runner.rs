@@ -25,9 +25,13 @@ pub struct RunOptions {
     pub available_tools: Option<Vec<String>>,
     /// `--excluded-tools`: these are not.
     pub excluded_tools: Vec<String>,
+    pub max_autopilot_continues: Option<u32>,
+    pub reasoning_effort: Option<String>,
+    pub no_custom_instructions: bool,
 }
 
-/// Exit codes: 0 done, 1 the run failed (model error, or autopilot gave up), 130 interrupted.
+/// Exit codes: 0 done (also when autopilot ran out of continuations), 1 the run failed (a
+/// model error), 130 interrupted.
 pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let params = SessionConfigParams {
@@ -39,6 +43,7 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
         request_permission: Some(false),
         available_tools: opts.available_tools.clone(),
         excluded_tools: (!opts.excluded_tools.is_empty()).then(|| opts.excluded_tools.clone()),
+        reasoning_effort: opts.reasoning_effort.clone(),
         ..Default::default()
     };
     // The catalogue read the first model call waits for goes out while the session is made;
@@ -47,6 +52,14 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
     tokio::task::yield_now().await;
     let session = engine.create(&params, Some(Arc::new(Forward(tx)))).await?;
     session.with_permissions(|p| opts.permissions.apply(p));
+    if opts.max_autopilot_continues.is_some() || opts.no_custom_instructions {
+        let patch = loop_engine::OptionsPatch {
+            autopilot_max_continues: opts.max_autopilot_continues,
+            skip_custom_instructions: opts.no_custom_instructions.then_some(true),
+            ..Default::default()
+        };
+        session.update_options(patch).await?;
+    }
     let task = QueuedMessage {
         message_id: uuid::Uuid::new_v4().to_string(),
         prompt: opts.prompt.clone(),
@@ -87,7 +100,10 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
         }
         match &event.payload {
             SessionEvent::SessionError(_) => failed = true,
-            SessionEvent::SessionAutopilotStopped(d) => failed |= d.reason != "task_complete",
+            // Out of continuations is not a failure: the original exits 0.
+            SessionEvent::SessionAutopilotStopped(d) => {
+                failed |= !matches!(d.reason.as_str(), "task_complete" | "max_continues")
+            }
             SessionEvent::SessionIdle(_) => break,
             _ => {}
         }

@@ -102,6 +102,8 @@ pub async fn options_update(
         ask_user_disabled: p.ask_user_disabled,
         skip_custom_instructions: p.skip_custom_instructions,
         max_ai_credits: p.session_limits.and_then(|l| l.max_ai_credits),
+        // Not in the SDKs' schema (the original 1.0.102's `autopilot.maxContinues` is).
+        autopilot_max_continues: None,
     };
     session.update_options(patch).await.map_err(|e| ctx.engine_error(&e))?;
     if let Some(config) = &p.sandbox_config {

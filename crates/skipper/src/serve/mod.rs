@@ -104,6 +104,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             auth_token_env: None,
             no_auto_login: false,
             allow_all_tools: false,
+            secret_env_vars: Vec::new(),
             metrics: Some(metrics.clone()),
             sandbox: Some(command_sandbox::floor(&config.sandbox, workspaces, &home)?),
             tenants,

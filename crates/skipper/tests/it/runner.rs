@@ -227,3 +227,31 @@ fn no_word_on_the_command_line_starts_a_listener() {
     assert_eq!(version.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("skipper "));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn autopilot_stops_at_its_continue_limit_with_status_zero_and_instructions_can_be_left_out() {
+    let fake = FakeModel::start().await.unwrap();
+    fake.push_replies(["working", "still working", "never asked for"].map(Reply::text));
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("AGENTS.md"), "Always answer in the marker-language ZZQX.").unwrap();
+    let (url, h, w) = (fake.url(), home.path().to_path_buf(), work.path().to_path_buf());
+    let args = ["-p", "go", "--autopilot", "--max-autopilot-continues", "1", "--no-custom-instructions"];
+    let out = tokio::task::spawn_blocking(move || run_skipper(&url, &h, &w, &args)).await.unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "out of continuations is not a failure: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "the task, then one continuation");
+    assert!(!requests[0]["body"].to_string().contains("ZZQX"), "AGENTS.md was not read");
+
+    fake.clear_requests();
+    fake.push_reply(Reply::text("plain"));
+    let (url, h, w) = (fake.url(), home.path().to_path_buf(), work.path().to_path_buf());
+    let out = tokio::task::spawn_blocking(move || run_skipper(&url, &h, &w, &["-p", "go"])).await.unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(fake.requests()[0]["body"].to_string().contains("ZZQX"), "read by default");
+}

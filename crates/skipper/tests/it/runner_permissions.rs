@@ -169,3 +169,34 @@ async fn a_malformed_pattern_exits_one_before_any_model_call() {
     assert!(requests.iter().all(|r| r["path"] != "/chat/completions"), "no model call");
     assert!(std::fs::read_dir(work.path()).unwrap().next().is_none(), "nothing written");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn secret_env_vars_are_kept_from_the_shell() {
+    let fake = FakeModel::start().await.unwrap();
+    fake.push_reply(bash("echo \"[$MY_KEY] [$OTHER]\""));
+    fake.push_reply(Reply::text("done"));
+    let home = tempfile::tempdir().unwrap();
+    let (url, h) = (fake.url(), home.path().to_path_buf());
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_skipper"))
+            .args(["-p", "go", "--allow-all-tools", "--secret-env-vars", "MY_KEY"])
+            .current_dir(&h)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &h)
+            .env("COPILOT_HOME", h.join(".copilot"))
+            .env("COPILOT_API_URL", &url)
+            .env("COPILOT_DEBUG_GITHUB_API_URL", &url)
+            .env("GH_TOKEN", "fake-token")
+            .env("MY_KEY", "s3cr3t-value")
+            .env("OTHER", "plain-value")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let told = fake.requests().last().unwrap()["body"]["messages"].to_string();
+    assert!(told.contains("[] [plain-value]"), "{told}");
+    assert!(!told.contains("s3cr3t-value"), "{told}");
+}
