@@ -6,6 +6,7 @@ mod cli;
 mod commands;
 mod provider_env;
 mod run_permissions;
+mod run_summary;
 mod runner;
 mod serve;
 mod usage_exit;

@@ -69,8 +69,15 @@ async fn json_output_is_valid_events_and_model_error_exits_one() {
             .await
             .unwrap();
     assert_eq!(out.status.code(), Some(1), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    let events: Vec<Value> =
+    let mut events: Vec<Value> =
         String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // The last line is the run's result, in the original's shape; the rest are session events.
+    let result = events.pop().unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["exitCode"], 1);
+    assert!(result["sessionId"].as_str().is_some_and(|s| !s.is_empty()), "{result}");
+    assert_eq!(result["usage"]["turns"], 1, "{result}");
+    assert!(result["usage"]["sessionDurationMs"].is_u64(), "{result}");
     let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
     assert!(types.contains(&"session.error"), "{types:?}");
     assert_eq!(types.last(), Some(&"session.idle"), "{types:?}");
