@@ -4,7 +4,7 @@
 //! trusted folders ([`ServerPermissions`]). The approval flow itself is `permission.rs`.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use protocol::generated::types::PermissionRule;
@@ -94,17 +94,7 @@ impl ServerPermissions {
 pub fn normalize(path: &Path) -> PathBuf {
     let absolute =
         if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir().unwrap_or_default().join(path) };
-    let mut out = PathBuf::new();
-    for c in absolute.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
+    tools::bash::analysis::lexically_normal(&absolute)
 }
 
 #[cfg(test)]

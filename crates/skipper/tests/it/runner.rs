@@ -8,19 +8,23 @@ use serde_json::{json, Value};
 
 use crate::schema::validate_event;
 
-pub(crate) fn run_skipper(model_url: &str, home: &Path, workdir: &Path, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_skipper"))
-        .args(args)
-        .current_dir(workdir)
+/// `skipper` in `workdir` with a clean environment: the fake model at `model_url`, `home` as
+/// its home.
+pub(crate) fn skipper_command(model_url: &str, home: &Path, workdir: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_skipper"));
+    cmd.current_dir(workdir)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", home)
         .env("COPILOT_HOME", home.join(".copilot"))
         .env("COPILOT_API_URL", model_url)
         .env("COPILOT_DEBUG_GITHUB_API_URL", model_url)
-        .env("GH_TOKEN", "fake-token")
-        .output()
-        .unwrap()
+        .env("GH_TOKEN", "fake-token");
+    cmd
+}
+
+pub(crate) fn run_skipper(model_url: &str, home: &Path, workdir: &Path, args: &[&str]) -> Output {
+    skipper_command(model_url, home, workdir).args(args).output().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -176,16 +180,8 @@ fn an_unknown_option_is_a_usage_error_on_stderr() {
 /// `skipper` with `args` and `stdin` piped in, against `model_url`.
 fn run_with_stdin(model_url: &str, home: &Path, args: &[&str], stdin: &str) -> Output {
     use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skipper"))
+    let mut child = skipper_command(model_url, home, home)
         .args(args)
-        .current_dir(home)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("COPILOT_HOME", home.join(".copilot"))
-        .env("COPILOT_API_URL", model_url)
-        .env("COPILOT_DEBUG_GITHUB_API_URL", model_url)
-        .env("GH_TOKEN", "fake-token")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

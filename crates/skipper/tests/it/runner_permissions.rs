@@ -178,16 +178,8 @@ async fn secret_env_vars_are_kept_from_the_shell() {
     let home = tempfile::tempdir().unwrap();
     let (url, h) = (fake.url(), home.path().to_path_buf());
     let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_skipper"))
+        crate::runner::skipper_command(&url, &h, &h)
             .args(["-p", "go", "--allow-all-tools", "--secret-env-vars", "MY_KEY"])
-            .current_dir(&h)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", &h)
-            .env("COPILOT_HOME", h.join(".copilot"))
-            .env("COPILOT_API_URL", &url)
-            .env("COPILOT_DEBUG_GITHUB_API_URL", &url)
-            .env("GH_TOKEN", "fake-token")
             .env("MY_KEY", "s3cr3t-value")
             .env("OTHER", "plain-value")
             .output()

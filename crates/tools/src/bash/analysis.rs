@@ -186,7 +186,8 @@ fn push_path(paths: &mut Vec<String>, word: &str, cwd: &Path, home: Option<&Path
     }
 }
 
-fn lexically_normal(path: &Path) -> PathBuf {
+/// `path` with `.` and `..` resolved by name alone (the path need not exist).
+pub fn lexically_normal(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for part in path.components() {
         match part {
