@@ -57,13 +57,10 @@ impl Gate {
     ) -> Decision {
         let view = self.handle.view();
         let keys = approval_keys(&request);
-        let asks = self.handle.clients().answers_permissions().unwrap_or(view.settings.request_permission);
-        if !asks {
-            return denied(if self.nobody_asks(view.settings.request_permission) {
-                NO_USER_TEXT
-            } else {
-                NO_APPROVER_TEXT
-            });
+        let answers = self.handle.clients().answers_permissions();
+        if !answers.unwrap_or(view.settings.request_permission) {
+            // No client at all, and the session made not to ask: nobody ever could (`-p`).
+            return denied(if answers.is_none() { NO_USER_TEXT } else { NO_APPROVER_TEXT });
         }
         let request_id = uuid::Uuid::new_v4().to_string();
         let prompt = prompt_request(&request).map(Box::new);

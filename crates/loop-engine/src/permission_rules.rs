@@ -80,7 +80,12 @@ pub(crate) fn evaluate(
     nobody_asks: bool,
     request: &PermissionRequest,
 ) -> Verdict {
-    let denied: Vec<&PermissionRule> = perms.denied.iter().filter(|r| covers(r, request)).collect();
+    // A shell line is split into its commands once, for every rule.
+    let commands = match request {
+        PermissionRequest::Shell(s) => named_commands(&s.full_command_text),
+        _ => Vec::new(),
+    };
+    let denied: Vec<&PermissionRule> = perms.denied.iter().filter(|r| covers(r, request, &commands)).collect();
     if !denied.is_empty() {
         if matches!(request, PermissionRequest::Url(_)) {
             return Verdict::Denied("Permission to access this URL was denied.".into());
@@ -94,7 +99,7 @@ pub(crate) fn evaluate(
     if !paths(request).iter().all(|p| perms.within_allowed(Path::new(p))) {
         return Verdict::Ask;
     }
-    if approve_all || allowed(perms, request) {
+    if approve_all || allowed(perms, request, &commands) {
         return Verdict::Approved;
     }
     if nobody_asks && only_reads(request) {
@@ -104,8 +109,9 @@ pub(crate) fn evaluate(
 }
 
 /// Whether every part of the request is covered by an allow rule (or an allowed URL).
-fn allowed(perms: &SessionPermissions, request: &PermissionRequest) -> bool {
-    let by_rule = |request: &PermissionRequest| perms.approved.iter().any(|r| covers(r, request));
+/// `commands`: a shell request's [`named_commands`].
+fn allowed(perms: &SessionPermissions, request: &PermissionRequest, commands: &[(String, Vec<String>)]) -> bool {
+    let by_rule = |request: &PermissionRequest| perms.approved.iter().any(|r| covers(r, request, commands));
     let url_allowed = |url: &str| {
         perms.unrestricted_urls
             || perms
@@ -116,7 +122,6 @@ fn allowed(perms: &SessionPermissions, request: &PermissionRequest) -> bool {
     };
     match request {
         PermissionRequest::Shell(s) => {
-            let commands = named_commands(&s.full_command_text);
             let shell_rules: Vec<&PermissionRule> =
                 perms.approved.iter().filter(|r| builtin_kind(&r.kind) == Some("shell")).collect();
             !commands.is_empty()
@@ -131,12 +136,13 @@ fn allowed(perms: &SessionPermissions, request: &PermissionRequest) -> bool {
     }
 }
 
-/// Whether `rule` speaks to (some part of) `request`.
-fn covers(rule: &PermissionRule, request: &PermissionRequest) -> bool {
+/// Whether `rule` speaks to (some part of) `request`; `commands`: a shell request's
+/// [`named_commands`].
+fn covers(rule: &PermissionRule, request: &PermissionRequest, commands: &[(String, Vec<String>)]) -> bool {
     let argument = rule.argument.as_deref();
     match (builtin_kind(&rule.kind).unwrap_or(&rule.kind), request) {
-        ("shell", PermissionRequest::Shell(s)) => {
-            named_commands(&s.full_command_text).iter().any(|(name, words)| shell_matches(argument, name, words))
+        ("shell", PermissionRequest::Shell(_)) => {
+            commands.iter().any(|(name, words)| shell_matches(argument, name, words))
         }
         ("url", PermissionRequest::Shell(s)) => s.possible_urls.iter().any(|u| url_matches(argument, &u.url)),
         ("url", PermissionRequest::Url(u)) => url_matches(argument, &u.url),

@@ -40,9 +40,9 @@ pub fn analyze(command: &str, cwd: &Path, home: Option<&Path>) -> CommandLine {
                 push_path(&mut line.possible_paths, word, cwd, home);
             }
         }
-        let Some(identifier) = identifier(&command_words) else { continue };
-        let read_only =
-            redirect_targets.iter().all(|t| t.starts_with('&') || t == "/dev/null") && reads_only(&command_words);
+        let Some(named) = named_words(&command_words) else { continue };
+        let identifier = identifier(named);
+        let read_only = redirect_targets.iter().all(|t| t.starts_with('&') || t == "/dev/null") && reads_only(named);
         match line.commands.iter_mut().find(|c| c.identifier == identifier) {
             Some(known) => known.read_only &= read_only,
             None => line.commands.push(ShellCommand { identifier, read_only }),
@@ -56,11 +56,9 @@ pub fn analyze(command: &str, cwd: &Path, home: Option<&Path>) -> CommandLine {
 #[cfg(test)]
 pub(crate) fn command_identifiers(command: &str) -> Vec<String> {
     let mut ids: Vec<String> = Vec::new();
-    for words in split_simple_commands(command) {
-        if let Some(id) = identifier(&split_redirections(&words).0) {
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
+    for (id, _) in named_commands(command) {
+        if !ids.contains(&id) {
+            ids.push(id);
         }
     }
     ids
@@ -73,15 +71,15 @@ pub fn named_commands(command: &str) -> Vec<(String, Vec<String>)> {
         .iter()
         .filter_map(|words| {
             let words = split_redirections(words).0;
-            let named = command_words(&words)?.to_vec();
-            Some((identifier(&named)?, named))
+            let named = named_words(&words)?;
+            Some((identifier(named), named.to_vec()))
         })
         .collect()
 }
 
-/// The words that name the command, past assignments and shell keywords; `None` for loop
-/// and case headers, which run nothing.
-fn command_words(words: &[String]) -> Option<&[String]> {
+/// The words that name the command, past assignments and shell keywords (never empty);
+/// `None` for loop and case headers, which run nothing.
+fn named_words(words: &[String]) -> Option<&[String]> {
     const KEYWORDS: &[&str] =
         &["if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "time", "exec", "esac"];
     let start = words.iter().position(|w| {
@@ -98,9 +96,9 @@ fn command_words(words: &[String]) -> Option<&[String]> {
 }
 
 /// How the original names a command for approval: `git` and `gh` by their subcommands
-/// (`git push`, `gh pr create`), everything else by its first word.
-fn identifier(words: &[String]) -> Option<String> {
-    let words = command_words(words)?;
+/// (`git push`, `gh pr create`), everything else by its first word. `words`: a command's
+/// [`named_words`].
+fn identifier(words: &[String]) -> String {
     let depth = match words[0].as_str() {
         "git" => 1,
         "gh" => 2,
@@ -114,18 +112,18 @@ fn identifier(words: &[String]) -> Option<String> {
         id.push(' ');
         id.push_str(word);
     }
-    Some(id)
+    id
 }
 
 /// Commands that only read, with the options that would make them write or run something
 /// else. `git log` is left out as the original leaves it out (its `--output` writes).
+/// `words`: a command's [`named_words`].
 fn reads_only(words: &[String]) -> bool {
     const PLAIN: &[&str] = &[
         "cat", "grep", "egrep", "fgrep", "rg", "head", "tail", "wc", "ls", "pwd", "echo", "printf", "which", "type",
         "date", "true", "false", "cd", "basename", "dirname", "realpath", "readlink", "stat", "file", "du", "df",
         "tree", "uniq", "cut", "tr", "diff", "cmp", "nl", "whoami", "uname", "test", "[",
     ];
-    let Some(words) = command_words(words) else { return true };
     let has =
         |options: &[&str]| words[1..].iter().any(|w| options.iter().any(|o| w == o || w.starts_with(&format!("{o}="))));
     match words[0].as_str() {
