@@ -815,8 +815,10 @@ impl SessionHandle {
     /// the session's working directory. `f` runs under a lock: keep it short.
     pub fn with_permissions<R>(&self, f: impl FnOnce(&mut crate::permission_settings::SessionPermissions) -> R) -> R {
         let mut permissions = crate::mutex::lock(&self.inner.permissions);
-        let current = permissions
-            .get_or_insert_with(|| crate::permission_settings::SessionPermissions::for_cwd(&self.view().settings.cwd));
+        let current = permissions.get_or_insert_with(|| crate::permission_settings::SessionPermissions {
+            own: Some(crate::permission_settings::normalize(self.workspace_path())),
+            ..crate::permission_settings::SessionPermissions::for_cwd(&self.view().settings.cwd)
+        });
         f(current)
     }
 

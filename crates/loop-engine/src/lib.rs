@@ -63,6 +63,7 @@ pub mod tool_filter;
 mod tool_handlers;
 mod turns;
 pub mod ui_requests;
+mod usage_metrics;
 mod user_input;
 pub mod user_shell;
 mod workspace;

@@ -11,7 +11,7 @@
 
 use std::path::{Component, Path};
 
-use protocol::generated::types::{PermissionRequest, PermissionRule};
+use protocol::generated::types::{self as t, PermissionRequest, PermissionRule};
 
 use tools::bash::analysis::named_commands;
 
@@ -95,6 +95,14 @@ pub(crate) fn evaluate(
             "Permission to run this tool was denied due to the following rules: {}",
             names.join(", ")
         ));
+    }
+    // The session's own files (plan.md, files/) are the session's to keep.
+    if let PermissionRequest::Read(t::PermissionRequestRead { path, .. })
+    | PermissionRequest::Write(t::PermissionRequestWrite { file_name: path, .. }) = request
+    {
+        if perms.within_own(Path::new(path)) {
+            return Verdict::Approved;
+        }
     }
     if !paths(request).iter().all(|p| perms.within_allowed(Path::new(p))) {
         return Verdict::Ask;
@@ -244,7 +252,6 @@ fn only_reads(request: &PermissionRequest) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use protocol::generated::types as t;
 
     fn rules(list: &[&str]) -> Vec<PermissionRule> {
         list.iter().map(|r| parse_rule(r).unwrap()).collect()
@@ -372,6 +379,20 @@ mod tests {
         let mut p = perms(&[], &[]);
         p.approved.push(url_rule("example.com"));
         assert_eq!(evaluate(&p, false, false, &fetch), Verdict::Approved);
+    }
+
+    #[test]
+    fn the_sessions_own_files_need_no_approval_unless_denied() {
+        let mut p = perms(&[], &[]);
+        p.own = Some("/home/u/.copilot/session-state/s1".into());
+        assert_eq!(evaluate(&p, false, false, &write("/home/u/.copilot/session-state/s1/plan.md")), Verdict::Approved);
+        assert_eq!(evaluate(&p, false, false, &write("/home/u/.copilot/session-state/s2/plan.md")), Verdict::Ask);
+        assert_eq!(evaluate(&p, false, false, &write("/home/u/.copilot/session-state/s1/../s2/x")), Verdict::Ask);
+        p.denied = rules(&["write(plan.md)"]);
+        assert!(matches!(
+            evaluate(&p, false, false, &write("/home/u/.copilot/session-state/s1/plan.md")),
+            Verdict::Denied(_)
+        ));
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub struct SessionPermissions {
     pub denied: Vec<PermissionRule>,
     pub required: bool,
     pub approve_all_reads: bool,
+    /// The session's own directory (its plan, files, checkpoints): the file tools read and
+    /// write there without asking, as the original's do.
+    pub own: Option<PathBuf>,
 }
 
 impl SessionPermissions {
@@ -49,6 +52,11 @@ impl SessionPermissions {
     pub fn within_allowed(&self, path: &Path) -> bool {
         let path = normalize(path);
         self.unrestricted_paths || self.directories.iter().any(|d| path.starts_with(d))
+    }
+
+    /// Whether `path` is in the session's own directory.
+    pub fn within_own(&self, path: &Path) -> bool {
+        self.own.as_ref().is_some_and(|own| normalize(path).starts_with(own))
     }
 
     pub fn within_workspace(&self, path: &Path) -> bool {

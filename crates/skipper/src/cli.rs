@@ -69,6 +69,62 @@ pub struct Cli {
     /// With -p: AGENTS.md and the other instruction files are not read.
     #[arg(long)]
     pub no_custom_instructions: bool,
+    /// With -p: continue a session, named by its id, an id prefix (7+ characters) or its name
+    /// (any case); alone, the most recent session.
+    #[arg(short = 'r', long, value_name = "ID|NAME", num_args = 0..=1, default_missing_value = "",
+          conflicts_with_all = ["session_id", "continue_session", "name"])]
+    pub resume: Option<String>,
+    /// With -p: continue the most recent session.
+    #[arg(long = "continue", conflicts_with_all = ["session_id", "name"])]
+    pub continue_session: bool,
+    /// With -p: continue the session with this id, or start a new one with this UUID.
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+    /// With -p: a name for the new session (`--resume NAME` finds it again).
+    #[arg(short = 'n', long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// With -p: the custom agent (`.github/agents/NAME.agent.md` and the like) that runs the task.
+    #[arg(long, value_name = "AGENT")]
+    pub agent: Option<String>,
+    /// With -p: the mode the task runs in.
+    #[arg(long, value_name = "MODE", value_parser = ["interactive", "plan", "autopilot"])]
+    pub mode: Option<String>,
+    /// With -p: plan, do not change (the plan goes to the session's plan.md); with --autopilot,
+    /// plan first, then carry the plan out.
+    #[arg(long)]
+    pub plan: bool,
+    /// With -p: MCP servers for this run beside the configured ones, as `{"mcpServers":{…}}`
+    /// JSON or `@FILE` (repeatable).
+    #[arg(long, value_name = "JSON")]
+    pub additional_mcp_config: Vec<String>,
+    /// With -p: a configured MCP server not started for this run (repeatable).
+    #[arg(long, value_name = "SERVER")]
+    pub disable_mcp_server: Vec<String>,
+    /// With -p: a server disabled in the configuration, started for this run (repeatable).
+    #[arg(long, value_name = "SERVER")]
+    pub enable_mcp_server: Vec<String>,
+    /// With -p: load a plugin from this directory (repeatable).
+    #[arg(long, value_name = "DIRECTORY")]
+    pub plugin_dir: Vec<String>,
+    /// With -p: an image or PDF given to the model with the task (repeatable).
+    #[arg(long, value_name = "PATH")]
+    pub attachment: Vec<String>,
+    /// With -p: stream the answer as it is written (`on`, the default) or not (`off`).
+    #[arg(long, value_name = "MODE", value_parser = ["on", "off"])]
+    pub stream: Option<String>,
+    /// With -p: the AI credits the session may spend.
+    #[arg(long, value_name = "CREDITS")]
+    pub max_ai_credits: Option<f64>,
+    /// With -p: write the session as Markdown when the run ends (default
+    /// `./copilot-session-<id>.md`).
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
+    pub share: Option<String>,
+    /// With -p: write the run's usage (requests, tokens, time, per model) as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub usage_output_file: Option<String>,
+    /// With -p: the model is not offered `ask_user` (a `-p` run never offers it: nobody answers).
+    #[arg(long)]
+    pub no_ask_user: bool,
     /// With -p: `text` (readable progress) or `json` (one event per line).
     #[arg(long, default_value = "text")]
     pub output_format: String,
@@ -151,6 +207,19 @@ const OURS_WITH_VALUE: &[&str] = &[
     "--add-dir",
     "--max-autopilot-continues",
     "--reasoning-effort",
+    "--session-id",
+    "-n",
+    "--name",
+    "--agent",
+    "--mode",
+    "--additional-mcp-config",
+    "--disable-mcp-server",
+    "--enable-mcp-server",
+    "--plugin-dir",
+    "--attachment",
+    "--stream",
+    "--max-ai-credits",
+    "--usage-output-file",
     "-i",
     "--interactive",
 ];
@@ -171,6 +240,9 @@ const OURS_FLAGS: &[&str] = &[
     "--disallow-temp-dir",
     "--acp",
     "--no-custom-instructions",
+    "--continue",
+    "--plan",
+    "--no-ask-user",
     "-s",
     "--silent",
     "--help",
@@ -182,29 +254,18 @@ const OURS_FLAGS: &[&str] = &[
 const OTHER_WITH_VALUE: &[&str] = &[
     "--context",
     "--auto-tier",
-    "--agent",
-    "-n",
-    "--name",
-    "--session-id",
     "--extension-sdk-path",
-    "--stream",
-    "--attachment",
-    "--disable-mcp-server",
     "--add-github-mcp-toolset",
     "--add-github-mcp-tool",
-    "--plugin-dir",
-    "--additional-mcp-config",
     "--mcp-github-auth",
-    "--mode",
     "--environment-host",
     "--environment-compute-id",
     "--dynamic-retrieval",
-    "--enable-mcp-server",
-    "--max-ai-credits",
-    "--usage-output-file",
 ];
 /// The original's options with an optional value, or a list of values.
-const OTHER_WITH_VALUES: &[&str] = &["-r", "--resume", "--connect", "--share", "--bash-env", "--mouse"];
+const OTHER_WITH_VALUES: &[&str] = &["--connect", "--bash-env", "--mouse"];
+/// Options Skipper reads whose value may be left out (`--resume`, `--resume=ID`, `--resume ID`).
+const OURS_OPTIONAL_VALUE: &[&str] = &["-r", "--resume", "--share"];
 /// The original's other options without a value.
 const OTHER_FLAGS: &[&str] = &[
     "--embedded-host",
@@ -212,7 +273,6 @@ const OTHER_FLAGS: &[&str] = &[
     "--trust-folder",
     "--disable-client-telemetry",
     "--enable-memory",
-    "--continue",
     "--banner",
     "--screen-reader",
     "--plain-diff",
@@ -220,11 +280,9 @@ const OTHER_FLAGS: &[&str] = &[
     "--disable-builtin-mcps",
     "--enable-all-github-mcp-tools",
     "--allow-all-mcp-server-instructions",
-    "--plan",
     "--experimental",
     "--remote-export",
     "--assisted-approval",
-    "--no-ask-user",
     "--no-color",
     "--no-experimental",
     "--no-bash-env",
@@ -276,6 +334,14 @@ pub fn parse(args: Vec<String>) -> Result<Cli, String> {
             }
             for value in values {
                 kept.push(format!("{name}={value}"));
+            }
+        } else if OURS_OPTIONAL_VALUE.contains(&name.as_str()) {
+            match it.peek() {
+                Some(next) if !inline_value && !next.starts_with('-') => {
+                    let value = it.next().unwrap_or_default();
+                    kept.push(format!("{name}={value}"));
+                }
+                _ => kept.push(arg),
             }
         } else if OURS_FLAGS.contains(&name.as_str()) && !inline_value {
             kept.push(arg);

@@ -5,7 +5,11 @@
 mod cli;
 mod commands;
 mod provider_env;
+mod run_attachments;
+mod run_mcp;
 mod run_permissions;
+mod run_session;
+mod run_share;
 mod run_summary;
 mod runner;
 mod serve;
@@ -361,6 +365,7 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
         env.insert("SKIPPER_IDLE_UNLOAD_MS".into(), secs.saturating_mul(1000).to_string());
     }
     let home = default_home(&env)?;
+    let config_home = home.clone();
     let default_cwd = match &cli.cwd {
         Some(c) => PathBuf::from(c),
         None => std::env::current_dir().context("reading the current directory")?,
@@ -402,26 +407,12 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
             Some(c) => c.clone(),
             None => std::env::current_dir()?.to_string_lossy().to_string(),
         };
-        let permissions = match run_permissions::RunPermissions::from_cli(&cli, std::path::Path::new(&cwd)) {
-            Ok(p) => p,
-            Err(usage) => {
-                eprintln!("{usage}");
+        let opts = match run_options(&cli, prompt, cwd, &config_home, &engine).await {
+            Ok(opts) => opts,
+            Err(refused) => {
+                eprintln!("{refused}");
                 return Ok(1);
             }
-        };
-        let opts = runner::RunOptions {
-            prompt,
-            autopilot: cli.autopilot,
-            json: cli.output_format == "json",
-            silent: cli.silent,
-            model: cli.model.clone(),
-            cwd,
-            permissions,
-            available_tools: cli.available_tools.clone(),
-            excluded_tools: cli.excluded_tools.clone(),
-            max_autopilot_continues: cli.max_autopilot_continues,
-            reasoning_effort: cli.reasoning_effort.clone(),
-            no_custom_instructions: cli.no_custom_instructions,
         };
         let code = runner::run(engine.clone(), opts).await;
         engine.leave_index_open_at_exit();
@@ -456,6 +447,49 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
     server.engine.flush_index().await;
     server.engine.leave_index_open_at_exit();
     Ok(0)
+}
+
+/// What a `-p` run is asked to do, read and checked before anything runs. `Err` is the
+/// message for stderr (the run exits 1, nothing written).
+async fn run_options(
+    cli: &cli::Cli,
+    prompt: String,
+    cwd: String,
+    home: &std::path::Path,
+    engine: &Engine,
+) -> Result<runner::RunOptions, String> {
+    let dir = std::path::Path::new(&cwd);
+    let permissions = run_permissions::RunPermissions::from_cli(cli, dir)?;
+    let mcp = run_mcp::read(&cli.additional_mcp_config, &cli.disable_mcp_server, &cli.enable_mcp_server, dir, home)?;
+    let attachments = run_attachments::read(&cli.attachment, dir)?;
+    if cli.max_ai_credits.is_some_and(|c| !(c.is_finite() && c > 0.0)) {
+        return Err("error: --max-ai-credits must be a positive number".into());
+    }
+    let session = run_session::choose(engine, cli).await?;
+    Ok(runner::RunOptions {
+        prompt,
+        autopilot: cli.autopilot || cli.mode.as_deref() == Some("autopilot"),
+        plan: cli.plan || cli.mode.as_deref() == Some("plan"),
+        json: cli.output_format == "json",
+        silent: cli.silent,
+        model: cli.model.clone(),
+        permissions,
+        available_tools: cli.available_tools.clone(),
+        excluded_tools: cli.excluded_tools.clone(),
+        max_autopilot_continues: cli.max_autopilot_continues,
+        reasoning_effort: cli.reasoning_effort.clone(),
+        no_custom_instructions: cli.no_custom_instructions,
+        session,
+        agent: cli.agent.clone(),
+        mcp,
+        plugin_dirs: cli.plugin_dir.clone(),
+        attachments,
+        streaming: cli.stream.as_deref() != Some("off"),
+        max_ai_credits: cli.max_ai_credits,
+        share: cli.share.as_ref().map(PathBuf::from),
+        usage_output_file: cli.usage_output_file.as_ref().map(PathBuf::from),
+        cwd,
+    })
 }
 
 /// A TCP server an SDK started must not outlive it: when the parent process goes away (it

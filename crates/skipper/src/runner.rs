@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use loop_engine::{Engine, EventSubscriber, QueuedMessage};
+use loop_engine::{Engine, EventSubscriber, NameOp, QueuedMessage, SessionHandle};
 use protocol::event::{Event, SessionEvent};
 use protocol::generated::types as t;
 use protocol::methods::SessionConfigParams;
@@ -28,29 +28,43 @@ pub struct RunOptions {
     pub max_autopilot_continues: Option<u32>,
     pub reasoning_effort: Option<String>,
     pub no_custom_instructions: bool,
+    /// A new session (with the id and name given) or the one `--resume` and the like found.
+    pub session: crate::run_session::Chosen,
+    /// `--agent`: the custom agent that runs the task.
+    pub agent: Option<String>,
+    /// `--plan` / `--mode plan`.
+    pub plan: bool,
+    /// `--additional-mcp-config`, `--disable-mcp-server`, `--enable-mcp-server`.
+    pub mcp: crate::run_mcp::RunServers,
+    pub plugin_dirs: Vec<String>,
+    pub attachments: Vec<t::Attachment>,
+    /// `--stream off`: whole messages only (no deltas in `--output-format json`).
+    pub streaming: bool,
+    pub max_ai_credits: Option<f64>,
+    /// `--share`: where the session's Markdown goes.
+    pub share: Option<std::path::PathBuf>,
+    pub usage_output_file: Option<std::path::PathBuf>,
 }
 
 /// Exit codes: 0 done (also when autopilot ran out of continuations), 1 the run failed (a
 /// model error), 130 interrupted.
 pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let params = SessionConfigParams {
-        model: opts.model.clone(),
-        working_directory: Some(opts.cwd.clone()),
-        client_name: Some("skipper-runner".into()),
-        // Nobody can answer a prompt here: without --allow-all-tools, tools that need
-        // approval are denied, as in the original's non-interactive mode.
-        request_permission: Some(false),
-        available_tools: opts.available_tools.clone(),
-        excluded_tools: (!opts.excluded_tools.is_empty()).then(|| opts.excluded_tools.clone()),
-        reasoning_effort: opts.reasoning_effort.clone(),
-        ..Default::default()
-    };
     // The catalogue read the first model call waits for goes out while the session is made;
     // the yield lets it start (its connection) before that.
     engine.warm_up_model();
     tokio::task::yield_now().await;
-    let session = engine.create(&params, Some(Arc::new(Forward(tx)))).await?;
+    if let Err(refused) = check_model(&engine, &opts).await {
+        eprintln!("{refused}");
+        return Ok(1);
+    }
+    let session = match open_session(&engine, &opts, Arc::new(Forward(tx))).await {
+        Ok(session) => session,
+        Err(refused) => {
+            eprintln!("{refused}");
+            return Ok(1);
+        }
+    };
     session.with_permissions(|p| opts.permissions.apply(p));
     if opts.max_autopilot_continues.is_some() || opts.no_custom_instructions {
         let patch = loop_engine::OptionsPatch {
@@ -60,11 +74,20 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
         };
         session.update_options(patch).await?;
     }
+    let mode = match (opts.plan, opts.autopilot) {
+        (_, true) => t::UserMessageAgentMode::Autopilot,
+        (true, false) => t::UserMessageAgentMode::Plan,
+        (false, false) => t::UserMessageAgentMode::Interactive,
+    };
+    let prompt = match opts.plan {
+        true => format!("{}{}", plan_notice(&session, opts.autopilot), opts.prompt),
+        false => opts.prompt.clone(),
+    };
     let task = QueuedMessage {
         message_id: uuid::Uuid::new_v4().to_string(),
-        prompt: opts.prompt.clone(),
-        attachments: Vec::new(),
-        agent_mode: opts.autopilot.then_some(t::UserMessageAgentMode::Autopilot),
+        prompt,
+        attachments: opts.attachments.clone(),
+        agent_mode: Some(mode),
         request_headers: Vec::new(),
         delivery: t::UserMessageDelivery::Idle,
     };
@@ -128,10 +151,162 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
     }
     out.flush()?;
     drop(out);
+    let code = match write_reports(&engine, &session, &opts).await {
+        Ok(()) => code,
+        Err(e) => {
+            eprintln!("{e:#}");
+            code.max(1)
+        }
+    };
     engine.detach(session.id(), RUNNER_SUBSCRIBER).await;
     engine.flush_index().await;
-    eprintln!("session {} (events in {})", session.id(), session.workspace_path().display());
+    if !opts.silent {
+        eprintln!("Resume: skipper --resume={} (events in {})", session.id(), session.workspace_path().display());
+    }
     Ok(code)
+}
+
+/// The session's base options: what a new session is created with, and what a resumed one is
+/// given again (its model, tools and servers are the run's).
+fn session_params(opts: &RunOptions) -> SessionConfigParams {
+    SessionConfigParams {
+        model: opts.model.clone(),
+        working_directory: Some(opts.cwd.clone()),
+        client_name: Some("skipper-runner".into()),
+        // The working directory's agents, skills and instruction files count, as in the
+        // original's prompt mode.
+        enable_config_discovery: Some(true),
+        // Nobody can answer a prompt here: without --allow-all-tools, tools that need
+        // approval are denied, as in the original's non-interactive mode.
+        request_permission: Some(false),
+        available_tools: opts.available_tools.clone(),
+        excluded_tools: (!opts.excluded_tools.is_empty()).then(|| opts.excluded_tools.clone()),
+        reasoning_effort: opts.reasoning_effort.clone(),
+        streaming: Some(opts.streaming),
+        mcp_servers: opts.mcp.servers.clone(),
+        disabled_mcp_servers: (!opts.mcp.disabled.is_empty()).then(|| opts.mcp.disabled.clone()),
+        plugin_directories: (!opts.plugin_dirs.is_empty()).then(|| opts.plugin_dirs.clone()),
+        session_limits: opts.max_ai_credits.map(|max| t::SessionLimitsConfig { max_ai_credits: Some(max) }),
+        ..Default::default()
+    }
+}
+
+/// Creates or resumes the run's session, named and with its agent selected. `Err` is the
+/// message for stderr; a session made here for a run that cannot start is removed again.
+async fn open_session(
+    engine: &Engine,
+    opts: &RunOptions,
+    subscriber: Arc<dyn EventSubscriber>,
+) -> Result<SessionHandle, String> {
+    let mut params = session_params(opts);
+    let (session, name, created) = match &opts.session {
+        crate::run_session::Chosen::New { id, name } => {
+            params.session_id = id.clone();
+            let session = engine.create(&params, Some(subscriber)).await.map_err(|e| format!("Error: {e}"))?;
+            (session, name.clone(), true)
+        }
+        crate::run_session::Chosen::Existing(id) => {
+            params.session_id = Some(id.clone());
+            let session = engine.resume(&params, Some(subscriber)).await.map_err(|e| format!("Error: {e}"))?;
+            (session, None, false)
+        }
+    };
+    let prepared = async {
+        if let Some(name) = name {
+            session.name(NameOp::Set(name)).await.map_err(|e| format!("Error: {e}"))?;
+        }
+        if let Some(agent) = &opts.agent {
+            let select = loop_engine::agent_control::AgentOp::Select(agent.clone());
+            if session.agents(select).await.is_err() {
+                let view = session.view();
+                let names: Vec<&str> = view.settings.agents.all().iter().map(|a| a.name.as_str()).collect();
+                return Err(format!("No such agent: {agent}, available: {}", names.join(", ")));
+            }
+        }
+        Ok(())
+    };
+    match prepared.await {
+        Ok(()) => Ok(session),
+        Err(refused) => {
+            if created {
+                let _ = engine.delete(session.id()).await;
+            }
+            Err(refused)
+        }
+    }
+}
+
+/// `--model` and `--reasoning-effort` against the catalogue, before anything is written. A
+/// catalogue that cannot be read leaves the question to the first model call.
+async fn check_model(engine: &Engine, opts: &RunOptions) -> Result<(), String> {
+    let Some(model) = &opts.model else { return Ok(()) };
+    if model == "auto" {
+        return Ok(());
+    }
+    let Ok(models) = engine.list_models().await else { return Ok(()) };
+    if models.is_empty() {
+        return Ok(());
+    }
+    let Some(info) = models.iter().find(|m| &m.id == model) else {
+        let ids: Vec<&str> = models.iter().map(|m| m.id.as_str()).collect();
+        return Err(format!("Error: Model \"{model}\" is not available. Available models: {}", ids.join(", ")));
+    };
+    let Some(effort) = &opts.reasoning_effort else { return Ok(()) };
+    // A model that declares its efforts is held to them; one that declares none (a provider's
+    // models) is sent the effort as asked.
+    let declared = info
+        .supported_reasoning_efforts
+        .as_ref()
+        .or_else(|| info.capabilities.pointer("/supports/reasoning_effort"))
+        .and_then(|v| v.as_array());
+    match declared {
+        Some(efforts) if !efforts.iter().any(|e| e.as_str() == Some(effort.as_str())) => {
+            let names: Vec<&str> = efforts.iter().filter_map(|e| e.as_str()).collect();
+            Err(format!(
+                "Error: Model \"{model}\" does not support reasoning effort \"{effort}\" (it supports: {}).",
+                names.join(", ")
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `--plan`: the model is asked for a plan in the session's `plan.md` rather than changes
+/// (with `--autopilot`: a plan first, then the work).
+fn plan_notice(session: &SessionHandle, then_implement: bool) -> String {
+    let plan = session.workspace_path().join("plan.md");
+    let after = if then_implement {
+        "Then carry the plan out, step by step, and call task_complete when it is done."
+    } else {
+        "Do not change any other file: this request asks for a plan only. End with a short summary of the plan."
+    };
+    format!(
+        "<reminder>\nPlan mode. Study what the request needs, then write a plan to {} (the problem, the \
+         approach, the steps in order, open questions) with the create or edit tool. {after}\n</reminder>\n\n",
+        plan.display()
+    )
+}
+
+/// `--share` and `--usage-output-file`, once the run is over.
+async fn write_reports(engine: &Engine, session: &SessionHandle, opts: &RunOptions) -> anyhow::Result<()> {
+    use anyhow::Context;
+    if let Some(path) = &opts.share {
+        let events = engine.messages(session.id()).await.unwrap_or_default();
+        let path = match path.as_os_str().is_empty() {
+            true => std::path::Path::new(&opts.cwd).join(crate::run_share::default_file_name(session.id())),
+            false => std::path::Path::new(&opts.cwd).join(path),
+        };
+        std::fs::write(&path, crate::run_share::render(session.id(), &events))
+            .with_context(|| format!("writing the session to {}", path.display()))?;
+        eprintln!("Session exported to: {}", path.display());
+    }
+    if let Some(path) = &opts.usage_output_file {
+        let path = std::path::Path::new(&opts.cwd).join(path);
+        let usage = engine.usage_metrics(session).await;
+        let json = serde_json::to_string_pretty(&usage)?;
+        std::fs::write(&path, json + "\n").with_context(|| format!("writing the usage to {}", path.display()))?;
+    }
+    Ok(())
 }
 
 const RUNNER_SUBSCRIBER: u64 = 0;

@@ -17,6 +17,7 @@ mod lifecycle;
 mod persistence;
 mod protocol;
 mod runner;
+mod runner_options;
 mod runner_permissions;
 mod sandbox;
 mod schema;
