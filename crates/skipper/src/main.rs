@@ -459,8 +459,29 @@ async fn run_options(
     engine: &Engine,
 ) -> Result<runner::RunOptions, String> {
     let dir = std::path::Path::new(&cwd);
+    let refused: Vec<&str> = cli.refused.iter().map(String::as_str).chain(cli.remote.then_some("--remote")).collect();
+    if !refused.is_empty() {
+        return Err(format!(
+            "error: {} cannot be honoured by Skipper (it needs GitHub's remote sessions, gists or services Skipper \
+             does not have); see `skipper --help`",
+            refused.join(", ")
+        ));
+    }
     let permissions = run_permissions::RunPermissions::from_cli(cli, dir)?;
-    let mcp = run_mcp::read(&cli.additional_mcp_config, &cli.disable_mcp_server, &cli.enable_mcp_server, dir, home)?;
+    let mut mcp =
+        run_mcp::read(&cli.additional_mcp_config, &cli.disable_mcp_server, &cli.enable_mcp_server, dir, home)?;
+    if cli.disable_builtin_mcps {
+        mcp.disabled.push(run_mcp::GITHUB_SERVER.into());
+    }
+    let github_mcp = (cli.enable_all_github_mcp_tools
+        || !cli.add_github_mcp_toolset.is_empty()
+        || !cli.add_github_mcp_tool.is_empty())
+    .then(|| protocol::generated::types::GitHubMcpToolConfig {
+        enable_all_tools: cli.enable_all_github_mcp_tools.then_some(true),
+        additional_toolsets: (!cli.add_github_mcp_toolset.is_empty()).then(|| cli.add_github_mcp_toolset.clone()),
+        additional_tools: (!cli.add_github_mcp_tool.is_empty()).then(|| cli.add_github_mcp_tool.clone()),
+        enable_insiders_mode: None,
+    });
     let attachments = run_attachments::read(&cli.attachment, dir)?;
     if cli.max_ai_credits.is_some_and(|c| !(c.is_finite() && c > 0.0)) {
         return Err("error: --max-ai-credits must be a positive number".into());
@@ -482,6 +503,7 @@ async fn run_options(
         session,
         agent: cli.agent.clone(),
         mcp,
+        github_mcp,
         plugin_dirs: cli.plugin_dir.clone(),
         attachments,
         streaming: cli.stream.as_deref() != Some("off"),

@@ -6,6 +6,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
+/// The built-in GitHub MCP server's name (`--disable-builtin-mcps` turns it off).
+pub const GITHUB_SERVER: &str = "github-mcp-server";
+
 /// The servers and names a run hands its session.
 #[derive(Debug, Default, PartialEq)]
 pub struct RunServers {

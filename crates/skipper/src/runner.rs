@@ -36,6 +36,8 @@ pub struct RunOptions {
     pub plan: bool,
     /// `--additional-mcp-config`, `--disable-mcp-server`, `--enable-mcp-server`.
     pub mcp: crate::run_mcp::RunServers,
+    /// `--enable-all-github-mcp-tools`, `--add-github-mcp-toolset`, `--add-github-mcp-tool`.
+    pub github_mcp: Option<t::GitHubMcpToolConfig>,
     pub plugin_dirs: Vec<String>,
     pub attachments: Vec<t::Attachment>,
     /// `--stream off`: whole messages only (no deltas in `--output-format json`).
@@ -186,6 +188,7 @@ fn session_params(opts: &RunOptions) -> SessionConfigParams {
         mcp_servers: opts.mcp.servers.clone(),
         disabled_mcp_servers: (!opts.mcp.disabled.is_empty()).then(|| opts.mcp.disabled.clone()),
         plugin_directories: (!opts.plugin_dirs.is_empty()).then(|| opts.plugin_dirs.clone()),
+        github_mcp_tool_config: opts.github_mcp.clone(),
         session_limits: opts.max_ai_credits.map(|max| t::SessionLimitsConfig { max_ai_credits: Some(max) }),
         ..Default::default()
     }

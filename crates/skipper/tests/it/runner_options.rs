@@ -295,3 +295,32 @@ async fn stream_off_gives_whole_messages_only() {
     let (bad, _) = run_in(h, w, vec![], &["-p", "go", "--stream", "sometimes"]).await;
     assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_builtin_github_server_is_offered_unless_disabled() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (h, w) = (home.path(), work.path());
+    let github = |r: &Value| tool_names(r).iter().any(|t| t.starts_with("github-mcp-server-"));
+    let (out, reqs) = run_in(h, w, vec![Reply::text("x")], &["-p", "go"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(github(&reqs[0]), "{:?}", tool_names(&reqs[0]));
+    let (out, reqs) = run_in(h, w, vec![Reply::text("x")], &["-p", "go", "--disable-builtin-mcps"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!github(&reqs[0]), "{:?}", tool_names(&reqs[0]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn options_that_need_githubs_services_are_refused_not_ignored() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    for option in [&["--share-gist"][..], &["--connect"], &["--fleet"], &["--remote"], &["--environment-host", "x"]] {
+        let mut args = vec!["-p", "go"];
+        args.extend_from_slice(option);
+        let (out, reqs) = run_in(home.path(), work.path(), vec![Reply::text("x")], &args).await;
+        assert_eq!(out.status.code(), Some(1), "{option:?}");
+        assert!(stderr(&out).contains(&format!("{} cannot be honoured by Skipper", option[0])), "{}", stderr(&out));
+        assert!(reqs.is_empty(), "{option:?}");
+    }
+    assert!(sessions(home.path()).is_empty());
+}
