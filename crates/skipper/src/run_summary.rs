@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use protocol::event::SessionEvent;
+use protocol::generated::types as t;
 use serde_json::{json, Value};
 
 pub struct RunSummary {
@@ -57,7 +58,8 @@ impl RunSummary {
         )
     }
 
-    pub fn result(&self, session_id: &str, exit_code: i32) -> Value {
+    /// `code_changes`: what the file tools changed (the session's usage metrics).
+    pub fn result(&self, session_id: &str, exit_code: i32, code_changes: &t::UsageMetricsCodeChanges) -> Value {
         json!({
             "type": "result",
             "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
@@ -71,6 +73,11 @@ impl RunSummary {
                 "toolCalls": self.tool_calls,
                 "inputTokens": self.input_tokens,
                 "outputTokens": self.output_tokens,
+                "codeChanges": {
+                    "linesAdded": code_changes.lines_added,
+                    "linesRemoved": code_changes.lines_removed,
+                    "filesModified": code_changes.files_modified,
+                },
             },
         })
     }
@@ -79,7 +86,6 @@ impl RunSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use protocol::generated::types as t;
 
     #[test]
     fn counts_turns_tools_and_tokens() {
@@ -96,7 +102,13 @@ mod tests {
         };
         s.count(&SessionEvent::AssistantUsage(usage));
         assert!(s.line().starts_with("2 turns, 1 tool call, 100 tokens in, 7 out, "), "{}", s.line());
-        let r = s.result("sid", 0);
+        let changes = t::UsageMetricsCodeChanges {
+            lines_added: 3,
+            lines_removed: 1,
+            files_modified_count: 1,
+            files_modified: vec!["/w/a.rs".into()],
+        };
+        let r = s.result("sid", 0, &changes);
         assert_eq!(
             (r["type"].as_str(), r["sessionId"].as_str(), r["exitCode"].as_i64()),
             (Some("result"), Some("sid"), Some(0))
@@ -104,5 +116,9 @@ mod tests {
         assert_eq!(r["usage"]["premiumRequests"], json!(1.0));
         assert_eq!(r["usage"]["totalApiDurationMs"], json!(30));
         assert_eq!((r["usage"]["turns"].as_u64(), r["usage"]["inputTokens"].as_u64()), (Some(2), Some(100)));
+        assert_eq!(
+            r["usage"]["codeChanges"],
+            json!({"linesAdded": 3, "linesRemoved": 1, "filesModified": ["/w/a.rs"]})
+        );
     }
 }

@@ -147,7 +147,8 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
     };
     if opts.json {
         // The last line, as the original's: what tools grade a run by.
-        writeln!(out, "{}", summary.result(session.id(), code))?;
+        let changes = engine.usage_metrics(&session).await.code_changes;
+        writeln!(out, "{}", summary.result(session.id(), code, &changes))?;
     } else if !opts.silent {
         eprintln!("{}", summary.line());
     }

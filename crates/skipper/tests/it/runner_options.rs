@@ -233,6 +233,7 @@ async fn share_and_usage_files_are_written_when_the_run_ends() {
     let work = tempfile::tempdir().unwrap();
     let replies = vec![
         Reply::tool_call("bash", json!({"command": "echo hi > made.txt", "description": "make"})),
+        Reply::tool_call("create", json!({"path": work.path().join("notes.md"), "file_text": "one\ntwo\n"})),
         Reply::text("done here"),
     ];
     let (out, _) = run_in(
@@ -251,7 +252,13 @@ async fn share_and_usage_files_are_written_when_the_run_ends() {
     assert!(md.contains("echo hi > made.txt"), "{md}");
     let usage: Value = serde_json::from_str(&std::fs::read_to_string(work.path().join("usage.json")).unwrap()).unwrap();
     assert_eq!(usage["totalUserRequests"], 1);
-    assert_eq!(usage["modelMetrics"]["claude-sonnet-4.5"]["requests"]["count"], 2, "{usage}");
+    assert_eq!(usage["modelMetrics"]["claude-sonnet-4.5"]["requests"]["count"], 3, "{usage}");
+    let notes = work.path().join("notes.md").display().to_string();
+    assert_eq!(
+        usage["codeChanges"],
+        json!({"linesAdded": 2, "linesRemoved": 0, "filesModifiedCount": 1, "filesModified": [notes]}),
+        "the file tools' changes; the shell's are not known"
+    );
     assert!(usage["modelMetrics"]["claude-sonnet-4.5"]["usage"]["inputTokens"].as_u64().unwrap() > 0);
     assert_eq!(usage["currentModel"], "claude-sonnet-4.5");
 
