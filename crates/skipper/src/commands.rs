@@ -8,6 +8,11 @@ use clap::CommandFactory;
 
 use crate::cli::Cli;
 
+mod config;
+mod here;
+
+use here::Here;
+
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Asked {
@@ -22,7 +27,6 @@ const NOT_YET: &[&str] = &[
     "app",
     "login",
     "init",
-    "config",
     "update",
     "workflow",
     "sessions",
@@ -38,8 +42,11 @@ const NOT_YET: &[&str] = &[
 
 /// One of the original's commands (what follows it on the command line is its own).
 pub fn is_command(word: &str) -> bool {
-    word == "version" || word == "help" || NOT_YET.contains(&word)
+    IMPLEMENTED.contains(&word) || NOT_YET.contains(&word)
 }
+
+/// The original's commands Skipper has.
+const IMPLEMENTED: &[&str] = &["version", "help", "config"];
 
 const NO_PROMPT: &str =
     "No prompt provided. Run in an interactive terminal or provide a prompt with -p or via standard in.";
@@ -77,6 +84,7 @@ pub fn decide(cli: &Cli, stdin: &mut dyn Read, stdin_is_terminal: bool, out: &mu
             let _ = write!(out, "{}", Cli::command().render_long_help());
             Asked::Exit(0)
         }
+        Some(command) if IMPLEMENTED.contains(&command) => Asked::Exit(run(cli, command, out, &mut err)),
         Some(command) if NOT_YET.contains(&command) => refuse(
             &mut err,
             &format!(
@@ -91,6 +99,32 @@ pub fn decide(cli: &Cli, stdin: &mut dyn Read, stdin_is_terminal: bool, out: &mu
                  For non-interactive mode, use the -p or --prompt option.\nTry 'skipper --help' for more information."
             ),
         ),
+    }
+}
+
+/// Runs one of the commands with the rest of the line; its exit status.
+fn run(cli: &Cli, command: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+    let home = match crate::default_home(&env) {
+        Ok(home) => home,
+        Err(e) => {
+            let _ = writeln!(err, "Error: {e}");
+            return 1;
+        }
+    };
+    let cwd = match (&cli.cwd, std::env::current_dir()) {
+        (Some(dir), Ok(here)) => here.join(dir),
+        (None, Ok(here)) => here,
+        (_, Err(e)) => {
+            let _ = writeln!(err, "Error: the working directory: {e}");
+            return 1;
+        }
+    };
+    let args = cli.words.get(1..).unwrap_or_default();
+    let mut here = Here { home, cwd, out, err };
+    match command {
+        "config" => config::run(args, &mut here),
+        _ => here.fail(format!("`skipper {command}` is not available yet.")),
     }
 }
 
@@ -125,9 +159,7 @@ mod tests {
         assert_eq!((a, out.trim()), (Asked::Exit(0), format!("skipper {}", env!("CARGO_PKG_VERSION")).as_str()));
         let (a, out) = asked("skipper help", "", true);
         assert!(a == Asked::Exit(0) && out.contains("--deny-tool"), "{out}");
-        for line in
-            ["skipper mcp list", "skipper sessions list", "skipper config --list", "skipper fix-it", "skipper --acp"]
-        {
+        for line in ["skipper login", "skipper sessions list", "skipper fix-it", "skipper --acp"] {
             assert_eq!(asked(line, "", false).0, Asked::Exit(1), "{line}");
         }
     }
