@@ -28,5 +28,6 @@ pub mod skills;
 pub mod user_config;
 pub mod user_mcp;
 pub mod user_settings;
+pub mod workspace_mcp;
 
 pub use json_file::{FileError, JsonFile};

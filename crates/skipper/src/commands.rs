@@ -10,6 +10,10 @@ use crate::cli::Cli;
 
 mod config;
 mod here;
+mod mcp;
+mod mcp_add;
+mod mcp_show;
+mod mcp_sources;
 
 use here::Here;
 
@@ -32,7 +36,6 @@ const NOT_YET: &[&str] = &[
     "sessions",
     "memories",
     "plugin",
-    "mcp",
     "skill",
     "instruction",
     "lsp",
@@ -46,7 +49,7 @@ pub fn is_command(word: &str) -> bool {
 }
 
 /// The original's commands Skipper has.
-const IMPLEMENTED: &[&str] = &["version", "help", "config"];
+const IMPLEMENTED: &[&str] = &["version", "help", "config", "mcp"];
 
 const NO_PROMPT: &str =
     "No prompt provided. Run in an interactive terminal or provide a prompt with -p or via standard in.";
@@ -124,6 +127,7 @@ fn run(cli: &Cli, command: &str, out: &mut dyn Write, err: &mut dyn Write) -> i3
     let mut here = Here { home, cwd, out, err };
     match command {
         "config" => config::run(args, &mut here),
+        "mcp" => mcp::run(args, &mut here),
         _ => here.fail(format!("`skipper {command}` is not available yet.")),
     }
 }

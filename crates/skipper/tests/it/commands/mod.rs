@@ -2,6 +2,7 @@
 //! real binary, a scratch home and working directory, its output, files and exit status.
 
 mod config;
+mod mcp;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
