@@ -8,6 +8,7 @@ use clap::CommandFactory;
 
 use crate::cli::Cli;
 
+mod completion;
 mod config;
 mod here;
 mod mcp;
@@ -40,7 +41,6 @@ const NOT_YET: &[&str] = &[
     "instruction",
     "lsp",
     "sandbox",
-    "completion",
 ];
 
 /// One of the original's commands (what follows it on the command line is its own).
@@ -49,7 +49,7 @@ pub fn is_command(word: &str) -> bool {
 }
 
 /// The original's commands Skipper has.
-const IMPLEMENTED: &[&str] = &["version", "help", "config", "mcp"];
+const IMPLEMENTED: &[&str] = &["version", "help", "config", "mcp", "completion"];
 
 const NO_PROMPT: &str =
     "No prompt provided. Run in an interactive terminal or provide a prompt with -p or via standard in.";
@@ -105,6 +105,17 @@ pub fn decide(cli: &Cli, stdin: &mut dyn Read, stdin_is_terminal: bool, out: &mu
     }
 }
 
+/// The flags and every command, as completion scripts see them.
+fn whole_command() -> clap::Command {
+    Cli::command()
+        .disable_help_subcommand(true)
+        .subcommand(config::command())
+        .subcommand(mcp::command())
+        .subcommand(completion::command())
+        .subcommand(clap::Command::new("help").about("Print help, or a help topic").arg(clap::Arg::new("topic")))
+        .subcommand(clap::Command::new("version").about("Print the version"))
+}
+
 /// Runs one of the commands with the rest of the line; its exit status.
 fn run(cli: &Cli, command: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
@@ -128,6 +139,7 @@ fn run(cli: &Cli, command: &str, out: &mut dyn Write, err: &mut dyn Write) -> i3
     match command {
         "config" => config::run(args, &mut here),
         "mcp" => mcp::run(args, &mut here),
+        "completion" => completion::run(args, &mut here),
         _ => here.fail(format!("`skipper {command}` is not available yet.")),
     }
 }

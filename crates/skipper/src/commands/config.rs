@@ -46,7 +46,7 @@ Examples:
   skipper config --repo --list --json        the repository's settings as JSON";
 
 #[derive(Debug, Parser)]
-#[command(name = "skipper config", about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
+#[command(name = "config", bin_name = "skipper config", about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct ConfigArgs {
     /// Setting key, dotted for nested settings
     key: Option<String>,
@@ -99,6 +99,11 @@ enum Failed {
     Edit(#[from] EditError),
     #[error(transparent)]
     File(#[from] FileError),
+}
+
+/// The command's parser, for completion scripts.
+pub fn command() -> clap::Command {
+    <ConfigArgs as clap::CommandFactory>::command()
 }
 
 pub fn run(args: &[String], here: &mut Here<'_>) -> i32 {

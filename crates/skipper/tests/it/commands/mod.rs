@@ -1,6 +1,7 @@
 //! The management commands (`skipper config`, `skipper mcp`, …) run as a user runs them: the
 //! real binary, a scratch home and working directory, its output, files and exit status.
 
+mod completion;
 mod config;
 mod mcp;
 
