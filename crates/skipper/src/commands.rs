@@ -10,6 +10,7 @@ use crate::cli::Cli;
 
 mod completion;
 mod config;
+mod help;
 mod here;
 mod mcp;
 mod mcp_add;
@@ -83,10 +84,6 @@ pub fn decide(cli: &Cli, stdin: &mut dyn Read, stdin_is_terminal: bool, out: &mu
             let _ = writeln!(out, "skipper {}", env!("CARGO_PKG_VERSION"));
             Asked::Exit(0)
         }
-        Some("help") => {
-            let _ = write!(out, "{}", Cli::command().render_long_help());
-            Asked::Exit(0)
-        }
         Some(command) if IMPLEMENTED.contains(&command) => Asked::Exit(run(cli, command, out, &mut err)),
         Some(command) if NOT_YET.contains(&command) => refuse(
             &mut err,
@@ -140,6 +137,7 @@ fn run(cli: &Cli, command: &str, out: &mut dyn Write, err: &mut dyn Write) -> i3
         "config" => config::run(args, &mut here),
         "mcp" => mcp::run(args, &mut here),
         "completion" => completion::run(args, &mut here),
+        "help" => help::run(args, &mut here),
         _ => here.fail(format!("`skipper {command}` is not available yet.")),
     }
 }

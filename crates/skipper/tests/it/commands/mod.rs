@@ -3,6 +3,7 @@
 
 mod completion;
 mod config;
+mod help;
 mod mcp;
 
 use std::path::{Path, PathBuf};
