@@ -48,7 +48,7 @@ pub fn load(cwd: &Path, home: &Path, extra_dirs: &[PathBuf]) -> String {
         }
     };
     wrapped(&home.join("copilot-instructions.md"));
-    let root = repo_root(cwd);
+    let root = crate::repo_settings::root(cwd);
     for name in REPO_FILES {
         wrapped(&root.join(name));
     }
@@ -106,7 +106,7 @@ pub fn discover(projects: &[PathBuf], home: Option<&Path>) -> Vec<InstructionSou
         add(h.join("copilot-instructions.md"), T::Home, L::User, None);
     }
     for p in projects {
-        let root = repo_root(p);
+        let root = crate::repo_settings::root(p);
         for name in REPO_FILES {
             add(root.join(name), T::Repo, L::Repository, Some(&root));
         }
@@ -124,7 +124,7 @@ pub fn creation_paths(projects: &[PathBuf], home: Option<&Path>) -> Vec<Instruct
     use InstructionDiscoveryPathLocation as L;
     let mut out = Vec::new();
     for p in projects {
-        let root = repo_root(p);
+        let root = crate::repo_settings::root(p);
         let mut entries = vec![InstructionDiscoveryPath::new(
             root.join(".github").join("copilot-instructions.md").to_string_lossy().into_owned(),
             L::Repository,
@@ -154,11 +154,6 @@ pub fn creation_paths(projects: &[PathBuf], home: Option<&Path>) -> Vec<Instruct
         ));
     }
     out
-}
-
-/// The enclosing git work tree's root, else `cwd` itself.
-fn repo_root(cwd: &Path) -> PathBuf {
-    cwd.ancestors().find(|d| d.join(".git").exists()).unwrap_or(cwd).to_path_buf()
 }
 
 /// A file's text, when it exists, is small enough and says something.

@@ -78,6 +78,13 @@ impl McpConfigStore {
         })
     }
 
+    /// Removes a configured server (and its name from the disabled list); an unknown name is
+    /// [`McpConfigError::NotConfigured`] and changes nothing.
+    pub fn remove_configured(&self, name: &str) -> Result<(), McpConfigError> {
+        self.edit(|s| s.remove(name).map(drop).ok_or_else(|| McpConfigError::NotConfigured(name.into())))?;
+        self.set_disabled(&[name.to_string()], false)
+    }
+
     /// Removes a server (and its name from the disabled list); an unknown name is no error.
     pub fn remove(&self, name: &str) -> Result<(), McpConfigError> {
         self.edit(|s| {
@@ -118,7 +125,8 @@ mod tests {
         store.set_disabled(&["a".into()], false).unwrap();
         assert!(store.disabled().unwrap().is_empty());
         store.set_disabled(&["a".into()], true).unwrap();
-        store.remove("a").unwrap();
+        store.remove_configured("a").unwrap();
+        assert_eq!(store.remove_configured("a"), Err(McpConfigError::NotConfigured("a".into())));
         assert!(store.list().unwrap().is_empty());
         assert!(store.disabled().unwrap().is_empty());
         let file: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap()).unwrap();

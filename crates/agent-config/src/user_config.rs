@@ -121,6 +121,17 @@ impl UserConfig {
         self.disabled_skills = Some(list);
     }
 
+    /// Whether the user trusts `dir`: it or a folder above it is in `trustedFolders` (or
+    /// `trusted_folders`, the older spelling).
+    pub fn trusts(&self, dir: &Path) -> bool {
+        let listed = ["trustedFolders", "trusted_folders"]
+            .iter()
+            .filter_map(|k| self.extra.get(*k)?.as_array())
+            .flatten()
+            .filter_map(Value::as_str);
+        listed.map(Path::new).any(|folder| dir.starts_with(folder))
+    }
+
     /// The file as a JSON object (for `user.settings.*`, which overlays every key).
     pub fn to_object(&self) -> Map<String, Value> {
         match serde_json::to_value(self) {
@@ -206,6 +217,14 @@ mod tests {
             assert!(matches!(file(home.path()).read(), Err(FileError::Invalid { .. })));
             assert_eq!(std::fs::read_to_string(home.path().join(FILE_NAME)).unwrap(), text, "left as it was");
         }
+    }
+
+    #[test]
+    fn trusted_folders_cover_what_lies_beneath() {
+        let home = home_with(r#"{"trustedFolders": ["/w/a"], "trusted_folders": ["/old"]}"#);
+        let c = file(home.path()).read().unwrap();
+        assert!(c.trusts(Path::new("/w/a")) && c.trusts(Path::new("/w/a/b")) && c.trusts(Path::new("/old/x")));
+        assert!(!c.trusts(Path::new("/w/ab")) && !c.trusts(Path::new("/w")));
     }
 
     #[test]

@@ -8,6 +8,17 @@ use clap::CommandFactory;
 
 use crate::cli::Cli;
 
+mod completion;
+mod config;
+mod help;
+mod here;
+mod mcp;
+mod mcp_add;
+mod mcp_show;
+mod mcp_sources;
+
+use here::Here;
+
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Asked {
@@ -22,24 +33,24 @@ const NOT_YET: &[&str] = &[
     "app",
     "login",
     "init",
-    "config",
     "update",
     "workflow",
     "sessions",
     "memories",
     "plugin",
-    "mcp",
     "skill",
     "instruction",
     "lsp",
     "sandbox",
-    "completion",
 ];
 
 /// One of the original's commands (what follows it on the command line is its own).
 pub fn is_command(word: &str) -> bool {
-    word == "version" || word == "help" || NOT_YET.contains(&word)
+    IMPLEMENTED.contains(&word) || NOT_YET.contains(&word)
 }
+
+/// The original's commands Skipper has.
+const IMPLEMENTED: &[&str] = &["version", "help", "config", "mcp", "completion"];
 
 const NO_PROMPT: &str =
     "No prompt provided. Run in an interactive terminal or provide a prompt with -p or via standard in.";
@@ -73,10 +84,7 @@ pub fn decide(cli: &Cli, stdin: &mut dyn Read, stdin_is_terminal: bool, out: &mu
             let _ = writeln!(out, "skipper {}", env!("CARGO_PKG_VERSION"));
             Asked::Exit(0)
         }
-        Some("help") => {
-            let _ = write!(out, "{}", Cli::command().render_long_help());
-            Asked::Exit(0)
-        }
+        Some(command) if IMPLEMENTED.contains(&command) => Asked::Exit(run(cli, command, out, &mut err)),
         Some(command) if NOT_YET.contains(&command) => refuse(
             &mut err,
             &format!(
@@ -91,6 +99,46 @@ pub fn decide(cli: &Cli, stdin: &mut dyn Read, stdin_is_terminal: bool, out: &mu
                  For non-interactive mode, use the -p or --prompt option.\nTry 'skipper --help' for more information."
             ),
         ),
+    }
+}
+
+/// The flags and every command, as completion scripts see them.
+fn whole_command() -> clap::Command {
+    Cli::command()
+        .disable_help_subcommand(true)
+        .subcommand(config::command())
+        .subcommand(mcp::command())
+        .subcommand(completion::command())
+        .subcommand(clap::Command::new("help").about("Print help, or a help topic").arg(clap::Arg::new("topic")))
+        .subcommand(clap::Command::new("version").about("Print the version"))
+}
+
+/// Runs one of the commands with the rest of the line; its exit status.
+fn run(cli: &Cli, command: &str, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+    let home = match crate::default_home(&env) {
+        Ok(home) => home,
+        Err(e) => {
+            let _ = writeln!(err, "Error: {e}");
+            return 1;
+        }
+    };
+    let cwd = match (&cli.cwd, std::env::current_dir()) {
+        (Some(dir), Ok(here)) => here.join(dir),
+        (None, Ok(here)) => here,
+        (_, Err(e)) => {
+            let _ = writeln!(err, "Error: the working directory: {e}");
+            return 1;
+        }
+    };
+    let args = cli.words.get(1..).unwrap_or_default();
+    let mut here = Here { home, cwd, out, err };
+    match command {
+        "config" => config::run(args, &mut here),
+        "mcp" => mcp::run(args, &mut here),
+        "completion" => completion::run(args, &mut here),
+        "help" => help::run(args, &mut here),
+        _ => here.fail(format!("`skipper {command}` is not available yet.")),
     }
 }
 
@@ -125,9 +173,7 @@ mod tests {
         assert_eq!((a, out.trim()), (Asked::Exit(0), format!("skipper {}", env!("CARGO_PKG_VERSION")).as_str()));
         let (a, out) = asked("skipper help", "", true);
         assert!(a == Asked::Exit(0) && out.contains("--deny-tool"), "{out}");
-        for line in
-            ["skipper mcp list", "skipper sessions list", "skipper config --list", "skipper fix-it", "skipper --acp"]
-        {
+        for line in ["skipper login", "skipper sessions list", "skipper fix-it", "skipper --acp"] {
             assert_eq!(asked(line, "", false).0, Asked::Exit(1), "{line}");
         }
     }

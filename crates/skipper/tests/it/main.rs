@@ -7,6 +7,7 @@
 
 mod byok;
 mod cluster;
+mod commands;
 mod conversation;
 mod extensions;
 mod faults;
