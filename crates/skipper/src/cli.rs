@@ -432,7 +432,11 @@ pub fn parse(args: Vec<String>) -> Result<Cli, String> {
     }
     match Cli::try_parse_from(kept) {
         Ok(cli) => Ok(Cli { words, refused, ..cli }),
-        // --help / --version: printed on stdout, status 0.
+        // --help lists the commands too; --help and --version print on stdout, status 0.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
+            print!("{}", crate::commands::whole_command().render_long_help());
+            std::process::exit(0)
+        }
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => Err(e.to_string()),
     }

@@ -102,8 +102,8 @@ pub fn decide(cli: &Cli, stdin: &mut dyn Read, stdin_is_terminal: bool, out: &mu
     }
 }
 
-/// The flags and every command, as completion scripts see them.
-fn whole_command() -> clap::Command {
+/// The flags and the commands, as `--help` and completion scripts show them.
+pub fn whole_command() -> clap::Command {
     Cli::command()
         .disable_help_subcommand(true)
         .subcommand(config::command())

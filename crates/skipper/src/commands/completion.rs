@@ -43,6 +43,10 @@ pub fn run(args: &[String], here: &mut Here<'_>) -> i32 {
         Target::Fish => Shell::Fish,
     };
     let mut cmd = super::whole_command();
-    clap_complete::generate(shell, &mut cmd, "skipper", &mut *here.out);
+    // Into memory first: `generate` panics on a failed write, and a reader that stops early
+    // (`| head`) is no failure of ours.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "skipper", &mut script);
+    let _ = here.out.write_all(&script);
     0
 }

@@ -1,10 +1,7 @@
 //! `skipper help [TOPIC]`: the flags, or one of the original's help topics in Skipper's words.
 //! A topic about something Skipper does not have says so; an unknown topic is an error.
 
-use clap::CommandFactory;
-
 use super::here::Here;
-use crate::cli::Cli;
 
 /// The original's topics, with what each covers.
 const TOPICS: &[(&str, &str)] = &[
@@ -37,7 +34,7 @@ const ABSENT: &[(&str, &str)] = &[
 
 pub fn run(args: &[String], here: &mut Here<'_>) -> i32 {
     let Some(topic) = args.first() else {
-        let mut text = Cli::command().render_long_help().to_string();
+        let mut text = super::whole_command().render_long_help().to_string();
         text.push_str("\nHelp topics (skipper help TOPIC):\n");
         for (name, what) in TOPICS {
             text.push_str(&format!("  {name:<12} {what}\n"));

@@ -30,3 +30,22 @@ fn the_bash_script_completes_commands() {
     let words = String::from_utf8_lossy(&out.stdout);
     assert!(words.contains("list") && words.contains("disable"), "{words}");
 }
+
+#[test]
+fn a_reader_that_stops_early_is_no_crash() {
+    // `skipper completion bash | head -1`: here the reading end is closed before the script is
+    // written, so every write fails.
+    let s = Scratch::new();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skipper"))
+        .args(["completion", "bash"])
+        .env("COPILOT_HOME", s.copilot_home())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
