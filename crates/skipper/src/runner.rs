@@ -145,16 +145,20 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
     } else {
         0
     };
-    if opts.json {
+    // Read from the log once, for the result line and the usage file alike.
+    let usage = match opts.json || opts.usage_output_file.is_some() {
+        true => Some(engine.usage_metrics(&session).await),
+        false => None,
+    };
+    if let (true, Some(usage)) = (opts.json, &usage) {
         // The last line, as the original's: what tools grade a run by.
-        let changes = engine.usage_metrics(&session).await.code_changes;
-        writeln!(out, "{}", summary.result(session.id(), code, &changes))?;
+        writeln!(out, "{}", summary.result(session.id(), code, &usage.code_changes))?;
     } else if !opts.silent {
         eprintln!("{}", summary.line());
     }
     out.flush()?;
     drop(out);
-    let code = match write_reports(&engine, &session, &opts).await {
+    let code = match write_reports(&engine, &session, &opts, usage.as_ref()).await {
         Ok(()) => code,
         Err(e) => {
             eprintln!("{e:#}");
@@ -291,8 +295,14 @@ fn plan_notice(session: &SessionHandle, then_implement: bool) -> String {
     )
 }
 
-/// `--share` and `--usage-output-file`, once the run is over.
-async fn write_reports(engine: &Engine, session: &SessionHandle, opts: &RunOptions) -> anyhow::Result<()> {
+/// `--share` and `--usage-output-file`, once the run is over; `usage`: the session's usage
+/// metrics, read when a usage file is asked for.
+async fn write_reports(
+    engine: &Engine,
+    session: &SessionHandle,
+    opts: &RunOptions,
+    usage: Option<&t::UsageGetMetricsResult>,
+) -> anyhow::Result<()> {
     use anyhow::Context;
     if let Some(path) = &opts.share {
         let events = engine.messages(session.id()).await.unwrap_or_default();
@@ -304,10 +314,9 @@ async fn write_reports(engine: &Engine, session: &SessionHandle, opts: &RunOptio
             .with_context(|| format!("writing the session to {}", path.display()))?;
         eprintln!("Session exported to: {}", path.display());
     }
-    if let Some(path) = &opts.usage_output_file {
+    if let (Some(path), Some(usage)) = (&opts.usage_output_file, usage) {
         let path = std::path::Path::new(&opts.cwd).join(path);
-        let usage = engine.usage_metrics(session).await;
-        let json = serde_json::to_string_pretty(&usage)?;
+        let json = serde_json::to_string_pretty(usage)?;
         std::fs::write(&path, json + "\n").with_context(|| format!("writing the usage to {}", path.display()))?;
     }
     Ok(())

@@ -109,7 +109,7 @@ pub fn command() -> clap::Command {
 pub fn run(args: &[String], here: &mut Here<'_>) -> i32 {
     if args.is_empty() {
         // Nothing asked: the summary of what can be, as the original does.
-        let mut cmd = <ConfigArgs as clap::CommandFactory>::command();
+        let mut cmd = command();
         let _ = write!(here.out, "{}", cmd.render_help());
         return 0;
     }
@@ -124,7 +124,7 @@ pub fn run(args: &[String], here: &mut Here<'_>) -> i32 {
         one(&args, key, &target, here)
     } else {
         // --global / --repo / --local alone.
-        let mut cmd = <ConfigArgs as clap::CommandFactory>::command();
+        let mut cmd = command();
         let _ = write!(here.out, "{}", cmd.render_help());
         Ok(0)
     };

@@ -78,7 +78,7 @@ pub fn command() -> clap::Command {
 
 pub fn run(args: &[String], here: &mut Here<'_>) -> i32 {
     if args.is_empty() {
-        let mut cmd = <McpArgs as clap::CommandFactory>::command();
+        let mut cmd = command();
         let _ = write!(here.out, "{}", cmd.render_help());
         return 0;
     }
