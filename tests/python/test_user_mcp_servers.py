@@ -103,3 +103,27 @@ async def test_listing_waits_for_the_servers_it_starts(ctx: Ctx, client):
     assert value(listed["mine"].status) == "connected"
     assert value(listed["broken"].status) == "failed" and "failing on purpose" in listed["broken"].error
     await session.disconnect()
+
+
+async def test_a_work_trees_servers_start_with_config_discovery_in_a_trusted_folder(ctx: Ctx, client):
+    # The original 1.0.102 starts `.mcp.json` at the root of the work tree for a session that
+    # reads the project's configuration, and only in a folder the user trusts.
+    (ctx.work_dir / ".git").mkdir()
+    (ctx.work_dir / ".mcp.json").write_text(json.dumps({"mcpServers": {"ws": stdio_server("ws")}}))
+    plain = await client.create_session(on_permission_request=PermissionHandler.approve_all)
+    untrusted = await client.create_session(
+        on_permission_request=PermissionHandler.approve_all, enable_config_discovery=True
+    )
+    for session in (plain, untrusted):
+        assert "ws" not in [s.name for s in (await session.rpc.mcp.list()).servers]
+
+    (ctx.copilot_home / "config.json").write_text(json.dumps({"trustedFolders": [str(ctx.work_dir)]}))
+    ctx.fake.replies({"text": "ok"})
+    trusted = await client.create_session(
+        on_permission_request=PermissionHandler.approve_all, enable_config_discovery=True
+    )
+    listed = await wait_status(trusted, "ws", "connected")
+    assert value(listed.source) == "workspace"
+    reply = await trusted.send_and_wait("hello", timeout=60)
+    assert reply is not None and reply.data.content == "ok"
+    assert "ws-echo" in tool_defs(ctx.fake.requests()[-1])

@@ -3,7 +3,7 @@
 //! and writer.
 //!
 //! Its type is the open map of settings rather than a struct of fields: `user.settings.set`
-//! writes whatever keys the client names, and Skipper itself reads only `disabledSkills`.
+//! writes whatever keys the client names, and Skipper itself reads only `disabledSkills` and `bashEnv`.
 
 use std::path::Path;
 
@@ -24,6 +24,11 @@ pub fn file(home: &Path) -> JsonFile<UserSettings> {
 pub fn disabled_skills(settings: &UserSettings) -> Option<Vec<String>> {
     let list = settings.get("disabledSkills")?.as_array()?;
     Some(list.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+}
+
+/// The `bashEnv` setting (shells read `BASH_ENV`), if it is a boolean.
+pub fn bash_env(settings: &UserSettings) -> Option<bool> {
+    settings.get("bashEnv")?.as_bool()
 }
 
 /// Applies `user.settings.set`'s changes: each key written, `null` removing it.

@@ -50,6 +50,11 @@ impl ToolSet {
         }
     }
 
+    /// Whether `other` is this very set (what `reuse_for` kept), not merely an equal one.
+    pub fn is_same(&self, other: &ToolSet) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     /// Bytes of the tools' names, descriptions and JSON schemas: what the context estimate
     /// counts for the tool definitions.
     pub fn text_bytes(&self) -> usize {

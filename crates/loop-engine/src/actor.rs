@@ -661,6 +661,8 @@ impl Actor {
         self.batch = None;
         Arc::make_mut(&mut self.view).running = false;
         self.publish();
+        // The main loop is idle now, whatever background work still holds `session.idle` back.
+        self.emit(t::AssistantIdleData { aborted: aborted.then_some(true) });
         // IdleData forbids extra fields (the schema wins over a `backgroundTasks` list), so
         // running background shells are signalled with `session.background_tasks_changed`.
         if !self.handle.shells().running_shells().is_empty() {

@@ -23,6 +23,8 @@ pub(crate) struct Conversation {
     pub failed_mark: Option<usize>,
     /// The tools last offered, with their wire text: the next call offering the same reuses it.
     pub tools: ToolSet,
+    /// The model `tools` were last offered to: a new set or a new model is `session.tools_updated`.
+    tools_model: Option<String>,
     /// The system prompt last sent, with its JSON: the next call sending the same reuses it.
     pub system: SystemText,
 }
@@ -40,6 +42,7 @@ impl Conversation {
             compaction: None,
             failed_mark: None,
             tools: ToolSet::default(),
+            tools_model: None,
             system: SystemText::default(),
         }
     }
@@ -51,10 +54,16 @@ impl Conversation {
         self.history.replace_front(n, head);
     }
 
-    /// The set to offer as `specs`: the last one when nothing changed, so its texts are kept.
-    pub fn offer(&mut self, specs: Vec<ToolSpec>) -> ToolSet {
-        self.tools = self.tools.reuse_for(specs);
-        self.tools.clone()
+    /// The set to offer `model` as `specs`: the last one when nothing changed, so its texts are
+    /// kept. `true` with it when the set or the model is not the last call's.
+    pub fn offer(&mut self, model: &str, specs: Vec<ToolSpec>) -> (ToolSet, bool) {
+        let next = self.tools.reuse_for(specs);
+        let changed = !next.is_same(&self.tools) || self.tools_model.as_deref() != Some(model);
+        if changed {
+            self.tools_model = Some(model.to_string());
+        }
+        self.tools = next;
+        (self.tools.clone(), changed)
     }
 
     /// The prompt to send as `text`: the last one when it is unchanged, so its JSON is kept.

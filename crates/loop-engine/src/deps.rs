@@ -48,6 +48,8 @@ pub(crate) struct Deps {
     pub sandbox: Option<sandbox::Policy>,
     /// See [`crate::EngineConfig::tenants`].
     pub tenants: Vec<TenantScope>,
+    /// See [`crate::EngineConfig::trusted_folders`].
+    pub trusted_folders: Vec<PathBuf>,
 }
 
 /// A team server's tenant as the engine sees it: where its sessions run, where its

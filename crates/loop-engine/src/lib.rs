@@ -88,6 +88,7 @@ pub use handle::{
     Activity, LogLevel, NameOp, NameResult, OptionsPatch, PlanOp, PlanResult, QueueOp, QueueState, QueuedMessage,
     SessionHandle, SessionView,
 };
+pub use mcp::wire_source as mcp_server_source;
 use mutex::lock;
 pub use pending::PendingAnswer;
 pub use placement::{Placed, Placement};
@@ -126,6 +127,9 @@ pub struct EngineConfig {
     /// reads its configuration in the tenant's home (not `home`), and its processes run in
     /// that workspace and the tenant's resource group.
     pub tenants: Vec<TenantScope>,
+    /// Folders trusted by this process beside the user's `trustedFolders` (`-p --trust-folder`:
+    /// the run's working directory, for its one session; nothing is saved).
+    pub trusted_folders: Vec<PathBuf>,
 }
 
 pub struct Engine {
@@ -215,6 +219,7 @@ impl Engine {
                 spans: config.telemetry.map(telemetry::SpanFile::new),
                 sandbox: config.sandbox,
                 tenants: config.tenants,
+                trusted_folders: config.trusted_folders,
             }),
             default_model: config.default_model,
             default_cwd: config.default_cwd,

@@ -40,10 +40,12 @@ pub(crate) fn wire_status(s: Status) -> t::McpServerStatus {
     }
 }
 
-pub(crate) fn wire_source(s: mcp_client::Source) -> t::McpServerSource {
+/// Where a server came from, as `source` says it on the wire.
+pub fn wire_source(s: mcp_client::Source) -> t::McpServerSource {
     match s {
         mcp_client::Source::User => t::McpServerSource::User,
         mcp_client::Source::Builtin => t::McpServerSource::Builtin,
+        mcp_client::Source::Workspace => t::McpServerSource::Workspace,
     }
 }
 
@@ -67,8 +69,10 @@ fn loaded_server(s: &ServerSummary) -> t::McpServersLoadedServer {
 /// Starts (or re-points) the session's servers from create/resume params. Never waits.
 /// The session's `pluginDirectories` servers, then its own `mcpServers` (a later source wins a
 /// name), start now. The user's — the enabled installed plugins', then `mcp-config.json`'s —
-/// start lazily, as the original starts them: with the first turn or `session.mcp.list`
-/// (`McpHost::defer_config`), and never when the session configures that name itself. The
+/// and the work tree's `.mcp.json` (with `enableConfigDiscovery`, in a trusted folder; it wins
+/// a name over the user's) start lazily, as the original starts them: with the first turn or
+/// `session.mcp.list` (`McpHost::defer_config`), and never when the session configures that
+/// name itself. The
 /// session's `disabledMcpServers` and the user's (`config.json`) are listed but not started,
 /// except that a server the session configures itself is never disabled by the user's list.
 pub(crate) fn configure(
@@ -98,11 +102,19 @@ pub(crate) fn configure(
     if params.mcp_servers.is_some() || !servers.is_empty() {
         host.configure(&servers, &disabled);
     }
-    let lazy: Vec<String> = user.servers.keys().filter(|n| !servers.contains_key(*n)).cloned().collect();
+    let workspace = workspace_servers(deps, settings);
+    let lazy: Vec<String> =
+        user.servers.keys().filter(|n| !servers.contains_key(*n) && !workspace.contains_key(*n)).cloned().collect();
+    let lazy_workspace: Vec<String> = workspace.keys().filter(|n| !servers.contains_key(*n)).cloned().collect();
     host.undefer_except(mcp_client::Source::User, &lazy);
+    host.undefer_except(mcp_client::Source::Workspace, &lazy_workspace);
     for name in &lazy {
         let off = disabled.contains(name);
         host.defer_config(name, user.servers[name].clone(), off, mcp_client::Source::User);
+    }
+    for name in &lazy_workspace {
+        let off = disabled.contains(name);
+        host.defer_config(name, workspace[name].clone(), off, mcp_client::Source::Workspace);
     }
     let mut github = std::borrow::Cow::Borrowed(params);
     if disabled.iter().any(|n| n == crate::github_mcp::NAME)
@@ -111,6 +123,34 @@ pub(crate) fn configure(
         github.to_mut().disabled_mcp_servers = Some(disabled.clone());
     }
     crate::github_mcp::configure(host, &deps.model, &github);
+}
+
+/// The work tree's own servers (`.mcp.json`, else `.github/mcp.json`) when the session reads the
+/// project's configuration and the user trusts the folder (`trustedFolders`, or this process's
+/// `--trust-folder`): a checkout does not start programs of its own choosing unasked. A file
+/// that cannot be read starts nothing and is logged.
+fn workspace_servers(deps: &crate::deps::Deps, settings: &SessionSettings) -> serde_json::Map<String, Value> {
+    if !settings.config_discovery {
+        return serde_json::Map::new();
+    }
+    let cwd = settings.cwd.as_path();
+    settings.config.reading(|| {
+        let found = match agent_config::workspace_mcp::read(cwd) {
+            Ok(Some(found)) => found,
+            Ok(None) => return serde_json::Map::new(),
+            Err(e) => {
+                tracing::warn!(error = %e, "the work tree's MCP configuration was not read");
+                return serde_json::Map::new();
+            }
+        };
+        let trusted = deps.trusted_folders.iter().any(|f| cwd.starts_with(f))
+            || agent_config::user_config::file(&settings.config.home).read().is_ok_and(|c| c.trusts(cwd));
+        if trusted {
+            found.servers
+        } else {
+            serde_json::Map::new()
+        }
+    })
 }
 
 /// The MCP tools offered to the model, after `availableTools` / `excludedTools`.

@@ -1,5 +1,6 @@
 //! One model call, with its progress turned into ephemeral events as it streams: deltas of
-//! text, reasoning and tool calls, response size, and retries.
+//! text, reasoning and tool calls, response size, and retries; `model.call_start` before it and
+//! `model.call_finished` after it, as the original marks each logical dispatch.
 
 use std::collections::HashMap;
 
@@ -21,9 +22,39 @@ pub(crate) async fn call_model(
     streaming: bool,
 ) -> Result<ChatResponse, ProviderError> {
     let span = crate::spans::chat_span(ctx, &req, model);
+    let interaction_id = req.interaction_id.clone();
+    ctx.emitter().emit(t::ModelCallStartData {
+        turn_id: turn_id.to_string(),
+        model: Some(model.to_string()),
+        ..Default::default()
+    });
+    let started = std::time::Instant::now();
     let result = stream_call(ctx, client, req, model, turn_id, message_id, streaming).await;
+    let (outcome, edits) = match &result {
+        Ok(resp) => (t::ModelCallFinishedOutcome::Success, Some(asks_for_file_edit(resp))),
+        Err(ProviderError::Cancelled) => (t::ModelCallFinishedOutcome::Cancelled, None),
+        Err(_) => (t::ModelCallFinishedOutcome::Error, None),
+    };
+    let mut finished = t::ModelCallFinishedData::new(
+        turn_id.to_string(),
+        started.elapsed().as_secs_f64() * 1000.0,
+        outcome,
+        FILE_EDIT_CLASSIFIER_VERSION,
+    );
+    finished.interaction_id = (!interaction_id.is_empty()).then_some(interaction_id);
+    finished.contains_built_in_file_edit_request = edits;
+    ctx.emitter().emit(finished);
     crate::spans::end_chat_span(ctx, span, &result);
     result
+}
+
+/// The built-in tools that edit files, by the names the model calls them. Version 1 of the
+/// classification is by name alone, as the original's (`editClassifierVersion: 1`).
+const FILE_EDIT_TOOLS: &[&str] = &["edit", "create", "apply_patch"];
+const FILE_EDIT_CLASSIFIER_VERSION: u64 = 1;
+
+fn asks_for_file_edit(resp: &ChatResponse) -> bool {
+    resp.replies.iter().flat_map(|r| &r.tool_calls).any(|c| FILE_EDIT_TOOLS.contains(&c.name.as_str()))
 }
 
 async fn stream_call(

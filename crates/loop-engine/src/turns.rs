@@ -150,7 +150,11 @@ pub(crate) async fn run(
         if let Some(host) = &ctx.agent_mcp {
             let _ = tokio::time::timeout(MCP_WAIT, host.wait_settled(&ctx.cancel)).await;
         }
-        let tool_specs = conv.offer(dispatch::run_tool_specs(ctx, &settings));
+        let (tool_specs, tools_changed) = conv.offer(&settings.model, dispatch::run_tool_specs(ctx, &settings));
+        // The main agent's tools as resolved for its model; CI tools read the model from it.
+        if tools_changed && ctx.scope.is_none() {
+            ctx.emitter().emit(t::ToolsUpdatedData { model: settings.model.clone() });
+        }
         let offered: Vec<String> = tool_specs.iter().map(|t| t.name.clone()).collect();
         let route = crate::byok::route(
             &settings.providers,

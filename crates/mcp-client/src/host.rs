@@ -55,6 +55,8 @@ pub enum Source {
     User,
     /// Bundled with the runtime (the GitHub MCP server).
     Builtin,
+    /// The work tree's own file (`.mcp.json`), in a folder the user trusts.
+    Workspace,
 }
 
 /// Makes a deferred server's configuration when it is first needed (it may have to ask the

@@ -132,6 +132,18 @@ pub struct Cli {
     /// With -p: load a plugin from this directory (repeatable).
     #[arg(long, value_name = "DIRECTORY", help_heading = "Tools and MCP servers")]
     pub plugin_dir: Vec<String>,
+    /// With -p: trust the working directory's configuration (its `.mcp.json` servers) for
+    /// this run's session only; nothing is saved.
+    #[arg(long, help_heading = "Tools and MCP servers")]
+    pub trust_folder: bool,
+    /// BASH_ENV for the shells sessions run: `on` (the default when given) or `off`. Off
+    /// unless given here or set in settings (`bashEnv`), as the original's.
+    #[arg(long, value_name = "on|off", num_args = 0..=1, default_missing_value = "on",
+          value_parser = ["on", "off"], help_heading = "Tools and MCP servers")]
+    pub bash_env: Option<String>,
+    /// Same as --bash-env off.
+    #[arg(long, conflicts_with = "bash_env", help_heading = "Tools and MCP servers")]
+    pub no_bash_env: bool,
     /// Only these tools are offered to the model.
     #[arg(long, value_name = "TOOLS", num_args = 0.., value_delimiter = ',', help_heading = "Tools and MCP servers")]
     pub available_tools: Option<Vec<String>>,
@@ -257,6 +269,8 @@ const OURS_FLAGS: &[&str] = &[
     "--stdio",
     "--no-auto-login",
     "--no-auto-update",
+    "--no-bash-env",
+    "--trust-folder",
     "--remote",
     "--allow-all-tools",
     "--allow-all",
@@ -289,13 +303,14 @@ const OTHER_WITH_VALUE: &[&str] = &[
     "--dynamic-retrieval",
 ];
 /// The original's options with an optional value, or a list of values.
-const OTHER_WITH_VALUES: &[&str] = &["--bash-env", "--mouse"];
+const OTHER_WITH_VALUES: &[&str] = &["--mouse"];
+/// Options Skipper reads that take `on` or `off`, or nothing (meaning `on`).
+const OURS_ON_OFF: &[&str] = &["--bash-env"];
 /// Options Skipper reads whose value may be left out (`--resume`, `--resume=ID`, `--resume ID`).
 const OURS_OPTIONAL_VALUE: &[&str] = &["-r", "--resume", "--share"];
 /// The original's other options without a value.
 const OTHER_FLAGS: &[&str] = &[
     "--embedded-host",
-    "--trust-folder",
     "--disable-client-telemetry",
     "--enable-memory",
     "--banner",
@@ -305,7 +320,6 @@ const OTHER_FLAGS: &[&str] = &[
     "--experimental",
     "--no-color",
     "--no-experimental",
-    "--no-bash-env",
     "--no-mouse",
     "--no-remote",
     "--no-remote-export",
@@ -334,13 +348,12 @@ enum Takes {
 /// run refuses.
 const NOT_HONOURED: &str = "\
 Accepted and ignored (the original's terminal UI, or settings Skipper has no use for):
-  --banner, --screen-reader, --plain-diff, --mouse, --no-mouse, --no-color, --bash-env,
-  --no-bash-env, --no-eager-powershell-resolution, --experimental, --no-experimental,
+  --banner, --screen-reader, --plain-diff, --mouse, --no-mouse, --no-color,
+  --no-eager-powershell-resolution, --experimental, --no-experimental,
   --disable-client-telemetry (Skipper sends no telemetry), --context, --auto-tier,
   --dynamic-retrieval, --extension-sdk-path, --embedded-host, --environment-compute-id,
   --mcp-github-auth, --allow-all-mcp-server-instructions, --enable-memory, --no-remote,
-  --no-remote-export, --trust-folder (a -p run reads the working directory's agents, skills,
-  instructions and MCP configuration anyway).
+  --no-remote-export.
 
 Refused by a -p run (they need GitHub's remote sessions, gists or services Skipper does not
 have): --connect, --remote, --remote-export, --share-gist, --environment-host, --fleet,
@@ -389,6 +402,15 @@ pub fn parse(args: Vec<String>) -> Result<Cli, String> {
             }
             for value in values {
                 kept.push(format!("{name}={value}"));
+            }
+        } else if OURS_ON_OFF.contains(&name.as_str()) {
+            // Only `on` or `off` is its value: another word is the prompt or a command.
+            match it.peek() {
+                Some(next) if !inline_value && matches!(next.as_str(), "on" | "off") => {
+                    let value = it.next().unwrap_or_default();
+                    kept.push(format!("{name}={value}"));
+                }
+                _ => kept.push(arg),
             }
         } else if OURS_OPTIONAL_VALUE.contains(&name.as_str()) {
             match it.peek() {

@@ -210,6 +210,10 @@ struct EngineOptions {
     allow_all_tools: bool,
     /// `--secret-env-vars`: kept from shell commands and MCP servers.
     secret_env_vars: Vec<String>,
+    /// `--bash-env` or the `bashEnv` setting: the session's shells read `BASH_ENV`.
+    bash_env: bool,
+    /// `-p --trust-folder`: the run's working directory, trusted for its session only.
+    trusted_folders: Vec<PathBuf>,
     /// `skipper serve`: the model client and the tools are timed.
     metrics: Option<Arc<serve::metrics::Metrics>>,
     /// `skipper serve`: the sandbox every session's processes run under.
@@ -227,6 +231,19 @@ struct EngineSetup {
     inference: Arc<rpc_server::inference::InferenceBridge>,
     auth: AuthInfo,
     limits: rpc_server::Limits,
+}
+
+/// `--bash-env [on|off]` and `--no-bash-env`, else the user's `bashEnv` setting, else off.
+fn bash_env(cli: &cli::Cli, home: &std::path::Path) -> bool {
+    match (cli.bash_env.as_deref(), cli.no_bash_env) {
+        (_, true) | (Some("off"), _) => false,
+        (Some(_), false) => true,
+        (None, false) => agent_config::user_settings::file(home)
+            .read()
+            .ok()
+            .and_then(|settings| agent_config::user_settings::bash_env(&settings))
+            .unwrap_or(false),
+    }
 }
 
 /// The engine every mode shares: model client from the environment (GitHub token or
@@ -283,6 +300,8 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
             !SECRET_VARS.contains(&k.as_str())
                 && !provider_env::SECRET_VARS.contains(&k.as_str())
                 && !opts.secret_env_vars.contains(k)
+                // The original's shells read no `BASH_ENV` unless asked to.
+                && (opts.bash_env || k.as_str() != "BASH_ENV")
         })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
@@ -323,6 +342,7 @@ async fn build_engine(opts: EngineOptions, env: &HashMap<String, String>) -> any
         // A relative file path is the process's working directory's, where the SDK starts it.
         sandbox: opts.sandbox,
         tenants: opts.tenants,
+        trusted_folders: opts.trusted_folders,
         telemetry: loop_engine::telemetry::TelemetryConfig::from_env(
             |k| env.get(k).cloned(),
             &std::env::current_dir().unwrap_or_default(),
@@ -384,6 +404,11 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
         }
         None => None,
     };
+    let bash_env = bash_env(&cli, &home);
+    let trusted_folders = match (&cli.prompt, cli.trust_folder) {
+        (Some(_), true) => vec![default_cwd.clone()],
+        _ => Vec::new(),
+    };
     let setup = build_engine(
         EngineOptions {
             home,
@@ -393,6 +418,8 @@ async fn run(cli: cli::Cli, mut env: HashMap<String, String>) -> anyhow::Result<
             no_auto_login: cli.no_auto_login,
             allow_all_tools: cli.allow_all_tools || cli.allow_all || cli.yolo,
             secret_env_vars: cli.secret_env_vars.clone(),
+            bash_env,
+            trusted_folders,
             metrics: None,
             sandbox: None,
             tenants: Vec::new(),

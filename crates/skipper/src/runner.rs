@@ -114,7 +114,9 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
             eprintln!("Execution failed: {}", d.message);
         }
         if opts.json {
-            writeln!(out, "{json}")?;
+            if in_json_stream(event.payload.kind()) {
+                writeln!(out, "{json}")?;
+            }
         } else if opts.silent {
             match &event.payload {
                 SessionEvent::AssistantMessage(d) if !d.content.trim().is_empty() => {
@@ -333,6 +335,25 @@ impl EventSubscriber for Forward {
     fn deliver(&self, _session_id: &str, event: &Event, json: &str) -> bool {
         self.0.send((event.clone(), json.to_string())).is_ok()
     }
+}
+
+/// Events `--output-format json` leaves out, as the original 1.0.102 does (seen against the fake
+/// model): the session's bookkeeping and the model's raw accounting. The run's figures are the
+/// `result` line; the end of the work is `assistant.idle`.
+const NOT_STREAMED: &[&str] = &[
+    "session.start",
+    "session.resume",
+    "system.message",
+    "pending_messages.modified",
+    "session.title_changed",
+    "session.usage_info",
+    "assistant.usage",
+    "assistant.streaming_delta",
+    "session.idle",
+];
+
+fn in_json_stream(kind: &str) -> bool {
+    !NOT_STREAMED.contains(&kind)
 }
 
 fn print_readable(out: &mut impl Write, e: &Event) -> std::io::Result<()> {

@@ -50,6 +50,7 @@ impl TestEngine {
             telemetry: None,
             sandbox: None,
             tenants: Vec::new(),
+            trusted_folders: Vec::new(),
         })
         .await
         .expect("engine");

@@ -96,6 +96,12 @@ pub enum SessionEvent {
     /// including while related background work (running agents or in-flight attached shell
     /// commands) is still pending and the session-level idle event is therefore deferred
     AssistantIdle(t::AssistantIdleData),
+    /// `model.call_start`: Model API dispatch metadata for internal telemetry
+    ModelCallStart(t::ModelCallStartData),
+    /// `model.call_finished`: Final lifecycle outcome for one logical model dispatch. A logical
+    /// dispatch may include internal reconnect or fallback work, so event count is not provider
+    /// HTTP-request count.
+    ModelCallFinished(t::ModelCallFinishedData),
     /// `model.call_failure`: Failed LLM API call metadata for telemetry
     ModelCallFailure(t::ModelCallFailureData),
     /// `abort`: Turn abort information including the reason for termination
@@ -259,6 +265,8 @@ impl SessionEvent {
             Self::AssistantUsage(_) => "assistant.usage",
             Self::AssistantIntent(_) => "assistant.intent",
             Self::AssistantIdle(_) => "assistant.idle",
+            Self::ModelCallStart(_) => "model.call_start",
+            Self::ModelCallFinished(_) => "model.call_finished",
             Self::ModelCallFailure(_) => "model.call_failure",
             Self::Abort(_) => "abort",
             Self::ToolExecutionStart(_) => "tool.execution_start",
@@ -352,6 +360,8 @@ impl SessionEvent {
             Self::AssistantUsage(d) => d.serialize(s),
             Self::AssistantIntent(d) => d.serialize(s),
             Self::AssistantIdle(d) => d.serialize(s),
+            Self::ModelCallStart(d) => d.serialize(s),
+            Self::ModelCallFinished(d) => d.serialize(s),
             Self::ModelCallFailure(d) => d.serialize(s),
             Self::Abort(d) => d.serialize(s),
             Self::ToolExecutionStart(d) => d.serialize(s),
@@ -440,6 +450,8 @@ impl SessionEvent {
             "assistant.usage" => typed(kind, data, Self::AssistantUsage),
             "assistant.intent" => typed(kind, data, Self::AssistantIntent),
             "assistant.idle" => typed(kind, data, Self::AssistantIdle),
+            "model.call_start" => typed(kind, data, Self::ModelCallStart),
+            "model.call_finished" => typed(kind, data, Self::ModelCallFinished),
             "model.call_failure" => typed(kind, data, Self::ModelCallFailure),
             "abort" => typed(kind, data, Self::Abort),
             "tool.execution_start" => typed(kind, data, Self::ToolExecutionStart),
@@ -525,6 +537,8 @@ pub fn ephemeral_policy_of(kind: &str) -> EphemeralPolicy {
         | "assistant.usage"
         | "assistant.intent"
         | "assistant.idle"
+        | "model.call_start"
+        | "model.call_finished"
         | "model.call_failure"
         | "tool.execution_partial_result"
         | "tool.execution_progress"
@@ -591,6 +605,8 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("assistant.usage", EphemeralPolicy::Always),
     ("assistant.intent", EphemeralPolicy::Always),
     ("assistant.idle", EphemeralPolicy::Always),
+    ("model.call_start", EphemeralPolicy::Always),
+    ("model.call_finished", EphemeralPolicy::Always),
     ("model.call_failure", EphemeralPolicy::Always),
     ("abort", EphemeralPolicy::Optional),
     ("tool.execution_start", EphemeralPolicy::Optional),
@@ -830,6 +846,18 @@ impl From<t::AssistantIntentData> for SessionEvent {
 impl From<t::AssistantIdleData> for SessionEvent {
     fn from(data: t::AssistantIdleData) -> Self {
         Self::AssistantIdle(data)
+    }
+}
+
+impl From<t::ModelCallStartData> for SessionEvent {
+    fn from(data: t::ModelCallStartData) -> Self {
+        Self::ModelCallStart(data)
+    }
+}
+
+impl From<t::ModelCallFinishedData> for SessionEvent {
+    fn from(data: t::ModelCallFinishedData) -> Self {
+        Self::ModelCallFinished(data)
     }
 }
 

@@ -9645,6 +9645,104 @@ impl std::fmt::Display for ModelCallFailureTransport {
     }
 }
 
+/// Final lifecycle outcome for one logical model dispatch. A logical dispatch may include internal
+/// reconnect or fallback work, so event count is not provider HTTP-request count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelCallFinishedData {
+    /// Agent-loop iteration within the interaction that initiated the model dispatch
+    #[serde(rename = "turnId")]
+    pub turn_id: String,
+    /// Identifier of the user interaction that owns the model dispatch, matching
+    /// assistant.turn_start.interactionId when available
+    #[serde(rename = "interactionId", default, skip_serializing_if = "Option::is_none")]
+    pub interaction_id: Option<String>,
+    /// Monotonic elapsed time spent in the logical model dispatch, including any internal transport
+    /// reconnect or fallback and excluding orchestrator retry backoff, tool execution,
+    /// confirmations, and post-response processing
+    #[serde(rename = "dispatchDurationMs")]
+    pub dispatch_duration_ms: f64,
+    /// Final outcome after post-response acceptance processing
+    pub outcome: ModelCallFinishedOutcome,
+    /// Whether an accepted successful response requested the exact name and command semantics of a
+    /// built-in file edit tool, including an external tool explicitly replacing that built-in name.
+    /// Absent when the logical dispatch did not produce an accepted response.
+    #[serde(rename = "containsBuiltInFileEditRequest", default, skip_serializing_if = "Option::is_none")]
+    pub contains_built_in_file_edit_request: Option<bool>,
+    /// Version of the built-in file-edit semantic classifier used for this event
+    #[serde(rename = "editClassifierVersion")]
+    pub edit_classifier_version: u64,
+}
+
+impl ModelCallFinishedData {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(turn_id: String, dispatch_duration_ms: f64, outcome: ModelCallFinishedOutcome, edit_classifier_version: u64) -> Self {
+        Self {
+            turn_id,
+            interaction_id: None,
+            dispatch_duration_ms,
+            outcome,
+            contains_built_in_file_edit_request: None,
+            edit_classifier_version,
+        }
+    }
+}
+
+/// Final outcome of one logical model dispatch after response acceptance processing
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ModelCallFinishedOutcome {
+    /// The provider response was accepted for continued agent processing.
+    #[serde(rename = "success")]
+    Success,
+    /// The dispatch ended with a provider or transport error.
+    #[serde(rename = "error")]
+    Error,
+    /// The dispatch was cancelled before an accepted response was produced.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// The provider response was rejected during post-response acceptance processing.
+    #[serde(rename = "rejected")]
+    Rejected,
+}
+
+impl ModelCallFinishedOutcome {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Success, Self::Error, Self::Cancelled, Self::Rejected];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Error => "error",
+            Self::Cancelled => "cancelled",
+            Self::Rejected => "rejected",
+        }
+    }
+}
+
+impl std::fmt::Display for ModelCallFinishedOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Model API dispatch metadata for internal telemetry
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelCallStartData {
+    /// Identifier of the assistant turn that initiated the model call
+    #[serde(rename = "turnId")]
+    pub turn_id: String,
+    /// Model identifier used for this API call, when known
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Previous response or interaction identifier included in the model request, when present
+    #[serde(rename = "previousResponseId", default, skip_serializing_if = "Option::is_none")]
+    pub previous_response_id: Option<String>,
+    /// Experimental HydraFusion attribution for this concrete model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fusion: Option<FusionAttribution>,
+}
+
 /// Model capabilities and limits
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelCapabilities {

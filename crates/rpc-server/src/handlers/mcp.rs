@@ -33,10 +33,7 @@ fn server(s: ServerSummary) -> t::McpServer {
     t::McpServer {
         name: s.name,
         status: wire_status(s.status),
-        source: Some(match s.source {
-            mcp_client::Source::User => t::McpServerSource::User,
-            mcp_client::Source::Builtin => t::McpServerSource::Builtin,
-        }),
+        source: Some(loop_engine::mcp_server_source(s.source)),
         source_plugin: None,
         source_plugin_version: None,
         display_name: None,

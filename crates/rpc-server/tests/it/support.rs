@@ -48,6 +48,7 @@ impl Env {
             telemetry: None,
             sandbox: None,
             tenants: Vec::new(),
+            trusted_folders: Vec::new(),
         })
         .await
         .expect("engine");

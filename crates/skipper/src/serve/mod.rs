@@ -105,6 +105,8 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
             no_auto_login: false,
             allow_all_tools: false,
             secret_env_vars: Vec::new(),
+            bash_env: false,
+            trusted_folders: Vec::new(),
             metrics: Some(metrics.clone()),
             sandbox: Some(command_sandbox::floor(&config.sandbox, workspaces, &home)?),
             tenants,

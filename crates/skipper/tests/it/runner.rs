@@ -84,7 +84,16 @@ async fn json_output_is_valid_events_and_model_error_exits_one() {
     assert!(result["usage"]["sessionDurationMs"].is_u64(), "{result}");
     let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
     assert!(types.contains(&"session.error"), "{types:?}");
-    assert_eq!(types.last(), Some(&"session.idle"), "{types:?}");
+    // The original's stream: the model from the resolved tools, each dispatch's start and
+    // outcome, the loop's end; not the session's bookkeeping.
+    let of = |kind: &str| events.iter().filter(|e| e["type"] == kind).collect::<Vec<_>>();
+    assert_eq!(of("session.tools_updated")[0]["data"]["model"], "claude-sonnet-4.5", "{types:?}");
+    assert_eq!(of("model.call_start")[0]["data"]["turnId"], "0", "{types:?}");
+    assert_eq!(of("model.call_finished")[0]["data"]["outcome"], "error", "{types:?}");
+    assert_eq!(types.last(), Some(&"assistant.idle"), "{types:?}");
+    for hidden in ["session.start", "system.message", "session.usage_info", "session.idle"] {
+        assert!(!types.contains(&hidden), "{hidden} in {types:?}");
+    }
     for e in &events {
         let problems = validate_event(e, "runner stdout");
         assert!(problems.is_empty(), "{problems:?}");

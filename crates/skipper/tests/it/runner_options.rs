@@ -331,3 +331,79 @@ async fn options_that_need_githubs_services_are_refused_not_ignored() {
     }
     assert!(sessions(home.path()).is_empty());
 }
+
+/// What the shell printed for `echo FOO=$FOO` in one run with `BASH_ENV` naming a file that
+/// exports `FOO`.
+async fn foo_seen_by_the_shell(home: &Path, work: &Path, args: &[&str]) -> String {
+    let fake = FakeModel::start().await.unwrap();
+    fake.push_replies(vec![
+        Reply::tool_call("bash", json!({"command": "echo FOO=$FOO", "description": "print"})),
+        Reply::text("done"),
+    ]);
+    let bash_env = work.join("env.sh");
+    std::fs::write(&bash_env, "export FOO=from-bash-env\n").unwrap();
+    let mut cmd = crate::runner::skipper_command(&fake.url(), home, work);
+    cmd.env("BASH_ENV", &bash_env).args(["-p", "print FOO", "--allow-all-tools"]).args(args);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reqs = fake.requests();
+    let told = conversation(&reqs[1]);
+    let output = told.iter().find(|(role, _)| role == "tool").map(|(_, text)| text.clone()).unwrap_or_default();
+    output.lines().next().unwrap_or_default().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bash_env_is_read_only_when_asked_for() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (h, w) = (home.path(), work.path());
+    // The original's default: the shell does not read BASH_ENV.
+    assert_eq!(foo_seen_by_the_shell(h, w, &[]).await, "FOO=");
+    assert_eq!(foo_seen_by_the_shell(h, w, &["--bash-env"]).await, "FOO=from-bash-env");
+    assert_eq!(foo_seen_by_the_shell(h, w, &["--bash-env", "on"]).await, "FOO=from-bash-env");
+    // The setting turns it on; the command line wins over it.
+    std::fs::create_dir_all(h.join(".copilot")).unwrap();
+    std::fs::write(h.join(".copilot/settings.json"), r#"{"bashEnv": true}"#).unwrap();
+    assert_eq!(foo_seen_by_the_shell(h, w, &[]).await, "FOO=from-bash-env");
+    assert_eq!(foo_seen_by_the_shell(h, w, &["--no-bash-env"]).await, "FOO=");
+    assert_eq!(foo_seen_by_the_shell(h, w, &["--bash-env", "off"]).await, "FOO=");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_work_trees_mcp_servers_start_only_in_a_trusted_folder() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (h, w) = (home.path(), work.path());
+    let config =
+        json!({"mcpServers": {"ws": {"type": "local", "command": mcp_test_server(), "args": [], "tools": ["*"]}}});
+    std::fs::write(w.join(".mcp.json"), config.to_string()).unwrap();
+    // The file is read at the root of the work tree.
+    std::fs::create_dir(w.join(".git")).unwrap();
+    let offered = |reqs: &[Value]| tool_names(&reqs[0]).iter().any(|t| t == "ws-echo");
+
+    // A checkout does not start programs of its own choosing unasked.
+    let (out, reqs) = run_in(h, w, vec![Reply::text("done")], &["-p", "go"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!offered(&reqs), "{:?}", tool_names(&reqs[0]));
+
+    // --trust-folder: for this run only, and nothing is saved.
+    let call = Reply::tool_call("ws-echo", json!({"text": "from the work tree's server"}));
+    let (out, reqs) =
+        run_in(h, w, vec![call, Reply::text("done")], &["-p", "go", "--trust-folder", "--allow-all-tools"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(offered(&reqs), "{:?}", tool_names(&reqs[0]));
+    let told = conversation(&reqs[1]);
+    assert!(told.iter().any(|(role, text)| role == "tool" && text.contains("from the work tree's server")), "{told:?}");
+    let (_, reqs) = run_in(h, w, vec![Reply::text("done")], &["-p", "go"]).await;
+    assert!(!offered(&reqs), "the trust was saved: {:?}", tool_names(&reqs[0]));
+
+    // A folder the user trusts (config.json), from a directory inside it.
+    std::fs::create_dir_all(h.join(".copilot")).unwrap();
+    let trusted = json!({"trustedFolders": [w]});
+    std::fs::write(h.join(".copilot/config.json"), trusted.to_string()).unwrap();
+    let inner = w.join("src");
+    std::fs::create_dir_all(&inner).unwrap();
+    let (out, reqs) = run_in(h, &inner, vec![Reply::text("done")], &["-p", "go"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(offered(&reqs), "{:?}", tool_names(&reqs[0]));
+}
