@@ -5,6 +5,10 @@
 //! The file's keys keep their order: a write puts each key back where it was and appends new
 //! ones, so a file someone edited by hand still reads the same afterwards. What `T` does not
 //! name survives because every owner's type keeps unknown keys (`#[serde(flatten)] extra`).
+//!
+//! Comments are read as blanks: the original CLI writes `// …` lines above `config.json`'s
+//! object, and people comment the files they edit. The comment lines above the object are
+//! written back with it; comments inside it are not kept.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -59,7 +63,7 @@ impl<T: Serialize + DeserializeOwned + Default> JsonFile<T> {
     /// The file as `T`; a missing or empty file is `T::default()`. Reads take no lock: a
     /// write replaces the file whole, so a read sees the old file or the new one.
     pub fn read(&self) -> Result<T, FileError> {
-        self.typed(self.object()?)
+        self.typed(self.object()?.0)
     }
 
     /// Runs `f` on the file's value and writes the result back, all under the path's lock so
@@ -68,7 +72,7 @@ impl<T: Serialize + DeserializeOwned + Default> JsonFile<T> {
     pub fn update<R, E: From<FileError>>(&self, f: impl FnOnce(&mut T) -> Result<R, E>) -> Result<R, E> {
         let lock = lock_for(&self.path);
         let _guard = lock.lock().unwrap_or_else(|e| e.into_inner());
-        let before = self.object()?;
+        let (before, header) = self.object()?;
         let mut value = self.typed(before.clone())?;
         let out = f(&mut value)?;
         let after = match serde_json::to_value(&value) {
@@ -77,7 +81,7 @@ impl<T: Serialize + DeserializeOwned + Default> JsonFile<T> {
             Err(e) => return Err(self.invalid(e.to_string()).into()),
         };
         if after != before {
-            self.write(in_order(before, after))?;
+            self.write(&header, in_order(before, after))?;
         }
         Ok(out)
     }
@@ -86,26 +90,32 @@ impl<T: Serialize + DeserializeOwned + Default> JsonFile<T> {
         serde_json::from_value(Value::Object(object)).map_err(|e| self.invalid(e.to_string()))
     }
 
-    /// The file's object, keys in file order.
-    fn object(&self) -> Result<Map<String, Value>, FileError> {
+    /// The file's object, keys in file order, and the comment lines above it.
+    fn object(&self) -> Result<(Map<String, Value>, String), FileError> {
         let text = match std::fs::read_to_string(&self.path) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Map::new(), String::new())),
             Err(e) => return Err(FileError::Read { path: self.display(), reason: e.to_string() }),
         };
-        if text.trim().is_empty() {
-            return Ok(Map::new());
+        let header = comment_header(&text).to_string();
+        let mut json = String::new();
+        // Comments become blanks, so positions in errors stay those of the file.
+        std::io::Read::read_to_string(&mut json_comments::StripComments::new(text.as_bytes()), &mut json)
+            .map_err(|e| self.invalid(e.to_string()))?;
+        if json.trim().is_empty() {
+            return Ok((Map::new(), header));
         }
-        match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(m)) => Ok(m),
+        match serde_json::from_str::<Value>(&json) {
+            Ok(Value::Object(m)) => Ok((m, header)),
             Ok(_) => Err(self.invalid("not a JSON object".into())),
             Err(e) => Err(self.invalid(e.to_string())),
         }
     }
 
-    fn write(&self, object: Map<String, Value>) -> Result<(), FileError> {
+    fn write(&self, header: &str, object: Map<String, Value>) -> Result<(), FileError> {
         let failed = |e: std::io::Error| FileError::Write { path: self.display(), reason: e.to_string() };
-        let mut text = serde_json::to_string_pretty(&Value::Object(object)).map_err(|e| self.invalid(e.to_string()))?;
+        let json = serde_json::to_string_pretty(&Value::Object(object)).map_err(|e| self.invalid(e.to_string()))?;
+        let mut text = format!("{header}{json}");
         text.push('\n');
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir).map_err(failed)?;
@@ -144,6 +154,25 @@ fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<(
     std::fs::rename(tmp, path)
 }
 
+/// The `//` lines (and blank ones) before the object, as written.
+fn comment_header(text: &str) -> &str {
+    let mut end = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with("//") {
+            end += line.len();
+        } else {
+            break;
+        }
+    }
+    // Blank lines alone are no header.
+    if text[..end].trim().is_empty() {
+        ""
+    } else {
+        &text[..end]
+    }
+}
+
 /// `after`'s keys in `before`'s order, new keys last.
 fn in_order(before: Map<String, Value>, mut after: Map<String, Value>) -> Map<String, Value> {
     let mut out = Map::new();
@@ -173,6 +202,31 @@ mod tests {
         count: u64,
         #[serde(flatten)]
         extra: Map<String, Value>,
+    }
+
+    #[test]
+    fn the_originals_commented_file_is_read_and_its_header_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.json");
+        let original = "// User settings belong in settings.json.\n// This file is managed automatically.\n{\n  \"count\": 1, // one\n  \"url\": \"http://h/x\" /* not a comment inside */\n}\n";
+        std::fs::write(&path, original).unwrap();
+        let file = JsonFile::<Counter>::new(path.clone());
+        let read = file.read().unwrap();
+        assert_eq!(read.count, 1);
+        assert_eq!(read.extra["url"], "http://h/x", "// inside a string is text");
+        file.update(|c| {
+            c.count = 2;
+            Ok::<_, FileError>(())
+        })
+        .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with("// User settings belong in settings.json.\n// This file is managed automatically.\n{"),
+            "{text}"
+        );
+        assert_eq!(file.read().unwrap().count, 2);
+        std::fs::write(&path, "{\"count\": 1} /* never closed").unwrap();
+        assert!(matches!(file.read(), Err(FileError::Invalid { .. })));
     }
 
     #[test]

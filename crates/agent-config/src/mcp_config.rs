@@ -1,6 +1,6 @@
 //! The user's MCP servers (`mcp.config.*`): `$COPILOT_HOME/mcp-config.json` holds them as
 //! `{"mcpServers": {name: config}}`; the names turned off for new sessions are
-//! `disabledMcpServers` in `$COPILOT_HOME/config.json`.
+//! `disabledMcpServers` in `$COPILOT_HOME/settings.json` (see `user_settings::names`).
 
 use std::path::{Path, PathBuf};
 
@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::json_file::{FileError, JsonFile};
-use crate::user_config;
+use crate::user_settings;
 
 pub const FILE_NAME: &str = "mcp-config.json";
 
@@ -94,16 +94,20 @@ impl McpConfigStore {
         self.set_disabled(&[name.to_string()], false)
     }
 
-    /// The names new sessions do not start (`disabledMcpServers` in `config.json`).
+    /// The names new sessions do not start (`disabledMcpServers`; see
+    /// [`crate::user_settings::names`]).
     pub fn disabled(&self) -> Result<Vec<String>, McpConfigError> {
-        Ok(user_config::file(&self.home).read()?.disabled_mcp_servers().to_vec())
+        Ok(user_settings::names(&self.home, user_settings::DISABLED_MCP_SERVERS)?)
     }
 
+    /// Turns servers off (or back on) for new sessions; the list keeps its order.
     pub fn set_disabled(&self, names: &[String], disabled: bool) -> Result<(), McpConfigError> {
-        user_config::file(&self.home).update(|c| {
-            c.set_mcp_servers_disabled(names, disabled);
-            Ok(())
-        })
+        user_settings::update_names(&self.home, user_settings::DISABLED_MCP_SERVERS, |list| {
+            for name in names {
+                user_settings::toggle(list, name, disabled);
+            }
+        })?;
+        Ok(())
     }
 }
 

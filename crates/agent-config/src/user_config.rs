@@ -80,45 +80,23 @@ impl UserConfig {
         self.installed_plugins.as_deref().unwrap_or_default()
     }
 
-    pub fn disabled_mcp_servers(&self) -> &[String] {
-        self.disabled_mcp_servers.as_deref().unwrap_or_default()
-    }
-
-    pub fn disabled_skills(&self) -> &[String] {
-        self.disabled_skills.as_deref().unwrap_or_default()
-    }
-
-    /// Turns MCP servers off (or back on) for new sessions; the list keeps its order.
-    pub fn set_mcp_servers_disabled(&mut self, names: &[String], disabled: bool) {
-        let before = self.disabled_mcp_servers();
-        let mut list: Vec<String> = before.iter().filter(|n| !names.contains(n)).cloned().collect();
-        if disabled {
-            list.extend(names.iter().cloned());
-        }
-        // An unchanged list leaves the file alone (and an absent key absent).
-        if list != before {
-            self.disabled_mcp_servers = Some(list);
+    /// A list of names turned off that an older Skipper kept here (the original keeps them in
+    /// `settings.json`; see [`crate::user_settings::names`]).
+    pub fn legacy_names(&self, key: &str) -> Option<Vec<String>> {
+        match key {
+            crate::user_settings::DISABLED_MCP_SERVERS => self.disabled_mcp_servers.clone(),
+            crate::user_settings::DISABLED_SKILLS => self.disabled_skills.clone(),
+            _ => None,
         }
     }
 
-    /// Replaces the disabled skills (`skills.config.setDisabledSkills`), without duplicates.
-    pub fn set_disabled_skills(&mut self, names: &[String]) {
-        let mut list: Vec<String> = Vec::new();
-        for n in names {
-            if !list.contains(n) {
-                list.push(n.clone());
-            }
+    /// Takes such a list out of this file, to move it to `settings.json`.
+    pub fn take_legacy_names(&mut self, key: &str) -> Option<Vec<String>> {
+        match key {
+            crate::user_settings::DISABLED_MCP_SERVERS => self.disabled_mcp_servers.take(),
+            crate::user_settings::DISABLED_SKILLS => self.disabled_skills.take(),
+            _ => None,
         }
-        self.disabled_skills = Some(list);
-    }
-
-    /// Turns one skill off or back on (`skills.config.setSkillDisabled`).
-    pub fn set_skill_disabled(&mut self, name: &str, disabled: bool) {
-        let mut list: Vec<String> = self.disabled_skills().iter().filter(|n| *n != name).cloned().collect();
-        if disabled {
-            list.push(name.to_string());
-        }
-        self.disabled_skills = Some(list);
     }
 
     /// Whether the user trusts `dir`: it or a folder above it is in `trustedFolders` (or
@@ -164,7 +142,7 @@ mod tests {
         );
         file(home.path())
             .update(|c| {
-                c.set_skill_disabled("lint", true);
+                c.disabled_skills = Some(vec!["lint".into()]);
                 c.installed_plugins.get_or_insert_default()[0].enabled = false;
                 Ok::<_, FileError>(())
             })
@@ -190,7 +168,7 @@ mod tests {
                         // A new owner each time, as each request makes one.
                         file(home)
                             .update(|c| {
-                                c.set_skill_disabled(&format!("t{t}-{i}"), true);
+                                c.extra.insert(format!("t{t}-{i}"), Value::Bool(true));
                                 Ok::<_, FileError>(())
                             })
                             .unwrap();
@@ -199,7 +177,7 @@ mod tests {
             }
         });
         let config = file(home.path()).read().unwrap();
-        assert_eq!(config.disabled_skills().len(), 2 * per_thread, "no update was lost");
+        assert_eq!(config.extra.len(), 2 * per_thread, "no update was lost");
     }
 
     #[test]
@@ -208,7 +186,7 @@ mod tests {
             let home = home_with(text);
             let err = file(home.path())
                 .update(|c| {
-                    c.set_skill_disabled("x", true);
+                    c.disabled_skills = Some(vec!["x".into()]);
                     Ok::<_, FileError>(())
                 })
                 .unwrap_err();
@@ -228,12 +206,12 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_file_reads_as_empty_and_an_unchanged_list_writes_nothing() {
+    fn a_missing_file_reads_as_empty_and_an_unchanged_one_writes_nothing() {
         let home = tempfile::tempdir().unwrap();
         assert_eq!(file(home.path()).read().unwrap(), UserConfig::default());
         file(home.path())
             .update(|c| {
-                c.set_mcp_servers_disabled(&["a".into()], false);
+                c.take_legacy_names(crate::user_settings::DISABLED_MCP_SERVERS);
                 Ok::<_, FileError>(())
             })
             .unwrap();

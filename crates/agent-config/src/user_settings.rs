@@ -3,7 +3,8 @@
 //! and writer.
 //!
 //! Its type is the open map of settings rather than a struct of fields: `user.settings.set`
-//! writes whatever keys the client names, and Skipper itself reads only `disabledSkills` and `bashEnv`.
+//! writes whatever keys the client names, and Skipper itself reads only `bashEnv` and the lists
+//! of names turned off (`disabledMcpServers`, `disabledSkills`; see [`names`]).
 
 use std::path::Path;
 
@@ -20,10 +21,54 @@ pub fn file(home: &Path) -> JsonFile<UserSettings> {
     JsonFile::new(home.join(FILE_NAME))
 }
 
-/// The `disabledSkills` setting, if it is a list (anything else counts as unset).
-pub fn disabled_skills(settings: &UserSettings) -> Option<Vec<String>> {
-    let list = settings.get("disabledSkills")?.as_array()?;
+/// The MCP servers new sessions list but do not start.
+pub const DISABLED_MCP_SERVERS: &str = "disabledMcpServers";
+/// The skills every session leaves off.
+pub const DISABLED_SKILLS: &str = "disabledSkills";
+
+/// A list setting's names, if it is a list (anything else counts as unset).
+fn list(settings: &UserSettings, key: &str) -> Option<Vec<String>> {
+    let list = settings.get(key)?.as_array()?;
     Some(list.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+}
+
+/// The names the user turned off under `key` ([`DISABLED_MCP_SERVERS`], [`DISABLED_SKILLS`]):
+/// `config.json`'s list when it still has one (where Skipper kept them before; the legacy file
+/// wins, as for every user setting), else `settings.json`'s, where the original keeps them.
+pub fn names(home: &Path, key: &str) -> Result<Vec<String>, crate::FileError> {
+    if let Some(legacy) = crate::user_config::file(home).read()?.legacy_names(key) {
+        return Ok(legacy);
+    }
+    Ok(list(&file(home).read()?, key).unwrap_or_default())
+}
+
+/// Changes the names under `key` where the original keeps them, `settings.json`; a list still in
+/// `config.json` moves there first, so the change is not hidden by it. Each file is changed
+/// under its lock: two changes at once both land. An unchanged list writes nothing.
+pub fn update_names<R>(
+    home: &Path,
+    key: &str,
+    change: impl FnOnce(&mut Vec<String>) -> R,
+) -> Result<R, crate::FileError> {
+    let legacy = crate::user_config::file(home).update(|c| Ok::<_, crate::FileError>(c.take_legacy_names(key)))?;
+    file(home).update(|settings| {
+        let before = list(settings, key);
+        let mut names = legacy.clone().or_else(|| before.clone()).unwrap_or_default();
+        let out = change(&mut names);
+        // An absent key stays absent while nothing is in it.
+        if legacy.is_some() || before.is_some() || !names.is_empty() {
+            settings.insert(key.to_string(), Value::from(names));
+        }
+        Ok(out)
+    })
+}
+
+/// `names` with `name` in it (`on`) or not, order kept, no duplicate.
+pub fn toggle(names: &mut Vec<String>, name: &str, on: bool) {
+    names.retain(|n| n != name);
+    if on {
+        names.push(name.to_string());
+    }
 }
 
 /// The `bashEnv` setting (shells read `BASH_ENV`), if it is a boolean.
@@ -46,6 +91,45 @@ pub fn apply(settings: &mut UserSettings, changes: Map<String, Value>) {
 mod tests {
     use super::*;
     use crate::json_file::FileError;
+
+    #[test]
+    fn names_are_written_where_the_original_keeps_them_and_a_legacy_list_moves_there() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path();
+        update_names(h, DISABLED_MCP_SERVERS, |n| toggle(n, "a", true)).unwrap();
+        assert!(!h.join(crate::user_config::FILE_NAME).exists(), "config.json is not created");
+        assert_eq!(names(h, DISABLED_MCP_SERVERS).unwrap(), ["a"]);
+        let on_disk: Value = serde_json::from_str(&std::fs::read_to_string(h.join(FILE_NAME)).unwrap()).unwrap();
+        assert_eq!(on_disk, serde_json::json!({"disabledMcpServers": ["a"]}));
+
+        // An older Skipper's list in config.json wins on read, and moves on the next change.
+        std::fs::write(h.join(crate::user_config::FILE_NAME), r#"{"disabledSkills": ["x"], "model": "m"}"#).unwrap();
+        assert_eq!(names(h, DISABLED_SKILLS).unwrap(), ["x"]);
+        update_names(h, DISABLED_SKILLS, |n| toggle(n, "y", true)).unwrap();
+        assert_eq!(names(h, DISABLED_SKILLS).unwrap(), ["x", "y"]);
+        let config: Value =
+            serde_json::from_str(&std::fs::read_to_string(h.join(crate::user_config::FILE_NAME)).unwrap()).unwrap();
+        assert_eq!(config, serde_json::json!({"model": "m"}), "the legacy list is gone, the rest kept");
+        update_names(h, DISABLED_SKILLS, |n| toggle(n, "x", false)).unwrap();
+        assert_eq!(names(h, DISABLED_SKILLS).unwrap(), ["y"]);
+    }
+
+    #[test]
+    fn concurrent_changes_from_two_threads_both_land() {
+        let home = tempfile::tempdir().unwrap();
+        let per_thread = 50;
+        std::thread::scope(|s| {
+            for t in 0..2 {
+                let home = home.path();
+                s.spawn(move || {
+                    for i in 0..per_thread {
+                        update_names(home, DISABLED_SKILLS, |n| toggle(n, &format!("t{t}-{i}"), true)).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(names(home.path(), DISABLED_SKILLS).unwrap().len(), 2 * per_thread, "no change was lost");
+    }
 
     #[test]
     fn set_keeps_other_keys_and_null_removes() {

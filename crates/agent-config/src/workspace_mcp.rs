@@ -38,6 +38,15 @@ pub fn read(cwd: &Path) -> Result<Option<WorkspaceServers>, FileError> {
     Ok(Some(WorkspaceServers { path, servers }))
 }
 
+/// The work tree's servers when the user trusts `cwd` (`trustedFolders` in `home`'s
+/// `config.json`) or one of `also_trusted` holds it; `None` when it has no file or is not
+/// trusted.
+pub fn trusted(cwd: &Path, home: &Path, also_trusted: &[PathBuf]) -> Result<Option<WorkspaceServers>, FileError> {
+    let Some(found) = read(cwd)? else { return Ok(None) };
+    let trusted = also_trusted.iter().any(|f| cwd.starts_with(f)) || crate::user_config::file(home).read()?.trusts(cwd);
+    Ok(trusted.then_some(found))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,5 +65,17 @@ mod tests {
         assert_eq!(found.servers.keys().collect::<Vec<_>>(), ["a"]);
         std::fs::write(dir.path().join(".mcp.json"), r#"{"mcpServers": []}"#).unwrap();
         assert!(read(dir.path()).is_err());
+    }
+
+    #[test]
+    fn only_a_trusted_folder_gives_its_servers() {
+        let (dir, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(dir.path().join(".mcp.json"), r#"{"mcpServers": {"a": {"command": "x"}}}"#).unwrap();
+        assert_eq!(trusted(dir.path(), home.path(), &[]).unwrap(), None);
+        let also = [dir.path().to_path_buf()];
+        assert!(trusted(dir.path(), home.path(), &also).unwrap().is_some());
+        let config = serde_json::json!({"trustedFolders": [dir.path()]});
+        std::fs::write(home.path().join("config.json"), config.to_string()).unwrap();
+        assert!(trusted(dir.path(), home.path(), &[]).unwrap().is_some());
     }
 }

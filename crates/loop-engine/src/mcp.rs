@@ -133,24 +133,16 @@ fn workspace_servers(deps: &crate::deps::Deps, settings: &SessionSettings) -> se
     if !settings.config_discovery {
         return serde_json::Map::new();
     }
-    let cwd = settings.cwd.as_path();
-    settings.config.reading(|| {
-        let found = match agent_config::workspace_mcp::read(cwd) {
-            Ok(Some(found)) => found,
-            Ok(None) => return serde_json::Map::new(),
-            Err(e) => {
-                tracing::warn!(error = %e, "the work tree's MCP configuration was not read");
-                return serde_json::Map::new();
-            }
-        };
-        let trusted = deps.trusted_folders.iter().any(|f| cwd.starts_with(f))
-            || agent_config::user_config::file(&settings.config.home).read().is_ok_and(|c| c.trusts(cwd));
-        if trusted {
-            found.servers
-        } else {
+    let found = settings
+        .config
+        .reading(|| agent_config::workspace_mcp::trusted(&settings.cwd, &settings.config.home, &deps.trusted_folders));
+    match found {
+        Ok(found) => found.map(|f| f.servers).unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!(error = %e, "the work tree's MCP configuration was not read");
             serde_json::Map::new()
         }
-    })
+    }
 }
 
 /// The MCP tools offered to the model, after `availableTools` / `excludedTools`.

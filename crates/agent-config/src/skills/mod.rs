@@ -111,15 +111,10 @@ impl SkillSet {
     }
 }
 
-/// The user's `disabledSkills` setting (`$COPILOT_HOME/config.json`, else `settings.json`: the
-/// legacy file wins, as for every user setting). An unreadable file counts as no setting.
+/// The user's `disabledSkills` setting (see [`crate::user_settings::names`]). An unreadable file
+/// counts as no setting.
 pub fn user_disabled(home: &Path) -> Vec<String> {
-    let from_config = crate::user_config::file(home).read().ok().and_then(|c| c.disabled_skills);
-    from_config
-        .or_else(|| {
-            crate::user_settings::file(home).read().ok().and_then(|s| crate::user_settings::disabled_skills(&s))
-        })
-        .unwrap_or_default()
+    crate::user_settings::names(home, crate::user_settings::DISABLED_SKILLS).unwrap_or_default()
 }
 
 /// Skills outside any session (`skills.discover`): each project directory's (with the project it

@@ -5,8 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_config::user_config;
-use agent_config::{agents, instructions, skills, FileError};
+use agent_config::{agents, instructions, skills, user_settings};
 use protocol::generated::types as t;
 use protocol::jsonrpc::RpcError;
 
@@ -32,14 +31,14 @@ pub async fn skills_discover(ctx: &Ctx, p: t::SkillsDiscoverRequest) -> Result<t
     let projects = absolute(ctx, "projectPaths", p.project_paths)?;
     let dirs = absolute(ctx, "skillDirectories", p.skill_directories)?;
     let home = home(ctx, p.exclude_host_skills);
-    let config = user_config::file(&ctx.config_home());
-    let (found, errors, config) = ctx
+    let config_home = ctx.config_home();
+    let (found, errors, disabled) = ctx
         .blocking(move || {
             let (found, errors) = skills::discover(&projects, &dirs, home.as_deref());
-            (found, errors, config.read())
+            (found, errors, user_settings::names(&config_home, user_settings::DISABLED_SKILLS))
         })
         .await?;
-    let disabled = config.map_err(|e| ctx.failed(e))?.disabled_skills.unwrap_or_default();
+    let disabled = disabled.map_err(|e| ctx.failed(e))?;
     let skills = found
         .into_iter()
         .map(|(s, project)| {
@@ -103,14 +102,17 @@ pub async fn instructions_get_discovery_paths(
     Ok(t::InstructionDiscoveryPathList { paths })
 }
 
-/// `skills.config.setDisabledSkills`: the skills every session leaves off (`config.json`).
+/// `skills.config.setDisabledSkills`: the skills every session leaves off (`disabledSkills`
+/// in `settings.json`, as the original keeps it), without duplicates.
 pub async fn set_disabled_skills(ctx: &Ctx, p: t::SkillsConfigSetDisabledSkillsRequest) -> Result<(), RpcError> {
-    let config = user_config::file(&ctx.config_home());
+    let home = ctx.config_home();
     let changed = ctx
         .blocking(move || {
-            config.update(|c| {
-                c.set_disabled_skills(&p.disabled_skills);
-                Ok::<_, FileError>(())
+            user_settings::update_names(&home, user_settings::DISABLED_SKILLS, |list| {
+                list.clear();
+                for name in &p.disabled_skills {
+                    user_settings::toggle(list, name, true);
+                }
             })
         })
         .await?;
@@ -120,12 +122,11 @@ pub async fn set_disabled_skills(ctx: &Ctx, p: t::SkillsConfigSetDisabledSkillsR
 /// `skills.config.setSkillDisabled`: one skill on or off in that list, in one update of the
 /// file (two such requests at once both land).
 pub async fn set_skill_disabled(ctx: &Ctx, p: t::SkillsConfigSetSkillDisabledRequest) -> Result<(), RpcError> {
-    let config = user_config::file(&ctx.config_home());
+    let home = ctx.config_home();
     let changed = ctx
         .blocking(move || {
-            config.update(|c| {
-                c.set_skill_disabled(&p.name, p.disabled);
-                Ok::<_, FileError>(())
+            user_settings::update_names(&home, user_settings::DISABLED_SKILLS, |list| {
+                user_settings::toggle(list, &p.name, p.disabled)
             })
         })
         .await?;

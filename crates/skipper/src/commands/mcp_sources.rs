@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use agent_config::mcp_config::{McpConfigError, McpConfigStore};
 use agent_config::plugins::PluginStore;
-use agent_config::{user_config, workspace_mcp};
+use agent_config::workspace_mcp;
 use serde_json::{Map, Value};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -85,10 +85,8 @@ pub fn all(home: &Path, cwd: &Path) -> Result<Vec<Found>, SourceError> {
         }
     };
     add(store.list()?, Source::User, true);
-    if let Some(ws) = workspace_mcp::read(cwd)? {
-        if user_config::file(home).read()?.trusts(cwd) {
-            add(ws.servers, Source::Workspace(ws.path), true);
-        }
+    if let Some(ws) = workspace_mcp::trusted(cwd, home, &[])? {
+        add(ws.servers, Source::Workspace(ws.path), true);
     }
     for plugin in PluginStore::new(home.to_path_buf()).installed()? {
         let servers = agent_config::plugins::manifest::mcp_servers(Path::new(&plugin.cache_path));

@@ -55,9 +55,9 @@ fn add_list_get_disable_and_remove_user_servers() {
 
     assert_eq!(s.run(&["mcp", "disable", "gh"]).status(0).stdout, "Disabled MCP server \"gh\".\n");
     assert_eq!(
-        file(&s, "config.json"),
+        file(&s, "settings.json"),
         json!({"disabledMcpServers": ["gh"]}),
-        "the list the mcp.config.* methods keep"
+        "where the original keeps the list, as the mcp.config.* methods do"
     );
     assert_eq!(s.run(&["mcp", "list"]).status(0).stdout, "User servers:\n  gh (local, disabled)\n  notion (http)\n\n");
     let got = s.run(&["mcp", "get", "notion", "--show-secrets"]).status(0).stdout;
