@@ -76,7 +76,8 @@ pub(crate) struct Actor {
 
 enum Step {
     Input(Option<Box<SessionInput>>),
-    RunDone(RunDone),
+    // Boxed: the conversation it carries home is the largest thing a step holds.
+    RunDone(Box<RunDone>),
     Compacted(Result<compaction::Summary, compaction::Failure>),
     Stop,
 }
@@ -122,7 +123,7 @@ impl Actor {
             let step = tokio::select! {
                 biased;
                 _ = stop.cancelled() => Step::Stop,
-                done = poll_run(&mut running) => Step::RunDone(done),
+                done = poll_run(&mut running) => Step::RunDone(Box::new(done)),
                 result = compaction::finished(&mut self.conv) => Step::Compacted(result),
                 input = inputs.recv() => Step::Input(input),
             };
@@ -136,7 +137,7 @@ impl Actor {
                 Step::Input(Some(input)) => Box::pin(self.handle_input(*input)).await,
                 Step::RunDone(done) => {
                     running = None;
-                    self.finish_run(done);
+                    self.finish_run(*done);
                     Flow::Continue
                 }
                 Step::Compacted(result) => {
