@@ -157,30 +157,6 @@ mod tests {
     }
 
     #[test]
-    fn concurrent_updates_from_two_threads_both_land() {
-        let home = tempfile::tempdir().unwrap();
-        let per_thread = 50;
-        std::thread::scope(|s| {
-            for t in 0..2 {
-                let home = home.path();
-                s.spawn(move || {
-                    for i in 0..per_thread {
-                        // A new owner each time, as each request makes one.
-                        file(home)
-                            .update(|c| {
-                                c.extra.insert(format!("t{t}-{i}"), Value::Bool(true));
-                                Ok::<_, FileError>(())
-                            })
-                            .unwrap();
-                    }
-                });
-            }
-        });
-        let config = file(home.path()).read().unwrap();
-        assert_eq!(config.extra.len(), 2 * per_thread, "no update was lost");
-    }
-
-    #[test]
     fn a_malformed_file_is_a_clear_error_and_is_not_overwritten() {
         for text in [r#"{"disabledSkills": ["a""#, r#"["not", "an", "object"]"#, r#"{"disabledSkills": "lint"}"#] {
             let home = home_with(text);

@@ -612,6 +612,11 @@ impl ModelInfo {
         let limits = self.capabilities.get("limits")?;
         limits.get("max_prompt_tokens").or_else(|| limits.get("max_context_window_tokens")).and_then(Value::as_u64)
     }
+
+    /// `billing.multiplier`: what one user request to it counts as, in premium requests.
+    pub fn multiplier(&self) -> Option<f64> {
+        self.billing.as_ref()?.get("multiplier")?.as_f64()
+    }
 }
 
 /// Failure classes map onto `session.error.errorType`.

@@ -146,6 +146,9 @@ pub(crate) struct Route {
     pub client: Arc<dyn ModelClient>,
     pub model: String,
     pub prompt_limit: Option<u64>,
+    /// Calls through the Skipper's own model client, billed as the catalogue says; a session's
+    /// own provider bills nothing here.
+    pub billed: bool,
 }
 
 /// Asks the session's client for a fresh token (`providerToken.getToken`) before each request.
@@ -211,6 +214,7 @@ pub(crate) fn route(providers: &SessionProviders, model: &str, ctx: &RouteCtx<'_
             client: llm_providers::provider_client(config, ctx.http.clone()),
             model: wire,
             prompt_limit: info.context_window(),
+            billed: false,
         };
     }
     if let Some(p) = &providers.single {
@@ -233,12 +237,14 @@ pub(crate) fn route(providers: &SessionProviders, model: &str, ctx: &RouteCtx<'_
             client: llm_providers::provider_client(config, ctx.http.clone()),
             model: wire,
             prompt_limit: tokens(p.max_prompt_tokens).or(tokens(p.max_context_window_tokens)),
+            billed: false,
         };
     }
     Route {
         client: crate::session_token::WithSessionToken::wrap(ctx.default_client, ctx.github_token),
         model: model.to_string(),
         prompt_limit: None,
+        billed: true,
     }
 }
 

@@ -121,6 +121,12 @@ impl Deps {
         Ok(out)
     }
 
+    /// The catalogue's premium-request multiplier of `model` (0 when it does not say).
+    pub fn multiplier(&self, model: &str) -> f64 {
+        let cached = lock(&self.models);
+        cached.as_ref().and_then(|ms| ms.iter().find(|m| m.id == model)).and_then(ModelInfo::multiplier).unwrap_or(0.0)
+    }
+
     pub fn context_window(&self, model: &str) -> u64 {
         let cached = lock(&self.models);
         cached

@@ -263,7 +263,9 @@ pub(crate) async fn run(
             output_tokens: Some(resp.usage.output_tokens),
             cache_read_tokens: Some(resp.usage.cache_read_tokens),
             cache_write_tokens: Some(resp.usage.cache_write_tokens),
-            cost: Some(0.0),
+            // The model's multiplier, as the original reports it on every call; a run's premium
+            // requests count the user-initiated ones.
+            cost: Some(if route.billed { ctx.deps.multiplier(&settings.model) } else { 0.0 }),
             duration: Some(resp.duration_ms),
             initiator: Some(initiator.into()),
             api_call_id: resp.api_call_id.clone(),

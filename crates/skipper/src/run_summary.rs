@@ -39,7 +39,11 @@ impl RunSummary {
                 self.input_tokens += u.input_tokens.unwrap_or(0);
                 self.output_tokens += u.output_tokens.unwrap_or(0);
                 self.api_ms += u.duration.unwrap_or(0);
-                self.premium_requests += u.cost.unwrap_or(0.0);
+                // As the original: the calls a user's message started count, not the agent's
+                // own follow-ups.
+                if u.initiator.as_deref() == Some("user") {
+                    self.premium_requests += u.cost.unwrap_or(0.0);
+                }
             }
             _ => {}
         }
@@ -98,9 +102,13 @@ mod tests {
             output_tokens: Some(7),
             duration: Some(30),
             cost: Some(1.0),
+            initiator: Some("user".into()),
             ..Default::default()
         };
-        s.count(&SessionEvent::AssistantUsage(usage));
+        s.count(&SessionEvent::AssistantUsage(usage.clone()));
+        // The agent's own follow-up call is no premium request.
+        let follow_up = t::AssistantUsageData { initiator: Some("agent".into()), input_tokens: Some(0), ..usage };
+        s.count(&SessionEvent::AssistantUsage(follow_up));
         assert!(s.line().starts_with("2 turns, 1 tool call, 100 tokens in, 7 out, "), "{}", s.line());
         let changes = t::UsageMetricsCodeChanges {
             lines_added: 3,

@@ -56,17 +56,16 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
     // the yield lets it start (its connection) before that.
     engine.warm_up_model();
     tokio::task::yield_now().await;
-    if let Err(refused) = check_model(&engine, &opts).await {
-        eprintln!("{refused}");
-        return Ok(1);
-    }
-    let session = match open_session(&engine, &opts, Arc::new(Forward(tx))).await {
+    let session = match open_checked(&engine, &opts, Arc::new(Forward(tx))).await {
         Ok(session) => session,
         Err(refused) => {
             eprintln!("{refused}");
             return Ok(1);
         }
     };
+    // The first turn starts the session's MCP servers and waits for them; started now, their
+    // connections overlap the rest of the run's setup (the task is sent at once anyway).
+    session.mcp().start_deferred();
     session.with_permissions(|p| opts.permissions.apply(p));
     if opts.max_autopilot_continues.is_some() || opts.no_custom_instructions {
         let patch = loop_engine::OptionsPatch {
@@ -246,7 +245,28 @@ async fn open_session(
     }
 }
 
-/// `--model` and `--reasoning-effort` against the catalogue, before anything is written. A
+/// The run's session, once `--model` has passed the catalogue. A new session is made while the
+/// catalogue is read, and removed again when the model is refused; an existing one is resumed
+/// only after the check (resuming writes to its log).
+async fn open_checked(
+    engine: &Engine,
+    opts: &RunOptions,
+    subscriber: Arc<dyn EventSubscriber>,
+) -> Result<SessionHandle, String> {
+    if !matches!(opts.session, crate::run_session::Chosen::New { .. }) {
+        check_model(engine, opts).await?;
+        return open_session(engine, opts, subscriber).await;
+    }
+    let (checked, opened) = tokio::join!(check_model(engine, opts), open_session(engine, opts, subscriber));
+    let session = opened?;
+    if let Err(refused) = checked {
+        let _ = engine.delete(session.id()).await;
+        return Err(refused);
+    }
+    Ok(session)
+}
+
+/// `--model` and `--reasoning-effort` against the catalogue, before any model call. A
 /// catalogue that cannot be read leaves the question to the first model call.
 async fn check_model(engine: &Engine, opts: &RunOptions) -> Result<(), String> {
     let Some(model) = &opts.model else { return Ok(()) };

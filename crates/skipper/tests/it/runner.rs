@@ -273,3 +273,29 @@ async fn autopilot_stops_at_its_continue_limit_with_status_zero_and_instructions
     assert_eq!(out.status.code(), Some(0));
     assert!(fake.requests()[0]["body"].to_string().contains("ZZQX"), "read by default");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_result_line_counts_premium_requests_as_the_original() {
+    let fake = FakeModel::start().await.unwrap();
+    fake.push_reply(Reply::tool_call("bash", json!({"command": "echo hi", "description": "say hi"})));
+    fake.push_reply(Reply::text("done"));
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let url = fake.url();
+    let (h, w) = (home.path().to_path_buf(), work.path().to_path_buf());
+    let out = tokio::task::spawn_blocking(move || {
+        run_skipper(&url, &h, &w, &["-p", "say hi", "--allow-all-tools", "--output-format", "json"])
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let result = lines.last().unwrap();
+    // Two model calls; the user's message started one of them (the catalogue's multiplier is
+    // 1): one premium request, as the original counts it.
+    assert_eq!(result["usage"]["premiumRequests"], json!(1.0), "{result}");
+    let finished: Vec<&Value> = lines.iter().filter(|e| e["type"] == "model.call_finished").collect();
+    assert_eq!(finished.len(), 2, "{lines:?}");
+    assert!(finished.iter().all(|e| e["data"]["outcome"] == "success" && e["data"]["dispatchDurationMs"].is_number()));
+}
