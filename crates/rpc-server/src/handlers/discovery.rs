@@ -120,14 +120,7 @@ pub async fn set_disabled_skills(ctx: &Ctx, p: t::SkillsConfigSetDisabledSkillsR
 /// `skills.config.setSkillDisabled`: one skill on or off in that list, in one update of the
 /// file (two such requests at once both land).
 pub async fn set_skill_disabled(ctx: &Ctx, p: t::SkillsConfigSetSkillDisabledRequest) -> Result<(), RpcError> {
-    let config = user_config::file(&ctx.config_home());
-    let changed = ctx
-        .blocking(move || {
-            config.update(|c| {
-                c.set_skill_disabled(&p.name, p.disabled);
-                Ok::<_, FileError>(())
-            })
-        })
-        .await?;
+    let home = ctx.config_home();
+    let changed = ctx.blocking(move || skills::manage::set_user_disabled(&home, &p.name, p.disabled)).await?;
     changed.map_err(|e| ctx.failed(e))
 }
