@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use serde_json::{json, Value};
 
 use super::here::{self, Here};
-use super::plugin_marketplace::{self, MarketplaceCommand};
+use super::plugin_marketplace::{self, MarketplaceArgs};
 
 const LONG_ABOUT: &str = "\
 Manage plugins and plugin marketplaces.
@@ -76,8 +76,7 @@ enum PluginCommand {
         name: String,
     },
     /// Manage plugin marketplaces
-    #[command(subcommand)]
-    Marketplace(MarketplaceCommand),
+    Marketplace(MarketplaceArgs),
 }
 
 /// The command's parser, for completion scripts.
@@ -90,12 +89,9 @@ pub fn run(args: &[String], here: &mut Here<'_>) -> i32 {
         let _ = write!(here.out, "{}", command().render_help());
         return 0;
     }
-    if args.len() == 1 && args[0] == "marketplace" {
-        let mut cmd = command();
-        let help = cmd.find_subcommand_mut("marketplace").map(|m| m.render_help().to_string()).unwrap_or_default();
-        let _ = write!(here.out, "{help}");
-        return 0;
-    }
+    // `plugin marketplace` alone shows that command's help, as `plugin` alone does.
+    let help = ["marketplace".to_string(), "--help".to_string()];
+    let args = if args.len() == 1 && args[0] == "marketplace" { &help[..] } else { args };
     let parsed: PluginArgs = match here::parse("skipper plugin", args, here) {
         Ok(a) => a,
         Err(code) => return code,
@@ -108,7 +104,7 @@ pub fn run(args: &[String], here: &mut Here<'_>) -> i32 {
         PluginCommand::List { json } => list(&store, json, here),
         PluginCommand::Enable { name } => switch(&store, &name, true, here),
         PluginCommand::Disable { name } => switch(&store, &name, false, here),
-        PluginCommand::Marketplace(command) => plugin_marketplace::run(&store, command, here),
+        PluginCommand::Marketplace(m) => plugin_marketplace::run(&store, m.command, here),
     }
 }
 

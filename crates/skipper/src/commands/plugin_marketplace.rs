@@ -6,11 +6,18 @@
 use std::path::Path;
 
 use agent_config::plugins::PluginStore;
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
 use super::here::Here;
 use super::plugin::{failed, remote};
+
+#[derive(Debug, Args)]
+#[command(disable_help_subcommand = true)]
+pub struct MarketplaceArgs {
+    #[command(subcommand)]
+    pub command: MarketplaceCommand,
+}
 
 #[derive(Debug, Subcommand)]
 pub enum MarketplaceCommand {

@@ -96,6 +96,8 @@ fn unknown_plugins_bad_directories_and_network_sources_are_refused() {
     let r = s.run(&["plugin", "install", "x@nomp"]).status(1);
     assert_eq!(r.stderr, "Failed to install plugin: Marketplace \"nomp\" not found\n");
     assert!(s.run(&["plugin", "frobnicate"]).status(1).stderr.contains("unrecognized subcommand"));
+    let help = s.run(&["plugin", "marketplace"]).status(0).stdout;
+    assert!(help.contains("Usage: skipper plugin marketplace <COMMAND>") && !help.contains("  help "), "{help}");
     assert_eq!(config(&s), Value::Null, "nothing was written");
 }
 
