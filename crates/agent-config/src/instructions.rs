@@ -78,43 +78,59 @@ pub fn load(cwd: &Path, home: &Path, extra_dirs: &[PathBuf]) -> String {
     blocks.join("\n\n")
 }
 
-/// Instruction files outside any session (`instructions.discover`): the user's unless `home` is
-/// `None`, then each project's repository files and `.github/instructions` files.
+/// Instruction files outside any session (`instructions.discover`, `skipper instruction list`):
+/// the user's unless `home` is `None`, then each project's repository files and
+/// `.github/instructions` files. Ids, labels, types and locations are the original's (its
+/// `instruction list --json`): `home-copilot`, `repo-copilot`, `model-agents-md`,
+/// `vscode-instructions/<path>`; a project's `.github/instructions` files are the working
+/// directory's when the project is the repository root, else the repository's.
 pub fn discover(projects: &[PathBuf], home: Option<&Path>) -> Vec<InstructionSource> {
     use InstructionSourceLocation as L;
     use InstructionSourceType as T;
     let mut out = Vec::new();
-    let mut add = |path: PathBuf, kind: T, location: L, project: Option<&Path>| {
+    let mut add = |path: PathBuf, id: String, label: String, kind: T, location: L, project: Option<&Path>| {
         let Some(text) = read(&path) else { return };
         let source_path = path.to_string_lossy().into_owned();
-        let label = match project {
-            Some(p) => path.strip_prefix(p).unwrap_or(&path).to_string_lossy().into_owned(),
-            None => source_path.clone(),
-        };
         if out.iter().any(|s: &InstructionSource| s.source_path == source_path) {
             return;
         }
-        let mut source = InstructionSource::new(source_path.clone(), label, source_path, text.clone(), kind, location);
+        let mut source = InstructionSource::new(id, label, source_path, text.clone(), kind, location);
         if let Some((pattern, description)) = scope(&text) {
             source.apply_to = Some(pattern.split(',').map(str::to_string).collect());
             source.description = (!description.is_empty()).then_some(description);
+        } else if let Some(description) = description(&text) {
+            source.description = Some(description);
         }
         source.project_path = project.map(|p| p.to_string_lossy().into_owned());
         out.push(source);
     };
     if let Some(h) = home {
-        add(h.join("copilot-instructions.md"), T::Home, L::User, None);
+        let path = h.join("copilot-instructions.md");
+        add(path, "home-copilot".into(), "Home copilot-instructions.md".into(), T::Home, L::User, None);
     }
     for p in projects {
         let root = crate::repo_settings::root(p);
         for name in REPO_FILES {
-            add(root.join(name), T::Repo, L::Repository, Some(&root));
+            let (id, kind) = match *name {
+                ".github/copilot-instructions.md" => ("repo-copilot".to_string(), T::Repo),
+                model => (format!("model-{}", model.to_lowercase().replace('.', "-")), T::Model),
+            };
+            add(root.join(name), id, name.to_string(), kind, L::Repository, Some(&root));
         }
+        let location = if root == *p { L::WorkingDirectory } else { L::Repository };
         for file in instruction_files(&root) {
-            add(file, T::Repo, L::Repository, Some(&root));
+            let relative = file.strip_prefix(&root).unwrap_or(&file).to_string_lossy().into_owned();
+            let label = file.file_name().map_or_else(|| relative.clone(), |n| n.to_string_lossy().into_owned());
+            add(file, format!("vscode-instructions/{relative}"), label, T::Vscode, location, Some(&root));
         }
     }
     out
+}
+
+/// The `description` of a file's header, when it has one.
+fn description(text: &str) -> Option<String> {
+    let (header, _) = crate::frontmatter::split::<Header>(text).ok()?;
+    header.description.filter(|d| !d.is_empty())
 }
 
 /// Where instruction files may be created so they are found (`instructions.getDiscoveryPaths`),

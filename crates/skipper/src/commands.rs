@@ -12,10 +12,14 @@ mod completion;
 mod config;
 mod help;
 mod here;
+mod instruction;
 mod mcp;
 mod mcp_add;
 mod mcp_show;
 mod mcp_sources;
+mod plugin;
+mod plugin_marketplace;
+mod skill;
 
 use here::Here;
 
@@ -29,20 +33,7 @@ pub enum Asked {
 }
 
 /// The original's commands Skipper does not have yet.
-const NOT_YET: &[&str] = &[
-    "app",
-    "login",
-    "init",
-    "update",
-    "workflow",
-    "sessions",
-    "memories",
-    "plugin",
-    "skill",
-    "instruction",
-    "lsp",
-    "sandbox",
-];
+const NOT_YET: &[&str] = &["app", "login", "init", "update", "workflow", "sessions", "memories", "lsp", "sandbox"];
 
 /// One of the original's commands (what follows it on the command line is its own).
 pub fn is_command(word: &str) -> bool {
@@ -50,7 +41,7 @@ pub fn is_command(word: &str) -> bool {
 }
 
 /// The original's commands Skipper has.
-const IMPLEMENTED: &[&str] = &["version", "help", "config", "mcp", "completion"];
+const IMPLEMENTED: &[&str] = &["version", "help", "config", "mcp", "plugin", "skill", "instruction", "completion"];
 
 const NO_PROMPT: &str =
     "No prompt provided. Run in an interactive terminal or provide a prompt with -p or via standard in.";
@@ -108,6 +99,9 @@ pub fn whole_command() -> clap::Command {
         .disable_help_subcommand(true)
         .subcommand(config::command())
         .subcommand(mcp::command())
+        .subcommand(plugin::command())
+        .subcommand(skill::command())
+        .subcommand(instruction::command())
         .subcommand(completion::command())
         .subcommand(clap::Command::new("help").about("Print help, or a help topic").arg(clap::Arg::new("topic")))
         .subcommand(clap::Command::new("version").about("Print the version"))
@@ -136,6 +130,9 @@ fn run(cli: &Cli, command: &str, out: &mut dyn Write, err: &mut dyn Write) -> i3
     match command {
         "config" => config::run(args, &mut here),
         "mcp" => mcp::run(args, &mut here),
+        "plugin" => plugin::run(args, &mut here),
+        "skill" => skill::run(args, &mut here),
+        "instruction" => instruction::run(args, &mut here),
         "completion" => completion::run(args, &mut here),
         "help" => help::run(args, &mut here),
         _ => here.fail(format!("`skipper {command}` is not available yet.")),

@@ -71,7 +71,7 @@ pub(super) fn discover(
     (skills, warnings)
 }
 
-fn read(path: &Path, source: SkillSource) -> Result<SkillDef, String> {
+pub(super) fn read(path: &Path, source: SkillSource) -> Result<SkillDef, String> {
     let text = crate::read_scope::read_to_string(path).map_err(|e| e.to_string())?;
     let (h, body) = crate::frontmatter::split::<Header>(&text)?;
     let dir_name = path.parent().and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned());

@@ -6,6 +6,7 @@
 //! `session.skills.disable` turn some off.
 
 mod files;
+pub mod manage;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -65,7 +66,11 @@ impl SkillSet {
     /// session's (as the original, which merges the two sets when a session starts).
     /// `project`: the session's directory when project files are read.
     pub fn reload(&self, project: Option<&Path>, home: &Path) -> Self {
-        let (skills, warnings) = files::discover(project, Some(home), &self.directories);
+        // The directories the user registered (`skipper skill add <dir>`) come after the
+        // session's own, as the original reads them.
+        let mut directories = self.directories.as_ref().clone();
+        directories.extend(manage::user_directories(home).into_iter().filter(|d| !self.directories.contains(d)));
+        let (skills, warnings) = files::discover(project, Some(home), &directories);
         let mut disabled = self.disabled.as_ref().clone();
         for name in user_disabled(home) {
             if !disabled.contains(&name) {

@@ -123,12 +123,6 @@ pub async fn set_disabled_skills(ctx: &Ctx, p: t::SkillsConfigSetDisabledSkillsR
 /// file (two such requests at once both land).
 pub async fn set_skill_disabled(ctx: &Ctx, p: t::SkillsConfigSetSkillDisabledRequest) -> Result<(), RpcError> {
     let home = ctx.config_home();
-    let changed = ctx
-        .blocking(move || {
-            user_settings::update_names(&home, user_settings::DISABLED_SKILLS, |list| {
-                user_settings::toggle(list, &p.name, p.disabled)
-            })
-        })
-        .await?;
+    let changed = ctx.blocking(move || skills::manage::set_user_disabled(&home, &p.name, p.disabled)).await?;
     changed.map_err(|e| ctx.failed(e))
 }

@@ -7,7 +7,17 @@ fn scripts_for_each_shell_name_the_commands_and_their_flags() {
     let s = Scratch::new();
     for shell in ["bash", "zsh", "fish"] {
         let script = s.run(&["completion", shell]).status(0).stdout;
-        for word in ["config", "mcp", "completion", "allow-tool", "show-secrets"] {
+        for word in [
+            "config",
+            "mcp",
+            "plugin",
+            "skill",
+            "instruction",
+            "marketplace",
+            "completion",
+            "allow-tool",
+            "show-secrets",
+        ] {
             assert!(script.contains(word), "{shell} lacks {word}");
         }
     }

@@ -7,6 +7,9 @@ fn topics_are_skippers_own_and_an_unknown_one_is_an_error() {
     let s = Scratch::new();
     let all = s.run(&["help"]).status(0).stdout;
     assert!(all.contains("--deny-tool") && all.contains("Help topics"), "{all}");
+    for command in ["plugin", "skill", "instruction"] {
+        assert!(all.lines().any(|l| l.trim_start().starts_with(command)), "{command} listed: {all}");
+    }
     let config = s.run(&["help", "config"]).status(0).stdout;
     assert!(
         config.contains("skipper config") && config.contains("theme") && config.contains("one of: default, github"),

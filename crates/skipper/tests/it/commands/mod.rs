@@ -4,7 +4,10 @@
 mod completion;
 mod config;
 mod help;
+mod instruction;
 mod mcp;
+mod plugin;
+mod skill;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
