@@ -30,6 +30,12 @@ pub trait ModelClient: Send + Sync {
     /// start. A failure is left for the call to meet.
     async fn warm_up(&self) {}
 
+    /// The catalogue this client has already read (its warm-up's or a call's), so that a
+    /// caller who wants it needs no request of its own. `None`: none read yet.
+    fn known_models(&self) -> Option<Vec<ModelInfo>> {
+        None
+    }
+
     /// Where calls go and with which credentials, for a caller that wants to talk to the same
     /// backend itself (`session.provider.getEndpoint`). `None`: nothing to tell.
     async fn endpoint(&self) -> Result<Option<Endpoint>, ProviderError> {

@@ -136,6 +136,8 @@ pub struct CopilotClient {
     catalog_endpoints: std::sync::RwLock<Option<HashMap<String, Vec<String>>>>,
     /// Set once the first model call's catalogue read is done (concurrent first calls share it).
     first_catalogue_read: OnceCell<()>,
+    /// The catalogue of the last `/models` read that succeeded.
+    catalog_models: std::sync::RwLock<Option<Vec<ModelInfo>>>,
 }
 
 /// The wire API a model is called on.
@@ -177,6 +179,7 @@ impl CopilotClient {
             discovered_base: OnceCell::new(),
             catalog_endpoints: std::sync::RwLock::new(None),
             first_catalogue_read: OnceCell::new(),
+            catalog_models: Default::default(),
         }
     }
 
@@ -248,7 +251,12 @@ impl CopilotClient {
                     return; // a model list read it meanwhile
                 }
                 match self.fetch_catalogue(cancel).await {
-                    Ok(body) => self.remember_endpoints(&body),
+                    Ok(body) => {
+                        self.remember_endpoints(&body);
+                        if let Ok(models) = parse_models(&body) {
+                            *self.catalog_models.write().unwrap_or_else(|e| e.into_inner()) = Some(models);
+                        }
+                    }
                     Err(e) => {
                         // Asked once: an unreadable catalogue pins chat completions until a model
                         // list succeeds, rather than costing every call a request.
@@ -328,6 +336,7 @@ impl ModelClient for CopilotClient {
             let body = self.fetch_catalogue(cancel_ref).await?;
             let models = parse_models(&body)?;
             self.remember_endpoints(&body);
+            *self.catalog_models.write().unwrap_or_else(|e| e.into_inner()) = Some(models.clone());
             Ok(models)
         })
         .await
@@ -335,6 +344,10 @@ impl ModelClient for CopilotClient {
 
     async fn warm_up(&self) {
         self.read_catalogue_once(&CancellationToken::new()).await;
+    }
+
+    fn known_models(&self) -> Option<Vec<ModelInfo>> {
+        self.catalog_models.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     async fn endpoint(&self) -> Result<Option<crate::provider::Endpoint>, ProviderError> {

@@ -101,7 +101,11 @@ impl Deps {
         if let Some(m) = lock(&self.models).clone() {
             return Ok(m);
         }
-        let models = self.model.list_models().await?;
+        // The one the model client read for its first call (or its warm-up) will do.
+        let models = match self.model.known_models() {
+            Some(models) => models,
+            None => self.model.list_models().await?,
+        };
         *lock(&self.models) = Some(models.clone());
         Ok(models)
     }
@@ -123,8 +127,9 @@ impl Deps {
 
     /// The catalogue's premium-request multiplier of `model` (0 when it does not say).
     pub fn multiplier(&self, model: &str) -> f64 {
-        let cached = lock(&self.models);
-        cached.as_ref().and_then(|ms| ms.iter().find(|m| m.id == model)).and_then(ModelInfo::multiplier).unwrap_or(0.0)
+        let of = |ms: &[ModelInfo]| ms.iter().find(|m| m.id == model).and_then(ModelInfo::multiplier);
+        let cached = lock(&self.models).as_deref().and_then(of);
+        cached.or_else(|| self.model.known_models().as_deref().and_then(of)).unwrap_or(0.0)
     }
 
     pub fn context_window(&self, model: &str) -> u64 {

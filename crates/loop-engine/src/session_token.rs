@@ -51,6 +51,10 @@ impl ModelClient for WithSessionToken {
         self.inner.warm_up().await
     }
 
+    fn known_models(&self) -> Option<Vec<ModelInfo>> {
+        self.inner.known_models()
+    }
+
     async fn endpoint(&self) -> Result<Option<Endpoint>, ProviderError> {
         self.inner.endpoint().await
     }

@@ -131,6 +131,10 @@ impl ModelClient for MeteredModel {
         self.inner.warm_up().await
     }
 
+    fn known_models(&self) -> Option<Vec<ModelInfo>> {
+        self.inner.known_models()
+    }
+
     async fn chat(
         &self,
         req: ChatRequest,
