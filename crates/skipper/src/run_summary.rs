@@ -107,7 +107,13 @@ mod tests {
         };
         s.count(&SessionEvent::AssistantUsage(usage.clone()));
         // The agent's own follow-up call is no premium request.
-        let follow_up = t::AssistantUsageData { initiator: Some("agent".into()), input_tokens: Some(0), ..usage };
+        let follow_up = t::AssistantUsageData {
+            initiator: Some("agent".into()),
+            input_tokens: Some(0),
+            output_tokens: Some(0),
+            duration: Some(0),
+            ..usage
+        };
         s.count(&SessionEvent::AssistantUsage(follow_up));
         assert!(s.line().starts_with("2 turns, 1 tool call, 100 tokens in, 7 out, "), "{}", s.line());
         let changes = t::UsageMetricsCodeChanges {
