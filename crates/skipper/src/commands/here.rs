@@ -22,6 +22,16 @@ impl Here<'_> {
     }
 }
 
+/// A command with subcommands given none prints its help (status 0), as the original's do;
+/// otherwise as [`parse`].
+pub fn parse_or_help<P: clap::Parser>(name: &str, args: &[String], here: &mut Here<'_>) -> Result<P, i32> {
+    if args.is_empty() {
+        let _ = write!(here.out, "{}", P::command().render_help());
+        return Err(0);
+    }
+    parse(name, args, here)
+}
+
 /// Parses a command's own arguments with clap: `--help` is printed on stdout (status 0), a
 /// usage error on stderr (status 1, as the original's).
 pub fn parse<P: clap::Parser>(name: &str, args: &[String], here: &mut Here<'_>) -> Result<P, i32> {

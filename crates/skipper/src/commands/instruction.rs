@@ -39,11 +39,7 @@ pub fn command() -> clap::Command {
 }
 
 pub fn run(args: &[String], here: &mut Here<'_>) -> i32 {
-    if args.is_empty() {
-        let _ = write!(here.out, "{}", command().render_help());
-        return 0;
-    }
-    let parsed: InstructionArgs = match here::parse("skipper instruction", args, here) {
+    let parsed: InstructionArgs = match here::parse_or_help("skipper instruction", args, here) {
         Ok(a) => a,
         Err(code) => return code,
     };

@@ -77,12 +77,7 @@ pub fn command() -> clap::Command {
 }
 
 pub fn run(args: &[String], here: &mut Here<'_>) -> i32 {
-    if args.is_empty() {
-        let mut cmd = command();
-        let _ = write!(here.out, "{}", cmd.render_help());
-        return 0;
-    }
-    let parsed: McpArgs = match here::parse("skipper mcp", args, here) {
+    let parsed: McpArgs = match here::parse_or_help("skipper mcp", args, here) {
         Ok(a) => a,
         Err(code) => return code,
     };

@@ -85,14 +85,10 @@ pub fn command() -> clap::Command {
 }
 
 pub fn run(args: &[String], here: &mut Here<'_>) -> i32 {
-    if args.is_empty() {
-        let _ = write!(here.out, "{}", command().render_help());
-        return 0;
-    }
     // `plugin marketplace` alone shows that command's help, as `plugin` alone does.
     let help = ["marketplace".to_string(), "--help".to_string()];
     let args = if args.len() == 1 && args[0] == "marketplace" { &help[..] } else { args };
-    let parsed: PluginArgs = match here::parse("skipper plugin", args, here) {
+    let parsed: PluginArgs = match here::parse_or_help("skipper plugin", args, here) {
         Ok(a) => a,
         Err(code) => return code,
     };

@@ -71,11 +71,7 @@ pub fn command() -> clap::Command {
 }
 
 pub fn run(args: &[String], here: &mut Here<'_>) -> i32 {
-    if args.is_empty() {
-        let _ = write!(here.out, "{}", command().render_help());
-        return 0;
-    }
-    let parsed: SkillArgs = match here::parse("skipper skill", args, here) {
+    let parsed: SkillArgs = match here::parse_or_help("skipper skill", args, here) {
         Ok(a) => a,
         Err(code) => return code,
     };
