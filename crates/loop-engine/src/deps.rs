@@ -125,11 +125,19 @@ impl Deps {
         Ok(out)
     }
 
-    /// The catalogue's premium-request multiplier of `model` (0 when it does not say).
+    /// The catalogue's premium-request multiplier of `model` (0 when it does not say). Asked on
+    /// every model call: the catalogue the model client read is kept here the first time, not
+    /// copied out of it per call.
     pub fn multiplier(&self, model: &str) -> f64 {
-        let of = |ms: &[ModelInfo]| ms.iter().find(|m| m.id == model).and_then(ModelInfo::multiplier);
-        let cached = lock(&self.models).as_deref().and_then(of);
-        cached.or_else(|| self.model.known_models().as_deref().and_then(of)).unwrap_or(0.0)
+        let mut cached = lock(&self.models);
+        if cached.is_none() {
+            *cached = self.model.known_models();
+        }
+        cached
+            .as_deref()
+            .and_then(|ms| ms.iter().find(|m| m.id == model))
+            .and_then(ModelInfo::multiplier)
+            .unwrap_or(0.0)
     }
 
     pub fn context_window(&self, model: &str) -> u64 {
