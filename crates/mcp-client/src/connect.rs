@@ -99,7 +99,6 @@ pub(crate) async fn connect(
             }
         }
         Transport::Remote { url, headers, .. } => {
-            crate::tls::ensure_crypto_provider();
             if sandbox.is_some_and(|p| !p.internal_network) {
                 // Names are checked as they resolve; an address in the URL is checked here.
                 let parsed = rmcp_reqwest::Url::parse(url).map_err(|e| format!("Invalid MCP server URL {url}: {e}"))?;
@@ -122,7 +121,12 @@ pub(crate) async fn connect(
                     let transport = StreamableHttpClientTransport::with_client(AuthClient::new(auth), cfg);
                     client.serve(transport).await.map_err(failed)?
                 }
-                None => client.serve(StreamableHttpClientTransport::from_config(cfg)).await.map_err(failed)?,
+                None => {
+                    let guarded = sandbox.is_some_and(|p| !p.internal_network);
+                    let transport =
+                        StreamableHttpClientTransport::with_client(crate::oauth::http_client(guarded)?, cfg);
+                    client.serve(transport).await.map_err(failed)?
+                }
             }
         }
     };

@@ -660,12 +660,16 @@ impl McpHost {
             crate::config::Transport::Remote { url, .. } => {
                 let provider = lock(&self.inner.auth_provider).clone();
                 let guarded = sandbox.as_ref().is_some_and(|p| !p.internal_network);
-                Some(crate::oauth::ServerAuth::new(&name, url, &config.raw, provider, guarded))
+                crate::oauth::ServerAuth::new(&name, url, &config.raw, provider, guarded).map(Some)
             }
-            crate::config::Transport::Stdio { .. } => None,
+            crate::config::Transport::Stdio { .. } => Ok(None),
         };
         let client = crate::sampling::Client { server: name.clone(), handler: self.inner.sampling.clone() };
         tokio::spawn(async move {
+            let auth = match auth {
+                Ok(auth) => auth,
+                Err(e) => return host.settle(&name, generation, Status::Failed, Some(e)),
+            };
             let stderr = StderrTail::new(secrets_of(&config));
             let attempt = tokio::time::timeout(
                 STARTUP_TIMEOUT,

@@ -213,8 +213,8 @@ impl ServerAuth {
         raw: &Value,
         provider: Option<AuthProvider>,
         guarded: bool,
-    ) -> Arc<Self> {
-        Arc::new(Self {
+    ) -> Result<Arc<Self>, String> {
+        Ok(Arc::new(Self {
             server: server.to_string(),
             url: url.to_string(),
             static_client: StaticClient::from_config(raw),
@@ -223,9 +223,9 @@ impl ServerAuth {
             metadata: Mutex::new(None),
             needs_auth: AtomicBool::new(false),
             asking: tokio::sync::Mutex::new(()),
-            http: http_client(guarded),
+            http: http_client(guarded)?,
             guarded,
-        })
+        }))
     }
 
     pub(crate) fn needs_auth(&self) -> bool {
@@ -307,18 +307,16 @@ fn outside(url: &str) -> bool {
     sandbox::egress::check_host(parsed.host_str().unwrap_or_default()).is_ok()
 }
 
-/// The client rmcp's own default is (no idle pool, no redirects across origins). `guarded`:
-/// for a session that may not reach the server's internal networks (a team server's tenant),
-/// names resolve only to outside addresses ([`sandbox::egress`]); the server's URL itself is
-/// checked before connecting.
-pub(crate) fn http_client(guarded: bool) -> rmcp_reqwest::Client {
-    crate::tls::ensure_crypto_provider();
-    let mut builder =
-        rmcp_reqwest::Client::builder().pool_max_idle_per_host(0).redirect(rmcp_reqwest::redirect::Policy::none());
+/// The HTTP client of a remote server's connection and its OAuth requests
+/// ([`crate::tls::client_builder`]). `guarded`: for a session that may not reach the server's
+/// internal networks (a team server's tenant), names resolve only to outside addresses
+/// ([`sandbox::egress`]); the server's URL itself is checked before connecting.
+pub(crate) fn http_client(guarded: bool) -> Result<rmcp_reqwest::Client, String> {
+    let mut builder = crate::tls::client_builder();
     if guarded {
         builder = builder.dns_resolver(Arc::new(OutsideOnly));
     }
-    builder.build().unwrap_or_default()
+    builder.build().map_err(|e| format!("Cannot set up an HTTP client: {e}"))
 }
 
 /// rmcp's reqwest resolving names through [`sandbox::egress::resolve`].
@@ -492,7 +490,7 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/.well-known/oauth-protected-resource", listener.local_addr().unwrap());
         let challenge = Challenge { resource_metadata_url: Some(url), ..Default::default() };
-        let guarded = ServerAuth::new("s", "https://mcp.example/", &Value::Null, None, true);
+        let guarded = ServerAuth::new("s", "https://mcp.example/", &Value::Null, None, true).unwrap();
         assert_eq!(guarded.resource_metadata(&challenge).await, None);
         let accepted = tokio::time::timeout(std::time::Duration::from_millis(300), listener.accept()).await;
         assert!(accepted.is_err(), "the guarded client connected to an internal address");
@@ -505,7 +503,7 @@ mod tests {
             let reply = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}", body.len());
             s.write_all(reply.as_bytes()).await.unwrap();
         });
-        let open = ServerAuth::new("s", "http://127.0.0.1/", &Value::Null, None, false);
+        let open = ServerAuth::new("s", "http://127.0.0.1/", &Value::Null, None, false).unwrap();
         assert_eq!(open.resource_metadata(&challenge).await.as_deref(), Some(r#"{"resource":"r"}"#));
         serve.await.unwrap();
         assert!(

@@ -299,3 +299,24 @@ async fn the_result_line_counts_premium_requests_as_the_original() {
     assert_eq!(finished.len(), 2, "{lines:?}");
     assert!(finished.iter().all(|e| e["data"]["outcome"] == "success" && e["data"]["dispatchDurationMs"].is_number()));
 }
+
+/// A container without CA certificates (no `/etc/ssl/certs`) runs a task as any other: the
+/// remote MCP servers' TLS roots are built in, so the GitHub MCP server connects at once (its
+/// client used to panic there and the run waited a minute for it).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_machine_without_ca_certificates_runs_with_the_github_mcp_server() {
+    let fake = FakeModel::start().await.unwrap();
+    fake.push_reply(Reply::text("done"));
+    let (home, work) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut cmd = skipper_command(&fake.url(), home.path(), work.path());
+    cmd.env("SSL_CERT_DIR", "/nonexistent").env("SSL_CERT_FILE", "/nonexistent").args(["-p", "hi", "-s"]);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap()).await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let names = crate::runner_options::tool_names(&fake.requests()[0]);
+    assert!(
+        names.iter().any(|t| t == "github-mcp-server-get_me"),
+        "the GitHub MCP server's tool is offered: {names:?}"
+    );
+}

@@ -141,7 +141,7 @@ fn mcp_test_server() -> PathBuf {
     path
 }
 
-fn tool_names(request: &Value) -> Vec<String> {
+pub(crate) fn tool_names(request: &Value) -> Vec<String> {
     request["body"]["tools"]
         .as_array()
         .unwrap()
