@@ -780,13 +780,9 @@ impl Actor {
                 return Ok(NameResult::Name(self.view.name.clone().or(title)));
             }
             NameOp::Set(name) => {
+                // Surrounding white space is dropped rather than refused (as Skipper always did).
                 let name = name.trim().to_string();
-                if name.is_empty() {
-                    return Err("Session name cannot be empty.".into());
-                }
-                if name.chars().count() > 100 {
-                    return Err("Session name must be at most 100 characters.".into());
-                }
+                store::check_session_name(&name)?;
                 (name, true)
             }
             NameOp::SetAuto(summary) => {

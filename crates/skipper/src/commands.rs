@@ -8,6 +8,7 @@ use clap::CommandFactory;
 
 use crate::cli::Cli;
 
+mod attachment_file;
 mod completion;
 mod config;
 mod help;
@@ -19,6 +20,8 @@ mod mcp_show;
 mod mcp_sources;
 mod plugin;
 mod plugin_marketplace;
+mod sessions;
+mod sessions_import;
 mod skill;
 
 use here::Here;
@@ -33,7 +36,7 @@ pub enum Asked {
 }
 
 /// The original's commands Skipper does not have yet.
-const NOT_YET: &[&str] = &["app", "login", "init", "update", "workflow", "sessions", "memories", "lsp", "sandbox"];
+const NOT_YET: &[&str] = &["app", "login", "init", "update", "workflow", "memories", "lsp", "sandbox"];
 
 /// One of the original's commands (what follows it on the command line is its own).
 pub fn is_command(word: &str) -> bool {
@@ -41,7 +44,8 @@ pub fn is_command(word: &str) -> bool {
 }
 
 /// The original's commands Skipper has.
-const IMPLEMENTED: &[&str] = &["version", "help", "config", "mcp", "plugin", "skill", "instruction", "completion"];
+const IMPLEMENTED: &[&str] =
+    &["version", "help", "config", "mcp", "plugin", "skill", "instruction", "sessions", "completion"];
 
 const NO_PROMPT: &str =
     "No prompt provided. Run in an interactive terminal or provide a prompt with -p or via standard in.";
@@ -102,6 +106,7 @@ pub fn whole_command() -> clap::Command {
         .subcommand(plugin::command())
         .subcommand(skill::command())
         .subcommand(instruction::command())
+        .subcommand(sessions::command())
         .subcommand(completion::command())
         .subcommand(clap::Command::new("help").about("Print help, or a help topic").arg(clap::Arg::new("topic")))
         .subcommand(clap::Command::new("version").about("Print the version"))
@@ -133,6 +138,7 @@ fn run(cli: &Cli, command: &str, out: &mut dyn Write, err: &mut dyn Write) -> i3
         "plugin" => plugin::run(args, &mut here),
         "skill" => skill::run(args, &mut here),
         "instruction" => instruction::run(args, &mut here),
+        "sessions" => sessions::run(args, &mut here),
         "completion" => completion::run(args, &mut here),
         "help" => help::run(args, &mut here),
         _ => here.fail(format!("`skipper {command}` is not available yet.")),

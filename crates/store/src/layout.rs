@@ -37,6 +37,24 @@ pub struct WorkspaceMeta {
     pub updated_at: String,
 }
 
+/// A session name as the original accepts one (`session.name.set`, `sessions import --name`):
+/// the reason when it does not.
+pub fn check_session_name(name: &str) -> Result<(), &'static str> {
+    if name.is_empty() {
+        Err("Session name cannot be empty.")
+    } else if name.trim() != name {
+        Err("Session name must not have leading or trailing whitespace.")
+    } else if name.chars().count() > 100 {
+        Err("Session name must be 100 characters or less.")
+    } else if name.chars().any(char::is_control) {
+        Err("Session name must not contain control characters.")
+    } else if name.contains('"') {
+        Err("Session name must not contain double quotes.")
+    } else {
+        Ok(())
+    }
+}
+
 impl Layout {
     pub fn new(home: impl Into<PathBuf>) -> Self {
         let home = home.into();

@@ -7,6 +7,7 @@ mod help;
 mod instruction;
 mod mcp;
 mod plugin;
+mod sessions;
 mod skill;
 
 use std::path::{Path, PathBuf};
