@@ -202,6 +202,8 @@ async def test_usage_and_context_make_up_after_a_turn(ctx: Ctx, client):
     metrics = await raw_request(client, "session.usage.getMetrics", {"sessionId": sid})
     assert metrics["totalUserRequests"] == 1 and metrics["sessionStartTime"]
     assert sum(m["requests"]["count"] for m in metrics["modelMetrics"].values()) == 1
+    # A premium request per user message (the model's multiplier is 1), as the original counts.
+    assert metrics["totalPremiumRequestCost"] == 1
     attribution = (await raw_request(client, "session.metadata.getContextAttribution", {"sessionId": sid}))["contextAttribution"]
     assert attribution["totalTokens"] > 0 and {e["label"] for e in attribution["entries"]} >= {"user message", "assistant message"}
     heaviest = await raw_request(client, "session.metadata.getContextHeaviestMessages", {"sessionId": sid, "limit": 1})
@@ -217,6 +219,12 @@ async def test_usage_and_context_make_up_after_a_turn(ctx: Ctx, client):
     assert info["conversationTokens"] == attribution["categories"]["messages"] > 0
     assert info["toolDefinitionsTokens"] == attribution["categories"]["systemTools"] > 0
     assert info["promptTokenLimit"] == 90000 and info["limit"] >= 90000
+    # The agent's own call after a tool is no premium request.
+    ctx.fake.replies({"tool_calls": [{"name": "report_intent", "arguments": {"intent": "Looking"}}]}, {"text": "done"})
+    await session.send_and_wait("another")
+    metrics = await raw_request(client, "session.usage.getMetrics", {"sessionId": sid})
+    assert sum(m["requests"]["count"] for m in metrics["modelMetrics"].values()) == 3
+    assert metrics["totalPremiumRequestCost"] == 2 and metrics["totalUserRequests"] == 2
 
 
 async def test_user_settings_are_written_to_settings_json(ctx: Ctx, client):

@@ -74,7 +74,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use llm_providers::{ModelClient, ModelInfo};
-use protocol::event::SessionEvent;
 use protocol::generated::types as t;
 use protocol::methods::{
     LifecycleMetadata, LifecycleNotification, SessionConfigParams, SessionContext, SessionListEntry,
@@ -883,12 +882,23 @@ impl Engine {
     /// All persisted events of a loaded session.
     pub async fn messages(&self, id: &str) -> Result<Vec<protocol::event::Event>, EngineError> {
         let handle = self.require(id)?;
+        let events = self.persisted_log(&handle).await?;
+        Ok(events.into_iter().filter(|e| !crate::emitter::log_only(e)).collect())
+    }
+
+    /// Everything a loaded session's log holds, the records clients never see included; read
+    /// from its own store (a client-held log from the client).
+    pub(crate) async fn persisted_log(
+        &self,
+        handle: &SessionHandle,
+    ) -> Result<Vec<protocol::event::Event>, EngineError> {
+        let id = handle.id();
         let loaded = match handle.remote_state() {
             Some(remote) => remote.load(id).await,
             None => self.deps.events.load(id).await,
         };
         match loaded {
-            Ok(l) => Ok(l.events.into_iter().filter(|e| !crate::emitter::log_only(e)).collect()),
+            Ok(l) => Ok(l.events),
             Err(store::StoreError::NotFound(_)) => Err(EngineError::SessionNotFound(id.to_string())),
             Err(e) => Err(e.into()),
         }
@@ -906,18 +916,6 @@ impl Engine {
             Err(store::StoreError::NotFound(_)) => Err(EngineError::SessionNotFound(id.to_string())),
             Err(e) => Err(e.into()),
         }
-    }
-
-    /// The usage record of each model call in a session's log (`session.usage.getMetrics`).
-    pub async fn usage_records(&self, id: &str) -> Vec<protocol::extensions::UsageRecord> {
-        let Ok(log) = self.deps.events.load(id).await else { return Vec::new() };
-        log.events
-            .into_iter()
-            .filter_map(|e| match e.payload {
-                SessionEvent::SessionUsageRecord(d) => Some(d.usage),
-                _ => None,
-            })
-            .collect()
     }
 
     pub async fn list(&self, filter: &store::ListFilter) -> Result<Vec<SessionListEntry>, EngineError> {

@@ -242,6 +242,9 @@ pub(crate) async fn run(
             Initiator::User => "user",
             Initiator::Agent => "agent",
         };
+        // The model's multiplier, as the original reports it on every call; a run's premium
+        // requests count the user-initiated ones.
+        let cost = if route.billed { ctx.deps.multiplier(&settings.model) } else { 0.0 };
         ctx.emitter().record(UsageRecordData {
             usage: UsageRecord {
                 model: resp.model.clone().unwrap_or_else(|| settings.model.clone()),
@@ -255,6 +258,7 @@ pub(crate) async fn run(
                 api_call_id: resp.api_call_id.clone(),
                 provider_call_id: resp.provider_call_id.clone(),
                 finish_reason: reply.finish_reason.clone(),
+                cost: Some(cost),
             },
         });
         ctx.emitter().emit(t::AssistantUsageData {
@@ -263,9 +267,7 @@ pub(crate) async fn run(
             output_tokens: Some(resp.usage.output_tokens),
             cache_read_tokens: Some(resp.usage.cache_read_tokens),
             cache_write_tokens: Some(resp.usage.cache_write_tokens),
-            // The model's multiplier, as the original reports it on every call; a run's premium
-            // requests count the user-initiated ones.
-            cost: Some(if route.billed { ctx.deps.multiplier(&settings.model) } else { 0.0 }),
+            cost: Some(cost),
             duration: Some(resp.duration_ms),
             initiator: Some(initiator.into()),
             api_call_id: resp.api_call_id.clone(),

@@ -7,23 +7,34 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use protocol::event::Event;
 
 use protocol::event::SessionEvent;
+use protocol::extensions::UsageRecord;
 use protocol::generated::types as t;
 
 use crate::handle::SessionHandle;
 use crate::Engine;
 
 impl Engine {
-    /// Totals over the session's persisted log.
+    /// Totals over the session's persisted log (read once).
     pub async fn usage_metrics(&self, session: &SessionHandle) -> t::UsageGetMetricsResult {
-        let id = session.id();
-        let events = self.messages(id).await.unwrap_or_default();
-        let records = self.usage_records(id).await;
+        let events = self.persisted_log(session).await.unwrap_or_default();
+        let records: Vec<&UsageRecord> = events
+            .iter()
+            .filter_map(|e| match &e.payload {
+                SessionEvent::SessionUsageRecord(d) => Some(&d.usage),
+                _ => None,
+            })
+            .collect();
         let total_user_requests =
             events.iter().filter(|e| matches!(e.payload, SessionEvent::UserMessage(_))).count() as u64;
         let mut model_metrics: BTreeMap<String, t::UsageMetricsModelMetric> = BTreeMap::new();
         let mut total_api_duration_ms = 0;
+        let mut total_premium_request_cost = 0.0;
         for r in &records {
             total_api_duration_ms += r.duration;
+            // As the original counts premium requests: the calls a user's message started.
+            if r.initiator == "user" {
+                total_premium_request_cost += r.cost.unwrap_or(0.0);
+            }
             let m = model_metrics.entry(r.model.clone()).or_default();
             m.requests.count += 1;
             m.usage.input_tokens += r.input_tokens;
@@ -33,7 +44,7 @@ impl Engine {
         }
         let last = records.last();
         t::UsageGetMetricsResult {
-            total_premium_request_cost: 0.0,
+            total_premium_request_cost,
             total_user_requests,
             total_nano_aiu: Some(0.0),
             token_details: None,

@@ -30,4 +30,8 @@ pub struct UsageRecord {
     pub provider_call_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// Premium requests the call counts for (the model's multiplier; 0 through a session's own
+    /// provider). Absent in logs written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
