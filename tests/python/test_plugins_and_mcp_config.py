@@ -68,10 +68,15 @@ async def test_local_marketplace_plugin_lifecycle(ctx: Ctx, client):
     refresh = await raw_request(client, "plugins.marketplaces.refresh", {"name": "local-mp"})
     assert refresh["results"] == [{"name": "local-mp", "success": True}]
 
+    # A local marketplace's plugin is live, as the original's: turned on in settings.json, never copied.
     installed = await raw_request(client, "plugins.install", {"source": "demo@local-mp"})
     assert installed["plugin"]["name"] == "demo" and installed["plugin"]["enabled"] is True
+    assert installed["plugin"]["installedFrom"] == str(mp.resolve())
     assert installed["skillsInstalled"] == 1 and "deprecationWarning" not in installed
-    assert (ctx.copilot_home / "installed-plugins" / "local-mp" / "demo" / "SKILL.md").is_file()
+    assert not (ctx.copilot_home / "installed-plugins").exists()
+    settings = json.loads((ctx.copilot_home / "settings.json").read_text())
+    assert settings["enabledPlugins"] == {"demo@local-mp": True}
+    assert settings["extraKnownMarketplaces"]["local-mp"] == {"source": {"source": "directory", "path": str(mp.resolve())}}
 
     await raw_request(client, "plugins.disable", {"names": ["demo@local-mp"]})
     assert (await raw_request(client, "plugins.list", {}))["plugins"][0]["enabled"] is False
@@ -80,12 +85,16 @@ async def test_local_marketplace_plugin_lifecycle(ctx: Ctx, client):
     assert (update["previousVersion"], update["newVersion"], update["skillsInstalled"]) == ("1.0.0", "1.0.0", 1)
     all_updated = (await raw_request(client, "plugins.updateAll", {}))["results"]
     assert [(r["name"], r["success"]) for r in all_updated] == [("demo", True)]
+    # Uninstalling a live plugin only turns it off: it is still listed, from its marketplace.
+    await raw_request(client, "plugins.uninstall", {"name": "demo@local-mp"})
+    listed = (await raw_request(client, "plugins.list", {}))["plugins"]
+    assert [(p["name"], p["enabled"], p["installedFrom"]) for p in listed] == [("demo", False, str(mp.resolve()))]
 
     with pytest.raises(Exception, match="network"):
         await raw_request(client, "plugins.marketplaces.browse", {"name": "awesome-copilot"})
-    kept = await raw_request(client, "plugins.marketplaces.remove", {"name": "local-mp"})
-    assert kept == {"removed": False, "dependentPlugins": ["demo@local-mp"]}
-    assert (await raw_request(client, "plugins.marketplaces.remove", {"name": "local-mp", "force": True}))["removed"]
+    # Live plugins do not hold their marketplace.
+    removed = await raw_request(client, "plugins.marketplaces.remove", {"name": "local-mp"})
+    assert removed == {"removed": True}
     assert (await raw_request(client, "plugins.list", {}))["plugins"] == []
 
 

@@ -14,6 +14,7 @@
 
 pub mod agents;
 mod frontmatter;
+pub mod installed_plugin;
 pub mod instructions;
 pub mod json_file;
 pub mod mcp_config;

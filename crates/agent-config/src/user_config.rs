@@ -1,6 +1,7 @@
-//! `$COPILOT_HOME/config.json`, the user's configuration: plugins and marketplaces
-//! (`plugins`), the MCP servers and skills turned off for every session (`mcp_config`,
-//! `skills`), and settings other programs keep there (the Copilot CLI's own, read as the
+//! `$COPILOT_HOME/config.json`, the user's configuration: installed plugins (`plugins`; see
+//! [`crate::installed_plugin`]), what an older Skipper kept here (marketplaces, the MCP servers
+//! and skills turned off for every session; the original keeps them in `settings.json`), and
+//! settings other programs keep there (the Copilot CLI's own, read as the
 //! legacy layer of `user.settings.*`). This module is the file's only reader and writer.
 
 use std::path::Path;
@@ -8,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::installed_plugin::InstalledPlugin;
 use crate::json_file::JsonFile;
 
 pub const FILE_NAME: &str = "config.json";
@@ -17,9 +19,10 @@ pub const FILE_NAME: &str = "config.json";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UserConfig {
-    /// The user's marketplaces by name, each `{"source": <directory>}` as Skipper writes it.
-    /// Kept as JSON: another program may describe a marketplace differently (a GitHub
-    /// source object), and that must survive.
+    /// The marketplaces an older Skipper kept here by name, each `{"source": <directory>}`.
+    /// The original keeps them in `settings.json` (`extraKnownMarketplaces`); they are read
+    /// from here too and move there on the next marketplace change
+    /// (see [`crate::user_settings::update_marketplaces`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marketplaces: Option<Map<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -32,42 +35,6 @@ pub struct UserConfig {
     pub disabled_skills: Option<Vec<String>>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
-}
-
-/// One installed plugin as `config.json` keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct InstalledPlugin {
-    pub name: String,
-    /// Empty for a plugin installed straight from a directory.
-    pub marketplace: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub direct_source_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    pub enabled: bool,
-    /// Where it was installed from (a directory).
-    pub source: String,
-    /// Its copy under `installed-plugins/`.
-    pub cache_path: String,
-    /// What another program recorded about the plugin.
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-impl InstalledPlugin {
-    /// `name@marketplace`, or the bare name of a directly installed plugin.
-    pub fn spec(&self) -> String {
-        if self.marketplace.is_empty() {
-            self.name.clone()
-        } else {
-            format!("{}@{}", self.name, self.marketplace)
-        }
-    }
-
-    pub fn matches(&self, spec: &str) -> bool {
-        spec == self.spec() || spec == self.name
-    }
 }
 
 /// The owner of `<home>/config.json`.

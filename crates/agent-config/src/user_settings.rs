@@ -3,8 +3,10 @@
 //! and writer.
 //!
 //! Its type is the open map of settings rather than a struct of fields: `user.settings.set`
-//! writes whatever keys the client names, and Skipper itself reads only `bashEnv` and the lists
-//! of names turned off (`disabledMcpServers`, `disabledSkills`; see [`names`]).
+//! writes whatever keys the client names, and Skipper itself reads only `bashEnv`, the lists
+//! of names turned off (`disabledMcpServers`, `disabledSkills`; see [`names`]) and the plugin
+//! settings (`extraKnownMarketplaces`, `enabledPlugins`; see [`marketplaces`],
+//! [`plugin_enabled`]).
 
 use std::path::Path;
 
@@ -60,6 +62,86 @@ pub fn update_names<R>(
             settings.insert(key.to_string(), Value::from(names));
         }
         Ok(out)
+    })
+}
+
+/// The user's marketplaces by name, as the original writes them:
+/// `{"source": {"source": "directory", "path": …}}` (or a GitHub or URL source).
+pub const EXTRA_KNOWN_MARKETPLACES: &str = "extraKnownMarketplaces";
+/// `{"name@marketplace": true|false}`: which plugins of a directory marketplace are on.
+pub const ENABLED_PLUGINS: &str = "enabledPlugins";
+
+/// The original's description of a marketplace that is a local directory.
+pub fn directory_marketplace(path: &str) -> Value {
+    serde_json::json!({"source": {"source": "directory", "path": path}})
+}
+
+/// An older Skipper's marketplaces (`config.json`'s `marketplaces`, each `{"source": "<dir>"}`)
+/// in the original's shape; an entry already in another shape is kept as it is.
+fn from_legacy(legacy: Map<String, Value>) -> Map<String, Value> {
+    legacy
+        .into_iter()
+        .map(|(name, v)| match v.get("source").and_then(Value::as_str) {
+            Some(dir) => (name, directory_marketplace(dir)),
+            None => (name, v),
+        })
+        .collect()
+}
+
+fn object(settings: &UserSettings, key: &str) -> Map<String, Value> {
+    settings.get(key).and_then(Value::as_object).cloned().unwrap_or_default()
+}
+
+/// The user's marketplaces: `settings.json`'s, then those an older Skipper left in
+/// `config.json` that it does not name.
+pub fn marketplaces(home: &Path) -> Result<Map<String, Value>, crate::FileError> {
+    let legacy = crate::user_config::file(home).read()?.marketplaces.unwrap_or_default();
+    let mut all = object(&file(home).read()?, EXTRA_KNOWN_MARKETPLACES);
+    for (name, v) in from_legacy(legacy) {
+        all.entry(name).or_insert(v);
+    }
+    Ok(all)
+}
+
+/// Changes the user's marketplaces where the original keeps them, `settings.json`. Those an
+/// older Skipper kept in `config.json` are moved there by the same change (taken out of
+/// `config.json` only once `settings.json` has them). Nothing is written when `change` fails.
+pub fn update_marketplaces<R, E: From<crate::FileError>>(
+    home: &Path,
+    change: impl FnOnce(&mut Map<String, Value>) -> Result<R, E>,
+) -> Result<R, E> {
+    let legacy = crate::user_config::file(home).read()?.marketplaces;
+    let out = file(home).update(|settings| {
+        let mut all = object(settings, EXTRA_KNOWN_MARKETPLACES);
+        for (name, v) in from_legacy(legacy.clone().unwrap_or_default()) {
+            all.entry(name).or_insert(v);
+        }
+        let out = change(&mut all)?;
+        settings.insert(EXTRA_KNOWN_MARKETPLACES.into(), Value::Object(all));
+        Ok::<_, E>(out)
+    })?;
+    if legacy.is_some() {
+        crate::user_config::file(home).update(|c| {
+            c.marketplaces = None;
+            Ok::<_, crate::FileError>(())
+        })?;
+    }
+    Ok(out)
+}
+
+/// Whether `enabledPlugins` turns `spec` (`name@marketplace`) on; unset counts as off.
+pub fn plugin_enabled(settings: &UserSettings, spec: &str) -> bool {
+    settings.get(ENABLED_PLUGINS).and_then(|m| m.get(spec)).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// Records `spec` as on or off in `enabledPlugins` (the entry stays when off, as the
+/// original's does).
+pub fn set_plugin_enabled(home: &Path, spec: &str, on: bool) -> Result<(), crate::FileError> {
+    file(home).update(|settings| {
+        let mut enabled = object(settings, ENABLED_PLUGINS);
+        enabled.insert(spec.to_string(), Value::Bool(on));
+        settings.insert(ENABLED_PLUGINS.into(), Value::Object(enabled));
+        Ok(())
     })
 }
 

@@ -19,6 +19,7 @@ mod mcp_add;
 mod mcp_show;
 mod mcp_sources;
 mod plugin;
+mod plugin_list;
 mod plugin_marketplace;
 mod sessions;
 mod sessions_import;
@@ -135,7 +136,7 @@ fn run(cli: &Cli, command: &str, out: &mut dyn Write, err: &mut dyn Write) -> i3
     match command {
         "config" => config::run(args, &mut here),
         "mcp" => mcp::run(args, &mut here),
-        "plugin" => plugin::run(args, &mut here),
+        "plugin" => plugin::run(args, &cli.plugin_dir, &mut here),
         "skill" => skill::run(args, &mut here),
         "instruction" => instruction::run(args, &mut here),
         "sessions" => sessions::run(args, &mut here),

@@ -51,11 +51,12 @@ fn info(p: &InstalledPlugin) -> t::InstalledPluginInfo {
     t::InstalledPluginInfo {
         name: p.name.clone(),
         marketplace: p.marketplace.clone(),
-        direct_source_id: p.direct_source_id.clone(),
+        direct_source_id: p.direct_source_id(),
         version: p.version.clone(),
         enabled: p.enabled,
-        installed_from: None,
-        source: Some(p.source.clone()),
+        installed_from: p.installed_from.clone(),
+        // The schema's `source` is runtime provenance ("builtin" only); Skipper has no built-in plugins.
+        source: None,
     }
 }
 
@@ -84,7 +85,7 @@ pub async fn install(ctx: &Ctx, p: t::PluginsInstallRequest) -> Result<t::Plugin
 
 pub async fn uninstall(ctx: &Ctx, p: t::PluginsUninstallRequest) -> Result<(), RpcError> {
     let store = PluginStore::new(home(ctx));
-    blocking(ctx, move || store.uninstall(&p.name, p.direct_source_id.as_deref())).await
+    blocking(ctx, move || store.uninstall(&p.name, p.direct_source_id.as_deref()).map(|_| ())).await
 }
 
 pub async fn update(ctx: &Ctx, p: t::PluginsUpdateRequest) -> Result<t::PluginUpdateResult, RpcError> {

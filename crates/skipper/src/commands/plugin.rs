@@ -1,15 +1,17 @@
 //! `skipper plugin install|uninstall|update|list|enable|disable|marketplace`: the user's
 //! plugins. Everything goes through agent-config's `PluginStore` (what the `plugins.*` methods
-//! use): the records in `config.json`, the copies under `installed-plugins/`. Only local
-//! sources work: a plugin directory or `name@marketplace` of a local marketplace; a GitHub
-//! repository or git URL needs the network and is refused with the reason.
+//! use), which keeps them where the original CLI does: copies of directly installed plugins,
+//! recorded in `config.json`, and live plugins of local marketplaces, turned on and off in
+//! `settings.json`. Only local sources work: a plugin directory or `name@marketplace` of a
+//! local marketplace; a GitHub repository or git URL needs the network and is refused with the
+//! reason.
 
 use agent_config::plugins::{InstallOutcome, PluginError, PluginStore};
 use agent_config::user_config::InstalledPlugin;
 use clap::{Parser, Subcommand};
-use serde_json::{json, Value};
 
 use super::here::{self, Here};
+use super::plugin_list;
 use super::plugin_marketplace::{self, MarketplaceArgs};
 
 const LONG_ABOUT: &str = "\
@@ -84,7 +86,8 @@ pub fn command() -> clap::Command {
     <PluginArgs as clap::CommandFactory>::command()
 }
 
-pub fn run(args: &[String], here: &mut Here<'_>) -> i32 {
+/// `plugin_dirs`: the `--plugin-dir` options of the command line (`plugin list` shows them).
+pub fn run(args: &[String], plugin_dirs: &[String], here: &mut Here<'_>) -> i32 {
     // `plugin marketplace` alone shows that command's help, as `plugin` alone does.
     let help = ["marketplace".to_string(), "--help".to_string()];
     let args = if args.len() == 1 && args[0] == "marketplace" { &help[..] } else { args };
@@ -97,7 +100,7 @@ pub fn run(args: &[String], here: &mut Here<'_>) -> i32 {
         PluginCommand::Install { source, from_github, .. } => install(&store, source, from_github, here),
         PluginCommand::Uninstall { name } => uninstall(&store, &name, here),
         PluginCommand::Update { name, all } => update(&store, name, all, here),
-        PluginCommand::List { json } => list(&store, json, here),
+        PluginCommand::List { json } => plugin_list::run(&store, json, plugin_dirs, here),
         PluginCommand::Enable { name } => switch(&store, &name, true, here),
         PluginCommand::Disable { name } => switch(&store, &name, false, here),
         PluginCommand::Marketplace(m) => plugin_marketplace::run(&store, m.command, here),
@@ -155,6 +158,14 @@ fn install(store: &PluginStore, source: Option<String>, from_github: Option<Stri
                 out.plugin.name,
                 skills("Installed", &out)
             );
+            if out.plugin.is_live() {
+                let _ = writeln!(
+                    here.out,
+                    "Enabled \"{}\". It is loaded live from {}, so edits take effect on the next session — nothing was copied.",
+                    out.plugin.spec(),
+                    out.plugin.cache_path
+                );
+            }
             if let Some(warning) = out.deprecation {
                 let _ = writeln!(here.err, "\nWarning: {warning}");
             }
@@ -179,7 +190,7 @@ fn spec_for(store: &PluginStore, name: &str) -> Result<String, PluginError> {
     let installed = store.installed()?;
     Ok(installed
         .iter()
-        .find(|p| p.direct_source_id.as_deref() == Some(name))
+        .find(|p| p.direct_source_id().as_deref() == Some(name))
         .map_or_else(|| name.to_string(), InstalledPlugin::spec))
 }
 
@@ -187,13 +198,23 @@ fn uninstall(store: &PluginStore, name: &str, here: &mut Here<'_>) -> i32 {
     let by_id = store
         .installed()
         .ok()
-        .and_then(|all| all.into_iter().find(|p| p.direct_source_id.as_deref() == Some(name)).map(|p| p.name));
+        .and_then(|all| all.into_iter().find(|p| p.direct_source_id().as_deref() == Some(name)).map(|p| p.name));
     let result = match &by_id {
         Some(plugin) => store.uninstall(plugin, Some(name)),
         None => store.uninstall(name, None),
     };
     match result {
-        Ok(()) => {
+        // A live plugin's files are its marketplace's: it is only turned off.
+        Ok(p) if p.is_live() => {
+            let _ = writeln!(
+                here.out,
+                "Plugin \"{}\" disabled. It is still on disk at {} — nothing was removed.",
+                p.spec(),
+                p.installed_from.as_deref().unwrap_or_default()
+            );
+            0
+        }
+        Ok(_) => {
             let _ = writeln!(here.out, "Plugin \"{name}\" uninstalled successfully.");
             0
         }
@@ -201,8 +222,15 @@ fn uninstall(store: &PluginStore, name: &str, here: &mut Here<'_>) -> i32 {
     }
 }
 
-/// `Plugin "x" updated successfully (v1 → v2). Updated N skills.`
+/// `Plugin "x" updated successfully (v1 → v2). Updated N skills.`, or why a live plugin has
+/// nothing to update.
 fn updated_line(spec: &str, out: &InstallOutcome) -> String {
+    if let Some(from) = &out.plugin.installed_from {
+        return format!(
+            "Plugin \"{}\" is always loaded live from {from}; there is nothing to update.",
+            out.plugin.spec()
+        );
+    }
     let version = match (&out.previous_version, &out.plugin.version) {
         (Some(old), Some(new)) if old != new => format!(" (v{old} → v{new})"),
         (Some(_), Some(new)) => format!(" (v{new}, already at latest)"),
@@ -255,41 +283,6 @@ fn update(store: &PluginStore, name: Option<String>, all: bool, here: &mut Here<
             i32::from(!ok)
         }
     }
-}
-
-fn list(store: &PluginStore, as_json: bool, here: &mut Here<'_>) -> i32 {
-    let installed = match store.installed() {
-        Ok(list) => list,
-        Err(e) => return failed(here, "list plugins", e),
-    };
-    if as_json {
-        let entries: Vec<Value> = installed
-            .iter()
-            .map(|p| {
-                let mut o = json!({"name": p.name, "marketplace": p.marketplace});
-                if let Some(v) = &p.version {
-                    o["version"] = json!(v);
-                }
-                o["enabled"] = json!(p.enabled);
-                o["source"] = json!("installed");
-                o
-            })
-            .collect();
-        let _ = writeln!(here.out, "{}", serde_json::to_string_pretty(&entries).unwrap_or_default());
-        return 0;
-    }
-    if installed.is_empty() {
-        let _ =
-            writeln!(here.out, "No plugins installed.\n\nUse 'skipper plugin install <source>' to install a plugin.");
-        return 0;
-    }
-    let _ = writeln!(here.out, "Installed plugins:");
-    for p in &installed {
-        let version = p.version.as_deref().map(|v| format!(" (v{v})")).unwrap_or_default();
-        let off = if p.enabled { "" } else { " [disabled]" };
-        let _ = writeln!(here.out, "  • {}{version}{off}", p.spec());
-    }
-    0
 }
 
 /// Records the change; a name no plugin has is a warning (status 0), as the original's.

@@ -1,11 +1,10 @@
 //! `skipper plugin marketplace list|add|remove|browse|update`: the marketplaces plugins are
-//! installed from, through agent-config's `PluginStore`. Only local marketplaces (a directory
+//! installed from, through agent-config's `PluginStore` (which keeps the user's in
+//! `settings.json`, as the original does). Only local marketplaces (a directory
 //! with a `marketplace.json`) can be added, browsed or updated; the built-in ones are on GitHub
 //! and need the network, which is refused with the reason.
 
-use std::path::Path;
-
-use agent_config::plugins::PluginStore;
+use agent_config::plugins::{Marketplace, PluginStore};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
@@ -117,14 +116,15 @@ fn remove(store: &PluginStore, name: &str, force: bool, here: &mut Here<'_>) -> 
     }
 }
 
-/// `GitHub: owner/repo` for a built-in marketplace, `Local: <directory>` for the user's.
-fn shown_source(source: &str, is_default: bool) -> String {
-    if is_default {
-        format!("GitHub: {source}")
-    } else if Path::new(source).is_absolute() {
-        format!("Local: {source}")
+/// `Local: <directory>` for a local marketplace, `GitHub: owner/repo` for one on GitHub (every
+/// built-in one), a URL as it is.
+fn shown_source(m: &Marketplace) -> String {
+    if m.directory.is_some() {
+        format!("Local: {}", m.source)
+    } else if m.is_default || !m.source.contains("://") {
+        format!("GitHub: {}", m.source)
     } else {
-        source.to_string()
+        m.source.clone()
     }
 }
 
@@ -139,9 +139,7 @@ fn list(store: &PluginStore, as_json: bool, here: &mut Here<'_>) -> i32 {
         let entries: Vec<Value> = users
             .iter()
             .chain(&defaults)
-            .map(
-                |m| json!({"name": m.name, "source": shown_source(&m.source, m.is_default), "isDefault": m.is_default}),
-            )
+            .map(|m| json!({"name": m.name, "source": shown_source(m), "isDefault": m.is_default}))
             .collect();
         let _ = writeln!(here.out, "{}", serde_json::to_string_pretty(&entries).unwrap_or_default());
         return 0;
@@ -149,7 +147,7 @@ fn list(store: &PluginStore, as_json: bool, here: &mut Here<'_>) -> i32 {
     if !defaults.is_empty() {
         let _ = writeln!(here.out, "Included with GitHub Copilot:");
         for m in &defaults {
-            let _ = writeln!(here.out, "  ◆ {} ({})", m.name, shown_source(&m.source, true));
+            let _ = writeln!(here.out, "  ◆ {} ({})", m.name, shown_source(m));
         }
     }
     if !users.is_empty() {
@@ -158,7 +156,7 @@ fn list(store: &PluginStore, as_json: bool, here: &mut Here<'_>) -> i32 {
         }
         let _ = writeln!(here.out, "Registered marketplaces:");
         for m in &users {
-            let _ = writeln!(here.out, "  • {} ({})", m.name, shown_source(&m.source, false));
+            let _ = writeln!(here.out, "  • {} ({})", m.name, shown_source(m));
         }
     }
     0
