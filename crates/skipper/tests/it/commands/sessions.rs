@@ -59,7 +59,7 @@ async fn a_transcript_from_another_tool_becomes_a_session_the_model_continues() 
         (&Value::from(1), &Value::from(3), &Value::from(1), &Value::from(1), &Value::from(1))
     );
     let id = out["sessionId"].as_str().unwrap().to_string();
-    assert_eq!(sessions(&s), [id.clone()]);
+    assert_eq!(sessions(&s), std::slice::from_ref(&id));
     let meta = s.read(&s.copilot_home().join(format!("session-state/{id}/workspace.yaml")));
     assert!(meta.contains("name: Imported chat") && meta.contains("user_named: true"), "{meta}");
     assert!(meta.contains("repository: octo/hello") && meta.contains("created_at: 2026-11-01T08:00:00.000Z"), "{meta}");
