@@ -116,18 +116,10 @@ pub(crate) async fn connect(
             let cfg = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
             let failed =
                 |e: rmcp::service::ClientInitializeError| format!("Failed to connect to MCP server at {url}: {e}");
-            match auth {
-                Some(auth) => {
-                    let transport = StreamableHttpClientTransport::with_client(AuthClient::new(auth), cfg);
-                    client.serve(transport).await.map_err(failed)?
-                }
-                None => {
-                    let guarded = sandbox.is_some_and(|p| !p.internal_network);
-                    let transport =
-                        StreamableHttpClientTransport::with_client(crate::oauth::http_client(guarded)?, cfg);
-                    client.serve(transport).await.map_err(failed)?
-                }
-            }
+            // The host sets up every remote server's `ServerAuth`, and with it the HTTP client.
+            let auth = auth.ok_or_else(|| format!("MCP server at {url}: no HTTP client was set up"))?;
+            let transport = StreamableHttpClientTransport::with_client(AuthClient::new(auth), cfg);
+            client.serve(transport).await.map_err(failed)?
         }
     };
     let server_info = running.peer().peer_info().and_then(|i| serde_json::to_value(i).ok());
