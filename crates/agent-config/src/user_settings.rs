@@ -92,15 +92,20 @@ fn object(settings: &UserSettings, key: &str) -> Map<String, Value> {
     settings.get(key).and_then(Value::as_object).cloned().unwrap_or_default()
 }
 
+/// `settings.json`'s marketplaces, then those of `legacy` (`config.json`'s) it does not name.
+fn with_legacy(settings: &UserSettings, legacy: Option<Map<String, Value>>) -> Map<String, Value> {
+    let mut all = object(settings, EXTRA_KNOWN_MARKETPLACES);
+    for (name, v) in from_legacy(legacy.unwrap_or_default()) {
+        all.entry(name).or_insert(v);
+    }
+    all
+}
+
 /// The user's marketplaces: `settings.json`'s, then those an older Skipper left in
 /// `config.json` that it does not name.
 pub fn marketplaces(home: &Path) -> Result<Map<String, Value>, crate::FileError> {
-    let legacy = crate::user_config::file(home).read()?.marketplaces.unwrap_or_default();
-    let mut all = object(&file(home).read()?, EXTRA_KNOWN_MARKETPLACES);
-    for (name, v) in from_legacy(legacy) {
-        all.entry(name).or_insert(v);
-    }
-    Ok(all)
+    let legacy = crate::user_config::file(home).read()?.marketplaces;
+    Ok(with_legacy(&file(home).read()?, legacy))
 }
 
 /// Changes the user's marketplaces where the original keeps them, `settings.json`. Those an
@@ -112,10 +117,7 @@ pub fn update_marketplaces<R, E: From<crate::FileError>>(
 ) -> Result<R, E> {
     let legacy = crate::user_config::file(home).read()?.marketplaces;
     let out = file(home).update(|settings| {
-        let mut all = object(settings, EXTRA_KNOWN_MARKETPLACES);
-        for (name, v) in from_legacy(legacy.clone().unwrap_or_default()) {
-            all.entry(name).or_insert(v);
-        }
+        let mut all = with_legacy(settings, legacy.clone());
         let out = change(&mut all)?;
         settings.insert(EXTRA_KNOWN_MARKETPLACES.into(), Value::Object(all));
         Ok::<_, E>(out)

@@ -274,12 +274,6 @@ fn write(
 ) -> Result<(), store::StoreError> {
     let cwd = cwd.display().to_string();
     let events = interchange::events(id, parsed, &cwd, attachments, env!("CARGO_PKG_VERSION"));
-    layout.ensure_session_dir(id)?;
-    let mut log = store::EventLog::open(layout.events_path(id))?;
-    for e in &events {
-        log.append(e)?;
-    }
-    log.sync()?;
     let workspace = &parsed.header.workspace;
     let meta = WorkspaceMeta {
         id: id.to_string(),
@@ -293,14 +287,18 @@ fn write(
         updated_at: protocol::now_iso(),
         ..Default::default()
     };
-    layout.write_workspace_yaml_blocking(id, &meta)?;
     let row = store::index::row_from_events(id, &events, Some(&meta))
         .ok_or_else(|| store::StoreError::NotFound(id.to_string()))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|source| store::StoreError::Io { path: "the index's runtime".into(), source })?;
+        .map_err(|source| store::StoreError::Io { path: "the import's runtime".into(), source })?;
+    // Written as `sessions.fork` writes a session: the log and `workspace.yaml` through the
+    // store, then its row in the index.
     runtime.block_on(async {
+        let store = store::EventStore::Files(layout.clone());
+        store.write_log(id, events).await?;
+        store.write_meta(id, &meta).await?;
         let index = store::SessionIndex::open(layout.db_path()).await?;
         let written = index.upsert(&row).await;
         index.close().await;

@@ -84,7 +84,8 @@ fn workspace(w: &Value, fail: &mut impl FnMut(&'static str, &str)) -> Workspace 
     let repository = w.get("repository").and_then(repository);
     if let (Some(raw), None) = (w.get("repository"), &repository) {
         let fields = ["host", "owner", "name"].iter().all(|k| non_empty(raw.get(*k)).is_some());
-        if fields && host_type(raw["host"].as_str().unwrap_or_default()).is_none() {
+        let known = host_name(raw["host"].as_str().unwrap_or_default()).and_then(|h| host_type(&h));
+        if fields && known.is_none() {
             fail(
                 "unsupported_repository_host",
                 "Workspace repository host must be github.com, dev.azure.com, or visualstudio.com.",
@@ -120,8 +121,9 @@ fn repository(v: &Value) -> Option<Repository> {
     if owner.contains('/') || name.contains('/') {
         return None;
     }
-    let host_type = host_type(host)?;
-    Some(Repository { host: host_name(host)?, host_type, owner: owner.to_string(), name: name.to_string() })
+    let host = host_name(host)?;
+    let host_type = host_type(&host)?;
+    Some(Repository { host, host_type, owner: owner.to_string(), name: name.to_string() })
 }
 
 /// The host as a bare lower-case name: from a URL (http or https, no credentials, no port), or
@@ -144,8 +146,8 @@ fn host_name(host: &str) -> Option<String> {
     (!h.is_empty()).then_some(h)
 }
 
-fn host_type(host: &str) -> Option<&'static str> {
-    let h = host_name(host)?;
+/// The kind of host a bare name ([`host_name`]) is, if the original knows it.
+fn host_type(h: &str) -> Option<&'static str> {
     let under = |domain: &str| h == domain || h.ends_with(&format!(".{domain}"));
     if h == "github.com" {
         Some("github")
