@@ -174,3 +174,57 @@ async def test_an_idle_session_unloads_and_a_new_client_resumes_it_unchanged(ctx
         await second.stop()
     finally:
         serve_support.stop(served)
+
+
+def _scrape(http: str, accept: str | None) -> tuple[str, str]:
+    import urllib.request
+
+    request = urllib.request.Request(f"http://{http}/metrics", headers={"Accept": accept} if accept else {})
+    with urllib.request.urlopen(request, timeout=10) as r:
+        return r.headers["Content-Type"], r.read().decode()
+
+
+async def test_metrics_answer_in_the_format_the_scraper_asks_for(ctx: Ctx, make_client):
+    """Issue 36: `/metrics` in the classic text format unless OpenMetrics is asked for, each read
+    by the Prometheus project's own Python parsers, with the turns this test ran."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
+    from prometheus_client.parser import text_string_to_metric_families as classic_families
+
+    served = _start_serve_with(ctx)
+    try:
+        ctx.fake.replies({"text": "one"}, {"text": "two"})
+        client = make_client(uri=served.sdk, connection_token=TOKEN)
+        await client.start()
+        session = await client.create_session(on_permission_request=PermissionHandler.approve_all)
+        await session.send_and_wait("first", timeout=30)
+        await session.send_and_wait("second", timeout=30)
+
+        def turns(families) -> float:
+            [family] = [f for f in families if f.name == "skipper_turns"]
+            assert family.type == "counter"
+            [sample] = [s for s in family.samples if s.name == "skipper_turns_total"]
+            return sample.value
+
+        # Prometheus's own Accept when it scrapes OpenMetrics.
+        prometheus = ("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,"
+                      "text/plain;version=0.0.4;q=0.5,*/*;q=0.1")
+        kind, text = _scrape(served.http, prometheus)
+        assert kind.startswith("application/openmetrics-text; version=1.0.0"), kind
+        assert turns(openmetrics_families(text)) == 2
+
+        for accept in (None, "*/*", "text/plain;version=0.0.4"):
+            kind, text = _scrape(served.http, accept)
+            assert kind.startswith("text/plain; version=0.0.4"), (accept, kind)
+            assert "# EOF" not in text and "# UNIT" not in text
+            families = list(classic_families(text))
+            assert turns(families) == 2
+            [latency] = [f for f in families if f.name == "skipper_model_latency_seconds"]
+            assert latency.type == "histogram"
+            [count] = [s for s in latency.samples if s.name == "skipper_model_latency_seconds_count"]
+            assert count.value == 2
+            # The OpenMetrics parser refuses the classic text: the two really differ.
+            with pytest.raises(ValueError):
+                list(openmetrics_families(text))
+        await client.stop()
+    finally:
+        serve_support.stop(served)

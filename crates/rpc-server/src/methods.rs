@@ -6,9 +6,9 @@ use protocol::generated::methods as g;
 use protocol::methods as h;
 
 use crate::handlers::{
-    account, agents, auth, canvas, commands, discovery, fleet, history, inference, mcp, mcp_extras, permission_paths,
-    plugins, providers, rewind, sandbox, server, session, session_extras, session_fs, session_services, session_state,
-    sessions_admin, shell, tasks, ui, user_settings, workspace_extras, workspaces,
+    account, agents, auth, canvas, commands, discovery, fleet, history, inference, mcp, mcp_extras, not_offered,
+    permission_paths, plugins, providers, rewind, sandbox, server, session, session_extras, session_fs,
+    session_services, session_state, sessions_admin, shell, tasks, ui, user_settings, workspace_extras, workspaces,
 };
 use crate::table::{method_table, Entry};
 
@@ -26,6 +26,26 @@ method_table! {
     AccountLogin: g::AccountLogin => account::login, lane |_p| None, aliases [];
     AccountLogout: g::AccountLogout => account::logout, lane |_p| None, aliases [];
     RuntimeShutdown: g::RuntimeShutdown => server::runtime_shutdown, lane |_p| None, aliases [];
+    CommandsList: g::CommandsList => commands::list_first_message, lane |_p| None, aliases [];
+
+    // Features Skipper does not have, answered as the original answers without them.
+    ConnectorsGetAccounts: g::ConnectorsGetAccounts => not_offered::connectors_accounts, lane |_p| None, aliases [];
+    ConnectorsGetCapabilities: g::ConnectorsGetCapabilities
+        => not_offered::connectors_capabilities, lane |_p| None, aliases [];
+    ConnectorsList: g::ConnectorsList => not_offered::connectors_list, lane |_p| None, aliases [];
+    ConnectorsRefresh: g::ConnectorsRefresh => not_offered::connectors_refresh, lane |_p| None, aliases [];
+    ManagedSettingsRead: g::ManagedSettingsRead => not_offered::managed_settings_read, lane |_p| None, aliases [];
+    ManagedSettingsResolve: g::ManagedSettingsResolve
+        => not_offered::managed_settings_resolve, lane |_p| None, aliases [];
+    ManagedSettingsClearCache: g::ManagedSettingsClearCache
+        => not_offered::managed_settings_clear_cache, lane |_p| None, aliases [];
+    HostListSessions: g::HostListSessions => not_offered::host_list_sessions, lane |_p| None, aliases [];
+    HostDispose: g::HostDispose => not_offered::host_dispose, lane |_p| None, aliases [];
+    HostPublishSession: g::HostPublishSession => not_offered::host_publish_session, lane |_p| None, aliases [];
+    HostUnpublishSession: g::HostUnpublishSession
+        => not_offered::host_unpublish_session, lane |_p| None, aliases [];
+    RegisterExtensionLaunchProvider: g::RegisterExtensionLaunchProvider
+        => not_offered::register_extension_launch_provider, lane |_p| None, aliases [];
 
     // SDK-hosted inference: a client performs the model's HTTP requests.
     LlmInferenceSetProvider: g::LlmInferenceSetProvider => inference::set_provider, lane |_p| None, aliases [];

@@ -3559,6 +3559,180 @@ impl crate::rpc::RpcMethod for SandboxProxySecretDelete {
     type Result = ();
 }
 
+/// `connectors.getAccounts`: Returns eligible accounts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnectorsGetAccounts;
+
+impl crate::rpc::RpcMethod for ConnectorsGetAccounts {
+    const NAME: &'static str = "connectors.getAccounts";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::ConnectorDiscoveryAccountList;
+}
+
+/// `connectors.getCapabilities`: Returns feature availability.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnectorsGetCapabilities;
+
+impl crate::rpc::RpcMethod for ConnectorsGetCapabilities {
+    const NAME: &'static str = "connectors.getCapabilities";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::ConnectorDiscoveryCapabilities;
+}
+
+/// `connectors.list`: Lists entries for the selected account.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnectorsList;
+
+impl crate::rpc::RpcMethod for ConnectorsList {
+    const NAME: &'static str = "connectors.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::ConnectorDiscoveryAccountRequest;
+    type Result = t::ConnectorDiscoveryCatalogResult;
+}
+
+/// `connectors.refresh`: Refreshes entries for the selected account.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnectorsRefresh;
+
+impl crate::rpc::RpcMethod for ConnectorsRefresh {
+    const NAME: &'static str = "connectors.refresh";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::ConnectorDiscoveryAccountRequest;
+    type Result = t::ConnectorDiscoveryCatalogResult;
+}
+
+/// `managedSettings.read`: Discovers device-managed settings from production MDM and managed-file
+/// sources, validates them against the runtime-owned managed-settings schema, and returns the
+/// canonical JSON without requiring a session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ManagedSettingsRead;
+
+impl crate::rpc::RpcMethod for ManagedSettingsRead {
+    const NAME: &'static str = "managedSettings.read";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::ManagedSettingsReadResult;
+}
+
+/// `managedSettings.resolve`: Resolves the effective enterprise managed settings without a session,
+/// from the device channel and, when an account is available, the account's server policy through
+/// the same per-account cache sessions use. A cached server policy less than an hour old is used
+/// without a fetch; otherwise the policy is fetched, and when the fetch fails a cached policy up to
+/// 24 hours old is used instead, unless `forceRemoteSettingsRefresh` requires a live fetch. With no
+/// account requested or signed in, it reports device policy only; signing out removes the account's
+/// cached policy. It can fetch server policy over the network when the cache is stale, so call it
+/// off latency-critical paths such as startup rather than before listing models. The policy helper
+/// is not run. `layers` lists each channel's document before merging, and `values` and `meta` carry
+/// typed effective values and their lock state for the keys typed so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ManagedSettingsResolve;
+
+impl crate::rpc::RpcMethod for ManagedSettingsResolve {
+    const NAME: &'static str = "managedSettings.resolve";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::ManagedSettingsResolveRequest;
+    type Result = t::ManagedSettingsResolveResult;
+}
+
+/// `managedSettings.clearCache`: Force-refreshes enterprise managed settings for every account:
+/// wipes the persistent server-policy cache (the whole `<cacheHome>/managed-settings` directory)
+/// and drops this runtime process's in-memory retained server policy. It does not itself fetch
+/// policy — the effect is that the next time a session resolves managed settings for an account,
+/// that resolution re-fetches the account's org policy from the network instead of serving a cached
+/// response. Note that `managedSettings.read` returns only device/MDM settings and never triggers
+/// the account server-policy fetch, so a host implementing "sync account policy" should start a
+/// fresh session resolution rather than treat a subsequent `managedSettings.read` as the refreshed
+/// org policy. Mirrors the invalidation a sign-out performs, broadened from the one signing-out
+/// account to all of them; device/MDM layers describe the machine, not the account, and are left
+/// untouched. Rejects if the on-disk cache cannot be removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ManagedSettingsClearCache;
+
+impl crate::rpc::RpcMethod for ManagedSettingsClearCache {
+    const NAME: &'static str = "managedSettings.clearCache";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = ();
+}
+
+/// `host.listSessions`: Reads the complete advertised live and dormant session catalog of an
+/// existing host owned by this connection. Does not start hosting, subscribe to sessions, or
+/// guarantee resumability.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostListSessions;
+
+impl crate::rpc::RpcMethod for HostListSessions {
+    const NAME: &'static str = "host.listSessions";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::HostListSessionsRequest;
+    type Result = t::HostListSessionsResult;
+}
+
+/// `host.dispose`: Stops a listener owned by this SDK connection and joins its cleanup without
+/// deleting sessions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostDispose;
+
+impl crate::rpc::RpcMethod for HostDispose {
+    const NAME: &'static str = "host.dispose";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::HostDisposeRequest;
+    type Result = t::HostEmptyResult;
+}
+
+/// `host.publishSession`: Publishes an attached resident session for this listener's lifetime
+/// without copying it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostPublishSession;
+
+impl crate::rpc::RpcMethod for HostPublishSession {
+    const NAME: &'static str = "host.publishSession";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::HostPublishSessionRequest;
+    type Result = t::HostPublishSessionResult;
+}
+
+/// `host.unpublishSession`: Withdraws a live or dormant application publication from an owned live
+/// host and revokes AHP attachments without deleting local session history, worktrees, or ongoing
+/// work. Returns false when already absent; rejects nonapplication publications.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostUnpublishSession;
+
+impl crate::rpc::RpcMethod for HostUnpublishSession {
+    const NAME: &'static str = "host.unpublishSession";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::HostUnpublishSessionRequest;
+    type Result = t::HostUnpublishSessionResult;
+}
+
+/// `registerExtensionLaunchProvider`: Registers the calling SDK client as the per-entrypoint
+/// extension launch provider. Call before creating any sessions. When omitted, the runtime uses its
+/// built-in extension launcher.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RegisterExtensionLaunchProvider;
+
+impl crate::rpc::RpcMethod for RegisterExtensionLaunchProvider {
+    const NAME: &'static str = "registerExtensionLaunchProvider";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = ();
+}
+
+/// `commands.list`: Lists the well-known built-in slash commands that work as the first message in
+/// a new session (e.g. /plan, /env), without requiring an active session. Commands that depend on
+/// session state, authentication, or a synced session are omitted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommandsList;
+
+impl crate::rpc::RpcMethod for CommandsList {
+    const NAME: &'static str = "commands.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = crate::rpc::NoParams;
+    type Result = t::CommandList;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4953,4 +5127,17 @@ pub const METHOD_NAMES: &[&str] = &[
     "sandbox.proxySecret.get",
     "sandbox.proxySecret.save",
     "sandbox.proxySecret.delete",
+    "connectors.getAccounts",
+    "connectors.getCapabilities",
+    "connectors.list",
+    "connectors.refresh",
+    "managedSettings.read",
+    "managedSettings.resolve",
+    "managedSettings.clearCache",
+    "host.listSessions",
+    "host.dispose",
+    "host.publishSession",
+    "host.unpublishSession",
+    "registerExtensionLaunchProvider",
+    "commands.list",
 ];

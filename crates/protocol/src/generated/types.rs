@@ -3739,6 +3739,242 @@ pub struct ConnectedRemoteSessionMetadataRepository {
     pub branch: String,
 }
 
+/// Authoritative service connection state for one Connector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ConnectorCatalogStatus {
+    /// The Connector is available but not connected.
+    #[serde(rename = "not_connected")]
+    NotConnected,
+    /// The Connector service is still completing connection or consent.
+    #[serde(rename = "pending")]
+    Pending,
+    /// The Connector is connected and may contribute MCP servers.
+    #[serde(rename = "connected")]
+    Connected,
+    /// The Connector service reports an unusable connection.
+    #[serde(rename = "error")]
+    Error,
+    /// The service returned a future or unrecognized state.
+    #[serde(rename = "unknown")]
+    Unknown,
+}
+
+impl ConnectorCatalogStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::NotConnected,
+        Self::Pending,
+        Self::Connected,
+        Self::Error,
+        Self::Unknown,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::NotConnected => "not_connected",
+            Self::Pending => "pending",
+            Self::Connected => "connected",
+            Self::Error => "error",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for ConnectorCatalogStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Eligible account.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorDiscoveryAccount {
+    /// Opaque account ID.
+    #[serde(rename = "accountId")]
+    pub account_id: String,
+    /// Account metadata.
+    #[serde(rename = "authInfo")]
+    pub auth_info: ConnectorDiscoveryAuthInfo,
+}
+
+impl ConnectorDiscoveryAccount {
+    /// The required fields; every optional one is `None`.
+    pub fn new(account_id: String, auth_info: ConnectorDiscoveryAuthInfo) -> Self {
+        Self {
+            account_id,
+            auth_info,
+        }
+    }
+}
+
+/// Eligible accounts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorDiscoveryAccountList {
+    /// Availability.
+    pub availability: ConnectorDiscoveryAvailability,
+    /// Eligible accounts.
+    pub accounts: Vec<ConnectorDiscoveryAccount>,
+}
+
+impl ConnectorDiscoveryAccountList {
+    /// The required fields; every optional one is `None`.
+    pub fn new(availability: ConnectorDiscoveryAvailability, accounts: Vec<ConnectorDiscoveryAccount>) -> Self {
+        Self {
+            availability,
+            accounts,
+        }
+    }
+}
+
+/// Selected account.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorDiscoveryAccountRequest {
+    /// Opaque account ID.
+    #[serde(rename = "accountId")]
+    pub account_id: String,
+}
+
+/// Account metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorDiscoveryAuthInfo {
+    /// Authentication type.
+    #[serde(rename = "type")]
+    pub r#type: AuthInfoType,
+    /// Host.
+    pub host: String,
+    /// Login.
+    pub login: String,
+}
+
+impl ConnectorDiscoveryAuthInfo {
+    /// The required fields; every optional one is `None`.
+    pub fn new(r#type: AuthInfoType, host: String, login: String) -> Self {
+        Self {
+            r#type,
+            host,
+            login,
+        }
+    }
+}
+
+/// Availability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ConnectorDiscoveryAvailability {
+    /// Enabled.
+    #[serde(rename = "enabled")]
+    Enabled,
+    /// Disabled.
+    #[serde(rename = "disabled")]
+    Disabled,
+    /// Unavailable.
+    #[serde(rename = "unavailable")]
+    Unavailable,
+}
+
+impl ConnectorDiscoveryAvailability {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Enabled, Self::Disabled, Self::Unavailable];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Enabled => "enabled",
+            Self::Disabled => "disabled",
+            Self::Unavailable => "unavailable",
+        }
+    }
+}
+
+impl std::fmt::Display for ConnectorDiscoveryAvailability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Feature availability.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorDiscoveryCapabilities {
+    /// API version.
+    #[serde(rename = "apiVersion")]
+    pub api_version: u64,
+    /// Availability.
+    pub availability: ConnectorDiscoveryAvailability,
+    /// Whether accounts are selected by opaque ID.
+    #[serde(rename = "opaqueAccountSelection")]
+    pub opaque_account_selection: bool,
+    /// Whether results are cached.
+    #[serde(rename = "conditionalCache")]
+    pub conditional_cache: bool,
+}
+
+impl ConnectorDiscoveryCapabilities {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(api_version: u64, availability: ConnectorDiscoveryAvailability, opaque_account_selection: bool, conditional_cache: bool) -> Self {
+        Self {
+            api_version,
+            availability,
+            opaque_account_selection,
+            conditional_cache,
+        }
+    }
+}
+
+/// Entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorDiscoveryCatalogEntry {
+    /// Name.
+    pub name: String,
+    /// Display name.
+    #[serde(rename = "displayName")]
+    pub display_name: String,
+    /// Description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Logo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logo: Option<String>,
+    /// Tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
+    /// Release tag.
+    #[serde(rename = "releaseTag", default, skip_serializing_if = "Option::is_none")]
+    pub release_tag: Option<String>,
+    /// Status.
+    pub status: ConnectorCatalogStatus,
+}
+
+impl ConnectorDiscoveryCatalogEntry {
+    /// The required fields; every optional one is `None`.
+    pub fn new(name: String, display_name: String, status: ConnectorCatalogStatus) -> Self {
+        Self {
+            name,
+            display_name,
+            description: None,
+            logo: None,
+            tier: None,
+            release_tag: None,
+            status,
+        }
+    }
+}
+
+/// Entries for the selected account.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectorDiscoveryCatalogResult {
+    /// Opaque account ID.
+    #[serde(rename = "accountId")]
+    pub account_id: String,
+    /// Revision.
+    pub revision: u64,
+    /// Refresh time in Unix epoch milliseconds.
+    #[serde(rename = "refreshedAtMs")]
+    pub refreshed_at_ms: u64,
+    /// Entries.
+    pub connectors: Vec<ConnectorDiscoveryCatalogEntry>,
+}
+
 /// Controls how MCP tool result content is filtered: none leaves content unchanged, markdown
 /// sanitizes HTML while preserving Markdown-friendly output, and hidden_characters removes
 /// characters that can hide directives.
@@ -6205,6 +6441,94 @@ impl std::fmt::Display for HookType {
     }
 }
 
+/// Stops a connection-owned listener and joins its teardown.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostDisposeRequest {
+    /// Listener UUID. Unknown or successfully stopped IDs are harmless.
+    #[serde(rename = "hostId")]
+    pub host_id: String,
+}
+
+/// Empty acknowledgement for a completed host lifecycle operation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostEmptyResult {}
+
+/// Reads a running host's catalog or the runtime's saved default catalog.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostListSessionsRequest {
+    /// Listener UUID returned by host.start; the caller must own it. Omit to read the saved default
+    /// compute-identity catalog without starting a listener.
+    #[serde(rename = "hostId", default, skip_serializing_if = "Option::is_none")]
+    pub host_id: Option<String>,
+}
+
+/// The complete live and dormant advertised catalog, without subscribing to sessions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostListSessionsResult {
+    /// Complete advertised session summaries, in the host's catalog order.
+    pub sessions: Vec<HostSessionSummary>,
+}
+
+/// Publishes a resident session attached to the listener's owning connection.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostPublishSessionRequest {
+    /// Listener UUID returned by host.start.
+    #[serde(rename = "hostId")]
+    pub host_id: String,
+    /// Canonical runtime session ID attached to the listener's owning connection.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// The existing runtime identity and its resource on the listener.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostPublishSessionResult {
+    /// Canonical runtime ID of the published session.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// AHP resource URI for the session on this listener.
+    #[serde(rename = "sessionUri")]
+    pub session_uri: String,
+}
+
+/// Metadata advertised by the AHP host, not a guarantee that history can be resumed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostSessionSummary {
+    /// Stable AHP resource URI identifying the session on this host.
+    pub resource: String,
+    /// Authoritative title advertised by the host.
+    pub title: String,
+    /// Session creation time as an ISO 8601 timestamp.
+    #[serde(rename = "createdAt")]
+    pub created_at: String,
+    /// Last modification time as an ISO 8601 timestamp.
+    #[serde(rename = "modifiedAt")]
+    pub modified_at: String,
+    /// Unsigned 32-bit AHP session status bitset (0..=4294967295); unknown bits must be preserved.
+    pub status: u64,
+    /// Optional activity description advertised by the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<String>,
+}
+
+/// Withdraws an application publication without deleting its underlying local session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostUnpublishSessionRequest {
+    /// Listener UUID returned by host.start; the caller must own the live listener.
+    #[serde(rename = "hostId")]
+    pub host_id: String,
+    /// Canonical session ID in the durable catalog, whether resident or dormant.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Publication withdrawal outcome; local history, worktrees and ongoing work are preserved.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostUnpublishSessionResult {
+    /// True when a publication was removed; false when it was already absent.
+    pub unpublished: bool,
+}
+
 /// Payload indicating the session is idle with no background agents or attached shell commands in
 /// flight
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -6949,6 +7273,44 @@ pub struct LogResult {
     pub event_id: String,
 }
 
+/// Administrator-configured Fusion preference, independent of execution support.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ManagedFusionTier {
+    /// Use Auto Balance to balance capability, speed, and cost.
+    #[serde(rename = "standard")]
+    Standard,
+    /// Use HydraFusion, falling back to Auto Intelligence when unavailable.
+    #[serde(rename = "high")]
+    High,
+    /// Use HydraFusion Max to prioritize quality.
+    #[serde(rename = "max")]
+    Max,
+    /// Leave tier selection unmanaged without falling back to legacy Auto policy.
+    #[serde(rename = "unmanaged")]
+    Unmanaged,
+}
+
+impl ManagedFusionTier {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Standard, Self::High, Self::Max, Self::Unmanaged];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Standard => "standard",
+            Self::High => "high",
+            Self::Max => "max",
+            Self::Unmanaged => "unmanaged",
+        }
+    }
+}
+
+impl std::fmt::Display for ManagedFusionTier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Non-secret host-managed HTTP MCP server configuration. The containing map key is the stable
 /// managed identity; credentials are supplied dynamically by the host.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -6967,6 +7329,367 @@ pub struct ManagedMcpServerConfig {
     /// Maximum dynamic-header cache lifetime in milliseconds.
     #[serde(rename = "headersRefreshTtlMs", default, skip_serializing_if = "Option::is_none")]
     pub headers_refresh_ttl_ms: Option<u64>,
+}
+
+/// Reusable managed permission evaluation context. Treat permissions as runtime-owned policy data
+/// and retain it verbatim; it includes source-aware composition metadata. This is a snapshot, not a
+/// capability or approval token; only use contexts obtained from trusted policy sources.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ManagedPermissionsContext {
+    /// Runtime-owned composed permissions object. Absent when no permission policy is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<serde_json::Value>,
+    /// Policy could not be determined; evaluation must deny every operation.
+    #[serde(rename = "failClosed")]
+    pub fail_closed: bool,
+}
+
+/// Lock state and provenance of one managed setting.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ManagedSettingMeta {
+    /// Whether users and repositories may choose a different value. `false` means policy locks the
+    /// value.
+    pub overridable: bool,
+    /// Channel that supplied this scalar value, matching a `layers[].source`: `device`, `server`,
+    /// or `policyHelper`. These scalar defaults select one winning channel, not a mixed source.
+    /// Treat unknown values as additional channels; more may be added.
+    pub source: String,
+    /// Original managed value when the runtime adjusted it to a supported effective value. Omitted
+    /// when no adjustment was needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<String>,
+}
+
+/// One validation finding for a managed-settings document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManagedSettingsDiagnostic {
+    /// Dot-separated path of the offending setting, such as `autoTier.overridable`. Empty for the
+    /// document as a whole.
+    pub path: String,
+    /// Whether the finding rejects the document.
+    pub severity: ManagedSettingsDiagnosticSeverity,
+    /// Human-readable description of the finding.
+    pub message: String,
+}
+
+impl ManagedSettingsDiagnostic {
+    /// The required fields; every optional one is `None`.
+    pub fn new(path: String, severity: ManagedSettingsDiagnosticSeverity, message: String) -> Self {
+        Self {
+            path,
+            severity,
+            message,
+        }
+    }
+}
+
+/// Severity of a managed-settings validation finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ManagedSettingsDiagnosticSeverity {
+    /// The runtime rejects the document.
+    #[serde(rename = "error")]
+    Error,
+    /// The runtime accepts the document but ignores the flagged content.
+    #[serde(rename = "warning")]
+    Warning,
+}
+
+impl ManagedSettingsDiagnosticSeverity {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Error, Self::Warning];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Warning => "warning",
+        }
+    }
+}
+
+impl std::fmt::Display for ManagedSettingsDiagnosticSeverity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One managed-settings channel and the document it delivered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ManagedSettingsLayer {
+    /// Channel identifier: `device` (MDM, plist, registry, or managed file), `server` (account or
+    /// organization policy), or `policyHelper` (session-local helper output, supported by compose).
+    /// Treat unknown output values as additional channels; more may be added.
+    pub source: String,
+    /// Validated managed-settings document this channel delivered. Absent when the channel
+    /// delivered none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<serde_json::Value>,
+}
+
+/// Per-key lock state and provenance for `ManagedSettingsValues`, with the same field names.
+/// Producers emit each typed key in values and meta together; both outer objects are omitted when
+/// no typed key is set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ManagedSettingsMeta {
+    /// Lock state and provenance of `values.model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ManagedSettingMeta>,
+    /// Lock state and provenance of `values.autoTier`.
+    #[serde(rename = "autoTier", default, skip_serializing_if = "Option::is_none")]
+    pub auto_tier: Option<ManagedSettingMeta>,
+    /// Lock state and provenance of values.fusionTier, including a legacy alias's original source.
+    /// An unmanaged value imposes no tier lock.
+    #[serde(rename = "fusionTier", default, skip_serializing_if = "Option::is_none")]
+    pub fusion_tier: Option<ManagedSettingMeta>,
+    /// Lock state and provenance of `values.effortLevel`.
+    #[serde(rename = "effortLevel", default, skip_serializing_if = "Option::is_none")]
+    pub effort_level: Option<ManagedSettingMeta>,
+    /// Lock state and provenance of `values.contextTier`.
+    #[serde(rename = "contextTier", default, skip_serializing_if = "Option::is_none")]
+    pub context_tier: Option<ManagedSettingMeta>,
+}
+
+/// Validated device-managed settings discovered before a session exists.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ManagedSettingsReadResult {
+    /// Validated, canonical managed-settings JSON. Omitted when no managed settings were discovered
+    /// or when discovered settings failed validation.
+    #[serde(rename = "settingsJson", default, skip_serializing_if = "Option::is_none")]
+    pub settings_json: Option<serde_json::Value>,
+    /// Discovery or validation error text when managed settings could not be read safely.
+    #[serde(rename = "errorMessage", default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}
+
+/// Optional opaque account selection or GitHub token whose managed settings are resolved.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ManagedSettingsResolveRequest {
+    /// Opaque account identifier returned by `account.getAllUsers`. When omitted, the current
+    /// account is used, or device policy only when no account is signed in.
+    #[serde(rename = "selectionId", default, skip_serializing_if = "Option::is_none")]
+    pub selection_id: Option<String>,
+    /// GitHub token to resolve instead of the current account. The call fails when the token cannot
+    /// be resolved.
+    #[serde(rename = "gitHubToken", default, skip_serializing_if = "Option::is_none")]
+    pub git_hub_token: Option<String>,
+    /// Embedding client identity for server policy requests, as in session creation. Omit for the
+    /// CLI identity.
+    #[serde(rename = "clientName", default, skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+    /// Working directory used to run an organization policy helper. When omitted, sessionless
+    /// resolution does not run the helper.
+    #[serde(rename = "workingDirectory", default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+}
+
+/// Effective enterprise managed settings for an account, resolved without a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManagedSettingsResolveResult {
+    /// Reusable source-composed permission policy for managedSettings.permissions.evaluate. Unlike
+    /// resolved.settings.permissions, this retains every source's allowlist and default-prompt
+    /// semantics. Refresh through resolve when account/device policy changes. Absent on runtimes
+    /// that do not support permission evaluation.
+    #[serde(rename = "permissionsContext", default, skip_serializing_if = "Option::is_none")]
+    pub permissions_context: Option<ManagedPermissionsContext>,
+    /// Printable opaque identity of the account the settings were resolved for, suitable for
+    /// comparison and storage, not an account selectionId. Absent when no account was available, in
+    /// which case only device policy is reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// Effective managed settings from the device and account (server) channels, in the same shape
+    /// as `session.managedSettings.get`, excluding session-local injection.
+    pub resolved: ManagedSettingsResolvedData,
+    /// Typed effective values of managed settings, keyed like the managed-settings schema and
+    /// already resolved across channels, with the `{ "overridable": ... }` wrapper removed. Present
+    /// when policy sets at least one typed key. Keys not typed here are available in
+    /// `resolved.settings`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<ManagedSettingsValues>,
+    /// Per-key lock state and provenance for the entries in `values`, using the same key names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ManagedSettingsMeta>,
+    /// Each managed-settings channel consulted, strongest first, with the validated document it
+    /// delivered before merging. `resolved.settings` is the merged result. More channels may be
+    /// added over time.
+    pub layers: Vec<ManagedSettingsLayer>,
+    /// Warnings about unavailable policy sources or a failed refresh served from cache. A cached
+    /// response is not proof of a successful live fetch; `resolved.failClosed` separately describes
+    /// enforcement.
+    pub diagnostics: Vec<ManagedSettingsDiagnostic>,
+}
+
+impl ManagedSettingsResolveResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(resolved: ManagedSettingsResolvedData, layers: Vec<ManagedSettingsLayer>, diagnostics: Vec<ManagedSettingsDiagnostic>) -> Self {
+        Self {
+            permissions_context: None,
+            account: None,
+            resolved,
+            values: None,
+            meta: None,
+            layers,
+            diagnostics,
+        }
+    }
+}
+
+/// Enterprise managed-settings resolution: the effective managed settings the session applied and
+/// which channels contributed, so SDK clients can show users what is enterprise-managed. Fires
+/// whenever managed policy is (re)applied — at session start, on resume, and on account switch.
+/// This is an ephemeral live snapshot (delivered to subscribers but not persisted to the session
+/// event log), because at session start it resolves before `session.start` is emitted. Device
+/// values take precedence over server values, then the policy helper, per ordinary key, while
+/// permissions compose restrictively across device, server, policy-helper, and SDK-client layers.
+/// The account-scoped `getManagedSettings()` API does not include session-local client injection.
+/// Marked experimental while the managed-settings surface stabilizes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ManagedSettingsResolvedData {
+    /// Channel summary: `server`, `device`, `client`, or `policyHelper` when exactly one channel
+    /// contributed; `mixed` when multiple channels contributed; otherwise `none`. Consult the
+    /// per-channel booleans for exact provenance.
+    pub source: ManagedSettingsResolvedSource,
+    /// Whether the server (account/org) managed-settings layer was present
+    #[serde(rename = "serverManaged")]
+    pub server_managed: bool,
+    /// Whether an actual device MDM/plist/registry/file managed-settings layer was present
+    #[serde(rename = "deviceManaged")]
+    pub device_managed: bool,
+    /// Whether a session-local permissions layer injected by the SDK host was present
+    #[serde(rename = "clientManaged", default, skip_serializing_if = "Option::is_none")]
+    pub client_managed: Option<bool>,
+    /// Whether the policy-helper managed-settings layer was present. The policy helper is the
+    /// weakest channel: it fills keys no enterprise source set and can never replace one.
+    #[serde(rename = "policyHelperManaged", default, skip_serializing_if = "Option::is_none")]
+    pub policy_helper_managed: Option<bool>,
+    /// Whether managed policy could not be determined (e.g. a failed server fetch) and the session
+    /// fell back to the fail-closed restriction. When true, restrictions such as disabling
+    /// bypass-permissions are enforced even though `settings` may be absent.
+    #[serde(rename = "failClosed")]
+    pub fail_closed: bool,
+    /// Whether the effective sandbox policy forces the sandbox on *only* because managed policy
+    /// could not be determined, rather than because the policy requires it. Lets clients tell a
+    /// user whose `--no-sandbox` was overridden that the sandbox stayed on as a fail-closed
+    /// fallback, instead of attributing it to an administrator who set no such policy.
+    #[serde(rename = "sandboxEnabledByUndeterminedPolicy", default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_enabled_by_undetermined_policy: Option<bool>,
+    /// Whether enterprise policy disables bypass-permissions ("yolo") mode for this session.
+    /// Deny-wins across layers, and forced on when `failClosed` is true.
+    #[serde(rename = "bypassPermissionsDisabled")]
+    pub bypass_permissions_disabled: bool,
+    /// Whether at least two managed sources supplied permission allowlists, so enforcement
+    /// intersects them and the flattened settings payload omits `permissions.allow`.
+    #[serde(rename = "permissionsAllowIntersected", default, skip_serializing_if = "Option::is_none")]
+    pub permissions_allow_intersected: Option<bool>,
+    /// The setting keys under enterprise management in the effective managed settings (e.g.
+    /// `model`, `enabledPlugins`, `permissions`). Empty when no managed settings are in force.
+    #[serde(rename = "managedKeys")]
+    pub managed_keys: Vec<String>,
+    /// The effective (resolved) managed settings values, so clients can render exactly what is
+    /// enforced. Absent when no managed policy is in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<serde_json::Value>,
+}
+
+impl ManagedSettingsResolvedData {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(source: ManagedSettingsResolvedSource, server_managed: bool, device_managed: bool, fail_closed: bool, bypass_permissions_disabled: bool, managed_keys: Vec<String>) -> Self {
+        Self {
+            source,
+            server_managed,
+            device_managed,
+            client_managed: None,
+            policy_helper_managed: None,
+            fail_closed,
+            sandbox_enabled_by_undetermined_policy: None,
+            bypass_permissions_disabled,
+            permissions_allow_intersected: None,
+            managed_keys,
+            settings: None,
+        }
+    }
+}
+
+/// Summary of which managed-settings channels contributed to the effective session policy. Use the
+/// per-channel booleans for exact provenance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ManagedSettingsResolvedSource {
+    /// Only the server/account channel contributed.
+    #[serde(rename = "server")]
+    Server,
+    /// Only the device MDM/plist/registry/file channel contributed.
+    #[serde(rename = "device")]
+    Device,
+    /// Only session-local SDK-host injection contributed.
+    #[serde(rename = "client")]
+    Client,
+    /// A policy helper registered by device or server policy contributed. Device registration takes
+    /// priority when present.
+    #[serde(rename = "policyHelper")]
+    PolicyHelper,
+    /// More than one channel contributed. Ordinary keys resolve device over server over policy
+    /// helper per key, while permissions compose restrictively across all present layers.
+    #[serde(rename = "mixed")]
+    Mixed,
+    /// No managed policy is in force (no channel contributed).
+    #[serde(rename = "none")]
+    None,
+}
+
+impl ManagedSettingsResolvedSource {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Server,
+        Self::Device,
+        Self::Client,
+        Self::PolicyHelper,
+        Self::Mixed,
+        Self::None,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Server => "server",
+            Self::Device => "device",
+            Self::Client => "client",
+            Self::PolicyHelper => "policyHelper",
+            Self::Mixed => "mixed",
+            Self::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for ManagedSettingsResolvedSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Typed effective values of managed settings. Each field mirrors the managed-settings schema key
+/// of the same name; more keys are added as they are typed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ManagedSettingsValues {
+    /// Managed default model identifier. When model availability was resolved, aliases and family
+    /// names are projected to a concrete available model ID; otherwise the configured value is
+    /// returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Managed Auto routing preference, used when the selected model is `auto`.
+    #[serde(rename = "autoTier", default, skip_serializing_if = "Option::is_none")]
+    pub auto_tier: Option<AutoTier>,
+    /// Managed Fusion preference. Takes precedence over autoTier even when unmanaged, which means
+    /// no managed tier and forbids legacy fallback. Legacy Auto values are mapped only when no
+    /// managed source supplies fusionTier.
+    #[serde(rename = "fusionTier", default, skip_serializing_if = "Option::is_none")]
+    pub fusion_tier: Option<ManagedFusionTier>,
+    /// Managed reasoning-effort default for the managed concrete model. The runtime clamps it to an
+    /// entitled effort when model availability is known.
+    #[serde(rename = "effortLevel", default, skip_serializing_if = "Option::is_none")]
+    pub effort_level: Option<String>,
+    /// Managed context-tier default for the managed concrete model.
+    #[serde(rename = "contextTier", default, skip_serializing_if = "Option::is_none")]
+    pub context_tier: Option<ContextTier>,
 }
 
 /// Result of registering a new marketplace.
@@ -27967,6 +28690,10 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // - HookInvokeResponse.output: no type in the schema (any JSON)
 // - HookStartData.input: no type in the schema (any JSON)
 // - JsonSchemaResponseFormat.schema: no type in the schema (any JSON)
+// - ManagedPermissionsContext.permissions: no type in the schema (any JSON)
+// - ManagedSettingsLayer.settings: no type in the schema (any JSON)
+// - ManagedSettingsReadResult.settingsJson: no type in the schema (any JSON)
+// - ManagedSettingsResolvedData.settings: no type in the schema (any JSON)
 // - OpenCanvasInstance.input: no type in the schema (any JSON)
 // - OptionsUpdateAdditionalContentExclusionPolicy.last_updated_at: no type in the schema (any JSON)
 // - PermissionPromptRequestCustomTool.args: no type in the schema (any JSON)

@@ -11,6 +11,19 @@ use protocol::jsonrpc::RpcError;
 use crate::ctx::Ctx;
 use crate::handlers::builtin_commands;
 
+/// `commands.list`: the built-in commands that work as the first message of a new session, so
+/// without one (the original leaves out those that read a session's state: `/compact`,
+/// `/context`).
+pub async fn list_first_message(_ctx: &Ctx, _p: protocol::rpc::NoParams) -> Result<t::CommandList, RpcError> {
+    const NEED_A_CONVERSATION: &[&str] = &["compact", "context"];
+    let commands = builtin_commands::listing()
+        .iter()
+        .filter(|c| !NEED_A_CONVERSATION.contains(&c.name.as_str()))
+        .cloned()
+        .collect();
+    Ok(t::CommandList { commands })
+}
+
 pub async fn list(ctx: &Ctx, p: t::SessionCommandsListParams) -> Result<t::CommandList, RpcError> {
     let session = ctx.session(&p.session_id)?;
     let mut commands = Vec::new();

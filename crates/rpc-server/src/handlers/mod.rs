@@ -13,6 +13,7 @@ pub mod history;
 pub mod inference;
 pub mod mcp;
 pub mod mcp_extras;
+pub mod not_offered;
 pub mod permission_paths;
 pub mod plugins;
 pub mod providers;

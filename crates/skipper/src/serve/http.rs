@@ -13,6 +13,7 @@ use rpc_server::tenancy::Tenancy;
 use rpc_server::Server;
 
 use super::metrics::Metrics;
+use super::metrics_format::{self, Format};
 
 #[derive(Clone)]
 pub struct App {
@@ -45,9 +46,15 @@ async fn readyz(State(app): State<App>) -> Response {
     }
 }
 
-async fn metrics(State(app): State<App>) -> Response {
+/// In the format the scraper asks for (`Accept`): OpenMetrics, else the classic text format.
+async fn metrics(State(app): State<App>, headers: HeaderMap) -> Response {
+    let format = Format::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let text = app.metrics.render(app.server.engine.loaded_count(), app.tenancy.auth_failures());
-    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()
+    let text = match format {
+        Format::OpenMetrics => text,
+        Format::Classic => metrics_format::classic(&text),
+    };
+    ([(header::CONTENT_TYPE, format.content_type())], text).into_response()
 }
 
 /// The bearer token of a request, if it carries one.

@@ -9,6 +9,7 @@ pub mod config;
 pub(crate) mod extensions;
 mod http;
 pub mod metrics;
+mod metrics_format;
 pub mod shared_root;
 pub mod tenants_cmd;
 

@@ -15,6 +15,7 @@ mod harness;
 mod hostile;
 mod inference;
 mod lifecycle;
+mod original_methods;
 mod persistence;
 mod protocol;
 mod runner;
