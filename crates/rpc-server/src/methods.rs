@@ -6,8 +6,8 @@ use protocol::generated::methods as g;
 use protocol::methods as h;
 
 use crate::handlers::{
-    account, agents, auth, canvas, commands, discovery, fleet, history, inference, mcp, mcp_extras, not_offered,
-    permission_paths, plugins, providers, rewind, sandbox, server, session, session_extras, session_fs,
+    account, agents, auth, canvas, client_metadata, commands, discovery, fleet, history, inference, mcp, mcp_extras,
+    not_offered, permission_paths, plugins, providers, rewind, sandbox, server, session, session_extras, session_fs,
     session_services, session_state, sessions_admin, shell, tasks, ui, user_settings, workspace_extras, workspaces,
 };
 use crate::table::{method_table, Entry};
@@ -213,6 +213,12 @@ method_table! {
         => session_state::release_interest, lane |_p| None, aliases [], follower Read;
     SessionMetadataSnapshot: g::SessionMetadataSnapshot
         => session_state::metadata_snapshot, lane |_p| None, aliases [], follower Read;
+    SessionMetadataGetClientMetadata: g::SessionMetadataGetClientMetadata
+        => client_metadata::get, lane |_p| None, aliases [], follower Read;
+    SessionMetadataUpdateClientMetadata: g::SessionMetadataUpdateClientMetadata
+        => client_metadata::update, lane |p| Some(&p.session_id), aliases [], follower Forward;
+    SessionsGetClientMetadata: g::SessionsGetClientMetadata
+        => client_metadata::get_many, lane |_p| None, aliases [], follower Read;
     SessionMetadataSetWorkingDirectory: g::SessionMetadataSetWorkingDirectory
         => session_state::set_working_directory, lane |p| Some(&p.session_id), aliases [];
     SessionMetadataRecordContextChange: g::SessionMetadataRecordContextChange

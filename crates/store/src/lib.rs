@@ -16,6 +16,7 @@
 
 pub mod backend;
 pub mod checkpoints;
+pub mod client_metadata;
 mod error;
 pub mod event_log;
 mod files;

@@ -3733,6 +3733,44 @@ impl crate::rpc::RpcMethod for CommandsList {
     type Result = t::CommandList;
 }
 
+/// `session.metadata.getClientMetadata`: Returns the client-owned string metadata persisted with
+/// this local session. The metadata is not included in model context, events, telemetry, snapshots,
+/// or remote exports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMetadataGetClientMetadata;
+
+impl crate::rpc::RpcMethod for SessionMetadataGetClientMetadata {
+    const NAME: &'static str = "session.metadata.getClientMetadata";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMetadataGetClientMetadataParams;
+    type Result = t::ClientMetadata;
+}
+
+/// `session.metadata.updateClientMetadata`: Atomically patches the client-owned string metadata
+/// persisted with this local session and returns the committed bag.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMetadataUpdateClientMetadata;
+
+impl crate::rpc::RpcMethod for SessionMetadataUpdateClientMetadata {
+    const NAME: &'static str = "session.metadata.updateClientMetadata";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMetadataUpdateClientMetadataParams;
+    type Result = t::ClientMetadata;
+}
+
+/// `sessions.getClientMetadata`: Reads client-owned metadata for multiple persisted local sessions
+/// without opening them. Results preserve request order and report missing, corrupt, unsupported,
+/// or temporarily unavailable sessions independently.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionsGetClientMetadata;
+
+impl crate::rpc::RpcMethod for SessionsGetClientMetadata {
+    const NAME: &'static str = "sessions.getClientMetadata";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::SessionsGetClientMetadataRequest;
+    type Result = t::SessionsGetClientMetadataResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4141,6 +4179,12 @@ impl crate::rpc::SessionScoped for t::SessionMetadataContextInfoParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionMetadataGetClientMetadataParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionMetadataGetContextAttributionParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4178,6 +4222,12 @@ impl crate::rpc::SessionScoped for t::SessionMetadataSetWorkingDirectoryParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionMetadataSnapshotParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMetadataUpdateClientMetadataParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -5140,4 +5190,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "host.unpublishSession",
     "registerExtensionLaunchProvider",
     "commands.list",
+    "session.metadata.getClientMetadata",
+    "session.metadata.updateClientMetadata",
+    "sessions.getClientMetadata",
 ];

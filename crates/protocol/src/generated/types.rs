@@ -3246,6 +3246,13 @@ pub struct Citations {
     pub spans: Vec<CitationSpan>,
 }
 
+/// Client-owned, case-sensitive string metadata persisted with a local session. Clients should
+/// namespace keys by owner. Keys must be non-empty and at most 256 UTF-8 bytes; keys under
+/// `copilot/` and `github/` are reserved. Values may contain at most 16 KiB of UTF-8 data. A bag
+/// may contain at most 128 entries and its serialized sidecar may contain at most 64 KiB. The
+/// runtime stores but never interprets these values.
+pub type ClientMetadata = std::collections::BTreeMap<String, String>;
+
 /// Queued command completion notification signaling UI dismissal
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CommandCompletedData {
@@ -20164,6 +20171,14 @@ pub struct SessionMetadataContextInfoParams {
 
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMetadataGetClientMetadataParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionMetadataGetContextAttributionParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
@@ -20317,6 +20332,30 @@ pub struct SessionMetadataSnapshotParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
+}
+
+/// Atomic patch for client-owned session metadata. Operations apply in clear, remove, then set
+/// order. The resulting bag must satisfy the ClientMetadata entry and serialized-size limits. Local
+/// storage coordinates concurrent runtime processes; custom SessionFs providers must serialize
+/// writers that access the same session from multiple processes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMetadataUpdateClientMetadataParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Remove every existing client metadata entry before applying remove and set. Defaults to
+    /// false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clear: Option<bool>,
+    /// Case-sensitive keys to remove. Missing keys are ignored. Each key must be non-empty, at most
+    /// 256 UTF-8 bytes, and outside the reserved `copilot/` and `github/` namespaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove: Option<Vec<String>>,
+    /// String entries to add or replace. Set wins when a key also appears in remove. Each key must
+    /// be non-empty, at most 256 UTF-8 bytes, and outside the reserved `copilot/` and `github/`
+    /// namespaces. Each value may contain at most 16 KiB of UTF-8 data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The session mode the agent is operating in
@@ -22688,6 +22727,91 @@ pub struct SessionsCheckInUseResult {
     pub in_use: Vec<String>,
 }
 
+/// Client metadata outcome for one requested local session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status")]
+pub enum SessionsClientMetadataEntry {
+    #[serde(rename = "ok")]
+    Ok(SessionsClientMetadataEntryOk),
+    #[serde(rename = "notFound")]
+    NotFound(SessionsClientMetadataEntryNotFound),
+    #[serde(rename = "corrupt")]
+    Corrupt(SessionsClientMetadataEntryCorrupt),
+    #[serde(rename = "unsupportedVersion")]
+    UnsupportedVersion(SessionsClientMetadataEntryUnsupportedVersion),
+    #[serde(rename = "unavailable")]
+    Unavailable(SessionsClientMetadataEntryUnavailable),
+}
+
+impl SessionsClientMetadataEntry {
+    /// The `status` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::Ok(_) => "ok",
+            Self::NotFound(_) => "notFound",
+            Self::Corrupt(_) => "corrupt",
+            Self::UnsupportedVersion(_) => "unsupportedVersion",
+            Self::Unavailable(_) => "unavailable",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionsClientMetadataEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "status")?;
+        match kind.as_str() {
+            "ok" => crate::tagged::variant(_rest).map(Self::Ok),
+            "notFound" => crate::tagged::variant(_rest).map(Self::NotFound),
+            "corrupt" => crate::tagged::variant(_rest).map(Self::Corrupt),
+            "unsupportedVersion" => crate::tagged::variant(_rest).map(Self::UnsupportedVersion),
+            "unavailable" => crate::tagged::variant(_rest).map(Self::Unavailable),
+            other => Err(serde::de::Error::unknown_variant(other, &["ok", "notFound", "corrupt", "unsupportedVersion", "unavailable"])),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsClientMetadataEntryCorrupt {
+    /// Requested session ID.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsClientMetadataEntryNotFound {
+    /// Requested session ID.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsClientMetadataEntryOk {
+    /// Requested session ID.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Validated client metadata, possibly empty or projected to requested keys.
+    pub metadata: ClientMetadata,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsClientMetadataEntryUnavailable {
+    /// Requested session ID.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Filesystem or provider error code. Clients should not assume every provider uses
+    /// operating-system error codes.
+    pub code: String,
+    /// Human-readable diagnostic message. Not stable for programmatic matching.
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsClientMetadataEntryUnsupportedVersion {
+    /// Requested session ID.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Session ID to close.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionsCloseRequest {
@@ -22767,6 +22891,22 @@ pub struct SessionsForkResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
+
+/// Bounded batch request for client-owned metadata from persisted local sessions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionsGetClientMetadataRequest {
+    /// Session IDs to inspect. Results preserve this order.
+    #[serde(rename = "sessionIds")]
+    pub session_ids: Vec<String>,
+    /// Case-sensitive keys to project from each valid bag. Each key must be non-empty, at most 256
+    /// UTF-8 bytes, and outside the reserved `copilot/` and `github/` namespaces. Omit to return
+    /// every entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<Vec<String>>,
+}
+
+/// Ordered client metadata outcomes for the requested local sessions.
+pub type SessionsGetClientMetadataResult = Vec<SessionsClientMetadataEntry>;
 
 /// Optional working-directory context used to score session relevance.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -6,6 +6,7 @@ pub mod agents;
 pub mod auth;
 pub mod builtin_commands;
 pub mod canvas;
+pub mod client_metadata;
 pub mod commands;
 pub mod discovery;
 pub mod fleet;
