@@ -12,6 +12,8 @@ instructions and the request as one message. Discovery: ``skills.*``, ``agents.*
 
 from __future__ import annotations
 
+import asyncio
+
 from copilot.generated.rpc import (
     AgentsDiscoverRequest,
     AgentsGetDiscoveryPathsRequest,
@@ -379,3 +381,71 @@ async def test_background_agents_message_their_siblings(ctx: Ctx, client):
     main = [r for r in ctx.fake.requests() if "task" in tool_names(r)]
     assert main and all("read_agent" in tool_names(r) for r in main)
     await session.disconnect()
+
+
+def _holding_tool(calls: list, release: asyncio.Event) -> Tool:
+    """An SDK tool whose handler waits until the test releases it."""
+
+    async def hold(invocation: ToolInvocation) -> ToolResult:
+        calls.append(invocation)
+        await release.wait()
+        return ToolResult(text_result_for_llm="released")
+
+    return Tool(
+        name="hold", description="Holds.", parameters={"type": "object", "properties": {"n": {"type": "string"}}},
+        handler=hold, skip_permission=True,
+    )
+
+
+async def test_waiting_sdk_tool_calls_are_listed_with_their_agent_and_background_agents_cancel_at_once(
+    ctx: Ctx, client
+):
+    """Issue 34: `session.tools.listPendingRequests` and `session.cancelAllBackgroundAgents`, as
+    1.0.102 answers them: the main turn's waiting call, then two background agents' (each named
+    by its agent), all of them stopped by one call while the main loop goes on."""
+    calls: list = []
+    release = asyncio.Event()
+    ctx.fake.replies({"tool_calls": [{"name": "hold", "arguments": {"n": "main"}}]}, {"text": "MAIN DONE"})
+    session = await client.create_session(on_permission_request=PermissionHandler.approve_all,
+                                          tools=[_holding_tool(calls, release)])
+    events = record_events(session)
+    assert (await session.rpc.tools.list_pending_requests()).items == []
+    assert await session.rpc.cancel_all_background_agents() == 0
+
+    await session.send("start")
+    await wait_for(lambda: len(calls) == 1, 30, "the main turn's call")
+    [waiting] = (await session.rpc.tools.list_pending_requests()).items
+    assert (waiting.tool_name, waiting.arguments, waiting.agent_id) == ("hold", {"n": "main"}, None)
+    assert waiting.tool_call_id == calls[0].tool_call_id and waiting.request_id
+    release.set()
+    await wait_for(lambda: any(e.data.content == "MAIN DONE" for e in events.of("assistant.message")), 30,
+                   "the main turn's end")
+    assert (await session.rpc.tools.list_pending_requests()).items == []
+
+    # Two background agents, each held in the same tool.
+    release.clear()
+    ctx.fake.replies({"tool_calls": [{"name": "hold", "arguments": {"n": "agent"}}]},
+                     {"tool_calls": [{"name": "hold", "arguments": {"n": "agent"}}]})
+    for name in ("a1", "a2"):
+        await session.rpc.tasks.start_agent(
+            TasksStartAgentRequest(agent_type="general-purpose", prompt="Hold.", name=name, description=name))
+    await wait_for(lambda: len(calls) == 3, 30, "both agents' calls")
+    listed = (await session.rpc.tools.list_pending_requests()).items
+    assert sorted(i.agent_id for i in listed) == ["a1", "a2"], listed
+    assert {c.tool_call_id for c in calls[1:]} == {i.tool_call_id for i in listed}
+
+    assert await session.rpc.cancel_all_background_agents() == 2
+    statuses = {t.id: t.status.value for t in (await session.rpc.tasks.list()).tasks}
+    assert statuses == {"a1": "cancelled", "a2": "cancelled"}, statuses
+    for _ in range(100):
+        if (await session.rpc.tools.list_pending_requests()).items == []:
+            break
+        await asyncio.sleep(0.05)
+    assert (await session.rpc.tools.list_pending_requests()).items == []
+    assert await session.rpc.cancel_all_background_agents() == 0
+    release.set()
+
+    # The main loop was not interrupted: it still answers.
+    ctx.fake.replies({"text": "STILL HERE"})
+    answer = await session.send_and_wait("still there?", timeout=30)
+    assert answer is not None and answer.data.content == "STILL HERE"

@@ -266,8 +266,8 @@ impl Actor {
                 let _ =
                     reply.send(crate::sandbox_bypass::take_offer(&self.handle, &mut self.pending, &request_id, take));
             }
-            SessionInput::PendingPermissions { reply } => {
-                let _ = reply.send(self.pending.permission_prompts());
+            SessionInput::Waiting { reply } => {
+                let _ = reply.send(self.pending.waiting());
             }
             SessionInput::FailAllPending => {
                 // A client may have come back since the timer started.

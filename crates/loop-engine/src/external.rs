@@ -34,8 +34,16 @@ pub(crate) async fn run(
     }
     let request_id = uuid::Uuid::new_v4().to_string();
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let register =
-        SessionInput::RunRegisterPending { request_id: request_id.clone(), kind: PendingKind::ExternalTool, tx };
+    let listed = t::PendingExternalToolRequest {
+        request_id: request_id.clone(),
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        arguments: Some(args.clone()),
+        provider_id: None,
+        agent_id: ctx.scope.as_ref().map(|s| s.agent_id.clone()),
+    };
+    let kind = PendingKind::ExternalTool(Box::new(listed));
+    let register = SessionInput::RunRegisterPending { request_id: request_id.clone(), kind, tx };
     if ctx.handle.tell(register).await.is_err() {
         return ToolOutput::interrupted();
     }

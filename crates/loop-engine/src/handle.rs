@@ -194,8 +194,9 @@ pub(crate) enum SessionInput {
         take: crate::sandbox_bypass::Take,
         reply: oneshot::Sender<Result<(), crate::sandbox_bypass::OfferRefusal>>,
     },
-    PendingPermissions {
-        reply: oneshot::Sender<Vec<(String, PermissionPromptRequest)>>,
+    /// What clients have yet to answer: permission prompts and SDK tool calls.
+    Waiting {
+        reply: oneshot::Sender<crate::pending::Waiting>,
     },
     /// The last client left and did not come back in time: answer what is pending ourselves.
     FailAllPending,
@@ -632,7 +633,14 @@ impl SessionHandle {
 
     /// Permission prompts still waiting for an answer: `(requestId, prompt)`.
     pub async fn pending_permissions(&self) -> Result<Vec<(String, PermissionPromptRequest)>, EngineError> {
-        self.ask(|reply| SessionInput::PendingPermissions { reply }).await
+        Ok(self.ask(|reply| SessionInput::Waiting { reply }).await?.permissions)
+    }
+
+    /// SDK tool calls of the session and its sub-agents waiting for a client's answer.
+    pub async fn pending_tool_calls(
+        &self,
+    ) -> Result<Vec<protocol::generated::types::PendingExternalToolRequest>, EngineError> {
+        Ok(self.ask(|reply| SessionInput::Waiting { reply }).await?.tool_calls)
     }
 
     pub async fn fail_all_pending(&self) -> Result<(), EngineError> {

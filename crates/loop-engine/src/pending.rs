@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use protocol::generated::types::{ExternalToolResult, PermissionDecision, PermissionPromptRequest};
+use protocol::generated::types::{self as t, ExternalToolResult, PermissionDecision, PermissionPromptRequest};
 use tokio::sync::oneshot;
 
 /// What a pending request is waiting for.
@@ -16,11 +16,9 @@ pub(crate) enum PendingKind {
     /// A permission request that also offers to let the operation past the session's sandbox:
     /// approving it does, and so do `session.sandbox.disableForSession` and (where `grant` is
     /// set) `session.sandbox.grantPathForRequest`.
-    SandboxBypass {
-        prompt: Option<Box<PermissionPromptRequest>>,
-        grant: Option<PathBuf>,
-    },
-    ExternalTool,
+    SandboxBypass { prompt: Option<Box<PermissionPromptRequest>>, grant: Option<PathBuf> },
+    /// What `session.tools.listPendingRequests` shows of the waiting call.
+    ExternalTool(Box<t::PendingExternalToolRequest>),
 }
 
 /// What a waiting request offers past the sandbox.
@@ -46,6 +44,14 @@ pub enum PendingAnswer {
     NoClient,
 }
 
+/// What clients have yet to answer, as listed to them.
+#[derive(Debug, Default)]
+pub struct Waiting {
+    /// `(requestId, prompt)` of each permission prompt.
+    pub permissions: Vec<(String, PermissionPromptRequest)>,
+    pub tool_calls: Vec<t::PendingExternalToolRequest>,
+}
+
 #[derive(Default)]
 pub(crate) struct PendingRequests {
     waiting: HashMap<String, (PendingKind, oneshot::Sender<PendingAnswer>)>,
@@ -63,7 +69,7 @@ impl PendingRequests {
         let fits = matches!(
             (self.waiting.get(request_id), &answer),
             (Some((PendingKind::Permission(_) | PendingKind::SandboxBypass { .. }, _)), PendingAnswer::Permission(_))
-                | (Some((PendingKind::ExternalTool, _)), PendingAnswer::ToolCall { .. })
+                | (Some((PendingKind::ExternalTool(_), _)), PendingAnswer::ToolCall { .. })
                 | (Some(_), PendingAnswer::NoClient)
         );
         if !fits {
@@ -108,10 +114,28 @@ impl PendingRequests {
                 PendingKind::Permission(prompt) | PendingKind::SandboxBypass { prompt, .. } => {
                     prompt.as_deref().map(|p| (id.clone(), p.clone()))
                 }
-                PendingKind::ExternalTool => None,
+                PendingKind::ExternalTool(_) => None,
             })
             .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    pub fn waiting(&self) -> Waiting {
+        Waiting { permissions: self.permission_prompts(), tool_calls: self.tool_calls() }
+    }
+
+    /// SDK tool calls still waiting for `session.tools.handlePendingToolCall`, by request id.
+    pub fn tool_calls(&self) -> Vec<t::PendingExternalToolRequest> {
+        let mut out: Vec<t::PendingExternalToolRequest> = self
+            .waiting
+            .values()
+            .filter_map(|(kind, _)| match kind {
+                PendingKind::ExternalTool(call) => Some(call.as_ref().clone()),
+                _ => None,
+            })
+            .collect();
+        out.sort_by(|a, b| a.request_id.cmp(&b.request_id));
         out
     }
 }
@@ -124,7 +148,7 @@ mod tests {
     fn answers_reach_the_waiting_request_once_and_only_of_the_right_kind() {
         let mut p = PendingRequests::default();
         let (tx, mut rx) = oneshot::channel();
-        p.register("r1".into(), PendingKind::ExternalTool, tx);
+        p.register("r1".into(), PendingKind::ExternalTool(Box::default()), tx);
         assert!(!p.resolve("r1", PendingAnswer::Permission(PermissionDecision::Approved)));
         assert!(p.resolve("r1", PendingAnswer::ToolCall { result: None, error: None }));
         assert!(!p.resolve("r1", PendingAnswer::ToolCall { result: None, error: None }));

@@ -77,6 +77,8 @@ method_table! {
         => session::set_approve_all, lane |p| Some(&p.session_id), aliases [];
     SessionPermissionsPendingRequests: g::SessionPermissionsPendingRequests
         => session::pending_permissions, lane |p| Some(&p.session_id), aliases [], follower Read;
+    SessionToolsListPendingRequests: g::SessionToolsListPendingRequests
+        => session::pending_tool_calls, lane |p| Some(&p.session_id), aliases [], follower Forward;
     SessionToolsHandlePendingToolCall: g::SessionToolsHandlePendingToolCall
         => session::answer_tool_call, lane |p| Some(&p.session_id), aliases [];
     SessionToolsSet: g::SessionToolsSet => session::set_tools, lane |p| Some(&p.session_id), aliases [];
@@ -204,6 +206,8 @@ method_table! {
     SessionTasksPromoteCurrentToBackground: g::SessionTasksPromoteCurrentToBackground => tasks::promote_current, lane |_p| None, aliases [];
     SessionTasksCancel: g::SessionTasksCancel => tasks::cancel, lane |_p| None, aliases [];
     SessionTasksRemove: g::SessionTasksRemove => tasks::remove, lane |_p| None, aliases [];
+    SessionCancelAllBackgroundAgents: g::SessionCancelAllBackgroundAgents
+        => tasks::cancel_all, lane |_p| None, aliases [];
     SessionTasksSendMessage: g::SessionTasksSendMessage => tasks::send_message, lane |_p| None, aliases [];
     SessionMetadataIsProcessing: g::SessionMetadataIsProcessing
         => session_state::is_processing, lane |_p| None, aliases [], follower Read;

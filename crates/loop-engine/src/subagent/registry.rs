@@ -130,6 +130,13 @@ impl Registry {
         true
     }
 
+    /// Stops every running or idle agent (the main loop goes on); how many there were.
+    pub fn cancel_all(&self) -> usize {
+        let ids: Vec<String> =
+            self.lock().entries.iter().filter(|e| e.running() || e.idle()).map(|e| e.info.id.clone()).collect();
+        ids.iter().filter(|id| self.cancel(id)).count()
+    }
+
     /// Forgets a finished agent; `false` when there is none under that id or it still runs or
     /// idles (cancel it first).
     pub fn remove(&self, id: &str) -> bool {

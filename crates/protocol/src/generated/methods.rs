@@ -3771,6 +3771,31 @@ impl crate::rpc::RpcMethod for SessionsGetClientMetadata {
     type Result = t::SessionsGetClientMetadataResult;
 }
 
+/// `session.cancelAllBackgroundAgents`: Cancels every running background agent (task-registry
+/// subagents plus sidekick agents) without interrupting the main agent loop. Promoted attached
+/// shells are left running.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCancelAllBackgroundAgents;
+
+impl crate::rpc::RpcMethod for SessionCancelAllBackgroundAgents {
+    const NAME: &'static str = "session.cancelAllBackgroundAgents";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCancelAllBackgroundAgentsParams;
+    type Result = i64;
+}
+
+/// `session.tools.listPendingRequests`: Lists the external tool calls of the session and its
+/// sub-agents that are still waiting for session.tools.handlePendingToolCall.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionToolsListPendingRequests;
+
+impl crate::rpc::RpcMethod for SessionToolsListPendingRequests {
+    const NAME: &'static str = "session.tools.listPendingRequests";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionToolsListPendingRequestsParams;
+    type Result = t::PendingExternalToolRequestList;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -3802,6 +3827,12 @@ impl crate::rpc::SessionScoped for t::SessionAgentReloadParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionAgentSelectParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCancelAllBackgroundAgentsParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -4719,6 +4750,12 @@ impl crate::rpc::SessionScoped for t::SessionToolsInitializeAndValidateParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionToolsListPendingRequestsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionToolsSetParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -5193,4 +5230,6 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.metadata.getClientMetadata",
     "session.metadata.updateClientMetadata",
     "sessions.getClientMetadata",
+    "session.cancelAllBackgroundAgents",
+    "session.tools.listPendingRequests",
 ];

@@ -11361,6 +11361,43 @@ impl std::fmt::Display for OptionsUpdateToolFilterPrecedence {
     }
 }
 
+/// External tool call of the session or one of its sub-agents that is still waiting for
+/// session.tools.handlePendingToolCall.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PendingExternalToolRequest {
+    /// Request ID to pass to session.tools.handlePendingToolCall
+    #[serde(rename = "requestId")]
+    pub request_id: String,
+    /// Tool call ID assigned to this external tool invocation
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: String,
+    /// Name of the external tool to invoke
+    #[serde(rename = "toolName")]
+    pub tool_name: String,
+    /// Arguments to pass to the external tool
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Value>,
+    /// Stable identity of the provider that offered the tool, for hosts that route extension-owned
+    /// tools by provider
+    #[serde(rename = "providerId", default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<String>,
+    /// Sub-agent instance identifier (the envelope agentId of its events) of the agent that issued
+    /// the call; absent for calls issued by the root agent
+    #[serde(rename = "agentId", default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+}
+
+/// External tool calls still waiting for a result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PendingExternalToolRequestList {
+    /// External tool calls of the session and its sub-agents that
+    /// session.tools.handlePendingToolCall would still accept, in the order they were requested.
+    /// Includes calls that were pending when the session was last suspended and resumed with
+    /// pending work continued, so a host that did not observe the original external_tool.requested
+    /// event can answer them.
+    pub items: Vec<PendingExternalToolRequest>,
+}
+
 /// Empty payload; the event signals that the pending message queue has changed
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PendingMessagesModifiedData {}
@@ -18490,6 +18527,14 @@ pub struct SessionBulkDeleteResult {
     pub freed_bytes: std::collections::BTreeMap<String, u64>,
 }
 
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCancelAllBackgroundAgentsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Canvas action invocation parameters.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionCanvasActionInvokeParams {
@@ -22377,6 +22422,15 @@ pub struct SessionToolsHandlePendingToolCallParams {
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionToolsInitializeAndValidateParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// No parameters; returns the external tool calls of the session and its sub-agents that are still
+/// waiting for a result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionToolsListPendingRequestsParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
@@ -28836,6 +28890,7 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
 // - ManagedSettingsResolvedData.settings: no type in the schema (any JSON)
 // - OpenCanvasInstance.input: no type in the schema (any JSON)
 // - OptionsUpdateAdditionalContentExclusionPolicy.last_updated_at: no type in the schema (any JSON)
+// - PendingExternalToolRequest.arguments: no type in the schema (any JSON)
 // - PermissionPromptRequestCustomTool.args: no type in the schema (any JSON)
 // - PermissionPromptRequestHook.toolArgs: no type in the schema (any JSON)
 // - PermissionPromptRequestMcp.args: no type in the schema (any JSON)

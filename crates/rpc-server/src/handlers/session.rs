@@ -347,6 +347,16 @@ pub async fn pending_permissions(
     Ok(t::PendingPermissionRequestList { items })
 }
 
+/// SDK tool calls of the session and its sub-agents that wait for `handlePendingToolCall`.
+pub async fn pending_tool_calls(
+    ctx: &Ctx,
+    p: t::SessionToolsListPendingRequestsParams,
+) -> Result<t::PendingExternalToolRequestList, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let items = session.pending_tool_calls().await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(t::PendingExternalToolRequestList { items })
+}
+
 pub async fn set_approve_all(
     ctx: &Ctx,
     p: t::SessionPermissionsSetApproveAllParams,

@@ -88,6 +88,13 @@ pub async fn cancel(ctx: &Ctx, p: t::SessionTasksCancelParams) -> Result<t::Task
     Ok(t::TasksCancelResult { cancelled: session.tasks().cancel(&p.id) })
 }
 
+/// `session.cancelAllBackgroundAgents`: stops every background agent, not the main turn; the
+/// number stopped.
+pub async fn cancel_all(ctx: &Ctx, p: t::SessionCancelAllBackgroundAgentsParams) -> Result<i64, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    Ok(i64::try_from(session.tasks().cancel_all()).unwrap_or(i64::MAX))
+}
+
 pub async fn remove(ctx: &Ctx, p: t::SessionTasksRemoveParams) -> Result<t::TasksRemoveResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
     Ok(t::TasksRemoveResult { removed: session.tasks().remove(&p.id) })
