@@ -8,11 +8,10 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::io_err;
-use crate::layout::{private_file_options, Layout};
+use crate::layout::{private_file_options, replace_private_file, Layout};
 use crate::StoreError;
 
 const FILE: &str = "client-metadata.json";
@@ -47,6 +46,19 @@ pub enum Found {
     UnsupportedVersion,
 }
 
+impl Found {
+    /// The bag of a session being read or changed: none stored yet is an empty bag; a file this
+    /// runtime cannot read is an error (never taken for an empty bag, so never overwritten).
+    pub fn into_bag(self) -> Result<Bag, ClientMetadataError> {
+        match self {
+            Found::Ok(bag) => Ok(bag),
+            Found::NotFound => Ok(Bag::new()),
+            Found::Corrupt => Err(ClientMetadataError::Unreadable("corrupt")),
+            Found::UnsupportedVersion => Err(ClientMetadataError::Unreadable("of an unsupported version")),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ClientMetadataError {
     /// The patch or the bag it would make breaks a limit; the original's texts.
@@ -79,12 +91,7 @@ impl Layout {
         rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
             .map_err(|e| io_err(&lock_path)(e.into()))?;
         let path = dir.join(FILE);
-        let mut bag = match read(&path)? {
-            Found::Ok(bag) => bag,
-            Found::NotFound => Bag::new(),
-            Found::Corrupt => return Err(ClientMetadataError::Unreadable("corrupt")),
-            Found::UnsupportedVersion => return Err(ClientMetadataError::Unreadable("of an unsupported version")),
-        };
+        let mut bag = read(&path)?.into_bag()?;
         if patch.clear {
             bag.clear();
         }
@@ -99,7 +106,7 @@ impl Layout {
         if text.len() > MAX_DOCUMENT_BYTES {
             return Err(invalid(format!("serialized document exceeds {MAX_DOCUMENT_BYTES} bytes")));
         }
-        write(&dir, &path, &text)?;
+        replace_private_file(&path, text.as_bytes())?;
         // The lock goes with the file handle.
         drop(lock);
         Ok(bag)
@@ -169,19 +176,6 @@ fn read(path: &Path) -> Result<Found, StoreError> {
         return Ok(Found::UnsupportedVersion);
     }
     Ok(serde_json::from_value::<Bag>(doc.metadata).map_or(Found::Corrupt, Found::Ok))
-}
-
-/// Written beside and renamed over, so a reader sees the old bag or the new one.
-fn write(dir: &Path, path: &Path, text: &str) -> Result<(), StoreError> {
-    let tmp: PathBuf = dir.join(".client-metadata.json.tmp");
-    let result =
-        private_file_options().write(true).truncate(true).open(&tmp).and_then(|mut f| f.write_all(text.as_bytes()));
-    if let Err(e) = result {
-        // A full disk leaves the stored bag as it was.
-        let _ = fs::remove_file(&tmp);
-        return Err(io_err(&tmp)(e));
-    }
-    fs::rename(&tmp, path).map_err(io_err(path))
 }
 
 #[cfg(test)]

@@ -144,19 +144,7 @@ impl Layout {
     /// the `-p` path and every rename.
     pub fn write_workspace_yaml_blocking(&self, id: &str, meta: &WorkspaceMeta) -> Result<(), StoreError> {
         let dir = self.ensure_session_dir(id)?;
-        let path = dir.join("workspace.yaml");
-        let tmp = dir.join(".workspace.yaml.tmp");
-        let text = render_workspace_yaml(meta);
-        let write = || -> std::io::Result<()> {
-            let mut f = private_file_options().write(true).truncate(true).open(&tmp)?;
-            f.write_all(text.as_bytes())
-        };
-        if let Err(e) = write() {
-            // A full disk leaves the old file as it was, and no partial copy beside it.
-            let _ = fs::remove_file(&tmp);
-            return Err(io_err(&tmp)(e));
-        }
-        fs::rename(&tmp, &path).map_err(io_err(&path))
+        replace_private_file(&dir.join("workspace.yaml"), render_workspace_yaml(meta).as_bytes())
     }
 
     /// Reads back a `workspace.yaml` written by [`Layout::write_workspace_yaml`] (or by the
@@ -184,6 +172,23 @@ pub(crate) fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
 }
 
 /// Options that create files readable by the owner only.
+/// Replaces `path` (owner-only) with `content`: written to `.<name>.tmp` beside it, then renamed
+/// over it, so a reader sees the old file or the new one. A failed write (a full disk) leaves the
+/// old file as it was and no partial copy beside it.
+pub(crate) fn replace_private_file(path: &Path, content: &[u8]) -> Result<(), StoreError> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let write = || -> std::io::Result<()> {
+        let mut f = private_file_options().write(true).truncate(true).open(&tmp)?;
+        f.write_all(content)
+    };
+    if let Err(e) = write() {
+        let _ = fs::remove_file(&tmp);
+        return Err(io_err(&tmp)(e));
+    }
+    fs::rename(&tmp, path).map_err(io_err(path))
+}
+
 pub(crate) fn private_file_options() -> fs::OpenOptions {
     let mut opts = fs::OpenOptions::new();
     opts.create(true);
