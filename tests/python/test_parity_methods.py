@@ -185,3 +185,43 @@ async def test_a_plan_review_is_answered_through_handle_pending_exit_plan_mode(c
     assert tool_results(second)[0]["content"].startswith("Plan approved! Exited plan mode.\n\nYou are now in interactive mode.")
     mode = await session.rpc.mode.get()
     assert str(getattr(mode, "value", mode)) == "interactive"
+
+
+async def test_features_skipper_lacks_answer_through_the_sdk_as_the_original_does_without_them(client):
+    """Issue 34: connector discovery, managed settings, AHP hosts, the extension launcher and
+    `commands.list`, through the SDK's own server API, answered as 1.0.102 answers them."""
+    from copilot.generated.rpc import (
+        ConnectorDiscoveryAccountRequest,
+        HostDisposeRequest,
+        HostListSessionsRequest,
+        HostPublishSessionRequest,
+        ManagedSettingsResolveRequest,
+    )
+
+    rpc = client.rpc
+    accounts = await rpc.connectors.get_accounts()
+    assert (accounts.availability.value, accounts.accounts) == ("disabled", [])
+    caps = await rpc.connectors.get_capabilities()
+    assert (caps.api_version, caps.availability.value, caps.opaque_account_selection, caps.conditional_cache) == (
+        1, "disabled", True, True)
+    with pytest.raises(Exception) as refused:
+        await rpc.connectors.list(ConnectorDiscoveryAccountRequest(account_id="acc1"))
+    assert "Connector discovery is disabled for this client" in str(refused.value)
+
+    read = await rpc.managed_settings.read()
+    assert (read.settings_json, read.error_message) == (None, None)
+    resolved = await rpc.managed_settings.resolve(ManagedSettingsResolveRequest())
+    assert resolved.resolved.source.value == "none" and resolved.resolved.managed_keys == []
+    assert not (resolved.resolved.server_managed or resolved.resolved.device_managed or resolved.resolved.fail_closed)
+    assert [layer.source for layer in resolved.layers] == ["device", "server"] and resolved.diagnostics == []
+    assert await rpc.managed_settings.clear_cache() is None
+
+    assert (await rpc.host.list_sessions(HostListSessionsRequest())).sessions == []
+    await rpc.host.dispose(HostDisposeRequest(host_id="h1"))
+    with pytest.raises(Exception) as unavailable:
+        await rpc.host.publish_session(HostPublishSessionRequest(host_id="h1", session_id="s1"))
+    assert "host is unavailable" in str(unavailable.value)
+    assert await rpc.register_extension_launch_provider() is None
+
+    names = [c.name for c in (await rpc.commands.list()).commands]
+    assert names == ["allow-all", "permissions", "autopilot", "cwd", "model", "plan", "rename", "review"]
