@@ -60,8 +60,9 @@ pub struct TenantScope {
     pub workspace: PathBuf,
     pub config_home: PathBuf,
     pub cgroup: Option<Arc<sandbox::Cgroup>>,
-    /// Whether its processes (commands, user shells, local MCP servers) have the network.
-    pub network: bool,
+    /// The proxy its processes (commands, user shells, local MCP servers) reach the network
+    /// through, with its host rules; none: no network.
+    pub network: Option<Arc<sandbox::net::Proxy>>,
     /// File access beneath the workspace, for the in-process work on its files (file tools,
     /// rewinds).
     pub files: tools::Files,

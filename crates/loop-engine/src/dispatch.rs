@@ -303,7 +303,11 @@ async fn run_builtin(
     let Some(tool) = ctx.deps.builtins.get(&call.name) else {
         return unknown_tool(&call.name, available);
     };
-    let files = ctx.deps.files(&settings.cwd);
+    let mut files = ctx.deps.files(&settings.cwd);
+    // What the session's own sandbox hides from its commands, its searches do not walk into.
+    if let Some(policy) = ctx.handle.own_sandbox().filter(|p| !p.denied.is_empty()) {
+        files = files.hiding(&policy.denied);
+    }
     if crate::file_tracking::WRITING_TOOLS.contains(&call.name.as_str()) {
         if let Some(path) = args.get("path").and_then(Value::as_str) {
             ctx.handle.file_tracker().before_write(&settings.cwd.join(path), &files);

@@ -8,9 +8,10 @@
 //!   `addCurrentWorkingDirectory` is false; `userPolicy.filesystem` paths (relative ones against
 //!   the working directory, `~/` against `HOME`); the directories on `PATH` and the toolchains
 //!   named by the environment readable unless `allowDevToolAccess` is false; the session's
-//!   `files/` writable; the host's temporary directory; the network, or none with
-//!   `allowOutbound: false`. A rule this sandbox cannot enforce (host filters, a proxy, blocking
-//!   only local addresses) makes every start fail with the reason, as the original fails closed.
+//!   `files/` writable; the host's temporary directory; the network, none with
+//!   `allowOutbound: false`, or with host rules, an upstream proxy or local addresses blocked
+//!   only what a filtering proxy lets through (`sandbox::net`). A rule that cannot be enforced
+//!   makes every start fail with the reason, as the original fails closed.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,7 +31,9 @@ fn for_session(
     let mut policy = base.clone();
     policy.workspaces = tenant.map(|t| t.workspace.clone()).into_iter().collect();
     policy.cgroup = tenant.and_then(|t| t.cgroup.clone());
-    policy.network = tenant.is_some_and(|t| t.network);
+    // Never the host's network: the server's own services (its database) are on it.
+    policy.network = false;
+    policy.proxy = tenant.and_then(|t| t.network.clone());
     policy.within_workspaces = true;
     // Of the session's directory only its `files/` (as the original shares it) and its `/tmp`:
     // the rest (the log, the rewind store, the plan) is the server's, read and written
@@ -77,10 +80,58 @@ fn looks_secret(name: &str) -> bool {
     SECRET_NAME_PARTS.iter().any(|p| upper.contains(p)) || upper.ends_with("_KEY")
 }
 
-const NETWORK_UNENFORCEABLE: &str = "Bubblewrap cannot start sandboxed commands or services with this policy because \
-     network filtering is unavailable: Skipper's sandbox gives a command either the host's network or none, and host \
-     rules, a proxy or blocking only local addresses need a filtering proxy. Set userPolicy.network.allowOutbound to \
-     false, or remove those rules.";
+/// The network a sandbox config gives its processes: the host's, none, or (with host rules, an
+/// upstream proxy or local addresses blocked) only what its filtering proxy lets through. A
+/// proxy that cannot be set up is the reason every start fails: never less filtering than
+/// asked.
+fn network(net: &t::SandboxConfigUserPolicyNetwork, env: &[(String, String)]) -> Result<Network, String> {
+    if net.allow_outbound == Some(false) {
+        return Ok(Network::None);
+    }
+    let listed = |l: &Option<Vec<String>>| l.as_ref().is_some_and(|h| !h.is_empty());
+    let local = net.allow_local_network != Some(false);
+    if local && !listed(&net.allowed_hosts) && !listed(&net.blocked_hosts) && net.proxy.is_none() {
+        return Ok(Network::Host);
+    }
+    let rules = sandbox::net::HostRules::new(
+        net.allowed_hosts.as_deref().unwrap_or_default(),
+        net.blocked_hosts.as_deref().unwrap_or_default(),
+        local,
+    )
+    .map_err(|e| format!("The sandbox's network rules cannot be applied: {e}"))?;
+    let upstream = match &net.proxy {
+        Some(p) => {
+            let password = p.password.as_deref().map(|v| resolve_reference(v, env)).transpose()?;
+            Some(sandbox::net::Upstream::parse(&p.url, p.username.as_deref(), password.as_deref())?)
+        }
+        None => None,
+    };
+    let proxy = sandbox::net::Proxy::start(rules, upstream)
+        .map_err(|e| format!("The sandbox's network proxy could not start: {e}"))?;
+    Ok(Network::Proxied(proxy))
+}
+
+enum Network {
+    Host,
+    None,
+    Proxied(Arc<sandbox::net::Proxy>),
+}
+
+/// A proxy password as the config holds it: literal, or `${VAR}` / `$VAR` from the session's
+/// environment. A keychain reference (`${secret:…}`) has no keychain to resolve it here.
+fn resolve_reference(value: &str, env: &[(String, String)]) -> Result<String, String> {
+    let name = value.strip_prefix("${").and_then(|v| v.strip_suffix('}')).or_else(|| value.strip_prefix('$'));
+    let Some(name) = name else { return Ok(value.to_string()) };
+    if name.starts_with("secret:") {
+        return Err("The sandbox proxy's password names a keychain secret, and Skipper has no keychain: \
+            use ${VAR} or a literal password"
+            .into());
+    }
+    env.iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+        .ok_or_else(|| format!("The sandbox proxy's password names ${{{name}}}, which is not set"))
+}
 
 /// The paths a sandbox config names for a session in `cwd`, with environment `env`: what it
 /// may write (beyond the working directory), read (beyond the system) and never see.
@@ -131,12 +182,12 @@ pub(crate) fn from_config(
     writable.push(session_dir.join("files"));
     let empty = t::SandboxConfigUserPolicy::default();
     let user = config.user_policy.as_ref().unwrap_or(&empty);
-    let net = user.network.clone().unwrap_or_default();
-    let outbound = net.allow_outbound != Some(false);
-    let filtered = net.allow_local_network == Some(false)
-        || net.allowed_hosts.as_ref().is_some_and(|h| !h.is_empty())
-        || net.blocked_hosts.as_ref().is_some_and(|h| !h.is_empty())
-        || net.proxy.is_some();
+    let (network, proxy, refusal) = match network(&user.network.clone().unwrap_or_default(), env) {
+        Ok(Network::Host) => (true, None, None),
+        Ok(Network::None) => (false, None, None),
+        Ok(Network::Proxied(p)) => (false, Some(p), None),
+        Err(why) => (false, None, Some(why)),
+    };
     Some(sandbox::Policy {
         workspaces: Vec::new(),
         within_workspaces: false,
@@ -145,14 +196,15 @@ pub(crate) fn from_config(
         readable,
         denied,
         tmp: Some(std::env::temp_dir()),
-        network: outbound,
+        network,
+        proxy,
         cgroup: None,
         seccomp: None,
         // In-process requests of a single user's session go where the user's own would.
         internal_network: true,
         env_allow: None,
         env_deny: HOST_TOKENS.iter().map(|s| s.to_string()).collect(),
-        refusal: (outbound && filtered).then(|| NETWORK_UNENFORCEABLE.to_string()),
+        refusal,
         // Only where the config says so: a config that leaves it out offers none (as the
         // original, whose defaults say otherwise).
         bypass: config.allow_bypass == Some(true),
@@ -288,42 +340,78 @@ mod tests {
     }
 
     #[test]
-    fn the_network_is_all_or_nothing_and_filters_fail_closed() {
+    fn no_outbound_is_no_network_and_the_working_directory_may_be_left_out() {
         let off = config(serde_json::json!({"enabled": true, "userPolicy": {"network": {"allowOutbound": false}}}));
         let p = from_config(&off, Path::new("/w"), Path::new("/s"), &env()).unwrap();
         assert!(!p.network && p.refusal.is_none());
-        let hosts =
-            config(serde_json::json!({"enabled": true, "userPolicy": {"network": {"allowedHosts": ["github.com"]}}}));
-        let p = from_config(&hosts, Path::new("/w"), Path::new("/s"), &env()).unwrap();
-        assert!(p.refusal.unwrap().contains("network filtering is unavailable"));
         let no_cwd = config(serde_json::json!({"enabled": true, "addCurrentWorkingDirectory": false,
             "allowDevToolAccess": false}));
         let p = from_config(&no_cwd, Path::new("/w"), Path::new("/s"), &env()).unwrap();
         assert!(!p.cwd_writable && p.readable.is_empty());
     }
 
+    #[tokio::test]
+    async fn host_rules_and_an_upstream_go_through_a_filtering_proxy_or_refuse_every_start() {
+        let with = |net: serde_json::Value| {
+            from_config(
+                &config(serde_json::json!({"enabled": true, "userPolicy": {"network": net}})),
+                Path::new("/w"),
+                Path::new("/s"),
+                &env(),
+            )
+            .unwrap()
+        };
+        let p = with(serde_json::json!({"allowedHosts": ["github.com"]}));
+        assert!(!p.network && p.proxy.is_some() && p.refusal.is_none(), "{p:?}");
+        assert!(with(serde_json::json!({"allowLocalNetwork": false})).proxy.is_some());
+        let bad = with(serde_json::json!({"blockedHosts": ["not a host"]}));
+        assert!(bad.proxy.is_none() && bad.refusal.unwrap().contains("not a host"));
+        let secret = with(
+            serde_json::json!({"proxy": {"url": "http://proxy:3128", "username": "u", "password": "${secret:x}"}}),
+        );
+        assert!(secret.refusal.unwrap().contains("keychain"));
+        let unset =
+            with(serde_json::json!({"proxy": {"url": "http://proxy:3128", "username": "u", "password": "${NOPE}"}}));
+        assert!(unset.refusal.unwrap().contains("NOPE"));
+        let inline = with(serde_json::json!({"proxy": {"url": "http://u:p@proxy:3128"}}));
+        assert!(inline.refusal.unwrap().contains("credentials"));
+        assert!(with(serde_json::json!({"proxy": {"url": "http://proxy:3128"}})).proxy.is_some());
+    }
+
     #[test]
-    fn a_session_under_the_floor_gets_its_own_tenants_workspace_only() {
+    fn host_rules_without_outbound_are_no_network() {
+        let p = from_config(
+            &config(serde_json::json!({"enabled": true, "userPolicy": {"network": {"allowOutbound": false, "allowedHosts": ["a.com"]}}})),
+            Path::new("/w"),
+            Path::new("/s"),
+            &env(),
+        )
+        .unwrap();
+        assert!(!p.network && p.proxy.is_none() && p.refusal.is_none());
+    }
+
+    #[tokio::test]
+    async fn a_session_under_the_floor_gets_its_own_tenants_workspace_only() {
         let (alpha, beta) = (PathBuf::from("/w/alpha"), PathBuf::from("/w/beta"));
         let floor = sandbox::Policy { workspaces: vec![alpha.clone(), beta], ..Default::default() };
         let tenant = crate::TenantScope {
             workspace: alpha.clone(),
             config_home: "/h/alpha".into(),
             cgroup: None,
-            network: true,
+            network: Some(sandbox::net::Proxy::start(sandbox::net::HostRules::open(false), None).unwrap()),
             files: tools::Files::nowhere(),
         };
         let dir = tempfile::tempdir().unwrap();
         let session = dir.path().join("1");
         let p = for_session(&floor, Some(&tenant), &session);
         assert_eq!(p.workspaces, vec![alpha]);
-        assert!(p.network, "its tenant's network, not the floor's (none)");
+        assert!(!p.network && p.proxy.is_some(), "its tenant's proxy, not the floor's (no network)");
         // Its `files/` and `/tmp`, not the directory the server keeps its log and rewinds in.
         assert!(p.within_workspaces && p.writable == vec![session.join("files")], "{:?}", p.writable);
         assert!(session.join("files").is_dir());
         assert_eq!(p.tmp, Some(session.join("tmp")));
         // A session outside every workspace gets none (so its processes start nowhere).
         let nobodys = for_session(&floor, None, &dir.path().join("2"));
-        assert!(nobodys.workspaces.is_empty() && !nobodys.network);
+        assert!(nobodys.workspaces.is_empty() && !nobodys.network && nobodys.proxy.is_none());
     }
 }

@@ -14,11 +14,12 @@ mod cgroup;
 pub mod egress;
 mod env;
 mod host;
+pub mod net;
 mod policy;
 mod seccomp;
 
 pub use cgroup::{Cgroup, Limits};
 pub use env::SAFE_ENV;
 pub use host::{host_support, HostSupport};
-pub use policy::{Policy, Wrapped, WriteRefusal};
+pub use policy::{Policy, ReadRefusal, Wrapped, WriteRefusal};
 pub use seccomp::Seccomp;

@@ -78,6 +78,10 @@ const SECRET_VARS: &[&str] =
     &["COPILOT_SDK_AUTH_TOKEN", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "COPILOT_CONNECTION_TOKEN"];
 
 fn main() -> anyhow::Result<()> {
+    // Inside a sandbox, as its network bridge: before anything else (no runtime, no logging).
+    if std::env::args_os().nth(1).is_some_and(|a| a == sandbox::net::bridge::BRIDGE_ARG) {
+        std::process::exit(sandbox::net::bridge::main(std::env::args_os().skip(2).collect()));
+    }
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("serve") => return serve_main(&args),

@@ -87,10 +87,12 @@ pub fn outside_output(shown: &str) -> ToolOutput {
     ))
 }
 
-/// Where file tools open files: anywhere, beneath one root, or nowhere.
+/// Where file tools open files: anywhere, beneath one root, or nowhere; and what their
+/// searches never walk into (a session sandbox's denied paths).
 #[derive(Debug, Clone, Default)]
 pub struct Files {
     reach: Reach,
+    hidden: Arc<[PathBuf]>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -104,11 +106,29 @@ enum Reach {
 
 impl Files {
     pub fn beneath(root: Arc<Beneath>) -> Self {
-        Self { reach: Reach::Beneath(root) }
+        Self { reach: Reach::Beneath(root), hidden: Arc::new([]) }
     }
 
     pub fn nowhere() -> Self {
-        Self { reach: Reach::Nowhere }
+        Self { reach: Reach::Nowhere, hidden: Arc::new([]) }
+    }
+
+    /// These, with what is beneath them, are left out of `grep` and `glob` walks (each as
+    /// given and resolved, since a walk names entries as it reaches them). A search or read
+    /// naming one directly is refused before this (the session's sandbox check).
+    pub fn hiding(mut self, paths: &[PathBuf]) -> Self {
+        let resolved = paths.iter().filter_map(|p| std::fs::canonicalize(p).ok());
+        self.hidden = paths.iter().cloned().chain(resolved).collect();
+        self
+    }
+
+    pub(crate) fn hides_any(&self) -> bool {
+        !self.hidden.is_empty()
+    }
+
+    /// Whether a walk leaves `path` out ([`Files::hiding`]).
+    pub fn hides(&self, path: &Path) -> bool {
+        self.hidden.iter().any(|h| path.starts_with(h))
     }
 
     pub fn is_confined(&self) -> bool {

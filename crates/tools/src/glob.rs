@@ -98,7 +98,7 @@ fn find(
     let mut files = Vec::new();
     for root in roots {
         let filter = GlobFilter::new(&relative_pattern(pattern, root))?;
-        let found = parallel_files(cwd, root, None, cancel, || {
+        let found = parallel_files(cwd, root, None, reach, cancel, || {
             |entry: &ignore::DirEntry| {
                 // Only files below the root: a file named as the root is not a pattern match.
                 if entry.depth() == 0 {

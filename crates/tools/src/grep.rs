@@ -185,7 +185,7 @@ fn search(
     if let Some(limit) = opts.head_limit {
         let mut searcher = searcher(opts);
         'roots: for root in roots {
-            for entry in walker(cwd, root, opts.file_type.as_deref())? {
+            for entry in walker(cwd, root, opts.file_type.as_deref(), files)? {
                 if cancel.is_cancelled() || lines.len() >= limit {
                     break 'roots;
                 }
@@ -211,7 +211,7 @@ fn search(
     }
 
     for root in roots {
-        let found = parallel_files(cwd, root, opts.file_type.as_deref(), cancel, || {
+        let found = parallel_files(cwd, root, opts.file_type.as_deref(), files, cancel, || {
             let mut searcher = searcher(opts);
             let matcher = matcher.clone();
             let wanted = &wanted;

@@ -9,6 +9,7 @@ use ignore::{WalkBuilder, WalkState};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::ToolContext;
+use crate::files::Files;
 use crate::output::ToolOutput;
 use crate::view::missing_path_output;
 
@@ -56,14 +57,28 @@ pub(crate) async fn resolve_roots(ctx: &ToolContext, given: Vec<String>) -> Resu
 
 /// A sequential walker over `root` with ripgrep's default filters, sorted by file name so the
 /// results are deterministic, restricted to a ripgrep `--type` when given.
-pub(crate) fn walker(ctx_cwd: &Path, root: &SearchRoot, file_type: Option<&str>) -> Result<ignore::Walk, String> {
-    let mut builder = walk_builder(ctx_cwd, root, file_type)?;
+pub(crate) fn walker(
+    ctx_cwd: &Path,
+    root: &SearchRoot,
+    file_type: Option<&str>,
+    files: &Files,
+) -> Result<ignore::Walk, String> {
+    let mut builder = walk_builder(ctx_cwd, root, file_type, files)?;
     builder.sort_by_file_name(|a, b| a.cmp(b));
     Ok(builder.build())
 }
 
-fn walk_builder(ctx_cwd: &Path, root: &SearchRoot, file_type: Option<&str>) -> Result<WalkBuilder, String> {
+fn walk_builder(
+    ctx_cwd: &Path,
+    root: &SearchRoot,
+    file_type: Option<&str>,
+    files: &Files,
+) -> Result<WalkBuilder, String> {
     let mut builder = WalkBuilder::new(&root.abs);
+    if files.hides_any() {
+        let files = files.clone();
+        builder.filter_entry(move |e| !files.hides(e.path()));
+    }
     builder
         // The walker would otherwise ask the process for its cwd; tools use the session's.
         .current_dir(ctx_cwd.to_path_buf())
@@ -87,6 +102,7 @@ pub(crate) fn parallel_files<T, F>(
     ctx_cwd: &Path,
     root: &SearchRoot,
     file_type: Option<&str>,
+    files: &Files,
     cancel: &CancellationToken,
     make_visitor: impl Fn() -> F + Sync,
 ) -> Result<Vec<(PathBuf, T)>, String>
@@ -95,7 +111,7 @@ where
     F: FnMut(&ignore::DirEntry) -> Option<T> + Send,
 {
     let (tx, rx) = std::sync::mpsc::channel::<(PathBuf, T)>();
-    walk_builder(ctx_cwd, root, file_type)?.build_parallel().run(|| {
+    walk_builder(ctx_cwd, root, file_type, files)?.build_parallel().run(|| {
         let tx = tx.clone();
         let mut visit = make_visitor();
         Box::new(move |entry| {

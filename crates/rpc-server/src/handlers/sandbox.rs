@@ -8,8 +8,9 @@
 //! the original's does. On the team server the sandbox is the server's floor, which no client
 //! turns off or widens.
 //!
-//! Skipper's sandbox runs no proxy: no credential proxy, so no certificate authority to
-//! install, and no proxy password to keep. Those methods say so.
+//! Skipper's sandbox filters the network through a proxy of its own (`sandbox::net`), but it
+//! injects no credentials: no certificate authority to install, and no proxy password kept in
+//! a keychain. Those methods say so.
 
 use loop_engine::{OfferRefusal, SandboxTake};
 use protocol::generated::types as t;
@@ -23,9 +24,6 @@ const DOCS_URL: &str = "https://docs.github.com/en/copilot/concepts/about-cloud-
 const REQUIREMENT: &str =
     "Command sandboxing requires bubblewrap (bwrap) 0.5.0 or later on PATH; install or upgrade it to enable sandboxing.";
 
-const NO_FILTERING: &str = "Skipper's sandbox gives a command either the host's network or none: host rules, a \
-     proxy or blocking only local addresses need a filtering proxy, which it does not run.";
-
 pub async fn host_support(_ctx: &Ctx, _p: NoParams) -> Result<t::SandboxHostSupport, RpcError> {
     let host = sandbox::host_support();
     if !host.supported() {
@@ -38,7 +36,8 @@ pub async fn host_support(_ctx: &Ctx, _p: NoParams) -> Result<t::SandboxHostSupp
     };
     let capabilities = vec![
         capability("network", None),
-        capability("network_filtering", Some(NO_FILTERING)),
+        // Host rules, an upstream proxy and local addresses blocked: the filtering proxy.
+        capability("network_filtering", None),
         capability("denied_paths", None),
         capability("shell", None),
         capability("filesystem_enumeration", None),

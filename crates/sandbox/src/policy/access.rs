@@ -1,11 +1,11 @@
-//! Whether a path is one a sandboxed process could write: the server's own file tools ask this
-//! for a session whose commands run sandboxed, so that a write the sandbox would stop in `bash`
-//! is not made by `create` or `edit` instead (the original checks its built-in tools against
-//! the same policy).
+//! Whether a path is one a sandboxed process could write, or read: the server's own file tools
+//! ask this for a session whose commands run sandboxed, so that what the sandbox would stop in
+//! `bash` is not done by `create`, `edit` or `view` instead (the original checks its built-in
+//! tools against the same policy).
 
 use std::path::{Path, PathBuf};
 
-use super::{real, Policy};
+use super::{real, Policy, SYSTEM};
 
 /// Why a write falls outside a policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +37,40 @@ impl Policy {
             return None;
         }
         Some(WriteRefusal::Outside { grant: existing })
+    }
+}
+
+/// Why a read falls outside a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadRefusal {
+    /// Under none of the paths a sandboxed process sees.
+    Outside,
+    /// Under one of the denied paths.
+    Denied,
+}
+
+impl Policy {
+    /// Why a process of this policy started in `cwd` could not read `path`; `None` if it could.
+    /// What it sees: the system, the paths it may read or write, its `/tmp`, and its working
+    /// directory. Not `/proc` and `/dev`: its own are not the server's.
+    pub fn read_refusal(&self, path: &Path, cwd: &Path) -> Option<ReadRefusal> {
+        let (existing, rest) = nearest_existing(path);
+        if rest.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+            return Some(ReadRefusal::Outside);
+        }
+        let target = existing.join(rest);
+        if self.denied.iter().map(|d| real(d)).any(|d| target.starts_with(d)) {
+            return Some(ReadRefusal::Denied);
+        }
+        let cwd = real(cwd);
+        let system = SYSTEM.iter().map(|d| real(Path::new(d)));
+        let mut roots = system
+            .chain(self.readable.iter().chain(&self.writable).chain(&self.tmp).map(|p| real(p)))
+            .chain(std::iter::once(self.workspace_of(&cwd).unwrap_or(cwd)));
+        match roots.any(|root| target.starts_with(root)) {
+            true => None,
+            false => Some(ReadRefusal::Outside),
+        }
     }
 }
 
@@ -92,6 +126,26 @@ mod tests {
         // Without the working directory, it is outside too.
         let no_cwd = Policy { cwd_writable: false, ..policy(dir.path()) };
         assert!(matches!(no_cwd.write_refusal(&cwd.join("a.txt"), &cwd), Some(WriteRefusal::Outside { .. })));
+    }
+
+    #[test]
+    fn reads_see_the_system_the_granted_paths_and_the_working_directory_but_no_denied_path() {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["work/secret", "out", "tmp", "ro", "elsewhere"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        let p = Policy { cwd_writable: false, readable: vec![dir.path().join("ro")], ..policy(dir.path()) };
+        let cwd = dir.path().join("work");
+        for ok in ["work/a.txt", "out/b", "tmp/c", "ro/d"] {
+            assert_eq!(p.read_refusal(&dir.path().join(ok), &cwd), None, "{ok}");
+        }
+        assert_eq!(p.read_refusal(Path::new("/usr/bin/env"), &cwd), None);
+        assert_eq!(p.read_refusal(&dir.path().join("work/secret/k"), &cwd), Some(ReadRefusal::Denied));
+        assert_eq!(p.read_refusal(&dir.path().join("work/secret"), &cwd), Some(ReadRefusal::Denied));
+        assert_eq!(p.read_refusal(&dir.path().join("elsewhere/x"), &cwd), Some(ReadRefusal::Outside));
+        assert_eq!(p.read_refusal(Path::new("/proc/self/environ"), &cwd), Some(ReadRefusal::Outside));
+        std::os::unix::fs::symlink(dir.path().join("work/secret"), dir.path().join("work/link")).unwrap();
+        assert_eq!(p.read_refusal(&cwd.join("link/k"), &cwd), Some(ReadRefusal::Denied), "a link leads where it leads");
     }
 
     #[test]

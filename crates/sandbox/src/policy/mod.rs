@@ -9,9 +9,10 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use crate::host::host_support;
+use crate::net::bridge::{BRIDGE_ARG, INSIDE_EXE, INSIDE_SOCKET};
 
 mod access;
-pub use access::WriteRefusal;
+pub use access::{ReadRefusal, WriteRefusal};
 
 /// What every sandboxed process reads (never writes). On merged-`/usr` hosts `/bin` and the
 /// like are symlinks into `/usr`; they are recreated as symlinks.
@@ -39,6 +40,9 @@ pub struct Policy {
     /// Whether they may use the network (otherwise they get a network namespace of their own,
     /// with nothing but a loopback device).
     pub network: bool,
+    /// Without `network`: the proxy they reach the network through, with its host rules
+    /// ([`crate::net`]); none, nothing beyond their own loopback.
+    pub proxy: Option<std::sync::Arc<crate::net::Proxy>>,
     /// Whether what the server does in-process for the session (its HTTP MCP servers) may
     /// reach loopback, private and other internal addresses ([`crate::egress`]).
     pub internal_network: bool,
@@ -180,7 +184,17 @@ impl Policy {
                 out.flag("--ro-bind").flag("/dev/null").path(&p);
             }
         }
-        out.flag("--chdir").path(&cwd).flag("--").os(program);
+        let proxy = self.proxy.as_ref().filter(|_| !self.network);
+        if let Some(proxy) = proxy {
+            // The bridge (this binary) and the proxy's socket: its only way out.
+            out.flag("--ro-bind").path(proxy.exe()).flag(INSIDE_EXE);
+            out.flag("--bind").path(proxy.socket()).flag(INSIDE_SOCKET);
+        }
+        out.flag("--chdir").path(&cwd).flag("--");
+        if proxy.is_some() {
+            out.flag(INSIDE_EXE).flag(BRIDGE_ARG).flag(INSIDE_SOCKET);
+        }
+        out.os(program);
         for a in args {
             out.os(a);
         }

@@ -3,7 +3,9 @@
 //! its tenant's workspace and its session's `files/` writable, nothing of the server's home
 //! or other tenants, only the environment variables in [`sandbox::SAFE_ENV`], (unless the
 //! operator allows it) no network, and a seccomp filter over the system calls that reach past
-//! its namespaces. A host that cannot sandbox does not serve.
+//! its namespaces. With the network, it gets only what its tenant's filtering proxy lets
+//! through, never the host's network (where the server's own services are). A host that
+//! cannot sandbox does not serve.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,14 +43,14 @@ pub fn floor(config: &SandboxConfig, workspaces: Vec<PathBuf>, home: &Path) -> a
 }
 
 /// Each tenant as the engine sees it: its workspace (and file access beneath it), its
-/// configuration home, whether its processes have the network (`network`: the tenants the
-/// config says this of; the others have `[sandbox] network`), and (when the config sets
+/// configuration home, the proxy its processes reach the network through (where the config
+/// gives it the network: its own `network` or `[sandbox]`'s), and (when the config sets
 /// per-tenant limits) its resource group. Limits the host cannot enforce stop the server:
 /// they are never dropped.
 pub fn tenant_scopes(
     config: &SandboxConfig,
     tenancy: &Tenancy,
-    network: &std::collections::HashMap<String, bool>,
+    configs: &[super::config::TenantConfig],
 ) -> anyhow::Result<Vec<loop_engine::TenantScope>> {
     let limits = sandbox::Limits {
         max_processes: config.max_processes,
@@ -75,9 +77,25 @@ pub fn tenant_scopes(
                 workspace: t.workspace.clone(),
                 config_home: t.config_home.clone(),
                 cgroup,
-                network: network.get(&t.name).copied().unwrap_or(config.network),
+                network: network(config, configs.iter().find(|c| c.name == t.name))
+                    .with_context(|| format!("the network of tenant {}", t.name))?,
                 files: tools::Files::beneath(Arc::new(beneath)),
             })
         })
         .collect()
+}
+
+/// The proxy one tenant's processes reach the network through, with its host rules (its own
+/// or `[sandbox]`'s); none without the network. One per tenant, shared by its sessions.
+fn network(
+    config: &SandboxConfig,
+    tenant: Option<&super::config::TenantConfig>,
+) -> anyhow::Result<Option<Arc<sandbox::net::Proxy>>> {
+    if !tenant.and_then(|t| t.network).unwrap_or(config.network) {
+        return Ok(None);
+    }
+    let allowed = tenant.and_then(|t| t.allowed_hosts.as_ref()).unwrap_or(&config.allowed_hosts);
+    let blocked = tenant.and_then(|t| t.blocked_hosts.as_ref()).unwrap_or(&config.blocked_hosts);
+    let rules = sandbox::net::HostRules::new(allowed, blocked, config.internal_network).map_err(anyhow::Error::msg)?;
+    Ok(Some(sandbox::net::Proxy::start(rules, None).context("starting its network proxy")?))
 }

@@ -30,16 +30,27 @@ pub struct ServerConfig {
 #[serde(deny_unknown_fields)]
 pub struct SandboxConfig {
     /// Whether tenants' commands and MCP servers may use the network (default: no network,
-    /// not even the host's loopback).
+    /// not even the host's loopback). They reach it through their tenant's filtering proxy
+    /// (HTTP and HTTPS, with `HTTP_PROXY` / `HTTPS_PROXY` set), never directly: the hosts below
+    /// and `internal_network` decide where it goes.
     #[serde(default)]
     pub network: bool,
+    /// With the network: the only hosts they may reach (exact names, addresses, `*.domain`
+    /// for strict subdomains); default: any not blocked.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// With the network: hosts they may never reach (a domain covers its subdomains; `*`
+    /// blocks all); these win over `allowed_hosts`.
+    #[serde(default)]
+    pub blocked_hosts: Vec<String>,
     /// Host paths they may read beyond the system directories (`/usr`, `/etc`, `/opt`, …):
     /// toolchains installed elsewhere, shared read-only data.
     #[serde(default)]
     pub readonly_paths: Vec<PathBuf>,
-    /// Whether what the server does for tenants in-process (their sessions' own model
-    /// providers, HTTP MCP servers, `web_fetch`) may reach loopback, private and other internal
-    /// addresses (default: no; the server's own model service is not affected).
+    /// Whether tenants may reach loopback, private and other internal addresses: through what
+    /// the server does for them in-process (their sessions' own model providers, HTTP MCP
+    /// servers, `web_fetch`) and through their processes' proxy (default: no; the server's own
+    /// model service is not affected).
     #[serde(default)]
     pub internal_network: bool,
     /// Per tenant: processes its commands and MCP servers may have at once, all sessions
@@ -128,6 +139,9 @@ pub struct TenantConfig {
     pub max_connections: Option<usize>,
     /// Whether its commands and MCP servers may use the network; default `[sandbox] network`.
     pub network: Option<bool>,
+    /// Its own `allowed_hosts` / `blocked_hosts`, in place of `[sandbox]`'s.
+    pub allowed_hosts: Option<Vec<String>>,
+    pub blocked_hosts: Option<Vec<String>>,
 }
 
 /// Several nodes sharing one database (`--database-url postgres://…`).

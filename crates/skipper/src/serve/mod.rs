@@ -95,8 +95,7 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     let cluster = storage.as_ref().and_then(|s| s.cluster.clone());
     // File tools and the command sandbox confine sessions to the same workspaces.
     let workspaces: Vec<PathBuf> = tenancy.tenants().map(|t| t.workspace.clone()).collect();
-    let network = config.tenants.iter().filter_map(|t| Some((t.name.clone(), t.network?))).collect();
-    let tenants = command_sandbox::tenant_scopes(&config.sandbox, &tenancy, &network)?;
+    let tenants = command_sandbox::tenant_scopes(&config.sandbox, &tenancy, &config.tenants)?;
     let setup = crate::build_engine(
         crate::EngineOptions {
             home: home.clone(),

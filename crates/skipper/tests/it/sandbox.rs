@@ -42,8 +42,20 @@ async fn alpha_runs(s: &Serve, c: &RpcClient, sid: &str, commands: &[&str]) -> V
 /// The model calls bash once per entry of `calls` (its arguments), then answers; each call's
 /// text (result or error) and completion event.
 async fn bash_calls(fake: &fake_model::FakeModel, c: &RpcClient, sid: &str, calls: &[Value]) -> Vec<(String, Value)> {
-    for call in calls {
-        fake.push_reply(Reply::ToolCalls(vec![("bash".into(), call.to_string())]));
+    let calls: Vec<(&str, Value)> = calls.iter().map(|a| ("bash", a.clone())).collect();
+    tool_calls(fake, c, sid, &calls).await
+}
+
+/// The model calls each tool of `calls` with its arguments, one per reply, then answers; each
+/// call's text (result or error) and completion event.
+async fn tool_calls(
+    fake: &fake_model::FakeModel,
+    c: &RpcClient,
+    sid: &str,
+    calls: &[(&str, Value)],
+) -> Vec<(String, Value)> {
+    for (tool, args) in calls {
+        fake.push_reply(Reply::ToolCalls(vec![(tool.to_string(), args.to_string())]));
     }
     fake.push_reply(Reply::text("done"));
     let before = c.count(sid, "tool.execution_complete");
@@ -448,7 +460,7 @@ async fn the_sandbox_methods_answer_for_the_host_the_settings_and_a_session() {
         let names: Vec<&str> =
             host["capabilities"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["network", "network_filtering", "denied_paths", "shell", "filesystem_enumeration"]);
-        assert_eq!(host["capabilities"][1]["supported"], json!(false), "host rules are not filtered: {host}");
+        assert_eq!(host["capabilities"][1]["supported"], json!(true), "host rules are filtered: {host}");
         assert_eq!(c.ok("sandbox.checkPlatformSupport", json!({})).await, json!(true));
         assert_eq!(c.ok("sandbox.getUnsupportedStartupNotice", json!({})).await, json!({}), "nothing to tell here");
         assert!(c.ok("sandbox.getDocsUrl", json!({})).await["url"].as_str().unwrap().starts_with("https://"));
@@ -577,31 +589,170 @@ async fn no_tenant_turns_the_servers_sandbox_off() {
     .await;
 }
 
-/// `[[tenants]] network` gives one tenant's processes the network while the others keep none.
+/// A bash command that sends `GET http://{target}/` through the proxy its sandbox names in
+/// `HTTP_PROXY` (a raw request: client libraries skip the proxy for `localhost`), and prints
+/// the answer's head, or `NOPROXY` when it has none.
+fn through_proxy(target: &str) -> String {
+    format!(
+        "/usr/bin/python3 -c 'import os,socket,sys\nu=os.environ.get(\"HTTP_PROXY\")\nif not u: print(\"NOPROXY\"); sys.exit()\n\
+         h,p=u[7:].rsplit(\":\",1)\ns=socket.create_connection((h,int(p)))\n\
+         s.sendall((\"GET http://\"+sys.argv[1]+\"/ HTTP/1.1\\r\\nHost: \"+sys.argv[1]+\"\\r\\nConnection: close\\r\\n\\r\\n\").encode())\n\
+         print(s.recv(65536).decode(errors=\"replace\"))' {target}"
+    )
+}
+
+/// A bash command that tries a direct TCP connection to the host's `127.0.0.1:{port}`.
+fn direct(port: &str) -> String {
+    format!("(echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo CONNECTED || echo REFUSED")
+}
+
+/// `[[tenants]] network` gives one tenant's processes the network while the others keep none;
+/// the network is its filtering proxy, never the host's (where the server's database and other
+/// services listen): the hosts it allows, and internal addresses only with `internal_network`.
 #[tokio::test(flavor = "multi_thread")]
-async fn the_network_is_given_per_tenant() {
+async fn the_network_is_given_per_tenant_through_its_own_filtering_proxy() {
     if !sandbox_here() {
         return;
     }
     with_timeout(90, async {
         let config = format!(
-            "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\nnetwork = true\n\n[[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\n",
+            "[sandbox]\ninternal_network = true\n\n\
+             [[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\nnetwork = true\nallowed_hosts = [\"localhost\"]\n\n\
+             [[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{}\"\n",
             crate::serve::sha256_hex(ALPHA),
             crate::serve::sha256_hex(crate::serve::BETA)
         );
         let s = Serve::start_with_args(&config, &[], &[]).await;
-        let port = s.fake.url().rsplit(':').next().unwrap().trim_end_matches('/').to_string();
-        let probe = format!("(echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo CONNECTED || echo REFUSED");
+        let port = s.fake.port().to_string();
+        let allowed = through_proxy(&format!("localhost:{port}"));
+        let unlisted = through_proxy(&format!("127.0.0.1:{port}"));
         let (alpha, sid, approver) = alpha_session(&s).await;
-        let out = alpha_runs(&s, &alpha, &sid, &[&probe]).await;
-        assert!(out[0].contains("CONNECTED"), "alpha has the network: {out:?}");
+        let out = alpha_runs(&s, &alpha, &sid, &[&direct(&port), &allowed, &unlisted]).await;
+        assert!(out[0].contains("REFUSED"), "not the host's network, even with the network: {out:?}");
+        assert!(out[1].contains("HTTP/1.1") && !out[1].contains("403"), "an allowed host is reached: {out:?}");
+        assert!(out[2].contains("403 Forbidden") && out[2].contains("allowedHosts"), "{out:?}");
         approver.abort();
 
         let beta = s.tenant(crate::serve::BETA).await;
         let sid = beta.create_session(json!({"requestPermission": true})).await;
         let approver = beta.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
-        let out = alpha_runs(&s, &beta, &sid, &[&probe]).await;
-        assert!(out[0].contains("REFUSED"), "beta has none: {out:?}");
+        let out = alpha_runs(&s, &beta, &sid, &[&direct(&port), &allowed]).await;
+        assert!(out[0].contains("REFUSED") && out[1].contains("NOPROXY"), "beta has none: {out:?}");
+        approver.abort();
+    })
+    .await;
+}
+
+/// Without `internal_network`, a tenant's proxy reaches no loopback, private or link-local
+/// address (the server's database, a cloud's metadata service), whatever name leads there.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenants_proxy_does_not_reach_the_servers_internal_network() {
+    if !sandbox_here() {
+        return;
+    }
+    with_timeout(90, async {
+        let config = format!(
+            "[sandbox]\nnetwork = true\n\n[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{}\"\n",
+            crate::serve::sha256_hex(ALPHA)
+        );
+        let s = Serve::start_with_args(&config, &[], &[]).await;
+        let port = s.fake.port().to_string();
+        let (alpha, sid, approver) = alpha_session(&s).await;
+        let targets = [format!("127.0.0.1:{port}"), format!("localhost:{port}"), "169.254.169.254".into()];
+        let commands: Vec<String> = targets.iter().map(|t| through_proxy(t)).collect();
+        let out = alpha_runs(&s, &alpha, &sid, &commands.iter().map(String::as_str).collect::<Vec<_>>()).await;
+        for (target, answer) in targets.iter().zip(&out) {
+            assert!(answer.contains("403 Forbidden") && answer.contains("local network"), "{target}: {answer}");
+        }
+        approver.abort();
+    })
+    .await;
+}
+
+/// A session's own `userPolicy.network` host rules (the original's): its commands keep a
+/// network of their own and reach the hosts allowed, through the proxy, and nothing else.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sessions_host_rules_let_its_commands_reach_only_the_hosts_allowed() {
+    if !sandbox_here() {
+        return;
+    }
+    with_timeout(120, async {
+        let (fake, dirs, _sk, c) = one_user(Options::default()).await;
+        let port = fake.port().to_string();
+        let network = json!({"allowedHosts": ["localhost", "127.0.0.1"], "blockedHosts": ["127.0.0.1"]});
+        let config = json!({"enabled": true, "userPolicy": {"network": network}});
+        let sid = c
+            .create_session(
+                json!({"requestPermission": true, "workingDirectory": dirs.workdir, "sandboxConfig": config}),
+            )
+            .await;
+        let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        let calls: Vec<Value> = [
+            direct(&port),
+            through_proxy(&format!("localhost:{port}")),
+            through_proxy(&format!("127.0.0.1:{port}")),
+            through_proxy("example.com"),
+        ]
+        .iter()
+        .map(|c| json!({"command": c, "description": "reach"}))
+        .collect();
+        let out = bash_calls(&fake, &c, &sid, &calls).await;
+        assert!(out[0].0.contains("REFUSED"), "{out:?}");
+        assert_eq!(out[0].1["data"]["sandboxed"], json!(true), "{}", out[0].1);
+        assert!(out[1].0.contains("HTTP/1.1") && !out[1].0.contains("403"), "{out:?}");
+        assert!(out[2].0.contains("403 Forbidden") && out[2].0.contains("blockedHosts"), "a block wins: {out:?}");
+        assert!(out[3].0.contains("403 Forbidden") && out[3].0.contains("allowedHosts"), "{out:?}");
+
+        // Rules that cannot be enforced refuse every start, with the reason.
+        let bad = json!({"enabled": true, "userPolicy": {"network": {"blockedHosts": ["http://x"]}}});
+        c.ok("session.options.update", json!({"sessionId": sid, "sandboxConfig": bad})).await;
+        let out = bash_calls(&fake, &c, &sid, &[json!({"command": "echo ran", "description": "x"})]).await;
+        assert!(!out[0].0.contains("ran") && out[0].0.contains("http://x"), "{out:?}");
+        approver.abort();
+    })
+    .await;
+}
+
+/// A session's own sandbox holds the server's read tools to what its commands could read, as
+/// the original does: `view` of a denied path or of one the sandbox does not show fails with
+/// the policy to review, a `grep` naming a denied folder fails, and searches of the working
+/// directory leave the denied folder out. Nothing of it reaches the model.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sessions_sandbox_hides_its_denied_paths_from_the_servers_read_tools() {
+    if !sandbox_here() {
+        return;
+    }
+    with_timeout(120, async {
+        let (fake, dirs, _sk, c) = one_user(Options::default()).await;
+        let work = &dirs.workdir;
+        std::fs::create_dir_all(work.join("secret")).unwrap();
+        std::fs::write(work.join("secret/key.txt"), "SECRETDATA\n").unwrap();
+        std::fs::write(work.join("ok.txt"), "OKDATA\n").unwrap();
+        let outside = outside_the_sandbox();
+        std::fs::write(outside.path().join("out.txt"), "OUTSIDEDATA\n").unwrap();
+        let config = json!({"enabled": true, "userPolicy": {"filesystem": {"deniedPaths": ["secret"]}}});
+        let sid = c
+            .create_session(json!({"requestPermission": true, "workingDirectory": work, "sandboxConfig": config}))
+            .await;
+        let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        let calls = [
+            ("view", json!({"path": work.join("secret/key.txt")})),
+            ("view", json!({"path": outside.path().join("out.txt")})),
+            ("view", json!({"path": work.join("ok.txt")})),
+            ("grep", json!({"pattern": "DATA", "output_mode": "content"})),
+            ("glob", json!({"pattern": "**/*.txt"})),
+            ("grep", json!({"pattern": "DATA", "path": work.join("secret")})),
+        ];
+        let out = tool_calls(&fake, &c, &sid, &calls).await;
+        let error = |i: usize| out[i].1["data"]["error"]["message"].as_str().unwrap_or_default().to_string();
+        assert_eq!(error(0), "Is a sandbox denied path.", "{:?}", out[0]);
+        assert_eq!(out[0].1["data"]["error"]["remediation"], json!("review_sandbox_policy"), "{}", out[0].1);
+        assert_eq!(error(1), "Outside the sandbox's readable paths.", "{:?}", out[1]);
+        assert!(out[2].0.contains("OKDATA"), "{:?}", out[2]);
+        assert!(out[3].0.contains("OKDATA") && out[4].0.contains("ok.txt"), "{out:?}");
+        assert_eq!(error(5), "sandbox policy denied the search path", "{:?}", out[5]);
+        let seen = serde_json::to_string(&fake.requests()).unwrap();
+        assert!(!seen.contains("SECRETDATA") && !seen.contains("OUTSIDEDATA"), "nothing of them reached the model");
         approver.abort();
     })
     .await;
