@@ -8,10 +8,15 @@ from pathlib import Path
 
 import pytest
 
+import asyncio
+import json
+import os
+
+from copilot.rpc import PermissionDecisionApproveOnce
 from copilot.session import PermissionHandler
 
 import serve_support
-from conftest import Ctx
+from conftest import Ctx, tool_results
 
 TOKEN = "python-tenant-token"
 OTHER_TOKEN = "another-tenant-token"
@@ -228,3 +233,74 @@ async def test_metrics_answer_in_the_format_the_scraper_asks_for(ctx: Ctx, make_
         await client.stop()
     finally:
         serve_support.stop(served)
+
+
+async def test_a_link_swapped_in_while_a_write_waits_for_approval_does_not_lead_out(
+    ctx: Ctx, serve: str, make_client
+):
+    """Issue 33, the check-then-use race, as a tenant runs it: the model asks to edit a file of
+    its workspace, and while the permission prompt is open the file is swapped for a link to
+    another tenant's file. The edit lands in the file that was checked, and the other tenant's
+    file is untouched."""
+    workspaces = ctx.copilot_home / "workspaces"
+    mine, theirs = workspaces / "py", workspaces / "other"
+    mine.mkdir(parents=True, exist_ok=True)
+    theirs.mkdir(parents=True, exist_ok=True)
+    (mine / "notes.txt").write_text("hello from py\n", encoding="utf-8")
+    (theirs / "secret.txt").write_text("hello from other\n", encoding="utf-8")
+    edit = {"path": str(mine / "notes.txt"), "old_str": "hello", "new_str": "owned"}
+    ctx.fake.replies({"tool_calls": [{"name": "edit", "arguments": json.dumps(edit)}]}, {"text": "done"})
+    asked = []
+
+    def swap_then_approve(request, invocation):
+        asked.append(request.kind)
+        if request.kind == "write":
+            os.rename(mine / "notes.txt", mine / "checked.txt")
+            os.symlink(theirs / "secret.txt", mine / "notes.txt")
+        return PermissionDecisionApproveOnce()
+
+    client = make_client(uri=serve, connection_token=TOKEN)
+    await client.start()
+    session = await client.create_session(on_permission_request=swap_then_approve)
+    await session.send_and_wait("Edit notes.txt", timeout=30)
+    assert "write" in asked, asked
+    assert (theirs / "secret.txt").read_text(encoding="utf-8") == "hello from other\n"
+    assert (mine / "checked.txt").read_text(encoding="utf-8") == "owned from py\n", "the file that was checked"
+    [result] = tool_results(ctx.fake.requests()[-1])
+    assert "hello from other" not in result["content"], result
+
+
+async def test_one_tenants_clients_cannot_take_every_connection(ctx: Ctx, make_client):
+    """Issue 33 through the official SDK: past its own connection limit a tenant's client is
+    refused at `connect` with the reason, the other tenant still gets in, and a place the
+    first tenant frees is its own again."""
+    config = serve_support.tenant("py", TOKEN) + serve_support.tenant("other", OTHER_TOKEN)
+    served = serve_support.start(
+        ctx, config + "[limits]\nmax_connections_per_tenant = 2\n", home=ctx.copilot_home, state_dir=ctx.root
+    )
+    try:
+        first, second = make_client(uri=served.sdk, connection_token=TOKEN), make_client(uri=served.sdk, connection_token=TOKEN)
+        await first.start()
+        await second.start()
+        third = make_client(uri=served.sdk, connection_token=TOKEN)
+        with pytest.raises(Exception) as refused:
+            await third.start()
+        assert "for this tenant" in str(refused.value), refused.value
+        assert TOKEN not in str(refused.value)
+        other = make_client(uri=served.sdk, connection_token=OTHER_TOKEN)
+        await other.start()
+        assert await other.list_sessions() == []
+        await first.stop()
+        again = make_client(uri=served.sdk, connection_token=TOKEN)
+        for _ in range(100):
+            try:
+                await again.start()
+                break
+            except Exception:
+                await asyncio.sleep(0.05)
+                again = make_client(uri=served.sdk, connection_token=TOKEN)
+        session = await again.create_session(on_permission_request=PermissionHandler.approve_all)
+        assert session.session_id
+    finally:
+        serve_support.stop(served)
+

@@ -294,6 +294,25 @@ async fn readiness_follows_postgresql() {
     .await;
 }
 
+/// The tenant-isolation attacks that touch the session index, on PostgreSQL (`serve.rs` runs
+/// them on SQLite): another tenant's ids answer as unknown everywhere, and two tenants' same
+/// session id are two sessions.
+#[tokio::test(flavor = "multi_thread")]
+async fn tenants_are_kept_apart_on_postgresql_as_on_sqlite() {
+    for attack in [0, 1] {
+        let Some(pg) = PgCluster::start() else { return };
+        let shared = tempfile::tempdir().unwrap();
+        with_timeout(90, async {
+            let s = node(&pg, shared.path(), "a").await;
+            match attack {
+                0 => crate::serve::foreign_ids_are_unknown(&s).await,
+                _ => crate::serve::ids_are_per_tenant(&s).await,
+            }
+        })
+        .await;
+    }
+}
+
 /// How long `work` took, with its result.
 async fn timed<F: std::future::Future>(work: F) -> (Duration, F::Output) {
     let start = std::time::Instant::now();

@@ -419,8 +419,14 @@ fn answer(resp: &Value, from: &str, to: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn another_tenants_sessions_are_answered_as_unknown_ids() {
-    with_timeout(90, async {
-        let s = Serve::start().await;
+    with_timeout(90, async { foreign_ids_are_unknown(&Serve::start().await).await }).await;
+}
+
+/// Every session method beta calls with alpha's session id answers as for an id nobody uses;
+/// lists and notifications show each tenant only its own (on either backend: `cluster.rs`
+/// runs this on PostgreSQL).
+pub(crate) async fn foreign_ids_are_unknown(s: &Serve) {
+    {
         let alpha = s.tenant(ALPHA).await;
         let beta = s.tenant(BETA).await;
         s.fake.push_reply(Reply::text("alpha's answer"));
@@ -480,8 +486,7 @@ async fn another_tenants_sessions_are_answered_as_unknown_ids() {
         assert_eq!(outside.code, -32602, "{outside}");
         let escape = beta.call("session.create", json!({"workingDirectory": "../alpha"})).await.expect_err("..");
         assert_eq!(escape.code, -32602, "{escape}");
-    })
-    .await;
+    }
 }
 
 /// Every string in `v` (keys included) that starts with `prefix`.
@@ -502,8 +507,14 @@ fn strings_starting_with(v: &Value, prefix: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn each_tenant_names_its_sessions_in_its_own_namespace() {
-    with_timeout(90, async {
-        let s = Serve::start().await;
+    with_timeout(90, async { ids_are_per_tenant(&Serve::start().await).await }).await;
+}
+
+/// Two tenants choosing one session id get a session each, as with a free id; nothing either
+/// hears names a session the server's way (on either backend: `cluster.rs` runs this on
+/// PostgreSQL).
+pub(crate) async fn ids_are_per_tenant(s: &Serve) {
+    {
         let alpha = s.tenant(ALPHA).await;
         let beta = s.tenant(BETA).await;
         // Both pick the same id: each gets its own session, as with a free id.
@@ -562,8 +573,7 @@ async fn each_tenant_names_its_sessions_in_its_own_namespace() {
             }
         }
         assert!(beta.inbound().iter().all(|m| !m.to_string().contains("nobodys")), "beta never hears of alpha's");
-    })
-    .await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
