@@ -717,14 +717,24 @@ def fig_text_turns(env: Env, target: Target, n: int, streaming: bool) -> dict:
         s.close()
 
 
-def fig_tool_turns(env: Env, target: Target, n: int, sandboxed: bool = False) -> dict:
+SANDBOX_CONFIGS = {
+    "plain": None,
+    "sandboxed": {"sandboxConfig": {"enabled": True}},
+    # Host rules: each command starts behind the network bridge, its proxy made per session.
+    "filtered": {"sandboxConfig": {"enabled": True, "userPolicy": {"network": {"allowedHosts": ["github.com"]}}}},
+}
+
+
+def fig_tool_turns(env: Env, target: Target, n: int, sandbox: str = "plain") -> dict:
     """Figure 2b: send → idle for [bash `true` tool call, then text]; tool span from events.
     Figure 2c: the same with the session's commands in the bubblewrap sandbox
-    (`sandboxConfig: {enabled: true}`), and what that does to `session.create`."""
+    (`sandboxConfig: {enabled: true}`), and what that does to `session.create`.
+    Figure 2d: the same with host rules, so each command reaches the network only through the
+    sandbox's filtering proxy (the bridge starts first inside the sandbox)."""
     s = env.start(target, extra=["--allow-all-tools"])
     try:
         handshake(s)
-        extra = {"sandboxConfig": {"enabled": True}} if sandboxed else None
+        extra = SANDBOX_CONFIGS[sandbox]
         creates = []
         for _ in range(q(20, 5)):
             t0 = time.perf_counter()
@@ -1560,6 +1570,11 @@ def report(results: dict) -> list[tuple[str, str, str]]:
         row("2c", "send → idle, bash `true` + text, sandboxed", _ms(d.get("send_to_idle")))
         row("2c", "  tool span (start→complete, wall)", _ms99(d.get("tool_span_wall")))
         row("2c", "  session.create with sandboxConfig", _ms(d.get("session_create")))
+    if "2d_tool_turn_filtered" in f:
+        d = f["2d_tool_turn_filtered"]
+        row("2d", "send → idle, bash `true` + text, sandboxed, host rules", _ms(d.get("send_to_idle")))
+        row("2d", "  tool span (start→complete, wall)", _ms99(d.get("tool_span_wall")))
+        row("2d", "  session.create with host rules", _ms(d.get("session_create")))
     if "3_throughput" in f:
         d = f["3_throughput"]
         row("3", "session.event per second (streaming)",
@@ -1853,7 +1868,8 @@ def main() -> int:
         ("2", "2a_text_turn", lambda: fig_text_turns(env, sk, N_TEXT_TURNS, streaming=False)),
         ("2", "2a_text_turn_streaming", lambda: fig_text_turns(env, sk, N_STREAM_TURNS, streaming=True)),
         ("2", "2b_tool_turn", lambda: fig_tool_turns(env, sk, N_TOOL_CONVS)),
-        ("2", "2c_tool_turn_sandboxed", lambda: fig_tool_turns(env, sk, N_TOOL_CONVS, sandboxed=True)),
+        ("2", "2c_tool_turn_sandboxed", lambda: fig_tool_turns(env, sk, N_TOOL_CONVS, "sandboxed")),
+        ("2", "2d_tool_turn_filtered", lambda: fig_tool_turns(env, sk, N_TOOL_CONVS, "filtered")),
         ("3", "3_throughput", lambda: fig_throughput(env, sk, N_THROUGHPUT_TURNS)),
         ("4", "4_decay_one_session", lambda: fig_decay(env, sk, N_DECAY_TURNS, DECAY_WINDOW, 1)),
         ("4", "4_decay_steady_model", lambda: fig_decay(env, sk, N_DECAY_TURNS, DECAY_WINDOW, 1, STEADY_MODEL)),
