@@ -32,6 +32,19 @@ async fn alpha_session(s: &Serve) -> (std::sync::Arc<RpcClient>, String, tokio::
     (c, sid, approver)
 }
 
+/// A single user's session in `cwd` under its own `sandboxConfig`, every permission request
+/// approved once.
+async fn own_sandbox_session(
+    c: &std::sync::Arc<RpcClient>,
+    cwd: &std::path::Path,
+    config: Value,
+) -> (String, tokio::task::JoinHandle<()>) {
+    let sid =
+        c.create_session(json!({"requestPermission": true, "workingDirectory": cwd, "sandboxConfig": config})).await;
+    let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+    (sid, approver)
+}
+
 /// Runs each command through the model's bash tool in one of alpha's sessions (approving
 /// everything); the text each call returned, in order.
 async fn alpha_runs(s: &Serve, c: &RpcClient, sid: &str, commands: &[&str]) -> Vec<String> {
@@ -300,12 +313,7 @@ async fn a_sessions_sandbox_config_confines_its_commands_until_turned_off() {
         let outside = outside_the_sandbox();
         let probe = outside.path().join("probe.txt");
         let config = json!({"enabled": true, "userPolicy": {"network": {"allowOutbound": false}}});
-        let sid = c
-            .create_session(
-                json!({"requestPermission": true, "workingDirectory": dirs.workdir, "sandboxConfig": config}),
-            )
-            .await;
-        let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        let (sid, approver) = own_sandbox_session(&c, &dirs.workdir, config).await;
         let write_outside = format!("echo out > {}", probe.display());
         let calls = [
             json!({"command": "echo in > inside.txt && cat inside.txt", "description": "inside"}),
@@ -680,12 +688,7 @@ async fn a_sessions_host_rules_let_its_commands_reach_only_the_hosts_allowed() {
         let port = fake.port().to_string();
         let network = json!({"allowedHosts": ["localhost", "127.0.0.1"], "blockedHosts": ["127.0.0.1"]});
         let config = json!({"enabled": true, "userPolicy": {"network": network}});
-        let sid = c
-            .create_session(
-                json!({"requestPermission": true, "workingDirectory": dirs.workdir, "sandboxConfig": config}),
-            )
-            .await;
-        let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        let (sid, approver) = own_sandbox_session(&c, &dirs.workdir, config).await;
         let calls: Vec<Value> = [
             direct(&port),
             through_proxy(&format!("localhost:{port}")),
@@ -730,10 +733,7 @@ async fn a_sessions_sandbox_hides_its_denied_paths_from_the_servers_read_tools()
         let outside = outside_the_sandbox();
         std::fs::write(outside.path().join("out.txt"), "OUTSIDEDATA\n").unwrap();
         let config = json!({"enabled": true, "userPolicy": {"filesystem": {"deniedPaths": ["secret"]}}});
-        let sid = c
-            .create_session(json!({"requestPermission": true, "workingDirectory": work, "sandboxConfig": config}))
-            .await;
-        let approver = c.auto_answer_permissions(&sid, json!({"kind": "approve-once"}));
+        let (sid, approver) = own_sandbox_session(&c, work, config).await;
         let calls = [
             ("view", json!({"path": work.join("secret/key.txt")})),
             ("view", json!({"path": outside.path().join("out.txt")})),
@@ -822,10 +822,7 @@ async fn a_write_outside_a_sessions_sandbox_is_put_to_the_user_or_refused() {
         assert_eq!(c.ok("session.sandbox.getCredentialSuggestions", json!({"sessionId": sid})).await, json!({"suggestions": []}));
 
         // No bypass: refused, unasked.
-        let strict = c
-            .create_session(json!({"requestPermission": true, "workingDirectory": dirs.workdir, "sandboxConfig": config(false)}))
-            .await;
-        let approver = c.auto_answer_permissions(&strict, json!({"kind": "approve-once"}));
+        let (strict, approver) = own_sandbox_session(&c, &dirs.workdir, config(false)).await;
         fake.push_reply(create(file(&refused, "e.txt")));
         fake.push_reply(Reply::text("done"));
         c.send(&strict, "write outside").await;
