@@ -153,6 +153,8 @@ struct Request {
     head: Vec<u8>,
     /// The head as received, for a plain request through the upstream proxy.
     raw: Vec<u8>,
+    /// A plain request's body length (`None`: chunked, or not known from its head).
+    body: Option<u64>,
 }
 
 async fn handle(mut conn: UnixStream, shared: &Shared) -> io::Result<()> {
@@ -181,8 +183,20 @@ async fn handle(mut conn: UnixStream, shared: &Shared) -> io::Result<()> {
     };
     if req.tunnel {
         conn.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n").await?;
-    } else if let (Some(up), false) = (&shared.upstream, req.raw.is_empty()) {
+    } else if let Some(up) = &shared.upstream {
+        // The upstream proxy would take a next request on this connection to any host: only
+        // this one request (its head and its body) goes, and then only the answer comes back.
+        let Some(length) = req.body else {
+            return refuse(&mut conn, 411, "a request body of unknown length cannot go through the upstream proxy")
+                .await;
+        };
         out.write_all(&with_authorization(&req.raw, up.authorization.as_deref())).await?;
+        let first = rest.len().min(usize::try_from(length).unwrap_or(usize::MAX));
+        out.write_all(&rest[..first]).await?;
+        let mut remaining = (&mut conn).take(length - first as u64);
+        tokio::io::copy(&mut remaining, &mut out).await?;
+        tokio::io::copy(&mut out, &mut conn).await?;
+        return Ok(());
     } else {
         out.write_all(&req.head).await?;
     }
@@ -292,7 +306,7 @@ fn parse(head: &[u8]) -> Result<Request, String> {
     if method == "CONNECT" {
         let a: http::uri::Authority = target.parse().map_err(|_| format!("CONNECT {target}: not host:port"))?;
         let port = a.port_u16().ok_or_else(|| format!("CONNECT {target}: no port"))?;
-        return Ok(Request { tunnel: true, host: bare(a.host()), port, head: Vec::new(), raw: Vec::new() });
+        return Ok(Request { tunnel: true, host: bare(a.host()), port, head: Vec::new(), raw: Vec::new(), body: None });
     }
     let uri: http::Uri = target.parse().map_err(|_| format!("{target} is not a URL"))?;
     if uri.scheme_str() != Some("http") {
@@ -304,8 +318,14 @@ fn parse(head: &[u8]) -> Result<Request, String> {
     let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     let mut out = format!("{method} {path} HTTP/1.1\r\n").into_bytes();
     let mut has_host = false;
+    let mut body = Some(0);
     for h in r.headers.iter() {
         let name = h.name.to_ascii_lowercase();
+        if name == "content-length" {
+            body = std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok());
+        } else if name == "transfer-encoding" {
+            body = None;
+        }
         if name.starts_with("proxy-") {
             continue;
         }
@@ -319,30 +339,34 @@ fn parse(head: &[u8]) -> Result<Request, String> {
         out.extend_from_slice(format!("Host: {}\r\n", a.as_str()).as_bytes());
     }
     out.extend_from_slice(b"\r\n");
-    Ok(Request { tunnel: false, host, port, head: out, raw: head.to_vec() })
+    Ok(Request { tunnel: false, host, port, head: out, raw: head.to_vec(), body })
 }
 
 fn bare(host: &str) -> String {
     host.trim_start_matches('[').trim_end_matches(']').to_string()
 }
 
-/// `head` with the client's own proxy credentials (if any) replaced by the upstream's.
+/// `head` with the client's own proxy credentials (if any) replaced by the upstream's, and
+/// the connection closed after the answer.
 fn with_authorization(head: &[u8], authorization: Option<&str>) -> Vec<u8> {
     let text = String::from_utf8_lossy(head);
+    let dropped = ["proxy-authorization:", "proxy-connection:", "connection:"];
     let mut lines: Vec<&str> =
-        text.split("\r\n").filter(|l| !l.to_ascii_lowercase().starts_with("proxy-authorization:")).collect();
+        text.split("\r\n").filter(|l| !dropped.iter().any(|d| l.to_ascii_lowercase().starts_with(d))).collect();
     // The head ends with two empty lines' worth of split: insert before them.
     let at = lines.len().saturating_sub(2);
     let header = authorization.map(|a| format!("Proxy-Authorization: {a}"));
     if let Some(h) = &header {
         lines.insert(at, h);
     }
+    lines.insert(at, "Connection: close");
     lines.join("\r\n").into_bytes()
 }
 
 async fn refuse<S: AsyncWrite + Unpin>(conn: &mut S, code: u16, why: &str) -> io::Result<()> {
     let reason = match code {
         400 => "Bad Request",
+        411 => "Length Required",
         403 => "Forbidden",
         408 => "Request Timeout",
         431 => "Request Header Fields Too Large",
@@ -393,7 +417,7 @@ mod tests {
         );
         assert_eq!(
             String::from_utf8(head).unwrap(),
-            "GET http://a/ HTTP/1.1\r\nHost: a\r\nProxy-Authorization: Basic dTpw\r\n\r\n"
+            "GET http://a/ HTTP/1.1\r\nHost: a\r\nConnection: close\r\nProxy-Authorization: Basic dTpw\r\n\r\n"
         );
         assert!(Upstream::parse("http://u:p@proxy:1", None, None).unwrap_err().contains("credentials"));
         assert!(Upstream::parse("https://proxy:1", None, None).is_err());
@@ -434,5 +458,70 @@ mod tests {
         let socket = proxy.socket().to_path_buf();
         drop(proxy);
         assert!(!socket.exists(), "the socket goes with the proxy");
+    }
+
+    /// An upstream proxy that records each connection's bytes and answers every head with 200.
+    async fn recording_upstream() -> (u16, Arc<std::sync::Mutex<Vec<String>>>) {
+        let server = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = server.local_addr().unwrap().port();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = server.accept().await {
+                let log = log.clone();
+                tokio::spawn(async move {
+                    let Ok(Some((head, rest))) = read_head(&mut s).await else { return };
+                    let mut all = head.clone();
+                    all.extend_from_slice(&rest);
+                    let tunnel = head.starts_with(b"CONNECT");
+                    let answer: &[u8] = match tunnel {
+                        true => b"HTTP/1.1 200 Connection Established\r\n\r\n",
+                        false => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                    };
+                    let _ = s.write_all(answer).await;
+                    // Whatever else arrives before the client closes (a tunnel's bytes).
+                    let mut more = Vec::new();
+                    let _ = tokio::time::timeout(Duration::from_millis(300), s.read_to_end(&mut more)).await;
+                    all.extend_from_slice(&more);
+                    log.lock().unwrap().push(String::from_utf8_lossy(&all).into_owned());
+                });
+            }
+        });
+        (port, seen)
+    }
+
+    #[tokio::test]
+    async fn through_an_upstream_only_the_checked_request_goes_with_the_upstreams_credentials() {
+        let (port, seen) = recording_upstream().await;
+        let up = Upstream::parse(&format!("http://127.0.0.1:{port}"), Some("u"), Some("p")).unwrap();
+        let rules = HostRules::new(&["allowed.example".into()], &[], false).unwrap();
+        let proxy = Proxy::start(rules, Some(up)).unwrap();
+        let ask = |req: &'static str| {
+            let socket = proxy.socket().to_path_buf();
+            async move {
+                let mut c = UnixStream::connect(socket).await.unwrap();
+                c.write_all(req.as_bytes()).await.unwrap();
+                let mut out = String::new();
+                let _ = tokio::time::timeout(Duration::from_secs(2), c.read_to_string(&mut out)).await;
+                out
+            }
+        };
+        // A second request pipelined after the first, to a host the rules deny, never leaves.
+        let out = ask("GET http://allowed.example/a HTTP/1.1\r\nHost: allowed.example\r\n\r\nGET http://denied.example/ HTTP/1.1\r\nHost: denied.example\r\n\r\n").await;
+        assert!(out.ends_with("ok"), "{out}");
+        let denied = ask("GET http://denied.example/ HTTP/1.1\r\n\r\n").await;
+        assert!(denied.starts_with("HTTP/1.1 403"), "{denied}");
+        let chunked = ask("POST http://allowed.example/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n").await;
+        assert!(chunked.starts_with("HTTP/1.1 411"), "{chunked}");
+        let tunnel = ask("CONNECT allowed.example:443 HTTP/1.1\r\n\r\nhello").await;
+        assert!(tunnel.starts_with("HTTP/1.1 200 Connection Established"), "{tunnel}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert!(seen[0].starts_with("GET http://allowed.example/a HTTP/1.1\r\n"), "{seen:?}");
+        assert!(seen[0].contains("Proxy-Authorization: Basic dTpw") && seen[0].contains("Connection: close"));
+        assert!(!seen[0].contains("denied.example"), "the pipelined request stayed behind: {seen:?}");
+        assert!(seen[1].starts_with("CONNECT allowed.example:443 HTTP/1.1") && seen[1].ends_with("hello"), "{seen:?}");
+        assert!(seen.iter().all(|s| !s.contains("denied.example")));
     }
 }
