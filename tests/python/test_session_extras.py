@@ -10,6 +10,14 @@ import pytest
 
 from copilot.generated.rpc import (
     PermissionMode,
+    QueueDuplicateAtRequest,
+    QueueInsertAtRequest,
+    QueueInsertMessage,
+    QueueMoveItemRequest,
+    QueueRemoveAtRequest,
+    QueueSendNowRequest,
+    QueueSetDrainPausedRequest,
+    QueueUpdateTextRequest,
     PermissionsSetModeRequest,
     RemoteEnableRequest,
     RemoteNotifySteerableChangedRequest,
@@ -67,6 +75,66 @@ async def test_queue_shows_waiting_messages_and_can_drop_them(ctx: Ctx, client):
     # Only what was left in the queue reached the model: first, then fifth.
     prompts = [r["body"]["messages"][-1]["content"] for r in ctx.fake.requests()]
     assert [p.rsplit("\n", 1)[-1] for p in prompts] == ["first", "fifth"], prompts
+
+
+async def test_queued_messages_are_edited_by_id_and_the_queue_can_be_held(ctx: Ctx, client):
+    """Issue 34: the original's queue edits, through the official SDK: move, change, duplicate,
+    insert and remove queued messages by id, steer one into the running turn, and hold the
+    queue so that nothing queued starts until it is released. What reaches the model is the
+    queue as edited; an unknown id and a second hold are refused with the original's codes."""
+    session = await client.create_session(on_permission_request=APPROVE)
+    q = session.rpc.queue
+    ctx.fake.replies(
+        {"slow_text": ["working", " on", " it"], "delay_ms": 700},
+        {"text": "a"}, {"text": "b"}, {"text": "c"}, {"text": "d"},
+    )
+    await session.send("first")
+    await _wait(lambda: _is_processing(session), "the first message to run")
+    for prompt in ("second", "third", "fourth"):
+        await session.send(prompt)
+    pending = await _wait(lambda: _pending_with(session, 3), "three queued messages")
+    second, third, fourth = (i.id for i in pending.items)
+
+    assert (await q.move_item(QueueMoveItemRequest(id=fourth, to_position=0))).changed is True
+    assert (await q.move_item(QueueMoveItemRequest(id=fourth, to_position=-3))).changed is False
+    assert (await q.update_text(QueueUpdateTextRequest(id=second, prompt="second, edited"))).updated is True
+    assert (await q.update_text(QueueUpdateTextRequest(id=second, prompt="second, edited"))).updated is False
+    copy = (await q.duplicate_at(QueueDuplicateAtRequest(id=second))).id
+    assert copy not in (second, third, fourth)
+    assert (await q.remove_at(QueueRemoveAtRequest(id=third))).removed is True
+    inserted = (await q.insert_at(QueueInsertAtRequest(position=99, message=QueueInsertMessage(prompt="last")))).id
+    listed = (await q.pending_items()).items
+    assert [(i.id, i.display_text) for i in listed] == [
+        (fourth, "fourth"), (second, "second, edited"), (copy, "second, edited"), (inserted, "last"),
+    ]
+    with pytest.raises(Exception) as unknown:
+        await q.remove_at(QueueRemoveAtRequest(id=third))
+    assert "unknown queue item id" in str(unknown.value)
+    with pytest.raises(Exception) as hidden:
+        await q.insert_at(QueueInsertAtRequest(position=0, message=QueueInsertMessage(prompt="x", source="system")))
+    assert "must stay visible" in str(hidden.value)
+    # Into the running turn: out of the queue, into its steering lane (it runs next).
+    assert (await q.send_now(QueueSendNowRequest(id=copy))).steered is True
+    assert (await q.pending_items()).steering_messages == ["second, edited"]
+
+    # Held: the running turn ends, and nothing queued starts until the hold is released.
+    await q.set_drain_paused(QueueSetDrainPausedRequest(paused=True))
+    with pytest.raises(Exception) as twice:
+        await q.set_drain_paused(QueueSetDrainPausedRequest(paused=True))
+    assert "already paused" in str(twice.value)
+    # The first turn ends; what it was steered with waits at the front of the held queue.
+    held = await _wait(lambda: _pending_with(session, 4), "the first turn to end")
+    assert held.items[0].display_text == "second, edited" and held.steering_messages == []
+    await asyncio.sleep(0.5)
+    assert len(ctx.fake.requests()) == 1, "nothing queued started while held"
+    assert await _is_processing(session), "the held queue is work still to do"
+    await q.set_drain_paused(QueueSetDrainPausedRequest(paused=False))
+    await _wait(lambda: _idle_and_empty(session), "the queue to drain")
+    prompts = [r["body"]["messages"][-1]["content"].rsplit("\n", 1)[-1] for r in ctx.fake.requests()]
+    assert prompts == ["first", "second, edited", "fourth", "second, edited", "last"], prompts
+    with pytest.raises(Exception) as gone:
+        await q.send_now(QueueSendNowRequest(id=fourth))
+    assert "unknown queue item id" in str(gone.value)
 
 
 async def _is_processing(session) -> bool:

@@ -23,6 +23,7 @@ use crate::handle::{
     SessionView,
 };
 use crate::pending::PendingRequests;
+use crate::queue_edit;
 use crate::run_ctx::RunCtx;
 
 /// How many inputs may wait for a session's task. Senders wait for room (clients are
@@ -72,6 +73,8 @@ pub(crate) struct Actor {
     idle_withheld: bool,
     /// The selected agent's own MCP servers, while it stays selected.
     agent_servers: Option<SelectedAgentServers>,
+    /// A client holds the queue (`session.queue.setDrainPaused`): nothing queued starts.
+    drain_paused: bool,
 }
 
 enum Step {
@@ -113,6 +116,7 @@ impl Actor {
             parked: false,
             idle_withheld: false,
             agent_servers: None,
+            drain_paused: false,
         }
     }
 
@@ -326,27 +330,16 @@ impl Actor {
                 let _ = reply.send(());
             }
             SessionInput::Queue { op, reply } => {
-                let mut removed = false;
-                match op {
-                    QueueOp::Snapshot => {}
-                    QueueOp::RemoveMostRecent => {
-                        removed = self.queue.pop_back().is_some();
-                        if removed {
-                            self.emit(t::PendingMessagesModifiedData {});
-                        }
-                    }
-                    QueueOp::Clear => {
-                        if !self.queue.is_empty() {
-                            self.queue.clear();
-                            self.emit(t::PendingMessagesModifiedData {});
-                        }
-                    }
+                let result = self.edit_queue(op);
+                if result.as_ref().is_ok_and(|e| e.changed) {
+                    self.emit(t::PendingMessagesModifiedData {});
                 }
-                let _ = reply.send(QueueState {
+                let _ = reply.send(result.map(|e| QueueState {
                     items: self.queue.iter().cloned().collect(),
                     steering: self.steering.iter().map(|m| m.prompt.clone()).collect(),
-                    removed,
-                });
+                    changed: e.changed,
+                    id: e.id,
+                }));
             }
             SessionInput::Activity { reply } => {
                 let has_active_work = self.view.running
@@ -447,6 +440,64 @@ impl Actor {
         Flow::Continue
     }
 
+    /// One `session.queue.*` operation; whether it changed the queue (and what it added).
+    fn edit_queue(&mut self, op: QueueOp) -> Result<queue_edit::Edited, queue_edit::QueueError> {
+        let changed = |changed: bool| queue_edit::Edited { changed, id: None };
+        match op {
+            QueueOp::Snapshot => Ok(changed(false)),
+            QueueOp::RemoveMostRecent => Ok(changed(self.queue.pop_back().is_some())),
+            QueueOp::Clear => {
+                let any = !self.queue.is_empty();
+                self.queue.clear();
+                Ok(changed(any))
+            }
+            QueueOp::Move { id, to } => queue_edit::move_item(&mut self.queue, &id, to),
+            QueueOp::Remove { id } => queue_edit::remove(&mut self.queue, &id),
+            QueueOp::UpdateText { id, prompt } => queue_edit::update_text(&mut self.queue, &id, prompt),
+            QueueOp::Duplicate { id } => queue_edit::duplicate(&mut self.queue, &id),
+            QueueOp::Insert { at, mut msg } => {
+                msg.delivery = UserMessageDelivery::Queued;
+                let edited = queue_edit::insert(&mut self.queue, at, msg);
+                // Into an idle session's queue: it starts, as a sent message would.
+                if self.batch.is_none() {
+                    self.start_batch();
+                }
+                Ok(edited)
+            }
+            QueueOp::SendNow { id } => {
+                let at = self.queue.iter().position(|m| m.message_id == id);
+                let Some(at) = at else { return Err(queue_edit::QueueError::UnknownId(id)) };
+                // A turn is live while its run holds the conversation.
+                if self.batch.is_none() || self.conv.is_some() {
+                    return Ok(changed(false));
+                }
+                let Some(mut msg) = self.queue.remove(at) else { return Ok(changed(false)) };
+                msg.delivery = UserMessageDelivery::Steering;
+                self.steering.push(msg);
+                Ok(changed(true))
+            }
+            QueueOp::SetDrainPaused(paused) => {
+                if paused && self.drain_paused {
+                    return Err(queue_edit::QueueError::AlreadyPaused);
+                }
+                // Released with messages waiting and nothing running: they start now.
+                self.drain_paused = paused;
+                if !paused && self.batch.is_none() && !self.queue.is_empty() {
+                    self.start_batch();
+                }
+                Ok(changed(false))
+            }
+        }
+    }
+
+    /// A batch begins: the session is running until the queue is done.
+    fn start_batch(&mut self) {
+        self.recover_from_persist_failure();
+        self.batch = Some(Batch { cancel: CancellationToken::new(), aborted: false });
+        Arc::make_mut(&mut self.view).running = true;
+        self.publish();
+    }
+
     fn enqueue(&mut self, mut msg: QueuedMessage, immediate: bool) {
         if self.batch.is_some() {
             if immediate {
@@ -457,12 +508,9 @@ impl Actor {
                 self.queue.push_back(msg);
             }
         } else {
-            self.recover_from_persist_failure();
             msg.delivery = UserMessageDelivery::Idle;
             self.queue.push_back(msg);
-            self.batch = Some(Batch { cancel: CancellationToken::new(), aborted: false });
-            Arc::make_mut(&mut self.view).running = true;
-            self.publish();
+            self.start_batch();
         }
         self.emit(t::PendingMessagesModifiedData {});
     }
@@ -589,7 +637,7 @@ impl Actor {
     /// Starts the next queued message of the current batch, if any.
     fn start_next(&mut self) -> Option<RunFuture> {
         let batch = self.batch.as_ref()?;
-        if batch.cancel.is_cancelled() {
+        if batch.cancel.is_cancelled() || self.drain_paused {
             return None;
         }
         let msg = self.queue.pop_front()?;

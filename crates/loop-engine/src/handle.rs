@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::emitter::{Emitter, EventSubscriber};
 use crate::error::EngineError;
 use crate::pending::{PendingAnswer, PendingKind};
+use crate::queue_edit::QueueError;
 use crate::settings::SessionSettings;
 
 /// A user message waiting to be processed.
@@ -104,11 +105,38 @@ pub enum PlanResult {
 /// Everything that can make a session do work. Client-facing inputs come through
 /// [`SessionHandle`]'s methods; the `Run*` inputs come from the session's own run.
 /// `session.queue.*`: what the queue holds, or a change to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum QueueOp {
     Snapshot,
     RemoveMostRecent,
     Clear,
+    /// The item (a queued message's id) to a position in the queue (clamped).
+    Move {
+        id: String,
+        to: i64,
+    },
+    Remove {
+        id: String,
+    },
+    UpdateText {
+        id: String,
+        prompt: String,
+    },
+    /// A copy under a fresh id, right after it.
+    Duplicate {
+        id: String,
+    },
+    /// A new message at a position (clamped); its id is the message's.
+    Insert {
+        at: i64,
+        msg: QueuedMessage,
+    },
+    /// The item into the running turn's steering lane, if a turn is running.
+    SendNow {
+        id: String,
+    },
+    /// Holds the queue (nothing queued starts) until released; one holder at a time.
+    SetDrainPaused(bool),
 }
 
 /// The queue after a [`QueueOp`].
@@ -118,8 +146,11 @@ pub struct QueueState {
     pub items: Vec<QueuedMessage>,
     /// Messages waiting to be steered into the running turn.
     pub steering: Vec<String>,
-    /// `RemoveMostRecent` took a message out.
-    pub removed: bool,
+    /// The operation changed the queue (`RemoveMostRecent`: took a message out; `SendNow`:
+    /// steered it into the running turn).
+    pub changed: bool,
+    /// The id of the item the operation added (`Insert`, `Duplicate`).
+    pub id: Option<String>,
 }
 
 /// `session.metadata.activity`.
@@ -134,7 +165,7 @@ pub struct Activity {
 pub(crate) enum SessionInput {
     Queue {
         op: QueueOp,
-        reply: oneshot::Sender<QueueState>,
+        reply: oneshot::Sender<Result<QueueState, crate::queue_edit::QueueError>>,
     },
     Activity {
         reply: oneshot::Sender<Activity>,
@@ -674,7 +705,8 @@ impl SessionHandle {
     }
 
     /// `session.queue.pendingItems` / `removeMostRecent` / `clear`.
-    pub async fn queue(&self, op: QueueOp) -> Result<QueueState, EngineError> {
+    /// The queue after `op`; `Ok(Err(_))` when the actor refused the edit.
+    pub async fn queue(&self, op: QueueOp) -> Result<Result<QueueState, QueueError>, EngineError> {
         self.ask(|reply| SessionInput::Queue { op, reply }).await
     }
 

@@ -241,6 +241,16 @@ method_table! {
     SessionQueueRemoveMostRecent: g::SessionQueueRemoveMostRecent
         => session_extras::queue_remove_most_recent, lane |p| Some(&p.session_id), aliases [];
     SessionQueueClear: g::SessionQueueClear => session_extras::queue_clear, lane |p| Some(&p.session_id), aliases [];
+    SessionQueueMoveItem: g::SessionQueueMoveItem => session_extras::queue_move_item, lane |p| Some(&p.session_id), aliases [];
+    SessionQueueRemoveAt: g::SessionQueueRemoveAt => session_extras::queue_remove_at, lane |p| Some(&p.session_id), aliases [];
+    SessionQueueUpdateText: g::SessionQueueUpdateText
+        => session_extras::queue_update_text, lane |p| Some(&p.session_id), aliases [];
+    SessionQueueDuplicateAt: g::SessionQueueDuplicateAt
+        => session_extras::queue_duplicate_at, lane |p| Some(&p.session_id), aliases [];
+    SessionQueueInsertAt: g::SessionQueueInsertAt => session_extras::queue_insert_at, lane |p| Some(&p.session_id), aliases [];
+    SessionQueueSendNow: g::SessionQueueSendNow => session_extras::queue_send_now, lane |p| Some(&p.session_id), aliases [];
+    SessionQueueSetDrainPaused: g::SessionQueueSetDrainPaused
+        => session_extras::queue_set_drain_paused, lane |p| Some(&p.session_id), aliases [];
     SessionPermissionsGetMode: g::SessionPermissionsGetMode
         => session_extras::permissions_get_mode, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionPermissionsSetMode: g::SessionPermissionsSetMode

@@ -3796,6 +3796,83 @@ impl crate::rpc::RpcMethod for SessionToolsListPendingRequests {
     type Result = t::PendingExternalToolRequestList;
 }
 
+/// `session.queue.moveItem`: Moves an addressable queued item to a public visible position.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQueueMoveItem;
+
+impl crate::rpc::RpcMethod for SessionQueueMoveItem {
+    const NAME: &'static str = "session.queue.moveItem";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQueueMoveItemParams;
+    type Result = t::QueueMoveItemResult;
+}
+
+/// `session.queue.insertAt`: Inserts a new queued message at a public visible position.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQueueInsertAt;
+
+impl crate::rpc::RpcMethod for SessionQueueInsertAt {
+    const NAME: &'static str = "session.queue.insertAt";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQueueInsertAtParams;
+    type Result = t::QueueInsertAtResult;
+}
+
+/// `session.queue.removeAt`: Removes an addressable queued item by its stable id.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQueueRemoveAt;
+
+impl crate::rpc::RpcMethod for SessionQueueRemoveAt {
+    const NAME: &'static str = "session.queue.removeAt";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQueueRemoveAtParams;
+    type Result = t::QueueRemoveAtResult;
+}
+
+/// `session.queue.updateText`: Updates the text of an addressable single-message queue item.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQueueUpdateText;
+
+impl crate::rpc::RpcMethod for SessionQueueUpdateText {
+    const NAME: &'static str = "session.queue.updateText";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQueueUpdateTextParams;
+    type Result = t::QueueUpdateTextResult;
+}
+
+/// `session.queue.duplicateAt`: Duplicates an addressable queued item immediately after its source.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQueueDuplicateAt;
+
+impl crate::rpc::RpcMethod for SessionQueueDuplicateAt {
+    const NAME: &'static str = "session.queue.duplicateAt";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQueueDuplicateAtParams;
+    type Result = t::QueueDuplicateAtResult;
+}
+
+/// `session.queue.setDrainPaused`: Acquires or releases the queued-lane drain pause.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQueueSetDrainPaused;
+
+impl crate::rpc::RpcMethod for SessionQueueSetDrainPaused {
+    const NAME: &'static str = "session.queue.setDrainPaused";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQueueSetDrainPausedParams;
+    type Result = ();
+}
+
+/// `session.queue.sendNow`: Moves an addressable queued message into the live turn's steering lane.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQueueSendNow;
+
+impl crate::rpc::RpcMethod for SessionQueueSendNow {
+    const NAME: &'static str = "session.queue.sendNow";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQueueSendNowParams;
+    type Result = t::QueueSendNowResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4510,13 +4587,55 @@ impl crate::rpc::SessionScoped for t::SessionQueueClearParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionQueueDuplicateAtParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionQueueInsertAtParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionQueueMoveItemParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionQueuePendingItemsParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionQueueRemoveAtParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionQueueRemoveMostRecentParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionQueueSendNowParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionQueueSetDrainPausedParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionQueueUpdateTextParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -5232,4 +5351,11 @@ pub const METHOD_NAMES: &[&str] = &[
     "sessions.getClientMetadata",
     "session.cancelAllBackgroundAgents",
     "session.tools.listPendingRequests",
+    "session.queue.moveItem",
+    "session.queue.insertAt",
+    "session.queue.removeAt",
+    "session.queue.updateText",
+    "session.queue.duplicateAt",
+    "session.queue.setDrainPaused",
+    "session.queue.sendNow",
 ];

@@ -15733,6 +15733,73 @@ pub struct PushGitHubRepoRef {
     pub owner: String,
 }
 
+/// Result of duplicating a queued item.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueDuplicateAtResult {
+    /// Fresh stable opaque id assigned to the duplicate.
+    pub id: String,
+}
+
+/// Result of inserting a queued message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueInsertAtResult {
+    /// Fresh stable opaque id assigned to the inserted item.
+    pub id: String,
+}
+
+/// Serializable message fields accepted by queue.insertAt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueInsertMessage {
+    /// The user message text.
+    pub prompt: String,
+    /// Optional user-facing display text.
+    #[serde(rename = "displayPrompt", default, skip_serializing_if = "Option::is_none")]
+    pub display_prompt: Option<String>,
+    /// Optional attachments for the message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachments: Option<Vec<Attachment>>,
+    /// Optional explicit agent mode. When omitted, the session's current mode is assigned.
+    #[serde(rename = "agentMode", default, skip_serializing_if = "Option::is_none")]
+    pub agent_mode: Option<SendAgentMode>,
+    /// Optional provenance source. `system` is rejected: it would hide the inserted row from
+    /// `pendingItems` and make it unaddressable while still executing, so inserted items must stay
+    /// visible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Whether the message is billable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub billable: Option<bool>,
+    /// Required tool name for the turn, when any.
+    #[serde(rename = "requiredTool", default, skip_serializing_if = "Option::is_none")]
+    pub required_tool: Option<String>,
+    /// Per-turn request headers.
+    #[serde(rename = "requestHeaders", default, skip_serializing_if = "Option::is_none")]
+    pub request_headers: Option<std::collections::BTreeMap<String, String>>,
+    /// Accepted for SendOptions compatibility but ignored; inserted items always use queued
+    /// delivery semantics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SendMode>,
+    /// Accepted for SendOptions compatibility but ignored; the requested public position controls
+    /// placement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepend: Option<bool>,
+    /// Accepted for SendOptions compatibility but ignored; insertion scheduling is controlled by
+    /// the queue drain state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<bool>,
+    /// Accepted for internal SendOptions compatibility but ignored; delivery is derived from
+    /// current session activity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<String>,
+}
+
+/// Result of moving a queued item.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueMoveItemResult {
+    /// True when the item changed position; false when it was already at the requested position.
+    pub changed: bool,
+}
+
 /// User-facing pending queue entry, with kind and display text for a queued message, slash command,
 /// or model change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15817,12 +15884,33 @@ pub struct QueuePendingItemsResult {
     pub in_flight_steering_count: Option<u64>,
 }
 
+/// Result of removing a queued item.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueRemoveAtResult {
+    /// True when the addressed item was removed.
+    pub removed: bool,
+}
+
 /// Indicates whether a user-facing pending item was removed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueueRemoveMostRecentResult {
     /// True if a user-facing pending item was removed (LIFO across both queues); false when no
     /// removable items remained.
     pub removed: bool,
+}
+
+/// Result of trying to steer a queued message into a live turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueSendNowResult {
+    /// True when the item was accepted into the steering lane; false when no main turn was live.
+    pub steered: bool,
+}
+
+/// Result of editing a queued message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueUpdateTextResult {
+    /// True when the stored text changed.
+    pub updated: bool,
 }
 
 /// Result of the queued command execution.
@@ -21872,6 +21960,42 @@ pub struct SessionQueueClearParams {
     pub session_id: String,
 }
 
+/// Parameters for duplicating a queued item.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQueueDuplicateAtParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Stable opaque ID of the queued item to duplicate.
+    pub id: String,
+}
+
+/// Parameters for inserting a queued message at a public visible position.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQueueInsertAtParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Zero-based position in the public visible queue. Values outside the queue clamp to an end.
+    pub position: i64,
+    /// Queued message contents and delivery metadata.
+    pub message: QueueInsertMessage,
+}
+
+/// Parameters for moving a queued item by stable id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQueueMoveItemParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Stable opaque queued-item id.
+    pub id: String,
+    /// Zero-based target position in the public visible queue. Values outside the queue clamp to an
+    /// end.
+    #[serde(rename = "toPosition")]
+    pub to_position: i64,
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionQueuePendingItemsParams {
@@ -21880,12 +22004,62 @@ pub struct SessionQueuePendingItemsParams {
     pub session_id: String,
 }
 
+/// Parameters for removing a queued item by stable id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQueueRemoveAtParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Stable opaque ID of the queued item to remove.
+    pub id: String,
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionQueueRemoveMostRecentParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
+}
+
+/// Parameters for steering a queued message into a live turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQueueSendNowParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Stable opaque ID of the queued item to steer into the live turn.
+    pub id: String,
+}
+
+/// Parameters for acquiring or releasing the queued-lane drain pause. Acquisition is exclusive and
+/// non-idempotent: `paused: true` against an already-paused session fails with
+/// `queue_already_paused`. The pause is never released automatically — it is not tied to the
+/// caller's lifetime, so a client that exits without sending `paused: false` leaves the lane
+/// frozen. Release is unowned: `paused: false` clears the pause for any caller, including one that
+/// never acquired it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQueueSetDrainPausedParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Whether queued-lane draining should be paused.
+    pub paused: bool,
+}
+
+/// Parameters for editing a single queued message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQueueUpdateTextParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Stable opaque ID of the queued item to edit.
+    pub id: String,
+    /// Replacement prompt sent to the model.
+    pub prompt: String,
+    /// Optional replacement prompt displayed to the user.
+    #[serde(rename = "displayPrompt", default, skip_serializing_if = "Option::is_none")]
+    pub display_prompt: Option<String>,
 }
 
 /// Identifies the target session.

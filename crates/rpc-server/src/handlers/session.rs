@@ -176,18 +176,27 @@ pub async fn send(ctx: &Ctx, p: t::SessionSendParams) -> Result<t::SendResult, R
         return Err(ctx.failed(format!("{running}; this node follows it read-only, send to that node")));
     }
     if ctx.tenant().is_some() {
-        // The model is told of attached files and directories (their paths, a directory's size):
-        // a tenant names only its own.
-        let cwd = session.view().settings.cwd.clone();
-        for a in p.attachments.iter().flatten() {
-            match a {
-                t::Attachment::File(f) => drop(ctx.confine_path("attachment", &cwd, &f.path)?),
-                t::Attachment::Directory(d) => drop(ctx.confine_path("attachment", &cwd, &d.path)?),
-                _ => {}
-            }
-        }
+        confine_attachments(ctx, &session, p.attachments.as_deref().unwrap_or_default())?;
     }
     enqueue(&session, p).await.map_err(|e| ctx.engine_error(&e))
+}
+
+/// The model is told of attached files and directories (their paths, a directory's size): on
+/// a shared server a tenant names only its own.
+pub(crate) fn confine_attachments(
+    ctx: &Ctx,
+    session: &loop_engine::SessionHandle,
+    attachments: &[t::Attachment],
+) -> Result<(), RpcError> {
+    let cwd = session.view().settings.cwd.clone();
+    for a in attachments {
+        match a {
+            t::Attachment::File(f) => drop(ctx.confine_path("attachment", &cwd, &f.path)?),
+            t::Attachment::Directory(d) => drop(ctx.confine_path("attachment", &cwd, &d.path)?),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Queues a message on a session run here: for a local `session.send`, and for one another
@@ -211,7 +220,7 @@ pub(crate) async fn enqueue(
 }
 
 /// The mode `session.send {agentMode}` asks for, as `user.message` records it.
-fn agent_mode(mode: t::SendAgentMode) -> t::UserMessageAgentMode {
+pub(crate) fn agent_mode(mode: t::SendAgentMode) -> t::UserMessageAgentMode {
     match mode {
         t::SendAgentMode::Interactive => t::UserMessageAgentMode::Interactive,
         t::SendAgentMode::Plan => t::UserMessageAgentMode::Plan,

@@ -3,9 +3,9 @@
 //! (visibility sync, remote steering, schedules, completions, plugins): each says truthfully
 //! that nothing is there, in the shape the schema gives.
 
-use loop_engine::{QueueOp, QueueState};
+use loop_engine::{QueueError, QueueOp, QueueState};
 use protocol::generated::types as t;
-use protocol::jsonrpc::RpcError;
+use protocol::jsonrpc::{RpcError, INVALID_PARAMS};
 
 use crate::ctx::Ctx;
 
@@ -17,7 +17,15 @@ pub async fn activity(ctx: &Ctx, p: t::SessionMetadataActivityParams) -> Result<
 // Queue --------------------------------------------------------------------------------------
 
 async fn queue(ctx: &Ctx, session_id: &str, op: QueueOp) -> Result<QueueState, RpcError> {
-    ctx.session(session_id)?.queue(op).await.map_err(|e| ctx.engine_error(&e))
+    let state = ctx.session(session_id)?.queue(op).await.map_err(|e| ctx.engine_error(&e))?;
+    // The original's refusals: -32602 with its text, and a code a client can match.
+    state.map_err(|e| {
+        let code = match e {
+            QueueError::UnknownId(_) => "unknown_id",
+            QueueError::AlreadyPaused => "queue_already_paused",
+        };
+        RpcError { code: INVALID_PARAMS, message: e.to_string(), data: Some(serde_json::json!({ "code": code })) }
+    })
 }
 
 pub async fn queue_pending(
@@ -57,12 +65,75 @@ pub async fn queue_remove_most_recent(
         return Ok(t::QueueRemoveMostRecentResult { removed: true });
     }
     let state = queue(ctx, &p.session_id, QueueOp::RemoveMostRecent).await?;
-    Ok(t::QueueRemoveMostRecentResult { removed: state.removed })
+    Ok(t::QueueRemoveMostRecentResult { removed: state.changed })
 }
 
 pub async fn queue_clear(ctx: &Ctx, p: t::SessionQueueClearParams) -> Result<(), RpcError> {
     ctx.session(&p.session_id)?.ui().clear_waiting_commands();
     queue(ctx, &p.session_id, QueueOp::Clear).await.map(|_| ())
+}
+
+pub async fn queue_move_item(ctx: &Ctx, p: t::SessionQueueMoveItemParams) -> Result<t::QueueMoveItemResult, RpcError> {
+    let state = queue(ctx, &p.session_id, QueueOp::Move { id: p.id, to: p.to_position }).await?;
+    Ok(t::QueueMoveItemResult { changed: state.changed })
+}
+
+pub async fn queue_remove_at(ctx: &Ctx, p: t::SessionQueueRemoveAtParams) -> Result<t::QueueRemoveAtResult, RpcError> {
+    let state = queue(ctx, &p.session_id, QueueOp::Remove { id: p.id }).await?;
+    Ok(t::QueueRemoveAtResult { removed: state.changed })
+}
+
+/// A queued message's new text (the displayed text is the sent text: `displayPrompt` is not
+/// kept apart, as on `session.send`).
+pub async fn queue_update_text(
+    ctx: &Ctx,
+    p: t::SessionQueueUpdateTextParams,
+) -> Result<t::QueueUpdateTextResult, RpcError> {
+    let state = queue(ctx, &p.session_id, QueueOp::UpdateText { id: p.id, prompt: p.prompt }).await?;
+    Ok(t::QueueUpdateTextResult { updated: state.changed })
+}
+
+pub async fn queue_duplicate_at(
+    ctx: &Ctx,
+    p: t::SessionQueueDuplicateAtParams,
+) -> Result<t::QueueDuplicateAtResult, RpcError> {
+    let state = queue(ctx, &p.session_id, QueueOp::Duplicate { id: p.id }).await?;
+    Ok(t::QueueDuplicateAtResult { id: state.id.unwrap_or_default() })
+}
+
+/// A new queued message; `source: "system"` is refused (it would hide the item), as in the
+/// original.
+pub async fn queue_insert_at(ctx: &Ctx, p: t::SessionQueueInsertAtParams) -> Result<t::QueueInsertAtResult, RpcError> {
+    let m = p.message;
+    if m.source.as_deref() == Some("system") {
+        return Err(RpcError::new(
+            INVALID_PARAMS,
+            "invalid queue request: message.source must not be \"system\": inserted items must stay visible and addressable",
+        ));
+    }
+    let session = ctx.session(&p.session_id)?;
+    if ctx.tenant().is_some() {
+        crate::handlers::session::confine_attachments(ctx, &session, m.attachments.as_deref().unwrap_or_default())?;
+    }
+    let msg = loop_engine::QueuedMessage {
+        message_id: uuid::Uuid::new_v4().to_string(),
+        prompt: m.prompt,
+        attachments: m.attachments.unwrap_or_default(),
+        agent_mode: m.agent_mode.map(crate::handlers::session::agent_mode),
+        request_headers: m.request_headers.unwrap_or_default().into_iter().collect(),
+        delivery: t::UserMessageDelivery::Queued,
+    };
+    let state = queue(ctx, &p.session_id, QueueOp::Insert { at: p.position, msg }).await?;
+    Ok(t::QueueInsertAtResult { id: state.id.unwrap_or_default() })
+}
+
+pub async fn queue_send_now(ctx: &Ctx, p: t::SessionQueueSendNowParams) -> Result<t::QueueSendNowResult, RpcError> {
+    let state = queue(ctx, &p.session_id, QueueOp::SendNow { id: p.id }).await?;
+    Ok(t::QueueSendNowResult { steered: state.changed })
+}
+
+pub async fn queue_set_drain_paused(ctx: &Ctx, p: t::SessionQueueSetDrainPausedParams) -> Result<(), RpcError> {
+    queue(ctx, &p.session_id, QueueOp::SetDrainPaused(p.paused)).await.map(|_| ())
 }
 
 /// The mode a queued message will run in: its own, else the session's.
