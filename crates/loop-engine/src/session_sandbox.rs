@@ -203,7 +203,14 @@ pub(crate) fn from_config(
         // In-process requests of a single user's session go where the user's own would.
         internal_network: true,
         env_allow: None,
-        env_deny: HOST_TOKENS.iter().map(|s| s.to_string()).collect(),
+        // Variables the config masks reach a command only as the original's credential proxy
+        // would put them in its HTTPS requests; Skipper's proxy injects none (no certificate
+        // authority of its own), so they do not reach the command at all.
+        env_deny: HOST_TOKENS
+            .iter()
+            .map(|s| s.to_string())
+            .chain(config.credentials.iter().flat_map(|c| c.env_vars.keys().cloned()))
+            .collect(),
         refusal,
         // Only where the config says so: a config that leaves it out offers none (as the
         // original, whose defaults say otherwise).
@@ -376,6 +383,15 @@ mod tests {
         let inline = with(serde_json::json!({"proxy": {"url": "http://u:p@proxy:3128"}}));
         assert!(inline.refusal.unwrap().contains("credentials"));
         assert!(with(serde_json::json!({"proxy": {"url": "http://proxy:3128"}})).proxy.is_some());
+    }
+
+    #[test]
+    fn masked_variables_never_reach_a_command() {
+        let c = config(
+            serde_json::json!({"enabled": true, "credentials": {"envVars": {"NPM_TOKEN": {"injectHosts": ["registry.npmjs.org"]}}}}),
+        );
+        let p = from_config(&c, Path::new("/w"), Path::new("/s"), &env()).unwrap();
+        assert!(p.env_deny.contains(&"NPM_TOKEN".to_string()) && p.env_deny.contains(&"GITHUB_TOKEN".to_string()));
     }
 
     #[test]

@@ -316,7 +316,9 @@ fn parse(head: &[u8]) -> Result<Request, String> {
     let host = bare(a.host());
     let port = a.port_u16().unwrap_or(80);
     let path = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
-    let mut out = format!("{method} {path} HTTP/1.1\r\n").into_bytes();
+    // The client's own version: an HTTP/1.0 client cannot read a chunked answer.
+    let version = r.version.unwrap_or(1);
+    let mut out = format!("{method} {path} HTTP/1.{version}\r\n").into_bytes();
     let mut has_host = false;
     let mut body = Some(0);
     for h in r.headers.iter() {
@@ -395,6 +397,8 @@ mod tests {
             String::from_utf8(r.head).unwrap(),
             "GET /a?b=1 HTTP/1.1\r\nHost: example.com:8080\r\nAccept: */*\r\n\r\n"
         );
+        let old = parse(b"GET http://example.com/ HTTP/1.0\r\n\r\n").unwrap();
+        assert_eq!(String::from_utf8(old.head).unwrap(), "GET / HTTP/1.0\r\nHost: example.com\r\n\r\n");
         let t = parse(b"CONNECT [::1]:443 HTTP/1.1\r\nHost: [::1]:443\r\n\r\n").unwrap();
         assert!(t.tunnel && t.host == "::1" && t.port == 443);
         for bad in [
