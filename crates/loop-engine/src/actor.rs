@@ -465,8 +465,7 @@ impl Actor {
                 Ok(edited)
             }
             QueueOp::SendNow { id } => {
-                let at = self.queue.iter().position(|m| m.message_id == id);
-                let Some(at) = at else { return Err(queue_edit::QueueError::UnknownId(id)) };
+                let at = queue_edit::position(&self.queue, &id)?;
                 // A turn is live while its run holds the conversation.
                 if self.batch.is_none() || self.conv.is_some() {
                     return Ok(changed(false));

@@ -23,7 +23,8 @@ pub struct Edited {
     pub id: Option<String>,
 }
 
-fn position(queue: &VecDeque<QueuedMessage>, id: &str) -> Result<usize, QueueError> {
+/// Where the item `id` is in the queue.
+pub(crate) fn position(queue: &VecDeque<QueuedMessage>, id: &str) -> Result<usize, QueueError> {
     queue.iter().position(|m| m.message_id == id).ok_or_else(|| QueueError::UnknownId(id.to_string()))
 }
 

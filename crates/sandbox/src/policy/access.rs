@@ -21,13 +21,9 @@ pub enum WriteRefusal {
 impl Policy {
     /// Why a process of this policy started in `cwd` could not write `path`; `None` if it could.
     pub fn write_refusal(&self, path: &Path, cwd: &Path) -> Option<WriteRefusal> {
-        let (existing, rest) = nearest_existing(path);
-        // `..` after a folder that does not exist cannot be resolved; it is never let through.
-        if rest.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-            return Some(WriteRefusal::Outside { grant: existing });
-        }
-        let target = existing.join(rest);
-        if self.denied.iter().map(|d| real(d)).any(|d| target.starts_with(d)) {
+        let (existing, target) = landing(path);
+        let Some(target) = target else { return Some(WriteRefusal::Outside { grant: existing }) };
+        if self.is_denied(&target) {
             return Some(WriteRefusal::Denied);
         }
         let cwd = real(cwd);
@@ -54,12 +50,8 @@ impl Policy {
     /// What it sees: the system, the paths it may read or write, its `/tmp`, and its working
     /// directory. Not `/proc` and `/dev`: its own are not the server's.
     pub fn read_refusal(&self, path: &Path, cwd: &Path) -> Option<ReadRefusal> {
-        let (existing, rest) = nearest_existing(path);
-        if rest.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-            return Some(ReadRefusal::Outside);
-        }
-        let target = existing.join(rest);
-        if self.denied.iter().map(|d| real(d)).any(|d| target.starts_with(d)) {
+        let Some(target) = landing(path).1 else { return Some(ReadRefusal::Outside) };
+        if self.is_denied(&target) {
             return Some(ReadRefusal::Denied);
         }
         let cwd = real(cwd);
@@ -72,6 +64,25 @@ impl Policy {
             false => Some(ReadRefusal::Outside),
         }
     }
+}
+
+impl Policy {
+    /// Whether `target` (resolved) is beneath one of the denied paths.
+    fn is_denied(&self, target: &Path) -> bool {
+        self.denied.iter().map(|d| real(d)).any(|d| target.starts_with(d))
+    }
+}
+
+/// Where an access of `path` lands: the longest leading part of it that exists, resolved, and
+/// the whole path beneath that. No whole path when `..` follows a folder that does not exist:
+/// it cannot be resolved, and is never let through.
+fn landing(path: &Path) -> (PathBuf, Option<PathBuf>) {
+    let (existing, rest) = nearest_existing(path);
+    if rest.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return (existing, None);
+    }
+    let target = existing.join(rest);
+    (existing, Some(target))
 }
 
 /// The longest leading part of `path` that exists, resolved, and what follows it as written.
