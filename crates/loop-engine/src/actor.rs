@@ -75,6 +75,8 @@ pub(crate) struct Actor {
     agent_servers: Option<SelectedAgentServers>,
     /// A client holds the queue (`session.queue.setDrainPaused`): nothing queued starts.
     drain_paused: bool,
+    /// The running turn's message being withdrawn: answered once the run has unwound.
+    withdrawing: Option<(crate::turn_control::TurnMark, tokio::sync::oneshot::Sender<crate::handle::Withdrawn>)>,
 }
 
 enum Step {
@@ -117,6 +119,7 @@ impl Actor {
             idle_withheld: false,
             agent_servers: None,
             drain_paused: false,
+            withdrawing: None,
         }
     }
 
@@ -215,6 +218,10 @@ impl Actor {
             SessionInput::Abort { reason, reply } => {
                 let _ = reply.send(self.abort(reason));
             }
+            SessionInput::Interrupt { flush, reply } => {
+                let _ = reply.send(self.interrupt(flush));
+            }
+            SessionInput::Withdraw { message_id, expected, reply } => self.withdraw(&message_id, &expected, reply),
             SessionInput::SetMode { mode, reply } => {
                 let _ = reply.send(self.set_mode(mode));
             }
@@ -336,7 +343,7 @@ impl Actor {
                 }
                 let _ = reply.send(result.map(|e| QueueState {
                     items: self.queue.iter().cloned().collect(),
-                    steering: self.steering.iter().map(|m| m.prompt.clone()).collect(),
+                    steering: self.steering.iter().map(|m| m.shown().to_string()).collect(),
                     changed: e.changed,
                     id: e.id,
                 }));
@@ -475,6 +482,9 @@ impl Actor {
                 self.steering.push(msg);
                 Ok(changed(true))
             }
+            QueueOp::AppendSteering(add) => {
+                Ok(changed(queue_edit::append_steering(&mut self.steering, add, self.view.settings.mode)))
+            }
             QueueOp::SetDrainPaused(paused) => {
                 if paused && self.drain_paused {
                     return Err(queue_edit::QueueError::AlreadyPaused);
@@ -526,6 +536,70 @@ impl Actor {
         if dropped > 0 {
             self.emit(t::PendingMessagesModifiedData {});
         }
+    }
+
+    /// `session.interruptMainTurn`: a plain interrupt is an abort; a flushing one stops only the
+    /// running turn, and what was queued or steering runs next in the same batch.
+    fn interrupt(&mut self, flush: bool) -> bool {
+        // A turn is live while its run holds the conversation.
+        if self.conv.is_some() {
+            return false;
+        }
+        if !flush {
+            return self.abort(t::AbortReason::UserAbort);
+        }
+        let Some(batch) = &mut self.batch else { return false };
+        self.handle.mcp_sampling().abort_waiting();
+        // The run watches the old token; the batch goes on under a new one.
+        std::mem::replace(&mut batch.cancel, CancellationToken::new()).cancel();
+        self.emit(t::AbortData { reason: t::AbortReason::UserAbort });
+        true
+    }
+
+    /// `session.queue.withdrawMessage`: from the queue or the steering lane while it still reads
+    /// `expected`; from the running turn it started while the model has not answered it and
+    /// nothing sent after it waits (the turn is aborted, and its events leave the log once it
+    /// has unwound: `finish_withdrawal`).
+    fn withdraw(&mut self, id: &str, expected: &str, reply: tokio::sync::oneshot::Sender<crate::handle::Withdrawn>) {
+        let out = |removed| crate::handle::Withdrawn { removed, interrupted: false };
+        if let Some(at) = self.queue.iter().position(|m| m.message_id == id) {
+            let removed = self.queue[at].prompt == expected && self.queue.remove(at).is_some();
+            if removed {
+                self.emit(t::PendingMessagesModifiedData {});
+            }
+            let _ = reply.send(out(removed));
+            return;
+        }
+        if let Some(at) = self.steering.iter().position(|m| m.message_id == id) {
+            let removed = self.steering[at].prompt == expected;
+            if removed {
+                self.steering.remove(at);
+                self.emit(t::PendingMessagesModifiedData {});
+            }
+            let _ = reply.send(out(removed));
+            return;
+        }
+        let mark = self.handle.turn_mark().filter(|m| {
+            m.message_id == id
+                && m.prompt == expected
+                && !m.answered
+                && self.queue.is_empty()
+                && self.steering.is_empty()
+        });
+        match mark {
+            Some(mark) if self.withdrawing.is_none() && self.abort(t::AbortReason::UserAbort) => {
+                self.withdrawing = Some((mark, reply));
+            }
+            _ => drop(reply.send(out(false))),
+        }
+    }
+
+    /// The withdrawn message's turn has unwound: its events leave the log and the conversation,
+    /// unless the model answered it meanwhile.
+    fn finish_withdrawal(&mut self, answered: bool) {
+        let Some((mark, reply)) = self.withdrawing.take() else { return };
+        let removed = !answered && self.truncate(&mark.event_id).is_ok();
+        let _ = reply.send(crate::handle::Withdrawn { removed, interrupted: true });
     }
 
     fn abort(&mut self, reason: t::AbortReason) -> bool {
@@ -694,6 +768,8 @@ impl Actor {
         }
         self.conv = Some(conv);
         self.recover_from_persist_failure();
+        let answered = self.handle.take_turn_mark().is_none_or(|m| m.answered);
+        self.finish_withdrawal(answered);
         let Some(batch) = &self.batch else { return };
         let aborted = batch.aborted;
         if !batch.cancel.is_cancelled() {
@@ -919,10 +995,7 @@ impl Actor {
         };
         let cut = self.handle.emitter().truncate_log(event_id).map_err(|e| e.to_string())?;
         let Some((kept, removed)) = cut else { return Err(format!("Event {event_id} not found in session")) };
-        if let Some(f) = conv.compaction.take() {
-            self.handle.compaction().finished();
-            f.abandon();
-        }
+        conv.drop_compaction(&self.handle);
         let restored = crate::history::replay(&kept);
         let mut fresh = Conversation::new(restored.messages, restored.title);
         fresh.last_system = restored.last_system;

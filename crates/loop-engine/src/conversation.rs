@@ -72,6 +72,29 @@ impl Conversation {
         self.system.clone()
     }
 
+    /// Messages other than system ones.
+    pub fn non_system_messages(&self) -> u64 {
+        self.history.messages().filter(|m| !matches!(m, Message::System { .. })).count() as u64
+    }
+
+    /// Everything but the system messages goes (`session.history.clearContext`); a compaction
+    /// under way covered what went, so it is abandoned.
+    pub fn clear_to_system(&mut self, handle: &crate::handle::SessionHandle) {
+        self.drop_compaction(handle);
+        let kept: Vec<Message> =
+            self.history.messages().filter(|m| matches!(m, Message::System { .. })).cloned().collect();
+        self.bytes = kept.iter().map(message_bytes).sum();
+        self.history = History::new(kept);
+    }
+
+    /// A compaction under way is abandoned (what it summarizes is gone).
+    pub fn drop_compaction(&mut self, handle: &crate::handle::SessionHandle) {
+        if let Some(f) = self.compaction.take() {
+            handle.compaction().finished();
+            f.abandon();
+        }
+    }
+
     pub fn push(&mut self, message: Message) {
         self.bytes += message_bytes(&message);
         self.history.push(message);

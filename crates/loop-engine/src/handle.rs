@@ -22,11 +22,42 @@ use crate::settings::SessionSettings;
 pub struct QueuedMessage {
     pub message_id: String,
     pub prompt: String,
+    /// What the timeline shows instead of `prompt` (`user.message`'s `content`), when given.
+    pub display_prompt: Option<String>,
     pub attachments: Vec<Attachment>,
     pub agent_mode: Option<UserMessageAgentMode>,
     pub request_headers: Vec<(String, String)>,
     /// Set when the message is queued.
     pub delivery: UserMessageDelivery,
+    /// `session.sendMessages`: the batch's messages before this one, which go into the
+    /// conversation first, in one turn with it.
+    pub earlier: Vec<QueuedMessage>,
+    /// `session.sendMessages` with no message: one turn over the history as it is (this
+    /// message's text is not sent).
+    pub no_message: bool,
+}
+
+impl Default for QueuedMessage {
+    fn default() -> Self {
+        Self {
+            message_id: uuid::Uuid::new_v4().to_string(),
+            prompt: String::new(),
+            display_prompt: None,
+            attachments: Vec::new(),
+            agent_mode: None,
+            request_headers: Vec::new(),
+            delivery: UserMessageDelivery::Idle,
+            earlier: Vec::new(),
+            no_message: false,
+        }
+    }
+}
+
+impl QueuedMessage {
+    /// The text the timeline shows for it.
+    pub fn shown(&self) -> &str {
+        self.display_prompt.as_deref().unwrap_or(&self.prompt)
+    }
 }
 
 /// What the actor publishes: the session's settings and state, as of its last change.
@@ -137,6 +168,29 @@ pub enum QueueOp {
     },
     /// Holds the queue (nothing queued starts) until released; one holder at a time.
     SetDrainPaused(bool),
+    /// Adds to a steering message not yet taken into the turn, if it still reads `expected`
+    /// and was sent in `agent_mode`.
+    AppendSteering(SteeringAppend),
+}
+
+/// `session.queue.appendSteering`.
+#[derive(Debug, Clone)]
+pub struct SteeringAppend {
+    pub message_id: String,
+    pub expected: String,
+    pub agent_mode: UserMessageAgentMode,
+    pub prompt: String,
+    pub display_prompt: String,
+    pub attachments: Vec<Attachment>,
+}
+
+/// What `session.queue.withdrawMessage` did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Withdrawn {
+    /// The message left its queue, or the running turn and the log.
+    pub removed: bool,
+    /// The running turn was interrupted to take it out.
+    pub interrupted: bool,
 }
 
 /// The queue after a [`QueueOp`].
@@ -144,7 +198,7 @@ pub enum QueueOp {
 pub struct QueueState {
     /// Messages waiting for the current run to end, oldest first.
     pub items: Vec<QueuedMessage>,
-    /// Messages waiting to be steered into the running turn.
+    /// Messages waiting to be steered into the running turn (the text the timeline shows).
     pub steering: Vec<String>,
     /// The operation changed the queue (`RemoveMostRecent`: took a message out; `SendNow`:
     /// steered it into the running turn).
@@ -182,6 +236,19 @@ pub(crate) enum SessionInput {
     Abort {
         reason: AbortReason,
         reply: oneshot::Sender<bool>,
+    },
+    /// `session.interruptMainTurn`: stops the running turn; `flush` keeps what is queued and
+    /// steering for the next turn (else they go, as on an abort).
+    Interrupt {
+        flush: bool,
+        reply: oneshot::Sender<bool>,
+    },
+    /// `session.queue.withdrawMessage`: answered once the message is out (a running turn's
+    /// only after the turn unwound).
+    Withdraw {
+        message_id: String,
+        expected: String,
+        reply: oneshot::Sender<Withdrawn>,
     },
     SetMode {
         mode: SessionMode,
@@ -367,6 +434,8 @@ pub(crate) struct SessionParts {
     pub sql: Arc<dyn store::session_db::SqlBackend>,
     /// The client's database needs its todo tables made once.
     pub sql_ready: tokio::sync::OnceCell<()>,
+    /// What the running turn marked for clients to act on (`turn_control`).
+    pub turn: std::sync::Mutex<crate::turn_control::TurnState>,
     /// What each attached client brings (tools, commands, elicitation).
     pub clients: crate::clients::contributions::Clients,
     /// Canvases clients provide and the instances open.
@@ -399,6 +468,10 @@ impl SessionHandle {
     /// A reference that does not keep the session alive (for what the session itself holds).
     pub(crate) fn downgrade(&self) -> std::sync::Weak<SessionParts> {
         Arc::downgrade(&self.inner)
+    }
+
+    pub(crate) fn turn_lock(&self) -> &std::sync::Mutex<crate::turn_control::TurnState> {
+        &self.inner.turn
     }
 
     pub(crate) fn from_parts(inner: Arc<SessionParts>) -> Self {
@@ -593,6 +666,16 @@ impl SessionHandle {
     }
 
     /// Aborts the running loop. Returns whether anything was running.
+    /// Stops the running turn (`true` if one ran); with `flush` the queued and steering
+    /// messages run next instead of being dropped.
+    pub async fn interrupt(&self, flush: bool) -> Result<bool, EngineError> {
+        self.ask(|reply| SessionInput::Interrupt { flush, reply }).await
+    }
+
+    pub async fn withdraw(&self, message_id: String, expected: String) -> Result<Withdrawn, EngineError> {
+        self.ask(|reply| SessionInput::Withdraw { message_id, expected, reply }).await
+    }
+
     pub async fn abort(&self, reason: AbortReason) -> Result<bool, EngineError> {
         self.ask(|reply| SessionInput::Abort { reason, reply }).await
     }

@@ -87,6 +87,14 @@ pub fn replay(events: &[Event]) -> Restored {
                 flush(&mut r, &mut open_calls, &mut results);
                 compaction_mark = Some((r.messages.len(), r.prompts.len()));
             }
+            // `session.history.clearContext`: only system messages stay; the tool calls in flight
+            // lost their results with it.
+            SessionEvent::SessionContextCleared(_) => {
+                open_calls.clear();
+                results.clear();
+                compaction_mark = None;
+                r.messages.retain(|m| matches!(m, Message::System { .. }));
+            }
             SessionEvent::SessionCompactionComplete(d) => {
                 if let (true, Some(summary), Some((mark, prompts))) =
                     (d.success, d.summary_content.as_deref(), compaction_mark.take())

@@ -62,6 +62,7 @@ pub mod system_prompt;
 pub mod telemetry;
 pub mod tool_filter;
 mod tool_handlers;
+mod turn_control;
 mod turns;
 pub mod ui_requests;
 mod usage_metrics;
@@ -86,7 +87,7 @@ pub use emitter::{ClientRequester, Emitter, EventSubscriber};
 pub use error::EngineError;
 pub use handle::{
     Activity, LogLevel, NameOp, NameResult, OptionsPatch, PlanOp, PlanResult, QueueOp, QueueState, QueuedMessage,
-    SessionHandle, SessionView,
+    SessionHandle, SessionView, SteeringAppend, Withdrawn,
 };
 pub use mcp::wire_source as mcp_server_source;
 use mutex::lock;
@@ -96,6 +97,7 @@ pub use queue_edit::QueueError;
 use resume::{cwd_context, resume_data};
 pub use sandbox_bypass::{OfferRefusal, Take as SandboxTake};
 pub use settings::SessionSettings;
+pub use turn_control::ClearRefused;
 use workspace_yaml::write_workspace_yaml;
 
 /// Receives `session.lifecycle` notifications (created, deleted, ...).
@@ -470,6 +472,7 @@ impl Engine {
             mcp_sampling: Default::default(),
             tasks: subagent::Registry::new(self.deps.clone()),
             permissions: Default::default(),
+            turn: Default::default(),
             deps: self.deps.clone(),
         });
         mcp_oauth::attach(&handle);

@@ -5,7 +5,9 @@
 
 use std::collections::VecDeque;
 
-use crate::handle::QueuedMessage;
+use protocol::generated::types::{SessionMode, UserMessageAgentMode};
+
+use crate::handle::{QueuedMessage, SteeringAppend};
 
 /// Why an edit was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,6 +80,26 @@ pub(crate) fn insert(queue: &mut VecDeque<QueuedMessage>, at: i64, msg: QueuedMe
     Edited { changed: true, id: Some(id) }
 }
 
+/// Adds to a steering message not yet taken into the turn: only if it still reads `expected`
+/// and was sent in the same mode (a message sent in another mode is not merged into it). The
+/// text and its shown text each gain a paragraph; attachments are added after its own.
+pub(crate) fn append_steering(steering: &mut [QueuedMessage], add: SteeringAppend, session: SessionMode) -> bool {
+    let Some(msg) = steering.iter_mut().find(|m| m.message_id == add.message_id) else { return false };
+    let mode = msg.agent_mode.unwrap_or(match session {
+        SessionMode::Plan => UserMessageAgentMode::Plan,
+        SessionMode::Autopilot => UserMessageAgentMode::Autopilot,
+        _ => UserMessageAgentMode::Interactive,
+    });
+    if msg.prompt != add.expected || mode != add.agent_mode {
+        return false;
+    }
+    let shown = format!("{}\n\n{}", msg.shown(), add.display_prompt);
+    msg.prompt = format!("{}\n\n{}", msg.prompt, add.prompt);
+    msg.display_prompt = Some(shown);
+    msg.attachments.extend(add.attachments);
+    true
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -87,10 +109,8 @@ mod tests {
         QueuedMessage {
             message_id: id.to_string(),
             prompt: format!("p{id}"),
-            attachments: Vec::new(),
-            agent_mode: None,
-            request_headers: Vec::new(),
             delivery: protocol::generated::types::UserMessageDelivery::Queued,
+            ..Default::default()
         }
     }
 
@@ -127,5 +147,34 @@ mod tests {
         assert!(remove(&mut q, "b").unwrap().changed);
         assert_eq!(remove(&mut q, "b"), Err(QueueError::UnknownId("b".into())));
         assert_eq!(duplicate(&mut q, "zz"), Err(QueueError::UnknownId("zz".into())));
+    }
+
+    fn append(id: &str, expected: &str, mode: UserMessageAgentMode) -> SteeringAppend {
+        SteeringAppend {
+            message_id: id.into(),
+            expected: expected.into(),
+            agent_mode: mode,
+            prompt: "more".into(),
+            display_prompt: "more!".into(),
+            attachments: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn steering_grows_only_while_it_reads_as_expected_and_in_its_own_mode() {
+        let mut lane = vec![msg("a"), QueuedMessage { agent_mode: Some(UserMessageAgentMode::Plan), ..msg("b") }];
+        let interactive = UserMessageAgentMode::Interactive;
+        assert!(!append_steering(&mut lane, append("a", "wrong", interactive), SessionMode::Interactive));
+        assert!(append_steering(&mut lane, append("a", "pa", interactive), SessionMode::Interactive));
+        assert!(!append_steering(&mut lane, append("a", "pa", interactive), SessionMode::Interactive), "it changed");
+        assert_eq!((lane[0].prompt.as_str(), lane[0].shown()), ("pa\n\nmore", "pa\n\nmore!"));
+        assert!(append_steering(&mut lane, append("a", "pa\n\nmore", interactive), SessionMode::Interactive));
+        assert_eq!(lane[0].shown(), "pa\n\nmore!\n\nmore!");
+        // A message sent in plan mode takes no interactive text, and a session's mode stands
+        // for a message that named none.
+        assert!(!append_steering(&mut lane, append("b", "pb", interactive), SessionMode::Interactive));
+        assert!(append_steering(&mut lane, append("b", "pb", UserMessageAgentMode::Plan), SessionMode::Interactive));
+        assert!(!append_steering(&mut lane, append("a", "pa\n\nmore\n\nmore", interactive), SessionMode::Plan));
+        assert!(!append_steering(&mut lane, append("zz", "x", interactive), SessionMode::Interactive));
     }
 }

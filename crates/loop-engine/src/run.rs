@@ -45,6 +45,10 @@ async fn run_traced(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage) -
         let _ = ctx.handle.set_mode(mode).await;
     }
     let mut msg = msg;
+    if msg.no_message {
+        // A batch of no messages: one turn over the history as it is.
+        return drive(ctx, conv, msg, interaction_id).await;
+    }
     if conv.title.is_none() {
         let source = if ctx.view().settings.resumed { "resume" } else { "new" };
         let input = hooks::SessionStartInput { source: source.into(), initial_prompt: msg.prompt.clone() };
@@ -68,8 +72,21 @@ async fn run_traced(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage) -
     if let Some(p) = submitted.modified_prompt {
         msg.prompt = p;
     }
-    push_user_message(ctx, conv, &msg, &interaction_id).await;
+    // A batch's earlier messages go in first, as the context of its last (not stamped); a
+    // batch's messages cannot be withdrawn.
+    let in_batch = !msg.earlier.is_empty();
+    for earlier in std::mem::take(&mut msg.earlier) {
+        push_user_message(ctx, conv, &earlier, &interaction_id, false).await;
+    }
+    let event_id = push_user_message(ctx, conv, &msg, &interaction_id, true).await;
+    if ctx.scope.is_none() && !in_batch {
+        ctx.handle.mark_turn(&msg.message_id, &event_id, &msg.prompt);
+    }
+    drive(ctx, conv, msg, interaction_id).await
+}
 
+/// The turns of one message, once it is in the conversation.
+async fn drive(ctx: &RunCtx, conv: &mut Conversation, msg: QueuedMessage, interaction_id: String) -> StopReason {
     let transformed = transform_sections(ctx).await;
     let mut driver =
         SessionMessage { msg, transformed, interaction_id, system_recorded: false, nudges: 0, stop_blocks: 0 };
@@ -109,7 +126,7 @@ impl Driver for SessionMessage {
 
     async fn take_incoming(&mut self, ctx: &RunCtx, conv: &mut Conversation) {
         for steer in ctx.take_steering().await {
-            push_user_message(ctx, conv, &steer, &self.interaction_id).await;
+            push_user_message(ctx, conv, &steer, &self.interaction_id, true).await;
         }
     }
 
@@ -155,7 +172,7 @@ impl Driver for SessionMessage {
     }
 
     fn originating_message_id(&self) -> Option<String> {
-        Some(self.msg.message_id.clone())
+        (!self.msg.no_message).then(|| self.msg.message_id.clone())
     }
 
     /// `tokens` is an estimate, which is what clients need: positive and growing. The
@@ -184,8 +201,13 @@ impl Driver for SessionMessage {
                 if stop.decision.as_deref() == Some("block") {
                     self.stop_blocks += 1;
                     let reason = stop.reason.unwrap_or_else(|| "Continue.".into());
-                    let follow = QueuedMessage { prompt: reason, attachments: Vec::new(), ..self.msg.clone() };
-                    push_user_message(ctx, conv, &follow, &self.interaction_id).await;
+                    let follow = QueuedMessage {
+                        prompt: reason,
+                        attachments: Vec::new(),
+                        display_prompt: None,
+                        ..self.msg.clone()
+                    };
+                    push_user_message(ctx, conv, &follow, &self.interaction_id, true).await;
                     return Flow::Continue { new_message: true };
                 }
             }
@@ -268,12 +290,20 @@ fn push_nudge(ctx: &RunCtx, conv: &mut Conversation, interaction_id: &str) {
         ..Default::default()
     });
     if ctx.scope.is_none() {
-        ctx.handle.file_tracker().begin_point(event_id);
+        ctx.handle.file_tracker().begin_point(event_id.clone());
     }
     conv.push(Message::User { content: UserContent::Text(transformed) });
 }
 
-async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMessage, interaction_id: &str) {
+/// A user message into the conversation and the log (its `user.message` event's id). `stamped`:
+/// the model sees the time before it (a batch's earlier messages go without).
+async fn push_user_message(
+    ctx: &RunCtx,
+    conv: &mut Conversation,
+    msg: &QueuedMessage,
+    interaction_id: &str,
+    stamped: bool,
+) -> String {
     let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z");
     let view = ctx.view();
     let files = ctx.deps.files(&view.settings.cwd);
@@ -292,9 +322,10 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
         Some(notice) => format!("{notice}\n\n{}", rendered.text),
         None => rendered.text,
     };
-    let mut transformed = match instructions {
-        Some(block) => format!("<current_datetime>{now}</current_datetime>\n\n{block}\n\n{text}"),
-        None => format!("<current_datetime>{now}</current_datetime>\n\n{text}"),
+    let mut transformed = match (stamped, instructions) {
+        (false, _) => text,
+        (true, Some(block)) => format!("<current_datetime>{now}</current_datetime>\n\n{block}\n\n{text}"),
+        (true, None) => format!("<current_datetime>{now}</current_datetime>\n\n{text}"),
     };
     let input =
         hooks::UserPromptTransformedInput { prompt: msg.prompt.clone(), transformed_prompt: transformed.clone() };
@@ -324,7 +355,7 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
         .await;
     }
     let event_id = ctx.emitter().emit(t::UserMessageData {
-        content: msg.prompt.clone(),
+        content: msg.shown().to_string(),
         transformed_content: Some(transformed.clone()),
         message_id: Some(msg.message_id.clone()),
         delivery: Some(msg.delivery),
@@ -335,7 +366,7 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
         ..Default::default()
     });
     if ctx.scope.is_none() {
-        ctx.handle.file_tracker().begin_point(event_id);
+        ctx.handle.file_tracker().begin_point(event_id.clone());
     }
     if !msg.prompt.is_empty() {
         conv.prompts.push(msg.prompt.clone());
@@ -351,6 +382,7 @@ async fn push_user_message(ctx: &RunCtx, conv: &mut Conversation, msg: &QueuedMe
     if let Some(max) = view.settings.max_ai_credits {
         conv.push(Message::User { content: UserContent::Text(session_limits_status(max)) });
     }
+    event_id
 }
 
 /// What the model hears after each prompt of a session with `sessionLimits`. Skipper has no

@@ -316,6 +316,10 @@ pub(crate) async fn run(
             reply.tool_calls.clone(),
             reply.reasoning_blocks.clone(),
         ));
+        let main_loop = ctx.scope.is_none();
+        if main_loop {
+            ctx.handle.mark_answered();
+        }
         *turn += 1;
         // No tool runs for a reply the log does not hold.
         if let Some(stopped) = unpersisted(ctx) {
@@ -336,8 +340,19 @@ pub(crate) async fn run(
             }
         }
 
+        if main_loop {
+            ctx.handle.open_tool_batch(conv.non_system_messages());
+        }
         let outcomes = dispatch::run_calls(ctx, &reply.tool_calls, &turn_id, &settings, &offered).await;
         let ran = push_results(ctx, conv, &reply.tool_calls, outcomes, &settings.cwd);
+        // A tool handler cleared the context: the calls' results go with everything else, and
+        // the seed prompts open the fresh window.
+        if let Some(seeds) = main_loop.then(|| ctx.handle.close_tool_batch()).flatten() {
+            conv.clear_to_system(&ctx.handle);
+            for seed in seeds {
+                push_seed(ctx, conv, seed, &turn_id, interaction_id);
+            }
+        }
         let stop = driver.after_tools(ctx, &ran);
         end_turn(ctx, &turn_id);
         if ctx.cancel.is_cancelled() {
@@ -392,6 +407,24 @@ fn push_results(
     }
     ran
 }
+
+/// A cleared context's first user message: recorded with no text of its own to show, as the
+/// original records it.
+fn push_seed(ctx: &RunCtx, conv: &mut Conversation, prompt: String, turn_id: &str, interaction_id: &str) {
+    ctx.emitter().emit(t::UserMessageData {
+        content: String::new(),
+        transformed_content: Some(prompt.clone()),
+        source: Some(CONTEXT_SEED_SOURCE.into()),
+        delivery: Some(t::UserMessageDelivery::Steering),
+        interaction_id: Some(interaction_id.to_string()),
+        turn_id: Some(turn_id.to_string()),
+        ..Default::default()
+    });
+    conv.push(Message::User { content: UserContent::Text(prompt) });
+}
+
+/// `user.message.source` of a cleared context's seed prompt (the original's).
+const CONTEXT_SEED_SOURCE: &str = "session-memory-rollover";
 
 /// An event of this run could not be written (clients were told with `session.error`): the
 /// run stops there.

@@ -55,4 +55,34 @@ impl SessionHandle {
     pub async fn read_checkpoint(&self, number: u64) -> Result<Option<String>, EngineError> {
         Ok(self.deps().layout.read_checkpoint(self.id(), number).await?)
     }
+
+    /// A summary written as the next checkpoint (`session.workspaces.addSummary`): its number,
+    /// path and title (an empty title reads `Session <first 8 of the id>`, as the original's).
+    pub async fn add_summary(&self, title: &str, content: &str) -> Result<(u32, PathBuf, String), EngineError> {
+        let title = match title.trim() {
+            "" => format!("Session {}", self.id().chars().take(8).collect::<String>()),
+            _ => title.to_string(),
+        };
+        let (number, path) = self.deps().layout.write_checkpoint(self.id(), &title, content).await?;
+        Ok((number, path, title))
+    }
+
+    /// Keeps the first `keep` checkpoints.
+    pub async fn truncate_summaries(&self, keep: usize) -> Result<(), EngineError> {
+        Ok(self.deps().layout.truncate_checkpoints(self.id(), keep).await?)
+    }
+
+    pub async fn read_autopilot_objective(&self) -> Result<Option<String>, EngineError> {
+        Ok(self.deps().layout.read_autopilot_objective(self.id()).await?)
+    }
+
+    /// Whether it replaced one.
+    pub async fn write_autopilot_objective(&self, content: &str) -> Result<bool, EngineError> {
+        Ok(self.deps().layout.write_autopilot_objective(self.id(), content).await?)
+    }
+
+    /// Whether there was one.
+    pub async fn delete_autopilot_objective(&self) -> Result<bool, EngineError> {
+        Ok(self.deps().layout.delete_autopilot_objective(self.id()).await?)
+    }
 }

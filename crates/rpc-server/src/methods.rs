@@ -7,8 +7,9 @@ use protocol::methods as h;
 
 use crate::handlers::{
     account, agents, auth, canvas, client_metadata, commands, discovery, fleet, history, inference, mcp, mcp_extras,
-    not_offered, permission_paths, plugins, providers, rewind, sandbox, server, session, session_extras, session_fs,
-    session_services, session_state, sessions_admin, shell, tasks, ui, user_settings, workspace_extras, workspaces,
+    not_offered, permission_paths, plugins, providers, quota, rewind, sandbox, server, session, session_extras,
+    session_fs, session_services, session_state, sessions_admin, shell, tasks, turn_control, ui, user_settings,
+    workspace_extras, workspace_notes, workspaces,
 };
 use crate::table::{method_table, Entry};
 
@@ -251,6 +252,35 @@ method_table! {
     SessionQueueSendNow: g::SessionQueueSendNow => session_extras::queue_send_now, lane |p| Some(&p.session_id), aliases [];
     SessionQueueSetDrainPaused: g::SessionQueueSetDrainPaused
         => session_extras::queue_set_drain_paused, lane |p| Some(&p.session_id), aliases [];
+    // Acting on the running turn. A withdrawal from the turn answers once the turn unwound, and a
+    // clear comes from inside a tool handler: both off the lane, so nothing queues behind them.
+    // What a client keeps in the session's folder: summaries and the autopilot objective.
+    SessionWorkspacesAddSummary: g::SessionWorkspacesAddSummary
+        => workspace_notes::add_summary, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkspacesTruncateSummaries: g::SessionWorkspacesTruncateSummaries
+        => workspace_notes::truncate_summaries, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkspacesReadAutopilotObjective: g::SessionWorkspacesReadAutopilotObjective
+        => workspace_notes::read_objective, lane |p| Some(&p.session_id), aliases [], follower Read;
+    SessionWorkspacesWriteAutopilotObjective: g::SessionWorkspacesWriteAutopilotObjective
+        => workspace_notes::write_objective, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkspacesDeleteAutopilotObjective: g::SessionWorkspacesDeleteAutopilotObjective
+        => workspace_notes::delete_objective, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkspacesAutopilotObjectiveExists: g::SessionWorkspacesAutopilotObjectiveExists
+        => workspace_notes::objective_exists, lane |p| Some(&p.session_id), aliases [], follower Read;
+    SessionAutopilotObjectiveGetState: g::SessionAutopilotObjectiveGetState
+        => workspace_notes::objective_state, lane |p| Some(&p.session_id), aliases [], follower Read;
+    SessionInterruptMainTurn: g::SessionInterruptMainTurn
+        => turn_control::interrupt_main_turn, lane |p| Some(&p.session_id), aliases [];
+    SessionQueueWithdrawMessage: g::SessionQueueWithdrawMessage
+        => turn_control::withdraw_message, lane |_p| None, aliases [];
+    SessionQueueAppendSteering: g::SessionQueueAppendSteering
+        => turn_control::append_steering, lane |p| Some(&p.session_id), aliases [];
+    SessionSendMessages: g::SessionSendMessages => turn_control::send_messages, lane |p| Some(&p.session_id), aliases [];
+    SessionHistoryClearContext: g::SessionHistoryClearContext
+        => turn_control::clear_context, lane |_p| None, aliases [];
+    SessionQuotaGet: g::SessionQuotaGet => quota::get, lane |_p| None, aliases [], follower Read;
+    SessionQuotaRefresh: g::SessionQuotaRefresh => quota::refresh, lane |_p| None, aliases [], follower Read;
+    SessionQuotaTakeWarnings: g::SessionQuotaTakeWarnings => quota::take_warnings, lane |_p| None, aliases [];
     SessionPermissionsGetMode: g::SessionPermissionsGetMode
         => session_extras::permissions_get_mode, lane |p| Some(&p.session_id), aliases [], follower Read;
     SessionPermissionsSetMode: g::SessionPermissionsSetMode

@@ -84,14 +84,8 @@ pub async fn run(engine: Arc<Engine>, opts: RunOptions) -> anyhow::Result<i32> {
         true => format!("{}{}", plan_notice(&session, opts.autopilot), opts.prompt),
         false => opts.prompt.clone(),
     };
-    let task = QueuedMessage {
-        message_id: uuid::Uuid::new_v4().to_string(),
-        prompt,
-        attachments: opts.attachments.clone(),
-        agent_mode: Some(mode),
-        request_headers: Vec::new(),
-        delivery: t::UserMessageDelivery::Idle,
-    };
+    let task =
+        QueuedMessage { prompt, attachments: opts.attachments.clone(), agent_mode: Some(mode), ..Default::default() };
     session.send(task, false).await?;
     let mut failed = false;
     let mut interrupted = false;

@@ -127,6 +127,34 @@ impl Layout {
     }
 }
 
+impl Layout {
+    /// Keeps the first `keep` checkpoints (`session.workspaces.truncateSummaries`, as the
+    /// original counts them); the others' files go, and the index and `summary_count` follow.
+    pub async fn truncate_checkpoints(&self, id: &str, keep: usize) -> Result<(), StoreError> {
+        let rows = self.list_checkpoints(id).await?;
+        if rows.len() <= keep {
+            return Ok(());
+        }
+        let dir = self.checkpoints_dir(id);
+        let (kept, gone) = rows.split_at(keep);
+        for row in gone {
+            // The index is ours, but a file name from disk must still not leave the directory.
+            if row.filename.contains(['/', '\\']) || row.filename.starts_with('.') {
+                continue;
+            }
+            let path = dir.join(&row.filename);
+            match tokio::fs::remove_file(&path).await {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err(&path)(e)),
+            }
+        }
+        let index = dir.join("index.md");
+        tokio::fs::write(&index, render_index(kept)).await.map_err(io_err(&index))?;
+        self.set_summary_count(id, kept.len() as u32).await
+    }
+}
+
 // Tests fail loudly by design.
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -171,5 +199,16 @@ mod tests {
         assert_eq!(layout.read_workspace_yaml("s1").unwrap().unwrap().summary_count, 2);
         assert_eq!(layout.read_checkpoint("s1", 0).await.unwrap(), None);
         assert_eq!(layout.read_checkpoint("s1", 4_294_967_294).await.unwrap(), None);
+
+        // Truncated to the first one: the second's file, row and count go; more than there are
+        // changes nothing.
+        layout.truncate_checkpoints("s1", 5).await.unwrap();
+        assert_eq!(layout.list_checkpoints("s1").await.unwrap().len(), 2);
+        layout.truncate_checkpoints("s1", 1).await.unwrap();
+        assert_eq!(layout.list_checkpoints("s1").await.unwrap().len(), 1);
+        assert!(!layout.checkpoints_dir("s1").join("002-a-piped-title.md").exists());
+        assert_eq!(layout.read_workspace_yaml("s1").unwrap().unwrap().summary_count, 1);
+        let (n, _) = layout.write_checkpoint("s1", "Again", "three").await.unwrap();
+        assert_eq!(n, 2, "numbering goes on from what is left");
     }
 }

@@ -14,6 +14,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod autopilot_objective;
 pub mod backend;
 pub mod checkpoints;
 pub mod client_metadata;

@@ -99,14 +99,7 @@ async fn announce(base: &RunCtx, id: &str, launch: &Launch, outcome: &Result<Str
     }
     let text = notification(id, &launch.agent_type, outcome);
     emitter.emit(t::SystemNotificationData { content: text.clone(), kind: completed_kind(id, launch, outcome) });
-    let msg = QueuedMessage {
-        message_id: uuid::Uuid::new_v4().to_string(),
-        prompt: text,
-        attachments: Vec::new(),
-        agent_mode: None,
-        request_headers: Vec::new(),
-        delivery: t::UserMessageDelivery::Idle,
-    };
+    let msg = QueuedMessage { prompt: text, ..Default::default() };
     match base.handle.send(msg, false).await {
         Ok(()) => true,
         Err(e) => {

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use loop_engine::{Engine, EngineConfig, EventSubscriber, QueuedMessage, SessionHandle};
 use protocol::event::Event;
-use protocol::generated::types::UserMessageDelivery;
 use protocol::methods::SessionConfigParams;
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -97,14 +96,7 @@ impl TestSession {
     /// Sends a prompt and waits for the session to be idle again.
     pub async fn send_and_wait(&self, prompt: &str) {
         let idle_before = self.events.count("session.idle");
-        let msg = QueuedMessage {
-            message_id: uuid::Uuid::new_v4().to_string(),
-            prompt: prompt.into(),
-            attachments: Vec::new(),
-            agent_mode: None,
-            request_headers: Vec::new(),
-            delivery: UserMessageDelivery::Idle,
-        };
+        let msg = QueuedMessage { prompt: prompt.into(), ..Default::default() };
         self.handle.send(msg, false).await.expect("send");
         self.events.wait_until(|events| count(events, "session.idle") > idle_before).await;
     }

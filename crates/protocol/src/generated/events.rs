@@ -222,6 +222,9 @@ pub enum SessionEvent {
     /// `sandbox.decision`: Payload of `sandbox.decision`, a bounded governance record of what the
     /// process sandbox was configured to do and whether it took effect. Discriminated by `kind`.
     SandboxDecision(t::SandboxDecisionData),
+    /// `session.context_cleared`: Context-cleared details emitted when the host clears the
+    /// conversation (the session.history.clearContext RPC / Session.clearContextMessages)
+    SessionContextCleared(t::ContextClearedData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
     SessionUsageRecord(crate::extensions::UsageRecordData),
     /// A type not in the allowlist (read back from a log written by another version), or a
@@ -314,6 +317,7 @@ impl SessionEvent {
             Self::AutoModeSwitchCompleted(_) => "auto_mode_switch.completed",
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SandboxDecision(_) => "sandbox.decision",
+            Self::SessionContextCleared(_) => "session.context_cleared",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
         }
@@ -409,6 +413,7 @@ impl SessionEvent {
             Self::AutoModeSwitchCompleted(d) => d.serialize(s),
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SandboxDecision(d) => d.serialize(s),
+            Self::SessionContextCleared(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
         }
@@ -499,6 +504,7 @@ impl SessionEvent {
             "auto_mode_switch.completed" => typed(kind, data, Self::AutoModeSwitchCompleted),
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "sandbox.decision" => typed(kind, data, Self::SandboxDecision),
+            "session.context_cleared" => typed(kind, data, Self::SessionContextCleared),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
         }
@@ -654,6 +660,7 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("auto_mode_switch.completed", EphemeralPolicy::Always),
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("sandbox.decision", EphemeralPolicy::Always),
+    ("session.context_cleared", EphemeralPolicy::Optional),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
 
@@ -1140,6 +1147,12 @@ impl From<t::AutopilotStoppedData> for SessionEvent {
 impl From<t::SandboxDecisionData> for SessionEvent {
     fn from(data: t::SandboxDecisionData) -> Self {
         Self::SandboxDecision(data)
+    }
+}
+
+impl From<t::ContextClearedData> for SessionEvent {
+    fn from(data: t::ContextClearedData) -> Self {
+        Self::SessionContextCleared(data)
     }
 }
 

@@ -3873,6 +3873,197 @@ impl crate::rpc::RpcMethod for SessionQueueSendNow {
     type Result = t::QueueSendNowResult;
 }
 
+/// `session.queue.withdrawMessage`: Atomically withdraws an unchanged user message of a local
+/// session: from the queued or steering lane while unconsumed, or from the running turn it started
+/// while the model has not answered it and nothing the user sent after it is pending. Withdrawing
+/// from the running turn interrupts that turn and removes its events from history. A client
+/// retaining the original draft may restore it only when removed is true.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQueueWithdrawMessage;
+
+impl crate::rpc::RpcMethod for SessionQueueWithdrawMessage {
+    const NAME: &'static str = "session.queue.withdrawMessage";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQueueWithdrawMessageParams;
+    type Result = t::QueueWithdrawMessageResult;
+}
+
+/// `session.queue.appendSteering`: Atomically appends text and attachments to an unchanged,
+/// unconsumed local steering message. Returns updated=false if delivery or withdrawal already
+/// claimed the message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQueueAppendSteering;
+
+impl crate::rpc::RpcMethod for SessionQueueAppendSteering {
+    const NAME: &'static str = "session.queue.appendSteering";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQueueAppendSteeringParams;
+    type Result = t::QueueUpdateTextResult;
+}
+
+/// `session.interruptMainTurn`: Interrupts the current main agent turn while leaving running
+/// background work (subagents, sidekicks, and promoted attached shells) alive. No-op when the main
+/// loop is not processing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionInterruptMainTurn;
+
+impl crate::rpc::RpcMethod for SessionInterruptMainTurn {
+    const NAME: &'static str = "session.interruptMainTurn";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionInterruptMainTurnParams;
+    type Result = t::InterruptMainTurnResult;
+}
+
+/// `session.sendMessages`: Sends zero or more user messages to the session in a single turn and
+/// returns their message IDs. All provided messages are appended to the conversation in order, then
+/// exactly one agent turn runs over the resulting history. When the list is empty, one turn runs
+/// over the existing history with no new user message. Remote-backed (Mission Control) sessions do
+/// not support this method and will return an error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionSendMessages;
+
+impl crate::rpc::RpcMethod for SessionSendMessages {
+    const NAME: &'static str = "session.sendMessages";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionSendMessagesParams;
+    type Result = t::SendMessagesResult;
+}
+
+/// `session.history.clearContext`: Clears the session's conversation history, keeping only system
+/// and developer messages, and seeds the fresh context window with a first user message. Must be
+/// called from inside a tool handler: the clear has to drop the results of the tool calls its wipe
+/// orphans, and it rejects when no tool call is in flight.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionHistoryClearContext;
+
+impl crate::rpc::RpcMethod for SessionHistoryClearContext {
+    const NAME: &'static str = "session.history.clearContext";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionHistoryClearContextParams;
+    type Result = t::HistoryClearContextResult;
+}
+
+/// `session.quota.get`: Gets the session's current quota and account projection without making a
+/// network request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQuotaGet;
+
+impl crate::rpc::RpcMethod for SessionQuotaGet {
+    const NAME: &'static str = "session.quota.get";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQuotaGetParams;
+    type Result = t::SessionQuotaProjection;
+}
+
+/// `session.quota.refresh`: Refreshes the session's provider model catalog bypassing its cache,
+/// folds quota snapshots into session state, and returns the updated projection. Failures leave the
+/// last known quota intact.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQuotaRefresh;
+
+impl crate::rpc::RpcMethod for SessionQuotaRefresh {
+    const NAME: &'static str = "session.quota.refresh";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQuotaRefreshParams;
+    type Result = t::SessionQuotaProjection;
+}
+
+/// `session.quota.takeWarnings`: Returns and clears the session's pending quota warnings. Reading
+/// or refreshing quota does not drain warnings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionQuotaTakeWarnings;
+
+impl crate::rpc::RpcMethod for SessionQuotaTakeWarnings {
+    const NAME: &'static str = "session.quota.takeWarnings";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionQuotaTakeWarningsParams;
+    type Result = t::QuotaTakeWarningsResult;
+}
+
+/// `session.workspaces.addSummary`: Adds a compaction summary checkpoint to the local session
+/// workspace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesAddSummary;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesAddSummary {
+    const NAME: &'static str = "session.workspaces.addSummary";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesAddSummaryParams;
+    type Result = t::WorkspacesAddSummaryResult;
+}
+
+/// `session.workspaces.truncateSummaries`: Truncates local workspace compaction summaries after a
+/// rollback.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesTruncateSummaries;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesTruncateSummaries {
+    const NAME: &'static str = "session.workspaces.truncateSummaries";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesTruncateSummariesParams;
+    type Result = t::WorkspacesGetWorkspaceResult;
+}
+
+/// `session.workspaces.readAutopilotObjective`: Reads the autopilot objective state file from the
+/// local session workspace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesReadAutopilotObjective;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesReadAutopilotObjective {
+    const NAME: &'static str = "session.workspaces.readAutopilotObjective";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesReadAutopilotObjectiveParams;
+    type Result = t::WorkspacesReadAutopilotObjectiveResult;
+}
+
+/// `session.workspaces.writeAutopilotObjective`: Writes the autopilot objective state file in the
+/// local session workspace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesWriteAutopilotObjective;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesWriteAutopilotObjective {
+    const NAME: &'static str = "session.workspaces.writeAutopilotObjective";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesWriteAutopilotObjectiveParams;
+    type Result = t::WorkspacesWriteAutopilotObjectiveResult;
+}
+
+/// `session.workspaces.deleteAutopilotObjective`: Deletes the autopilot objective state file from
+/// the local session workspace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesDeleteAutopilotObjective;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesDeleteAutopilotObjective {
+    const NAME: &'static str = "session.workspaces.deleteAutopilotObjective";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesDeleteAutopilotObjectiveParams;
+    type Result = t::WorkspacesDeleteAutopilotObjectiveResult;
+}
+
+/// `session.workspaces.autopilotObjectiveExists`: Checks whether the local session workspace has an
+/// autopilot objective state file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkspacesAutopilotObjectiveExists;
+
+impl crate::rpc::RpcMethod for SessionWorkspacesAutopilotObjectiveExists {
+    const NAME: &'static str = "session.workspaces.autopilotObjectiveExists";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkspacesAutopilotObjectiveExistsParams;
+    type Result = t::WorkspacesAutopilotObjectiveExistsResult;
+}
+
+/// `session.autopilotObjective.getState`: Reads the current canonical autopilot objective state for
+/// this session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionAutopilotObjectiveGetState;
+
+impl crate::rpc::RpcMethod for SessionAutopilotObjectiveGetState {
+    const NAME: &'static str = "session.autopilotObjective.getState";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionAutopilotObjectiveGetStateParams;
+    type Result = t::AutopilotObjectiveGetStateResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -3904,6 +4095,12 @@ impl crate::rpc::SessionScoped for t::SessionAgentReloadParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionAgentSelectParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionAutopilotObjectiveGetStateParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -4077,6 +4274,12 @@ impl crate::rpc::SessionScoped for t::SessionHistoryCancelBackgroundCompactionPa
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionHistoryClearContextParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionHistoryCompactParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4114,6 +4317,12 @@ impl crate::rpc::SessionScoped for t::SessionHistoryTruncateParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionInstructionsGetSourcesParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionInterruptMainTurnParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -4581,6 +4790,12 @@ impl crate::rpc::SessionScoped for t::SessionProviderGetEndpointParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionQueueAppendSteeringParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionQueueClearParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4641,6 +4856,30 @@ impl crate::rpc::SessionScoped for t::SessionQueueUpdateTextParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionQueueWithdrawMessageParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionQuotaGetParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionQuotaRefreshParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionQuotaTakeWarningsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionRemoteDisableParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4690,6 +4929,12 @@ impl crate::rpc::SessionScoped for t::SessionScheduleListParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionScheduleStopParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionSendMessagesParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -4911,6 +5156,18 @@ impl crate::rpc::SessionScoped for t::SessionVisibilitySetParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionWorkspacesAddSummaryParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkspacesAutopilotObjectiveExistsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionWorkspacesCreateDirectoryParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4918,6 +5175,12 @@ impl crate::rpc::SessionScoped for t::SessionWorkspacesCreateDirectoryParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionWorkspacesCreateFileParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkspacesDeleteAutopilotObjectiveParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -4948,6 +5211,12 @@ impl crate::rpc::SessionScoped for t::SessionWorkspacesListCheckpointsParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionWorkspacesListFilesParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkspacesReadAutopilotObjectiveParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -4984,6 +5253,18 @@ impl crate::rpc::SessionScoped for t::SessionWorkspacesSaveLargePasteParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionWorkspacesStatFileParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkspacesTruncateSummariesParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkspacesWriteAutopilotObjectiveParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -5358,4 +5639,19 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.queue.duplicateAt",
     "session.queue.setDrainPaused",
     "session.queue.sendNow",
+    "session.queue.withdrawMessage",
+    "session.queue.appendSteering",
+    "session.interruptMainTurn",
+    "session.sendMessages",
+    "session.history.clearContext",
+    "session.quota.get",
+    "session.quota.refresh",
+    "session.quota.takeWarnings",
+    "session.workspaces.addSummary",
+    "session.workspaces.truncateSummaries",
+    "session.workspaces.readAutopilotObjective",
+    "session.workspaces.writeAutopilotObjective",
+    "session.workspaces.deleteAutopilotObjective",
+    "session.workspaces.autopilotObjectiveExists",
+    "session.autopilotObjective.getState",
 ];

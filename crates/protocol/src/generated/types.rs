@@ -2708,6 +2708,106 @@ impl std::fmt::Display for AutoTier {
     }
 }
 
+/// Current per-window credit limit and consumption for an autopilot objective.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AutopilotObjectiveCreditLimit {
+    /// Configured AI-credit cap, when one is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credits: Option<f64>,
+    /// Window consumption in fractional AI credits, for display.
+    #[serde(rename = "creditsUsed")]
+    pub credits_used: f64,
+    /// Exact window consumption in non-negative integer nano-AIU, encoded as a decimal string.
+    #[serde(rename = "creditsUsedNanoAiu")]
+    pub credits_used_nano_aiu: String,
+}
+
+/// Canonical runtime state for the session's current autopilot objective.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AutopilotObjectiveGetStateResult {
+    /// Current objective state, or `null` when the session has no objective.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub state: Option<AutopilotObjectiveState>,
+}
+
+/// Public, persistence-independent projection of an autopilot objective.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutopilotObjectiveState {
+    /// Session-local objective identifier.
+    pub id: u64,
+    /// User-provided objective text.
+    pub objective: String,
+    /// Current normalized lifecycle status.
+    pub status: AutopilotObjectiveStatus,
+    /// Number of objective turns started.
+    #[serde(rename = "turnCount")]
+    pub turn_count: u64,
+    /// Optional reason the objective is paused.
+    #[serde(rename = "pauseReason", default, skip_serializing_if = "Option::is_none")]
+    pub pause_reason: Option<String>,
+    /// Optional summary recorded when the objective completed.
+    #[serde(rename = "completionSummary", default, skip_serializing_if = "Option::is_none")]
+    pub completion_summary: Option<String>,
+    /// Exact lifetime AI-credit consumption in non-negative integer nano-AIU, encoded as a decimal
+    /// string.
+    #[serde(rename = "creditCountNanoAiu")]
+    pub credit_count_nano_aiu: String,
+    /// Current per-window consumption and optional cap, when a credit-tracking window is present.
+    #[serde(rename = "creditLimit", default, skip_serializing_if = "Option::is_none")]
+    pub credit_limit: Option<AutopilotObjectiveCreditLimit>,
+}
+
+impl AutopilotObjectiveState {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(id: u64, objective: String, status: AutopilotObjectiveStatus, turn_count: u64, credit_count_nano_aiu: String) -> Self {
+        Self {
+            id,
+            objective,
+            status,
+            turn_count,
+            pause_reason: None,
+            completion_summary: None,
+            credit_count_nano_aiu,
+            credit_limit: None,
+        }
+    }
+}
+
+/// Current normalized autopilot objective lifecycle status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AutopilotObjectiveStatus {
+    /// The objective is actively running.
+    #[serde(rename = "active")]
+    Active,
+    /// The objective is paused and may be resumed.
+    #[serde(rename = "paused")]
+    Paused,
+    /// The objective completed.
+    #[serde(rename = "completed")]
+    Completed,
+}
+
+impl AutopilotObjectiveStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Active, Self::Paused, Self::Completed];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Paused => "paused",
+            Self::Completed => "completed",
+        }
+    }
+}
+
+impl std::fmt::Display for AutopilotObjectiveStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The runtime has stopped continuing one Autopilot request. Attached background work may remain
 /// active; this is not session-wide idle.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -4016,6 +4116,18 @@ impl std::fmt::Display for ContentFilterMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Context-cleared details emitted when the host clears the conversation (the
+/// session.history.clearContext RPC / Session.clearContextMessages)
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContextClearedData {
+    /// Optional initial message set after clearing
+    #[serde(rename = "initialMessage", default, skip_serializing_if = "Option::is_none")]
+    pub initial_message: Option<String>,
+    /// Number of conversation messages that were cleared
+    #[serde(rename = "messagesCleared")]
+    pub messages_cleared: u64,
 }
 
 /// A single large message currently in context.
@@ -5807,6 +5919,16 @@ pub struct HistoryCancelBackgroundCompactionResult {
     pub cancelled: bool,
 }
 
+/// What a successful clear removed. A clear that could not be applied rejects instead of reporting
+/// a count.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryClearContextResult {
+    /// Number of non-system, non-developer messages that were removed from the conversation. Zero
+    /// only when the window already held no conversation.
+    #[serde(rename = "messagesCleared")]
+    pub messages_cleared: u64,
+}
+
 /// Post-compaction context window usage breakdown
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HistoryCompactContextWindow {
@@ -7001,6 +7123,14 @@ pub struct InstructionsGetDiscoveryPathsRequest {
 pub struct InstructionsGetSourcesResult {
     /// Instruction sources for the session
     pub sources: Vec<InstructionSource>,
+}
+
+/// Result of interrupting the main agent turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InterruptMainTurnResult {
+    /// Whether an in-flight main agent turn was interrupted. False when the main loop was not
+    /// processing.
+    pub interrupted: bool,
 }
 
 /// A JSON Schema output contract. OpenAI receives the name, description, schema and strict setting;
@@ -10884,6 +11014,66 @@ impl ModelPolicyState {
 impl std::fmt::Display for ModelPolicyState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// The neutral kind of a model provider — the model analog of `AccountKind`. A model provider is
+/// the live, entitled source a model came from; central code never branches on this beyond a single
+/// dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ModelProviderKind {
+    /// GitHub Copilot / CAPI models, spawned by a github-resolving account that holds a Copilot
+    /// seat.
+    #[serde(rename = "copilot")]
+    Copilot,
+    /// Microsoft 365 Copilot (Loki) inference models, spawned by a resolvable Entra-derived Loki
+    /// account.
+    #[serde(rename = "loki")]
+    Loki,
+}
+
+impl ModelProviderKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Copilot, Self::Loki];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Copilot => "copilot",
+            Self::Loki => "loki",
+        }
+    }
+}
+
+impl std::fmt::Display for ModelProviderKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A neutral reference to the model provider that produced a model: an opaque id, a human-readable
+/// label, and the provider kind. Carried on each enumerated Model so consumers can group by
+/// provider without reaching into a provider-shaped internal type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelProviderRef {
+    /// Opaque, stable id of the provider that produced this model. Matches the enumerated
+    /// `ModelProviderDescriptor.id`.
+    pub id: String,
+    /// Human-readable provider label, owned by the runtime so every consumer renders identical
+    /// text.
+    pub label: String,
+    /// The provider kind.
+    pub kind: ModelProviderKind,
+}
+
+impl ModelProviderRef {
+    /// The required fields; every optional one is `None`.
+    pub fn new(id: String, label: String, kind: ModelProviderKind) -> Self {
+        Self {
+            id,
+            label,
+            kind,
+        }
     }
 }
 
@@ -15282,6 +15472,512 @@ pub struct ProviderModelConfig {
     pub system_message: Option<ProtocolSystemMessageConfig>,
 }
 
+/// An authoritative monthly usage reading for the observation's provider, account, and service.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderMonthlyUsage {
+    /// Availability of monthly consumption. Missing or unavailable usage must never be interpreted
+    /// as zero.
+    pub state: ProviderMonthlyUsageState,
+    /// Unit of consumedQuantity; independent of the parent observation's balance unit.
+    pub unit: ProviderQuotaUnit,
+    /// Identity scope of the reading within its provider and service.
+    pub scope: ProviderMonthlyUsageScope,
+    /// Nonnegative finite consumption reported by the service, preserving zero and fractions.
+    /// Present only when state is available; never computed from tokens or balance differences.
+    #[serde(rename = "consumedQuantity", default, skip_serializing_if = "Option::is_none")]
+    pub consumed_quantity: Option<f64>,
+    /// Service read time in UTC RFC 3339, not a ledger reconciliation watermark or confirmation of
+    /// the latest inference charge.
+    #[serde(rename = "queriedAt", default, skip_serializing_if = "Option::is_none")]
+    pub queried_at: Option<String>,
+    /// Start of the service-reported monthly billing cycle, in UTC RFC 3339.
+    #[serde(rename = "cycleStart", default, skip_serializing_if = "Option::is_none")]
+    pub cycle_start: Option<String>,
+    /// End of the service-reported monthly billing cycle, in UTC RFC 3339.
+    #[serde(rename = "resetOn", default, skip_serializing_if = "Option::is_none")]
+    pub reset_on: Option<String>,
+}
+
+impl ProviderMonthlyUsage {
+    /// The required fields; every optional one is `None`.
+    pub fn new(state: ProviderMonthlyUsageState, unit: ProviderQuotaUnit, scope: ProviderMonthlyUsageScope) -> Self {
+        Self {
+            state,
+            unit,
+            scope,
+            consumed_quantity: None,
+            queried_at: None,
+            cycle_start: None,
+            reset_on: None,
+        }
+    }
+}
+
+/// Identity scope of a monthly usage reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProviderMonthlyUsageScope {
+    /// Consumption of the authenticated user within the parent observation's service and returned
+    /// cycle.
+    #[serde(rename = "user")]
+    User,
+    /// The service did not establish a recognized usage scope.
+    #[serde(rename = "unknown")]
+    Unknown,
+}
+
+impl ProviderMonthlyUsageScope {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::User, Self::Unknown];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderMonthlyUsageScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Availability of a service's monthly consumption reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProviderMonthlyUsageState {
+    /// The service reported a usable consumption reading, including an explicit zero.
+    #[serde(rename = "available")]
+    Available,
+    /// The service found no usage policy; no consumption amount is known.
+    #[serde(rename = "no_policy")]
+    NoPolicy,
+    /// The read failed or its data could not be used; consumption is unknown.
+    #[serde(rename = "unavailable")]
+    Unavailable,
+    /// The service reported an unrecognized usage state.
+    #[serde(rename = "unknown")]
+    Unknown,
+}
+
+impl ProviderMonthlyUsageState {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Available,
+        Self::NoPolicy,
+        Self::Unavailable,
+        Self::Unknown,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Available => "available",
+            Self::NoPolicy => "no_policy",
+            Self::Unavailable => "unavailable",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderMonthlyUsageState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Access policy reported by the quota service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProviderQuotaAccessState {
+    /// Access is allowed.
+    #[serde(rename = "allowed")]
+    Allowed,
+    /// Access is denied.
+    #[serde(rename = "denied")]
+    Denied,
+    /// Quota is not required for this access.
+    #[serde(rename = "not_required")]
+    NotRequired,
+    /// The service did not supply a recognized access state.
+    #[serde(rename = "unknown")]
+    Unknown,
+    /// Client-only compatibility placeholder when acquisitionStatus is unavailable or failed; not
+    /// an observed service verdict.
+    #[serde(rename = "unavailable")]
+    Unavailable,
+}
+
+impl ProviderQuotaAccessState {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Allowed,
+        Self::Denied,
+        Self::NotRequired,
+        Self::Unknown,
+        Self::Unavailable,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Allowed => "allowed",
+            Self::Denied => "denied",
+            Self::NotRequired => "not_required",
+            Self::Unknown => "unknown",
+            Self::Unavailable => "unavailable",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderQuotaAccessState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Acquisition state, independent of the service's business access/capacity verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProviderQuotaAcquisitionStatus {
+    /// A service quota observation was received.
+    #[serde(rename = "succeeded")]
+    Succeeded,
+    /// No service snapshot is available for this caller or surface.
+    #[serde(rename = "unavailable")]
+    Unavailable,
+    /// Acquisition failed; inspect httpStatus/acquisitionError without inferring a business
+    /// verdict.
+    #[serde(rename = "failed")]
+    Failed,
+}
+
+impl ProviderQuotaAcquisitionStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Succeeded, Self::Unavailable, Self::Failed];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Succeeded => "succeeded",
+            Self::Unavailable => "unavailable",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderQuotaAcquisitionStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Authoritative budget measurements and policy metadata, independent of provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderQuotaBudgetMetadata {
+    /// Whether the budget has unlimited entitlement.
+    pub unlimited: bool,
+    /// Exact budget entitlement, retaining incumbent fractional-unit compatibility.
+    pub entitlement: f64,
+    /// Exact measured consumption in the budget's unit.
+    pub consumed: f64,
+    /// Service-reported remaining percentage for authoritative budget presentation.
+    #[serde(rename = "remainingPercentage")]
+    pub remaining_percentage: f64,
+    /// Whether service policy allows continued usage after exhaustion.
+    #[serde(rename = "usageAllowedWhenExhausted")]
+    pub usage_allowed_when_exhausted: bool,
+    /// Usage beyond entitlement, in the budget's unit.
+    pub overage: f64,
+    /// Whether additional usage is allowed when the budget is exhausted.
+    #[serde(rename = "overageAllowedWhenExhausted")]
+    pub overage_allowed_when_exhausted: bool,
+    /// Reset instant in epoch milliseconds when this budget actually defines a window.
+    #[serde(rename = "resetAtEpochMs", default, skip_serializing_if = "Option::is_none")]
+    pub reset_at_epoch_ms: Option<f64>,
+    /// Whether the reset instant is an estimate.
+    #[serde(rename = "resetEstimated", default, skip_serializing_if = "Option::is_none")]
+    pub reset_estimated: Option<bool>,
+    /// Whether this budget uses token-based billing.
+    #[serde(rename = "tokenBasedBilling", default, skip_serializing_if = "Option::is_none")]
+    pub token_based_billing: Option<bool>,
+    /// Optional additional-usage budget cap.
+    #[serde(rename = "overageLimit", default, skip_serializing_if = "Option::is_none")]
+    pub overage_limit: Option<f64>,
+}
+
+/// Capacity is independent of whether a numeric balance was supplied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProviderQuotaCapacityState {
+    /// Capacity is available.
+    #[serde(rename = "available")]
+    Available,
+    /// The service explicitly reports exhaustion.
+    #[serde(rename = "exhausted")]
+    Exhausted,
+    /// The reported entitlement is unlimited.
+    #[serde(rename = "unlimited")]
+    Unlimited,
+    /// No billable quota is required.
+    #[serde(rename = "not_required")]
+    NotRequired,
+    /// The service reports that capacity is not applicable.
+    #[serde(rename = "not_applicable")]
+    NotApplicable,
+    /// No recognized capacity state was supplied.
+    #[serde(rename = "unknown")]
+    Unknown,
+    /// Client-only compatibility placeholder when acquisitionStatus is unavailable or failed; not
+    /// an observed service verdict.
+    #[serde(rename = "unavailable")]
+    Unavailable,
+}
+
+impl ProviderQuotaCapacityState {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Available,
+        Self::Exhausted,
+        Self::Unlimited,
+        Self::NotRequired,
+        Self::NotApplicable,
+        Self::Unknown,
+        Self::Unavailable,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Available => "available",
+            Self::Exhausted => "exhausted",
+            Self::Unlimited => "unlimited",
+            Self::NotRequired => "not_required",
+            Self::NotApplicable => "not_applicable",
+            Self::Unknown => "unknown",
+            Self::Unavailable => "unavailable",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderQuotaCapacityState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Timing and purpose of a provider quota observation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProviderQuotaObservationKind {
+    /// An explicit account read; consumption may still be subject to service aggregation delay.
+    #[serde(rename = "account_snapshot")]
+    AccountSnapshot,
+    /// A verdict attached before an inference response. May be cached; never a post-charge balance.
+    #[serde(rename = "admission_state")]
+    AdmissionState,
+}
+
+impl ProviderQuotaObservationKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::AccountSnapshot, Self::AdmissionState];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::AccountSnapshot => "account_snapshot",
+            Self::AdmissionState => "admission_state",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderQuotaObservationKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Interpretation permitted for independently reported quantities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProviderQuotaQuantityKind {
+    /// Quantities form an authoritative available-of-entitled budget suitable for percentage
+    /// presentation.
+    #[serde(rename = "authoritative_budget")]
+    AuthoritativeBudget,
+    /// Raw advisory quantities; do not infer permission, usage percentage, reset cadence, or
+    /// post-charge balance.
+    #[serde(rename = "advisory_balance")]
+    AdvisoryBalance,
+    /// No quantity measurement, as with admission-only response headers.
+    #[serde(rename = "none")]
+    None,
+}
+
+impl ProviderQuotaQuantityKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::AuthoritativeBudget,
+        Self::AdvisoryBalance,
+        Self::None,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::AuthoritativeBudget => "authoritative_budget",
+            Self::AdvisoryBalance => "advisory_balance",
+            Self::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderQuotaQuantityKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An account quota reading. Absence of a quantity is unknown, never zero.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderQuotaState {
+    /// Provider/account whose service reported this state.
+    pub provider: ModelProviderRef,
+    /// Service-owned quota identifier within this provider.
+    #[serde(rename = "quotaId")]
+    pub quota_id: String,
+    /// Unit of entitledQuantity and availableQuantity.
+    pub unit: ProviderQuotaUnit,
+    /// Whether the service permits access, independently of balance.
+    #[serde(rename = "accessState")]
+    pub access_state: ProviderQuotaAccessState,
+    /// Service capacity state; missing quantities do not imply exhaustion.
+    #[serde(rename = "capacityState")]
+    pub capacity_state: ProviderQuotaCapacityState,
+    /// Whether this is a GET account reading or a pre-response admission observation. Observations
+    /// are never merged across kinds.
+    #[serde(rename = "observationKind", default, skip_serializing_if = "Option::is_none")]
+    pub observation_kind: Option<ProviderQuotaObservationKind>,
+    /// Whether quantities are authoritative budget measurements, advisory balances, or absent. Only
+    /// authoritative budgets support percentage presentation.
+    #[serde(rename = "quantityKind", default, skip_serializing_if = "Option::is_none")]
+    pub quantity_kind: Option<ProviderQuotaQuantityKind>,
+    /// Acquisition outcome. Unavailable/failed readings have no service verdict; access/capacity
+    /// unavailable are compatibility placeholders only.
+    #[serde(rename = "acquisitionStatus", default, skip_serializing_if = "Option::is_none")]
+    pub acquisition_status: Option<ProviderQuotaAcquisitionStatus>,
+    /// When the runtime observed this reading, not a charge timestamp or guarantee that consumption
+    /// has settled.
+    #[serde(rename = "observedAt", default, skip_serializing_if = "Option::is_none")]
+    pub observed_at: Option<String>,
+    /// HTTP status from acquisition, when available.
+    #[serde(rename = "httpStatus", default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<i64>,
+    /// Service error code or client acquisition category, separate from the business-state reason.
+    #[serde(rename = "acquisitionError", default, skip_serializing_if = "Option::is_none")]
+    pub acquisition_error: Option<String>,
+    /// Optional metadata for an authoritative budget. Advisory balances and admission-only
+    /// observations do not populate this.
+    #[serde(rename = "budgetMetadata", default, skip_serializing_if = "Option::is_none")]
+    pub budget_metadata: Option<ProviderQuotaBudgetMetadata>,
+    /// Service-reported monthly consumption, independent of quota balances and per-call or session
+    /// cost. Omitted when the service does not report monthly usage.
+    #[serde(rename = "monthlyUsage", default, skip_serializing_if = "Option::is_none")]
+    pub monthly_usage: Option<ProviderMonthlyUsage>,
+    /// Key for the backwards-compatible snapshots projection, when the authoritative budget
+    /// supports that contract.
+    #[serde(rename = "compatibilityKey", default, skip_serializing_if = "Option::is_none")]
+    pub compatibility_key: Option<String>,
+    /// Explicit service admission flag, when reported.
+    #[serde(rename = "hasQuota", default, skip_serializing_if = "Option::is_none")]
+    pub has_quota: Option<bool>,
+    /// Independently reported signed 64-bit entitlement. -1 is an unlimited sentinel, not a
+    /// capacity-state rewrite; omission and null are preserved.
+    #[serde(rename = "entitledQuantity", default, skip_serializing_if = "Option::is_none")]
+    pub entitled_quantity: Option<i64>,
+    /// Independently reported signed 64-bit available quantity. Zero does not override the service
+    /// access/capacity verdict; omission and null are preserved.
+    #[serde(rename = "availableQuantity", default, skip_serializing_if = "Option::is_none")]
+    pub available_quantity: Option<i64>,
+    /// Service-reported explanation for the state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Service-reported quota source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Service name owning this reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+}
+
+impl ProviderQuotaState {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(provider: ModelProviderRef, quota_id: String, unit: ProviderQuotaUnit, access_state: ProviderQuotaAccessState, capacity_state: ProviderQuotaCapacityState) -> Self {
+        Self {
+            provider,
+            quota_id,
+            unit,
+            access_state,
+            capacity_state,
+            observation_kind: None,
+            quantity_kind: None,
+            acquisition_status: None,
+            observed_at: None,
+            http_status: None,
+            acquisition_error: None,
+            budget_metadata: None,
+            monthly_usage: None,
+            compatibility_key: None,
+            has_quota: None,
+            entitled_quantity: None,
+            available_quantity: None,
+            reason: None,
+            source: None,
+            service: None,
+        }
+    }
+}
+
+/// Units explicitly reported by a quota provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ProviderQuotaUnit {
+    /// AI credits, not tokens or currency.
+    #[serde(rename = "ai_credits")]
+    AiCredits,
+    /// Requests charged against an entitlement.
+    #[serde(rename = "requests")]
+    Requests,
+    /// Model tokens.
+    #[serde(rename = "tokens")]
+    Tokens,
+    /// The observation does not establish a quantity unit.
+    #[serde(rename = "unknown")]
+    Unknown,
+}
+
+impl ProviderQuotaUnit {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::AiCredits,
+        Self::Requests,
+        Self::Tokens,
+        Self::Unknown,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::AiCredits => "ai_credits",
+            Self::Requests => "requests",
+            Self::Tokens => "tokens",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderQuotaUnit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Short-lived, rotating credential the caller must send on every request, in addition to `apiKey`
 /// if one is present. Omitted when the endpoint does not require one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -15882,6 +16578,12 @@ pub struct QueuePendingItemsResult {
     /// for hosts that do not distinguish the two.
     #[serde(rename = "inFlightSteeringCount", default, skip_serializing_if = "Option::is_none")]
     pub in_flight_steering_count: Option<u64>,
+    /// ID of the running turn's user message while the model has not answered it, so
+    /// `withdrawMessage` can still take it back once nothing sent after it is pending. A message
+    /// leaves `items` when its turn starts, before its `user.message` is recorded; this tells that
+    /// message apart from one that was removed. Absent when no turn prompt can be taken back.
+    #[serde(rename = "withdrawableTurnMessageId", default, skip_serializing_if = "Option::is_none")]
+    pub withdrawable_turn_message_id: Option<String>,
 }
 
 /// Result of removing a queued item.
@@ -15913,8 +16615,35 @@ pub struct QueueUpdateTextResult {
     pub updated: bool,
 }
 
+/// Result of withdrawing a user message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueWithdrawMessageResult {
+    /// True when the message left the queue or, for a running turn, history.
+    pub removed: bool,
+    /// True when the running turn was interrupted to withdraw the message. With removed false, the
+    /// turn was interrupted but its events could not be removed, for example because the model
+    /// answered first, so the message stays in the interrupted turn.
+    pub interrupted: bool,
+}
+
 /// Result of the queued command execution.
 pub type QueuedCommandResult = serde_json::Value;
+
+/// Pending warnings returned and cleared by session.quota.takeWarnings.
+pub type QuotaTakeWarningsResult = Vec<QuotaWarningProjection>;
+
+/// A pending session quota warning, consumed once by takeWarnings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QuotaWarningProjection {
+    /// Existing warning category.
+    #[serde(rename = "warningType")]
+    pub warning_type: String,
+    /// User-facing warning text.
+    pub message: String,
+    /// Related account or upgrade link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
 
 /// Reasoning summary mode to request for supported model clients
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -18397,6 +19126,45 @@ impl std::fmt::Display for SendAgentMode {
     }
 }
 
+/// A single user message to append to the session as part of a `session.sendMessages` turn
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SendMessageItem {
+    /// The user message text
+    pub prompt: String,
+    /// If provided, this is shown in the timeline instead of `prompt`
+    #[serde(rename = "displayPrompt", default, skip_serializing_if = "Option::is_none")]
+    pub display_prompt: Option<String>,
+    /// Optional attachments (files, directories, selections, blobs, GitHub references) to include
+    /// with this message
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachments: Option<Vec<Attachment>>,
+    /// If false, this message will not trigger a Premium Request Unit charge. User messages default
+    /// to billable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub billable: Option<bool>,
+    /// If set, the request will fail if the named tool is not available when this message is among
+    /// the user messages at the start of the current exchange
+    #[serde(rename = "requiredTool", default, skip_serializing_if = "Option::is_none")]
+    pub required_tool: Option<String>,
+    /// Optional provenance tag copied to the resulting user.message event. Must be `user`,
+    /// `system`, `command-<command-id>` for command-originated messages, `schedule-<numeric-id>`
+    /// for scheduled prompts, or `agent-<agent-id>` for prompts sent by another agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// Result of sending zero or more user messages
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SendMessagesResult {
+    /// Unique identifiers assigned to the messages, one per provided message in order. For a batch
+    /// that starts a run, assistant messages use the final ID as originatingMessageId throughout
+    /// that run, including tool iterations and stop-hook corrections. Immediate steering does not
+    /// replace the active run's origin. Empty when no messages were provided; that run has no
+    /// originatingMessageId.
+    #[serde(rename = "messageIds")]
+    pub message_ids: Vec<String>,
+}
+
 /// How to deliver the message. `enqueue` (default) appends to the message queue. `immediate`
 /// interjects during an in-progress turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -18603,6 +19371,14 @@ pub struct SessionAuthStatus {
     /// Copilot plan tier (e.g., individual_pro, business)
     #[serde(rename = "copilotPlan", default, skip_serializing_if = "Option::is_none")]
     pub copilot_plan: Option<String>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionAutopilotObjectiveGetStateParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
 }
 
 /// Map of sessionId -\> bytes freed by removing the session's workspace directory.
@@ -19516,6 +20292,19 @@ pub struct SessionHistoryCancelBackgroundCompactionParams {
     pub session_id: String,
 }
 
+/// Parameters for clearing the conversation and seeding the window that replaces it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionHistoryClearContextParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// First user message of the fresh context window. Required: a cleared window holding only
+    /// system and developer messages is not a conversation a model can answer, so every clear seeds
+    /// the window it creates. Delivered by the enclosing turn driver once the agentic loop exits,
+    /// which is why the call must be made from inside a tool handler.
+    pub prompt: String,
+}
+
 /// Optional compaction parameters.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionHistoryCompactParams {
@@ -19742,6 +20531,18 @@ pub struct SessionInstructionsGetSourcesParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
+}
+
+/// Parameters for interrupting the main agent turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionInterruptMainTurnParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// When true, the user's queued prompts are preserved and run as the next turn once the
+    /// interrupted turn unwinds; when false (the default), the queue is cleared like a plain abort.
+    #[serde(rename = "flushQueued", default, skip_serializing_if = "Option::is_none")]
+    pub flush_queued: Option<bool>,
 }
 
 /// Optional session limits.
@@ -21952,6 +22753,49 @@ pub struct SessionPruneResult {
     pub dry_run: bool,
 }
 
+/// Append to one pending steering message without changing its identity or delivery position.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionQueueAppendSteeringParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Message identity returned by send, not the queue item id. Only unclaimed user steering
+    /// messages are eligible.
+    #[serde(rename = "messageId")]
+    pub message_id: String,
+    /// Expected current prompt, including any previous appends. The runtime applies plan-mode
+    /// normalization before comparing and refuses a changed message.
+    #[serde(rename = "expectedPrompt")]
+    pub expected_prompt: String,
+    /// Mode captured at submission. Only steering messages in the same mode may be combined.
+    #[serde(rename = "agentMode")]
+    pub agent_mode: SendAgentMode,
+    /// Text to append after a blank line.
+    pub prompt: String,
+    /// Display text to append to the existing preview after a blank line.
+    #[serde(rename = "displayPrompt")]
+    pub display_prompt: String,
+    /// Attachments to add after the message's existing attachments. An empty list preserves the
+    /// existing attachments.
+    pub attachments: Vec<Attachment>,
+}
+
+impl SessionQueueAppendSteeringParams {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(session_id: String, message_id: String, expected_prompt: String, agent_mode: SendAgentMode, prompt: String, display_prompt: String, attachments: Vec<Attachment>) -> Self {
+        Self {
+            session_id,
+            message_id,
+            expected_prompt,
+            agent_mode,
+            prompt,
+            display_prompt,
+            attachments,
+        }
+    }
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionQueueClearParams {
@@ -22062,6 +22906,223 @@ pub struct SessionQueueUpdateTextParams {
     pub display_prompt: Option<String>,
 }
 
+/// Conditional withdrawal of a single user message, from its queue or from the running turn it
+/// started.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQueueWithdrawMessageParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Message identity returned by send, not the queue item id. Batch messages are not eligible.
+    #[serde(rename = "messageId")]
+    pub message_id: String,
+    /// The prompt originally sent. A message edited since submission is not withdrawn, so an
+    /// obsolete draft cannot replace the edit.
+    #[serde(rename = "expectedPrompt")]
+    pub expected_prompt: String,
+}
+
+/// Existing delegation guidance for an account without delegation access.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQuotaDelegateWarning {
+    /// User-facing guidance.
+    pub text: String,
+    /// Link to upgrade the account.
+    pub url: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQuotaGetParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Copilot plan tier used by the session quota projection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SessionQuotaPlanTier {
+    /// Copilot Free.
+    #[serde(rename = "free")]
+    Free,
+    /// Copilot education entitlement.
+    #[serde(rename = "edu")]
+    Edu,
+    /// Copilot Pro.
+    #[serde(rename = "pro")]
+    Pro,
+    /// Copilot Pro+.
+    #[serde(rename = "pro_plus")]
+    ProPlus,
+    /// Copilot Business.
+    #[serde(rename = "business")]
+    Business,
+    /// Copilot Enterprise.
+    #[serde(rename = "enterprise")]
+    Enterprise,
+    /// Copilot Max.
+    #[serde(rename = "max")]
+    Max,
+    /// The account's plan tier is not known.
+    #[serde(rename = "unknown")]
+    Unknown,
+}
+
+impl SessionQuotaPlanTier {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Free,
+        Self::Edu,
+        Self::Pro,
+        Self::ProPlus,
+        Self::Business,
+        Self::Enterprise,
+        Self::Max,
+        Self::Unknown,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Free => "free",
+            Self::Edu => "edu",
+            Self::Pro => "pro",
+            Self::ProPlus => "pro_plus",
+            Self::Business => "business",
+            Self::Enterprise => "enterprise",
+            Self::Max => "max",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionQuotaPlanTier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The incumbent session-owned quota and account projection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionQuotaProjection {
+    /// Known quota snapshots, keyed by the provider's quota type.
+    pub snapshots: std::collections::BTreeMap<String, SessionQuotaSnapshot>,
+    /// Provider-owned account quota state, including snapshots without numeric balances.
+    #[serde(rename = "providerQuotas", default, skip_serializing_if = "Option::is_none")]
+    pub provider_quotas: Option<Vec<ProviderQuotaState>>,
+    /// Whether the account uses the free limited Copilot plan.
+    #[serde(rename = "isFreeUser")]
+    pub is_free_user: bool,
+    /// Whether the account uses token-based billing.
+    #[serde(rename = "isTbbUser")]
+    pub is_tbb_user: bool,
+    /// Resolved Copilot plan tier.
+    #[serde(rename = "planTier")]
+    pub plan_tier: SessionQuotaPlanTier,
+    /// Whether premium-request costs are billable.
+    #[serde(rename = "premiumRequestsBillable")]
+    pub premium_requests_billable: bool,
+    /// Whether model cost columns should be shown.
+    #[serde(rename = "modelCostColumnVisible")]
+    pub model_cost_column_visible: bool,
+    /// Whether the account can delegate tasks to GitHub.
+    #[serde(rename = "delegateAvailable")]
+    pub delegate_available: bool,
+    /// Whether the account can sign up for Copilot Free.
+    #[serde(rename = "canSignupForCopilotFree")]
+    pub can_signup_for_copilot_free: bool,
+    /// Whether dynamic workflows are enabled for the active account.
+    #[serde(rename = "dynamicWorkflowsEnabled")]
+    pub dynamic_workflows_enabled: bool,
+    /// Whether dynamic workflows are visible under the session's feature flags.
+    #[serde(rename = "dynamicWorkflowsUiVisible")]
+    pub dynamic_workflows_ui_visible: bool,
+    /// Upgrade link for a free account.
+    #[serde(rename = "upgradeUrl", default, skip_serializing_if = "Option::is_none")]
+    pub upgrade_url: Option<String>,
+    /// Existing delegation warning for a free account.
+    #[serde(rename = "delegateWarning", default, skip_serializing_if = "Option::is_none")]
+    pub delegate_warning: Option<SessionQuotaDelegateWarning>,
+}
+
+impl SessionQuotaProjection {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(snapshots: std::collections::BTreeMap<String, SessionQuotaSnapshot>, is_free_user: bool, is_tbb_user: bool, plan_tier: SessionQuotaPlanTier, premium_requests_billable: bool, model_cost_column_visible: bool, delegate_available: bool, can_signup_for_copilot_free: bool, dynamic_workflows_enabled: bool, dynamic_workflows_ui_visible: bool) -> Self {
+        Self {
+            snapshots,
+            provider_quotas: None,
+            is_free_user,
+            is_tbb_user,
+            plan_tier,
+            premium_requests_billable,
+            model_cost_column_visible,
+            delegate_available,
+            can_signup_for_copilot_free,
+            dynamic_workflows_enabled,
+            dynamic_workflows_ui_visible,
+            upgrade_url: None,
+            delegate_warning: None,
+        }
+    }
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQuotaRefreshParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Session quota snapshot, preserving the incumbent numeric units and reset metadata.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQuotaSnapshot {
+    /// Whether the entitlement is unlimited.
+    #[serde(rename = "isUnlimitedEntitlement")]
+    pub is_unlimited_entitlement: bool,
+    /// Entitled quantity in this quota's units.
+    #[serde(rename = "entitlementRequests")]
+    pub entitlement_requests: f64,
+    /// Consumed quantity in this quota's units.
+    #[serde(rename = "usedRequests")]
+    pub used_requests: f64,
+    /// Whether usage is allowed after quota exhaustion.
+    #[serde(rename = "usageAllowedWithExhaustedQuota")]
+    pub usage_allowed_with_exhausted_quota: bool,
+    /// Additional usage in this quota's units.
+    pub overage: f64,
+    /// Whether additional usage is allowed after quota exhaustion.
+    #[serde(rename = "overageAllowedWithExhaustedQuota")]
+    pub overage_allowed_with_exhausted_quota: bool,
+    /// Percentage of the entitlement remaining.
+    #[serde(rename = "remainingPercentage")]
+    pub remaining_percentage: f64,
+    /// Quota reset time in milliseconds since the Unix epoch, when known.
+    #[serde(rename = "resetDateEpochMs", default, skip_serializing_if = "Option::is_none")]
+    pub reset_date_epoch_ms: Option<f64>,
+    /// Whether the reset time is estimated.
+    #[serde(rename = "resetDateEstimated", default, skip_serializing_if = "Option::is_none")]
+    pub reset_date_estimated: Option<bool>,
+    /// Whether the provider reports available quota.
+    #[serde(rename = "hasQuota", default, skip_serializing_if = "Option::is_none")]
+    pub has_quota: Option<bool>,
+    /// Whether this quota uses token-based billing.
+    #[serde(rename = "tokenBasedBilling", default, skip_serializing_if = "Option::is_none")]
+    pub token_based_billing: Option<bool>,
+    /// Additional-usage budget cap, when provided.
+    #[serde(rename = "overageEntitlement", default, skip_serializing_if = "Option::is_none")]
+    pub overage_entitlement: Option<f64>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionQuotaTakeWarningsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionRemoteDisableParams {
@@ -22159,6 +23220,60 @@ pub struct SessionScheduleStopParams {
     pub session_id: String,
     /// Id of the scheduled prompt to remove.
     pub id: u64,
+}
+
+/// Parameters for sending zero or more user messages to the session in a single turn. Remote-backed
+/// (Mission Control) sessions do not support this method and will return an error.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionSendMessagesParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// The user messages to append to the conversation, in order, before running one agent loop.
+    /// When the batch starts a run, its final message is the primary initiating message; earlier
+    /// messages provide context, not separate runs or replies. May be empty, in which case a single
+    /// turn runs over the existing history with no new user message or originatingMessageId.
+    pub messages: Vec<SendMessageItem>,
+    /// How to deliver the messages. `enqueue` (default) appends to the message queue. `immediate`
+    /// interjects during an in-progress turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SendMode>,
+    /// If true, adds the messages to the front of the queue instead of the end
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepend: Option<bool>,
+    /// The UI mode the agent was in when these messages were sent. Defaults to the session's
+    /// current mode.
+    #[serde(rename = "agentMode", default, skip_serializing_if = "Option::is_none")]
+    pub agent_mode: Option<SendAgentMode>,
+    /// Custom HTTP headers to include in outbound model requests for this turn. Merged with
+    /// session-level provider headers; per-turn headers augment and overwrite session-level headers
+    /// with the same key.
+    #[serde(rename = "requestHeaders", default, skip_serializing_if = "Option::is_none")]
+    pub request_headers: Option<std::collections::BTreeMap<String, String>>,
+    /// Provider-native output format for the whole turn, including an empty message batch and all
+    /// tool-call iterations. Not inherited by later turns or subagents. Ordinary steering inherits
+    /// the active format; specifying responseFormat with mode: immediate is an error, even while
+    /// idle. Returned assistant content remains text; the runtime does not parse or validate it.
+    /// Unsupported models or schemas produce provider errors.
+    #[serde(rename = "responseFormat", default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<ResponseFormat>,
+    /// W3C Trace Context traceparent header for distributed tracing of this agent turn
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    /// W3C Trace Context tracestate header for distributed tracing
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
+    /// If true, await completion of the agentic loop for this turn before returning. Defaults to
+    /// false (fire-and-forget). When true, the result still contains the same `messageIds`; the
+    /// caller can rely on the agent having processed the messages before the call resolves.
+    /// Transport-dependent tail semantics: on a LOCAL (in-process) session the wait additionally
+    /// blocks until the completed turn's event tail has been dispatched to this session's
+    /// in-process subscribers, so a subsequent read of subscriber state already reflects the turn;
+    /// on a REMOTE session the wait resolves once the loop completes and mirrored delivery follows
+    /// over the wire. Callers that need the stronger local guarantee on remote sessions should
+    /// await the event stream explicitly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<bool>,
 }
 
 /// Parameters for sending a user message to the session
@@ -22778,6 +23893,26 @@ impl std::fmt::Display for SessionWorkingDirectoryContextHostType {
     }
 }
 
+/// Compaction summary checkpoint to persist.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesAddSummaryParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Summary title shown in checkpoint listings.
+    pub title: String,
+    /// Markdown summary content to persist.
+    pub content: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesAutopilotObjectiveExistsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Directory to create within the session workspace files directory.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionWorkspacesCreateDirectoryParams {
@@ -22801,6 +23936,14 @@ pub struct SessionWorkspacesCreateFileParams {
     pub path: String,
     /// File content to write as a UTF-8 string
     pub content: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesDeleteAutopilotObjectiveParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
 }
 
 /// Parameters for computing a workspace diff.
@@ -22857,6 +24000,14 @@ pub struct SessionWorkspacesListCheckpointsParams {
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionWorkspacesListFilesParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesReadAutopilotObjectiveParams {
     /// Target session identifier
     #[serde(rename = "sessionId")]
     pub session_id: String,
@@ -22928,6 +24079,27 @@ pub struct SessionWorkspacesStatFileParams {
     pub session_id: String,
     /// Slash-separated relative path within the workspace files directory
     pub path: String,
+}
+
+/// Rollback point for local workspace summaries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesTruncateSummariesParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Number of newest summaries to keep.
+    #[serde(rename = "keepCount")]
+    pub keep_count: u64,
+}
+
+/// Autopilot objective file content to persist.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkspacesWriteAutopilotObjectiveParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Autopilot objective file content.
+    pub content: String,
 }
 
 /// Session IDs to close, deactivate, and delete from disk.
@@ -28851,6 +30023,24 @@ impl std::fmt::Display for WorkspaceSummaryHostType {
     }
 }
 
+/// Persisted summary metadata and refreshed workspace metadata.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesAddSummaryResult {
+    /// Metadata for the persisted summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Refreshed metadata for the containing workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Whether the autopilot objective file exists.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesAutopilotObjectiveExistsResult {
+    /// True when the objective file exists.
+    pub exists: bool,
+}
+
 /// Workspace checkpoint metadata with assigned number, human-readable title, and checkpoint
 /// filename.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -28861,6 +30051,13 @@ pub struct WorkspacesCheckpoints {
     pub title: String,
     /// Filename of the checkpoint within the workspace checkpoints directory
     pub filename: String,
+}
+
+/// Result of deleting the autopilot objective file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesDeleteAutopilotObjectiveResult {
+    /// True when a file was deleted.
+    pub deleted: bool,
 }
 
 /// Current workspace metadata for the session, including its absolute filesystem path when
@@ -28943,6 +30140,14 @@ pub struct WorkspacesListCheckpointsResult {
 pub struct WorkspacesListFilesResult {
     /// Slash-separated relative file paths in the workspace files directory
     pub files: Vec<String>,
+}
+
+/// Autopilot objective file content, or null when missing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesReadAutopilotObjectiveResult {
+    /// Autopilot objective file content, or null when missing.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub content: Option<String>,
 }
 
 /// Checkpoint content as a UTF-8 string, or null when the checkpoint or workspace is missing.
@@ -29030,6 +30235,13 @@ impl std::fmt::Display for WorkspacesWorkspaceDetailsHostType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Result of writing the autopilot objective file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspacesWriteAutopilotObjectiveResult {
+    /// Filesystem operation performed.
+    pub operation: String,
 }
 
 // serde_json::Value in this file

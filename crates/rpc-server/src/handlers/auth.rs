@@ -66,7 +66,7 @@ pub async fn get_status(ctx: &Ctx, p: t::SessionGitHubAuthGetStatusParams) -> Re
 /// The token the process acts with (the account signed in at run time, else the one it
 /// started with), on a single-user server only: a shared server's own identity is not its
 /// tenants' to use or learn of.
-fn process_token(ctx: &Ctx) -> Option<String> {
+pub(crate) fn process_token(ctx: &Ctx) -> Option<String> {
     if ctx.server.tenancy.is_some() {
         return None;
     }

@@ -26,12 +26,9 @@ pub async fn start(ctx: &Ctx, p: t::SessionFleetStartParams) -> Result<t::FleetS
         return Err(ctx.failed("this node follows the session read-only; start fleet mode on the node running it"));
     }
     let msg = QueuedMessage {
-        message_id: uuid::Uuid::new_v4().to_string(),
         prompt: fleet_prompt(p.prompt.as_deref()),
         attachments: p.attachments.unwrap_or_default(),
-        agent_mode: None,
-        request_headers: Default::default(),
-        delivery: t::UserMessageDelivery::Idle,
+        ..Default::default()
     };
     session.send(msg, false).await.map_err(|e| ctx.engine_error(&e))?;
     Ok(t::FleetStartResult { started: true })

@@ -209,10 +209,11 @@ pub(crate) async fn enqueue(
     let msg = QueuedMessage {
         message_id: message_id.clone(),
         prompt: p.prompt,
+        display_prompt: p.display_prompt,
         attachments: p.attachments.unwrap_or_default(),
         agent_mode: p.agent_mode.map(agent_mode),
         request_headers: p.request_headers.unwrap_or_default().into_iter().collect(),
-        delivery: t::UserMessageDelivery::Idle,
+        ..Default::default()
     };
     let immediate = p.mode == Some(t::SendMode::Immediate);
     session.send(msg, immediate).await?;

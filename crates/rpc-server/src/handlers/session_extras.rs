@@ -40,9 +40,9 @@ pub async fn queue_pending(
         .into_iter()
         .map(|m| t::QueuePendingItems {
             id: m.message_id.clone(),
+            display_text: m.shown().to_string(),
             message_id: Some(m.message_id),
             kind: t::QueuePendingItemsKind::Message,
-            display_text: m.prompt,
             agent_mode: send_agent_mode(m.agent_mode, mode),
         })
         .chain(session.ui().waiting_commands().into_iter().map(|c| t::QueuePendingItems {
@@ -53,7 +53,13 @@ pub async fn queue_pending(
             agent_mode: send_agent_mode(None, mode),
         }))
         .collect::<Vec<_>>();
-    Ok(t::QueuePendingItemsResult { items, steering_messages: state.steering, in_flight_steering_count: None })
+    // Steering is taken into the turn whole at a model call, so none is ever half-delivered.
+    Ok(t::QueuePendingItemsResult {
+        items,
+        steering_messages: state.steering,
+        in_flight_steering_count: Some(0),
+        withdrawable_turn_message_id: session.withdrawable_turn_message(),
+    })
 }
 
 pub async fn queue_remove_most_recent(
@@ -116,12 +122,13 @@ pub async fn queue_insert_at(ctx: &Ctx, p: t::SessionQueueInsertAtParams) -> Res
         crate::handlers::session::confine_attachments(ctx, &session, m.attachments.as_deref().unwrap_or_default())?;
     }
     let msg = loop_engine::QueuedMessage {
-        message_id: uuid::Uuid::new_v4().to_string(),
         prompt: m.prompt,
+        display_prompt: m.display_prompt,
         attachments: m.attachments.unwrap_or_default(),
         agent_mode: m.agent_mode.map(crate::handlers::session::agent_mode),
         request_headers: m.request_headers.unwrap_or_default().into_iter().collect(),
         delivery: t::UserMessageDelivery::Queued,
+        ..Default::default()
     };
     let state = queue(ctx, &p.session_id, QueueOp::Insert { at: p.position, msg }).await?;
     Ok(t::QueueInsertAtResult { id: state.id.unwrap_or_default() })

@@ -81,7 +81,7 @@ pub async fn ensure(
     workspace_of(ctx, &p.session_id).await
 }
 
-async fn workspace_of(ctx: &Ctx, session_id: &str) -> Result<t::WorkspacesGetWorkspaceResult, RpcError> {
+pub(crate) async fn workspace_of(ctx: &Ctx, session_id: &str) -> Result<t::WorkspacesGetWorkspaceResult, RpcError> {
     let session = ctx.session(session_id)?;
     let meta = session.workspace_meta().await.map_err(|e| ctx.failed(e))?;
     let workspace = match meta {

@@ -23,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use loop_engine::{PendingAnswer, QueuedMessage, SessionHandle};
-use protocol::generated::types::{self as t, PermissionDecision};
+use protocol::generated::types::PermissionDecision;
 use protocol::methods::{SessionConfigParams, SystemMessageConfig};
 use rpc_server::tenancy::{Tenancy, Tenant};
 use rpc_server::Server;
@@ -196,14 +196,7 @@ fn session_params(agent: &AgentConfig, session_id: &str, cwd: &std::path::Path) 
 }
 
 fn message(prompt: String) -> QueuedMessage {
-    QueuedMessage {
-        message_id: uuid::Uuid::new_v4().to_string(),
-        prompt,
-        attachments: Vec::new(),
-        agent_mode: None,
-        request_headers: Vec::new(),
-        delivery: t::UserMessageDelivery::Idle,
-    }
+    QueuedMessage { prompt, ..Default::default() }
 }
 
 /// A session of the agent's tenant with `tap` subscribed: the loaded one, the one on disk,
