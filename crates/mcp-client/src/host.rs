@@ -770,6 +770,12 @@ impl McpHost {
         lock(&self.inner.servers).iter().map(|(n, e)| e.summary(n)).collect()
     }
 
+    /// Servers registered to start when first needed and not started yet: name, where they
+    /// were configured, and whether they are turned off.
+    pub fn waiting(&self) -> Vec<(String, Source, bool)> {
+        lock(&self.inner.deferred).iter().map(|(n, d)| (n.clone(), d.source, d.disabled)).collect()
+    }
+
     pub fn is_configured(&self, name: &str) -> bool {
         lock(&self.inner.servers).contains_key(name)
     }

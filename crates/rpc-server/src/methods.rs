@@ -427,6 +427,17 @@ method_table! {
         => session_services::tools_initialize_and_validate, lane |p| Some(&p.session_id), aliases [];
     SessionInstructionsGetSources: g::SessionInstructionsGetSources
         => session_services::instructions_get_sources, lane |_p| None, aliases [], follower Read;
+    SessionInstructionsReload: g::SessionInstructionsReload
+        => session_services::instructions_reload, lane |p| Some(&p.session_id), aliases [];
+    SessionCustomizationsReload: g::SessionCustomizationsReload
+        => session_services::customizations_reload, lane |p| Some(&p.session_id), aliases [];
+    SessionManagedSettingsGet: g::SessionManagedSettingsGet
+        => not_offered::session_managed_settings, lane |_p| None, aliases [], follower Read;
+    SessionContentExclusionCheckPaths: g::SessionContentExclusionCheckPaths
+        => not_offered::content_exclusion_check_paths, lane |_p| None, aliases [], follower Read;
+    ModelsListTokenPriceUnits: g::ModelsListTokenPriceUnits
+        => not_offered::models_token_price_units, lane |_p| None, aliases [];
+    SessionMcpListConfigured: g::SessionMcpListConfigured => mcp::list_configured, lane |_p| None, aliases [], follower Read;
     SessionUsageGetMetrics: g::SessionUsageGetMetrics => session_services::usage_get_metrics, lane |_p| None, aliases [], follower Read;
     SessionMetadataContextInfo: g::SessionMetadataContextInfo => session_services::context_info, lane |_p| None, aliases [], follower Read;
     SessionMetadataRecomputeContextTokens: g::SessionMetadataRecomputeContextTokens

@@ -4064,6 +4064,89 @@ impl crate::rpc::RpcMethod for SessionAutopilotObjectiveGetState {
     type Result = t::AutopilotObjectiveGetStateResult;
 }
 
+/// `session.instructions.reload`: For local sessions, invalidates instruction discovery and the
+/// model-facing prompt, then returns freshly discovered sources. The updated prompt takes effect on
+/// the next turn. Remote sessions must reload on their agent host instead.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionInstructionsReload;
+
+impl crate::rpc::RpcMethod for SessionInstructionsReload {
+    const NAME: &'static str = "session.instructions.reload";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionInstructionsReloadParams;
+    type Result = t::InstructionsGetSourcesResult;
+}
+
+/// `session.customizations.reload`: For local sessions, reconciles repository context and
+/// discovered instructions, plugins, skills, agents, hooks, MCP servers, and extensions after files
+/// appear or change under the working directory. Independent component failures are returned in
+/// outcomes and errors; a rejected call can have partially applied earlier steps. Remote sessions
+/// must reload on their agent host instead. The model-facing context is rebuilt on the next turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionCustomizationsReload;
+
+impl crate::rpc::RpcMethod for SessionCustomizationsReload {
+    const NAME: &'static str = "session.customizations.reload";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionCustomizationsReloadParams;
+    type Result = t::CustomizationsReloadResult;
+}
+
+/// `session.managedSettings.get`: Waits for the live session's in-flight managed-settings
+/// application, then returns the retained effective snapshot used by runtime enforcement and by
+/// `session.managed_settings_resolved`. It does not perform another account, device, or server
+/// resolution, and rejects when resolution has not produced a snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionManagedSettingsGet;
+
+impl crate::rpc::RpcMethod for SessionManagedSettingsGet {
+    const NAME: &'static str = "session.managedSettings.get";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionManagedSettingsGetParams;
+    type Result = t::ManagedSettingsResolvedData;
+}
+
+/// `session.contentExclusion.checkPaths`: Checks local file system absolute paths within the
+/// session working directory against its content-exclusion policy. Results preserve input order.
+/// Unsupported paths/filesystems and unavailable policy evaluation return available false, and
+/// callers must treat every requested path as excluded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionContentExclusionCheckPaths;
+
+impl crate::rpc::RpcMethod for SessionContentExclusionCheckPaths {
+    const NAME: &'static str = "session.contentExclusion.checkPaths";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionContentExclusionCheckPathsParams;
+    type Result = t::ContentExclusionCheckPathsResult;
+}
+
+/// `models.listTokenPriceUnits`: Reports the unit of each model's published token prices: AI
+/// Credits or nano-AIU. Pair these units with models.list prices by model ID and use identical
+/// account-selection options for both calls. When options are omitted, the current account and its
+/// model providers are used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelsListTokenPriceUnits;
+
+impl crate::rpc::RpcMethod for ModelsListTokenPriceUnits {
+    const NAME: &'static str = "models.listTokenPriceUnits";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Server;
+    type Params = t::ModelsListRequest;
+    type Result = t::ModelTokenPriceUnitList;
+}
+
+/// `session.mcp.listConfigured`: Lists effective MCP configuration without starting, restarting,
+/// authenticating, or waiting for servers. An optional live observation is from an already
+/// materialized matching server; this is not a readiness guarantee.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpListConfigured;
+
+impl crate::rpc::RpcMethod for SessionMcpListConfigured {
+    const NAME: &'static str = "session.mcp.listConfigured";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpListConfiguredParams;
+    type Result = t::McpConfiguredServerList;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4185,6 +4268,18 @@ impl crate::rpc::SessionScoped for t::SessionCompletionsGetTriggerCharactersPara
 }
 
 impl crate::rpc::SessionScoped for t::SessionCompletionsRequestParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionContentExclusionCheckPathsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionCustomizationsReloadParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -4322,6 +4417,12 @@ impl crate::rpc::SessionScoped for t::SessionInstructionsGetSourcesParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionInstructionsReloadParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionInterruptMainTurnParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4335,6 +4436,12 @@ impl crate::rpc::SessionScoped for t::SessionLogParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionLspInitializeParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionManagedSettingsGetParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -4407,6 +4514,12 @@ impl crate::rpc::SessionScoped for t::SessionMcpHeadersHandlePendingHeadersRefre
 }
 
 impl crate::rpc::SessionScoped for t::SessionMcpIsServerRunningParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpListConfiguredParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -5654,4 +5767,10 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.workspaces.deleteAutopilotObjective",
     "session.workspaces.autopilotObjectiveExists",
     "session.autopilotObjective.getState",
+    "session.instructions.reload",
+    "session.customizations.reload",
+    "session.managedSettings.get",
+    "session.contentExclusion.checkPaths",
+    "models.listTokenPriceUnits",
+    "session.mcp.listConfigured",
 ];

@@ -4082,6 +4082,25 @@ pub struct ConnectorDiscoveryCatalogResult {
     pub connectors: Vec<ConnectorDiscoveryCatalogEntry>,
 }
 
+/// Batch content-exclusion result. Callers must fail closed when policy evaluation is unavailable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContentExclusionCheckPathsResult {
+    /// Whether the session's policy service was available for the complete batch. When false,
+    /// checks is empty and callers must treat every requested path as excluded.
+    pub available: bool,
+    /// Per-path decisions in request order. Empty when available is false.
+    pub checks: Vec<ContentExclusionPathCheck>,
+}
+
+/// Content-exclusion decision for one requested path.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContentExclusionPathCheck {
+    /// The path supplied by the caller.
+    pub path: String,
+    /// Whether the session's complete content-exclusion policy excludes the path.
+    pub excluded: bool,
+}
+
 /// Controls how MCP tool result content is filtered: none leaves content unchanged, markdown
 /// sanitizes HTML while preserving Markdown-friendly output, and hidden_characters removes
 /// characters that can hide directives.
@@ -4514,6 +4533,139 @@ pub struct CurrentToolMetadata {
     /// Whether the tool is loaded on demand via tool search
     #[serde(rename = "deferLoading", default, skip_serializing_if = "Option::is_none")]
     pub defer_loading: Option<bool>,
+}
+
+/// Result of one customization reload component.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CustomizationReloadOutcome {
+    /// Component whose reload was attempted or skipped
+    pub subsystem: CustomizationReloadSubsystem,
+    /// Whether the component reloaded, was skipped, or failed
+    pub status: CustomizationReloadStatus,
+    /// Reason for a skipped component or description of a failure, when available
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl CustomizationReloadOutcome {
+    /// The required fields; every optional one is `None`.
+    pub fn new(subsystem: CustomizationReloadSubsystem, status: CustomizationReloadStatus) -> Self {
+        Self {
+            subsystem,
+            status,
+            detail: None,
+        }
+    }
+}
+
+/// Result of reloading a customization component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CustomizationReloadStatus {
+    /// The component was refreshed successfully.
+    #[serde(rename = "reloaded")]
+    Reloaded,
+    /// The component was not configured, loaded, or eligible for refresh.
+    #[serde(rename = "skipped")]
+    Skipped,
+    /// The component could not be refreshed; other components may still reload.
+    #[serde(rename = "failed")]
+    Failed,
+}
+
+impl CustomizationReloadStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Reloaded, Self::Skipped, Self::Failed];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Reloaded => "reloaded",
+            Self::Skipped => "skipped",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for CustomizationReloadStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Component of session customization discovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CustomizationReloadSubsystem {
+    /// Repository metadata and working-directory context.
+    #[serde(rename = "repositoryContext")]
+    RepositoryContext,
+    /// Session instructions and their cached dynamic context.
+    #[serde(rename = "instructions")]
+    Instructions,
+    /// Discovered plugin configuration.
+    #[serde(rename = "plugins")]
+    Plugins,
+    /// Configured session and plugin hooks.
+    #[serde(rename = "hooks")]
+    Hooks,
+    /// Discovered skills.
+    #[serde(rename = "skills")]
+    Skills,
+    /// Discovered custom agents.
+    #[serde(rename = "agents")]
+    Agents,
+    /// Loaded MCP server configuration.
+    #[serde(rename = "mcp")]
+    Mcp,
+    /// Configured session extensions.
+    #[serde(rename = "extensions")]
+    Extensions,
+}
+
+impl CustomizationReloadSubsystem {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::RepositoryContext,
+        Self::Instructions,
+        Self::Plugins,
+        Self::Hooks,
+        Self::Skills,
+        Self::Agents,
+        Self::Mcp,
+        Self::Extensions,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::RepositoryContext => "repositoryContext",
+            Self::Instructions => "instructions",
+            Self::Plugins => "plugins",
+            Self::Hooks => "hooks",
+            Self::Skills => "skills",
+            Self::Agents => "agents",
+            Self::Mcp => "mcp",
+            Self::Extensions => "extensions",
+        }
+    }
+}
+
+impl std::fmt::Display for CustomizationReloadSubsystem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Results of reloading discovered session customizations. Inspect outcomes for reloaded, skipped,
+/// or failed subsystems; a rejection may follow partial mutation. Changes to the model-facing
+/// prompt and tools apply on the next turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CustomizationsReloadResult {
+    /// Warnings from skill discovery
+    pub warnings: Vec<String>,
+    /// Errors from any component that could not be refreshed
+    pub errors: Vec<String>,
+    /// Outcome of each component in reload order; a skipped component was not configured or loaded
+    pub outcomes: Vec<CustomizationReloadOutcome>,
 }
 
 /// Canvas available in the current session.
@@ -8382,6 +8534,80 @@ impl McpConfigUpdateRequest {
     }
 }
 
+/// Effective MCP configuration entry. Configuration enablement is distinct from the optional live
+/// observation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpConfiguredServer {
+    /// Server name (config key)
+    pub name: String,
+    /// Whether this configured server is enabled after session configuration and policy filtering.
+    pub enabled: bool,
+    /// Configuration provenance: user, workspace, plugin, builtin, or managed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<McpServerSource>,
+    /// Plugin name that provided this server, when source is plugin.
+    #[serde(rename = "sourcePlugin", default, skip_serializing_if = "Option::is_none")]
+    pub source_plugin: Option<String>,
+    /// Plugin version that provided this server, when source is plugin.
+    #[serde(rename = "sourcePluginVersion", default, skip_serializing_if = "Option::is_none")]
+    pub source_plugin_version: Option<String>,
+    /// Human-readable display name supplied by configuration.
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Observed state from an already materialized matching server. Omitted when no live graph has
+    /// this configured server; it never determines configuration enablement.
+    pub live: McpConfiguredServerState,
+}
+
+impl McpConfiguredServer {
+    /// The required fields; every optional one is `None`.
+    pub fn new(name: String, enabled: bool, live: McpConfiguredServerState) -> Self {
+        Self {
+            name,
+            enabled,
+            source: None,
+            source_plugin: None,
+            source_plugin_version: None,
+            display_name: None,
+            live,
+        }
+    }
+}
+
+/// Effective MCP configuration with optional live observations from matching already materialized
+/// servers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpConfiguredServerList {
+    /// Effective configured MCP servers.
+    pub servers: Vec<McpConfiguredServer>,
+}
+
+/// Observational state for a matching already materialized MCP server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpConfiguredServerState {
+    /// Observed connection status. This is not a configuration or readiness guarantee.
+    pub status: McpServerStatus,
+    /// Observed connection error, when the materialized server failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Whether the server's current connection has loaded its tool list (from tools/list or a
+    /// cached snapshot). A connected server without loaded tools is still loading them; the change
+    /// is signalled by session.mcp_server_tools_loaded. Absent when the runtime does not report it.
+    #[serde(rename = "toolsLoaded", default, skip_serializing_if = "Option::is_none")]
+    pub tools_loaded: Option<bool>,
+}
+
+impl McpConfiguredServerState {
+    /// The required fields; every optional one is `None`.
+    pub fn new(status: McpServerStatus) -> Self {
+        Self {
+            status,
+            error: None,
+            tools_loaded: None,
+        }
+    }
+}
+
 /// Optional working directory used as context for MCP server discovery.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct McpDiscoverRequest {
@@ -11133,6 +11359,34 @@ pub struct ModelSwitchToResult {
     /// switches this remains the current state until the queued change drains.
     #[serde(rename = "modelState", default, skip_serializing_if = "Option::is_none")]
     pub model_state: Option<CurrentModel>,
+}
+
+/// The unit one model's published token prices are quoted in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelTokenPriceUnit {
+    /// Model ID the unit applies to, matching the id of a models.list entry.
+    #[serde(rename = "modelId")]
+    pub model_id: String,
+    /// Unit this model's token prices are quoted in.
+    pub unit: TokenPriceUnit,
+}
+
+impl ModelTokenPriceUnit {
+    /// The required fields; every optional one is `None`.
+    pub fn new(model_id: String, unit: TokenPriceUnit) -> Self {
+        Self {
+            model_id,
+            unit,
+        }
+    }
+}
+
+/// Price units for every catalog model that publishes token prices.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelTokenPriceUnitList {
+    /// One entry per model that publishes token prices, in catalog order. A model with no published
+    /// prices is omitted.
+    pub units: Vec<ModelTokenPriceUnit>,
 }
 
 /// Service-published warning text that hosts should display when presenting a model.
@@ -19673,6 +19927,18 @@ pub struct SessionCompletionsRequestParams {
     pub offset: u64,
 }
 
+/// Local file system absolute paths within the session working directory to check against its
+/// content-exclusion policy.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionContentExclusionCheckPathsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Local file system absolute paths within the session working directory to check. Results are
+    /// returned in the same order, including duplicates.
+    pub paths: Vec<String>,
+}
+
 /// Pre-resolved working-directory context for session startup.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionContext {
@@ -19861,6 +20127,14 @@ pub struct SessionContextInfo {
     /// Output reserve plus tokens after the buffer-exhaustion blocking threshold (default 95%)
     #[serde(rename = "bufferTokens")]
     pub buffer_tokens: u64,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCustomizationsReloadParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
 }
 
 /// The enriched metadata records, with summary and context fields backfilled where available.
@@ -20533,6 +20807,14 @@ pub struct SessionInstructionsGetSourcesParams {
     pub session_id: String,
 }
 
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionInstructionsReloadParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
 /// Parameters for interrupting the main agent turn.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionInterruptMainTurnParams {
@@ -20703,6 +20985,14 @@ pub struct SessionManagedSettings {
     /// Managed permission policy injected by the SDK host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permissions: Option<SessionManagedPermissions>,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionManagedSettingsGetParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
 }
 
 /// MCP server, tool name, and arguments to invoke from an MCP App view.
@@ -20876,6 +21166,14 @@ pub struct SessionMcpIsServerRunningParams {
     /// Name of the MCP server to check
     #[serde(rename = "serverName")]
     pub server_name: String,
+}
+
+/// Identifies the target session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpListConfiguredParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
 }
 
 /// Identifies the target session.
@@ -27808,6 +28106,38 @@ pub struct TokenAuthInfo {
     /// and does not re-fetch when set.
     #[serde(rename = "copilotUser", default, skip_serializing_if = "Option::is_none")]
     pub copilot_user: Option<CopilotUserResponse>,
+}
+
+/// Unit the catalog publishes a model's token prices in. The numeric fields of
+/// ModelBillingTokenPrices carry no unit of their own, so a client that renders a price needs this
+/// to scale it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TokenPriceUnit {
+    /// Prices are already quoted in AI Credits and need no conversion.
+    #[serde(rename = "ai_credits")]
+    AiCredits,
+    /// Prices are quoted in nano-AIU; divide by 1,000,000,000 to get AI Credits.
+    #[serde(rename = "nano_aiu")]
+    NanoAiu,
+}
+
+impl TokenPriceUnit {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::AiCredits, Self::NanoAiu];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::AiCredits => "ai_credits",
+            Self::NanoAiu => "nano_aiu",
+        }
+    }
+}
+
+impl std::fmt::Display for TokenPriceUnit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Authentication-info variant backed by an SDK GitHub token callback. It carries routing metadata

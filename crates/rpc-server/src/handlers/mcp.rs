@@ -62,6 +62,40 @@ pub async fn list(ctx: &Ctx, p: t::SessionMcpListParams) -> Result<t::McpServerL
     Ok(t::McpServerList { servers: session.mcp().list().into_iter().map(server).collect(), host: None })
 }
 
+/// The session's configured servers, as configured (nothing is started for this): enabled
+/// unless turned off, with what was last seen of each.
+pub async fn list_configured(
+    ctx: &Ctx,
+    p: t::SessionMcpListConfiguredParams,
+) -> Result<t::McpConfiguredServerList, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    // One registered to start when first needed has not been seen yet.
+    let waiting = session.mcp().waiting().into_iter().map(|(name, source, disabled)| t::McpConfiguredServer {
+        source: Some(loop_engine::mcp_server_source(source)),
+        ..t::McpConfiguredServer::new(
+            name,
+            !disabled,
+            t::McpConfiguredServerState::new(t::McpServerStatus::NotConfigured),
+        )
+    });
+    let servers = session
+        .mcp()
+        .list()
+        .into_iter()
+        .map(|s| {
+            let live =
+                t::McpConfiguredServerState { status: wire_status(s.status), error: s.error, tools_loaded: None };
+            t::McpConfiguredServer {
+                enabled: s.status != Status::Disabled,
+                source: Some(loop_engine::mcp_server_source(s.source)),
+                ..t::McpConfiguredServer::new(s.name, true, live)
+            }
+        })
+        .chain(waiting)
+        .collect();
+    Ok(t::McpConfiguredServerList { servers })
+}
+
 pub async fn list_tools(ctx: &Ctx, p: t::SessionMcpListToolsParams) -> Result<t::McpListToolsResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
     let tools = session.mcp().list_tools(&p.server_name).await.map_err(|e| host_error(ctx, e))?;

@@ -56,24 +56,58 @@ pub async fn managed_settings_resolve(
     Ok(t::ManagedSettingsResolveResult {
         permissions_context: Some(t::ManagedPermissionsContext { permissions: None, fail_closed: false }),
         account: None,
-        resolved: t::ManagedSettingsResolvedData {
-            source: t::ManagedSettingsResolvedSource::None,
-            server_managed: false,
-            device_managed: false,
-            client_managed: Some(false),
-            policy_helper_managed: Some(false),
-            fail_closed: false,
-            sandbox_enabled_by_undetermined_policy: Some(false),
-            bypass_permissions_disabled: false,
-            permissions_allow_intersected: None,
-            managed_keys: vec![],
-            settings: None,
-        },
+        resolved: no_managed_settings(),
         values: None,
         meta: None,
         layers: vec![layer("device"), layer("server")],
         diagnostics: vec![],
     })
+}
+
+/// No enterprise policy reaches this runtime: nothing is managed.
+fn no_managed_settings() -> t::ManagedSettingsResolvedData {
+    t::ManagedSettingsResolvedData {
+        source: t::ManagedSettingsResolvedSource::None,
+        server_managed: false,
+        device_managed: false,
+        client_managed: Some(false),
+        policy_helper_managed: Some(false),
+        fail_closed: false,
+        sandbox_enabled_by_undetermined_policy: Some(false),
+        bypass_permissions_disabled: false,
+        permissions_allow_intersected: None,
+        managed_keys: vec![],
+        settings: None,
+    }
+}
+
+/// The session's effective managed settings: none, as for the server.
+pub async fn session_managed_settings(
+    ctx: &Ctx,
+    p: t::SessionManagedSettingsGetParams,
+) -> Result<t::ManagedSettingsResolvedData, RpcError> {
+    ctx.session(&p.session_id)?;
+    Ok(no_managed_settings())
+}
+
+/// This runtime applies no content-exclusion policy: every path is checked, and none is
+/// excluded (the original's answer once its policy service settles with no policy).
+pub async fn content_exclusion_check_paths(
+    ctx: &Ctx,
+    p: t::SessionContentExclusionCheckPathsParams,
+) -> Result<t::ContentExclusionCheckPathsResult, RpcError> {
+    ctx.session(&p.session_id)?;
+    let checks = p.paths.into_iter().map(|path| t::ContentExclusionPathCheck { path, excluded: false }).collect();
+    Ok(t::ContentExclusionCheckPathsResult { available: true, checks })
+}
+
+/// The model catalogue this runtime reads publishes multipliers, not token prices: no model
+/// has a price unit.
+pub async fn models_token_price_units(
+    _ctx: &Ctx,
+    _p: t::ModelsListRequest,
+) -> Result<t::ModelTokenPriceUnitList, RpcError> {
+    Ok(t::ModelTokenPriceUnitList { units: Vec::new() })
 }
 
 /// There is no policy cache to wipe.

@@ -70,12 +70,85 @@ pub async fn tools_initialize_and_validate(
 
 /// Instruction files loaded into an SDK session: the original reads none unless config
 /// discovery is on, and neither does this runtime.
+/// The instruction files the session reads (the user's, the repository's, its
+/// `.github/instructions`), paths as the original shows them: relative to the working directory
+/// when inside it.
 pub async fn instructions_get_sources(
     ctx: &Ctx,
     p: t::SessionInstructionsGetSourcesParams,
 ) -> Result<t::InstructionsGetSourcesResult, RpcError> {
-    ctx.session(&p.session_id)?;
-    Ok(t::InstructionsGetSourcesResult { sources: Vec::new() })
+    let session = ctx.session(&p.session_id)?;
+    Ok(t::InstructionsGetSourcesResult { sources: instruction_sources(ctx, &session).await? })
+}
+
+/// Reads the instruction files again (with the agents and skills, which share the read), for the
+/// next turn; then lists them.
+pub async fn instructions_reload(
+    ctx: &Ctx,
+    p: t::SessionInstructionsReloadParams,
+) -> Result<t::InstructionsGetSourcesResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    reload_files(ctx, &session).await?;
+    Ok(t::InstructionsGetSourcesResult { sources: instruction_sources(ctx, &session).await? })
+}
+
+/// What a reload refreshes: instructions, skills and agents are read again; the rest is read
+/// when the session starts (or, for MCP servers, restarted one by one), and says so.
+pub async fn customizations_reload(
+    ctx: &Ctx,
+    p: t::SessionCustomizationsReloadParams,
+) -> Result<t::CustomizationsReloadResult, RpcError> {
+    use t::CustomizationReloadStatus as Status;
+    use t::CustomizationReloadSubsystem as Sub;
+    let session = ctx.session(&p.session_id)?;
+    reload_files(ctx, &session).await?;
+    let outcome = |subsystem, status, detail: Option<&str>| t::CustomizationReloadOutcome {
+        subsystem,
+        status,
+        detail: detail.map(str::to_string),
+    };
+    let at_start = Some("Read when the session starts");
+    let outcomes = vec![
+        outcome(Sub::RepositoryContext, Status::Skipped, Some("Read when the working directory changes")),
+        outcome(Sub::Instructions, Status::Reloaded, None),
+        outcome(Sub::Plugins, Status::Skipped, at_start),
+        outcome(Sub::Hooks, Status::Skipped, at_start),
+        outcome(Sub::Skills, Status::Reloaded, None),
+        outcome(Sub::Agents, Status::Reloaded, None),
+        outcome(Sub::Mcp, Status::Skipped, Some("MCP servers are restarted with session.mcp.restartServer")),
+        outcome(Sub::Extensions, Status::Skipped, Some("Extensions are not configured for this session")),
+    ];
+    let warnings = session.view().settings.skills.warnings.as_ref().clone();
+    Ok(t::CustomizationsReloadResult { warnings, errors: Vec::new(), outcomes })
+}
+
+async fn reload_files(ctx: &Ctx, session: &loop_engine::SessionHandle) -> Result<(), RpcError> {
+    session.agents(loop_engine::agent_control::AgentOp::Reload).await.map_err(|e| ctx.engine_error(&e))?;
+    Ok(())
+}
+
+async fn instruction_sources(
+    ctx: &Ctx,
+    session: &loop_engine::SessionHandle,
+) -> Result<Vec<t::InstructionSource>, RpcError> {
+    let view = session.view();
+    if view.settings.skip_custom_instructions {
+        return Ok(Vec::new());
+    }
+    let (cwd, home) = (view.settings.cwd.clone(), view.settings.config.home.clone());
+    let found = ctx
+        .blocking(move || {
+            let mut found = agent_config::instructions::discover(std::slice::from_ref(&cwd), Some(&home));
+            for s in &mut found {
+                s.project_path = None;
+                if let Ok(rel) = std::path::Path::new(&s.source_path).strip_prefix(&cwd) {
+                    s.source_path = rel.to_string_lossy().into_owned();
+                }
+            }
+            found
+        })
+        .await?;
+    Ok(found)
 }
 
 /// Totals over the session's persisted log.
