@@ -411,6 +411,17 @@ async def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: s
         await asyncio.sleep(0.02)
 
 
+async def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
+    """Polls an async ``predicate`` until it returns something truthy, which is returned."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        result = await predicate()
+        if result:
+            return result
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
 def snapshot_doc(snapshot: str) -> dict:
     return yaml.safe_load((SNAPSHOTS_DIR / snapshot).read_text(encoding="utf-8"))
 

@@ -28,19 +28,9 @@ from copilot.generated.rpc import (
 from copilot.rpc import PermissionDecisionReject
 from copilot.session import PermissionHandler
 
-from conftest import Ctx
+from conftest import Ctx, wait_until as _wait
 
 APPROVE = PermissionHandler.approve_all
-
-
-async def _wait(predicate, what: str, timeout: float = 20.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < deadline:
-        result = await predicate()
-        if result:
-            return result
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def test_queue_shows_waiting_messages_and_can_drop_them(ctx: Ctx, client):

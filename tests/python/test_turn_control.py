@@ -24,19 +24,9 @@ from copilot.generated.rpc import (
 )
 from copilot.session import PermissionHandler
 
-from conftest import Ctx
+from conftest import Ctx, wait_until as _wait
 
 APPROVE = PermissionHandler.approve_all
-
-
-async def _wait(predicate, what: str, timeout: float = 20.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < deadline:
-        result = await predicate()
-        if result:
-            return result
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _user_texts(request: dict) -> list[str]:

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::{io_err, StoreError};
+use crate::error::{io_err, read_if_present, remove_if_present, StoreError};
 use crate::layout::Layout;
 
 const FILE: &str = "autopilot-objective.json";
@@ -17,12 +17,7 @@ impl Layout {
 
     /// The objective's text, `None` when none was written.
     pub async fn read_autopilot_objective(&self, id: &str) -> Result<Option<String>, StoreError> {
-        let path = self.objective_path(id)?;
-        match tokio::fs::read_to_string(&path).await {
-            Ok(text) => Ok(Some(text)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_err(&path)(e)),
-        }
+        read_if_present(&self.objective_path(id)?).await
     }
 
     /// Writes the objective (owner-only, replaced whole); whether one was there before.
@@ -38,12 +33,7 @@ impl Layout {
 
     /// Removes the objective; whether there was one.
     pub async fn delete_autopilot_objective(&self, id: &str) -> Result<bool, StoreError> {
-        let path = self.objective_path(id)?;
-        match tokio::fs::remove_file(&path).await {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(io_err(&path)(e)),
-        }
+        remove_if_present(&self.objective_path(id)?).await
     }
 }
 

@@ -1,7 +1,7 @@
 //! Compaction checkpoints: `checkpoints/NNN-<slug>.md`, one per successful compaction, listed
 //! in `checkpoints/index.md` (a markdown table the model can read, as the original writes it).
 
-use crate::error::{io_err, StoreError};
+use crate::error::{io_err, read_if_present, remove_if_present, StoreError};
 use crate::layout::Layout;
 
 /// One checkpoint as `index.md` lists it.
@@ -83,12 +83,7 @@ impl Layout {
         if row.filename.contains(['/', '\\']) || row.filename.starts_with('.') {
             return Ok(None);
         }
-        let path = self.checkpoints_dir(id).join(&row.filename);
-        match tokio::fs::read_to_string(&path).await {
-            Ok(text) => Ok(Some(text)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_err(&path)(e)),
-        }
+        read_if_present(&self.checkpoints_dir(id).join(&row.filename)).await
     }
 
     /// Records in `workspace.yaml` how many summaries the session has (a session without one
@@ -142,12 +137,7 @@ impl Layout {
             if row.filename.contains(['/', '\\']) || row.filename.starts_with('.') {
                 continue;
             }
-            let path = dir.join(&row.filename);
-            match tokio::fs::remove_file(&path).await {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io_err(&path)(e)),
-            }
+            remove_if_present(&dir.join(&row.filename)).await?;
         }
         let index = dir.join("index.md");
         tokio::fs::write(&index, render_index(kept)).await.map_err(io_err(&index))?;

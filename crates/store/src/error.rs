@@ -79,3 +79,21 @@ impl StoreError {
 pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     move |source| StoreError::Io { path: path.display().to_string(), source }
 }
+
+/// A file's text, `None` when there is no such file.
+pub(crate) async fn read_if_present(path: &Path) -> Result<Option<String>, StoreError> {
+    match tokio::fs::read_to_string(path).await {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(path)(e)),
+    }
+}
+
+/// Removes a file; whether there was one.
+pub(crate) async fn remove_if_present(path: &Path) -> Result<bool, StoreError> {
+    match tokio::fs::remove_file(path).await {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io_err(path)(e)),
+    }
+}

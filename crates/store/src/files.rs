@@ -4,7 +4,7 @@
 //! hand-off to the blocking pool and back, and on a single-threaded runtime (a `-p` run) the
 //! hand-off waited for a pool thread to start.
 
-use crate::error::{io_err, StoreError};
+use crate::error::{io_err, read_if_present, remove_if_present, StoreError};
 use crate::layout::{Layout, WorkspaceMeta};
 
 impl Layout {
@@ -16,12 +16,7 @@ impl Layout {
     /// `plan.md`, or `None` when the session has none.
     pub async fn read_plan(&self, id: &str) -> Result<Option<String>, StoreError> {
         Self::check_id(id)?;
-        let path = self.plan_path(id);
-        match tokio::fs::read_to_string(&path).await {
-            Ok(text) => Ok(Some(text)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_err(&path)(e)),
-        }
+        read_if_present(&self.plan_path(id)).await
     }
 
     /// Replaces `plan.md`; returns whether it existed before.
@@ -36,12 +31,7 @@ impl Layout {
     /// Removes `plan.md`; returns whether there was one.
     pub async fn delete_plan(&self, id: &str) -> Result<bool, StoreError> {
         Self::check_id(id)?;
-        let path = self.plan_path(id);
-        match tokio::fs::remove_file(&path).await {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(io_err(&path)(e)),
-        }
+        remove_if_present(&self.plan_path(id)).await
     }
 }
 
