@@ -76,9 +76,9 @@ async def test_services_this_runtime_lacks_answer_as_the_original_does_without_t
     session = await client.create_session(on_permission_request=APPROVE)
     managed = await session.rpc.managed_settings.get()
     assert (managed.source.value, managed.managed_keys, managed.fail_closed) == ("none", [], False)
-    # No exclusion policy applies: every path is checked, in order, and none is excluded.
-    paths = [str(ctx.work_dir / "a.txt"), "/etc/passwd", str(ctx.work_dir / "a.txt")]
+    # Exclusion is not evaluated here, so no path is vouched for: unavailable, which callers must
+    # read as "every path excluded" (failing closed).
+    paths = [str(ctx.work_dir / "a.txt"), "/etc/passwd"]
     checked = await session.rpc.content_exclusion.check_paths(ContentExclusionCheckPathsRequest(paths=paths))
-    assert checked.available is True
-    assert [(c.path, c.excluded) for c in checked.checks] == [(p, False) for p in paths]
+    assert (checked.available, checked.checks) == (False, [])
     assert (await client.rpc.models.list_token_price_units()).units == []

@@ -90,15 +90,16 @@ pub async fn session_managed_settings(
     Ok(no_managed_settings())
 }
 
-/// This runtime applies no content-exclusion policy: every path is checked, and none is
-/// excluded (the original's answer once its policy service settles with no policy).
+/// Content exclusion is not evaluated by this runtime (a policy a client passes with newer
+/// options is not enforced), so no path can be vouched for: the answer is "unavailable", which
+/// the schema tells callers to read as "every path excluded" — failing closed, as the original
+/// answers before its policy service is ready.
 pub async fn content_exclusion_check_paths(
     ctx: &Ctx,
     p: t::SessionContentExclusionCheckPathsParams,
 ) -> Result<t::ContentExclusionCheckPathsResult, RpcError> {
     ctx.session(&p.session_id)?;
-    let checks = p.paths.into_iter().map(|path| t::ContentExclusionPathCheck { path, excluded: false }).collect();
-    Ok(t::ContentExclusionCheckPathsResult { available: true, checks })
+    Ok(t::ContentExclusionCheckPathsResult { available: false, checks: Vec::new() })
 }
 
 /// The model catalogue this runtime reads publishes multipliers, not token prices: no model
