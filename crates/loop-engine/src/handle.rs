@@ -60,6 +60,15 @@ impl QueuedMessage {
     }
 }
 
+/// The mode a queued message (or command) runs in: its own, else the session's.
+pub fn message_mode(own: Option<UserMessageAgentMode>, session: SessionMode) -> UserMessageAgentMode {
+    own.unwrap_or(match session {
+        SessionMode::Plan => UserMessageAgentMode::Plan,
+        SessionMode::Autopilot => UserMessageAgentMode::Autopilot,
+        _ => UserMessageAgentMode::Interactive,
+    })
+}
+
 /// What the actor publishes: the session's settings and state, as of its last change.
 #[derive(Debug, Clone)]
 pub struct SessionView {
@@ -665,7 +674,6 @@ impl SessionHandle {
         self.ask(|reply| SessionInput::Send { msg, immediate, reply }).await
     }
 
-    /// Aborts the running loop. Returns whether anything was running.
     /// Stops the running turn (`true` if one ran); with `flush` the queued and steering
     /// messages run next instead of being dropped.
     pub async fn interrupt(&self, flush: bool) -> Result<bool, EngineError> {
@@ -676,6 +684,7 @@ impl SessionHandle {
         self.ask(|reply| SessionInput::Withdraw { message_id, expected, reply }).await
     }
 
+    /// Aborts the running loop. Returns whether anything was running.
     pub async fn abort(&self, reason: AbortReason) -> Result<bool, EngineError> {
         self.ask(|reply| SessionInput::Abort { reason, reply }).await
     }
@@ -787,8 +796,7 @@ impl SessionHandle {
         self.emitter().emit(context);
     }
 
-    /// `session.queue.pendingItems` / `removeMostRecent` / `clear`.
-    /// The queue after `op`; `Ok(Err(_))` when the actor refused the edit.
+    /// `session.queue.*`: the queue after `op`; `Ok(Err(_))` when the actor refused the edit.
     pub async fn queue(&self, op: QueueOp) -> Result<Result<QueueState, QueueError>, EngineError> {
         self.ask(|reply| SessionInput::Queue { op, reply }).await
     }

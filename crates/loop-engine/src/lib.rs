@@ -86,8 +86,8 @@ use deps::Deps;
 pub use emitter::{ClientRequester, Emitter, EventSubscriber};
 pub use error::EngineError;
 pub use handle::{
-    Activity, LogLevel, NameOp, NameResult, OptionsPatch, PlanOp, PlanResult, QueueOp, QueueState, QueuedMessage,
-    SessionHandle, SessionView, SteeringAppend, Withdrawn,
+    message_mode, Activity, LogLevel, NameOp, NameResult, OptionsPatch, PlanOp, PlanResult, QueueOp, QueueState,
+    QueuedMessage, SessionHandle, SessionView, SteeringAppend, Withdrawn,
 };
 pub use mcp::wire_source as mcp_server_source;
 use mutex::lock;

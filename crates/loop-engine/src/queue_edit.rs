@@ -5,9 +5,9 @@
 
 use std::collections::VecDeque;
 
-use protocol::generated::types::{SessionMode, UserMessageAgentMode};
+use protocol::generated::types::SessionMode;
 
-use crate::handle::{QueuedMessage, SteeringAppend};
+use crate::handle::{message_mode, QueuedMessage, SteeringAppend};
 
 /// Why an edit was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -85,12 +85,7 @@ pub(crate) fn insert(queue: &mut VecDeque<QueuedMessage>, at: i64, msg: QueuedMe
 /// text and its shown text each gain a paragraph; attachments are added after its own.
 pub(crate) fn append_steering(steering: &mut [QueuedMessage], add: SteeringAppend, session: SessionMode) -> bool {
     let Some(msg) = steering.iter_mut().find(|m| m.message_id == add.message_id) else { return false };
-    let mode = msg.agent_mode.unwrap_or(match session {
-        SessionMode::Plan => UserMessageAgentMode::Plan,
-        SessionMode::Autopilot => UserMessageAgentMode::Autopilot,
-        _ => UserMessageAgentMode::Interactive,
-    });
-    if msg.prompt != add.expected || mode != add.agent_mode {
+    if msg.prompt != add.expected || message_mode(msg.agent_mode, session) != add.agent_mode {
         return false;
     }
     let shown = format!("{}\n\n{}", msg.shown(), add.display_prompt);
@@ -103,6 +98,8 @@ pub(crate) fn append_steering(steering: &mut [QueuedMessage], add: SteeringAppen
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use protocol::generated::types::UserMessageAgentMode;
+
     use super::*;
 
     fn msg(id: &str) -> QueuedMessage {

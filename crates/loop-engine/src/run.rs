@@ -290,7 +290,7 @@ fn push_nudge(ctx: &RunCtx, conv: &mut Conversation, interaction_id: &str) {
         ..Default::default()
     });
     if ctx.scope.is_none() {
-        ctx.handle.file_tracker().begin_point(event_id.clone());
+        ctx.handle.file_tracker().begin_point(event_id);
     }
     conv.push(Message::User { content: UserContent::Text(transformed) });
 }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::{io_err, read_if_present, remove_if_present, StoreError};
+use crate::error::{blocking, io_err, read_if_present, remove_if_present, StoreError};
 use crate::layout::Layout;
 
 const FILE: &str = "autopilot-objective.json";
@@ -24,10 +24,8 @@ impl Layout {
     pub async fn write_autopilot_objective(&self, id: &str, content: &str) -> Result<bool, StoreError> {
         let path = self.objective_path(id)?;
         let existed = tokio::fs::try_exists(&path).await.map_err(io_err(&path))?;
-        let (target, content) = (path.clone(), content.to_string());
-        tokio::task::spawn_blocking(move || crate::layout::replace_private_file(&target, content.as_bytes()))
-            .await
-            .map_err(|e| StoreError::Io { path: path.display().to_string(), source: std::io::Error::other(e) })??;
+        let content = content.to_string();
+        blocking(move || crate::layout::replace_private_file(&path, content.as_bytes())).await?;
         Ok(existed)
     }
 

@@ -5,7 +5,7 @@
 
 use protocol::event::Event;
 
-use crate::error::StoreError;
+use crate::error::{blocking, StoreError};
 use crate::event_log::{EventLog, LoadedLog};
 use crate::layout::{Layout, WorkspaceMeta};
 use crate::pg::{DbLog, PgEvents};
@@ -54,10 +54,6 @@ impl EventSink {
     }
 }
 
-fn joined(e: tokio::task::JoinError) -> StoreError {
-    StoreError::Io { path: "blocking task".into(), source: std::io::Error::other(e) }
-}
-
 impl EventStore {
     pub fn postgres(&self) -> Option<&PgEvents> {
         match self {
@@ -73,7 +69,7 @@ impl EventStore {
                 Layout::check_id(id)?;
                 let path = layout.events_path(id);
                 // A long log is a blocking read: keep it off the async workers.
-                tokio::task::spawn_blocking(move || EventLog::load(path)).await.map_err(joined)?
+                blocking(move || EventLog::load(path)).await
             }
             EventStore::Postgres(pg) => pg.load(id).await,
         }
@@ -112,7 +108,7 @@ impl EventStore {
         match self {
             EventStore::Files(layout) => {
                 let (layout, id) = (layout.clone(), id.to_string());
-                tokio::task::spawn_blocking(move || -> Result<(), StoreError> {
+                blocking(move || -> Result<(), StoreError> {
                     layout.ensure_session_dir(&id)?;
                     let mut log = EventLog::open(layout.events_path(&id))?;
                     for e in &events {
@@ -121,7 +117,6 @@ impl EventStore {
                     log.sync()
                 })
                 .await
-                .map_err(joined)?
             }
             EventStore::Postgres(pg) => pg.insert_all(id, &events).await,
         }

@@ -1,7 +1,7 @@
 //! Compaction checkpoints: `checkpoints/NNN-<slug>.md`, one per successful compaction, listed
 //! in `checkpoints/index.md` (a markdown table the model can read, as the original writes it).
 
-use crate::error::{io_err, read_if_present, remove_if_present, StoreError};
+use crate::error::{blocking, io_err, read_if_present, remove_if_present, StoreError};
 use crate::layout::Layout;
 
 /// One checkpoint as `index.md` lists it.
@@ -10,6 +10,13 @@ pub struct Checkpoint {
     pub number: u32,
     pub title: String,
     pub filename: String,
+}
+
+impl Checkpoint {
+    /// The index is ours, but a file name read from disk must still not leave the directory.
+    fn stays_inside(&self) -> bool {
+        !self.filename.contains(['/', '\\']) && !self.filename.starts_with('.')
+    }
 }
 
 const INDEX_HEAD: &str = "# Checkpoint History\n\nCheckpoints are listed in chronological order. \
@@ -79,8 +86,7 @@ impl Layout {
         let Some(row) = self.list_checkpoints(id).await?.into_iter().find(|c| u64::from(c.number) == number) else {
             return Ok(None);
         };
-        // The index is ours, but a file name from disk must still not leave the directory.
-        if row.filename.contains(['/', '\\']) || row.filename.starts_with('.') {
+        if !row.stays_inside() {
             return Ok(None);
         }
         read_if_present(&self.checkpoints_dir(id).join(&row.filename)).await
@@ -95,9 +101,7 @@ impl Layout {
             meta.summary_count = count;
             layout.write_workspace_yaml_blocking(&id, &meta)
         };
-        tokio::task::spawn_blocking(update)
-            .await
-            .map_err(|e| StoreError::Io { path: "blocking task".into(), source: std::io::Error::other(e) })?
+        blocking(update).await
     }
 
     /// Writes the next checkpoint and lists it in `index.md`; returns its number and path.
@@ -120,9 +124,7 @@ impl Layout {
         self.set_summary_count(id, rows.len() as u32).await?;
         Ok((number, path))
     }
-}
 
-impl Layout {
     /// Keeps the first `keep` checkpoints (`session.workspaces.truncateSummaries`, as the
     /// original counts them); the others' files go, and the index and `summary_count` follow.
     pub async fn truncate_checkpoints(&self, id: &str, keep: usize) -> Result<(), StoreError> {
@@ -132,11 +134,7 @@ impl Layout {
         }
         let dir = self.checkpoints_dir(id);
         let (kept, gone) = rows.split_at(keep);
-        for row in gone {
-            // The index is ours, but a file name from disk must still not leave the directory.
-            if row.filename.contains(['/', '\\']) || row.filename.starts_with('.') {
-                continue;
-            }
+        for row in gone.iter().filter(|r| r.stays_inside()) {
             remove_if_present(&dir.join(&row.filename)).await?;
         }
         let index = dir.join("index.md");

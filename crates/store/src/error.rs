@@ -80,6 +80,15 @@ pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError +
     move |source| StoreError::Io { path: path.display().to_string(), source }
 }
 
+/// Runs file work on the blocking pool (a task that panicked is an I/O error of its own).
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| StoreError::Io { path: "blocking task".into(), source: std::io::Error::other(e) })?
+}
+
 /// A file's text, `None` when there is no such file.
 pub(crate) async fn read_if_present(path: &Path) -> Result<Option<String>, StoreError> {
     match tokio::fs::read_to_string(path).await {

@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::error::{io_err, StoreError};
+use crate::error::{blocking, io_err, StoreError};
 use crate::layout::{create_private_dir, Layout, WorkspaceMeta};
 
 /// What `statFile` reports about one entry.
@@ -130,14 +130,6 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), StoreError
         }
     }
     Ok(())
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
-) -> Result<T, StoreError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| StoreError::Io { path: "blocking task".into(), source: std::io::Error::other(e) })?
 }
 
 impl Layout {

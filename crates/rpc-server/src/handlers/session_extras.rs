@@ -145,16 +145,11 @@ pub async fn queue_set_drain_paused(ctx: &Ctx, p: t::SessionQueueSetDrainPausedP
 
 /// The mode a queued message will run in: its own, else the session's.
 fn send_agent_mode(own: Option<t::UserMessageAgentMode>, session: t::SessionMode) -> t::SendAgentMode {
-    match own {
-        Some(t::UserMessageAgentMode::Interactive) => t::SendAgentMode::Interactive,
-        Some(t::UserMessageAgentMode::Plan) => t::SendAgentMode::Plan,
-        Some(t::UserMessageAgentMode::Autopilot) => t::SendAgentMode::Autopilot,
-        Some(t::UserMessageAgentMode::Shell) => t::SendAgentMode::Shell,
-        None => match session {
-            t::SessionMode::Plan => t::SendAgentMode::Plan,
-            t::SessionMode::Autopilot => t::SendAgentMode::Autopilot,
-            _ => t::SendAgentMode::Interactive,
-        },
+    match loop_engine::message_mode(own, session) {
+        t::UserMessageAgentMode::Interactive => t::SendAgentMode::Interactive,
+        t::UserMessageAgentMode::Plan => t::SendAgentMode::Plan,
+        t::UserMessageAgentMode::Autopilot => t::SendAgentMode::Autopilot,
+        t::UserMessageAgentMode::Shell => t::SendAgentMode::Shell,
     }
 }
 
