@@ -16,6 +16,7 @@ from copilot.generated.rpc import (
     HistoryClearContextRequest,
     InterruptMainTurnRequest,
     QueueAppendSteeringRequest,
+    QueueUpdateTextRequest,
     QueueWithdrawMessageRequest,
     SendAgentMode,
     SendMessageItem,
@@ -145,6 +146,25 @@ async def test_a_steering_message_grows_while_it_reads_as_expected(ctx: Ctx, cli
     assert _user_texts(ctx.fake.requests()[1])[-1] == "also this\n\nand that"
     # Taken into the turn: nothing is left to add to.
     assert (await add("also this\n\nand that")).updated is False
+
+
+async def test_an_edited_queued_message_shows_its_new_text(ctx: Ctx, client):
+    """A display text given at send does not outlive an edit of the message (the original's)."""
+    session = await client.create_session(on_permission_request=APPROVE)
+    q = session.rpc.queue
+    ctx.fake.replies({"hang": True})
+    await session.send("first")
+    await _calls(ctx, 1)
+    await session.send("two", display_prompt="TWO shown")
+    await session.send("three", display_prompt="THREE shown")
+    two, three = (i.id for i in (await q.pending_items()).items)
+    assert (await q.update_text(QueueUpdateTextRequest(id=two, prompt="two edited"))).updated is True
+    edited = QueueUpdateTextRequest(id=three, prompt="three edited", display_prompt="THREE edited")
+    assert (await q.update_text(edited)).updated is True
+    assert (await q.update_text(edited)).updated is False, "the same text and display again"
+    shown = [i.display_text for i in (await q.pending_items()).items]
+    assert shown == ["two edited", "THREE edited"], shown
+    await session.abort()
 
 
 async def test_a_batch_of_messages_is_one_turn_and_an_empty_batch_continues(ctx: Ctx, client):

@@ -460,7 +460,9 @@ impl Actor {
             }
             QueueOp::Move { id, to } => queue_edit::move_item(&mut self.queue, &id, to),
             QueueOp::Remove { id } => queue_edit::remove(&mut self.queue, &id),
-            QueueOp::UpdateText { id, prompt } => queue_edit::update_text(&mut self.queue, &id, prompt),
+            QueueOp::UpdateText { id, prompt, display_prompt } => {
+                queue_edit::update_text(&mut self.queue, &id, prompt, display_prompt)
+            }
             QueueOp::Duplicate { id } => queue_edit::duplicate(&mut self.queue, &id),
             QueueOp::Insert { at, mut msg } => {
                 msg.delivery = UserMessageDelivery::Queued;

@@ -158,9 +158,11 @@ pub enum QueueOp {
     Remove {
         id: String,
     },
+    /// New text, and what the timeline shows for it (the text itself when `None`).
     UpdateText {
         id: String,
         prompt: String,
+        display_prompt: Option<String>,
     },
     /// A copy under a fresh id, right after it.
     Duplicate {

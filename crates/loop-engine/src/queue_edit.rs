@@ -53,14 +53,22 @@ pub(crate) fn remove(queue: &mut VecDeque<QueuedMessage>, id: &str) -> Result<Ed
     Ok(Edited { changed: queue.remove(at).is_some(), id: None })
 }
 
-/// Replaces the text `id` sends; unchanged when it already says that.
-pub(crate) fn update_text(queue: &mut VecDeque<QueuedMessage>, id: &str, prompt: String) -> Result<Edited, QueueError> {
+/// Replaces the text `id` sends and what the timeline shows for it (the text itself unless a
+/// display text is given: one given at send does not outlive an edit); unchanged when both
+/// already read so.
+pub(crate) fn update_text(
+    queue: &mut VecDeque<QueuedMessage>,
+    id: &str,
+    prompt: String,
+    display_prompt: Option<String>,
+) -> Result<Edited, QueueError> {
     let at = position(queue, id)?;
     let item = &mut queue[at];
-    if item.prompt == prompt {
+    if item.prompt == prompt && item.display_prompt == display_prompt {
         return Ok(Edited::default());
     }
     item.prompt = prompt;
+    item.display_prompt = display_prompt;
     Ok(Edited { changed: true, id: None })
 }
 
@@ -134,8 +142,12 @@ mod tests {
     #[test]
     fn text_duplicates_inserts_and_removals_address_items_by_id() {
         let mut q = queue(&["a", "b"]);
-        assert!(update_text(&mut q, "a", "new".into()).unwrap().changed);
-        assert!(!update_text(&mut q, "a", "new".into()).unwrap().changed, "the same text again");
+        assert!(update_text(&mut q, "a", "new".into(), None).unwrap().changed);
+        assert!(!update_text(&mut q, "a", "new".into(), None).unwrap().changed, "the same text again");
+        assert!(update_text(&mut q, "a", "new".into(), Some("shown".into())).unwrap().changed);
+        assert_eq!(q[0].shown(), "shown");
+        assert!(update_text(&mut q, "a", "new".into(), None).unwrap().changed, "the display text goes");
+        assert_eq!(q[0].shown(), "new");
         let copy = duplicate(&mut q, "a").unwrap().id.unwrap();
         assert_eq!(ids(&q), ["a", copy.as_str(), "b"]);
         assert_eq!(q[1].prompt, "new");

@@ -89,13 +89,13 @@ pub async fn queue_remove_at(ctx: &Ctx, p: t::SessionQueueRemoveAtParams) -> Res
     Ok(t::QueueRemoveAtResult { removed: state.changed })
 }
 
-/// A queued message's new text (the displayed text is the sent text: `displayPrompt` is not
-/// kept apart, as on `session.send`).
+/// A queued message's new text, and the text shown for it (`displayPrompt`, else the text).
 pub async fn queue_update_text(
     ctx: &Ctx,
     p: t::SessionQueueUpdateTextParams,
 ) -> Result<t::QueueUpdateTextResult, RpcError> {
-    let state = queue(ctx, &p.session_id, QueueOp::UpdateText { id: p.id, prompt: p.prompt }).await?;
+    let op = QueueOp::UpdateText { id: p.id, prompt: p.prompt, display_prompt: p.display_prompt };
+    let state = queue(ctx, &p.session_id, op).await?;
     Ok(t::QueueUpdateTextResult { updated: state.changed })
 }
 
