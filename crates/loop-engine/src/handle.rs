@@ -451,6 +451,8 @@ pub(crate) struct SessionParts {
     pub clients: crate::clients::contributions::Clients,
     /// Canvases clients provide and the instances open.
     pub canvases: crate::canvases::Canvases,
+    /// Workflows extensions declare, and the session's runs of them.
+    pub workflows: crate::workflows::Workflows,
     /// What file tools changed since each user message, for rewinds.
     pub files: crate::file_tracking::FileTracker,
     /// Requests to clients that are not a run's (elicitations, commands), by request id.
@@ -590,7 +592,11 @@ impl SessionHandle {
         &self.inner.mcp
     }
 
-    /// Adds an event subscriber (a client connection, the runner).
+    /// Emits an event to every client of the session, and to its log.
+    pub fn emit(&self, payload: impl Into<protocol::event::SessionEvent>) -> String {
+        self.inner.emitter.emit(payload)
+    }
+
     /// Emits an event that is never persisted, to every client of the session.
     pub fn emit_ephemeral(&self, payload: impl Into<protocol::event::SessionEvent>) -> String {
         self.inner.emitter.emit_ephemeral(payload)
@@ -614,6 +620,10 @@ impl SessionHandle {
     /// Canvases clients provide and the instances open.
     pub fn canvases(&self) -> &crate::canvases::Canvases {
         &self.inner.canvases
+    }
+
+    pub fn workflows(&self) -> &crate::workflows::Workflows {
+        &self.inner.workflows
     }
 
     /// File contents kept for rewinds (`enableFileChangeTracking`).

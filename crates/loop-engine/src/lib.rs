@@ -68,6 +68,7 @@ pub mod ui_requests;
 mod usage_metrics;
 mod user_input;
 pub mod user_shell;
+pub mod workflows;
 mod workspace;
 mod workspace_yaml;
 
@@ -465,6 +466,7 @@ impl Engine {
             sql_ready: Default::default(),
             clients: Default::default(),
             canvases: Default::default(),
+            workflows: Default::default(),
             files: Default::default(),
             ui: Default::default(),
             user_shell: user_shell::UserShell::new(self.deps.tool_env.clone()),

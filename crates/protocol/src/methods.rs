@@ -121,6 +121,10 @@ pub struct SessionConfigParams {
     pub canvas_provider: Option<CanvasProviderIdentity>,
     /// This client renders canvases.
     pub request_canvas_renderer: Option<bool>,
+    /// Workflows this client (an extension) runs: `workflow.execute` is routed to it.
+    pub workflows: Option<Vec<WorkflowMeta>>,
+    /// The same under the SDKs' name (`factory.execute` is routed to it).
+    pub factories: Option<Vec<WorkflowMeta>>,
     /// Keep what file tools overwrite, so `session.history.rewind` can put it back.
     pub enable_file_change_tracking: Option<bool>,
     /// This client receives `gitHubTelemetry.event` notifications.
@@ -138,6 +142,32 @@ pub struct SessionConfigParams {
     /// The command sandbox (the original reads it on `session.create` though the SDKs' schema
     /// has it only on `session.options.update`).
     pub sandbox_config: Option<crate::generated::types::SandboxConfig>,
+}
+
+/// One entry of `workflows` (or `factories`): what an extension declares of a workflow it runs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowMeta {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// The progress phases it may report, in order.
+    #[serde(default)]
+    pub phases: Vec<WorkflowPhaseMeta>,
+    /// The declared shape of its arguments (a subset of JSON Schema).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args_schema: Option<Value>,
+    /// Resource ceilings it declares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::generated::types::WorkflowDeclaredLimits>,
+}
+
+/// A declared phase of a workflow.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct WorkflowPhaseMeta {
+    pub title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// One entry of `canvases`: a canvas an SDK client provides.

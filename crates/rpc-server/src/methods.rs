@@ -6,10 +6,10 @@ use protocol::generated::methods as g;
 use protocol::methods as h;
 
 use crate::handlers::{
-    account, agents, auth, canvas, client_metadata, commands, discovery, fleet, history, inference, mcp, mcp_extras,
-    not_offered, permission_paths, plugins, providers, quota, rewind, sandbox, server, session, session_extras,
-    session_fs, session_services, session_state, sessions_admin, shell, tasks, turn_control, ui, user_settings,
-    workspace_extras, workspace_notes, workspaces,
+    account, agents, auth, canvas, client_metadata, commands, discovery, factory, fleet, history, inference, mcp,
+    mcp_extras, not_offered, permission_paths, plugins, providers, quota, rewind, sandbox, server, session,
+    session_extras, session_fs, session_services, session_state, sessions_admin, shell, tasks, turn_control, ui,
+    user_settings, workflow, workspace_extras, workspace_notes, workspaces,
 };
 use crate::table::{method_table, Entry};
 
@@ -519,6 +519,33 @@ method_table! {
         => shell::execute_user_requested, lane |_p| None, aliases [];
     SessionShellCancelUserRequested: g::SessionShellCancelUserRequested
         => shell::cancel_user_requested, lane |p| Some(&p.session_id), aliases [];
+
+    // Workflows extensions declare (handlers/workflow.rs), and the same under the SDKs' names
+    // (handlers/factory.rs). A body's sub-agent runs as long as it runs: outside the lane.
+    SessionWorkflowRun: g::SessionWorkflowRun => workflow::run, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkflowResume: g::SessionWorkflowResume => workflow::resume, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkflowGetRun: g::SessionWorkflowGetRun => workflow::get_run, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkflowListRuns: g::SessionWorkflowListRuns => workflow::list_runs, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkflowGetRunDetail: g::SessionWorkflowGetRunDetail => workflow::get_run_detail, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkflowGetRunProgress: g::SessionWorkflowGetRunProgress => workflow::get_run_progress, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkflowCancel: g::SessionWorkflowCancel => workflow::cancel, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkflowPause: g::SessionWorkflowPause => workflow::pause, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkflowLog: g::SessionWorkflowLog => workflow::log, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkflowAgent: g::SessionWorkflowAgent => workflow::agent, lane |_p| None, aliases [];
+    SessionWorkflowJournalGet: g::SessionWorkflowJournalGet => workflow::journal_get, lane |p| Some(&p.session_id), aliases [];
+    SessionWorkflowJournalPut: g::SessionWorkflowJournalPut => workflow::journal_put, lane |p| Some(&p.session_id), aliases [];
+    SessionFactoryRun: g::SessionFactoryRun => factory::run, lane |p| Some(&p.session_id), aliases [];
+    SessionFactoryResume: g::SessionFactoryResume => factory::resume, lane |p| Some(&p.session_id), aliases [];
+    SessionFactoryGetRun: g::SessionFactoryGetRun => factory::get_run, lane |p| Some(&p.session_id), aliases [];
+    SessionFactoryListRuns: g::SessionFactoryListRuns => factory::list_runs, lane |p| Some(&p.session_id), aliases [];
+    SessionFactoryGetRunDetail: g::SessionFactoryGetRunDetail => factory::get_run_detail, lane |p| Some(&p.session_id), aliases [];
+    SessionFactoryGetRunProgress: g::SessionFactoryGetRunProgress => factory::get_run_progress, lane |p| Some(&p.session_id), aliases [];
+    SessionFactoryCancel: g::SessionFactoryCancel => factory::cancel, lane |p| Some(&p.session_id), aliases [];
+    SessionFactoryPause: g::SessionFactoryPause => factory::pause, lane |p| Some(&p.session_id), aliases [];
+    SessionFactoryLog: g::SessionFactoryLog => factory::log, lane |p| Some(&p.session_id), aliases [];
+    SessionFactoryAgent: g::SessionFactoryAgent => factory::agent, lane |_p| None, aliases [];
+    SessionFactoryJournalGet: g::SessionFactoryJournalGet => factory::journal_get, lane |p| Some(&p.session_id), aliases [];
+    SessionFactoryJournalPut: g::SessionFactoryJournalPut => factory::journal_put, lane |p| Some(&p.session_id), aliases [];
 
     // Canvases SDK clients provide.
     SessionCanvasList: g::SessionCanvasList => canvas::list, lane |p| Some(&p.session_id), aliases [];

@@ -21,11 +21,13 @@ use crate::handle::SessionHandle;
 pub async fn join(handle: &SessionHandle, client: u64, params: &SessionConfigParams, announce: bool) {
     let (before, after) = handle.clients().set(client, Contribution::from_params(params));
     handle.canvases().join(client, params);
+    handle.workflows().join(client, params);
     apply(handle, &before, &after, announce).await;
 }
 
 /// A client detached or disconnected: what it brought goes with it.
 pub async fn leave(handle: &SessionHandle, client: u64) {
+    handle.workflows().leave(client);
     for gone in handle.canvases().leave(client) {
         handle.emit_ephemeral(t::CanvasClosedData {
             instance_id: gone.instance_id,

@@ -9,6 +9,7 @@ pub mod registry;
 mod run;
 pub(crate) mod scope;
 pub(crate) mod servers;
+pub mod workflow_agent;
 
 use std::sync::Arc;
 

@@ -225,6 +225,18 @@ pub enum SessionEvent {
     /// `session.context_cleared`: Context-cleared details emitted when the host clears the
     /// conversation (the session.history.clearContext RPC / Session.clearContextMessages)
     SessionContextCleared(t::ContextClearedData),
+    /// `workflow.run_started`: Ephemeral signal that a workflow run attempt began executing.
+    WorkflowRunStarted(t::WorkflowRunStartedData),
+    /// `workflow.run_updated`: Ephemeral invalidation signal for a changed workflow run.
+    WorkflowRunUpdated(t::WorkflowRunUpdatedData),
+    /// `workflow.run_settled`: Ephemeral signal that a workflow run reached a terminal status.
+    WorkflowRunSettled(t::WorkflowRunSettledData),
+    /// `factory.run_started`: Ephemeral signal that a factory run attempt began executing.
+    FactoryRunStarted(t::FactoryRunStartedData),
+    /// `factory.run_updated`: Ephemeral invalidation signal for a changed factory run.
+    FactoryRunUpdated(t::FactoryRunUpdatedData),
+    /// `factory.run_settled`: Ephemeral signal that a factory run reached a terminal status.
+    FactoryRunSettled(t::FactoryRunSettledData),
     /// `session.usage_record`: An event type the schema lacks; its payload is written by hand.
     SessionUsageRecord(crate::extensions::UsageRecordData),
     /// A type not in the allowlist (read back from a log written by another version), or a
@@ -318,6 +330,12 @@ impl SessionEvent {
             Self::SessionAutopilotStopped(_) => "session.autopilot_stopped",
             Self::SandboxDecision(_) => "sandbox.decision",
             Self::SessionContextCleared(_) => "session.context_cleared",
+            Self::WorkflowRunStarted(_) => "workflow.run_started",
+            Self::WorkflowRunUpdated(_) => "workflow.run_updated",
+            Self::WorkflowRunSettled(_) => "workflow.run_settled",
+            Self::FactoryRunStarted(_) => "factory.run_started",
+            Self::FactoryRunUpdated(_) => "factory.run_updated",
+            Self::FactoryRunSettled(_) => "factory.run_settled",
             Self::SessionUsageRecord(_) => "session.usage_record",
             Self::Other { kind, .. } => kind,
         }
@@ -414,6 +432,12 @@ impl SessionEvent {
             Self::SessionAutopilotStopped(d) => d.serialize(s),
             Self::SandboxDecision(d) => d.serialize(s),
             Self::SessionContextCleared(d) => d.serialize(s),
+            Self::WorkflowRunStarted(d) => d.serialize(s),
+            Self::WorkflowRunUpdated(d) => d.serialize(s),
+            Self::WorkflowRunSettled(d) => d.serialize(s),
+            Self::FactoryRunStarted(d) => d.serialize(s),
+            Self::FactoryRunUpdated(d) => d.serialize(s),
+            Self::FactoryRunSettled(d) => d.serialize(s),
             Self::SessionUsageRecord(d) => d.serialize(s),
             Self::Other { data, .. } => data.serialize(s),
         }
@@ -505,6 +529,12 @@ impl SessionEvent {
             "session.autopilot_stopped" => typed(kind, data, Self::SessionAutopilotStopped),
             "sandbox.decision" => typed(kind, data, Self::SandboxDecision),
             "session.context_cleared" => typed(kind, data, Self::SessionContextCleared),
+            "workflow.run_started" => typed(kind, data, Self::WorkflowRunStarted),
+            "workflow.run_updated" => typed(kind, data, Self::WorkflowRunUpdated),
+            "workflow.run_settled" => typed(kind, data, Self::WorkflowRunSettled),
+            "factory.run_started" => typed(kind, data, Self::FactoryRunStarted),
+            "factory.run_updated" => typed(kind, data, Self::FactoryRunUpdated),
+            "factory.run_settled" => typed(kind, data, Self::FactoryRunSettled),
             "session.usage_record" => typed(kind, data, Self::SessionUsageRecord),
             _ => Self::Other { kind, data },
         }
@@ -572,7 +602,13 @@ pub fn ephemeral_policy_of(kind: &str) -> EphemeralPolicy {
         | "auto_mode_switch.requested"
         | "auto_mode_switch.completed"
         | "session.autopilot_stopped"
-        | "sandbox.decision" => EphemeralPolicy::Always,
+        | "sandbox.decision"
+        | "workflow.run_started"
+        | "workflow.run_updated"
+        | "workflow.run_settled"
+        | "factory.run_started"
+        | "factory.run_updated"
+        | "factory.run_settled" => EphemeralPolicy::Always,
         _ => EphemeralPolicy::Optional,
     }
 }
@@ -661,6 +697,12 @@ pub const EVENT_TYPES: &[(&str, EphemeralPolicy)] = &[
     ("session.autopilot_stopped", EphemeralPolicy::Always),
     ("sandbox.decision", EphemeralPolicy::Always),
     ("session.context_cleared", EphemeralPolicy::Optional),
+    ("workflow.run_started", EphemeralPolicy::Always),
+    ("workflow.run_updated", EphemeralPolicy::Always),
+    ("workflow.run_settled", EphemeralPolicy::Always),
+    ("factory.run_started", EphemeralPolicy::Always),
+    ("factory.run_updated", EphemeralPolicy::Always),
+    ("factory.run_settled", EphemeralPolicy::Always),
     ("session.usage_record", EphemeralPolicy::Optional),
 ];
 
@@ -1153,6 +1195,42 @@ impl From<t::SandboxDecisionData> for SessionEvent {
 impl From<t::ContextClearedData> for SessionEvent {
     fn from(data: t::ContextClearedData) -> Self {
         Self::SessionContextCleared(data)
+    }
+}
+
+impl From<t::WorkflowRunStartedData> for SessionEvent {
+    fn from(data: t::WorkflowRunStartedData) -> Self {
+        Self::WorkflowRunStarted(data)
+    }
+}
+
+impl From<t::WorkflowRunUpdatedData> for SessionEvent {
+    fn from(data: t::WorkflowRunUpdatedData) -> Self {
+        Self::WorkflowRunUpdated(data)
+    }
+}
+
+impl From<t::WorkflowRunSettledData> for SessionEvent {
+    fn from(data: t::WorkflowRunSettledData) -> Self {
+        Self::WorkflowRunSettled(data)
+    }
+}
+
+impl From<t::FactoryRunStartedData> for SessionEvent {
+    fn from(data: t::FactoryRunStartedData) -> Self {
+        Self::FactoryRunStarted(data)
+    }
+}
+
+impl From<t::FactoryRunUpdatedData> for SessionEvent {
+    fn from(data: t::FactoryRunUpdatedData) -> Self {
+        Self::FactoryRunUpdated(data)
+    }
+}
+
+impl From<t::FactoryRunSettledData> for SessionEvent {
+    fn from(data: t::FactoryRunSettledData) -> Self {
+        Self::FactoryRunSettled(data)
     }
 }
 

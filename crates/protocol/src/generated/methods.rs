@@ -4147,6 +4147,322 @@ impl crate::rpc::RpcMethod for SessionMcpListConfigured {
     type Result = t::McpConfiguredServerList;
 }
 
+/// `session.workflow.run`: Runs a registered dynamic workflow by name at the top level.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkflowRun;
+
+impl crate::rpc::RpcMethod for SessionWorkflowRun {
+    const NAME: &'static str = "session.workflow.run";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkflowRunParams;
+    type Result = t::WorkflowRunResult;
+}
+
+/// `session.workflow.resume`: Resumes a dynamic workflow run using its persisted name, arguments,
+/// journal, and accounting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkflowResume;
+
+impl crate::rpc::RpcMethod for SessionWorkflowResume {
+    const NAME: &'static str = "session.workflow.resume";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkflowResumeParams;
+    type Result = t::WorkflowResumeResult;
+}
+
+/// `session.workflow.getRun`: Gets the current or settled envelope for a dynamic workflow run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkflowGetRun;
+
+impl crate::rpc::RpcMethod for SessionWorkflowGetRun {
+    const NAME: &'static str = "session.workflow.getRun";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkflowGetRunParams;
+    type Result = t::WorkflowRunResult;
+}
+
+/// `session.workflow.listRuns`: Lists durable dynamic workflow runs for this session in creation
+/// order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkflowListRuns;
+
+impl crate::rpc::RpcMethod for SessionWorkflowListRuns {
+    const NAME: &'static str = "session.workflow.listRuns";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkflowListRunsParams;
+    type Result = t::WorkflowListRunsResult;
+}
+
+/// `session.workflow.getRunDetail`: Gets durable and live observability detail for one dynamic
+/// workflow run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkflowGetRunDetail;
+
+impl crate::rpc::RpcMethod for SessionWorkflowGetRunDetail {
+    const NAME: &'static str = "session.workflow.getRunDetail";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkflowGetRunDetailParams;
+    type Result = t::WorkflowRunDetail;
+}
+
+/// `session.workflow.getRunProgress`: Pages durable progress for one dynamic workflow run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkflowGetRunProgress;
+
+impl crate::rpc::RpcMethod for SessionWorkflowGetRunProgress {
+    const NAME: &'static str = "session.workflow.getRunProgress";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkflowGetRunProgressParams;
+    type Result = t::WorkflowProgressPage;
+}
+
+/// `session.workflow.cancel`: Requests cancellation of a dynamic workflow run and returns its run
+/// envelope.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkflowCancel;
+
+impl crate::rpc::RpcMethod for SessionWorkflowCancel {
+    const NAME: &'static str = "session.workflow.cancel";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkflowCancelParams;
+    type Result = t::WorkflowRunResult;
+}
+
+/// `session.workflow.pause`: Pauses a running dynamic workflow and returns its settled run
+/// envelope.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkflowPause;
+
+impl crate::rpc::RpcMethod for SessionWorkflowPause {
+    const NAME: &'static str = "session.workflow.pause";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkflowPauseParams;
+    type Result = t::WorkflowRunResult;
+}
+
+/// `session.workflow.log`: Records a batch of ordered dynamic workflow progress lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkflowLog;
+
+impl crate::rpc::RpcMethod for SessionWorkflowLog {
+    const NAME: &'static str = "session.workflow.log";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkflowLogParams;
+    type Result = t::WorkflowAckResult;
+}
+
+/// `session.workflow.agent`: Runs one dynamic-workflow-scoped subagent and returns its result.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkflowAgent;
+
+impl crate::rpc::RpcMethod for SessionWorkflowAgent {
+    const NAME: &'static str = "session.workflow.agent";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkflowAgentParams;
+    type Result = t::WorkflowAgentResult;
+}
+
+/// `session.workflow.journal.get`: Reads a memoized dynamic workflow journal entry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkflowJournalGet;
+
+impl crate::rpc::RpcMethod for SessionWorkflowJournalGet {
+    const NAME: &'static str = "session.workflow.journal.get";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkflowJournalGetParams;
+    type Result = t::WorkflowJournalGetResult;
+}
+
+/// `session.workflow.journal.put`: Stores a memoized dynamic workflow journal entry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionWorkflowJournalPut;
+
+impl crate::rpc::RpcMethod for SessionWorkflowJournalPut {
+    const NAME: &'static str = "session.workflow.journal.put";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionWorkflowJournalPutParams;
+    type Result = t::WorkflowAckResult;
+}
+
+/// `session.factory.run`: Runs a registered factory by name at the top level.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionFactoryRun;
+
+impl crate::rpc::RpcMethod for SessionFactoryRun {
+    const NAME: &'static str = "session.factory.run";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionFactoryRunParams;
+    type Result = t::FactoryRunResult;
+}
+
+/// `session.factory.resume`: Resumes a factory run using its persisted name, arguments, journal,
+/// and accounting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionFactoryResume;
+
+impl crate::rpc::RpcMethod for SessionFactoryResume {
+    const NAME: &'static str = "session.factory.resume";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionFactoryResumeParams;
+    type Result = t::FactoryResumeResult;
+}
+
+/// `session.factory.getRun`: Gets the current or settled envelope for a factory run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionFactoryGetRun;
+
+impl crate::rpc::RpcMethod for SessionFactoryGetRun {
+    const NAME: &'static str = "session.factory.getRun";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionFactoryGetRunParams;
+    type Result = t::FactoryRunResult;
+}
+
+/// `session.factory.listRuns`: Lists durable factory runs for this session in creation order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionFactoryListRuns;
+
+impl crate::rpc::RpcMethod for SessionFactoryListRuns {
+    const NAME: &'static str = "session.factory.listRuns";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionFactoryListRunsParams;
+    type Result = t::FactoryListRunsResult;
+}
+
+/// `session.factory.getRunDetail`: Gets durable and live observability detail for one factory run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionFactoryGetRunDetail;
+
+impl crate::rpc::RpcMethod for SessionFactoryGetRunDetail {
+    const NAME: &'static str = "session.factory.getRunDetail";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionFactoryGetRunDetailParams;
+    type Result = t::FactoryRunDetail;
+}
+
+/// `session.factory.getRunProgress`: Pages durable progress for one factory run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionFactoryGetRunProgress;
+
+impl crate::rpc::RpcMethod for SessionFactoryGetRunProgress {
+    const NAME: &'static str = "session.factory.getRunProgress";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionFactoryGetRunProgressParams;
+    type Result = t::FactoryProgressPage;
+}
+
+/// `session.factory.cancel`: Requests cancellation of a factory run and returns its run envelope.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionFactoryCancel;
+
+impl crate::rpc::RpcMethod for SessionFactoryCancel {
+    const NAME: &'static str = "session.factory.cancel";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionFactoryCancelParams;
+    type Result = t::FactoryRunResult;
+}
+
+/// `session.factory.pause`: Pauses a running factory and returns its settled run envelope.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionFactoryPause;
+
+impl crate::rpc::RpcMethod for SessionFactoryPause {
+    const NAME: &'static str = "session.factory.pause";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionFactoryPauseParams;
+    type Result = t::FactoryRunResult;
+}
+
+/// `session.factory.log`: Records a batch of ordered factory progress lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionFactoryLog;
+
+impl crate::rpc::RpcMethod for SessionFactoryLog {
+    const NAME: &'static str = "session.factory.log";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionFactoryLogParams;
+    type Result = t::FactoryAckResult;
+}
+
+/// `session.factory.agent`: Runs one factory-scoped subagent and returns its result.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionFactoryAgent;
+
+impl crate::rpc::RpcMethod for SessionFactoryAgent {
+    const NAME: &'static str = "session.factory.agent";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionFactoryAgentParams;
+    type Result = t::FactoryAgentResult;
+}
+
+/// `session.factory.journal.get`: Reads a memoized factory journal entry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionFactoryJournalGet;
+
+impl crate::rpc::RpcMethod for SessionFactoryJournalGet {
+    const NAME: &'static str = "session.factory.journal.get";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionFactoryJournalGetParams;
+    type Result = t::FactoryJournalGetResult;
+}
+
+/// `session.factory.journal.put`: Stores a memoized factory journal entry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionFactoryJournalPut;
+
+impl crate::rpc::RpcMethod for SessionFactoryJournalPut {
+    const NAME: &'static str = "session.factory.journal.put";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionFactoryJournalPutParams;
+    type Result = t::FactoryAckResult;
+}
+
+/// `workflow.execute`: Asks the owning extension connection to execute a registered dynamic
+/// workflow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkflowExecute;
+
+impl crate::rpc::RpcMethod for WorkflowExecute {
+    const NAME: &'static str = "workflow.execute";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Client;
+    type Params = t::WorkflowExecuteParams;
+    type Result = t::WorkflowExecuteResult;
+}
+
+/// `workflow.abort`: Asks the owning extension connection to abort a running dynamic workflow
+/// cooperatively.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkflowAbort;
+
+impl crate::rpc::RpcMethod for WorkflowAbort {
+    const NAME: &'static str = "workflow.abort";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Client;
+    type Params = t::WorkflowAbortParams;
+    type Result = t::WorkflowAckResult;
+}
+
+/// `factory.execute`: Asks the owning extension connection to execute a registered factory closure.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FactoryExecute;
+
+impl crate::rpc::RpcMethod for FactoryExecute {
+    const NAME: &'static str = "factory.execute";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Client;
+    type Params = t::FactoryExecuteParams;
+    type Result = t::FactoryExecuteResult;
+}
+
+/// `factory.abort`: Asks the owning extension connection to abort a running factory cooperatively.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FactoryAbort;
+
+impl crate::rpc::RpcMethod for FactoryAbort {
+    const NAME: &'static str = "factory.abort";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Client;
+    type Params = t::FactoryAbortParams;
+    type Result = t::FactoryAckResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4334,6 +4650,78 @@ impl crate::rpc::SessionScoped for t::SessionExtensionsReloadParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionExtensionsSendAttachmentsToMessageParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionFactoryAgentParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionFactoryCancelParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionFactoryGetRunDetailParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionFactoryGetRunParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionFactoryGetRunProgressParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionFactoryJournalGetParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionFactoryJournalPutParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionFactoryListRunsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionFactoryLogParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionFactoryPauseParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionFactoryResumeParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionFactoryRunParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -5269,6 +5657,78 @@ impl crate::rpc::SessionScoped for t::SessionVisibilitySetParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionWorkflowAgentParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkflowCancelParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkflowGetRunDetailParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkflowGetRunParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkflowGetRunProgressParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkflowJournalGetParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkflowJournalPutParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkflowListRunsParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkflowLogParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkflowPauseParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkflowResumeParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionWorkflowRunParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionWorkspacesAddSummaryParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -5773,4 +6233,32 @@ pub const METHOD_NAMES: &[&str] = &[
     "session.contentExclusion.checkPaths",
     "models.listTokenPriceUnits",
     "session.mcp.listConfigured",
+    "session.workflow.run",
+    "session.workflow.resume",
+    "session.workflow.getRun",
+    "session.workflow.listRuns",
+    "session.workflow.getRunDetail",
+    "session.workflow.getRunProgress",
+    "session.workflow.cancel",
+    "session.workflow.pause",
+    "session.workflow.log",
+    "session.workflow.agent",
+    "session.workflow.journal.get",
+    "session.workflow.journal.put",
+    "session.factory.run",
+    "session.factory.resume",
+    "session.factory.getRun",
+    "session.factory.listRuns",
+    "session.factory.getRunDetail",
+    "session.factory.getRunProgress",
+    "session.factory.cancel",
+    "session.factory.pause",
+    "session.factory.log",
+    "session.factory.agent",
+    "session.factory.journal.get",
+    "session.factory.journal.put",
+    "workflow.execute",
+    "workflow.abort",
+    "factory.execute",
+    "factory.abort",
 ];

@@ -5784,6 +5784,349 @@ pub struct ExternalToolTextResultForLlmContentText {
     pub text: String,
 }
 
+/// Parameters for cooperatively aborting a factory body.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryAbortParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Opaque token identifying the execution attempt to abort.
+    #[serde(rename = "executionToken")]
+    pub execution_token: String,
+}
+
+/// Acknowledgement that a factory request was accepted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryAckResult {}
+
+/// Options for one factory-scoped subagent call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryAgentOptions {
+    /// Optional label distinguishing otherwise identical memoized agent calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Optional JSON Schema for structured agent output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<serde_json::Value>,
+    /// Optional model identifier for the subagent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Optional reasoning effort override for the subagent.
+    #[serde(rename = "reasoningEffort", default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Optional context tier override for the subagent.
+    #[serde(rename = "contextTier", default, skip_serializing_if = "Option::is_none")]
+    pub context_tier: Option<ContextTier>,
+    /// Optional built-in or custom agent name whose definition configures the subagent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+/// Result of one factory-scoped subagent call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryAgentResult {
+    /// Agent result, omitted when the agent produced no result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+}
+
+/// Prompt-safe durable identity and live status for a direct factory agent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryAgentSummary {
+    /// Stable direct-agent identifier.
+    #[serde(rename = "agentId")]
+    pub agent_id: String,
+    /// Tool-call identifier that launched the agent.
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: String,
+    /// Owning factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Phase identifier active when the agent was launched, or null.
+    #[serde(rename = "phaseId", deserialize_with = "crate::nullable::required")]
+    pub phase_id: Option<String>,
+    /// Friendly, non-unique name intended for display
+    pub label: String,
+    /// Friendly, non-unique name intended for display
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Registered agent type.
+    #[serde(rename = "agentType")]
+    pub agent_type: String,
+    /// Current durable or live agent status.
+    pub status: String,
+    /// Model requested when the agent was launched.
+    #[serde(rename = "requestedModel", default, skip_serializing_if = "Option::is_none")]
+    pub requested_model: Option<String>,
+    /// Concrete model resolved for the agent.
+    #[serde(rename = "resolvedModel", default, skip_serializing_if = "Option::is_none")]
+    pub resolved_model: Option<String>,
+    /// Epoch milliseconds when the agent started.
+    #[serde(rename = "startedAt", default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    /// Epoch milliseconds when the agent completed.
+    #[serde(rename = "completedAt", default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<i64>,
+    /// Accumulated active agent time in milliseconds.
+    #[serde(rename = "activeMs")]
+    pub active_ms: i64,
+    /// Prompt-safe live activity text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<String>,
+}
+
+/// Current factory phase identity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryCurrentPhase {
+    /// Current phase identifier.
+    pub id: String,
+    /// Zero-based declared phase ordinal, or null for an undeclared phase.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub ordinal: Option<u64>,
+}
+
+/// Declared or approved factory resource ceilings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryDeclaredLimits {
+    /// Maximum concurrently active subagents.
+    #[serde(rename = "maxConcurrentSubagents", default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_subagents: Option<u64>,
+    /// Maximum total subagents spawned by the run.
+    #[serde(rename = "maxTotalSubagents", default, skip_serializing_if = "Option::is_none")]
+    pub max_total_subagents: Option<u64>,
+    /// Maximum accumulated active execution time in seconds.
+    #[serde(rename = "timeoutSeconds", default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+    /// Maximum AI credits consumed by subagents and descendants.
+    #[serde(rename = "maxAiCredits", default, skip_serializing_if = "Option::is_none")]
+    pub max_ai_credits: Option<f64>,
+}
+
+/// Execution-critical factory storage operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FactoryDurableOperation {
+    /// Creating the durable run and declared phases.
+    #[serde(rename = "createRun")]
+    CreateRun,
+    /// Persisting the transition to running.
+    #[serde(rename = "markRunStarted")]
+    MarkRunStarted,
+    /// Persisting the terminal run envelope.
+    #[serde(rename = "finishRun")]
+    FinishRun,
+    /// Persisting subagent admission accounting.
+    #[serde(rename = "reserveAgent")]
+    ReserveAgent,
+    /// Rolling back an uncommitted subagent admission.
+    #[serde(rename = "releaseAgent")]
+    ReleaseAgent,
+    /// Persisting an idempotent model-usage charge.
+    #[serde(rename = "chargeCredit")]
+    ChargeCredit,
+    /// Persisting active execution time.
+    #[serde(rename = "addElapsed")]
+    AddElapsed,
+    /// Reading the authoritative AI-credit total.
+    #[serde(rename = "reconcileCreditTotal")]
+    ReconcileCreditTotal,
+    /// Reading a journal entry without treating storage failure as a cache miss.
+    #[serde(rename = "journalGet")]
+    JournalGet,
+    /// Persisting a journal entry before reporting success.
+    #[serde(rename = "journalPut")]
+    JournalPut,
+    /// Renewing the durable owner lease that proves this process still owns the run.
+    #[serde(rename = "refreshLease")]
+    RefreshLease,
+}
+
+impl FactoryDurableOperation {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::CreateRun,
+        Self::MarkRunStarted,
+        Self::FinishRun,
+        Self::ReserveAgent,
+        Self::ReleaseAgent,
+        Self::ChargeCredit,
+        Self::AddElapsed,
+        Self::ReconcileCreditTotal,
+        Self::JournalGet,
+        Self::JournalPut,
+        Self::RefreshLease,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::CreateRun => "createRun",
+            Self::MarkRunStarted => "markRunStarted",
+            Self::FinishRun => "finishRun",
+            Self::ReserveAgent => "reserveAgent",
+            Self::ReleaseAgent => "releaseAgent",
+            Self::ChargeCredit => "chargeCredit",
+            Self::AddElapsed => "addElapsed",
+            Self::ReconcileCreditTotal => "reconcileCreditTotal",
+            Self::JournalGet => "journalGet",
+            Self::JournalPut => "journalPut",
+            Self::RefreshLease => "refreshLease",
+        }
+    }
+}
+
+impl std::fmt::Display for FactoryDurableOperation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parameters sent to the owning extension to execute a factory closure.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryExecuteParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Registered factory name.
+    pub name: String,
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Opaque token identifying this factory execution attempt.
+    #[serde(rename = "executionToken")]
+    pub execution_token: String,
+    /// Factory input value.
+    pub args: serde_json::Value,
+}
+
+/// Result returned by an extension factory closure.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryExecuteResult {
+    /// Factory result value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+}
+
+/// Result of reading a factory journal entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryJournalGetResult {
+    /// Whether the journal contained the requested key.
+    pub hit: bool,
+    /// Cached JSON result. The hit field distinguishes a cached JSON null from a miss.
+    #[serde(rename = "resultJson", default, skip_serializing_if = "Option::is_none")]
+    pub result_json: Option<serde_json::Value>,
+}
+
+/// A page of factory runs in durable creation order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryListRunsResult {
+    /// Factory run summaries in durable creation order.
+    pub runs: Vec<FactoryRunSummary>,
+    /// Oldest terminal-run cursor in this page, or null when the terminal window is empty.
+    #[serde(rename = "oldestSeq", default, skip_serializing_if = "Option::is_none")]
+    pub oldest_seq: Option<i64>,
+    /// Newest terminal-run cursor in this page, or null when the terminal window is empty.
+    #[serde(rename = "newestSeq", default, skip_serializing_if = "Option::is_none")]
+    pub newest_seq: Option<i64>,
+    /// Whether terminal runs newer than this page exist.
+    #[serde(rename = "hasMoreNewer", default, skip_serializing_if = "Option::is_none")]
+    pub has_more_newer: Option<bool>,
+    /// Number of terminal runs older than this page.
+    #[serde(rename = "omittedOlder", default, skip_serializing_if = "Option::is_none")]
+    pub omitted_older: Option<u64>,
+}
+
+/// One ordered factory progress line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactoryLogLine {
+    /// Monotonic sequence number within the factory run.
+    pub seq: u64,
+    /// Progress line kind.
+    pub kind: FactoryLogLineKind,
+    /// Progress text.
+    pub text: String,
+}
+
+impl FactoryLogLine {
+    /// The required fields; every optional one is `None`.
+    pub fn new(seq: u64, kind: FactoryLogLineKind, text: String) -> Self {
+        Self {
+            seq,
+            kind,
+            text,
+        }
+    }
+}
+
+/// Kind of factory progress line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FactoryLogLineKind {
+    /// A narrator log line.
+    #[serde(rename = "log")]
+    Log,
+    /// A named factory phase marker.
+    #[serde(rename = "phase")]
+    Phase,
+}
+
+impl FactoryLogLineKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Log, Self::Phase];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Log => "log",
+            Self::Phase => "phase",
+        }
+    }
+}
+
+impl std::fmt::Display for FactoryLogLineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Durable metadata describing who initiated a factory pause.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type")]
+pub enum FactoryPauseInfo {
+    #[serde(rename = "user")]
+    User,
+    #[serde(rename = "checkpoint")]
+    Checkpoint(FactoryPauseInfoCheckpoint),
+}
+
+impl FactoryPauseInfo {
+    /// The `type` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Checkpoint(_) => "checkpoint",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FactoryPauseInfo {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "user" => Ok(Self::User),
+            "checkpoint" => crate::tagged::variant(_rest).map(Self::Checkpoint),
+            other => Err(serde::de::Error::unknown_variant(other, &["user", "checkpoint"])),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryPauseInfoCheckpoint {
+    /// Stable author-defined checkpoint key that initiated the pause.
+    pub key: String,
+}
+
 /// Operation gated by a factory permission request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum FactoryPermissionOperation {
@@ -5823,6 +6166,806 @@ pub struct FactoryPermissionPhase {
     /// Optional phase detail
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+}
+
+/// Durable lifecycle and timing for one factory phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactoryPhaseObservation {
+    /// Phase identifier.
+    pub id: String,
+    /// Zero-based declared phase ordinal, or null for an undeclared phase.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub ordinal: Option<u64>,
+    /// Human-readable phase title.
+    pub title: String,
+    /// Optional human-readable phase detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Derived lifecycle state of the phase.
+    pub status: FactoryPhaseStatus,
+    /// Most recent run attempt that entered this phase, or `0` if the phase has never been entered.
+    #[serde(rename = "lastEnteredRunAttempt")]
+    pub last_entered_run_attempt: u64,
+    /// Number of times execution entered this phase.
+    #[serde(rename = "entryCount")]
+    pub entry_count: u64,
+    /// Epoch milliseconds when this phase first started; for a skipped phase, the synthetic skip
+    /// timestamp (equal to `completedAt`).
+    #[serde(rename = "startedAt", default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    /// Epoch milliseconds when this phase completed; for a skipped phase, the synthetic skip
+    /// timestamp (equal to `startedAt`).
+    #[serde(rename = "completedAt", default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<i64>,
+    /// Completed active time accumulated by this phase in milliseconds.
+    #[serde(rename = "accumulatedActiveMs")]
+    pub accumulated_active_ms: i64,
+    /// Current live active time for this phase in milliseconds.
+    #[serde(rename = "currentActiveMs")]
+    pub current_active_ms: i64,
+    /// Total direct agents associated with this phase.
+    #[serde(rename = "totalAgentCount")]
+    pub total_agent_count: u64,
+    /// Direct agents in this phase that are currently live.
+    #[serde(rename = "liveAgentCount")]
+    pub live_agent_count: u64,
+}
+
+impl FactoryPhaseObservation {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(id: String, ordinal: Option<u64>, title: String, status: FactoryPhaseStatus, last_entered_run_attempt: u64, entry_count: u64, accumulated_active_ms: i64, current_active_ms: i64, total_agent_count: u64, live_agent_count: u64) -> Self {
+        Self {
+            id,
+            ordinal,
+            title,
+            detail: None,
+            status,
+            last_entered_run_attempt,
+            entry_count,
+            started_at: None,
+            completed_at: None,
+            accumulated_active_ms,
+            current_active_ms,
+            total_agent_count,
+            live_agent_count,
+        }
+    }
+}
+
+/// Derived lifecycle state of a factory phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FactoryPhaseStatus {
+    /// The phase has not been entered yet.
+    #[serde(rename = "pending")]
+    Pending,
+    /// The phase is currently entered and accumulating active time.
+    #[serde(rename = "active")]
+    Active,
+    /// The phase was entered and has since been closed.
+    #[serde(rename = "completed")]
+    Completed,
+    /// The phase was never entered because a later phase was entered or the run reached a terminal
+    /// state.
+    #[serde(rename = "skipped")]
+    Skipped,
+}
+
+impl FactoryPhaseStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Pending, Self::Active, Self::Completed, Self::Skipped];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Active => "active",
+            Self::Completed => "completed",
+            Self::Skipped => "skipped",
+        }
+    }
+}
+
+impl std::fmt::Display for FactoryPhaseStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One durable factory progress record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactoryProgressLine {
+    /// Global monotonic sequence number within the run.
+    pub seq: u64,
+    /// Resume attempt that emitted this record.
+    pub attempt: u64,
+    /// Phase active when the record was emitted, or null before any phase.
+    #[serde(rename = "phaseId", deserialize_with = "crate::nullable::required")]
+    pub phase_id: Option<String>,
+    /// Epoch milliseconds when the record was persisted.
+    #[serde(rename = "recordedAt")]
+    pub recorded_at: i64,
+    /// Progress record kind.
+    pub kind: FactoryLogLineKind,
+    /// Prompt-safe progress text.
+    pub text: String,
+}
+
+impl FactoryProgressLine {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(seq: u64, attempt: u64, phase_id: Option<String>, recorded_at: i64, kind: FactoryLogLineKind, text: String) -> Self {
+        Self {
+            seq,
+            attempt,
+            phase_id,
+            recorded_at,
+            kind,
+            text,
+        }
+    }
+}
+
+/// A bidirectional page of factory progress.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryProgressPage {
+    /// Progress records in sequence order.
+    pub records: Vec<FactoryProgressLine>,
+    /// Oldest sequence number in this page, or null when empty.
+    #[serde(rename = "oldestSeq", deserialize_with = "crate::nullable::required")]
+    pub oldest_seq: Option<i64>,
+    /// Newest sequence number in this page, or null when empty.
+    #[serde(rename = "newestSeq", deserialize_with = "crate::nullable::required")]
+    pub newest_seq: Option<i64>,
+    /// Whether progress records older than this page exist.
+    #[serde(rename = "hasMoreOlder")]
+    pub has_more_older: bool,
+    /// Whether progress records newer than this page exist.
+    #[serde(rename = "hasMoreNewer")]
+    pub has_more_newer: bool,
+    /// Run revision reflected by this page.
+    pub revision: u64,
+}
+
+/// Resolved persisted factory identity and resumed run envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactoryResumeResult {
+    /// Persisted factory name resolved for the resumed run.
+    #[serde(rename = "factoryName")]
+    pub factory_name: String,
+    /// Terminal resumed run envelope.
+    pub run: FactoryRunResult,
+}
+
+impl FactoryResumeResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(factory_name: String, run: FactoryRunResult) -> Self {
+        Self {
+            factory_name,
+            run,
+        }
+    }
+}
+
+/// Durable factory resource consumption.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryRunConsumed {
+    /// Accumulated active execution time in milliseconds.
+    #[serde(rename = "activeMs")]
+    pub active_ms: i64,
+    /// Total subagents spawned by the run.
+    pub subagents: u64,
+    /// AI usage consumed by the run in nano-AIU.
+    #[serde(rename = "nanoAiu")]
+    pub nano_aiu: i64,
+}
+
+/// Full factory run observability detail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactoryRunDetail {
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Registered factory name.
+    #[serde(rename = "factoryName")]
+    pub factory_name: String,
+    /// Human-readable factory description.
+    pub description: String,
+    /// Current factory run status.
+    pub status: FactoryRunStatus,
+    /// Monotonic durable run revision.
+    pub revision: i64,
+    /// Epoch milliseconds when the run was created.
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+    /// Epoch milliseconds when execution first started, or null before start.
+    #[serde(rename = "startedAt", deserialize_with = "crate::nullable::required")]
+    pub started_at: Option<i64>,
+    /// Epoch milliseconds when the durable run was last updated.
+    #[serde(rename = "updatedAt")]
+    pub updated_at: i64,
+    /// Epoch milliseconds when the run completed, or null while nonterminal.
+    #[serde(rename = "completedAt", deserialize_with = "crate::nullable::required")]
+    pub completed_at: Option<i64>,
+    /// Current phase identity, or null before any phase is entered.
+    #[serde(rename = "currentPhase", deserialize_with = "crate::nullable::required")]
+    pub current_phase: Option<FactoryCurrentPhase>,
+    /// Number of phases declared by the factory.
+    #[serde(rename = "declaredPhaseCount")]
+    pub declared_phase_count: u64,
+    /// Number of direct factory agents currently live.
+    #[serde(rename = "liveAgentCount")]
+    pub live_agent_count: u64,
+    /// Total direct factory agents spawned across all attempts.
+    #[serde(rename = "totalSpawnedAgentCount")]
+    pub total_spawned_agent_count: u64,
+    /// Durable resource consumption.
+    pub consumed: FactoryRunConsumed,
+    /// Resource ceilings declared by the factory.
+    #[serde(rename = "declaredLimits")]
+    pub declared_limits: FactoryDeclaredLimits,
+    /// Approved effective resource ceilings, or null until approved.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub approved: Option<FactoryDeclaredLimits>,
+    /// Epoch milliseconds when this live-overlay snapshot was observed.
+    #[serde(rename = "observedAt")]
+    pub observed_at: i64,
+    /// Epoch milliseconds when the current active segment started, or null while inactive.
+    #[serde(rename = "activeSegmentStartedAt", deserialize_with = "crate::nullable::required")]
+    pub active_segment_started_at: Option<i64>,
+    /// Terminal run outcome, or null while nonterminal.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub terminal: Option<FactoryRunTerminal>,
+    /// Whether the durable run state currently passes runtime resume eligibility checks.
+    #[serde(rename = "canResume")]
+    pub can_resume: bool,
+    /// Lifecycle and timing observations for each factory phase.
+    pub phases: Vec<FactoryPhaseObservation>,
+    /// Durable identities and live statuses for direct factory agents.
+    pub agents: Vec<FactoryAgentSummary>,
+    /// Bidirectional page of durable factory progress.
+    pub progress: FactoryProgressPage,
+}
+
+impl FactoryRunDetail {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(run_id: String, factory_name: String, description: String, status: FactoryRunStatus, revision: i64, created_at: i64, started_at: Option<i64>, updated_at: i64, completed_at: Option<i64>, current_phase: Option<FactoryCurrentPhase>, declared_phase_count: u64, live_agent_count: u64, total_spawned_agent_count: u64, consumed: FactoryRunConsumed, declared_limits: FactoryDeclaredLimits, approved: Option<FactoryDeclaredLimits>, observed_at: i64, active_segment_started_at: Option<i64>, terminal: Option<FactoryRunTerminal>, can_resume: bool, phases: Vec<FactoryPhaseObservation>, agents: Vec<FactoryAgentSummary>, progress: FactoryProgressPage) -> Self {
+        Self {
+            run_id,
+            factory_name,
+            description,
+            status,
+            revision,
+            created_at,
+            started_at,
+            updated_at,
+            completed_at,
+            current_phase,
+            declared_phase_count,
+            live_agent_count,
+            total_spawned_agent_count,
+            consumed,
+            declared_limits,
+            approved,
+            observed_at,
+            active_segment_started_at,
+            terminal,
+            can_resume,
+            phases,
+            agents,
+            progress,
+        }
+    }
+}
+
+/// Machine-readable factory run failure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type")]
+pub enum FactoryRunFailure {
+    #[serde(rename = "factory_limit_reached")]
+    FactoryLimitReached(FactoryRunFailureFactoryLimitReached),
+    #[serde(rename = "factory_resume_declined")]
+    FactoryResumeDeclined(FactoryRunFailureFactoryResumeDeclined),
+    #[serde(rename = "factory_durable_failure")]
+    FactoryDurableFailure(FactoryRunFailureFactoryDurableFailure),
+    /// The run stopped because its usage accounting could not be completed.
+    #[serde(rename = "factory_accounting_incomplete")]
+    FactoryAccountingIncomplete(FactoryRunFailureFactoryAccountingIncomplete),
+    /// The extension that owns the factory disconnected while the run was executing, so the host
+    /// halted it. The run's journaled subagent results are preserved so a resume can reuse them.
+    #[serde(rename = "factory_provider_disconnected")]
+    FactoryProviderDisconnected(FactoryRunFailureFactoryProviderDisconnected),
+}
+
+impl FactoryRunFailure {
+    /// The `type` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::FactoryLimitReached(_) => "factory_limit_reached",
+            Self::FactoryResumeDeclined(_) => "factory_resume_declined",
+            Self::FactoryDurableFailure(_) => "factory_durable_failure",
+            Self::FactoryAccountingIncomplete(_) => "factory_accounting_incomplete",
+            Self::FactoryProviderDisconnected(_) => "factory_provider_disconnected",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FactoryRunFailure {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "factory_limit_reached" => crate::tagged::variant(_rest).map(Self::FactoryLimitReached),
+            "factory_resume_declined" => crate::tagged::variant(_rest).map(Self::FactoryResumeDeclined),
+            "factory_durable_failure" => crate::tagged::variant(_rest).map(Self::FactoryDurableFailure),
+            "factory_accounting_incomplete" => crate::tagged::variant(_rest).map(Self::FactoryAccountingIncomplete),
+            "factory_provider_disconnected" => crate::tagged::variant(_rest).map(Self::FactoryProviderDisconnected),
+            other => Err(serde::de::Error::unknown_variant(other, &["factory_limit_reached", "factory_resume_declined", "factory_durable_failure", "factory_accounting_incomplete", "factory_provider_disconnected"])),
+        }
+    }
+}
+
+/// The run stopped because its usage accounting could not be completed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryRunFailureFactoryAccountingIncomplete {
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Confirmed usage in nano-AIU, representing the floor of what the run spent.
+    #[serde(rename = "drainedNanoAiu")]
+    pub drained_nano_aiu: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactoryRunFailureFactoryDurableFailure {
+    /// Stable failure code.
+    pub code: String,
+    /// Execution-critical durable operation that failed.
+    pub operation: FactoryDurableOperation,
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+}
+
+impl FactoryRunFailureFactoryDurableFailure {
+    /// The required fields; every optional one is `None`.
+    pub fn new(code: String, operation: FactoryDurableOperation, run_id: String) -> Self {
+        Self {
+            code,
+            operation,
+            run_id,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactoryRunFailureFactoryLimitReached {
+    /// Resource ceiling that stopped the run.
+    pub kind: FactoryRunFailureKind,
+    /// Approved effective ceiling that was reached.
+    pub value: f64,
+    /// Suggested larger ceiling when the runtime can derive one safely.
+    #[serde(rename = "suggestedValue", default, skip_serializing_if = "Option::is_none")]
+    pub suggested_value: Option<f64>,
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+}
+
+impl FactoryRunFailureFactoryLimitReached {
+    /// The required fields; every optional one is `None`.
+    pub fn new(kind: FactoryRunFailureKind, value: f64, run_id: String) -> Self {
+        Self {
+            kind,
+            value,
+            suggested_value: None,
+            run_id,
+        }
+    }
+}
+
+/// The extension that owns the factory disconnected while the run was executing, so the host halted
+/// it. The run's journaled subagent results are preserved so a resume can reuse them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryRunFailureFactoryProviderDisconnected {
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryRunFailureFactoryResumeDeclined {
+    /// Factory run identifier whose changed limits were declined.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Human-readable reason the resume did not proceed.
+    pub reason: String,
+}
+
+/// Cumulative resource ceiling that stopped a factory run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FactoryRunFailureKind {
+    /// The run admitted the approved maximum total number of subagents.
+    #[serde(rename = "maxTotalSubagents")]
+    MaxTotalSubagents,
+    /// The run reached the approved accumulated active-execution time in seconds.
+    #[serde(rename = "timeoutSeconds")]
+    TimeoutSeconds,
+    /// The run's settled subagent model usage exceeded the approved AI-credit ceiling, or no
+    /// headroom remained for another subagent.
+    #[serde(rename = "maxAiCredits")]
+    MaxAiCredits,
+}
+
+impl FactoryRunFailureKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::MaxTotalSubagents,
+        Self::TimeoutSeconds,
+        Self::MaxAiCredits,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::MaxTotalSubagents => "maxTotalSubagents",
+            Self::TimeoutSeconds => "timeoutSeconds",
+            Self::MaxAiCredits => "maxAiCredits",
+        }
+    }
+}
+
+impl std::fmt::Display for FactoryRunFailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Wire-only per-invocation factory resource ceiling overrides.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryRunLimits {
+    /// Maximum number of factory subagents that may run concurrently.
+    #[serde(rename = "maxConcurrentSubagents", default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_subagents: Option<u64>,
+    /// Maximum total number of factory subagents that may be admitted.
+    #[serde(rename = "maxTotalSubagents", default, skip_serializing_if = "Option::is_none")]
+    pub max_total_subagents: Option<u64>,
+    /// Maximum accumulated active-execution time in seconds. Active execution includes the entire
+    /// extension body, subprocess waits, queued-agent waits, and sleeps; time between resumed
+    /// attempts is not counted.
+    #[serde(rename = "timeoutSeconds", default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+    /// Maximum AI credits consumed by factory subagents and their descendants. The post-paid
+    /// ceiling is soft: parallel turns can settle beyond it before the run stops.
+    #[serde(rename = "maxAiCredits", default, skip_serializing_if = "Option::is_none")]
+    pub max_ai_credits: Option<f64>,
+}
+
+/// Complete current or terminal factory run envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactoryRunResult {
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// One-based execution attempt represented by this envelope. Absent before the first attempt
+    /// starts or when returned by an older runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u64>,
+    /// Current or terminal factory run status.
+    pub status: FactoryRunStatus,
+    /// Completed factory result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    /// Error message for an errored run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Machine-readable failure details for a halted or errored run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FactoryRunFailure>,
+    /// Reason for a halted or cancelled run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Partial journal and progress snapshot for a halted, cancelled, or errored run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<serde_json::Value>,
+    /// Structured pause initiator metadata for a paused attempt.
+    #[serde(rename = "pauseInfo", default, skip_serializing_if = "Option::is_none")]
+    pub pause_info: Option<FactoryPauseInfo>,
+}
+
+impl FactoryRunResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(run_id: String, status: FactoryRunStatus) -> Self {
+        Self {
+            run_id,
+            attempt: None,
+            status,
+            result: None,
+            error: None,
+            failure: None,
+            reason: None,
+            snapshot: None,
+            pause_info: None,
+        }
+    }
+}
+
+/// Ephemeral signal that a factory run reached a terminal status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactoryRunSettledData {
+    /// Identifier of the factory run that settled.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Terminal status the run committed.
+    pub status: FactoryRunSettledStatus,
+    /// Subagents this run consumed against its limits.
+    #[serde(rename = "consumedSubagents")]
+    pub consumed_subagents: u64,
+    /// AI credits this run consumed, in nano-AIU.
+    #[serde(rename = "consumedNanoAiu")]
+    pub consumed_nano_aiu: u64,
+    /// Active milliseconds accumulated across every attempt of this run.
+    #[serde(rename = "elapsedMs")]
+    pub elapsed_ms: u64,
+    /// Typed failure class recorded on the run, when it failed with one (e.g.
+    /// `factory_limit_reached`).
+    #[serde(rename = "failureType", default, skip_serializing_if = "Option::is_none")]
+    pub failure_type: Option<String>,
+}
+
+impl FactoryRunSettledData {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(run_id: String, status: FactoryRunSettledStatus, consumed_subagents: u64, consumed_nano_aiu: u64, elapsed_ms: u64) -> Self {
+        Self {
+            run_id,
+            status,
+            consumed_subagents,
+            consumed_nano_aiu,
+            elapsed_ms,
+            failure_type: None,
+        }
+    }
+}
+
+/// Terminal status a factory run committed. A settled run is never `pending` or `running`, so those
+/// two members of the run-status domain are deliberately absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FactoryRunSettledStatus {
+    /// The factory body resolved and its result was committed.
+    #[serde(rename = "completed")]
+    Completed,
+    /// The run was stopped by a limit, an approval refusal or another policy decision.
+    #[serde(rename = "halted")]
+    Halted,
+    /// The attempt paused intentionally while preserving resumable run state.
+    #[serde(rename = "paused")]
+    Paused,
+    /// The run was cancelled by its caller or by session disposal.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// The run failed, with `failureType` carrying the class when it has one.
+    #[serde(rename = "error")]
+    Error,
+}
+
+impl FactoryRunSettledStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Completed,
+        Self::Halted,
+        Self::Paused,
+        Self::Cancelled,
+        Self::Error,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Halted => "halted",
+            Self::Paused => "paused",
+            Self::Cancelled => "cancelled",
+            Self::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for FactoryRunSettledStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Ephemeral signal that a factory run attempt began executing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryRunStartedData {
+    /// Identifier of the factory run that started.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Name of the factory this run executes. Low cardinality by construction.
+    #[serde(rename = "factoryName")]
+    pub factory_name: String,
+    /// Attempt number this start committed; a resumed run increments it.
+    pub attempt: u64,
+}
+
+/// Current or terminal state of a factory run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FactoryRunStatus {
+    /// The run was minted and is awaiting approval.
+    #[serde(rename = "pending")]
+    Pending,
+    /// The run is executing.
+    #[serde(rename = "running")]
+    Running,
+    /// The run completed successfully.
+    #[serde(rename = "completed")]
+    Completed,
+    /// The run was interrupted while resource budget remained.
+    #[serde(rename = "halted")]
+    Halted,
+    /// The current attempt stopped intentionally and the run may be resumed.
+    #[serde(rename = "paused")]
+    Paused,
+    /// The run was cancelled before completion.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// The factory body failed or reached a cumulative resource ceiling.
+    #[serde(rename = "error")]
+    Error,
+}
+
+impl FactoryRunStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Pending,
+        Self::Running,
+        Self::Completed,
+        Self::Halted,
+        Self::Paused,
+        Self::Cancelled,
+        Self::Error,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Halted => "halted",
+            Self::Paused => "paused",
+            Self::Cancelled => "cancelled",
+            Self::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for FactoryRunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Durable factory run summary with read-time live overlays.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactoryRunSummary {
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Registered factory name.
+    #[serde(rename = "factoryName")]
+    pub factory_name: String,
+    /// Human-readable factory description.
+    pub description: String,
+    /// Current factory run status.
+    pub status: FactoryRunStatus,
+    /// Monotonic durable run revision.
+    pub revision: i64,
+    /// Epoch milliseconds when the run was created.
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+    /// Epoch milliseconds when execution first started, or null before start.
+    #[serde(rename = "startedAt", deserialize_with = "crate::nullable::required")]
+    pub started_at: Option<i64>,
+    /// Epoch milliseconds when the durable run was last updated.
+    #[serde(rename = "updatedAt")]
+    pub updated_at: i64,
+    /// Epoch milliseconds when the run completed, or null while nonterminal.
+    #[serde(rename = "completedAt", deserialize_with = "crate::nullable::required")]
+    pub completed_at: Option<i64>,
+    /// Current phase identity, or null before any phase is entered.
+    #[serde(rename = "currentPhase", deserialize_with = "crate::nullable::required")]
+    pub current_phase: Option<FactoryCurrentPhase>,
+    /// Number of phases declared by the factory.
+    #[serde(rename = "declaredPhaseCount")]
+    pub declared_phase_count: u64,
+    /// Number of direct factory agents currently live.
+    #[serde(rename = "liveAgentCount")]
+    pub live_agent_count: u64,
+    /// Total direct factory agents spawned across all attempts.
+    #[serde(rename = "totalSpawnedAgentCount")]
+    pub total_spawned_agent_count: u64,
+    /// Durable resource consumption.
+    pub consumed: FactoryRunConsumed,
+    /// Resource ceilings declared by the factory.
+    #[serde(rename = "declaredLimits")]
+    pub declared_limits: FactoryDeclaredLimits,
+    /// Approved effective resource ceilings, or null until approved.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub approved: Option<FactoryDeclaredLimits>,
+    /// Epoch milliseconds when this live-overlay snapshot was observed.
+    #[serde(rename = "observedAt")]
+    pub observed_at: i64,
+    /// Epoch milliseconds when the current active segment started, or null while inactive.
+    #[serde(rename = "activeSegmentStartedAt", deserialize_with = "crate::nullable::required")]
+    pub active_segment_started_at: Option<i64>,
+    /// Terminal run outcome, or null while nonterminal.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub terminal: Option<FactoryRunTerminal>,
+    /// Whether the durable run state currently passes runtime resume eligibility checks.
+    #[serde(rename = "canResume")]
+    pub can_resume: bool,
+}
+
+impl FactoryRunSummary {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(run_id: String, factory_name: String, description: String, status: FactoryRunStatus, revision: i64, created_at: i64, started_at: Option<i64>, updated_at: i64, completed_at: Option<i64>, current_phase: Option<FactoryCurrentPhase>, declared_phase_count: u64, live_agent_count: u64, total_spawned_agent_count: u64, consumed: FactoryRunConsumed, declared_limits: FactoryDeclaredLimits, approved: Option<FactoryDeclaredLimits>, observed_at: i64, active_segment_started_at: Option<i64>, terminal: Option<FactoryRunTerminal>, can_resume: bool) -> Self {
+        Self {
+            run_id,
+            factory_name,
+            description,
+            status,
+            revision,
+            created_at,
+            started_at,
+            updated_at,
+            completed_at,
+            current_phase,
+            declared_phase_count,
+            live_agent_count,
+            total_spawned_agent_count,
+            consumed,
+            declared_limits,
+            approved,
+            observed_at,
+            active_segment_started_at,
+            terminal,
+            can_resume,
+        }
+    }
+}
+
+/// Prompt-safe terminal factory outcome.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryRunTerminal {
+    /// Human-readable terminal reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Machine-readable terminal failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FactoryRunFailure>,
+    /// Human-readable terminal error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Prompt-safe preview of the completed result.
+    #[serde(rename = "resultPreview", default, skip_serializing_if = "Option::is_none")]
+    pub result_preview: Option<String>,
+    /// Pause initiator metadata, or null when the run did not pause.
+    #[serde(rename = "pauseInfo", deserialize_with = "crate::nullable::required")]
+    pub pause_info: Option<FactoryPauseInfo>,
+}
+
+/// Ephemeral invalidation signal for a changed factory run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FactoryRunUpdatedData {
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Monotonic revision now available for the run.
+    pub revision: u64,
 }
 
 /// Content filtering mode to apply to all tools, or a map of tool name to content filtering mode.
@@ -17471,6 +18614,23 @@ pub struct ResumeData {
     pub continue_pending_work: Option<bool>,
 }
 
+/// Options controlling factory invocation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunOptions {
+    /// Per-invocation resource ceiling overrides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<FactoryRunLimits>,
+    /// Whether to notify the originating session when the factory completes.
+    #[serde(rename = "notifyOnComplete", default, skip_serializing_if = "Option::is_none")]
+    pub notify_on_complete: Option<bool>,
+    /// Whether to emit factory phase names to the session transcript.
+    #[serde(rename = "logPhaseNames", default, skip_serializing_if = "Option::is_none")]
+    pub log_phase_names: Option<bool>,
+    /// Run identifier whose journal and progress should seed this resumed run.
+    #[serde(rename = "resumeFromRunId", default, skip_serializing_if = "Option::is_none")]
+    pub resume_from_run_id: Option<String>,
+}
+
 /// The stored sandbox settings to resolve against the defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SandboxApplyDefaultsRequest {
@@ -20302,6 +21462,194 @@ pub struct SessionExtensionsSendAttachmentsToMessageParams {
     /// Attachments to push into the next user-message turn. extension_context entries take the slim
     /// shape; standard variants take their full AttachmentSchema shape.
     pub attachments: Vec<PushAttachment>,
+}
+
+/// Parameters for one factory-scoped subagent call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFactoryAgentParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Factory run identifier that owns the subagent.
+    #[serde(rename = "factoryRunId")]
+    pub factory_run_id: String,
+    /// Opaque token identifying the current factory execution attempt.
+    #[serde(rename = "executionToken")]
+    pub execution_token: String,
+    /// Prompt to send to the subagent.
+    pub prompt: String,
+    /// Subagent execution options.
+    pub opts: FactoryAgentOptions,
+}
+
+/// Parameters for cancelling a factory run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFactoryCancelParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+}
+
+/// Parameters for retrieving a factory run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFactoryGetRunDetailParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+}
+
+/// Parameters for retrieving a factory run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFactoryGetRunParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+}
+
+/// Parameters for paging factory progress.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFactoryGetRunProgressParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Optional phase identifier used to scope records and cursors.
+    #[serde(rename = "phaseId", default, skip_serializing_if = "Option::is_none")]
+    pub phase_id: Option<String>,
+    /// Exclusive forward cursor.
+    #[serde(rename = "afterSeq", default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<i64>,
+    /// Exclusive backward cursor.
+    #[serde(rename = "beforeSeq", default, skip_serializing_if = "Option::is_none")]
+    pub before_seq: Option<i64>,
+    /// Maximum records to return. Defaults to 200 and is capped at 500.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+/// Parameters for reading a factory journal entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFactoryJournalGetParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Opaque token identifying the current factory execution attempt.
+    #[serde(rename = "executionToken")]
+    pub execution_token: String,
+    /// Namespaced journal key.
+    pub key: String,
+}
+
+/// Parameters for storing a factory journal entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFactoryJournalPutParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Opaque token identifying the current factory execution attempt.
+    #[serde(rename = "executionToken")]
+    pub execution_token: String,
+    /// Namespaced journal key.
+    pub key: String,
+    /// JSON result to memoize.
+    #[serde(rename = "resultJson")]
+    pub result_json: serde_json::Value,
+}
+
+/// Parameters for paging factory runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFactoryListRunsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Exclusive forward cursor.
+    #[serde(rename = "afterSeq", default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<i64>,
+    /// Exclusive backward cursor.
+    #[serde(rename = "beforeSeq", default, skip_serializing_if = "Option::is_none")]
+    pub before_seq: Option<i64>,
+    /// Maximum terminal runs to return. Defaults to 200 and is capped at 500.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+/// Parameters for recording factory progress.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFactoryLogParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Opaque token identifying the current factory execution attempt.
+    #[serde(rename = "executionToken")]
+    pub execution_token: String,
+    /// Ordered progress lines to append.
+    pub lines: Vec<FactoryLogLine>,
+}
+
+/// Parameters for pausing a running factory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFactoryPauseParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+}
+
+/// Parameters for resuming a factory run from its persisted identity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFactoryResumeParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Factory run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Optional per-invocation resource ceiling overrides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<FactoryRunLimits>,
+    /// Whether to notify the originating session when the factory completes.
+    #[serde(rename = "notifyOnComplete", default, skip_serializing_if = "Option::is_none")]
+    pub notify_on_complete: Option<bool>,
+    /// Whether to emit factory phase names to the session transcript.
+    #[serde(rename = "logPhaseNames", default, skip_serializing_if = "Option::is_none")]
+    pub log_phase_names: Option<bool>,
+}
+
+/// Parameters for invoking a registered factory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFactoryRunParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Registered factory name.
+    pub name: String,
+    /// Factory input value.
+    pub args: serde_json::Value,
+    /// Factory invocation options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<RunOptions>,
 }
 
 /// Parameters for starting fleet orchestration: an optional user prompt combined with the fleet
@@ -24131,6 +25479,194 @@ impl std::fmt::Display for SessionVisibilityStatus {
     }
 }
 
+/// Parameters for one workflow-scoped subagent call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkflowAgentParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Workflow run identifier that owns the subagent.
+    #[serde(rename = "workflowRunId")]
+    pub workflow_run_id: String,
+    /// Opaque token identifying the current workflow execution attempt.
+    #[serde(rename = "executionToken")]
+    pub execution_token: String,
+    /// Prompt to send to the subagent.
+    pub prompt: String,
+    /// Subagent execution options.
+    pub opts: WorkflowAgentOptions,
+}
+
+/// Parameters for cancelling a workflow run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkflowCancelParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+}
+
+/// Parameters for retrieving a workflow run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkflowGetRunDetailParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+}
+
+/// Parameters for retrieving a workflow run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkflowGetRunParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+}
+
+/// Parameters for paging workflow progress.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkflowGetRunProgressParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Optional phase identifier used to scope records and cursors.
+    #[serde(rename = "phaseId", default, skip_serializing_if = "Option::is_none")]
+    pub phase_id: Option<String>,
+    /// Exclusive forward cursor.
+    #[serde(rename = "afterSeq", default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<i64>,
+    /// Exclusive backward cursor.
+    #[serde(rename = "beforeSeq", default, skip_serializing_if = "Option::is_none")]
+    pub before_seq: Option<i64>,
+    /// Maximum records to return. Defaults to 200 and is capped at 500.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+/// Parameters for reading a workflow journal entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkflowJournalGetParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Opaque token identifying the current workflow execution attempt.
+    #[serde(rename = "executionToken")]
+    pub execution_token: String,
+    /// Namespaced journal key.
+    pub key: String,
+}
+
+/// Parameters for storing a workflow journal entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkflowJournalPutParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Opaque token identifying the current workflow execution attempt.
+    #[serde(rename = "executionToken")]
+    pub execution_token: String,
+    /// Namespaced journal key.
+    pub key: String,
+    /// JSON result to memoize.
+    #[serde(rename = "resultJson")]
+    pub result_json: serde_json::Value,
+}
+
+/// Parameters for paging workflow runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkflowListRunsParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Exclusive forward cursor.
+    #[serde(rename = "afterSeq", default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<i64>,
+    /// Exclusive backward cursor.
+    #[serde(rename = "beforeSeq", default, skip_serializing_if = "Option::is_none")]
+    pub before_seq: Option<i64>,
+    /// Maximum terminal runs to return. Defaults to 200 and is capped at 500.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+/// Parameters for recording workflow progress.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkflowLogParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Opaque token identifying the current workflow execution attempt.
+    #[serde(rename = "executionToken")]
+    pub execution_token: String,
+    /// Ordered progress lines to append.
+    pub lines: Vec<WorkflowLogLine>,
+}
+
+/// Parameters for pausing a running workflow.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkflowPauseParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+}
+
+/// Parameters for resuming a workflow run from its persisted identity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkflowResumeParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Optional per-invocation resource ceiling overrides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<WorkflowRunLimits>,
+    /// Whether to notify the originating session when the workflow completes.
+    #[serde(rename = "notifyOnComplete", default, skip_serializing_if = "Option::is_none")]
+    pub notify_on_complete: Option<bool>,
+    /// Whether to emit workflow phase names to the session transcript.
+    #[serde(rename = "logPhaseNames", default, skip_serializing_if = "Option::is_none")]
+    pub log_phase_names: Option<bool>,
+}
+
+/// Parameters for invoking a registered workflow.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionWorkflowRunParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Registered workflow name.
+    pub name: String,
+    /// Workflow input value.
+    pub args: serde_json::Value,
+    /// Workflow invocation options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<WorkflowRunOptions>,
+}
+
 /// Updated working directory and git context. Emitted as the new payload of
 /// `session.context_changed`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -26715,6 +28251,9 @@ pub struct SubagentStartedData {
     /// Whether the sub-agent runs synchronously or in the background.
     #[serde(rename = "executionMode", default, skip_serializing_if = "Option::is_none")]
     pub execution_mode: Option<String>,
+    /// Root id of the workflow run that spawned this sub-agent, when it was spawned by one.
+    #[serde(rename = "workflowRunId", default, skip_serializing_if = "Option::is_none")]
+    pub workflow_run_id: Option<String>,
 }
 
 /// Where the model input for a task-tool sub-agent came from.
@@ -30025,6 +31564,1166 @@ pub struct WarningData {
     pub remediation: Option<RemediationAction>,
 }
 
+/// Parameters for cooperatively aborting a workflow body.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowAbortParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Opaque token identifying the execution attempt to abort.
+    #[serde(rename = "executionToken")]
+    pub execution_token: String,
+}
+
+/// Acknowledgement that a workflow request was accepted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowAckResult {}
+
+/// Options for one workflow-scoped subagent call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowAgentOptions {
+    /// Optional label distinguishing otherwise identical memoized agent calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Optional JSON Schema for structured agent output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<serde_json::Value>,
+    /// Optional model identifier for the subagent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Optional reasoning effort override for the subagent.
+    #[serde(rename = "reasoningEffort", default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Optional context tier override for the subagent.
+    #[serde(rename = "contextTier", default, skip_serializing_if = "Option::is_none")]
+    pub context_tier: Option<ContextTier>,
+    /// Optional built-in or custom agent name whose definition configures the subagent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+/// Result of one workflow-scoped subagent call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowAgentResult {
+    /// Agent result, omitted when the agent produced no result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+}
+
+/// Prompt-safe durable identity and live status for a direct workflow agent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowAgentSummary {
+    /// Stable direct-agent identifier.
+    #[serde(rename = "agentId")]
+    pub agent_id: String,
+    /// Tool-call identifier that launched the agent.
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: String,
+    /// Owning workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Phase identifier active when the agent was launched, or null.
+    #[serde(rename = "phaseId", deserialize_with = "crate::nullable::required")]
+    pub phase_id: Option<String>,
+    /// Friendly, non-unique name intended for display
+    pub label: String,
+    /// Friendly, non-unique name intended for display
+    #[serde(rename = "displayName", default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Registered agent type.
+    #[serde(rename = "agentType")]
+    pub agent_type: String,
+    /// Current durable or live agent status.
+    pub status: String,
+    /// Model requested when the agent was launched.
+    #[serde(rename = "requestedModel", default, skip_serializing_if = "Option::is_none")]
+    pub requested_model: Option<String>,
+    /// Concrete model resolved for the agent.
+    #[serde(rename = "resolvedModel", default, skip_serializing_if = "Option::is_none")]
+    pub resolved_model: Option<String>,
+    /// Epoch milliseconds when the agent started.
+    #[serde(rename = "startedAt", default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    /// Epoch milliseconds when the agent completed.
+    #[serde(rename = "completedAt", default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<i64>,
+    /// Accumulated active agent time in milliseconds.
+    #[serde(rename = "activeMs")]
+    pub active_ms: i64,
+    /// Prompt-safe live activity text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<String>,
+}
+
+/// Current workflow phase identity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowCurrentPhase {
+    /// Current phase identifier.
+    pub id: String,
+    /// Zero-based declared phase ordinal, or null for an undeclared phase.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub ordinal: Option<u64>,
+}
+
+/// Declared or approved workflow resource ceilings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowDeclaredLimits {
+    /// Maximum concurrently active subagents.
+    #[serde(rename = "maxConcurrentSubagents", default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_subagents: Option<u64>,
+    /// Maximum total subagents spawned by the run.
+    #[serde(rename = "maxTotalSubagents", default, skip_serializing_if = "Option::is_none")]
+    pub max_total_subagents: Option<u64>,
+    /// Maximum accumulated active execution time in seconds.
+    #[serde(rename = "timeoutSeconds", default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+    /// Maximum AI credits consumed by subagents and descendants.
+    #[serde(rename = "maxAiCredits", default, skip_serializing_if = "Option::is_none")]
+    pub max_ai_credits: Option<f64>,
+}
+
+/// Execution-critical workflow storage operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WorkflowDurableOperation {
+    /// Creating the durable run and declared phases.
+    #[serde(rename = "createRun")]
+    CreateRun,
+    /// Persisting the transition to running.
+    #[serde(rename = "markRunStarted")]
+    MarkRunStarted,
+    /// Persisting the terminal run envelope.
+    #[serde(rename = "finishRun")]
+    FinishRun,
+    /// Persisting subagent admission accounting.
+    #[serde(rename = "reserveAgent")]
+    ReserveAgent,
+    /// Rolling back an uncommitted subagent admission.
+    #[serde(rename = "releaseAgent")]
+    ReleaseAgent,
+    /// Persisting an idempotent model-usage charge.
+    #[serde(rename = "chargeCredit")]
+    ChargeCredit,
+    /// Persisting active execution time.
+    #[serde(rename = "addElapsed")]
+    AddElapsed,
+    /// Reading the authoritative AI-credit total.
+    #[serde(rename = "reconcileCreditTotal")]
+    ReconcileCreditTotal,
+    /// Reading a journal entry without treating storage failure as a cache miss.
+    #[serde(rename = "journalGet")]
+    JournalGet,
+    /// Persisting a journal entry before reporting success.
+    #[serde(rename = "journalPut")]
+    JournalPut,
+    /// Renewing the durable owner lease that proves this process still owns the run.
+    #[serde(rename = "refreshLease")]
+    RefreshLease,
+}
+
+impl WorkflowDurableOperation {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::CreateRun,
+        Self::MarkRunStarted,
+        Self::FinishRun,
+        Self::ReserveAgent,
+        Self::ReleaseAgent,
+        Self::ChargeCredit,
+        Self::AddElapsed,
+        Self::ReconcileCreditTotal,
+        Self::JournalGet,
+        Self::JournalPut,
+        Self::RefreshLease,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::CreateRun => "createRun",
+            Self::MarkRunStarted => "markRunStarted",
+            Self::FinishRun => "finishRun",
+            Self::ReserveAgent => "reserveAgent",
+            Self::ReleaseAgent => "releaseAgent",
+            Self::ChargeCredit => "chargeCredit",
+            Self::AddElapsed => "addElapsed",
+            Self::ReconcileCreditTotal => "reconcileCreditTotal",
+            Self::JournalGet => "journalGet",
+            Self::JournalPut => "journalPut",
+            Self::RefreshLease => "refreshLease",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkflowDurableOperation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parameters sent to the owning extension to execute a workflow closure.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowExecuteParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Registered workflow name.
+    pub name: String,
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Opaque token identifying this workflow execution attempt.
+    #[serde(rename = "executionToken")]
+    pub execution_token: String,
+    /// Workflow input value.
+    pub args: serde_json::Value,
+}
+
+/// Result returned by an extension workflow closure.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowExecuteResult {
+    /// Workflow result value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+}
+
+/// Result of reading a workflow journal entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowJournalGetResult {
+    /// Whether the journal contained the requested key.
+    pub hit: bool,
+    /// Cached JSON result. The hit field distinguishes a cached JSON null from a miss.
+    #[serde(rename = "resultJson", default, skip_serializing_if = "Option::is_none")]
+    pub result_json: Option<serde_json::Value>,
+}
+
+/// A page of workflow runs in durable creation order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowListRunsResult {
+    /// Workflow run summaries in durable creation order.
+    pub runs: Vec<WorkflowRunSummary>,
+    /// Oldest terminal-run cursor in this page, or null when the terminal window is empty.
+    #[serde(rename = "oldestSeq", default, skip_serializing_if = "Option::is_none")]
+    pub oldest_seq: Option<i64>,
+    /// Newest terminal-run cursor in this page, or null when the terminal window is empty.
+    #[serde(rename = "newestSeq", default, skip_serializing_if = "Option::is_none")]
+    pub newest_seq: Option<i64>,
+    /// Whether terminal runs newer than this page exist.
+    #[serde(rename = "hasMoreNewer", default, skip_serializing_if = "Option::is_none")]
+    pub has_more_newer: Option<bool>,
+    /// Number of terminal runs older than this page.
+    #[serde(rename = "omittedOlder", default, skip_serializing_if = "Option::is_none")]
+    pub omitted_older: Option<u64>,
+}
+
+/// One ordered workflow progress line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowLogLine {
+    /// Monotonic sequence number within the workflow run.
+    pub seq: u64,
+    /// Progress line kind.
+    pub kind: WorkflowLogLineKind,
+    /// Progress text.
+    pub text: String,
+}
+
+impl WorkflowLogLine {
+    /// The required fields; every optional one is `None`.
+    pub fn new(seq: u64, kind: WorkflowLogLineKind, text: String) -> Self {
+        Self {
+            seq,
+            kind,
+            text,
+        }
+    }
+}
+
+/// Kind of workflow progress line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WorkflowLogLineKind {
+    /// A narrator log line.
+    #[serde(rename = "log")]
+    Log,
+    /// A named workflow phase marker.
+    #[serde(rename = "phase")]
+    Phase,
+}
+
+impl WorkflowLogLineKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Log, Self::Phase];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Log => "log",
+            Self::Phase => "phase",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkflowLogLineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Durable metadata describing who initiated a workflow pause.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type")]
+pub enum WorkflowPauseInfo {
+    #[serde(rename = "user")]
+    User,
+    #[serde(rename = "checkpoint")]
+    Checkpoint(WorkflowPauseInfoCheckpoint),
+}
+
+impl WorkflowPauseInfo {
+    /// The `type` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Checkpoint(_) => "checkpoint",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for WorkflowPauseInfo {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "user" => Ok(Self::User),
+            "checkpoint" => crate::tagged::variant(_rest).map(Self::Checkpoint),
+            other => Err(serde::de::Error::unknown_variant(other, &["user", "checkpoint"])),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowPauseInfoCheckpoint {
+    /// Stable author-defined checkpoint key that initiated the pause.
+    pub key: String,
+}
+
+/// Durable lifecycle and timing for one workflow phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowPhaseObservation {
+    /// Phase identifier.
+    pub id: String,
+    /// Zero-based declared phase ordinal, or null for an undeclared phase.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub ordinal: Option<u64>,
+    /// Human-readable phase title.
+    pub title: String,
+    /// Optional human-readable phase detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Derived lifecycle state of the phase.
+    pub status: WorkflowPhaseStatus,
+    /// Most recent run attempt that entered this phase, or `0` if the phase has never been entered.
+    #[serde(rename = "lastEnteredRunAttempt")]
+    pub last_entered_run_attempt: u64,
+    /// Number of times execution entered this phase.
+    #[serde(rename = "entryCount")]
+    pub entry_count: u64,
+    /// Epoch milliseconds when this phase first started; for a skipped phase, the synthetic skip
+    /// timestamp (equal to `completedAt`).
+    #[serde(rename = "startedAt", default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    /// Epoch milliseconds when this phase completed; for a skipped phase, the synthetic skip
+    /// timestamp (equal to `startedAt`).
+    #[serde(rename = "completedAt", default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<i64>,
+    /// Completed active time accumulated by this phase in milliseconds.
+    #[serde(rename = "accumulatedActiveMs")]
+    pub accumulated_active_ms: i64,
+    /// Current live active time for this phase in milliseconds.
+    #[serde(rename = "currentActiveMs")]
+    pub current_active_ms: i64,
+    /// Total direct agents associated with this phase.
+    #[serde(rename = "totalAgentCount")]
+    pub total_agent_count: u64,
+    /// Direct agents in this phase that are currently live.
+    #[serde(rename = "liveAgentCount")]
+    pub live_agent_count: u64,
+}
+
+impl WorkflowPhaseObservation {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(id: String, ordinal: Option<u64>, title: String, status: WorkflowPhaseStatus, last_entered_run_attempt: u64, entry_count: u64, accumulated_active_ms: i64, current_active_ms: i64, total_agent_count: u64, live_agent_count: u64) -> Self {
+        Self {
+            id,
+            ordinal,
+            title,
+            detail: None,
+            status,
+            last_entered_run_attempt,
+            entry_count,
+            started_at: None,
+            completed_at: None,
+            accumulated_active_ms,
+            current_active_ms,
+            total_agent_count,
+            live_agent_count,
+        }
+    }
+}
+
+/// Derived lifecycle state of a workflow phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WorkflowPhaseStatus {
+    /// The phase has not been entered yet.
+    #[serde(rename = "pending")]
+    Pending,
+    /// The phase is currently entered and accumulating active time.
+    #[serde(rename = "active")]
+    Active,
+    /// The phase was entered and has since been closed.
+    #[serde(rename = "completed")]
+    Completed,
+    /// The phase was never entered because a later phase was entered or the run reached a terminal
+    /// state.
+    #[serde(rename = "skipped")]
+    Skipped,
+}
+
+impl WorkflowPhaseStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::Pending, Self::Active, Self::Completed, Self::Skipped];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Active => "active",
+            Self::Completed => "completed",
+            Self::Skipped => "skipped",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkflowPhaseStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One durable workflow progress record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowProgressLine {
+    /// Global monotonic sequence number within the run.
+    pub seq: u64,
+    /// Resume attempt that emitted this record.
+    pub attempt: u64,
+    /// Phase active when the record was emitted, or null before any phase.
+    #[serde(rename = "phaseId", deserialize_with = "crate::nullable::required")]
+    pub phase_id: Option<String>,
+    /// Epoch milliseconds when the record was persisted.
+    #[serde(rename = "recordedAt")]
+    pub recorded_at: i64,
+    /// Progress record kind.
+    pub kind: WorkflowLogLineKind,
+    /// Prompt-safe progress text.
+    pub text: String,
+}
+
+impl WorkflowProgressLine {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(seq: u64, attempt: u64, phase_id: Option<String>, recorded_at: i64, kind: WorkflowLogLineKind, text: String) -> Self {
+        Self {
+            seq,
+            attempt,
+            phase_id,
+            recorded_at,
+            kind,
+            text,
+        }
+    }
+}
+
+/// A bidirectional page of workflow progress.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowProgressPage {
+    /// Progress records in sequence order.
+    pub records: Vec<WorkflowProgressLine>,
+    /// Oldest sequence number in this page, or null when empty.
+    #[serde(rename = "oldestSeq", deserialize_with = "crate::nullable::required")]
+    pub oldest_seq: Option<i64>,
+    /// Newest sequence number in this page, or null when empty.
+    #[serde(rename = "newestSeq", deserialize_with = "crate::nullable::required")]
+    pub newest_seq: Option<i64>,
+    /// Whether progress records older than this page exist.
+    #[serde(rename = "hasMoreOlder")]
+    pub has_more_older: bool,
+    /// Whether progress records newer than this page exist.
+    #[serde(rename = "hasMoreNewer")]
+    pub has_more_newer: bool,
+    /// Run revision reflected by this page.
+    pub revision: u64,
+}
+
+/// Resolved persisted workflow identity and resumed run envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowResumeResult {
+    /// Persisted workflow name resolved for the resumed run.
+    #[serde(rename = "workflowName")]
+    pub workflow_name: String,
+    /// Terminal resumed run envelope.
+    pub run: WorkflowRunResult,
+}
+
+impl WorkflowResumeResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(workflow_name: String, run: WorkflowRunResult) -> Self {
+        Self {
+            workflow_name,
+            run,
+        }
+    }
+}
+
+/// Durable workflow resource consumption.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunConsumed {
+    /// Accumulated active execution time in milliseconds.
+    #[serde(rename = "activeMs")]
+    pub active_ms: i64,
+    /// Total subagents spawned by the run.
+    pub subagents: u64,
+    /// AI usage consumed by the run in nano-AIU.
+    #[serde(rename = "nanoAiu")]
+    pub nano_aiu: i64,
+}
+
+/// Full workflow run observability detail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunDetail {
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Registered workflow name.
+    #[serde(rename = "workflowName")]
+    pub workflow_name: String,
+    /// Human-readable workflow description.
+    pub description: String,
+    /// Current workflow run status.
+    pub status: WorkflowRunStatus,
+    /// Monotonic durable run revision.
+    pub revision: i64,
+    /// Epoch milliseconds when the run was created.
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+    /// Epoch milliseconds when execution first started, or null before start.
+    #[serde(rename = "startedAt", deserialize_with = "crate::nullable::required")]
+    pub started_at: Option<i64>,
+    /// Epoch milliseconds when the durable run was last updated.
+    #[serde(rename = "updatedAt")]
+    pub updated_at: i64,
+    /// Epoch milliseconds when the run completed, or null while nonterminal.
+    #[serde(rename = "completedAt", deserialize_with = "crate::nullable::required")]
+    pub completed_at: Option<i64>,
+    /// Current phase identity, or null before any phase is entered.
+    #[serde(rename = "currentPhase", deserialize_with = "crate::nullable::required")]
+    pub current_phase: Option<WorkflowCurrentPhase>,
+    /// Number of phases declared by the workflow.
+    #[serde(rename = "declaredPhaseCount")]
+    pub declared_phase_count: u64,
+    /// Number of direct workflow agents currently live.
+    #[serde(rename = "liveAgentCount")]
+    pub live_agent_count: u64,
+    /// Total direct workflow agents spawned across all attempts.
+    #[serde(rename = "totalSpawnedAgentCount")]
+    pub total_spawned_agent_count: u64,
+    /// Durable resource consumption.
+    pub consumed: WorkflowRunConsumed,
+    /// Resource ceilings declared by the workflow.
+    #[serde(rename = "declaredLimits")]
+    pub declared_limits: WorkflowDeclaredLimits,
+    /// Approved effective resource ceilings, or null until approved.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub approved: Option<WorkflowDeclaredLimits>,
+    /// Epoch milliseconds when this live-overlay snapshot was observed.
+    #[serde(rename = "observedAt")]
+    pub observed_at: i64,
+    /// Epoch milliseconds when the current active segment started, or null while inactive.
+    #[serde(rename = "activeSegmentStartedAt", deserialize_with = "crate::nullable::required")]
+    pub active_segment_started_at: Option<i64>,
+    /// Terminal run outcome, or null while nonterminal.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub terminal: Option<WorkflowRunTerminal>,
+    /// Whether the durable run state currently passes runtime resume eligibility checks.
+    #[serde(rename = "canResume")]
+    pub can_resume: bool,
+    /// Lifecycle and timing observations for each workflow phase.
+    pub phases: Vec<WorkflowPhaseObservation>,
+    /// Durable identities and live statuses for direct workflow agents.
+    pub agents: Vec<WorkflowAgentSummary>,
+    /// Bidirectional page of durable workflow progress.
+    pub progress: WorkflowProgressPage,
+}
+
+impl WorkflowRunDetail {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(run_id: String, workflow_name: String, description: String, status: WorkflowRunStatus, revision: i64, created_at: i64, started_at: Option<i64>, updated_at: i64, completed_at: Option<i64>, current_phase: Option<WorkflowCurrentPhase>, declared_phase_count: u64, live_agent_count: u64, total_spawned_agent_count: u64, consumed: WorkflowRunConsumed, declared_limits: WorkflowDeclaredLimits, approved: Option<WorkflowDeclaredLimits>, observed_at: i64, active_segment_started_at: Option<i64>, terminal: Option<WorkflowRunTerminal>, can_resume: bool, phases: Vec<WorkflowPhaseObservation>, agents: Vec<WorkflowAgentSummary>, progress: WorkflowProgressPage) -> Self {
+        Self {
+            run_id,
+            workflow_name,
+            description,
+            status,
+            revision,
+            created_at,
+            started_at,
+            updated_at,
+            completed_at,
+            current_phase,
+            declared_phase_count,
+            live_agent_count,
+            total_spawned_agent_count,
+            consumed,
+            declared_limits,
+            approved,
+            observed_at,
+            active_segment_started_at,
+            terminal,
+            can_resume,
+            phases,
+            agents,
+            progress,
+        }
+    }
+}
+
+/// Machine-readable workflow run failure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type")]
+pub enum WorkflowRunFailure {
+    #[serde(rename = "workflow_limit_reached")]
+    WorkflowLimitReached(WorkflowRunFailureWorkflowLimitReached),
+    #[serde(rename = "workflow_resume_declined")]
+    WorkflowResumeDeclined(WorkflowRunFailureWorkflowResumeDeclined),
+    #[serde(rename = "workflow_durable_failure")]
+    WorkflowDurableFailure(WorkflowRunFailureWorkflowDurableFailure),
+    /// The run stopped because its usage accounting could not be completed.
+    #[serde(rename = "workflow_accounting_incomplete")]
+    WorkflowAccountingIncomplete(WorkflowRunFailureWorkflowAccountingIncomplete),
+    /// The extension that owns the workflow disconnected while the run was executing, so the host
+    /// halted it. The run's journaled subagent results are preserved so a resume can reuse them.
+    #[serde(rename = "workflow_provider_disconnected")]
+    WorkflowProviderDisconnected(WorkflowRunFailureWorkflowProviderDisconnected),
+}
+
+impl WorkflowRunFailure {
+    /// The `type` discriminator of this value.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            Self::WorkflowLimitReached(_) => "workflow_limit_reached",
+            Self::WorkflowResumeDeclined(_) => "workflow_resume_declined",
+            Self::WorkflowDurableFailure(_) => "workflow_durable_failure",
+            Self::WorkflowAccountingIncomplete(_) => "workflow_accounting_incomplete",
+            Self::WorkflowProviderDisconnected(_) => "workflow_provider_disconnected",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for WorkflowRunFailure {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, _rest) = crate::tagged::split(d, "type")?;
+        match kind.as_str() {
+            "workflow_limit_reached" => crate::tagged::variant(_rest).map(Self::WorkflowLimitReached),
+            "workflow_resume_declined" => crate::tagged::variant(_rest).map(Self::WorkflowResumeDeclined),
+            "workflow_durable_failure" => crate::tagged::variant(_rest).map(Self::WorkflowDurableFailure),
+            "workflow_accounting_incomplete" => crate::tagged::variant(_rest).map(Self::WorkflowAccountingIncomplete),
+            "workflow_provider_disconnected" => crate::tagged::variant(_rest).map(Self::WorkflowProviderDisconnected),
+            other => Err(serde::de::Error::unknown_variant(other, &["workflow_limit_reached", "workflow_resume_declined", "workflow_durable_failure", "workflow_accounting_incomplete", "workflow_provider_disconnected"])),
+        }
+    }
+}
+
+/// Cumulative resource ceiling that stopped a workflow run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WorkflowRunFailureKind {
+    /// The run admitted the approved maximum total number of subagents.
+    #[serde(rename = "maxTotalSubagents")]
+    MaxTotalSubagents,
+    /// The run reached the approved accumulated active-execution time in seconds.
+    #[serde(rename = "timeoutSeconds")]
+    TimeoutSeconds,
+    /// The run's settled subagent model usage exceeded the approved AI-credit ceiling, or no
+    /// headroom remained for another subagent.
+    #[serde(rename = "maxAiCredits")]
+    MaxAiCredits,
+}
+
+impl WorkflowRunFailureKind {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::MaxTotalSubagents,
+        Self::TimeoutSeconds,
+        Self::MaxAiCredits,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::MaxTotalSubagents => "maxTotalSubagents",
+            Self::TimeoutSeconds => "timeoutSeconds",
+            Self::MaxAiCredits => "maxAiCredits",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkflowRunFailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The run stopped because its usage accounting could not be completed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunFailureWorkflowAccountingIncomplete {
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Confirmed usage in nano-AIU, representing the floor of what the run spent.
+    #[serde(rename = "drainedNanoAiu")]
+    pub drained_nano_aiu: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunFailureWorkflowDurableFailure {
+    /// Stable failure code.
+    pub code: String,
+    /// Execution-critical durable operation that failed.
+    pub operation: WorkflowDurableOperation,
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+}
+
+impl WorkflowRunFailureWorkflowDurableFailure {
+    /// The required fields; every optional one is `None`.
+    pub fn new(code: String, operation: WorkflowDurableOperation, run_id: String) -> Self {
+        Self {
+            code,
+            operation,
+            run_id,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunFailureWorkflowLimitReached {
+    /// Resource ceiling that stopped the run.
+    pub kind: WorkflowRunFailureKind,
+    /// Approved effective ceiling that was reached.
+    pub value: f64,
+    /// Suggested larger ceiling when the runtime can derive one safely.
+    #[serde(rename = "suggestedValue", default, skip_serializing_if = "Option::is_none")]
+    pub suggested_value: Option<f64>,
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+}
+
+impl WorkflowRunFailureWorkflowLimitReached {
+    /// The required fields; every optional one is `None`.
+    pub fn new(kind: WorkflowRunFailureKind, value: f64, run_id: String) -> Self {
+        Self {
+            kind,
+            value,
+            suggested_value: None,
+            run_id,
+        }
+    }
+}
+
+/// The extension that owns the workflow disconnected while the run was executing, so the host
+/// halted it. The run's journaled subagent results are preserved so a resume can reuse them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunFailureWorkflowProviderDisconnected {
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunFailureWorkflowResumeDeclined {
+    /// Workflow run identifier whose changed limits were declined.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Human-readable reason the resume did not proceed.
+    pub reason: String,
+}
+
+/// Wire-only per-invocation workflow resource ceiling overrides.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunLimits {
+    /// Maximum number of workflow subagents that may run concurrently.
+    #[serde(rename = "maxConcurrentSubagents", default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_subagents: Option<u64>,
+    /// Maximum total number of workflow subagents that may be admitted.
+    #[serde(rename = "maxTotalSubagents", default, skip_serializing_if = "Option::is_none")]
+    pub max_total_subagents: Option<u64>,
+    /// Maximum accumulated active-execution time in seconds. Active execution includes the entire
+    /// extension body, subprocess waits, queued-agent waits, and sleeps; time between resumed
+    /// attempts is not counted.
+    #[serde(rename = "timeoutSeconds", default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+    /// Maximum AI credits consumed by workflow subagents and their descendants. The post-paid
+    /// ceiling is soft: parallel turns can settle beyond it before the run stops.
+    #[serde(rename = "maxAiCredits", default, skip_serializing_if = "Option::is_none")]
+    pub max_ai_credits: Option<f64>,
+}
+
+/// Options controlling workflow invocation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunOptions {
+    /// Per-invocation resource ceiling overrides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<WorkflowRunLimits>,
+    /// Whether to notify the originating session when the workflow completes.
+    #[serde(rename = "notifyOnComplete", default, skip_serializing_if = "Option::is_none")]
+    pub notify_on_complete: Option<bool>,
+    /// Whether to emit workflow phase names to the session transcript.
+    #[serde(rename = "logPhaseNames", default, skip_serializing_if = "Option::is_none")]
+    pub log_phase_names: Option<bool>,
+    /// Run identifier whose journal and progress should seed this resumed run.
+    #[serde(rename = "resumeFromRunId", default, skip_serializing_if = "Option::is_none")]
+    pub resume_from_run_id: Option<String>,
+}
+
+/// Complete current or terminal workflow run envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunResult {
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// One-based execution attempt represented by this envelope. Absent before the first attempt
+    /// starts or when returned by an older runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u64>,
+    /// Current or terminal workflow run status.
+    pub status: WorkflowRunStatus,
+    /// Completed workflow result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    /// Error message for an errored run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Machine-readable failure details for a halted or errored run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<WorkflowRunFailure>,
+    /// Reason for a halted or cancelled run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Partial journal and progress snapshot for a halted, cancelled, or errored run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<serde_json::Value>,
+    /// Structured pause initiator metadata for a paused attempt.
+    #[serde(rename = "pauseInfo", default, skip_serializing_if = "Option::is_none")]
+    pub pause_info: Option<WorkflowPauseInfo>,
+}
+
+impl WorkflowRunResult {
+    /// The required fields; every optional one is `None`.
+    pub fn new(run_id: String, status: WorkflowRunStatus) -> Self {
+        Self {
+            run_id,
+            attempt: None,
+            status,
+            result: None,
+            error: None,
+            failure: None,
+            reason: None,
+            snapshot: None,
+            pause_info: None,
+        }
+    }
+}
+
+/// Ephemeral signal that a workflow run reached a terminal status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunSettledData {
+    /// Identifier of the workflow run that settled.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Terminal status the run committed.
+    pub status: WorkflowRunSettledStatus,
+    /// Subagents this run consumed against its limits.
+    #[serde(rename = "consumedSubagents")]
+    pub consumed_subagents: u64,
+    /// AI credits this run consumed, in nano-AIU.
+    #[serde(rename = "consumedNanoAiu")]
+    pub consumed_nano_aiu: u64,
+    /// Active milliseconds accumulated across every attempt of this run.
+    #[serde(rename = "elapsedMs")]
+    pub elapsed_ms: u64,
+    /// Typed failure class recorded on the run, when it failed with one (e.g.
+    /// `workflow_limit_reached`).
+    #[serde(rename = "failureType", default, skip_serializing_if = "Option::is_none")]
+    pub failure_type: Option<String>,
+}
+
+impl WorkflowRunSettledData {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(run_id: String, status: WorkflowRunSettledStatus, consumed_subagents: u64, consumed_nano_aiu: u64, elapsed_ms: u64) -> Self {
+        Self {
+            run_id,
+            status,
+            consumed_subagents,
+            consumed_nano_aiu,
+            elapsed_ms,
+            failure_type: None,
+        }
+    }
+}
+
+/// Terminal status a workflow run committed. A settled run is never `pending` or `running`, so
+/// those two members of the run-status domain are deliberately absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WorkflowRunSettledStatus {
+    /// The workflow body resolved and its result was committed.
+    #[serde(rename = "completed")]
+    Completed,
+    /// The run was stopped by a limit, an approval refusal or another policy decision.
+    #[serde(rename = "halted")]
+    Halted,
+    /// The attempt paused intentionally while preserving resumable run state.
+    #[serde(rename = "paused")]
+    Paused,
+    /// The run was cancelled by its caller or by session disposal.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// The run failed, with `failureType` carrying the class when it has one.
+    #[serde(rename = "error")]
+    Error,
+}
+
+impl WorkflowRunSettledStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Completed,
+        Self::Halted,
+        Self::Paused,
+        Self::Cancelled,
+        Self::Error,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Halted => "halted",
+            Self::Paused => "paused",
+            Self::Cancelled => "cancelled",
+            Self::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkflowRunSettledStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Ephemeral signal that a workflow run attempt began executing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunStartedData {
+    /// Identifier of the workflow run that started.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Name of the workflow this run executes. Low cardinality by construction.
+    #[serde(rename = "workflowName")]
+    pub workflow_name: String,
+    /// Attempt number this start committed; a resumed run increments it.
+    pub attempt: u64,
+}
+
+/// Current or terminal state of a workflow run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WorkflowRunStatus {
+    /// The run was minted and is awaiting approval.
+    #[serde(rename = "pending")]
+    Pending,
+    /// The run is executing.
+    #[serde(rename = "running")]
+    Running,
+    /// The run completed successfully.
+    #[serde(rename = "completed")]
+    Completed,
+    /// The run was interrupted while resource budget remained.
+    #[serde(rename = "halted")]
+    Halted,
+    /// The current attempt stopped intentionally and the run may be resumed.
+    #[serde(rename = "paused")]
+    Paused,
+    /// The run was cancelled before completion.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// The workflow body failed or reached a cumulative resource ceiling.
+    #[serde(rename = "error")]
+    Error,
+}
+
+impl WorkflowRunStatus {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[
+        Self::Pending,
+        Self::Running,
+        Self::Completed,
+        Self::Halted,
+        Self::Paused,
+        Self::Cancelled,
+        Self::Error,
+    ];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Halted => "halted",
+            Self::Paused => "paused",
+            Self::Cancelled => "cancelled",
+            Self::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkflowRunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Durable workflow run summary with read-time live overlays.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunSummary {
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Registered workflow name.
+    #[serde(rename = "workflowName")]
+    pub workflow_name: String,
+    /// Human-readable workflow description.
+    pub description: String,
+    /// Current workflow run status.
+    pub status: WorkflowRunStatus,
+    /// Monotonic durable run revision.
+    pub revision: i64,
+    /// Epoch milliseconds when the run was created.
+    #[serde(rename = "createdAt")]
+    pub created_at: i64,
+    /// Epoch milliseconds when execution first started, or null before start.
+    #[serde(rename = "startedAt", deserialize_with = "crate::nullable::required")]
+    pub started_at: Option<i64>,
+    /// Epoch milliseconds when the durable run was last updated.
+    #[serde(rename = "updatedAt")]
+    pub updated_at: i64,
+    /// Epoch milliseconds when the run completed, or null while nonterminal.
+    #[serde(rename = "completedAt", deserialize_with = "crate::nullable::required")]
+    pub completed_at: Option<i64>,
+    /// Current phase identity, or null before any phase is entered.
+    #[serde(rename = "currentPhase", deserialize_with = "crate::nullable::required")]
+    pub current_phase: Option<WorkflowCurrentPhase>,
+    /// Number of phases declared by the workflow.
+    #[serde(rename = "declaredPhaseCount")]
+    pub declared_phase_count: u64,
+    /// Number of direct workflow agents currently live.
+    #[serde(rename = "liveAgentCount")]
+    pub live_agent_count: u64,
+    /// Total direct workflow agents spawned across all attempts.
+    #[serde(rename = "totalSpawnedAgentCount")]
+    pub total_spawned_agent_count: u64,
+    /// Durable resource consumption.
+    pub consumed: WorkflowRunConsumed,
+    /// Resource ceilings declared by the workflow.
+    #[serde(rename = "declaredLimits")]
+    pub declared_limits: WorkflowDeclaredLimits,
+    /// Approved effective resource ceilings, or null until approved.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub approved: Option<WorkflowDeclaredLimits>,
+    /// Epoch milliseconds when this live-overlay snapshot was observed.
+    #[serde(rename = "observedAt")]
+    pub observed_at: i64,
+    /// Epoch milliseconds when the current active segment started, or null while inactive.
+    #[serde(rename = "activeSegmentStartedAt", deserialize_with = "crate::nullable::required")]
+    pub active_segment_started_at: Option<i64>,
+    /// Terminal run outcome, or null while nonterminal.
+    #[serde(deserialize_with = "crate::nullable::required")]
+    pub terminal: Option<WorkflowRunTerminal>,
+    /// Whether the durable run state currently passes runtime resume eligibility checks.
+    #[serde(rename = "canResume")]
+    pub can_resume: bool,
+}
+
+impl WorkflowRunSummary {
+    /// The required fields; every optional one is `None`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(run_id: String, workflow_name: String, description: String, status: WorkflowRunStatus, revision: i64, created_at: i64, started_at: Option<i64>, updated_at: i64, completed_at: Option<i64>, current_phase: Option<WorkflowCurrentPhase>, declared_phase_count: u64, live_agent_count: u64, total_spawned_agent_count: u64, consumed: WorkflowRunConsumed, declared_limits: WorkflowDeclaredLimits, approved: Option<WorkflowDeclaredLimits>, observed_at: i64, active_segment_started_at: Option<i64>, terminal: Option<WorkflowRunTerminal>, can_resume: bool) -> Self {
+        Self {
+            run_id,
+            workflow_name,
+            description,
+            status,
+            revision,
+            created_at,
+            started_at,
+            updated_at,
+            completed_at,
+            current_phase,
+            declared_phase_count,
+            live_agent_count,
+            total_spawned_agent_count,
+            consumed,
+            declared_limits,
+            approved,
+            observed_at,
+            active_segment_started_at,
+            terminal,
+            can_resume,
+        }
+    }
+}
+
+/// Prompt-safe terminal workflow outcome.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunTerminal {
+    /// Human-readable terminal reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Machine-readable terminal failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<WorkflowRunFailure>,
+    /// Human-readable terminal error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Prompt-safe preview of the completed result.
+    #[serde(rename = "resultPreview", default, skip_serializing_if = "Option::is_none")]
+    pub result_preview: Option<String>,
+    /// Pause initiator metadata, or null when the run did not pause.
+    #[serde(rename = "pauseInfo", deserialize_with = "crate::nullable::required")]
+    pub pause_info: Option<WorkflowPauseInfo>,
+}
+
+/// Ephemeral invalidation signal for a changed workflow run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowRunUpdatedData {
+    /// Workflow run identifier.
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// Monotonic revision now available for the run.
+    pub revision: u64,
+}
+
 /// Working directory and git context at session start
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkingDirectoryContext {
@@ -30595,6 +33294,13 @@ pub struct WorkspacesWriteAutopilotObjectiveResult {
 // - ElicitationCompletedContent: no type in the schema (any JSON)
 // - ExtensionContextPushInput.payload: no type in the schema (any JSON)
 // - ExternalToolRequestedData.arguments: no type in the schema (any JSON)
+// - FactoryAgentOptions.schema: no type in the schema (any JSON)
+// - FactoryAgentResult.result: no type in the schema (any JSON)
+// - FactoryExecuteParams.args: no type in the schema (any JSON)
+// - FactoryExecuteResult.result: no type in the schema (any JSON)
+// - FactoryJournalGetResult.resultJson: no type in the schema (any JSON)
+// - FactoryRunResult.result: no type in the schema (any JSON)
+// - FactoryRunResult.snapshot: no type in the schema (any JSON)
 // - HookEndData.output: no type in the schema (any JSON)
 // - HookInvokeRequest.input: no type in the schema (any JSON)
 // - HookInvokeResponse.output: no type in the schema (any JSON)
@@ -30628,10 +33334,14 @@ pub struct WorkspacesWriteAutopilotObjectiveResult {
 // - SandboxUnsupportedStartupNoticeParams.managedSandbox: no type in the schema (any JSON)
 // - SessionCanvasActionInvokeParams.input: no type in the schema (any JSON)
 // - SessionCanvasOpenParams.input: no type in the schema (any JSON)
+// - SessionFactoryJournalPutParams.resultJson: no type in the schema (any JSON)
+// - SessionFactoryRunParams.args: no type in the schema (any JSON)
 // - SessionMcpExecuteSamplingParams.mcpRequestId: no type in the schema (any JSON)
 // - SessionOpenOptions.expAssignments: no type in the schema (any JSON)
 // - SessionOpenOptionsAdditionalContentExclusionPolicy.last_updated_at: no type in the schema (any JSON)
 // - SessionOpenResult.sessionApi: no type in the schema (any JSON)
+// - SessionWorkflowJournalPutParams.resultJson: no type in the schema (any JSON)
+// - SessionWorkflowRunParams.args: no type in the schema (any JSON)
 // - SessionWorkspacesEnsureParams.context: no type in the schema (any JSON)
 // - SessionsOpenCloud.onTaskCreated: no type in the schema (any JSON)
 // - SessionsOpenHandoff.onConfirm: no type in the schema (any JSON)
@@ -30648,4 +33358,11 @@ pub struct WorkspacesWriteAutopilotObjectiveResult {
 // - UserSettingMetadata.default: no type in the schema (any JSON)
 // - UserSettingMetadata.value: no type in the schema (any JSON)
 // - UserSettingsSetRequest.settings: no type in the schema (any JSON)
+// - WorkflowAgentOptions.schema: no type in the schema (any JSON)
+// - WorkflowAgentResult.result: no type in the schema (any JSON)
+// - WorkflowExecuteParams.args: no type in the schema (any JSON)
+// - WorkflowExecuteResult.result: no type in the schema (any JSON)
+// - WorkflowJournalGetResult.resultJson: no type in the schema (any JSON)
+// - WorkflowRunResult.result: no type in the schema (any JSON)
+// - WorkflowRunResult.snapshot: no type in the schema (any JSON)
 // - method `canvas.action.invoke` result: no type in the schema (any JSON)

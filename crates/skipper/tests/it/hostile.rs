@@ -328,6 +328,8 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
             prop("sessionLimits", &["object"], json!({"maxAiCredits": 5})),
             prop("canvases", &["array"], json!([])),
             prop("canvasProvider", &["object"], json!({"id": "x"})),
+            prop("workflows", &["array"], json!([])),
+            prop("factories", &["array"], json!([])),
             prop("requestCanvasRenderer", &["boolean"], json!(true)),
             prop("enableFileChangeTracking", &["boolean"], json!(true)),
             prop("enableGitHubTelemetryForwarding", &["boolean"], json!(true)),
@@ -370,6 +372,10 @@ const RELAXED: &[(&str, &str)] = &[("session.tools.updateSubagentSettings", "sub
 
 /// Fields whose wrong-typed values are accepted on purpose.
 const SKIPPED: &[(&str, &str, &str)] = &[
+    ("session.workflow.run", "args", "x-opaque-json: a workflow's input is any JSON, checked against its argsSchema"),
+    ("session.factory.run", "args", "x-opaque-json: a workflow's input is any JSON, checked against its argsSchema"),
+    ("session.workflow.journal.put", "resultJson", "x-opaque-json: a step's result is any JSON"),
+    ("session.factory.journal.put", "resultJson", "x-opaque-json: a step's result is any JSON"),
     (
         "sandbox.getUnsupportedStartupNotice",
         "managedSandbox",
