@@ -147,6 +147,24 @@ struct Phase {
     agents: u64,
 }
 
+impl Phase {
+    /// A phase not entered yet.
+    fn new(title: String, detail: Option<String>) -> Self {
+        Phase {
+            title,
+            detail,
+            status: t::WorkflowPhaseStatus::Pending,
+            last_attempt: 0,
+            entries: 0,
+            started_at: None,
+            completed_at: None,
+            active_ms: 0,
+            entered_at: None,
+            agents: 0,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Run {
     id: String,
@@ -466,22 +484,7 @@ impl Workflows {
             shape::check(schema, &args).map_err(|why| WorkflowError::InvalidArgs { name: name.to_string(), why })?;
         }
         let now = now_ms();
-        let phases = meta
-            .phases
-            .iter()
-            .map(|p| Phase {
-                title: p.title.clone(),
-                detail: p.detail.clone(),
-                status: t::WorkflowPhaseStatus::Pending,
-                last_attempt: 0,
-                entries: 0,
-                started_at: None,
-                completed_at: None,
-                active_ms: 0,
-                entered_at: None,
-                agents: 0,
-            })
-            .collect();
+        let phases = meta.phases.iter().map(|p| Phase::new(p.title.clone(), p.detail.clone())).collect();
         let seq = s.runs.last().map_or(1, |r| r.seq + 1);
         let mut run = Run {
             id: uuid::Uuid::new_v4().to_string(),
@@ -778,18 +781,7 @@ fn enter_phase(run: &mut Run, title: &str, now: i64) {
     let index = match run.phases.iter().position(|p| p.title == title) {
         Some(i) => i,
         None => {
-            run.phases.push(Phase {
-                title: title.to_string(),
-                detail: None,
-                status: t::WorkflowPhaseStatus::Pending,
-                last_attempt: 0,
-                entries: 0,
-                started_at: None,
-                completed_at: None,
-                active_ms: 0,
-                entered_at: None,
-                agents: 0,
-            });
+            run.phases.push(Phase::new(title.to_string(), None));
             run.phases.len() - 1
         }
     };
