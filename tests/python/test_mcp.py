@@ -21,12 +21,15 @@ import pytest
 from copilot.generated.rpc import (
     MCPIsServerRunningRequest,
     MCPListToolsRequest,
+    MCPPromptsGetRequest,
+    MCPPromptsListRequest,
+    MCPResourcesListTemplatesRequest,
     MCPStartServerRequest,
     MCPStopServerRequest,
 )
 from copilot.session import PermissionHandler
 
-from conftest import SKIPPER_BIN, Ctx, record_events, tool_results
+from conftest import SKIPPER_BIN, Ctx, record_events, tool_results, wait_until
 
 MCP_SERVER_BIN = Path(
     os.environ.get("MCP_TEST_SERVER_BIN", SKIPPER_BIN.parent / "mcp-test-server")
@@ -279,3 +282,43 @@ async def test_streamable_http_server_and_pre_mcp_hook(ctx: Ctx, client):
         assert hook_inputs[0]["toolName"] == "echo_meta"
         assert hook_inputs[0]["arguments"] == {"value": "v1"}
         await session.disconnect()
+
+
+
+async def test_prompts_and_resource_templates_of_a_server(ctx: Ctx, client):
+    """``session.mcp.prompts.list/get`` and ``resources.listTemplates`` ask the server itself:
+    pages follow the server's own cursor, a prompt's messages come back without reaching the
+    model, and the server's refusals and an unknown server are errors (as the original)."""
+    session = await client.create_session(
+        on_permission_request=PermissionHandler.approve_all,
+        mcp_servers={"t": stdio_server("t")},
+    )
+    mcp = session.rpc.mcp
+
+    async def connected():
+        listed = await mcp.list()
+        return any(s.name == "t" and s.status.value == "connected" for s in listed.servers)
+
+    await wait_until(connected, "the server to connect")
+    first = await mcp.prompts.list(MCPPromptsListRequest(server_name="t"))
+    assert [p.name for p in first.prompts] == ["greet"]
+    assert [(a.name, a.required) for a in first.prompts[0].arguments] == [("who", True)]
+    second = await mcp.prompts.list(MCPPromptsListRequest(server_name="t", cursor=first.next_cursor))
+    assert [p.name for p in second.prompts] == ["farewell"] and second.next_cursor is None
+
+    got = await mcp.prompts.get(MCPPromptsGetRequest(prompt_name="greet", server_name="t", arguments={"who": "Ada"}))
+    assert got.description == "greet from t"
+    assert [(m.role.value, m.content) for m in got.messages] == [
+        ("user", {"type": "text", "text": "Please greet Ada."})
+    ]
+    assert ctx.fake.requests() == [], "a prompt is not sent to the model"
+
+    templates = await mcp.resources.list_templates(MCPResourcesListTemplatesRequest(server_name="t"))
+    assert [(t.uri_template, t.name) for t in templates.resource_templates] == [
+        ("test://greeting/{name}", "greeting-for")
+    ]
+
+    with pytest.raises(Exception, match=r"MCP prompts/get failed for t: MCP error -32602: no prompt nope"):
+        await mcp.prompts.get(MCPPromptsGetRequest(prompt_name="nope", server_name="t"))
+    with pytest.raises(Exception, match="not connected"):
+        await mcp.prompts.list(MCPPromptsListRequest(server_name="missing"))

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, PaginatedRequestParams, ReadResourceRequestParams};
 use rmcp::service::Peer;
 use rmcp::RoleClient;
 use serde_json::{json, Value};
@@ -868,6 +868,29 @@ impl McpHost {
         Ok(list.iter().filter_map(|r| serde_json::to_value(r).ok()).collect())
     }
 
+    /// One page of `prompts/list` (from `cursor`), as the server sent it.
+    pub async fn list_prompts(&self, name: &str, cursor: Option<String>) -> Result<Value, HostError> {
+        let (peer, _) = self.peer(name)?;
+        let r = peer.list_prompts(page(cursor)?).await.map_err(|e| HostError::Server(e.to_string()))?;
+        serde_json::to_value(r).map_err(|e| HostError::Server(e.to_string()))
+    }
+
+    /// `prompts/get`: the prompt's messages, not sent to any model.
+    pub async fn get_prompt(&self, name: &str, prompt: &str, arguments: Option<Value>) -> Result<Value, HostError> {
+        let (peer, _) = self.peer(name)?;
+        let params: GetPromptRequestParams = serde_json::from_value(json!({"name": prompt, "arguments": arguments}))
+            .map_err(|e| HostError::Server(e.to_string()))?;
+        let r = peer.get_prompt(params).await.map_err(|e| HostError::Server(e.to_string()))?;
+        serde_json::to_value(r).map_err(|e| HostError::Server(e.to_string()))
+    }
+
+    /// One page of `resources/templates/list` (from `cursor`), as the server sent it.
+    pub async fn list_resource_templates(&self, name: &str, cursor: Option<String>) -> Result<Value, HostError> {
+        let (peer, _) = self.peer(name)?;
+        let r = peer.list_resource_templates(page(cursor)?).await.map_err(|e| HostError::Server(e.to_string()))?;
+        serde_json::to_value(r).map_err(|e| HostError::Server(e.to_string()))
+    }
+
     /// `resources/read`: the contents as the server sent them.
     pub async fn read_resource(&self, name: &str, uri: &str) -> Result<Value, HostError> {
         let (peer, _) = self.peer(name)?;
@@ -932,4 +955,10 @@ fn secrets_of(config: &ServerConfig) -> Vec<String> {
         crate::config::Transport::Stdio { env, .. } => env.values().cloned().collect(),
         crate::config::Transport::Remote { .. } => Vec::new(),
     }
+}
+
+/// The params of a paged list request from a client's cursor (none: the first page).
+fn page(cursor: Option<String>) -> Result<Option<PaginatedRequestParams>, HostError> {
+    let Some(cursor) = cursor else { return Ok(None) };
+    serde_json::from_value(json!({"cursor": cursor})).map(Some).map_err(|e| HostError::Server(e.to_string()))
 }

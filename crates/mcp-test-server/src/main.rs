@@ -12,8 +12,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Parser;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, InitializeResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -202,7 +203,7 @@ impl ServerHandler for TestServer {
     fn get_info(&self) -> InitializeResult {
         let info = json!({
             "protocolVersion": "2025-06-18",
-            "capabilities": {"tools": {}, "resources": {}},
+            "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
             "serverInfo": {"name": self.name, "version": "1.0.0"},
         });
         serde_json::from_value(info).unwrap_or_default()
@@ -237,6 +238,53 @@ impl ServerHandler for TestServer {
     ) -> Result<ListResourcesResult, ErrorData> {
         let list = json!({"resources": [{"uri": "test://greeting", "name": "greeting", "mimeType": "text/plain"}]});
         serde_json::from_value(list).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let list = json!({"resourceTemplates": [
+            {"uriTemplate": "test://greeting/{name}", "name": "greeting-for", "mimeType": "text/plain"}
+        ]});
+        serde_json::from_value(list).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    /// Two prompts, in pages of one: the client's cursor is the index of the next.
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let prompts = [
+            json!({"name": "greet", "description": "Greets someone",
+                   "arguments": [{"name": "who", "description": "Whom to greet", "required": true}]}),
+            json!({"name": "farewell", "description": "Says goodbye"}),
+        ];
+        let at: usize = request.and_then(|r| r.cursor).and_then(|c| c.parse().ok()).unwrap_or(0);
+        let mut page = json!({"prompts": prompts.get(at).into_iter().collect::<Vec<_>>()});
+        if at + 1 < prompts.len() {
+            page["nextCursor"] = json!((at + 1).to_string());
+        }
+        serde_json::from_value(page).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name != "greet" && request.name != "farewell" {
+            return Err(ErrorData::invalid_params(format!("no prompt {}", request.name), None));
+        }
+        let who = request.arguments.as_ref().and_then(|a| a.get("who")).and_then(Value::as_str).unwrap_or("you");
+        let body = json!({"description": format!("{} from {}", request.name, self.name), "messages": [
+            {"role": "user", "content": {"type": "text", "text": format!("Please {} {who}.", request.name)}}
+        ]});
+        let r: GetPromptResult =
+            serde_json::from_value(body).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        Ok(GetPromptResponse::Complete(r))
     }
 
     async fn read_resource(

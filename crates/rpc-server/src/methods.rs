@@ -148,6 +148,9 @@ method_table! {
     SessionMcpDisable: g::SessionMcpDisable => mcp::disable, lane |_p| None, aliases [];
     SessionMcpReload: g::SessionMcpReload => mcp::reload, lane |_p| None, aliases [];
     SessionMcpResourcesList: g::SessionMcpResourcesList => mcp::resources_list, lane |_p| None, aliases [];
+    SessionMcpResourcesListTemplates: g::SessionMcpResourcesListTemplates => mcp::resources_list_templates, lane |_p| None, aliases [];
+    SessionMcpPromptsList: g::SessionMcpPromptsList => mcp::prompts_list, lane |_p| None, aliases [];
+    SessionMcpPromptsGet: g::SessionMcpPromptsGet => mcp::prompts_get, lane |_p| None, aliases [];
     SessionMcpResourcesRead: g::SessionMcpResourcesRead => mcp::resources_read, lane |_p| None, aliases [];
     SessionMcpSetEnvValueMode: g::SessionMcpSetEnvValueMode => mcp_extras::set_env_value_mode, lane |_p| None, aliases [];
     SessionMcpRemoveGitHub: g::SessionMcpRemoveGitHub => mcp_extras::remove_github, lane |_p| None, aliases [];

@@ -4463,6 +4463,44 @@ impl crate::rpc::RpcMethod for FactoryAbort {
     type Result = t::FactoryAckResult;
 }
 
+/// `session.mcp.prompts.list`: Enumerate one page of prompts a connected MCP server exposes
+/// (proxies MCP `prompts/list`). Pass `cursor` to continue from a prior result's `nextCursor`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpPromptsList;
+
+impl crate::rpc::RpcMethod for SessionMcpPromptsList {
+    const NAME: &'static str = "session.mcp.prompts.list";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpPromptsListParams;
+    type Result = t::McpPromptsListResult;
+}
+
+/// `session.mcp.prompts.get`: Get a prompt's messages from a connected MCP server (proxies MCP
+/// `prompts/get`). Content is preserved as opaque JSON. Does not send messages to the model,
+/// execute tools, or fetch referenced resources.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpPromptsGet;
+
+impl crate::rpc::RpcMethod for SessionMcpPromptsGet {
+    const NAME: &'static str = "session.mcp.prompts.get";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpPromptsGetParams;
+    type Result = t::McpPromptsGetResult;
+}
+
+/// `session.mcp.resources.listTemplates`: Enumerate one page of resource templates a connected MCP
+/// server exposes (proxies MCP `resources/templates/list`). Pass `cursor` to continue from a prior
+/// result's `nextCursor`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionMcpResourcesListTemplates;
+
+impl crate::rpc::RpcMethod for SessionMcpResourcesListTemplates {
+    const NAME: &'static str = "session.mcp.resources.listTemplates";
+    const SCOPE: crate::rpc::Scope = crate::rpc::Scope::Session;
+    type Params = t::SessionMcpResourcesListTemplatesParams;
+    type Result = t::McpResourcesListTemplatesResult;
+}
+
 impl crate::rpc::SessionScoped for t::SessionAbortParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4937,6 +4975,18 @@ impl crate::rpc::SessionScoped for t::SessionMcpOauthLoginParams {
     }
 }
 
+impl crate::rpc::SessionScoped for t::SessionMcpPromptsGetParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpPromptsListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
 impl crate::rpc::SessionScoped for t::SessionMcpReloadParams {
     fn session_id(&self) -> &str {
         &self.session_id
@@ -4950,6 +5000,12 @@ impl crate::rpc::SessionScoped for t::SessionMcpRemoveGitHubParams {
 }
 
 impl crate::rpc::SessionScoped for t::SessionMcpResourcesListParams {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+}
+
+impl crate::rpc::SessionScoped for t::SessionMcpResourcesListTemplatesParams {
     fn session_id(&self) -> &str {
         &self.session_id
     }
@@ -6261,4 +6317,7 @@ pub const METHOD_NAMES: &[&str] = &[
     "workflow.abort",
     "factory.execute",
     "factory.abort",
+    "session.mcp.prompts.list",
+    "session.mcp.prompts.get",
+    "session.mcp.resources.listTemplates",
 ];

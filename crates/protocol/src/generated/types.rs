@@ -10185,6 +10185,160 @@ pub struct McpOauthWWWAuthenticateParams {
     pub error: Option<String>,
 }
 
+/// An MCP prompt descriptor. Server-provided non-standard fields are exposed under
+/// `additionalProperties`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpPrompt {
+    /// The programmatic name of the prompt
+    pub name: String,
+    /// Human-readable display title
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Description of what this prompt provides
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Arguments accepted by the prompt
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Vec<McpPromptArgument>>,
+    /// Icons associated with this prompt
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<McpPromptIcon>>,
+    /// Prompt-level metadata
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Server-provided non-standard descriptor fields
+    #[serde(rename = "additionalProperties", default, skip_serializing_if = "Option::is_none")]
+    pub additional_properties: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// An argument accepted by an MCP prompt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpPromptArgument {
+    /// Name of the argument
+    pub name: String,
+    /// Description of the argument
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether the argument is required; omission is distinct from false
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
+    /// Argument-level metadata
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Server-provided non-standard argument fields
+    #[serde(rename = "additionalProperties", default, skip_serializing_if = "Option::is_none")]
+    pub additional_properties: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// An MCP prompt icon with standard size hints and preserved non-standard fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpPromptIcon {
+    /// Icon URI
+    pub src: String,
+    /// Icon MIME type, when known
+    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Icon sizes, such as `48x48` or `any`
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Vec<String>>,
+    /// Theme hint for this icon
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
+    /// Server-provided non-standard icon fields
+    #[serde(rename = "additionalProperties", default, skip_serializing_if = "Option::is_none")]
+    pub additional_properties: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// An MCP prompt message with opaque JSON content preserved without flattening or content-type
+/// filtering.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpPromptMessage {
+    /// The role of the message sender
+    pub role: McpPromptRole,
+    /// The original MCP content block, including nested metadata and unfamiliar content types
+    pub content: serde_json::Value,
+    /// Message-level metadata
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Server-provided non-standard message fields
+    #[serde(rename = "additionalProperties", default, skip_serializing_if = "Option::is_none")]
+    pub additional_properties: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl McpPromptMessage {
+    /// The required fields; every optional one is `None`.
+    pub fn new(role: McpPromptRole, content: serde_json::Value) -> Self {
+        Self {
+            role,
+            content,
+            meta: None,
+            additional_properties: None,
+        }
+    }
+}
+
+/// The sender role of an MCP prompt message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum McpPromptRole {
+    /// A message from the user.
+    #[serde(rename = "user")]
+    User,
+    /// A message from the assistant.
+    #[serde(rename = "assistant")]
+    Assistant,
+}
+
+impl McpPromptRole {
+    /// Every value, in schema order.
+    pub const ALL: &'static [Self] = &[Self::User, Self::Assistant];
+
+    /// The value as it appears on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Assistant => "assistant",
+        }
+    }
+}
+
+impl std::fmt::Display for McpPromptRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Prompt messages returned by the MCP server without sending them to the model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpPromptsGetResult {
+    /// Description of the prompt
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Ordered prompt messages
+    pub messages: Vec<McpPromptMessage>,
+    /// MCP result metadata
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Server-provided non-standard result fields
+    #[serde(rename = "additionalProperties", default, skip_serializing_if = "Option::is_none")]
+    pub additional_properties: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// One page of prompts advertised by the named MCP server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpPromptsListResult {
+    /// Prompts advertised by the server
+    pub prompts: Vec<McpPrompt>,
+    /// Opaque cursor for the next page, if the server has more prompts
+    #[serde(rename = "nextCursor", default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// MCP result metadata
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Server-provided non-standard result fields
+    #[serde(rename = "additionalProperties", default, skip_serializing_if = "Option::is_none")]
+    pub additional_properties: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
 /// Indicates whether the auto-managed `github` MCP server was removed (false when nothing to
 /// remove).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -10284,12 +10438,56 @@ pub struct McpResourceIcon {
     pub additional_properties: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
+/// An MCP resource template descriptor (spec `ResourceTemplate`): an RFC 6570 URI template, name,
+/// and optional title, description, MIME type, icons, annotations, and metadata. Server-provided
+/// fields outside the standard descriptor shape are exposed under `additionalProperties`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpResourceTemplate {
+    /// An RFC 6570 URI template for constructing resource URIs
+    #[serde(rename = "uriTemplate")]
+    pub uri_template: String,
+    /// The programmatic name of the resource template
+    pub name: String,
+    /// Optional human-readable display title
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Optional description of what this template is for
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// MIME type for resources matching this template, if uniform
+    #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Icons associated with resources matching this template
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<McpResourceIcon>>,
+    /// Model/client annotations associated with this template
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<McpResourceAnnotations>,
+    /// Resource-template-level metadata
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Server-provided non-standard descriptor fields preserved from the MCP response
+    #[serde(rename = "additionalProperties", default, skip_serializing_if = "Option::is_none")]
+    pub additional_properties: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
 /// One page of resources advertised by the named MCP server.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct McpResourcesListResult {
     /// Resources advertised by the server (proxied MCP `resources/list`)
     pub resources: Vec<McpResource>,
     /// Opaque cursor for the next page, if the server has more resources
+    #[serde(rename = "nextCursor", default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// One page of resource templates advertised by the named MCP server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpResourcesListTemplatesResult {
+    /// Resource templates advertised by the server (proxied MCP `resources/templates/list`)
+    #[serde(rename = "resourceTemplates")]
+    pub resource_templates: Vec<McpResourceTemplate>,
+    /// Opaque cursor for the next page, if the server has more resource templates
     #[serde(rename = "nextCursor", default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
@@ -22613,6 +22811,37 @@ pub struct SessionMcpOauthLoginParams {
     pub grant_type: Option<McpOauthLoginGrantType>,
 }
 
+/// MCP server, prompt name, and optional string-valued arguments.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpPromptsGetParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the MCP server hosting the prompt
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// The programmatic name of the prompt
+    #[serde(rename = "promptName")]
+    pub prompt_name: String,
+    /// String-valued arguments to pass to the prompt
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// MCP server whose prompts to enumerate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpPromptsListParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the MCP server whose prompts to enumerate
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// Opaque MCP pagination cursor from a prior `nextCursor` value
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
 /// Identifies the target session.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionMcpReloadParams {
@@ -22636,6 +22865,20 @@ pub struct SessionMcpResourcesListParams {
     #[serde(rename = "sessionId")]
     pub session_id: String,
     /// Name of the MCP server whose resources to enumerate
+    #[serde(rename = "serverName")]
+    pub server_name: String,
+    /// Opaque MCP pagination cursor from a prior `nextCursor` value
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// MCP server whose resource templates to enumerate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionMcpResourcesListTemplatesParams {
+    /// Target session identifier
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    /// Name of the MCP server whose resource templates to enumerate
     #[serde(rename = "serverName")]
     pub server_name: String,
     /// Opaque MCP pagination cursor from a prior `nextCursor` value
@@ -33310,6 +33553,7 @@ pub struct WorkspacesWriteAutopilotObjectiveResult {
 // - ManagedSettingsLayer.settings: no type in the schema (any JSON)
 // - ManagedSettingsReadResult.settingsJson: no type in the schema (any JSON)
 // - ManagedSettingsResolvedData.settings: no type in the schema (any JSON)
+// - McpPromptMessage.content: no type in the schema (any JSON)
 // - OpenCanvasInstance.input: no type in the schema (any JSON)
 // - OptionsUpdateAdditionalContentExclusionPolicy.last_updated_at: no type in the schema (any JSON)
 // - PendingExternalToolRequest.arguments: no type in the schema (any JSON)

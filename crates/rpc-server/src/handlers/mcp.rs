@@ -12,6 +12,14 @@ fn host_error(ctx: &Ctx, e: HostError) -> RpcError {
     ctx.failed(e)
 }
 
+/// A server's JSON-RPC error as the original words it (`MCP error -32602: …`).
+fn mcp_said(said: &str) -> String {
+    match said.strip_prefix("Mcp error: ") {
+        Some(rest) => format!("MCP error {rest}"),
+        None => said.to_string(),
+    }
+}
+
 fn wire_status(s: Status) -> t::McpServerStatus {
     match s {
         Status::Pending => t::McpServerStatus::Pending,
@@ -182,6 +190,37 @@ pub async fn resources_list(
     Ok(t::McpResourcesListResult { resources, next_cursor: None })
 }
 
+/// One page of a server's resource templates, as it sent them (the cursor is its own).
+pub async fn resources_list_templates(
+    ctx: &Ctx,
+    p: t::SessionMcpResourcesListTemplatesParams,
+) -> Result<t::McpResourcesListTemplatesResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let page = session.mcp().list_resource_templates(&p.server_name, p.cursor).await.map_err(|e| host_error(ctx, e))?;
+    serde_json::from_value(page).map_err(|e| ctx.failed(format!("invalid resources/templates/list result: {e}")))
+}
+
+/// One page of a server's prompts, as it sent them (the cursor is its own).
+pub async fn prompts_list(ctx: &Ctx, p: t::SessionMcpPromptsListParams) -> Result<t::McpPromptsListResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let page = session.mcp().list_prompts(&p.server_name, p.cursor).await.map_err(|e| host_error(ctx, e))?;
+    serde_json::from_value(page).map_err(|e| ctx.failed(format!("invalid prompts/list result: {e}")))
+}
+
+/// A prompt's messages from its server, not sent to the model.
+pub async fn prompts_get(ctx: &Ctx, p: t::SessionMcpPromptsGetParams) -> Result<t::McpPromptsGetResult, RpcError> {
+    let session = ctx.session(&p.session_id)?;
+    let arguments = p.arguments.map(|a| serde_json::json!(a));
+    let got = session.mcp().get_prompt(&p.server_name, &p.prompt_name, arguments).await.map_err(|e| match e {
+        // The server answered with an error: said as the original says it.
+        HostError::Server(said) => {
+            ctx.failed(format!("MCP prompts/get failed for {}: {}", p.server_name, mcp_said(&said)))
+        }
+        e => host_error(ctx, e),
+    })?;
+    serde_json::from_value(got).map_err(|e| ctx.failed(format!("invalid prompts/get result: {e}")))
+}
+
 pub async fn resources_read(
     ctx: &Ctx,
     p: t::SessionMcpResourcesReadParams,
@@ -194,4 +233,13 @@ pub async fn resources_read(
         .map(|c| c.iter().filter_map(|v| serde_json::from_value(v.clone()).ok()).collect())
         .unwrap_or_default();
     Ok(t::McpResourcesReadResult { contents })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_servers_error_is_worded_as_the_originals() {
+        assert_eq!(super::mcp_said("Mcp error: -32602: no prompt nope"), "MCP error -32602: no prompt nope");
+        assert_eq!(super::mcp_said("Transport closed"), "Transport closed");
+    }
 }
