@@ -8,33 +8,53 @@ use protocol::generated::types as t;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{resolve, run, AgentScope};
+use super::{resolve, run, AgentScope, Resolved};
 use crate::handle::SessionHandle;
 use crate::run_ctx::RunCtx;
 
-/// What the body asked for.
+/// Which agent a body's call runs, the names it goes by and its model: worked out once, for
+/// the run's record of the agent and for the agent itself.
+pub struct Plan {
+    agent: Option<Resolved>,
+    /// A built-in agent type or a custom agent; `general-purpose` when not given.
+    pub agent_type: String,
+    /// The body's label for the call; the agent type when it gave none.
+    pub label: String,
+    /// What clients show: the label given, else the agent's display name.
+    pub display_name: String,
+    pub model: String,
+}
+
+/// The plan for a call asking for `agent_type`, `label` and `model` (each optional). An agent
+/// type the session does not offer is kept, and fails when run.
+pub fn plan(handle: &SessionHandle, agent_type: Option<String>, label: Option<String>, model: Option<String>) -> Plan {
+    let settings = handle.view().settings.clone();
+    let agent_type = agent_type.unwrap_or_else(|| "general-purpose".into());
+    let agent = resolve(&settings, &agent_type);
+    let model =
+        model.or_else(|| agent.as_ref().and_then(|a| a.model.clone())).unwrap_or_else(|| settings.model.clone());
+    let display_name = label.clone().or_else(|| agent.as_ref().map(|a| a.display_name.clone()));
+    let label = label.unwrap_or_else(|| agent_type.clone());
+    Plan { display_name: display_name.unwrap_or_else(|| label.clone()), agent, agent_type, label, model }
+}
+
+/// What the body asked for, beside its plan.
 pub struct Request {
     pub run_id: String,
     /// The id the run recorded the agent under (also its made-up tool call id).
     pub agent_id: String,
     pub prompt: String,
-    /// A built-in agent type or a custom agent; `general-purpose` when not given.
-    pub agent_type: Option<String>,
-    pub label: Option<String>,
-    pub model: Option<String>,
     pub schema: Option<Value>,
     /// The run's attempt: the agent stops when it ends.
     pub cancel: CancellationToken,
 }
 
 /// Runs the agent; its answer (a string, or the JSON value a `schema` asked for).
-pub async fn run(handle: &SessionHandle, request: Request) -> Result<Option<Value>, String> {
+pub async fn run(handle: &SessionHandle, plan: Plan, request: Request) -> Result<Option<Value>, String> {
     let settings = handle.view().settings.clone();
-    let agent_type = request.agent_type.clone().unwrap_or_else(|| "general-purpose".into());
-    let agent = resolve(&settings, &agent_type).ok_or_else(|| format!("Agent type \"{agent_type}\" not found"))?;
+    let Plan { agent, agent_type, display_name: label, model, .. } = plan;
+    let agent = agent.ok_or_else(|| format!("Agent type \"{agent_type}\" not found"))?;
     let Some(deps) = handle.tasks().lock().deps.clone() else { return Err("sub-agents are unavailable".into()) };
-    let model = request.model.clone().or_else(|| agent.model.clone()).unwrap_or_else(|| settings.model.clone());
-    let label = request.label.clone().unwrap_or_else(|| agent.display_name.clone());
     let base = RunCtx::new(handle.clone(), deps, request.cancel.clone());
     base.emitter().emit(t::SubagentStartedData {
         tool_call_id: request.agent_id.clone(),

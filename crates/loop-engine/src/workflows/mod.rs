@@ -163,6 +163,15 @@ impl Phase {
             agents: 0,
         }
     }
+
+    /// The body leaves the phase at `now`: its time stops; it is done when `completed`.
+    fn leave(&mut self, now: i64, completed: bool) {
+        self.active_ms += self.entered_at.take().map_or(0, |e| (now - e).max(0));
+        if completed {
+            self.status = t::WorkflowPhaseStatus::Completed;
+            self.completed_at = Some(now);
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -275,12 +284,7 @@ impl Run {
         self.active_ms = self.elapsed(now);
         self.segment_start = None;
         if let Some(i) = self.current_phase {
-            let phase = &mut self.phases[i];
-            phase.active_ms += phase.entered_at.take().map_or(0, |e| (now - e).max(0));
-            if status == t::WorkflowRunStatus::Completed {
-                phase.status = t::WorkflowPhaseStatus::Completed;
-                phase.completed_at = Some(now);
-            }
+            self.phases[i].leave(now, status == t::WorkflowRunStatus::Completed);
         }
         if status == t::WorkflowRunStatus::Completed {
             self.current_phase = None;
@@ -554,7 +558,7 @@ impl Workflows {
         let run = Self::active(&mut s, id, token).ok()?;
         let status = match outcome {
             Outcome::Completed(result) => {
-                run.result = Some(result.unwrap_or(Value::Null)).filter(|v| !v.is_null());
+                run.result = result.filter(|v| !v.is_null());
                 t::WorkflowRunStatus::Completed
             }
             Outcome::Failed(error) => {
@@ -660,9 +664,7 @@ impl Workflows {
         &self,
         id: &str,
         token: &str,
-        label: &str,
-        agent_type: &str,
-        model: &str,
+        plan: &crate::subagent::workflow_agent::Plan,
     ) -> Result<(String, CancellationToken, u64), WorkflowError> {
         let mut s = self.lock();
         let run = Self::active(&mut s, id, token)?;
@@ -676,12 +678,12 @@ impl Workflows {
             tool_call_id: agent_id.clone(),
             run_id: id.to_string(),
             phase_id,
-            label: label.to_string(),
-            display_name: Some(label.to_string()),
-            agent_type: agent_type.to_string(),
+            label: plan.label.clone(),
+            display_name: Some(plan.display_name.clone()),
+            agent_type: plan.agent_type.clone(),
             status: "running".into(),
             requested_model: None,
-            resolved_model: Some(model.to_string()),
+            resolved_model: Some(plan.model.clone()),
             started_at: Some(now_ms()),
             completed_at: None,
             active_ms: 0,
@@ -773,10 +775,7 @@ impl Workflows {
 /// A `phase` line: the running phase ends and the named one (declared, or new) begins.
 fn enter_phase(run: &mut Run, title: &str, now: i64) {
     if let Some(i) = run.current_phase {
-        let phase = &mut run.phases[i];
-        phase.active_ms += phase.entered_at.take().map_or(0, |e| (now - e).max(0));
-        phase.status = t::WorkflowPhaseStatus::Completed;
-        phase.completed_at = Some(now);
+        run.phases[i].leave(now, true);
     }
     let index = match run.phases.iter().position(|p| p.title == title) {
         Some(i) => i,

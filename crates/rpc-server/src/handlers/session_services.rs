@@ -68,8 +68,6 @@ pub async fn tools_initialize_and_validate(
     Ok(t::ToolsInitializeAndValidateResult {})
 }
 
-/// Instruction files loaded into an SDK session: the original reads none unless config
-/// discovery is on, and neither does this runtime.
 /// The instruction files the session reads (the user's, the repository's, its
 /// `.github/instructions`), paths as the original shows them: relative to the working directory
 /// when inside it.

@@ -10,6 +10,7 @@
 //! A run started from the SDKs' names (`session.factory.*`, `handlers/factory.rs`) is the same
 //! run; only the names differ.
 
+use loop_engine::subagent::workflow_agent;
 use loop_engine::workflows::{Attempt, Family, Outcome, Settled, WorkflowError};
 use loop_engine::{QueuedMessage, SessionHandle};
 use protocol::event::SessionEvent;
@@ -130,24 +131,19 @@ pub async fn journal_put(ctx: &Ctx, p: t::SessionWorkflowJournalPutParams) -> Re
 
 pub async fn agent(ctx: &Ctx, p: t::SessionWorkflowAgentParams) -> Result<t::WorkflowAgentResult, RpcError> {
     let session = ctx.session(&p.session_id)?;
-    let model = p.opts.model.clone().unwrap_or_else(|| session.view().settings.model.clone());
-    let agent_type = p.opts.agent.clone().unwrap_or_else(|| "general-purpose".into());
-    let label = p.opts.label.clone().unwrap_or_else(|| agent_type.clone());
+    let plan = workflow_agent::plan(&session, p.opts.agent, p.opts.label, p.opts.model);
     let run_id = p.workflow_run_id;
     let (agent_id, cancel, revision) =
-        session.workflows().agent_started(&run_id, &p.execution_token, &label, &agent_type, &model).map_err(refused)?;
+        session.workflows().agent_started(&run_id, &p.execution_token, &plan).map_err(refused)?;
     updated(&session, &run_id, revision);
-    let request = loop_engine::subagent::workflow_agent::Request {
+    let request = workflow_agent::Request {
         run_id: run_id.clone(),
         agent_id: agent_id.clone(),
         prompt: p.prompt,
-        agent_type: p.opts.agent,
-        label: p.opts.label,
-        model: p.opts.model,
         schema: p.opts.schema,
         cancel,
     };
-    let outcome = loop_engine::subagent::workflow_agent::run(&session, request).await;
+    let outcome = workflow_agent::run(&session, plan, request).await;
     if let Some(revision) = session.workflows().agent_finished(&run_id, &agent_id, outcome.is_ok()) {
         updated(&session, &run_id, revision);
     }
