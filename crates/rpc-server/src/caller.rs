@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::outbound::Outbound;
-use crate::tenancy::{Tenancy, Tenant};
+use crate::tenancy::{Principal, Tenancy, Tenant, TenantUser};
 
 type Waiting = HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>;
 
@@ -34,7 +34,7 @@ pub struct Caller {
     /// On a shared server: the tenants and their sessions; `None` on a single-user server.
     tenancy: Option<Arc<Tenancy>>,
     /// On a shared server: who this connection authenticated as (set once).
-    tenant: OnceLock<Arc<Tenant>>,
+    principal: OnceLock<Principal>,
     /// Its place among its tenant's connections, when it authenticated with `connect` (a
     /// WebSocket's is held by the transport that authenticated it).
     tenant_slot: Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
@@ -60,7 +60,7 @@ impl Caller {
             outstanding: Mutex::new(HashMap::new()),
             next_request_id: AtomicI64::new(1),
             tenancy,
-            tenant: OnceLock::new(),
+            principal: OnceLock::new(),
             tenant_slot: Mutex::new(None),
             session_fs: OnceLock::new(),
             github_telemetry: AtomicBool::new(false),
@@ -69,28 +69,38 @@ impl Caller {
 
     /// The tenant this connection authenticated as (shared server only).
     pub fn tenant(&self) -> Option<&Arc<Tenant>> {
-        self.tenant.get()
+        self.principal.get().map(|p| &p.tenant)
     }
 
-    /// Authenticates the connection as `tenant`. `false` if it already is another tenant.
-    pub fn set_tenant(&self, tenant: Arc<Tenant>) -> bool {
-        let current = self.tenant.get_or_init(|| tenant.clone());
-        let same = Arc::ptr_eq(current, &tenant);
+    /// The user of the tenant this connection authenticated as (`None` with the tenant's own
+    /// token, or on a single-user server).
+    pub fn user(&self) -> Option<&Arc<TenantUser>> {
+        self.principal.get().and_then(|p| p.user.as_ref())
+    }
+
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.get()
+    }
+
+    /// Authenticates the connection as `principal`. `false` if it already is someone else.
+    pub fn set_tenant(&self, principal: Principal) -> bool {
+        let current = self.principal.get_or_init(|| principal.clone());
+        let same = current.same_as(&principal);
         if same {
             self.set_authenticated();
         }
         same
     }
 
-    /// Authenticates a connection that had no tenant as `tenant`, in one of the tenant's
+    /// Authenticates a connection that had no tenant as `principal`, in one of its tenant's
     /// connection places. `Err(true)`: the tenant has no place left; `Err(false)`: the
-    /// connection is another tenant's.
-    pub fn join_tenant(&self, tenant: Arc<Tenant>) -> Result<(), bool> {
+    /// connection is someone else's.
+    pub fn join_tenant(&self, principal: Principal) -> Result<(), bool> {
         if self.tenant().is_some() {
-            return if self.set_tenant(tenant) { Ok(()) } else { Err(false) };
+            return if self.set_tenant(principal) { Ok(()) } else { Err(false) };
         }
-        let slot = tenant.admit().ok_or(true)?;
-        if !self.set_tenant(tenant) {
+        let slot = principal.tenant.admit().ok_or(true)?;
+        if !self.set_tenant(principal) {
             return Err(false);
         }
         *self.tenant_slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(slot);

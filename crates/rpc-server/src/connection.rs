@@ -23,7 +23,7 @@ use crate::methods::{lookup, Call};
 use crate::outbound::Outbound;
 use crate::preauth::Preauth;
 use crate::session_ids::Renamed;
-use crate::tenancy::Tenant;
+use crate::tenancy::Principal;
 use crate::Server;
 
 static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
@@ -56,7 +56,7 @@ pub async fn serve_messages<S: MessageSource, K: MessageSink>(
     server: Arc<Server>,
     source: S,
     sink: K,
-    tenant: Option<Arc<Tenant>>,
+    tenant: Option<Principal>,
 ) {
     serve_inner(server, source, sink, tenant, false, None).await;
 }
@@ -86,7 +86,7 @@ async fn serve_inner<S: MessageSource, K: MessageSink>(
     server: Arc<Server>,
     mut source: S,
     sink: K,
-    tenant: Option<Arc<Tenant>>,
+    tenant: Option<Principal>,
     trusted: bool,
     preauth: Option<Preauth>,
 ) {

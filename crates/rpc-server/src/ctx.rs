@@ -66,10 +66,10 @@ impl Ctx {
     }
 
     /// Claims a session for a tenant before creating it (see [`crate::tenancy::Tenancy::claim`]).
-    pub async fn tenancy_claim(&self, tenant: &crate::tenancy::Tenant, id: &str) -> Result<bool, RpcError> {
-        match &self.server.tenancy {
-            Some(t) => t.claim(tenant, id).await.map_err(|e| self.failed(e)),
-            None => Ok(false),
+    pub async fn tenancy_claim(&self, id: &str) -> Result<bool, RpcError> {
+        match (&self.server.tenancy, self.caller.principal()) {
+            (Some(t), Some(p)) => t.claim(&p.tenant, p.user_name(), id).await.map_err(|e| self.failed(e)),
+            _ => Ok(false),
         }
     }
 

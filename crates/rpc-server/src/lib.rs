@@ -34,6 +34,7 @@ pub mod session_ids;
 mod stdio_pipe;
 pub mod table;
 pub mod tenancy;
+pub mod tenant_credentials;
 pub mod transport;
 pub mod websocket;
 

@@ -1,15 +1,16 @@
 use super::*;
-use crate::tenancy::{token_digest, TenantSpec};
+use crate::tenancy::{token_digest, Principal, TenantSpec};
 use serde_json::json;
-use std::sync::Arc;
 
-async fn tenancy(root: &std::path::Path) -> (Tenancy, Arc<Tenant>) {
+async fn tenancy(root: &std::path::Path) -> (Tenancy, Principal) {
     let spec = |name: &str| TenantSpec {
         name: name.into(),
-        token_sha256: token_digest(name),
+        token_sha256: Some(token_digest(name)),
         workspace: root.join(name),
         config_home: root.join("homes").join(name),
         max_connections: 4,
+        credentials: Default::default(),
+        users: Vec::new(),
     };
     let t = Tenancy::open(vec![spec("alpha"), spec("beta")], store::SessionIndex::open_in_memory().await.unwrap())
         .await
@@ -26,19 +27,19 @@ fn parse(text: &str) -> Value {
 async fn ids_are_the_tenants_own_inside_and_as_given_outside() {
     let dir = tempfile::tempdir().unwrap();
     let (t, alpha) = tenancy(dir.path()).await;
-    let ns = Namespace::new(&t, &alpha);
+    let ns = Namespace::new(&t, &alpha.tenant);
     assert_eq!(ns.inner("s1"), "alpha.s1");
     assert_eq!(ns.outer("alpha.s1"), "s1");
     // An id that looks like an inner one is a client's id like any other.
     assert_eq!(ns.inner("alpha.s1"), "alpha.alpha.s1");
     assert_eq!(ns.outer(&ns.inner("alpha.s1")), "alpha.s1");
-    assert!(alpha.new_session_id().starts_with("alpha."));
+    assert!(alpha.tenant.new_session_id().starts_with("alpha."));
 
     // A session alpha owned before ids were namespaced keeps its id; beta's old one does not
     // become alpha's by naming it.
-    assert!(t.claim(&alpha, "old").await.unwrap());
+    assert!(t.claim(&alpha.tenant, None, "old").await.unwrap());
     let beta = t.authenticate("beta").unwrap();
-    assert!(t.claim(&beta, "betas-old").await.unwrap());
+    assert!(t.claim(&beta.tenant, None, "betas-old").await.unwrap());
     assert_eq!(ns.inner("old"), "old");
     assert_eq!(ns.outer("old"), "old");
     assert_eq!(ns.inner("betas-old"), "alpha.betas-old");
@@ -48,7 +49,7 @@ async fn ids_are_the_tenants_own_inside_and_as_given_outside() {
 async fn requests_name_the_tenants_sessions_wherever_the_protocol_puts_ids() {
     let dir = tempfile::tempdir().unwrap();
     let (t, alpha) = tenancy(dir.path()).await;
-    let ns = Namespace::new(&t, &alpha);
+    let ns = Namespace::new(&t, &alpha.tenant);
     let text = r#"{"sessionId":"s1","sessionIds":["a","b"],"options":{"detachedFromSpawningParentSessionId":"p"},
         "tools":[{"parameters":{"properties":{"sessionId":{"type":"string"}}}}],"prompt":"sessionId s1"}"#;
     let (text, renamed) = ns.request_in("session.send", text);
@@ -75,7 +76,7 @@ async fn requests_name_the_tenants_sessions_wherever_the_protocol_puts_ids() {
 async fn answers_and_messages_name_sessions_as_the_client_does() {
     let dir = tempfile::tempdir().unwrap();
     let (t, alpha) = tenancy(dir.path()).await;
-    let ns = Namespace::new(&t, &alpha);
+    let ns = Namespace::new(&t, &alpha.tenant);
 
     let listed =
         json!({"sessions": [{"sessionId": "alpha.s1", "context": {"cwd": "/w/alpha.s1"}}, {"sessionId": "old"}]});

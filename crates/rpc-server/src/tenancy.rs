@@ -1,6 +1,6 @@
-//! Tenants of a shared server (`skipper serve`): a token's SHA-256 selects the tenant, each
-//! session belongs to the tenant that created it, and each tenant's sessions run under its own
-//! workspace root.
+//! Tenants of a shared server (`skipper serve`): a token's SHA-256 selects the tenant (and the
+//! user of it, when the token is a user's), each session belongs to the tenant that created it
+//! (and records the user who did), and each tenant's sessions run under its own workspace root.
 //!
 //! Isolation is "invisible, not forbidden": a session of another tenant is answered exactly as
 //! an unknown id is ([`crate::ctx::Ctx::visible`]), so nothing tells a caller that it exists.
@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use protocol::secret::SecretString;
 use sha2::{Digest, Sha256};
 use store::{SessionIndex, StoreError};
 
@@ -29,6 +30,50 @@ pub struct Tenant {
     connections: Arc<tokio::sync::Semaphore>,
     /// `<name>.`: what its sessions' ids begin with inside the server (`crate::session_ids`).
     id_prefix: String,
+    /// What its sessions' model calls carry when they bring nothing of their own.
+    pub credentials: Credentials,
+    /// Its users, by name.
+    users: HashMap<String, Arc<TenantUser>>,
+}
+
+/// A tenant's model credentials (`crate::tenant_credentials`). Secrets: never logged, never
+/// sent to a client.
+/// `Debug` shows no secret (`SecretString` prints as redacted).
+#[derive(Debug, Default, Clone)]
+pub struct Credentials {
+    /// The GitHub token its sessions' Copilot calls carry when neither the session nor its
+    /// creator brings one.
+    pub github_token: Option<SecretString>,
+    /// Its own model provider, for sessions that name none.
+    pub provider: Option<protocol::generated::types::ProviderConfig>,
+    /// Whether a session with no credentials at all may use the server's own.
+    pub server_fallback: bool,
+}
+
+/// One user of a tenant: connects with a token of their own; the sessions they create carry
+/// their GitHub token.
+pub struct TenantUser {
+    pub name: String,
+    pub github_token: Option<SecretString>,
+}
+
+/// Who a connection authenticated as: a tenant, and the user of it when the token was a user's
+/// (`None`: the tenant's own token).
+#[derive(Clone)]
+pub struct Principal {
+    pub tenant: Arc<Tenant>,
+    pub user: Option<Arc<TenantUser>>,
+}
+
+impl Principal {
+    /// The same tenant and the same user (or both the tenant's own token).
+    pub fn same_as(&self, other: &Principal) -> bool {
+        Arc::ptr_eq(&self.tenant, &other.tenant) && self.user_name() == other.user_name()
+    }
+
+    pub fn user_name(&self) -> Option<&str> {
+        self.user.as_deref().map(|u| u.name.as_str())
+    }
 }
 
 impl std::fmt::Debug for Tenant {
@@ -71,16 +116,31 @@ impl Tenant {
         let real = base.join(path).canonicalize().ok()?;
         real.starts_with(&self.workspace).then_some(real)
     }
+
+    /// Its user named `name`, while configured.
+    pub fn user(&self, name: &str) -> Option<&Arc<TenantUser>> {
+        self.users.get(name)
+    }
 }
 
-/// A tenant as configured: the SHA-256 of its token, never the token.
+/// A tenant as configured: the SHA-256 of its tokens, never the tokens.
 pub struct TenantSpec {
     pub name: String,
-    pub token_sha256: [u8; 32],
+    /// Its own token's (`None`: only its users connect).
+    pub token_sha256: Option<[u8; 32]>,
     pub workspace: PathBuf,
     pub config_home: PathBuf,
     /// Connections it may have open at once.
     pub max_connections: usize,
+    pub credentials: Credentials,
+    pub users: Vec<UserSpec>,
+}
+
+/// A user of a tenant as configured.
+pub struct UserSpec {
+    pub name: String,
+    pub token_sha256: [u8; 32],
+    pub github_token: Option<SecretString>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -108,7 +168,8 @@ pub enum TenancyError {
 }
 
 pub struct Tenancy {
-    by_token: HashMap<[u8; 32], Arc<Tenant>>,
+    by_token: HashMap<[u8; 32], Principal>,
+    tenants: Vec<Arc<Tenant>>,
     index: SessionIndex,
     /// Session id → owning tenant's name; the persisted `session_owners` table, in memory.
     owners: Mutex<HashMap<String, Arc<str>>>,
@@ -123,7 +184,8 @@ pub fn token_digest(token: &str) -> [u8; 32] {
 impl Tenancy {
     /// Creates each tenant's workspace if missing and loads who owns which session.
     pub async fn open(specs: Vec<TenantSpec>, index: SessionIndex) -> Result<Self, TenancyError> {
-        let mut by_token: HashMap<[u8; 32], Arc<Tenant>> = HashMap::new();
+        let mut by_token: HashMap<[u8; 32], Principal> = HashMap::new();
+        let mut tenants: Vec<Arc<Tenant>> = Vec::new();
         let mut names = std::collections::HashSet::new();
         for spec in specs {
             let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
@@ -135,6 +197,11 @@ impl Tenancy {
             }
             let workspace = prepare_workspace(&spec.name, &spec.workspace)?;
             let config_home = prepare_config_home(&spec.name, &spec.config_home)?;
+            let users: Vec<(Arc<TenantUser>, [u8; 32])> = spec
+                .users
+                .into_iter()
+                .map(|u| (Arc::new(TenantUser { name: u.name, github_token: u.github_token }), u.token_sha256))
+                .collect();
             let tenant = Arc::new(Tenant {
                 id_prefix: format!("{}.", spec.name),
                 name: spec.name,
@@ -142,12 +209,18 @@ impl Tenancy {
                 config_home,
                 permissions: Default::default(),
                 connections: Arc::new(tokio::sync::Semaphore::new(spec.max_connections)),
+                credentials: spec.credentials,
+                users: users.iter().map(|(u, _)| (u.name.clone(), u.clone())).collect(),
             });
-            if let Some(other) = by_token.insert(spec.token_sha256, tenant.clone()) {
-                return Err(TenancyError::DuplicateToken(other.name.clone(), tenant.name.clone()));
+            let own = spec.token_sha256.map(|digest| (digest, None));
+            for (digest, user) in own.into_iter().chain(users.into_iter().map(|(u, d)| (d, Some(u)))) {
+                let principal = Principal { tenant: tenant.clone(), user };
+                if let Some(other) = by_token.insert(digest, principal) {
+                    return Err(TenancyError::DuplicateToken(other.tenant.name.clone(), tenant.name.clone()));
+                }
             }
+            tenants.push(tenant);
         }
-        let tenants: Vec<&Arc<Tenant>> = by_token.values().collect();
         for a in &tenants {
             for b in &tenants {
                 if !Arc::ptr_eq(a, b) && a.workspace.starts_with(&b.workspace) {
@@ -159,15 +232,16 @@ impl Tenancy {
             }
         }
         let owners = index.owners().await?.into_iter().map(|(id, tenant)| (id, Arc::from(tenant))).collect();
-        Ok(Self { by_token, index, owners: Mutex::new(owners), auth_failures: AtomicU64::new(0) })
+        Ok(Self { by_token, tenants, index, owners: Mutex::new(owners), auth_failures: AtomicU64::new(0) })
     }
 
     pub fn tenants(&self) -> impl Iterator<Item = &Arc<Tenant>> {
-        self.by_token.values()
+        self.tenants.iter()
     }
 
-    /// The tenant a token selects. A failure is counted (metrics), never logged with the token.
-    pub fn authenticate(&self, token: &str) -> Option<Arc<Tenant>> {
+    /// The tenant (and user) a token selects. A failure is counted (metrics), never logged
+    /// with the token.
+    pub fn authenticate(&self, token: &str) -> Option<Principal> {
         let found = self.by_token.get(&token_digest(token)).cloned();
         if found.is_none() {
             self.record_auth_failure();
@@ -194,9 +268,10 @@ impl Tenancy {
         self.owners().get(session_id).is_some_and(|owner| **owner == *tenant.name)
     }
 
-    /// Claims `session_id` for `tenant` before it is created. `Ok(false)`: it already has an
-    /// owner (this tenant or another), and nothing changed.
-    pub async fn claim(&self, tenant: &Tenant, session_id: &str) -> Result<bool, StoreError> {
+    /// Claims `session_id` for `tenant` (created by its user `creator`, if any) before it is
+    /// created. `Ok(false)`: it already has an owner (this tenant or another), and nothing
+    /// changed.
+    pub async fn claim(&self, tenant: &Tenant, creator: Option<&str>, session_id: &str) -> Result<bool, StoreError> {
         {
             let mut owners = self.owners();
             if owners.contains_key(session_id) {
@@ -204,7 +279,7 @@ impl Tenancy {
             }
             owners.insert(session_id.to_string(), Arc::from(tenant.name.as_str()));
         }
-        match self.index.claim_owner(session_id, &tenant.name).await {
+        match self.index.claim_owner(session_id, &tenant.name, creator).await {
             Ok(true) => Ok(true),
             // Another process claimed it in the database meanwhile (not possible with one node,
             // but the table is the truth): take back the in-memory claim.
@@ -217,6 +292,12 @@ impl Tenancy {
                 Err(e)
             }
         }
+    }
+
+    /// The user of its tenant who created `session_id` (`None`: the tenant's own token did, or
+    /// it has no owner). Read from the table: another node may have created it.
+    pub async fn creator(&self, session_id: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.index.ownership(session_id).await?.and_then(|(_, creator)| creator))
     }
 
     /// Drops the ownership of a deleted session (or of a creation that failed).
@@ -288,7 +369,15 @@ mod tests {
     use super::*;
 
     fn spec(name: &str, token: &str, workspace: PathBuf, config_home: PathBuf) -> TenantSpec {
-        TenantSpec { name: name.into(), token_sha256: token_digest(token), workspace, config_home, max_connections: 2 }
+        TenantSpec {
+            name: name.into(),
+            token_sha256: Some(token_digest(token)),
+            workspace,
+            config_home,
+            max_connections: 2,
+            credentials: Credentials::default(),
+            users: Vec::new(),
+        }
     }
 
     async fn tenancy(root: &Path) -> Tenancy {
@@ -303,8 +392,8 @@ mod tests {
     async fn tokens_select_tenants_and_failures_are_counted() {
         let dir = tempfile::tempdir().unwrap();
         let t = tenancy(dir.path()).await;
-        assert_eq!(t.authenticate("a-token").unwrap().name, "alpha");
-        assert_eq!(t.authenticate("b-token").unwrap().name, "beta");
+        assert_eq!(t.authenticate("a-token").unwrap().tenant.name, "alpha");
+        assert_eq!(t.authenticate("b-token").unwrap().tenant.name, "beta");
         assert!(t.authenticate("a-token ").is_none());
         assert!(t.authenticate("").is_none());
         assert_eq!(t.auth_failures(), 2);
@@ -314,7 +403,7 @@ mod tests {
     async fn each_tenant_has_its_own_connection_places() {
         let dir = tempfile::tempdir().unwrap();
         let t = tenancy(dir.path()).await;
-        let (alpha, beta) = (t.authenticate("a-token").unwrap(), t.authenticate("b-token").unwrap());
+        let (alpha, beta) = (t.authenticate("a-token").unwrap().tenant, t.authenticate("b-token").unwrap().tenant);
         let held = (alpha.admit(), alpha.admit());
         assert!(held.0.is_some() && held.1.is_some());
         assert!(alpha.admit().is_none(), "alpha has two places");
@@ -328,11 +417,37 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let t = tenancy(dir.path()).await;
         let (a, b) = (t.authenticate("a-token").unwrap(), t.authenticate("b-token").unwrap());
-        assert!(t.claim(&a, "s1").await.unwrap());
-        assert!(!t.claim(&b, "s1").await.unwrap());
+        let (a, b) = (a.tenant, b.tenant);
+        assert!(t.claim(&a, None, "s1").await.unwrap());
+        assert!(!t.claim(&b, None, "s1").await.unwrap());
         assert!(t.owns(&a, "s1") && !t.owns(&b, "s1") && !t.owns(&a, "unknown"));
         t.release("s1").await.unwrap();
         assert!(!t.owns(&a, "s1"));
+    }
+
+    #[tokio::test]
+    async fn a_users_token_selects_the_user_and_their_sessions_record_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut alpha = spec("alpha", "a-token", dir.path().join("a"), dir.path().join("ha"));
+        alpha.token_sha256 = None;
+        alpha.users = ["alice", "bob"]
+            .map(|name| UserSpec {
+                name: name.into(),
+                token_sha256: token_digest(&format!("{name}-token")),
+                github_token: Some(SecretString::new(format!("gho-{name}"))),
+            })
+            .into();
+        let t = Tenancy::open(vec![alpha], SessionIndex::open_in_memory().await.unwrap()).await.unwrap();
+        assert!(t.authenticate("a-token").is_none(), "a tenant with users only has no token of its own");
+        let alice = t.authenticate("alice-token").unwrap();
+        let bob = t.authenticate("bob-token").unwrap();
+        assert_eq!((alice.tenant.name.as_str(), alice.user_name()), ("alpha", Some("alice")));
+        assert!(!alice.same_as(&bob) && alice.same_as(&t.authenticate("alice-token").unwrap()));
+        assert_eq!(alice.tenant.user("bob").unwrap().github_token.as_ref().unwrap().expose(), "gho-bob");
+        assert!(t.claim(&alice.tenant, alice.user_name(), "s1").await.unwrap());
+        assert_eq!(t.creator("s1").await.unwrap().as_deref(), Some("alice"));
+        assert!(t.owns(&bob.tenant, "s1"), "the session is the tenant's, whichever user made it");
+        assert_eq!(t.creator("unknown").await.unwrap(), None);
     }
 
     #[tokio::test]
@@ -373,7 +488,7 @@ mod tests {
     async fn working_directories_stay_inside_the_workspace() {
         let dir = tempfile::tempdir().unwrap();
         let t = tenancy(dir.path()).await;
-        let a = t.authenticate("a-token").unwrap();
+        let a = t.authenticate("a-token").unwrap().tenant;
         std::fs::create_dir_all(a.workspace.join("sub")).unwrap();
         assert_eq!(a.confine(None).unwrap(), a.workspace);
         assert_eq!(a.confine(Some("sub")).unwrap(), a.workspace.join("sub"));

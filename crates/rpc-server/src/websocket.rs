@@ -10,11 +10,10 @@ use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 
 use crate::framing::{body_of, BadFrame, MessageSink, MessageSource};
-use crate::tenancy::Tenant;
 use crate::Server;
 
 /// Serves one upgraded WebSocket for `tenant` until either side closes it.
-pub async fn serve_websocket(server: Arc<Server>, socket: WebSocket, tenant: Arc<Tenant>) {
+pub async fn serve_websocket(server: Arc<Server>, socket: WebSocket, tenant: crate::tenancy::Principal) {
     let (sink, stream) = socket.split();
     crate::connection::serve_messages(server, WsSource(stream), WsSink(sink), Some(tenant)).await;
 }

@@ -71,9 +71,10 @@ async fn index_conformance(index: &SessionIndex) {
     assert!(!index.delete("old").await.unwrap());
     assert_eq!(index.get("old").await.unwrap(), None);
 
-    assert!(index.claim_owner("s1", "alpha").await.unwrap());
-    assert!(!index.claim_owner("s1", "beta").await.unwrap(), "the first claim wins");
+    assert!(index.claim_owner("s1", "alpha", Some("alice")).await.unwrap());
+    assert!(!index.claim_owner("s1", "beta", None).await.unwrap(), "the first claim wins");
     assert_eq!(index.owner("s1").await.unwrap().as_deref(), Some("alpha"));
+    assert_eq!(index.ownership("s1").await.unwrap(), Some(("alpha".to_string(), Some("alice".to_string()))));
     assert_eq!(index.owners().await.unwrap(), vec![("s1".to_string(), "alpha".to_string())]);
     index.release_owner("s1").await.unwrap();
     assert_eq!(index.owner("s1").await.unwrap(), None);

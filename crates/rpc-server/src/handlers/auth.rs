@@ -63,12 +63,16 @@ pub async fn get_status(ctx: &Ctx, p: t::SessionGitHubAuthGetStatusParams) -> Re
     })
 }
 
-/// The token the process acts with (the account signed in at run time, else the one it
-/// started with), on a single-user server only: a shared server's own identity is not its
-/// tenants' to use or learn of.
+/// The token the caller's account acts with: on a single-user server the process's (the
+/// account signed in at run time, else the one it started with); on a shared server its
+/// user's, else its tenant's (`[[tenants]]` credentials) — the server's own identity is not
+/// its tenants' to use or learn of.
 pub(crate) fn process_token(ctx: &Ctx) -> Option<String> {
     if ctx.server.tenancy.is_some() {
-        return None;
+        let principal = ctx.caller.principal()?;
+        let user = principal.user.as_ref().and_then(|u| u.github_token.as_ref());
+        let token = user.or(principal.tenant.credentials.github_token.as_ref())?;
+        return Some(token.expose().to_string());
     }
     let auth = &ctx.server.auth;
     auth.signed_in.get().or_else(|| auth.token.as_ref().map(|t| t.expose().to_string())).filter(|t| !t.is_empty())

@@ -33,6 +33,10 @@ fn session_info(session: &SessionHandle) -> SessionInfo {
 
 pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo, RpcError> {
     loop_engine::canvases::validate(&p).map_err(|e| ctx.failed(e))?;
+    if let Some(tenant) = ctx.tenant() {
+        let creator = ctx.caller.user().map(|u| u.name.as_str());
+        crate::tenant_credentials::apply(tenant, creator, &mut p).map_err(|e| ctx.failed(e))?;
+    }
     let identity = crate::handlers::auth::identity_for(ctx, p.git_hub_token.clone()).await?;
     let Some(tenant) = ctx.tenant().cloned() else {
         let session = ctx
@@ -67,7 +71,7 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
     p.working_directory = Some(cwd.to_string_lossy().into_owned());
     confine_config_dirs(ctx, &mut p, &cwd)?;
     let id = p.session_id.get_or_insert_with(|| tenant.new_session_id()).clone();
-    let claimed = ctx.tenancy_claim(&tenant, &id).await?;
+    let claimed = ctx.tenancy_claim(&id).await?;
     let created = ctx.server.engine.create_with(&p, Some(ctx.caller.subscriber()), fs(ctx)).await;
     match created {
         Ok(session) => {
@@ -119,6 +123,11 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
             },
         };
         confine_config_dirs(ctx, &mut p, &cwd)?;
+        let creator = match &ctx.server.tenancy {
+            Some(tenancy) => tenancy.creator(&id).await.map_err(|e| ctx.failed(e))?,
+            None => None,
+        };
+        crate::tenant_credentials::apply(&tenant, creator.as_deref(), &mut p).map_err(|e| ctx.failed(e))?;
     }
     let identity = crate::handlers::auth::identity_for(ctx, p.git_hub_token.clone()).await?;
     let session = ctx
@@ -414,7 +423,7 @@ pub async fn fork(ctx: &Ctx, p: t::SessionsForkRequest) -> Result<t::SessionsFor
     }
     let id = tenant.as_ref().map_or_else(|| uuid::Uuid::new_v4().to_string(), |t| t.new_session_id());
     let claimed = match &tenant {
-        Some(t) => ctx.tenancy_claim(t, &id).await?,
+        Some(_) => ctx.tenancy_claim(&id).await?,
         None => false,
     };
     let forked =

@@ -47,15 +47,38 @@ impl ServeArgs {
 }
 
 #[derive(Debug, Parser)]
-#[command(name = "skipper tenants", about = "Manage the tenants of `skipper serve`")]
+#[command(name = "skipper tenants", about = "Manage the tenants and users of `skipper serve` in its configuration")]
 pub struct TenantsArgs {
+    /// The server's configuration (TOML); created when missing.
+    #[arg(long, global = true, default_value = ServeArgs::DEFAULT_CONFIG)]
+    pub config: PathBuf,
     #[command(subcommand)]
     pub command: TenantsCommand,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum TenantsCommand {
-    /// Prints a fresh token for a new tenant (once: it is not stored) and the lines to add to
-    /// the server's configuration.
-    Add { name: String },
+    /// Adds a tenant with a fresh token of its own, or (with --user) a user of a tenant with a
+    /// fresh token of theirs (the tenant is added, without a token of its own, when missing).
+    /// The token is printed once: only its SHA-256 is stored.
+    Add {
+        tenant: String,
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Removes a tenant (its workspace and sessions stay on disk), or (with --user) a user.
+    Remove {
+        tenant: String,
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Replaces a tenant's own token, or (with --user) a user's, by a fresh one (printed once);
+    /// the old one stops working.
+    Rotate {
+        tenant: String,
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Lists the tenants and their users (names and credential sources, never digests).
+    List,
 }

@@ -1,5 +1,7 @@
-//! `skipper serve`'s configuration file (TOML, `config/server.toml` by default): the tenants
-//! and the cluster settings. Tokens are never in it, only their SHA-256.
+//! `skipper serve`'s configuration file (TOML, `config/server.toml` by default): the tenants,
+//! their users and credentials, and the cluster settings. Tokens that select a tenant are
+//! never in it, only their SHA-256; model credentials are named (an environment variable or a
+//! file), never written in it.
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +24,29 @@ pub struct ServerConfig {
     pub extensions: super::extensions::config::ExtensionsConfig,
     #[serde(default)]
     pub sandbox: SandboxConfig,
+    #[serde(default)]
+    pub credentials: CredentialsConfig,
+}
+
+/// Whose credentials a tenant's model calls carry (`credentials.rs`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialsConfig {
+    /// Whether a session with no credentials of its own, of its user or of its tenant may use
+    /// the server's (its `GH_TOKEN` / sign-in), billed to the server's account. A tenant's
+    /// `server_fallback` overrides it. When not allowed, such a session is refused at creation.
+    #[serde(default = "yes")]
+    pub server_fallback: bool,
+}
+
+impl Default for CredentialsConfig {
+    fn default() -> Self {
+        Self { server_fallback: true }
+    }
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The command sandbox of every tenant's sessions (always on: `sandbox` crate). What the
@@ -128,8 +153,21 @@ fn default_max_connections() -> usize {
 #[serde(deny_unknown_fields)]
 pub struct TenantConfig {
     pub name: String,
-    /// Lowercase hex SHA-256 of the token's UTF-8 bytes.
-    pub token_sha256: String,
+    /// Lowercase hex SHA-256 of the tenant's own token's UTF-8 bytes (it connects as the
+    /// tenant, no user). Optional when the tenant has users.
+    pub token_sha256: Option<String>,
+    /// The GitHub token its sessions' model calls carry when neither the session nor its user
+    /// brings one: the name of an environment variable holding it, or a file holding it.
+    pub github_token_env: Option<String>,
+    pub github_token_file: Option<PathBuf>,
+    /// Its own model provider (bring your own key), for sessions that name none of their own.
+    pub provider: Option<ProviderSettings>,
+    /// In place of `[credentials] server_fallback` for this tenant.
+    pub server_fallback: Option<bool>,
+    /// Its users: each connects with a token of their own, and their sessions' model calls carry
+    /// their credentials.
+    #[serde(default)]
+    pub users: Vec<UserConfig>,
     /// Where the tenant's sessions run; default `<home>/workspaces/<name>`.
     pub workspace: Option<PathBuf>,
     /// The tenant's own configuration (MCP servers, plugins, skills, agents, instructions,
@@ -142,6 +180,46 @@ pub struct TenantConfig {
     /// Its own `allowed_hosts` / `blocked_hosts`, in place of `[sandbox]`'s.
     pub allowed_hosts: Option<Vec<String>>,
     pub blocked_hosts: Option<Vec<String>>,
+}
+
+/// One user of a tenant (`[[tenants.users]]`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserConfig {
+    /// Unique within the tenant; recorded as the creator of their sessions.
+    pub name: String,
+    /// Lowercase hex SHA-256 of the user's token.
+    pub token_sha256: String,
+    /// The GitHub token their sessions' model calls carry: an environment variable's name, or
+    /// a file.
+    pub github_token_env: Option<String>,
+    pub github_token_file: Option<PathBuf>,
+}
+
+/// A tenant's model provider (`[tenants.provider]`), as a session's `provider` has it; the key
+/// comes from an environment variable or a file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSettings {
+    /// `openai` (default), `azure` or `anthropic`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub base_url: String,
+    /// `completions` (default) or `responses` (openai and azure).
+    pub wire_api: Option<String>,
+    pub api_key_env: Option<String>,
+    pub api_key_file: Option<PathBuf>,
+    /// Sent as `Authorization: Bearer`, in place of the API key.
+    pub bearer_token_env: Option<String>,
+    pub bearer_token_file: Option<PathBuf>,
+    /// The well-known model it serves (capabilities and limits are taken from it).
+    pub model_id: Option<String>,
+    /// The model name sent to the provider, when it differs.
+    pub wire_model: Option<String>,
+    /// Azure: the API version (the versioned deployment route).
+    pub azure_api_version: Option<String>,
+    pub max_prompt_tokens: Option<u64>,
+    pub max_output_tokens: Option<u64>,
 }
 
 /// Several nodes sharing one database (`--database-url postgres://…`).
@@ -200,9 +278,29 @@ impl ServerConfig {
 
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         let config: Self = toml::from_str(text)?;
+        let mut digests = std::collections::HashMap::new();
+        let mut seen = |digest: [u8; 32], who: String| match digests.insert(digest, who.clone()) {
+            Some(other) => bail!("{other} and {who} have the same token"),
+            None => Ok(()),
+        };
         for t in &config.tenants {
             check_name(&t.name)?;
-            parse_digest(&t.token_sha256).with_context(|| format!("tenant {}: token_sha256", t.name))?;
+            if let Some(digest) = &t.token_sha256 {
+                let digest = parse_digest(digest).with_context(|| format!("tenant {}: token_sha256", t.name))?;
+                seen(digest, format!("tenant {}", t.name))?;
+            } else if t.users.is_empty() {
+                bail!("tenant {}: give it a token_sha256 or at least one [[tenants.users]]", t.name);
+            }
+            let mut names = std::collections::HashSet::new();
+            for u in &t.users {
+                check_name(&u.name).with_context(|| format!("tenant {}: user", t.name))?;
+                if !names.insert(u.name.as_str()) {
+                    bail!("tenant {}: user {} is configured twice", t.name, u.name);
+                }
+                let digest = parse_digest(&u.token_sha256)
+                    .with_context(|| format!("tenant {}: user {}: token_sha256", t.name, u.name))?;
+                seen(digest, format!("user {} of tenant {}", u.name, t.name))?;
+            }
         }
         if config.limits.max_connections == 0 {
             bail!("limits.max_connections must be at least 1");
@@ -219,12 +317,13 @@ impl ServerConfig {
     }
 }
 
-/// A tenant name is a directory name under `workspaces/`: letters, digits, `-`, `_`.
+/// A tenant name is a directory name under `workspaces/` (and a user's name is as plain):
+/// letters, digits, `-`, `_`.
 pub fn check_name(name: &str) -> anyhow::Result<()> {
     let ok =
         !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !ok {
-        bail!("tenant name {name:?}: use 1 to 64 letters, digits, '-' or '_'");
+        bail!("name {name:?}: use 1 to 64 letters, digits, '-' or '_'");
     }
     Ok(())
 }
@@ -244,12 +343,34 @@ mod tests {
     use super::*;
 
     const DIGEST: &str = "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae";
+    const OTHER: &str = "fcde2b2edba56bf408601fb721fe9b5c338d10ee429ea04fae5511b68fbf8fb9";
+
+    #[test]
+    fn users_credentials_and_providers_parse() {
+        let c = ServerConfig::parse(&format!(
+            "[credentials]\nserver_fallback = false\n\n[[tenants]]\nname = \"alpha\"\ngithub_token_env = \"ALPHA_GH\"\n\n\
+             [tenants.provider]\ntype = \"anthropic\"\nbase_url = \"https://example.test\"\napi_key_file = \"/run/k\"\n\n\
+             [[tenants.users]]\nname = \"alice\"\ntoken_sha256 = \"{DIGEST}\"\ngithub_token_file = \"/run/alice\"\n\n\
+             [[tenants.users]]\nname = \"bob\"\ntoken_sha256 = \"{OTHER}\"\n"
+        ))
+        .unwrap();
+        assert!(!c.credentials.server_fallback);
+        let alpha = &c.tenants[0];
+        assert_eq!(alpha.token_sha256, None, "a tenant with users needs no token of its own");
+        assert_eq!(alpha.github_token_env.as_deref(), Some("ALPHA_GH"));
+        let provider = alpha.provider.as_ref().unwrap();
+        assert_eq!((provider.kind.as_deref(), provider.base_url.as_str()), (Some("anthropic"), "https://example.test"));
+        let users: Vec<_> = alpha.users.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(users, ["alice", "bob"]);
+        assert_eq!(alpha.users[0].github_token_file.as_deref(), Some(Path::new("/run/alice")));
+        assert!(ServerConfig::parse("").unwrap().credentials.server_fallback, "the server's identity by default");
+    }
 
     #[test]
     fn tenants_and_cluster_parse() {
         let c = ServerConfig::parse(&format!(
             "[[tenants]]\nname = \"alpha\"\ntoken_sha256 = \"{DIGEST}\"\nworkspace = \"/srv/alpha\"\n\n\
-             [[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{DIGEST}\"\n\n[cluster]\nnode_id = \"b\"\nlease_ttl_s = 5\n\
+             [[tenants]]\nname = \"beta\"\ntoken_sha256 = \"{OTHER}\"\n\n[cluster]\nnode_id = \"b\"\nlease_ttl_s = 5\n\
              shared_root = \"/mnt/skipper\"\n"
         ))
         .unwrap();
@@ -269,6 +390,11 @@ mod tests {
             "[[tenants]]\nname = \"a\"\ntoken_sha256 = \"abc\"\n".to_string(),
             "[[tenants]]\nname = \"a\"\ntoken = \"clear\"\n".to_string(),
             "[cluster]\nlease_ttl_s = 0\n".to_string(),
+            "[[tenants]]\nname = \"a\"\n".to_string(),
+            format!("[[tenants]]\nname = \"a\"\n[[tenants.users]]\nname = \"u\"\ntoken_sha256 = \"{DIGEST}\"\n[[tenants.users]]\nname = \"u\"\ntoken_sha256 = \"{OTHER}\"\n"),
+            format!("[[tenants]]\nname = \"a\"\ntoken_sha256 = \"{DIGEST}\"\n[[tenants.users]]\nname = \"u\"\ntoken_sha256 = \"{DIGEST}\"\n"),
+            format!("[[tenants]]\nname = \"a\"\n[[tenants.users]]\nname = \"u/v\"\ntoken_sha256 = \"{DIGEST}\"\n"),
+            format!("[[tenants]]\nname = \"a\"\ntoken_sha256 = \"{DIGEST}\"\ngithub_token = \"clear\"\n"),
         ] {
             assert!(ServerConfig::parse(&bad).is_err(), "{bad}");
         }

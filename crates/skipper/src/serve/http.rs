@@ -90,8 +90,8 @@ async fn rpc(
         tracing::warn!("WebSocket refused: too many connections");
         return (StatusCode::SERVICE_UNAVAILABLE, "too many connections; retry later\n").into_response();
     };
-    let Some(tenant_slot) = tenant.admit() else {
-        tracing::warn!(tenant = %tenant.name, "WebSocket refused: too many connections for the tenant");
+    let Some(tenant_slot) = tenant.tenant.admit() else {
+        tracing::warn!(tenant = %tenant.tenant.name, "WebSocket refused: too many connections for the tenant");
         return (StatusCode::SERVICE_UNAVAILABLE, "too many connections for this tenant; retry later\n")
             .into_response();
     };

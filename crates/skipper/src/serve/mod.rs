@@ -6,6 +6,7 @@
 pub mod args;
 mod command_sandbox;
 pub mod config;
+mod credentials;
 pub(crate) mod extensions;
 mod http;
 pub mod metrics;
@@ -346,10 +347,12 @@ fn tenant_specs(
             .map(|t| {
                 Ok(TenantSpec {
                     name: t.name.clone(),
-                    token_sha256: config::parse_digest(&t.token_sha256)?,
+                    token_sha256: t.token_sha256.as_deref().map(config::parse_digest).transpose()?,
                     workspace: workspace_of(&t.name, t.workspace.as_ref()),
                     config_home: config_home_of(&t.name, t.config_home.as_ref()),
                     max_connections: t.max_connections.unwrap_or(per_tenant),
+                    credentials: credentials::of_tenant(t, &config.credentials, env)?,
+                    users: credentials::users(t, env)?,
                 })
             })
             .collect();
@@ -371,10 +374,13 @@ fn tenant_specs(
     };
     Ok(vec![TenantSpec {
         name: "default".into(),
-        token_sha256: token_digest(&token),
+        token_sha256: Some(token_digest(&token)),
         workspace: workspace_of("default", None),
         config_home: config_home_of("default", None),
         max_connections: per_tenant,
+        // The one person using a loopback server: the server's own identity is theirs.
+        credentials: rpc_server::tenancy::Credentials { server_fallback: true, ..Default::default() },
+        users: Vec::new(),
     }])
 }
 

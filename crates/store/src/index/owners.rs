@@ -1,17 +1,21 @@
-//! Session ownership on a shared server: the `session_owners` table (migration 0002).
-//! Ownership is a claim made before the session is created and dropped when it is deleted.
+//! Session ownership on a shared server: the `session_owners` table (migrations 0002, and
+//! sqlite 0003 / postgres 0012 for the creating user). Ownership is a claim made before the
+//! session is created and dropped when it is deleted.
 
 use super::{on_pool, SessionIndex};
 use crate::error::StoreError;
 
 impl SessionIndex {
-    /// Records `tenant` as the owner of `session_id` unless the session already has one.
-    /// Returns whether this call made the claim.
-    pub async fn claim_owner(&self, session_id: &str, tenant: &str) -> Result<bool, StoreError> {
-        let text = "INSERT INTO session_owners (session_id, tenant) VALUES (?1, ?2) ON CONFLICT DO NOTHING";
+    /// Records `tenant` as the owner of `session_id` (and `creator`, the tenant's user who
+    /// created it, if any) unless the session already has one. Returns whether this call made
+    /// the claim.
+    pub async fn claim_owner(&self, session_id: &str, tenant: &str, creator: Option<&str>) -> Result<bool, StoreError> {
+        let text =
+            "INSERT INTO session_owners (session_id, tenant, creator) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING";
         let done = on_pool!(self, text, |pool, sql| sqlx::query(&sql)
             .bind(session_id)
             .bind(tenant)
+            .bind(creator)
             .execute(pool)
             .await?
             .rows_affected());
@@ -27,10 +31,13 @@ impl SessionIndex {
 
     /// The owning tenant of a session, if any.
     pub async fn owner(&self, session_id: &str) -> Result<Option<String>, StoreError> {
-        let text = "SELECT tenant FROM session_owners WHERE session_id = ?1";
-        let row: Option<(String,)> =
-            on_pool!(self, text, |pool, sql| sqlx::query_as(&sql).bind(session_id).fetch_optional(pool).await?);
-        Ok(row.map(|(t,)| t))
+        Ok(self.ownership(session_id).await?.map(|(tenant, _)| tenant))
+    }
+
+    /// The owning tenant of a session and the user of it who created the session, if any.
+    pub async fn ownership(&self, session_id: &str) -> Result<Option<(String, Option<String>)>, StoreError> {
+        let text = "SELECT tenant, creator FROM session_owners WHERE session_id = ?1";
+        Ok(on_pool!(self, text, |pool, sql| sqlx::query_as(&sql).bind(session_id).fetch_optional(pool).await?))
     }
 
     /// Every `(session id, tenant)` pair, for a server loading its ownership map at start.
@@ -54,13 +61,15 @@ mod tests {
     #[tokio::test]
     async fn the_first_claim_wins_and_release_frees_the_id() {
         let index = SessionIndex::open_in_memory().await.unwrap();
-        assert!(index.claim_owner("s1", "alpha").await.unwrap());
-        assert!(!index.claim_owner("s1", "beta").await.unwrap(), "a second tenant cannot take it");
+        assert!(index.claim_owner("s1", "alpha", Some("alice")).await.unwrap());
+        assert!(!index.claim_owner("s1", "beta", None).await.unwrap(), "a second tenant cannot take it");
         assert_eq!(index.owner("s1").await.unwrap().as_deref(), Some("alpha"));
+        assert_eq!(index.ownership("s1").await.unwrap(), Some(("alpha".to_string(), Some("alice".to_string()))));
         assert_eq!(index.owners().await.unwrap(), vec![("s1".to_string(), "alpha".to_string())]);
         index.release_owner("s1").await.unwrap();
         assert_eq!(index.owner("s1").await.unwrap(), None);
-        assert!(index.claim_owner("s1", "beta").await.unwrap());
+        assert!(index.claim_owner("s1", "beta", None).await.unwrap());
+        assert_eq!(index.ownership("s1").await.unwrap(), Some(("beta".to_string(), None)));
         index.ping().await.unwrap();
     }
 
@@ -69,7 +78,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let layout = crate::Layout::new(dir.path());
         let index = SessionIndex::open(layout.db_path()).await.unwrap();
-        index.claim_owner("s1", "alpha").await.unwrap();
+        index.claim_owner("s1", "alpha", Some("alice")).await.unwrap();
         index.rebuild_from_logs(&layout).await.unwrap();
         assert_eq!(index.owner("s1").await.unwrap().as_deref(), Some("alpha"));
     }

@@ -209,7 +209,8 @@ async fn attach(
 ) -> Result<(SessionHandle, bool), String> {
     let engine = &ext.server.engine;
     let tenant = &agent.tenant;
-    let params = session_params(&agent.config, session_id, &tenant.workspace);
+    let mut params = session_params(&agent.config, session_id, &tenant.workspace);
+    rpc_server::tenant_credentials::apply(tenant, None, &mut params)?;
     let exists = engine.get(session_id).is_some() || engine.layout().events_path(session_id).exists();
     if exists {
         if !ext.tenancy.owns(tenant, session_id) {
@@ -222,7 +223,7 @@ async fn attach(
         let session = engine.resume(&params, Some(tap)).await.map_err(|e| format!("resuming the thread: {e}"))?;
         return Ok((session, true));
     }
-    match ext.tenancy.claim(tenant, session_id).await {
+    match ext.tenancy.claim(tenant, None, session_id).await {
         Ok(true) => {}
         Ok(false) => return Err("this thread belongs to another session owner".into()),
         Err(e) => return Err(format!("recording the thread: {e}")),

@@ -50,7 +50,7 @@ fn error(status: StatusCode, kind: &str, code: &str, message: &str) -> Response 
 
 pub async fn completions(State(ext): State<Arc<Extensions>>, headers: HeaderMap, body: Bytes) -> Response {
     let tenant = match crate::serve::http::bearer(&headers) {
-        Some(token) => ext.tenancy.authenticate(token),
+        Some(token) => ext.tenancy.authenticate(token).map(|p| p.tenant),
         None => {
             ext.tenancy.record_auth_failure();
             None
@@ -156,8 +156,9 @@ async fn run(
 ) -> Result<Outcome, String> {
     let engine = &ext.server.engine;
     let session_id = agent.tenant.new_session_id();
-    let params = session_params(&agent.config, &session_id, &agent.tenant.workspace);
-    match ext.tenancy.claim(&agent.tenant, &session_id).await {
+    let mut params = session_params(&agent.config, &session_id, &agent.tenant.workspace);
+    rpc_server::tenant_credentials::apply(&agent.tenant, None, &mut params)?;
+    match ext.tenancy.claim(&agent.tenant, None, &session_id).await {
         Ok(true) => {}
         Ok(false) => return Err("session id taken".into()),
         Err(e) => return Err(format!("recording the session: {e}")),

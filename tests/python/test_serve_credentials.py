@@ -1,0 +1,171 @@
+"""Issue 36: users inside tenants, and whose credentials a team server's model calls carry.
+Each user connects with a token of their own; a session's model calls carry the GitHub token
+of the user who created it (else its tenant's), a tenant's own provider key when it brings its
+own account, the server's only where the configuration allows it — never another's, and no
+token in an event, an error or the server's log."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from copilot.session import PermissionHandler
+
+import serve_support
+from conftest import Ctx, raw_request
+
+APPROVE = PermissionHandler.approve_all
+SERVER_TOKEN = "fake-token-for-e2e-tests"  # what serve_support gives the server as GH_TOKEN
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _config(ctx: Ctx) -> str:
+    return f"""
+[credentials]
+server_fallback = false
+
+[sandbox]
+# The tenants' own provider is this test's fake model, on loopback.
+internal_network = true
+
+[[tenants]]
+name = "alpha"
+token_sha256 = "{_digest('alpha-own-token')}"
+github_token_env = "ALPHA_GH_TOKEN"
+
+[[tenants.users]]
+name = "alice"
+token_sha256 = "{_digest('alice-token')}"
+github_token_file = "{ctx.root / 'alice.secret'}"
+
+[[tenants.users]]
+name = "bob"
+token_sha256 = "{_digest('bob-token')}"
+
+[[tenants]]
+name = "byok"
+token_sha256 = "{_digest('byok-token')}"
+
+[tenants.provider]
+type = "openai"
+base_url = "{ctx.fake.url}/v1"
+api_key_env = "BYOK_KEY"
+
+[[tenants]]
+name = "bare"
+token_sha256 = "{_digest('bare-token')}"
+
+[[tenants]]
+name = "trusted"
+token_sha256 = "{_digest('trusted-token')}"
+server_fallback = true
+"""
+
+
+@pytest.fixture
+def served(ctx: Ctx):
+    (ctx.root / "alice.secret").write_text("gho-alice-secret\n", encoding="utf-8")
+    for token, login in (("gho-alice-secret", "alice-gh"), ("gho-alpha-secret", "alpha-bot")):
+        user = {"login": login, "copilot_plan": "business", "endpoints": {"api": ctx.fake.url}}
+        ctx.fake._call("POST", "/_fake/user", {"token": token, "response": user})
+    served = serve_support.start(
+        ctx, _config(ctx), home=ctx.copilot_home, state_dir=ctx.root,
+        ALPHA_GH_TOKEN="gho-alpha-secret", BYOK_KEY="sk-byok-secret",
+    )
+    yield served
+    serve_support.stop(served)
+
+
+def _auth(ctx: Ctx, since: int = 0) -> list[tuple[str, str | None]]:
+    return [(r["path"], r["headers"].get("authorization")) for r in ctx.fake.requests()[since:]]
+
+
+async def _turn(session, text: str) -> None:
+    reply = await session.send_and_wait("hi", timeout=30)
+    assert reply is not None and reply.data.content == text
+
+
+async def test_each_users_sessions_carry_their_own_token_else_the_tenants(ctx: Ctx, served, make_client):
+    alice = make_client(uri=served.sdk, connection_token="alice-token")
+    bob = make_client(uri=served.sdk, connection_token="bob-token")
+    own = make_client(uri=served.sdk, connection_token="alpha-own-token")
+    sessions = {}
+    for name, client in (("alice", alice), ("bob", bob), ("own", own)):
+        await client.start()
+        sessions[name] = await client.create_session(on_permission_request=APPROVE)
+    for name in ("alice", "bob", "own"):
+        ctx.fake.replies({"text": f"for {name}"})
+        await _turn(sessions[name], f"for {name}")
+    assert [auth for _, auth in _auth(ctx)] == [
+        "Bearer gho-alice-secret",  # alice's own, from her file
+        "Bearer gho-alpha-secret",  # bob has none: the tenant's
+        "Bearer gho-alpha-secret",  # the tenant's own token: the tenant's
+    ]
+
+    # The session's identity is its creator's account.
+    status = await raw_request(alice, "session.gitHubAuth.getStatus", {"sessionId": sessions["alice"].session_id})
+    assert status["login"] == "alice-gh"
+
+    # Bob resumes alice's session (the tenant's, so he may): it goes on carrying alice's token,
+    # the creator's, not the resumer's.
+    resumed = await bob.resume_session(sessions["alice"].session_id, on_permission_request=APPROVE)
+    before = len(ctx.fake.requests())
+    ctx.fake.replies({"text": "alice's again"})
+    await _turn(resumed, "alice's again")
+    assert [auth for _, auth in _auth(ctx, before)] == ["Bearer gho-alice-secret"]
+
+    # A session that brings its own token keeps it.
+    ctx.fake._call("POST", "/_fake/user", {"token": "gho-session-own", "response": {"login": "s", "endpoints": {"api": ctx.fake.url}}})
+    explicit = await bob.create_session(on_permission_request=APPROVE, github_token="gho-session-own")
+    before = len(ctx.fake.requests())
+    ctx.fake.replies({"text": "explicit"})
+    await _turn(explicit, "explicit")
+    assert [auth for _, auth in _auth(ctx, before)] == ["Bearer gho-session-own"]
+
+    # No token reached an event, and the server's log holds none of them.
+    events = json.dumps([e.to_dict() for e in await sessions["alice"].get_events()])
+    for secret in ("gho-alice-secret", "gho-alpha-secret", SERVER_TOKEN):
+        assert secret not in events
+    serve_support.stop(served)
+    log = served.stderr_path.read_text(errors="replace")
+    for secret in ("gho-alice-secret", "gho-alpha-secret", "sk-byok-secret", "alice-token", "bob-token"):
+        assert secret not in log, secret
+
+
+async def test_a_tenants_own_provider_carries_its_key_and_no_github_token(ctx: Ctx, served, make_client):
+    client = make_client(uri=served.sdk, connection_token="byok-token")
+    await client.start()
+    session = await client.create_session(on_permission_request=APPROVE)
+    ctx.fake.replies({"text": "from the tenant's account"})
+    await _turn(session, "from the tenant's account")
+    assert _auth(ctx) == [("/v1/chat/completions", "Bearer sk-byok-secret")]
+    events = json.dumps([e.to_dict() for e in await session.get_events()])
+    assert "sk-byok-secret" not in events
+
+
+async def test_without_credentials_a_tenant_may_not_use_the_servers(ctx: Ctx, served, make_client):
+    bare = make_client(uri=served.sdk, connection_token="bare-token")
+    await bare.start()
+    with pytest.raises(Exception) as refused:
+        await bare.create_session(on_permission_request=APPROVE)
+    assert "no model credentials" in str(refused.value) and "tenant bare" in str(refused.value)
+    assert SERVER_TOKEN not in str(refused.value)
+    # Its own token, passed by the client, is enough.
+    ctx.fake._call("POST", "/_fake/user", {"token": "gho-bare-own", "response": {"login": "b", "endpoints": {"api": ctx.fake.url}}})
+    session = await bare.create_session(on_permission_request=APPROVE, github_token="gho-bare-own")
+    ctx.fake.replies({"text": "own"})
+    await _turn(session, "own")
+    # A tenant allowed the fallback uses the server's identity.
+    trusted = make_client(uri=served.sdk, connection_token="trusted-token")
+    await trusted.start()
+    session = await trusted.create_session(on_permission_request=APPROVE)
+    ctx.fake.replies({"text": "server's"})
+    await _turn(session, "server's")
+    assert [auth for _, auth in _auth(ctx)] == ["Bearer gho-bare-own", f"Bearer {SERVER_TOKEN}"]
+    # Nothing of the server's account is told to a tenant without credentials.
+    quota = await raw_request(bare, "account.getQuota", {})
+    assert quota["quotaSnapshots"] == {}
