@@ -6,14 +6,19 @@ token in an event, an error or the server's log."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import signal
+import subprocess
+import time
+from pathlib import Path
 
 import pytest
 from copilot.session import PermissionHandler
 
 import serve_support
-from conftest import Ctx, raw_request
+from conftest import SKIPPER_BIN, Ctx, raw_request
 
 APPROVE = PermissionHandler.approve_all
 SERVER_TOKEN = "fake-token-for-e2e-tests"  # what serve_support gives the server as GH_TOKEN
@@ -169,3 +174,82 @@ async def test_without_credentials_a_tenant_may_not_use_the_servers(ctx: Ctx, se
     # Nothing of the server's account is told to a tenant without credentials.
     quota = await raw_request(bare, "account.getQuota", {})
     assert quota["quotaSnapshots"] == {}
+
+
+def _tenants_cmd(config: Path, *args: str) -> str:
+    """`skipper tenants --config CONFIG ARGS…`; returns its output (the token is on line 1)."""
+    done = subprocess.run([str(SKIPPER_BIN), "tenants", "--config", str(config), *args],
+                          capture_output=True, text=True, timeout=30, check=True)
+    return done.stdout
+
+
+async def _closed_within(client, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            await asyncio.wait_for(client.list_sessions(), timeout=2)
+        except Exception:  # noqa: BLE001 - any failure of a closed connection will do
+            return True
+        await asyncio.sleep(0.2)
+    return False
+
+
+async def test_users_and_tokens_reload_without_a_restart(ctx: Ctx, served, make_client):
+    config = ctx.root / "server.toml"
+    own = make_client(uri=served.sdk, connection_token="alpha-own-token")
+    bob = make_client(uri=served.sdk, connection_token="bob-token")
+    alice = make_client(uri=served.sdk, connection_token="alice-token")
+    for client in (own, bob, alice):
+        await client.start()
+    bobs = await bob.create_session(on_permission_request=APPROVE)
+
+    # Bob removed and alice's token rotated by the operator's command: the server sees the file
+    # change by itself; their connections close, the tenant's own (unchanged) stays.
+    _tenants_cmd(config, "remove", "alpha", "--user", "bob")
+    rotated = _tenants_cmd(config, "rotate", "alpha", "--user", "alice").splitlines()[0].rsplit(" ", 1)[1]
+    assert await _closed_within(bob, 15), "a removed user's connection is closed"
+    assert await _closed_within(alice, 15), "a rotated token's connection is closed"
+    assert await own.list_sessions() is not None, "an unchanged token's connection stays"
+
+    refused = make_client(uri=served.sdk, connection_token="bob-token")
+    with pytest.raises(Exception):
+        await refused.start()
+    again = make_client(uri=served.sdk, connection_token=rotated)
+    await again.start()
+    session = await again.create_session(on_permission_request=APPROVE)
+    ctx.fake.replies({"text": "alice, rotated"})
+    await _turn(session, "alice, rotated")
+    assert _auth(ctx)[-1][1] == "Bearer gho-alice-secret"
+
+    # Bob's session is the tenant's still; with bob gone its calls carry the tenant's token.
+    resumed = await own.resume_session(bobs.session_id, on_permission_request=APPROVE)
+    ctx.fake.replies({"text": "bob's, on the tenant"})
+    await _turn(resumed, "bob's, on the tenant")
+    assert _auth(ctx)[-1][1] == "Bearer gho-alpha-secret"
+
+    # A user added, applied at once on SIGHUP.
+    carol_token = _tenants_cmd(config, "add", "alpha", "--user", "carol").splitlines()[0].rsplit(" ", 1)[1]
+    served.proc.send_signal(signal.SIGHUP)
+    carol = make_client(uri=served.sdk, connection_token=carol_token)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            await carol.start()
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.3)
+            carol = make_client(uri=served.sdk, connection_token=carol_token)
+    assert await carol.list_sessions() is not None
+
+    # A configuration that does not load changes nothing.
+    good = config.read_text()
+    config.write_text(good + "\n[[tenants]]\nname = \"broken\"\n")
+    served.proc.send_signal(signal.SIGHUP)
+    await asyncio.sleep(1)
+    assert await own.list_sessions() is not None and await carol.list_sessions() is not None
+    config.write_text(good)
+    log = served.stderr_path.read_text(errors="replace")
+    assert "does not load" in log and "SIGHUP" in log
+    assert served.proc.poll() is None

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::outbound::Outbound;
-use crate::tenancy::{Principal, Tenancy, Tenant, TenantUser};
+use crate::tenancy::{Principal, Tenancy, Tenant};
 
 type Waiting = HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>;
 
@@ -72,10 +72,13 @@ impl Caller {
         self.principal.get().map(|p| &p.tenant)
     }
 
-    /// The user of the tenant this connection authenticated as (`None` with the tenant's own
-    /// token, or on a single-user server).
-    pub fn user(&self) -> Option<&Arc<TenantUser>> {
-        self.principal.get().and_then(|p| p.user.as_ref())
+    /// Resolves once the token this connection authenticated with is revoked (a reload of the
+    /// configuration removed or replaced it); never before it authenticates.
+    pub async fn revoked(&self) {
+        match self.principal.get() {
+            Some(p) => p.revoked().await,
+            None => std::future::pending().await,
+        }
     }
 
     pub fn principal(&self) -> Option<&Principal> {

@@ -129,6 +129,8 @@ async fn serve_inner<S: MessageSource, K: MessageSink>(
             },
             _ = closed.cancelled() => break,
             _ = server.shutdown.cancelled() => break,
+            // Its token was removed from the configuration: it may not go on.
+            _ = caller.revoked() => break,
             _ = caller.authenticated(), if waiting.is_some() => Next::Authenticated,
             _ = until(waiting) => Next::Late,
         };

@@ -10,10 +10,14 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use protocol::secret::SecretString;
 use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+mod reload;
+pub use reload::Reloaded;
 use store::{SessionIndex, StoreError};
 
 /// One tenant: a name, the directory its sessions run under (canonical, existing), and what
@@ -28,10 +32,18 @@ pub struct Tenant {
     pub permissions: loop_engine::permission_settings::ServerPermissions,
     /// Its connections open at once (authenticated ones; the server's own limit counts all).
     connections: Arc<tokio::sync::Semaphore>,
+    /// How many places `connections` started with.
+    connections_limit: usize,
     /// `<name>.`: what its sessions' ids begin with inside the server (`crate::session_ids`).
     id_prefix: String,
+    /// Its credentials and users: what a reload of the configuration changes in place.
+    access: RwLock<Access>,
+}
+
+/// What a tenant's configuration may change while the server runs (`reload.rs`).
+struct Access {
     /// What its sessions' model calls carry when they bring nothing of their own.
-    pub credentials: Credentials,
+    credentials: Credentials,
     /// Its users, by name.
     users: HashMap<String, Arc<TenantUser>>,
 }
@@ -62,7 +74,9 @@ pub struct TenantUser {
 #[derive(Clone)]
 pub struct Principal {
     pub tenant: Arc<Tenant>,
-    pub user: Option<Arc<TenantUser>>,
+    user: Option<Arc<str>>,
+    /// Cancelled when a reload removes or replaces the token: its connections close.
+    revoked: Arc<CancellationToken>,
 }
 
 impl Principal {
@@ -72,7 +86,18 @@ impl Principal {
     }
 
     pub fn user_name(&self) -> Option<&str> {
-        self.user.as_deref().map(|u| u.name.as_str())
+        self.user.as_deref()
+    }
+
+    /// The user's configuration now (`None`: the tenant's own token, or a user no longer
+    /// configured).
+    pub fn user(&self) -> Option<Arc<TenantUser>> {
+        self.tenant.user(self.user_name()?)
+    }
+
+    /// Resolves once the token this principal authenticated with is no longer configured.
+    pub async fn revoked(&self) {
+        self.revoked.cancelled().await
     }
 }
 
@@ -118,8 +143,19 @@ impl Tenant {
     }
 
     /// Its user named `name`, while configured.
-    pub fn user(&self, name: &str) -> Option<&Arc<TenantUser>> {
-        self.users.get(name)
+    pub fn user(&self, name: &str) -> Option<Arc<TenantUser>> {
+        self.access().users.get(name).cloned()
+    }
+
+    /// What its sessions' model calls carry when they bring nothing of their own, as now
+    /// configured.
+    pub fn credentials(&self) -> Credentials {
+        self.access().credentials.clone()
+    }
+
+    fn access(&self) -> std::sync::RwLockReadGuard<'_, Access> {
+        // Only whole values are swapped under this lock; a poisoned one is still consistent.
+        self.access.read().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -134,6 +170,24 @@ pub struct TenantSpec {
     pub max_connections: usize,
     pub credentials: Credentials,
     pub users: Vec<UserSpec>,
+}
+
+impl TenantSpec {
+    /// Its tokens' digests, each with the user it authenticates (`None`: the tenant's own).
+    fn tokens(&self) -> Vec<([u8; 32], Option<Arc<str>>)> {
+        let own = self.token_sha256.map(|digest| (digest, None));
+        own.into_iter().chain(self.users.iter().map(|u| (u.token_sha256, Some(Arc::from(u.name.as_str()))))).collect()
+    }
+}
+
+impl Access {
+    fn new(credentials: Credentials, users: Vec<UserSpec>) -> Self {
+        let users = users
+            .into_iter()
+            .map(|u| (u.name.clone(), Arc::new(TenantUser { name: u.name, github_token: u.github_token })))
+            .collect();
+        Self { credentials, users }
+    }
 }
 
 /// A user of a tenant as configured.
@@ -168,7 +222,8 @@ pub enum TenancyError {
 }
 
 pub struct Tenancy {
-    by_token: HashMap<[u8; 32], Principal>,
+    /// Token digest → who it authenticates; replaced whole by a reload.
+    by_token: RwLock<HashMap<[u8; 32], Principal>>,
     tenants: Vec<Arc<Tenant>>,
     index: SessionIndex,
     /// Session id → owning tenant's name; the persisted `session_owners` table, in memory.
@@ -197,11 +252,7 @@ impl Tenancy {
             }
             let workspace = prepare_workspace(&spec.name, &spec.workspace)?;
             let config_home = prepare_config_home(&spec.name, &spec.config_home)?;
-            let users: Vec<(Arc<TenantUser>, [u8; 32])> = spec
-                .users
-                .into_iter()
-                .map(|u| (Arc::new(TenantUser { name: u.name, github_token: u.github_token }), u.token_sha256))
-                .collect();
+            let tokens = spec.tokens();
             let tenant = Arc::new(Tenant {
                 id_prefix: format!("{}.", spec.name),
                 name: spec.name,
@@ -209,12 +260,11 @@ impl Tenancy {
                 config_home,
                 permissions: Default::default(),
                 connections: Arc::new(tokio::sync::Semaphore::new(spec.max_connections)),
-                credentials: spec.credentials,
-                users: users.iter().map(|(u, _)| (u.name.clone(), u.clone())).collect(),
+                connections_limit: spec.max_connections,
+                access: RwLock::new(Access::new(spec.credentials, spec.users)),
             });
-            let own = spec.token_sha256.map(|digest| (digest, None));
-            for (digest, user) in own.into_iter().chain(users.into_iter().map(|(u, d)| (d, Some(u)))) {
-                let principal = Principal { tenant: tenant.clone(), user };
+            for (digest, user) in tokens {
+                let principal = Principal { tenant: tenant.clone(), user, revoked: Arc::default() };
                 if let Some(other) = by_token.insert(digest, principal) {
                     return Err(TenancyError::DuplicateToken(other.tenant.name.clone(), tenant.name.clone()));
                 }
@@ -232,7 +282,13 @@ impl Tenancy {
             }
         }
         let owners = index.owners().await?.into_iter().map(|(id, tenant)| (id, Arc::from(tenant))).collect();
-        Ok(Self { by_token, tenants, index, owners: Mutex::new(owners), auth_failures: AtomicU64::new(0) })
+        Ok(Self {
+            by_token: RwLock::new(by_token),
+            tenants,
+            index,
+            owners: Mutex::new(owners),
+            auth_failures: AtomicU64::new(0),
+        })
     }
 
     pub fn tenants(&self) -> impl Iterator<Item = &Arc<Tenant>> {
@@ -242,7 +298,7 @@ impl Tenancy {
     /// The tenant (and user) a token selects. A failure is counted (metrics), never logged
     /// with the token.
     pub fn authenticate(&self, token: &str) -> Option<Principal> {
-        let found = self.by_token.get(&token_digest(token)).cloned();
+        let found = self.by_token.read().unwrap_or_else(|e| e.into_inner()).get(&token_digest(token)).cloned();
         if found.is_none() {
             self.record_auth_failure();
         }
@@ -444,6 +500,7 @@ mod tests {
         assert_eq!((alice.tenant.name.as_str(), alice.user_name()), ("alpha", Some("alice")));
         assert!(!alice.same_as(&bob) && alice.same_as(&t.authenticate("alice-token").unwrap()));
         assert_eq!(alice.tenant.user("bob").unwrap().github_token.as_ref().unwrap().expose(), "gho-bob");
+        assert_eq!(alice.user().unwrap().name, "alice");
         assert!(t.claim(&alice.tenant, alice.user_name(), "s1").await.unwrap());
         assert_eq!(t.creator("s1").await.unwrap().as_deref(), Some("alice"));
         assert!(t.owns(&bob.tenant, "s1"), "the session is the tenant's, whichever user made it");

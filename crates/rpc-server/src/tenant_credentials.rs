@@ -14,7 +14,7 @@ use crate::tenancy::Tenant;
 /// Fills in what `p` does not bring itself. `Err`: the session would fall back to the
 /// server's identity and the tenant may not.
 pub fn apply(tenant: &Tenant, creator: Option<&str>, p: &mut SessionConfigParams) -> Result<(), String> {
-    let credentials = &tenant.credentials;
+    let credentials = tenant.credentials();
     if p.provider.is_none() && p.providers.is_none() {
         p.provider.clone_from(&credentials.provider);
     }

@@ -70,8 +70,8 @@ pub async fn get_status(ctx: &Ctx, p: t::SessionGitHubAuthGetStatusParams) -> Re
 pub(crate) fn process_token(ctx: &Ctx) -> Option<String> {
     if ctx.server.tenancy.is_some() {
         let principal = ctx.caller.principal()?;
-        let user = principal.user.as_ref().and_then(|u| u.github_token.as_ref());
-        let token = user.or(principal.tenant.credentials.github_token.as_ref())?;
+        let user = principal.user().and_then(|u| u.github_token.clone());
+        let token = user.or_else(|| principal.tenant.credentials().github_token)?;
         return Some(token.expose().to_string());
     }
     let auth = &ctx.server.auth;

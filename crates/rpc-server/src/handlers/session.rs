@@ -34,7 +34,7 @@ fn session_info(session: &SessionHandle) -> SessionInfo {
 pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo, RpcError> {
     loop_engine::canvases::validate(&p).map_err(|e| ctx.failed(e))?;
     if let Some(tenant) = ctx.tenant() {
-        let creator = ctx.caller.user().map(|u| u.name.as_str());
+        let creator = ctx.caller.principal().and_then(|p| p.user_name());
         crate::tenant_credentials::apply(tenant, creator, &mut p).map_err(|e| ctx.failed(e))?;
     }
     let identity = crate::handlers::auth::identity_for(ctx, p.git_hub_token.clone()).await?;

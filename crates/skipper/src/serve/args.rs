@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(
     name = "skipper serve",
     about = "The self-hosted team server: WebSocket and SDK TCP JSON-RPC, tenants, health and metrics"

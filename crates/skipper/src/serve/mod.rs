@@ -11,6 +11,7 @@ pub(crate) mod extensions;
 mod http;
 pub mod metrics;
 mod metrics_format;
+mod reload;
 pub mod shared_root;
 pub mod tenants_cmd;
 
@@ -117,6 +118,17 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     )
     .await?;
     let server = Server::shared(setup.engine, setup.auth, setup.limits, setup.inference, tenancy.clone(), cluster);
+    reload::spawn(
+        tenancy.clone(),
+        reload::Source {
+            path: config_path.clone(),
+            explicit: args.config.is_some(),
+            data_root: data_root.to_path_buf(),
+            home: home.clone(),
+            env: env.clone(),
+            args: args.clone(),
+        },
+    );
     let draining = tokio_util::sync::CancellationToken::new();
     spawn_drain_on_signal(server.clone(), draining.clone(), Duration::from_secs(config.limits.drain_timeout_s));
 

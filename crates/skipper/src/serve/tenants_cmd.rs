@@ -14,7 +14,7 @@ use super::args::{TenantsArgs, TenantsCommand};
 use super::config::{check_name, ServerConfig};
 
 /// What the operator does next for a running server to see the change.
-const APPLY: &str = "restart `skipper serve` to apply it";
+const APPLY: &str = "a running `skipper serve` applies it within seconds (or at once on SIGHUP)";
 
 pub fn run(args: TenantsArgs, out: &mut impl Write) -> anyhow::Result<()> {
     let path = args.config.as_path();
@@ -26,16 +26,25 @@ pub fn run(args: TenantsArgs, out: &mut impl Write) -> anyhow::Result<()> {
                 check_name(user)?;
             }
             let token = fresh_token();
-            edit(path, |doc| add(doc, &tenant, user.as_deref(), &token))?;
+            let mut new_tenant = false;
+            edit(path, |doc| {
+                new_tenant = add(doc, &tenant, user.as_deref(), &token)?;
+                Ok(())
+            })?;
             let who = who(&tenant, user.as_deref());
             writeln!(out, "token for {who} (shown once, not stored anywhere): {token}")?;
-            writeln!(out, "added {who} to {}; {APPLY}", path.display())?;
+            if new_tenant {
+                // Its workspace and sandbox are made at start (`rpc_server::tenancy::reload`).
+                writeln!(out, "added {who} to {}; restart `skipper serve` to add a new tenant", path.display())?;
+            } else {
+                writeln!(out, "added {who} to {}; {APPLY}", path.display())?;
+            }
             Ok(())
         }
         TenantsCommand::Remove { tenant, user } => {
             edit(path, |doc| remove(doc, &tenant, user.as_deref()))?;
             let who = who(&tenant, user.as_deref());
-            writeln!(out, "removed {who} from {}; {APPLY}", path.display())?;
+            writeln!(out, "removed {who} from {}; {APPLY}, and closes its connections", path.display())?;
             Ok(())
         }
         TenantsCommand::Rotate { tenant, user } => {
@@ -43,7 +52,7 @@ pub fn run(args: TenantsArgs, out: &mut impl Write) -> anyhow::Result<()> {
             edit(path, |doc| rotate(doc, &tenant, user.as_deref(), &token))?;
             let who = who(&tenant, user.as_deref());
             writeln!(out, "new token for {who} (shown once, not stored anywhere): {token}")?;
-            writeln!(out, "the old token works until you {APPLY}")?;
+            writeln!(out, "the old token stops working, and its connections close, when {APPLY}")?;
             Ok(())
         }
     }
@@ -119,16 +128,18 @@ fn entry(name: &str, token: &str) -> Table {
     table
 }
 
-fn add(doc: &mut DocumentMut, tenant: &str, user: Option<&str>, token: &str) -> anyhow::Result<()> {
+/// Adds the tenant or the user; `Ok(true)` when the tenant is new.
+fn add(doc: &mut DocumentMut, tenant: &str, user: Option<&str>, token: &str) -> anyhow::Result<bool> {
     let list = tenants(doc)?;
     let Some(user) = user else {
         if named(list, tenant).is_some() {
             bail!("tenant {tenant} is already configured (rotate its token with `skipper tenants rotate {tenant}`)");
         }
         list.push(entry(tenant, token));
-        return Ok(());
+        return Ok(true);
     };
-    if named(list, tenant).is_none() {
+    let new_tenant = named(list, tenant).is_none();
+    if new_tenant {
         let mut table = Table::new();
         table.insert("name", toml_edit::value(tenant));
         list.push(table);
@@ -139,7 +150,7 @@ fn add(doc: &mut DocumentMut, tenant: &str, user: Option<&str>, token: &str) -> 
         bail!("user {user} of tenant {tenant} is already configured");
     }
     users.push(entry(user, token));
-    Ok(())
+    Ok(new_tenant)
 }
 
 fn remove(doc: &mut DocumentMut, tenant: &str, user: Option<&str>) -> anyhow::Result<()> {
