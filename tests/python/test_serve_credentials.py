@@ -33,6 +33,9 @@ def _config(ctx: Ctx) -> str:
 [credentials]
 server_fallback = false
 
+[audit]
+path = "{ctx.root / 'audit.jsonl'}"
+
 [sandbox]
 # The tenants' own provider is this test's fake model, on loopback.
 internal_network = true
@@ -253,3 +256,42 @@ async def test_users_and_tokens_reload_without_a_restart(ctx: Ctx, served, make_
     log = served.stderr_path.read_text(errors="replace")
     assert "does not load" in log and "SIGHUP" in log
     assert served.proc.poll() is None
+
+
+def _audit(ctx: Ctx, until_act: str) -> list[dict]:
+    """The audit log's lines, once one with `until_act` is there (its writer is a thread)."""
+    path = ctx.root / "audit.jsonl"
+    deadline = time.monotonic() + 10
+    while True:
+        lines = [json.loads(l) for l in path.read_text().splitlines()] if path.exists() else []
+        if any(l["act"] == until_act for l in lines) or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.1)
+
+
+async def test_the_audit_log_says_who_did_what_and_nothing_secret(ctx: Ctx, served, make_client):
+    alice = make_client(uri=served.sdk, connection_token="alice-token")
+    await alice.start()
+    session = await alice.create_session(on_permission_request=APPROVE)
+    ctx.fake.replies({"text": "noted"})
+    reply = await session.send_and_wait("the quarterly numbers are confidential", timeout=30)
+    assert reply is not None
+    refused = make_client(uri=served.sdk, connection_token="not-a-token")
+    with pytest.raises(Exception):
+        await refused.start()
+    await alice.delete_session(session.session_id)
+
+    lines = _audit(ctx, "session.delete")
+    mine = [(l["act"], l.get("tenant"), l.get("user")) for l in lines if l["act"] != "connect.refused"]
+    assert mine == [
+        ("connect", "alpha", "alice"),
+        ("session.create", "alpha", "alice"),
+        ("message", "alpha", "alice"),
+        ("session.delete", "alpha", "alice"),
+    ], lines
+    assert all(l["session"].endswith(session.session_id) for l in lines if l["act"].startswith(("session.", "message")))
+    assert [l for l in lines if l["act"] == "connect.refused"] != []
+    assert all(l["time"].endswith("Z") for l in lines)
+    text = (ctx.root / "audit.jsonl").read_text()
+    for secret in ("alice-token", "not-a-token", "gho-alice-secret", "confidential"):
+        assert secret not in text, secret

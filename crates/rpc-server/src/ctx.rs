@@ -73,6 +73,13 @@ impl Ctx {
         }
     }
 
+    /// Records `act` in the audit log, on a shared server (`crate::audit`).
+    pub fn audit(&self, act: &str, session: Option<&str>, detail: serde_json::Value) {
+        if self.tenant().is_some() {
+            self.server.audit().record(act, self.caller.principal(), session, detail);
+        }
+    }
+
     /// Drops a session's ownership; a failure is logged (the id stays taken, nothing leaks).
     pub async fn tenancy_release(&self, id: &str) {
         if let Some(t) = &self.server.tenancy {

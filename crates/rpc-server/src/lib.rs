@@ -14,6 +14,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod accounts;
+pub mod audit;
 pub mod caller;
 pub mod connection;
 pub mod ctx;
@@ -108,6 +109,8 @@ pub struct Server {
     pub tenancy: Option<Arc<tenancy::Tenancy>>,
     /// Sessions given their own GitHub identity.
     pub session_identities: session_auth::SessionIdentities,
+    /// The team server's audit log (`audit.rs`); off unless configured.
+    pub audit: std::sync::OnceLock<audit::Audit>,
     /// Accounts signed in with `account.login` while the server runs.
     pub accounts: accounts::Accounts,
     /// Several nodes on one database: this node's leases, followers and forwarded requests
@@ -116,6 +119,12 @@ pub struct Server {
 }
 
 impl Server {
+    /// The audit log (records nothing unless one was configured).
+    pub fn audit(&self) -> &audit::Audit {
+        static OFF: std::sync::OnceLock<audit::Audit> = std::sync::OnceLock::new();
+        self.audit.get().unwrap_or_else(|| OFF.get_or_init(Default::default))
+    }
+
     pub fn new(
         engine: Arc<Engine>,
         auth: AuthInfo,
@@ -133,6 +142,7 @@ impl Server {
             inference,
             tenancy: None,
             session_identities: Default::default(),
+            audit: Default::default(),
             accounts: Default::default(),
             cluster: None,
         })
@@ -158,6 +168,7 @@ impl Server {
             inference,
             tenancy: Some(tenancy),
             session_identities: Default::default(),
+            audit: Default::default(),
             accounts: Default::default(),
             cluster,
         })

@@ -13,6 +13,8 @@ pub async fn connect(ctx: &Ctx, p: t::ConnectRequest) -> Result<t::ConnectResult
         // The token selects the tenant. A connection that authenticated at the transport (a
         // WebSocket's header) may connect without one, or with its own; never as another.
         let selected = p.token.as_deref().and_then(|token| tenancy.authenticate(token));
+        // A WebSocket authenticated at its upgrade (and audited there).
+        let already = ctx.caller.tenant().is_some();
         let ok = match (selected, ctx.caller.tenant()) {
             (Some(tenant), _) => match ctx.caller.join_tenant(tenant) {
                 Ok(()) => true,
@@ -33,7 +35,11 @@ pub async fn connect(ctx: &Ctx, p: t::ConnectRequest) -> Result<t::ConnectResult
             }
         };
         if !ok {
+            ctx.server.audit().record("connect.refused", None, None, serde_json::json!({"transport": "tcp"}));
             return Err(RpcError::new(jsonrpc::AUTHENTICATION_FAILED, "AUTHENTICATION_FAILED"));
+        }
+        if !already {
+            ctx.audit("connect", None, serde_json::json!({"transport": "tcp"}));
         }
     } else if let Some(expected) = &ctx.server.connection_token {
         if p.token.as_deref() != Some(expected.as_str()) {

@@ -83,6 +83,7 @@ pub async fn create(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
                 session.file_tracker().enable(Some(session.workspace_path().join("rewind")));
             }
             crate::handlers::telemetry::session_created(ctx, &session, &p);
+            ctx.audit("session.create", Some(session.id()), serde_json::json!({}));
             Ok(session_info(&session))
         }
         Err(e) => {
@@ -140,6 +141,7 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
         ctx.server.session_identities.set(session.id(), identity);
     }
     loop_engine::clients::join(&session, ctx.caller.id, &p, true).await;
+    ctx.audit("session.resume", Some(session.id()), serde_json::json!({}));
     if p.enable_file_change_tracking == Some(true) {
         session.file_tracker().enable(Some(session.workspace_path().join("rewind")));
     }
@@ -187,7 +189,11 @@ pub async fn send(ctx: &Ctx, p: t::SessionSendParams) -> Result<t::SendResult, R
     if ctx.tenant().is_some() {
         confine_attachments(ctx, &session, p.attachments.as_deref().unwrap_or_default())?;
     }
-    enqueue(&session, p).await.map_err(|e| ctx.engine_error(&e))
+    let id = p.session_id.clone();
+    let queued = enqueue(&session, p).await.map_err(|e| ctx.engine_error(&e))?;
+    // Which user's client sent it; never what it says.
+    ctx.audit("message", Some(&id), serde_json::json!({}));
+    Ok(queued)
 }
 
 /// The model is told of attached files and directories (their paths, a directory's size): on
@@ -280,6 +286,7 @@ pub async fn delete(ctx: &Ctx, p: SessionIdParams) -> Result<SuccessResult, RpcE
     };
     match deleted {
         Ok(()) => {
+            ctx.audit("session.delete", Some(&p.session_id), serde_json::json!({}));
             if ctx.tenant().is_some() {
                 ctx.tenancy_release(&p.session_id).await;
             }
@@ -429,7 +436,10 @@ pub async fn fork(ctx: &Ctx, p: t::SessionsForkRequest) -> Result<t::SessionsFor
     let forked =
         ctx.server.engine.fork(&p.session_id, p.to_event_id.as_deref(), Some(id.clone()), p.name.clone()).await;
     match forked {
-        Ok(session_id) => Ok(t::SessionsForkResult { session_id, name: p.name }),
+        Ok(session_id) => {
+            ctx.audit("session.fork", Some(&session_id), serde_json::json!({"from": p.session_id}));
+            Ok(t::SessionsForkResult { session_id, name: p.name })
+        }
         Err(e) => {
             if claimed {
                 ctx.tenancy_release(&id).await;

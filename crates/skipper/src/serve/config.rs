@@ -26,6 +26,46 @@ pub struct ServerConfig {
     pub sandbox: SandboxConfig,
     #[serde(default)]
     pub credentials: CredentialsConfig,
+    #[serde(default)]
+    pub audit: AuditConfig,
+}
+
+/// The audit log (`rpc_server::audit`): one JSON line per security-relevant act.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// `stderr`, or a file (created mode 0600); no audit log when unset.
+    pub path: Option<String>,
+    /// A file is rotated past this size (`audit.jsonl` → `audit.jsonl.1` …).
+    #[serde(default = "default_audit_max_bytes")]
+    pub max_bytes: u64,
+    /// Rotated files kept.
+    #[serde(default = "default_audit_keep")]
+    pub keep: u32,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        Self { path: None, max_bytes: default_audit_max_bytes(), keep: default_audit_keep() }
+    }
+}
+
+fn default_audit_max_bytes() -> u64 {
+    64 << 20
+}
+
+fn default_audit_keep() -> u32 {
+    5
+}
+
+impl AuditConfig {
+    pub fn target(&self) -> Option<rpc_server::audit::AuditTarget> {
+        use rpc_server::audit::AuditTarget;
+        Some(match self.path.as_deref()? {
+            "stderr" => AuditTarget::Stderr,
+            path => AuditTarget::File { path: path.into(), max_bytes: self.max_bytes.max(1024), keep: self.keep },
+        })
+    }
 }
 
 /// Whose credentials a tenant's model calls carry (`credentials.rs`).

@@ -79,6 +79,7 @@ async fn rpc(
         }
     };
     let Some(tenant) = tenant else {
+        app.server.audit().record("connect.refused", None, None, serde_json::json!({"transport": "websocket"}));
         return (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, "Bearer")], "missing or invalid bearer token\n")
             .into_response();
     };
@@ -95,6 +96,7 @@ async fn rpc(
         return (StatusCode::SERVICE_UNAVAILABLE, "too many connections for this tenant; retry later\n")
             .into_response();
     };
+    app.server.audit().record("connect", Some(&tenant), None, serde_json::json!({"transport": "websocket"}));
     let limit = app.server.limits.max_frame_bytes;
     let server = app.server.clone();
     upgrade.max_message_size(limit).max_frame_size(limit).on_upgrade(move |socket| async move {

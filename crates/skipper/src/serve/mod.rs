@@ -118,7 +118,13 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     )
     .await?;
     let server = Server::shared(setup.engine, setup.auth, setup.limits, setup.inference, tenancy.clone(), cluster);
+    if let Some(target) = config.audit.target() {
+        let audit = rpc_server::audit::Audit::start(target.clone())
+            .with_context(|| format!("opening the audit log ({target:?})"))?;
+        let _ = server.audit.set(audit);
+    }
     reload::spawn(
+        server.clone(),
         tenancy.clone(),
         reload::Source {
             path: config_path.clone(),

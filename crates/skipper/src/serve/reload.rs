@@ -27,7 +27,7 @@ pub struct Source {
     pub args: ServeArgs,
 }
 
-pub fn spawn(tenancy: Arc<Tenancy>, source: Source) {
+pub fn spawn(server: Arc<rpc_server::Server>, tenancy: Arc<Tenancy>, source: Source) {
     tokio::spawn(async move {
         let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
             Ok(s) => Some(s),
@@ -55,7 +55,7 @@ pub fn spawn(tenancy: Arc<Tenancy>, source: Source) {
                 }
             }
             seen = stamp(&source.path);
-            reload(&tenancy, &source);
+            reload(&server, &tenancy, &source);
         }
     });
 }
@@ -66,7 +66,7 @@ fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
     Some((meta.modified().ok()?, meta.len()))
 }
 
-fn reload(tenancy: &Tenancy, source: &Source) {
+fn reload(server: &rpc_server::Server, tenancy: &Tenancy, source: &Source) {
     let specs = ServerConfig::load(&source.path, source.explicit)
         .and_then(|config| super::tenant_specs(&config, &source.data_root, &source.home, &source.env, &source.args));
     let specs = match specs {
@@ -76,11 +76,20 @@ fn reload(tenancy: &Tenancy, source: &Source) {
                 error = format!("{e:#}"),
                 "the tenants' configuration does not load; the one in force stays"
             );
+            server.audit().record("config.reload", None, None, serde_json::json!({"applied": false}));
             return;
         }
     };
     match tenancy.reload(specs) {
         Ok(done) => {
+            let detail = serde_json::json!({
+                "applied": true,
+                "added_tokens": done.added_tokens,
+                "revoked_tokens": done.revoked_tokens,
+                "new_tenants": done.new_tenants,
+                "needs_restart": done.needs_restart,
+            });
+            server.audit().record("config.reload", None, None, detail);
             tracing::info!(added_tokens = done.added_tokens, revoked_tokens = done.revoked_tokens, "tenants reloaded");
             for name in done.new_tenants {
                 tracing::warn!(tenant = %name, "a new tenant: restart the server to add it");
@@ -89,6 +98,9 @@ fn reload(tenancy: &Tenancy, source: &Source) {
                 tracing::warn!(tenant = %name, "the tenant's workspace, configuration home or connection limit changed: restart the server to apply it");
             }
         }
-        Err(e) => tracing::error!(error = %e, "the tenants' configuration does not apply; the one in force stays"),
+        Err(e) => {
+            tracing::error!(error = %e, "the tenants' configuration does not apply; the one in force stays");
+            server.audit().record("config.reload", None, None, serde_json::json!({"applied": false}));
+        }
     }
 }
