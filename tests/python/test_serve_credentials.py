@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from copilot._jsonrpc import JsonRpcError
 from copilot.session import PermissionHandler
 
 import serve_support
@@ -71,6 +72,7 @@ token_sha256 = "{_digest('bare-token')}"
 name = "trusted"
 token_sha256 = "{_digest('trusted-token')}"
 server_fallback = true
+max_sessions = 2
 """
 
 
@@ -295,3 +297,27 @@ async def test_the_audit_log_says_who_did_what_and_nothing_secret(ctx: Ctx, serv
     text = (ctx.root / "audit.jsonl").read_text()
     for secret in ("alice-token", "not-a-token", "gho-alice-secret", "confidential"):
         assert secret not in text, secret
+
+
+async def test_a_tenant_holds_no_more_sessions_than_it_may(ctx: Ctx, served, make_client):
+    client = make_client(uri=served.sdk, connection_token="trusted-token")
+    await client.start()
+    first = await client.create_session(on_permission_request=APPROVE)
+    await client.create_session(on_permission_request=APPROVE)
+    with pytest.raises(Exception) as refused:
+        await client.create_session(on_permission_request=APPROVE)
+    assert "holds 2 sessions" in str(refused.value)
+    with pytest.raises(JsonRpcError) as fork:
+        await raw_request(client, "sessions.fork", {"sessionId": first.session_id})
+    assert fork.value.code == -32012 and fork.value.data == {"limit": "sessions", "max": 2}, fork.value
+    # Another tenant is not held back by it.
+    other = make_client(uri=served.sdk, connection_token="alpha-own-token")
+    await other.start()
+    await other.create_session(on_permission_request=APPROVE)
+    # A deleted session frees its place.
+    await client.delete_session(first.session_id)
+    again = await client.create_session(on_permission_request=APPROVE)
+    ctx.fake.replies({"text": "room again"})
+    await _turn(again, "room again")
+    limits = [l for l in _audit(ctx, "limit") if l["act"] == "limit"]
+    assert [(l["tenant"], l["limit"], l["max"]) for l in limits] == [("trusted", "sessions", 2)] * 2

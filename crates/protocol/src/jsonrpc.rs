@@ -21,6 +21,9 @@ pub const AUTHENTICATION_REQUIRED: i64 = -32001;
 pub const AUTHENTICATION_FAILED: i64 = -32002;
 /// Too many requests are already queued on this connection; the client may retry later.
 pub const SERVER_OVERLOADED: i64 = -32005;
+/// A tenant reached a limit of the team server's configuration (`data.limit` names it); the
+/// request changed nothing, and may succeed once the tenant holds less.
+pub const LIMIT_REACHED: i64 = -32012;
 pub const REQUEST_CANCELLED: i64 = -32800;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -68,7 +68,23 @@ impl Ctx {
     /// Claims a session for a tenant before creating it (see [`crate::tenancy::Tenancy::claim`]).
     pub async fn tenancy_claim(&self, id: &str) -> Result<bool, RpcError> {
         match (&self.server.tenancy, self.caller.principal()) {
-            (Some(t), Some(p)) => t.claim(&p.tenant, p.user_name(), id).await.map_err(|e| self.failed(e)),
+            (Some(t), Some(p)) => match t.claim(&p.tenant, p.user_name(), id).await.map_err(|e| self.failed(e))? {
+                crate::tenancy::Claim::Claimed => Ok(true),
+                crate::tenancy::Claim::Taken => Ok(false),
+                crate::tenancy::Claim::Full => {
+                    let max = p.tenant.max_sessions().unwrap_or(0);
+                    self.audit("limit", None, serde_json::json!({"limit": "sessions", "max": max}));
+                    let mut err = RpcError::new(
+                        protocol::jsonrpc::LIMIT_REACHED,
+                        format!(
+                            "tenant {} holds {max} sessions, as many as it may: delete one to create another",
+                            p.tenant.name
+                        ),
+                    );
+                    err.data = Some(serde_json::json!({"limit": "sessions", "max": max}));
+                    Err(err)
+                }
+            },
             _ => Ok(false),
         }
     }

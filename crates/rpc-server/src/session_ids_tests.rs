@@ -11,6 +11,7 @@ async fn tenancy(root: &std::path::Path) -> (Tenancy, Principal) {
         max_connections: 4,
         credentials: Default::default(),
         users: Vec::new(),
+        max_sessions: None,
     };
     let t = Tenancy::open(vec![spec("alpha"), spec("beta")], store::SessionIndex::open_in_memory().await.unwrap())
         .await
@@ -37,9 +38,9 @@ async fn ids_are_the_tenants_own_inside_and_as_given_outside() {
 
     // A session alpha owned before ids were namespaced keeps its id; beta's old one does not
     // become alpha's by naming it.
-    assert!(t.claim(&alpha.tenant, None, "old").await.unwrap());
+    assert_eq!(t.claim(&alpha.tenant, None, "old").await.unwrap(), crate::tenancy::Claim::Claimed);
     let beta = t.authenticate("beta").unwrap();
-    assert!(t.claim(&beta.tenant, None, "betas-old").await.unwrap());
+    assert_eq!(t.claim(&beta.tenant, None, "betas-old").await.unwrap(), crate::tenancy::Claim::Claimed);
     assert_eq!(ns.inner("old"), "old");
     assert_eq!(ns.outer("old"), "old");
     assert_eq!(ns.inner("betas-old"), "alpha.betas-old");

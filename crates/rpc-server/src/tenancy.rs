@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 mod reload;
 pub use reload::Reloaded;
+pub use store::Claim;
 use store::{SessionIndex, StoreError};
 
 /// One tenant: a name, the directory its sessions run under (canonical, existing), and what
@@ -46,6 +47,8 @@ struct Access {
     credentials: Credentials,
     /// Its users, by name.
     users: HashMap<String, Arc<TenantUser>>,
+    /// Sessions it may own at once (`None`: any number).
+    max_sessions: Option<u64>,
 }
 
 /// A tenant's model credentials (`crate::tenant_credentials`). Secrets: never logged, never
@@ -153,6 +156,11 @@ impl Tenant {
         self.access().credentials.clone()
     }
 
+    /// Sessions it may own at once, as now configured.
+    pub fn max_sessions(&self) -> Option<u64> {
+        self.access().max_sessions
+    }
+
     fn access(&self) -> std::sync::RwLockReadGuard<'_, Access> {
         // Only whole values are swapped under this lock; a poisoned one is still consistent.
         self.access.read().unwrap_or_else(|e| e.into_inner())
@@ -170,6 +178,8 @@ pub struct TenantSpec {
     pub max_connections: usize,
     pub credentials: Credentials,
     pub users: Vec<UserSpec>,
+    /// Sessions it may own at once (`None`: any number).
+    pub max_sessions: Option<u64>,
 }
 
 impl TenantSpec {
@@ -181,12 +191,12 @@ impl TenantSpec {
 }
 
 impl Access {
-    fn new(credentials: Credentials, users: Vec<UserSpec>) -> Self {
+    fn new(credentials: Credentials, users: Vec<UserSpec>, max_sessions: Option<u64>) -> Self {
         let users = users
             .into_iter()
             .map(|u| (u.name.clone(), Arc::new(TenantUser { name: u.name, github_token: u.github_token })))
             .collect();
-        Self { credentials, users }
+        Self { credentials, users, max_sessions }
     }
 }
 
@@ -261,7 +271,7 @@ impl Tenancy {
                 permissions: Default::default(),
                 connections: Arc::new(tokio::sync::Semaphore::new(spec.max_connections)),
                 connections_limit: spec.max_connections,
-                access: RwLock::new(Access::new(spec.credentials, spec.users)),
+                access: RwLock::new(Access::new(spec.credentials, spec.users, spec.max_sessions)),
             });
             for (digest, user) in tokens {
                 let principal = Principal { tenant: tenant.clone(), user, revoked: Arc::default() };
@@ -327,21 +337,24 @@ impl Tenancy {
     /// Claims `session_id` for `tenant` (created by its user `creator`, if any) before it is
     /// created. `Ok(false)`: it already has an owner (this tenant or another), and nothing
     /// changed.
-    pub async fn claim(&self, tenant: &Tenant, creator: Option<&str>, session_id: &str) -> Result<bool, StoreError> {
+    /// Past the tenant's `max_sessions` (counted in the database, so across nodes):
+    /// `Claim::Full`, and nothing changed.
+    pub async fn claim(&self, tenant: &Tenant, creator: Option<&str>, session_id: &str) -> Result<Claim, StoreError> {
         {
             let mut owners = self.owners();
             if owners.contains_key(session_id) {
-                return Ok(false);
+                return Ok(Claim::Taken);
             }
             owners.insert(session_id.to_string(), Arc::from(tenant.name.as_str()));
         }
-        match self.index.claim_owner(session_id, &tenant.name, creator).await {
-            Ok(true) => Ok(true),
+        let max = tenant.max_sessions();
+        match self.index.claim_owner_within(session_id, &tenant.name, creator, max).await {
+            Ok(Claim::Claimed) => Ok(Claim::Claimed),
             // Another process claimed it in the database meanwhile (not possible with one node,
-            // but the table is the truth): take back the in-memory claim.
-            Ok(false) => {
+            // but the table is the truth), or the tenant is full: take back the in-memory claim.
+            Ok(other) => {
                 self.owners().remove(session_id);
-                Ok(false)
+                Ok(other)
             }
             Err(e) => {
                 self.owners().remove(session_id);
@@ -433,6 +446,7 @@ mod tests {
             max_connections: 2,
             credentials: Credentials::default(),
             users: Vec::new(),
+            max_sessions: None,
         }
     }
 
@@ -474,8 +488,8 @@ mod tests {
         let t = tenancy(dir.path()).await;
         let (a, b) = (t.authenticate("a-token").unwrap(), t.authenticate("b-token").unwrap());
         let (a, b) = (a.tenant, b.tenant);
-        assert!(t.claim(&a, None, "s1").await.unwrap());
-        assert!(!t.claim(&b, None, "s1").await.unwrap());
+        assert_eq!(t.claim(&a, None, "s1").await.unwrap(), Claim::Claimed);
+        assert_eq!(t.claim(&b, None, "s1").await.unwrap(), Claim::Taken);
         assert!(t.owns(&a, "s1") && !t.owns(&b, "s1") && !t.owns(&a, "unknown"));
         t.release("s1").await.unwrap();
         assert!(!t.owns(&a, "s1"));
@@ -501,7 +515,7 @@ mod tests {
         assert!(!alice.same_as(&bob) && alice.same_as(&t.authenticate("alice-token").unwrap()));
         assert_eq!(alice.tenant.user("bob").unwrap().github_token.as_ref().unwrap().expose(), "gho-bob");
         assert_eq!(alice.user().unwrap().name, "alice");
-        assert!(t.claim(&alice.tenant, alice.user_name(), "s1").await.unwrap());
+        assert_eq!(t.claim(&alice.tenant, alice.user_name(), "s1").await.unwrap(), Claim::Claimed);
         assert_eq!(t.creator("s1").await.unwrap().as_deref(), Some("alice"));
         assert!(t.owns(&bob.tenant, "s1"), "the session is the tenant's, whichever user made it");
         assert_eq!(t.creator("unknown").await.unwrap(), None);

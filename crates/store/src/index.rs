@@ -30,6 +30,7 @@ use behind::RowWrite;
 use rows::{upsert_sql, COLUMNS, MARK_USER_MESSAGE_SQL};
 use sqlite::SQLITE_MIGRATOR;
 
+pub use owners::Claim;
 pub use rows::SessionRow;
 
 pub use rebuild::row_from_events;

@@ -78,6 +78,11 @@ async fn index_conformance(index: &SessionIndex) {
     assert_eq!(index.owners().await.unwrap(), vec![("s1".to_string(), "alpha".to_string())]);
     index.release_owner("s1").await.unwrap();
     assert_eq!(index.owner("s1").await.unwrap(), None);
+    // A tenant's session limit, counted in the claim's own statement.
+    assert_eq!(index.claim_owner_within("c1", "gamma", Some("carol"), Some(1)).await.unwrap(), store::Claim::Claimed);
+    assert_eq!(index.claim_owner_within("c2", "gamma", None, Some(1)).await.unwrap(), store::Claim::Full);
+    assert_eq!(index.claim_owner_within("c1", "delta", None, Some(1)).await.unwrap(), store::Claim::Taken);
+    assert_eq!(index.claim_owner_within("c2", "gamma", None, None).await.unwrap(), store::Claim::Claimed);
     index.ping().await.unwrap();
 }
 

@@ -55,7 +55,7 @@ impl Tenancy {
                     return Err(TenancyError::DuplicateToken(other.tenant.name.clone(), tenant.name.clone()));
                 }
             }
-            accesses.push((tenant.clone(), Access::new(spec.credentials, spec.users)));
+            accesses.push((tenant.clone(), Access::new(spec.credentials, spec.users, spec.max_sessions)));
         }
         // Every check passed: swap the credentials, then the tokens, then close what lost its.
         let mut reloaded: Vec<String> = Vec::new();
@@ -65,7 +65,8 @@ impl Tenancy {
         }
         // A tenant no longer configured keeps no credentials.
         for tenant in self.tenants.iter().filter(|t| !reloaded.contains(&t.name)) {
-            *tenant.access.write().unwrap_or_else(|e| e.into_inner()) = Access::new(Default::default(), Vec::new());
+            *tenant.access.write().unwrap_or_else(|e| e.into_inner()) =
+                Access::new(Default::default(), Vec::new(), Some(0));
         }
         *self.by_token.write().unwrap_or_else(|e| e.into_inner()) = next.clone();
         for (digest, principal) in old {
@@ -107,6 +108,7 @@ mod tests {
                     github_token: Some(SecretString::new(*gh)),
                 })
                 .collect(),
+            max_sessions: None,
         }
     }
 

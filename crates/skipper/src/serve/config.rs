@@ -154,6 +154,10 @@ pub struct ServeLimits {
     /// it for one); past it: 503 / a `-32005` error. Default: all of `max_connections` with
     /// one tenant, half of them with several, so that no tenant can take every slot.
     pub max_connections_per_tenant: Option<usize>,
+    /// Sessions one tenant may own at once, across nodes (`[[tenants]] max_sessions`
+    /// overrides it for one); past it `session.create` and `sessions.fork` fail with `-32012`.
+    /// Default: no limit.
+    pub max_sessions_per_tenant: Option<u64>,
 }
 
 impl Default for ServeLimits {
@@ -165,6 +169,7 @@ impl Default for ServeLimits {
             handshake_timeout_s: default_handshake_timeout_s(),
             unauthenticated_frame_bytes: default_unauthenticated_frame_bytes(),
             max_connections_per_tenant: None,
+            max_sessions_per_tenant: None,
         }
     }
 }
@@ -215,6 +220,8 @@ pub struct TenantConfig {
     pub config_home: Option<PathBuf>,
     /// Connections it may have open at once; default `[limits] max_connections_per_tenant`.
     pub max_connections: Option<usize>,
+    /// Sessions it may own at once; default `[limits] max_sessions_per_tenant`.
+    pub max_sessions: Option<u64>,
     /// Whether its commands and MCP servers may use the network; default `[sandbox] network`.
     pub network: Option<bool>,
     /// Its own `allowed_hosts` / `blocked_hosts`, in place of `[sandbox]`'s.
@@ -349,6 +356,10 @@ impl ServerConfig {
             || config.tenants.iter().any(|t| t.max_connections == Some(0))
         {
             bail!("a tenant's max_connections must be at least 1");
+        }
+        if config.limits.max_sessions_per_tenant == Some(0) || config.tenants.iter().any(|t| t.max_sessions == Some(0))
+        {
+            bail!("a tenant's max_sessions must be at least 1");
         }
         if config.cluster.lease_ttl_s == 0 {
             bail!("cluster.lease_ttl_s must be at least 1");

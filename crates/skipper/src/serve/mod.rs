@@ -371,6 +371,7 @@ fn tenant_specs(
                     max_connections: t.max_connections.unwrap_or(per_tenant),
                     credentials: credentials::of_tenant(t, &config.credentials, env)?,
                     users: credentials::users(t, env)?,
+                    max_sessions: t.max_sessions.or(limits.max_sessions_per_tenant),
                 })
             })
             .collect();
@@ -399,6 +400,7 @@ fn tenant_specs(
         // The one person using a loopback server: the server's own identity is theirs.
         credentials: rpc_server::tenancy::Credentials { server_fallback: true, ..Default::default() },
         users: Vec::new(),
+        max_sessions: limits.max_sessions_per_tenant,
     }])
 }
 

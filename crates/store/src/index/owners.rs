@@ -5,21 +5,49 @@
 use super::{on_pool, SessionIndex};
 use crate::error::StoreError;
 
+/// What a claim of a session's ownership came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    Claimed,
+    /// It has an owner already (this tenant or another).
+    Taken,
+    /// The tenant owns as many sessions as it may.
+    Full,
+}
+
 impl SessionIndex {
     /// Records `tenant` as the owner of `session_id` (and `creator`, the tenant's user who
     /// created it, if any) unless the session already has one. Returns whether this call made
     /// the claim.
     pub async fn claim_owner(&self, session_id: &str, tenant: &str, creator: Option<&str>) -> Result<bool, StoreError> {
-        let text =
-            "INSERT INTO session_owners (session_id, tenant, creator) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING";
+        Ok(self.claim_owner_within(session_id, tenant, creator, None).await? == Claim::Claimed)
+    }
+
+    /// [`SessionIndex::claim_owner`] while `tenant` owns fewer than `max_sessions` sessions:
+    /// counted in the same statement, so that nodes sharing the database hold the limit
+    /// together.
+    pub async fn claim_owner_within(
+        &self,
+        session_id: &str,
+        tenant: &str,
+        creator: Option<&str>,
+        max_sessions: Option<u64>,
+    ) -> Result<Claim, StoreError> {
+        let max = max_sessions.map_or(i64::MAX, |m| i64::try_from(m).unwrap_or(i64::MAX));
+        let text = "INSERT INTO session_owners (session_id, tenant, creator) SELECT ?1, ?2, ?3 \
+                    WHERE (SELECT COUNT(*) FROM session_owners WHERE tenant = ?2) < ?4 ON CONFLICT DO NOTHING";
         let done = on_pool!(self, text, |pool, sql| sqlx::query(&sql)
             .bind(session_id)
             .bind(tenant)
             .bind(creator)
+            .bind(max)
             .execute(pool)
             .await?
             .rows_affected());
-        Ok(done > 0)
+        if done > 0 {
+            return Ok(Claim::Claimed);
+        }
+        Ok(if self.ownership(session_id).await?.is_some() { Claim::Taken } else { Claim::Full })
     }
 
     /// Forgets who owns `session_id` (the session was deleted, or its creation failed).
@@ -71,6 +99,20 @@ mod tests {
         assert!(index.claim_owner("s1", "beta", None).await.unwrap());
         assert_eq!(index.ownership("s1").await.unwrap(), Some(("beta".to_string(), None)));
         index.ping().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_tenant_claims_no_more_sessions_than_it_may_hold() {
+        use super::Claim;
+        let index = SessionIndex::open_in_memory().await.unwrap();
+        assert_eq!(index.claim_owner_within("s1", "alpha", None, Some(2)).await.unwrap(), Claim::Claimed);
+        assert_eq!(index.claim_owner_within("s2", "alpha", None, Some(2)).await.unwrap(), Claim::Claimed);
+        assert_eq!(index.claim_owner_within("s3", "alpha", None, Some(2)).await.unwrap(), Claim::Full);
+        assert_eq!(index.claim_owner_within("s3", "beta", None, Some(2)).await.unwrap(), Claim::Claimed, "per tenant");
+        assert_eq!(index.claim_owner_within("s1", "beta", None, Some(2)).await.unwrap(), Claim::Taken);
+        index.release_owner("s1").await.unwrap();
+        assert_eq!(index.claim_owner_within("s4", "alpha", None, Some(2)).await.unwrap(), Claim::Claimed);
+        assert_eq!(index.ownership("s3").await.unwrap(), Some(("beta".to_string(), None)));
     }
 
     #[tokio::test]

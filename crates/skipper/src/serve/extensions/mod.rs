@@ -224,8 +224,9 @@ async fn attach(
         return Ok((session, true));
     }
     match ext.tenancy.claim(tenant, None, session_id).await {
-        Ok(true) => {}
-        Ok(false) => return Err("this thread belongs to another session owner".into()),
+        Ok(rpc_server::tenancy::Claim::Claimed) => {}
+        Ok(rpc_server::tenancy::Claim::Taken) => return Err("this thread belongs to another session owner".into()),
+        Ok(rpc_server::tenancy::Claim::Full) => return Err("the tenant holds as many sessions as it may".into()),
         Err(e) => return Err(format!("recording the thread: {e}")),
     }
     match engine.create(&params, Some(tap)).await {

@@ -159,8 +159,9 @@ async fn run(
     let mut params = session_params(&agent.config, &session_id, &agent.tenant.workspace);
     rpc_server::tenant_credentials::apply(&agent.tenant, None, &mut params)?;
     match ext.tenancy.claim(&agent.tenant, None, &session_id).await {
-        Ok(true) => {}
-        Ok(false) => return Err("session id taken".into()),
+        Ok(rpc_server::tenancy::Claim::Claimed) => {}
+        Ok(rpc_server::tenancy::Claim::Taken) => return Err("session id taken".into()),
+        Ok(rpc_server::tenancy::Claim::Full) => return Err("the tenant holds as many sessions as it may".into()),
         Err(e) => return Err(format!("recording the session: {e}")),
     }
     let (tap, rx) = Tap::new();
