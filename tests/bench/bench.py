@@ -12,7 +12,7 @@ only when a figure could not be measured at all (a server died, a wait timed out
 Environment knobs (see tests/bench/README.md for what every figure means):
 
   BENCH_QUICK=1            ~30 s smoke run (fewer iterations everywhere)
-  BENCH_ONLY=1,2,6         run only these figures (1-14; 12-14: `skipper serve`)
+  BENCH_ONLY=1,2,6         run only these figures (1-14, 13b; 12-14: `skipper serve`)
   BENCH_JSON=path          where to write the JSON (default <repo>/target/bench.json)
   BENCH_TREE=dir           tree for the grep/glob figure (default ~/.cargo/registry/src,
                            else <repo>/target)

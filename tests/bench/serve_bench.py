@@ -25,12 +25,12 @@ CREATE_BATCH = 64
 class ServeNode:
     """A running `skipper serve` (SQLite, one tenant) and its addresses."""
 
-    def __init__(self, b: ModuleType, env: Any, extra_env: dict[str, str] | None = None):
+    def __init__(self, b: ModuleType, env: Any, extra_env: dict[str, str] | None = None, tenant_extra: str = ""):
         self.home = env.fresh_dir("serve-home")
         (self.home / ".copilot").mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256(TOKEN.encode()).hexdigest()
         config = self.home / "server.toml"
-        config.write_text(f'[[tenants]]\nname = "bench"\ntoken_sha256 = "{digest}"\n')
+        config.write_text(f'[[tenants]]\nname = "bench"\ntoken_sha256 = "{digest}"\n{tenant_extra}')
         self.stderr_path = env.logs / f"{self.home.name}-serve.stderr"
         server_env = env.server_env(self.home)
         server_env["GH_TOKEN"] = "bench"  # the model credential `serve` reads (the fake takes any)
@@ -166,10 +166,15 @@ def fig_serve_idle_sessions(b: ModuleType, env: Any, n: int) -> dict:
         node.stop(b)
 
 
-def fig_serve_concurrent_turns(b: ModuleType, env: Any, sessions: int, turns: int) -> dict:
+# Figure 13b: the tenant's limits set, none reached: every model call is counted in the database
+# (requests per minute) and checked against the day's tokens, every message takes a turn place.
+LIMITS = "max_turns = 64\nmodel_requests_per_minute = 1000000\ntokens_per_day = 1000000000\n"
+
+
+def fig_serve_concurrent_turns(b: ModuleType, env: Any, sessions: int, turns: int, tenant_extra: str = "") -> dict:
     """Figure 13: `turns` one-reply text turns over `sessions` sessions of one node, every session
     always running one (the next is sent when its `session.idle` arrives): turns per second."""
-    node = ServeNode(b, env)
+    node = ServeNode(b, env, tenant_extra=tenant_extra)
     try:
         c = node.client(b)
         sids = [b.create_session(c) for _ in range(sessions)]
@@ -272,6 +277,11 @@ def report_rows(f: dict) -> list[tuple[str, str, str]]:
         rows.append(("13", f"serve: turns per second, {d['sessions']} sessions at once",
                      f"{d['turns_per_s']:.1f}/s"))
         rows.append(("13", "  server CPU per turn", f"{d['server_cpu_ms_per_turn']:.2f} ms"))
+    d = f.get("13b_serve_turns_with_limits")
+    if d:
+        rows.append(("13b", "serve: turns per second, tenant limits set (none reached)",
+                     f"{d['turns_per_s']:.1f}/s"))
+        rows.append(("13b", "  server CPU per turn", f"{d['server_cpu_ms_per_turn']:.2f} ms"))
     d = f.get("14_serve_sandboxed_tool")
     if d:
         rows.append(("14", "serve: bash `true` tool span under the floor", b_ms99(d["tool_span_wall"])))
@@ -293,5 +303,7 @@ def figures(b: ModuleType, env: Any) -> list[tuple[str, str, Any]]:
     return [
         ("12", "12_serve_idle_sessions", lambda: fig_serve_idle_sessions(b, env, n_idle)),
         ("13", "13_serve_concurrent_turns", lambda: fig_serve_concurrent_turns(b, env, 32, n_turns)),
+        ("13b", "13b_serve_turns_with_limits",
+         lambda: fig_serve_concurrent_turns(b, env, 32, n_turns, tenant_extra=LIMITS)),
         ("14", "14_serve_sandboxed_tool", lambda: fig_serve_sandboxed_tool(b, env, b.q(50, 10))),
     ]

@@ -14,10 +14,14 @@ from pathlib import Path
 from conftest import SKIPPER_BIN, Ctx
 
 
+def digest(token: str) -> str:
+    """What server.toml holds of a token: its SHA-256, in lowercase hex."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
 def tenant(name: str, token: str) -> str:
     """A `[[tenants]]` table of server.toml (the token's SHA-256, never the token)."""
-    digest = hashlib.sha256(token.encode()).hexdigest()
-    return f'[[tenants]]\nname = "{name}"\ntoken_sha256 = "{digest}"\n\n'
+    return f'[[tenants]]\nname = "{name}"\ntoken_sha256 = "{digest(token)}"\n\n'
 
 
 @dataclass

@@ -7,7 +7,6 @@ token in an event, an error or the server's log."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import signal
 import subprocess
@@ -25,8 +24,7 @@ APPROVE = PermissionHandler.approve_all
 SERVER_TOKEN = "fake-token-for-e2e-tests"  # what serve_support gives the server as GH_TOKEN
 
 
-def _digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+_digest = serve_support.digest
 
 
 def _config(ctx: Ctx) -> str:

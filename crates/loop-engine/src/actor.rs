@@ -728,6 +728,17 @@ impl Actor {
         };
         Some(Box::pin(async move {
             let message_id = msg.message_id.clone();
+            // Held while the message runs: the deployment's turns at once (it waits here, as
+            // queued, until it has a place; an abort stops the wait).
+            let _place = match ctx.deps.meter.get() {
+                Some(meter) => tokio::select! {
+                    place = meter.admit_turn(ctx.handle.id()) => Some(place),
+                    _ = ctx.cancel.cancelled() => {
+                        return RunDone { conv, message_id, outcome: Ok(StopReason::Aborted) };
+                    }
+                },
+                None => None,
+            };
             let run = crate::run::run_message(&ctx, &mut conv, msg);
             let outcome = AssertUnwindSafe(run).catch_unwind().await.map_err(|panic| {
                 panic

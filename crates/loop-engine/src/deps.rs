@@ -50,6 +50,8 @@ pub(crate) struct Deps {
     pub tenants: Vec<TenantScope>,
     /// See [`crate::EngineConfig::trusted_folders`].
     pub trusted_folders: Vec<PathBuf>,
+    /// See [`crate::Engine::set_meter`].
+    pub meter: std::sync::OnceLock<Arc<dyn crate::meter::Meter>>,
 }
 
 /// A team server's tenant as the engine sees it: where its sessions run, where its

@@ -54,6 +54,8 @@ pub struct Emitter {
     /// Told of each ephemeral event delivered, with the log's length, under the lock (so in
     /// order with the appends): other nodes' followers hear them this way.
     on_ephemeral: std::sync::OnceLock<crate::placement::EphemeralHook>,
+    /// Sees each event emitted (the deployment's accounting), outside the lock.
+    meter: std::sync::OnceLock<Arc<dyn crate::meter::Meter>>,
 }
 
 /// Written to the log for the runtime's own bookkeeping and never shown to a client
@@ -144,7 +146,13 @@ impl Emitter {
             emitted: tokio::sync::Notify::new(),
             on_persisted: std::sync::OnceLock::new(),
             on_ephemeral: std::sync::OnceLock::new(),
+            meter: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets what sees every event emitted here (once; later calls are ignored).
+    pub(crate) fn set_meter(&self, meter: Arc<dyn crate::meter::Meter>) {
+        let _ = self.meter.set(meter);
     }
 
     /// Sets what hears of ephemeral events (once; later calls are ignored).
@@ -335,6 +343,9 @@ impl Emitter {
             if let Some(hook) = self.on_persisted.get() {
                 hook(event.kind());
             }
+        }
+        if let Some(meter) = self.meter.get() {
+            meter.observe(&self.session_id, &event);
         }
         event.id
     }

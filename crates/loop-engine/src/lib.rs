@@ -36,6 +36,7 @@ mod hooks;
 mod mcp;
 mod mcp_oauth;
 mod mcp_sampling;
+pub mod meter;
 mod model_call;
 mod mutex;
 mod parking;
@@ -224,6 +225,7 @@ impl Engine {
                 sandbox: config.sandbox,
                 tenants: config.tenants,
                 trusted_folders: config.trusted_folders,
+                meter: std::sync::OnceLock::new(),
             }),
             default_model: config.default_model,
             default_cwd: config.default_cwd,
@@ -262,6 +264,12 @@ impl Engine {
     /// Location approvals and trusted folders (`session.permissions.locations.*`, `folderTrust.*`).
     pub fn permissions(&self) -> &permission_settings::ServerPermissions {
         &self.permissions
+    }
+
+    /// Sets what counts and limits the sessions' work (once, before the first session; later
+    /// calls are ignored).
+    pub fn set_meter(&self, meter: Arc<dyn meter::Meter>) {
+        let _ = self.deps.meter.set(meter);
     }
 
     pub fn subscribe_lifecycle(&self, sub: Arc<dyn LifecycleSubscriber>) {
@@ -435,6 +443,10 @@ impl Engine {
         ));
         if let (Some(hook), true) = (self.placement.ephemeral_hook(&id), emitter.has_log()) {
             emitter.set_on_ephemeral(hook);
+        }
+        // Only where the session runs: a follower's events were counted on their node.
+        if let (Some(meter), true) = (self.deps.meter.get(), emitter.has_log()) {
+            emitter.set_meter(meter.clone());
         }
         let view =
             Arc::new(SessionView { settings, approvals: Vec::new(), running: false, user_named: name.is_some(), name });

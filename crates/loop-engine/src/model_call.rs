@@ -21,6 +21,12 @@ pub(crate) async fn call_model(
     message_id: &str,
     streaming: bool,
 ) -> Result<ChatResponse, ProviderError> {
+    if let Some(meter) = ctx.deps.meter.get() {
+        tokio::select! {
+            admitted = meter.admit_model_call(ctx.handle.id()) => admitted?,
+            _ = ctx.cancel.cancelled() => return Err(ProviderError::Cancelled),
+        }
+    }
     let span = crate::spans::chat_span(ctx, &req, model);
     let interaction_id = req.interaction_id.clone();
     ctx.emitter().emit(t::ModelCallStartData {

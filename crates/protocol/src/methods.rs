@@ -558,3 +558,85 @@ mod tests {
         assert_eq!(p.model.as_deref(), Some("m"));
     }
 }
+
+method!(
+    /// Skipper's team server: what the caller's tenant used (per UTC day and user) and its
+    /// limits. A user's connection sees its own rows; the tenant's own token sees every user's.
+    TenantGetUsage, "tenant.getUsage", Server, TenantUsageParams => TenantUsageResult);
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantUsageParams {
+    /// Days back from today (UTC) to include, today being 1; default 1, at most 366.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub days: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantUsageResult {
+    pub tenant: String,
+    /// Input and output tokens the whole tenant used today, across nodes.
+    pub tokens_today: u64,
+    pub limits: TenantUsageLimits,
+    /// One row per day and user, oldest first; `user` is empty for the tenant's own token.
+    pub usage: Vec<TenantUsageRow>,
+}
+
+/// The tenant's limits; absent: none.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantUsageLimits {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_requests_per_minute: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_day: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantUsageRow {
+    /// `YYYY-MM-DD`, UTC.
+    pub day: String,
+    pub user: String,
+    #[serde(flatten)]
+    pub usage: TenantUsage,
+}
+
+/// What a tenant's user used: model calls, tokens, premium requests, tool calls, sandbox
+/// denials.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TenantUsage {
+    pub model_calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    /// Model calls weighted by their model's premium multiplier.
+    pub premium_requests: f64,
+    pub tool_calls: u64,
+    pub sandbox_denials: u64,
+}
+
+impl TenantUsage {
+    /// Input and output tokens: what a daily token limit counts.
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    pub fn add(&mut self, other: &TenantUsage) {
+        self.model_calls += other.model_calls;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.premium_requests += other.premium_requests;
+        self.tool_calls += other.tool_calls;
+        self.sandbox_denials += other.sandbox_denials;
+    }
+}

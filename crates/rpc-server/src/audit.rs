@@ -1,7 +1,8 @@
 //! The team server's audit log: one JSON line per security-relevant act (a connection made or
-//! refused, a session created, resumed, forked or deleted, a message sent, the configuration
-//! reloaded), with the tenant, the user, the session and the time. Never a token, a secret or
-//! a message's text.
+//! refused, a session created, resumed, forked or deleted, a message sent, a tool call and its
+//! outcome, a permission decision, a sandbox denial, a limit reached, the configuration
+//! reloaded), with the tenant, the user, the session and the time. Never a token, a secret, a
+//! message's text, a tool's arguments or output.
 //!
 //! Lines go through a bounded queue to a thread of their own, so that a slow disk never holds
 //! up a request; a line that finds the queue full is dropped and counted. A file is rotated by
@@ -54,13 +55,20 @@ impl Audit {
 
     /// Records `act` by `who` (on `session`), with `detail`'s fields.
     pub fn record(&self, act: &str, who: Option<&Principal>, session: Option<&str>, detail: Value) {
+        let who = who.map(|p| (p.tenant.name.as_str(), p.user_name()));
+        self.record_as(act, who, session, detail);
+    }
+
+    /// [`Audit::record`] for a tenant and user known by name (`who`: tenant, user): what a
+    /// session's work did, on behalf of the user who created it.
+    pub fn record_as(&self, act: &str, who: Option<(&str, Option<&str>)>, session: Option<&str>, detail: Value) {
         let Some(tx) = &self.tx else { return };
         let mut line = Map::new();
         line.insert("time".into(), chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true).into());
         line.insert("act".into(), act.into());
-        if let Some(who) = who {
-            line.insert("tenant".into(), who.tenant.name.as_str().into());
-            line.insert("user".into(), who.user_name().into());
+        if let Some((tenant, user)) = who {
+            line.insert("tenant".into(), tenant.into());
+            line.insert("user".into(), user.into());
         }
         if let Some(session) = session {
             line.insert("session".into(), session.into());

@@ -69,7 +69,13 @@ impl Ctx {
     pub async fn tenancy_claim(&self, id: &str) -> Result<bool, RpcError> {
         match (&self.server.tenancy, self.caller.principal()) {
             (Some(t), Some(p)) => match t.claim(&p.tenant, p.user_name(), id).await.map_err(|e| self.failed(e))? {
-                crate::tenancy::Claim::Claimed => Ok(true),
+                crate::tenancy::Claim::Claimed => {
+                    // Its work is put to the user creating it from its first event on.
+                    if let Some(meter) = self.server.meter.get() {
+                        meter.attribute(id, &p.tenant, p.user_name());
+                    }
+                    Ok(true)
+                }
                 crate::tenancy::Claim::Taken => Ok(false),
                 crate::tenancy::Claim::Full => {
                     let max = p.tenant.max_sessions().unwrap_or(0);
@@ -98,6 +104,9 @@ impl Ctx {
 
     /// Drops a session's ownership; a failure is logged (the id stays taken, nothing leaks).
     pub async fn tenancy_release(&self, id: &str) {
+        if let Some(meter) = self.server.meter.get() {
+            meter.forget(id);
+        }
         if let Some(t) = &self.server.tenancy {
             if let Err(e) = t.release(id).await {
                 tracing::warn!(session = %id, error = %e, "releasing session ownership failed");

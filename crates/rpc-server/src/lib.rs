@@ -26,6 +26,7 @@ pub mod framing;
 mod handlers;
 pub mod inference;
 mod lanes;
+pub mod metering;
 pub mod methods;
 mod outbound;
 pub mod preauth;
@@ -110,7 +111,9 @@ pub struct Server {
     /// Sessions given their own GitHub identity.
     pub session_identities: session_auth::SessionIdentities,
     /// The team server's audit log (`audit.rs`); off unless configured.
-    pub audit: std::sync::OnceLock<audit::Audit>,
+    pub audit: std::sync::OnceLock<Arc<audit::Audit>>,
+    /// What the team server's tenants use, and their limits (`metering`); `None` elsewhere.
+    pub meter: std::sync::OnceLock<Arc<metering::TeamMeter>>,
     /// Accounts signed in with `account.login` while the server runs.
     pub accounts: accounts::Accounts,
     /// Several nodes on one database: this node's leases, followers and forwarded requests
@@ -122,7 +125,7 @@ impl Server {
     /// The audit log (records nothing unless one was configured).
     pub fn audit(&self) -> &audit::Audit {
         static OFF: std::sync::OnceLock<audit::Audit> = std::sync::OnceLock::new();
-        self.audit.get().unwrap_or_else(|| OFF.get_or_init(Default::default))
+        self.audit.get().map_or_else(|| OFF.get_or_init(Default::default), |a| a.as_ref())
     }
 
     pub fn new(
@@ -143,6 +146,7 @@ impl Server {
             tenancy: None,
             session_identities: Default::default(),
             audit: Default::default(),
+            meter: Default::default(),
             accounts: Default::default(),
             cluster: None,
         })
@@ -169,6 +173,7 @@ impl Server {
             tenancy: Some(tenancy),
             session_identities: Default::default(),
             audit: Default::default(),
+            meter: Default::default(),
             accounts: Default::default(),
             cluster,
         })

@@ -8,8 +8,8 @@ use protocol::methods as h;
 use crate::handlers::{
     account, agents, auth, canvas, client_metadata, commands, discovery, factory, fleet, history, inference, mcp,
     mcp_extras, not_offered, permission_paths, plugins, providers, quota, rewind, sandbox, server, session,
-    session_extras, session_fs, session_services, session_state, sessions_admin, shell, tasks, turn_control, ui,
-    user_settings, workflow, workspace_extras, workspace_notes, workspaces,
+    session_extras, session_fs, session_services, session_state, sessions_admin, shell, tasks, tenant_usage,
+    turn_control, ui, user_settings, workflow, workspace_extras, workspace_notes, workspaces,
 };
 use crate::table::{method_table, Entry};
 
@@ -28,6 +28,7 @@ method_table! {
     AccountLogout: g::AccountLogout => account::logout, lane |_p| None, aliases [];
     RuntimeShutdown: g::RuntimeShutdown => server::runtime_shutdown, lane |_p| None, aliases [];
     CommandsList: g::CommandsList => commands::list_first_message, lane |_p| None, aliases [];
+    TenantGetUsage: h::TenantGetUsage => tenant_usage::get, lane |_p| None, aliases [];
 
     // Features Skipper does not have, answered as the original answers without them.
     ConnectorsGetAccounts: g::ConnectorsGetAccounts => not_offered::connectors_accounts, lane |_p| None, aliases [];

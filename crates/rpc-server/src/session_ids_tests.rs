@@ -11,7 +11,7 @@ async fn tenancy(root: &std::path::Path) -> (Tenancy, Principal) {
         max_connections: 4,
         credentials: Default::default(),
         users: Vec::new(),
-        max_sessions: None,
+        limits: Default::default(),
     };
     let t = Tenancy::open(vec![spec("alpha"), spec("beta")], store::SessionIndex::open_in_memory().await.unwrap())
         .await

@@ -47,8 +47,22 @@ struct Access {
     credentials: Credentials,
     /// Its users, by name.
     users: HashMap<String, Arc<TenantUser>>,
-    /// Sessions it may own at once (`None`: any number).
-    max_sessions: Option<u64>,
+    limits: TenantLimits,
+}
+
+/// How much a tenant may hold and use (`None`: no limit). Sessions are counted in the database
+/// (`Tenancy::claim`); the rest by `crate::metering`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TenantLimits {
+    /// Sessions it may own at once, across nodes.
+    pub sessions: Option<u64>,
+    /// Messages of its sessions running at once on one node; more wait, queued.
+    pub turns: Option<u64>,
+    /// Model requests its sessions may send per minute, across nodes; more wait.
+    pub model_requests_per_minute: Option<u64>,
+    /// Tokens (input and output) its sessions may use per UTC day, across nodes; past it model
+    /// calls are refused.
+    pub tokens_per_day: Option<u64>,
 }
 
 /// A tenant's model credentials (`crate::tenant_credentials`). Secrets: never logged, never
@@ -158,7 +172,12 @@ impl Tenant {
 
     /// Sessions it may own at once, as now configured.
     pub fn max_sessions(&self) -> Option<u64> {
-        self.access().max_sessions
+        self.access().limits.sessions
+    }
+
+    /// Its limits, as now configured.
+    pub fn limits(&self) -> TenantLimits {
+        self.access().limits
     }
 
     fn access(&self) -> std::sync::RwLockReadGuard<'_, Access> {
@@ -178,8 +197,7 @@ pub struct TenantSpec {
     pub max_connections: usize,
     pub credentials: Credentials,
     pub users: Vec<UserSpec>,
-    /// Sessions it may own at once (`None`: any number).
-    pub max_sessions: Option<u64>,
+    pub limits: TenantLimits,
 }
 
 impl TenantSpec {
@@ -191,12 +209,12 @@ impl TenantSpec {
 }
 
 impl Access {
-    fn new(credentials: Credentials, users: Vec<UserSpec>, max_sessions: Option<u64>) -> Self {
+    fn new(credentials: Credentials, users: Vec<UserSpec>, limits: TenantLimits) -> Self {
         let users = users
             .into_iter()
             .map(|u| (u.name.clone(), Arc::new(TenantUser { name: u.name, github_token: u.github_token })))
             .collect();
-        Self { credentials, users, max_sessions }
+        Self { credentials, users, limits }
     }
 }
 
@@ -271,7 +289,7 @@ impl Tenancy {
                 permissions: Default::default(),
                 connections: Arc::new(tokio::sync::Semaphore::new(spec.max_connections)),
                 connections_limit: spec.max_connections,
-                access: RwLock::new(Access::new(spec.credentials, spec.users, spec.max_sessions)),
+                access: RwLock::new(Access::new(spec.credentials, spec.users, spec.limits)),
             });
             for (digest, user) in tokens {
                 let principal = Principal { tenant: tenant.clone(), user, revoked: Arc::default() };
@@ -327,6 +345,17 @@ impl Tenancy {
     fn owners(&self) -> MutexGuard<'_, HashMap<String, Arc<str>>> {
         // Only short map operations happen under this lock; a poisoned one is still consistent.
         self.owners.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The tenant owning `session_id`, if one does.
+    pub fn tenant_of(&self, session_id: &str) -> Option<Arc<Tenant>> {
+        let owner = self.owners().get(session_id).cloned()?;
+        self.tenants.iter().find(|t| *t.name == *owner).cloned()
+    }
+
+    /// The session index the tenancy keeps its owners in (the team's usage is counted there).
+    pub fn index(&self) -> &SessionIndex {
+        &self.index
     }
 
     /// Whether `tenant` owns `session_id`. Sessions with no owner belong to no tenant.
@@ -446,7 +475,7 @@ mod tests {
             max_connections: 2,
             credentials: Credentials::default(),
             users: Vec::new(),
-            max_sessions: None,
+            limits: Default::default(),
         }
     }
 

@@ -54,7 +54,7 @@ mod tests {
                 token_sha256: token_digest("alice"),
                 github_token: Some(SecretString::new("gho-alice")),
             }],
-            max_sessions: None,
+            limits: Default::default(),
         };
         let tenancy = Tenancy::open(vec![spec], store::SessionIndex::open_in_memory().await.unwrap()).await.unwrap();
         (root, tenancy.authenticate("alpha").unwrap().tenant)

@@ -25,6 +25,7 @@ mod rebuild;
 mod rows;
 mod sqlite;
 mod touches;
+mod usage;
 
 use behind::RowWrite;
 use rows::{upsert_sql, COLUMNS, MARK_USER_MESSAGE_SQL};
@@ -32,6 +33,7 @@ use sqlite::SQLITE_MIGRATOR;
 
 pub use owners::Claim;
 pub use rows::SessionRow;
+pub use usage::UsageRow;
 
 pub use rebuild::row_from_events;
 

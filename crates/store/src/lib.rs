@@ -34,6 +34,6 @@ pub use backend::{EventSink, EventStore};
 pub use checkpoints::Checkpoint;
 pub use error::StoreError;
 pub use event_log::{EventLog, LoadedLog};
-pub use index::{Claim, ListFilter, SessionIndex, SessionRow};
+pub use index::{Claim, ListFilter, SessionIndex, SessionRow, UsageRow};
 pub use layout::{check_session_name, Layout, WorkspaceMeta};
 pub use workspace_files::WorkspaceStat;

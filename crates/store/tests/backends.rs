@@ -83,6 +83,27 @@ async fn index_conformance(index: &SessionIndex) {
     assert_eq!(index.claim_owner_within("c2", "gamma", None, Some(1)).await.unwrap(), store::Claim::Full);
     assert_eq!(index.claim_owner_within("c1", "delta", None, Some(1)).await.unwrap(), store::Claim::Taken);
     assert_eq!(index.claim_owner_within("c2", "gamma", None, None).await.unwrap(), store::Claim::Claimed);
+    // Tenants' usage: what nodes add sums per tenant, user and day.
+    let used = |user: &str, day: &str, input: i64| store::UsageRow {
+        tenant: "gamma".into(),
+        user: user.into(),
+        day: day.into(),
+        model_calls: 1,
+        input_tokens: input,
+        premium_requests: 0.25,
+        ..Default::default()
+    };
+    index.add_usage(&[used("carol", "2026-12-01", 10), used("", "2026-12-01", 1)]).await.unwrap();
+    index.add_usage(&[used("carol", "2026-12-01", 5), used("carol", "2026-11-30", 100)]).await.unwrap();
+    let today = index.usage(Some("gamma"), "2026-12-01").await.unwrap();
+    let carol = today.iter().find(|r| r.user == "carol").unwrap();
+    assert_eq!((today.len(), carol.model_calls, carol.input_tokens, carol.premium_requests), (2, 2, 15, 0.5));
+    assert_eq!(index.usage(None, "2026-01-01").await.unwrap().len(), 3);
+    assert!(index.take_request("gamma", "2026-12-01T10:00", 2).await.unwrap());
+    assert!(index.take_request("gamma", "2026-12-01T10:00", 2).await.unwrap());
+    assert!(!index.take_request("gamma", "2026-12-01T10:00", 2).await.unwrap(), "a minute's requests are counted");
+    index.forget_requests_before("2026-12-01T10:01").await.unwrap();
+    assert!(index.take_request("gamma", "2026-12-01T10:00", 1).await.unwrap());
     index.ping().await.unwrap();
 }
 

@@ -85,6 +85,7 @@ pub fn outside_output(shown: &str) -> ToolOutput {
     ToolOutput::fail(format!(
         "Path \"{shown}\" is outside this session's workspace; on this server file tools only reach files inside it."
     ))
+    .sandbox_denied()
 }
 
 /// Where file tools open files: anywhere, beneath one root, or nowhere; and what their

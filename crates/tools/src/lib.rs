@@ -30,6 +30,6 @@ pub use bash::{ClientCommandEnd, ClientShells, ShellInfo, ShellManager};
 pub use context::{PermissionDecision, PermissionGate, PermissionRequest, ProgressSink, ShellCommand, ToolContext};
 pub use files::{Beneath, Files};
 pub use large_output::{spill_if_large, LARGE_OUTPUT_THRESHOLD};
-pub use output::{FileEdit, FileEditKind, ShellExit, ToolOutput, INTERRUPTED_TEXT};
+pub use output::{FileEdit, FileEditKind, ShellExit, ToolOutput, INTERRUPTED_TEXT, SANDBOX_DENIED};
 pub use registry::{unknown_tool_message, unknown_tool_text, Registry};
 pub use tool::Tool;

@@ -35,6 +35,9 @@ pub struct ToolOutput {
     pub sandboxed: bool,
 }
 
+/// The telemetry key [`ToolOutput::sandbox_denied`] sets.
+pub const SANDBOX_DENIED: &str = "sandbox_denied";
+
 /// How a shell command ended.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ShellExit {
@@ -73,6 +76,13 @@ impl ToolOutput {
             success: false,
             ..Default::default()
         }
+    }
+
+    /// Marks a failure as the session's confinement refusing it (a path outside its workspace,
+    /// an internal address), in its telemetry: a team server counts and audits these.
+    pub fn sandbox_denied(mut self) -> Self {
+        self.telemetry.insert(SANDBOX_DENIED.into(), Value::String("true".into()));
+        self
     }
 
     /// A failure whose `error.message` differs from the text the model sees.

@@ -104,6 +104,9 @@ impl Tool for WebFetchTool {
         };
         match fetched {
             Ok(page) => ToolOutput::ok(render(&url, &page, raw, start_index, max_length)),
+            Err(e @ FetchError::Blocked { .. }) => {
+                ToolOutput::fail(format!("Failed to fetch {url}: {e}")).sandbox_denied()
+            }
             Err(e) => ToolOutput::fail(format!("Failed to fetch {url}: {e}")),
         }
     }
@@ -360,6 +363,7 @@ mod tests {
         );
         let out = run(&WebFetchTool::default(), json!({"url": "http://localhost:9/"})).await;
         assert!(out.text_for_llm.contains("WebFetchBlockedUrlError"), "{}", out.text_for_llm);
+        assert_eq!(out.telemetry.get(crate::output::SANDBOX_DENIED), Some(&json!("true")), "counted as a denial");
     }
 
     #[tokio::test]

@@ -32,6 +32,7 @@ pub mod sessions_admin;
 pub mod shell;
 pub mod tasks;
 pub mod telemetry;
+pub mod tenant_usage;
 pub mod turn_control;
 pub mod ui;
 pub mod user_settings;

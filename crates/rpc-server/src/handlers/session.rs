@@ -129,6 +129,9 @@ pub async fn resume(ctx: &Ctx, mut p: SessionConfigParams) -> Result<SessionInfo
             None => None,
         };
         crate::tenant_credentials::apply(&tenant, creator.as_deref(), &mut p).map_err(|e| ctx.failed(e))?;
+        if let Some(meter) = ctx.server.meter.get() {
+            meter.attribute(&id, &tenant, creator.as_deref());
+        }
     }
     let identity = crate::handlers::auth::identity_for(ctx, p.git_hub_token.clone()).await?;
     let session = ctx
@@ -189,11 +192,25 @@ pub async fn send(ctx: &Ctx, p: t::SessionSendParams) -> Result<t::SendResult, R
     if ctx.tenant().is_some() {
         confine_attachments(ctx, &session, p.attachments.as_deref().unwrap_or_default())?;
     }
+    refuse_past_tokens_per_day(ctx)?;
     let id = p.session_id.clone();
     let queued = enqueue(&session, p).await.map_err(|e| ctx.engine_error(&e))?;
     // Which user's client sent it; never what it says.
     ctx.audit("message", Some(&id), serde_json::json!({}));
     Ok(queued)
+}
+
+/// A tenant that used its tokens for today sends no more messages until tomorrow (UTC): told
+/// at once, rather than with a turn that fails at its first model call.
+fn refuse_past_tokens_per_day(ctx: &Ctx) -> Result<(), RpcError> {
+    let (Some(tenant), Some(meter)) = (ctx.tenant(), ctx.server.meter.get()) else { return Ok(()) };
+    let Some((max, text)) = meter.out_of_tokens(tenant) else { return Ok(()) };
+    meter.refused(tenant, "tokens_per_day");
+    let detail = serde_json::json!({"limit": "tokens_per_day", "max": max});
+    ctx.audit("limit", None, detail.clone());
+    let mut err = RpcError::new(protocol::jsonrpc::LIMIT_REACHED, text);
+    err.data = Some(detail);
+    Err(err)
 }
 
 /// The model is told of attached files and directories (their paths, a directory's size): on

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Access, Principal, Tenancy, TenancyError, TenantSpec};
+use super::{Access, Principal, Tenancy, TenancyError, TenantLimits, TenantSpec};
 
 /// What a reload changed.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -55,7 +55,7 @@ impl Tenancy {
                     return Err(TenancyError::DuplicateToken(other.tenant.name.clone(), tenant.name.clone()));
                 }
             }
-            accesses.push((tenant.clone(), Access::new(spec.credentials, spec.users, spec.max_sessions)));
+            accesses.push((tenant.clone(), Access::new(spec.credentials, spec.users, spec.limits)));
         }
         // Every check passed: swap the credentials, then the tokens, then close what lost its.
         let mut reloaded: Vec<String> = Vec::new();
@@ -66,7 +66,7 @@ impl Tenancy {
         // A tenant no longer configured keeps no credentials.
         for tenant in self.tenants.iter().filter(|t| !reloaded.contains(&t.name)) {
             *tenant.access.write().unwrap_or_else(|e| e.into_inner()) =
-                Access::new(Default::default(), Vec::new(), Some(0));
+                Access::new(Default::default(), Vec::new(), TenantLimits { sessions: Some(0), ..Default::default() });
         }
         *self.by_token.write().unwrap_or_else(|e| e.into_inner()) = next.clone();
         for (digest, principal) in old {
@@ -108,7 +108,7 @@ mod tests {
                     github_token: Some(SecretString::new(*gh)),
                 })
                 .collect(),
-            max_sessions: None,
+            limits: Default::default(),
         }
     }
 

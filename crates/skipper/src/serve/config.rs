@@ -158,6 +158,17 @@ pub struct ServeLimits {
     /// overrides it for one); past it `session.create` and `sessions.fork` fail with `-32012`.
     /// Default: no limit.
     pub max_sessions_per_tenant: Option<u64>,
+    /// Messages of one tenant's sessions running at once on a node (`[[tenants]] max_turns`
+    /// overrides it for one); more wait, queued, until one ends. Default: no limit.
+    pub max_turns_per_tenant: Option<u64>,
+    /// Model requests one tenant's sessions may send per minute, across nodes
+    /// (`[[tenants]] model_requests_per_minute`); more wait for the next minute. Default: no
+    /// limit.
+    pub model_requests_per_minute_per_tenant: Option<u64>,
+    /// Tokens (input and output) one tenant's sessions may use per UTC day, across nodes
+    /// (`[[tenants]] tokens_per_day`); past it `session.send` fails with `-32012` and a turn
+    /// under way ends with an error at its next model call. Default: no limit.
+    pub tokens_per_day_per_tenant: Option<u64>,
 }
 
 impl Default for ServeLimits {
@@ -170,6 +181,9 @@ impl Default for ServeLimits {
             unauthenticated_frame_bytes: default_unauthenticated_frame_bytes(),
             max_connections_per_tenant: None,
             max_sessions_per_tenant: None,
+            max_turns_per_tenant: None,
+            model_requests_per_minute_per_tenant: None,
+            tokens_per_day_per_tenant: None,
         }
     }
 }
@@ -222,6 +236,12 @@ pub struct TenantConfig {
     pub max_connections: Option<usize>,
     /// Sessions it may own at once; default `[limits] max_sessions_per_tenant`.
     pub max_sessions: Option<u64>,
+    /// Its messages running at once on a node; default `[limits] max_turns_per_tenant`.
+    pub max_turns: Option<u64>,
+    /// Its model requests per minute; default `[limits] model_requests_per_minute_per_tenant`.
+    pub model_requests_per_minute: Option<u64>,
+    /// Its tokens per UTC day; default `[limits] tokens_per_day_per_tenant`.
+    pub tokens_per_day: Option<u64>,
     /// Whether its commands and MCP servers may use the network; default `[sandbox] network`.
     pub network: Option<bool>,
     /// Its own `allowed_hosts` / `blocked_hosts`, in place of `[sandbox]`'s.
@@ -357,9 +377,18 @@ impl ServerConfig {
         {
             bail!("a tenant's max_connections must be at least 1");
         }
-        if config.limits.max_sessions_per_tenant == Some(0) || config.tenants.iter().any(|t| t.max_sessions == Some(0))
-        {
-            bail!("a tenant's max_sessions must be at least 1");
+        let l = &config.limits;
+        type OfTenant = fn(&TenantConfig) -> Option<u64>;
+        let limits: [(&str, Option<u64>, OfTenant); 4] = [
+            ("max_sessions", l.max_sessions_per_tenant, |t| t.max_sessions),
+            ("max_turns", l.max_turns_per_tenant, |t| t.max_turns),
+            ("model_requests_per_minute", l.model_requests_per_minute_per_tenant, |t| t.model_requests_per_minute),
+            ("tokens_per_day", l.tokens_per_day_per_tenant, |t| t.tokens_per_day),
+        ];
+        for (name, default, of) in limits {
+            if default == Some(0) || config.tenants.iter().any(|t| of(t) == Some(0)) {
+                bail!("a tenant's {name} must be at least 1 (leave it out for no limit)");
+            }
         }
         if config.cluster.lease_ttl_s == 0 {
             bail!("cluster.lease_ttl_s must be at least 1");
@@ -446,9 +475,23 @@ mod tests {
             format!("[[tenants]]\nname = \"a\"\ntoken_sha256 = \"{DIGEST}\"\n[[tenants.users]]\nname = \"u\"\ntoken_sha256 = \"{DIGEST}\"\n"),
             format!("[[tenants]]\nname = \"a\"\n[[tenants.users]]\nname = \"u/v\"\ntoken_sha256 = \"{DIGEST}\"\n"),
             format!("[[tenants]]\nname = \"a\"\ntoken_sha256 = \"{DIGEST}\"\ngithub_token = \"clear\"\n"),
+            format!("[[tenants]]\nname = \"a\"\ntoken_sha256 = \"{DIGEST}\"\ntokens_per_day = 0\n"),
+            "[limits]\nmax_turns_per_tenant = 0\n".to_string(),
         ] {
             assert!(ServerConfig::parse(&bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_tenants_limits_parse_and_override_the_defaults() {
+        let c = ServerConfig::parse(&format!(
+            "[limits]\nmax_turns_per_tenant = 4\nmodel_requests_per_minute_per_tenant = 60\n\n\
+             [[tenants]]\nname = \"a\"\ntoken_sha256 = \"{DIGEST}\"\nmax_turns = 2\ntokens_per_day = 1000\n"
+        ))
+        .unwrap();
+        let (l, a) = (&c.limits, &c.tenants[0]);
+        assert_eq!((l.max_turns_per_tenant, l.model_requests_per_minute_per_tenant), (Some(4), Some(60)));
+        assert_eq!((a.max_turns, a.model_requests_per_minute, a.tokens_per_day), (Some(2), None, Some(1000)));
     }
 
     #[test]

@@ -49,7 +49,11 @@ async fn readyz(State(app): State<App>) -> Response {
 /// In the format the scraper asks for (`Accept`): OpenMetrics, else the classic text format.
 async fn metrics(State(app): State<App>, headers: HeaderMap) -> Response {
     let format = Format::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    let text = app.metrics.render(app.server.engine.loaded_count(), app.tenancy.auth_failures());
+    let text = app.metrics.render(
+        app.server.engine.loaded_count(),
+        app.tenancy.auth_failures(),
+        app.server.meter.get().map(|m| m.as_ref()),
+    );
     let text = match format {
         Format::OpenMetrics => text,
         Format::Classic => metrics_format::classic(&text),

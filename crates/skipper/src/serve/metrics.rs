@@ -30,6 +30,93 @@ struct ToolName {
     tool: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TenantLabel {
+    tenant: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TenantKind {
+    tenant: String,
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TenantLimit {
+    tenant: String,
+    limit: &'static str,
+}
+
+/// What each tenant used on this node since it started (`rpc_server::metering`), brought up to
+/// date from the meter at scrape time.
+#[derive(Default)]
+struct TenantSeries {
+    model_calls: Family<TenantLabel, Counter>,
+    tokens: Family<TenantKind, Counter>,
+    premium_requests: Family<TenantLabel, Counter<f64, std::sync::atomic::AtomicU64>>,
+    tool_calls: Family<TenantLabel, Counter>,
+    sandbox_denials: Family<TenantLabel, Counter>,
+    limited: Family<TenantLimit, Counter>,
+    turns_running: Family<TenantLabel, Gauge>,
+}
+
+/// Raises a counter to `total` (the meter's running sum).
+fn raise(counter: &Counter, total: u64) {
+    let now = counter.get();
+    if total > now {
+        counter.inc_by(total - now);
+    }
+}
+
+impl TenantSeries {
+    fn register(&self, registry: &mut Registry) {
+        let r = registry;
+        r.register("tenant_model_calls", "Model calls of a tenant's sessions on this node", self.model_calls.clone());
+        r.register("tenant_tokens", "Tokens of a tenant's model calls, by kind", self.tokens.clone());
+        r.register(
+            "tenant_premium_requests",
+            "Model calls weighted by their model's premium multiplier",
+            self.premium_requests.clone(),
+        );
+        r.register("tenant_tool_calls", "Tool calls of a tenant's sessions", self.tool_calls.clone());
+        r.register(
+            "tenant_sandbox_denials",
+            "Tool calls the session's confinement refused",
+            self.sandbox_denials.clone(),
+        );
+        r.register("tenant_limited", "Times a limit held a tenant back or refused it, by limit", self.limited.clone());
+        r.register("tenant_turns_running", "A tenant's messages running on this node", self.turns_running.clone());
+    }
+
+    fn update(&self, meter: &rpc_server::metering::TeamMeter) {
+        for (tenant, u) in meter.by_tenant() {
+            let label = TenantLabel { tenant: tenant.clone() };
+            raise(&self.model_calls.get_or_create(&label), u.model_calls);
+            let kinds = [
+                ("input", u.input_tokens),
+                ("output", u.output_tokens),
+                ("cache_read", u.cache_read_tokens),
+                ("cache_write", u.cache_write_tokens),
+            ];
+            for (kind, n) in kinds {
+                raise(&self.tokens.get_or_create(&TenantKind { tenant: tenant.clone(), kind }), n);
+            }
+            let premium = self.premium_requests.get_or_create(&label);
+            if u.premium_requests > premium.get() {
+                premium.inc_by(u.premium_requests - premium.get());
+            }
+            raise(&self.tool_calls.get_or_create(&label), u.tool_calls);
+            raise(&self.sandbox_denials.get_or_create(&label), u.sandbox_denials);
+            self.turns_running
+                .get_or_create(&label)
+                .set(i64::try_from(meter.turns_running(&tenant)).unwrap_or(i64::MAX));
+        }
+        for (tenant, limit, n) in meter.limited() {
+            raise(&self.limited.get_or_create(&TenantLimit { tenant, limit }), n);
+        }
+    }
+}
+
 fn duration_histogram() -> Histogram {
     // 5 ms … ~82 s: tool runs and model calls both span that range.
     Histogram::new(exponential_buckets(0.005, 2.0, 15))
@@ -44,6 +131,7 @@ pub struct Metrics {
     errors: Family<ErrorKind, Counter>,
     /// Authentication failures already added to `errors{kind="auth"}` (the tenancy counts them).
     auth_seen: Mutex<u64>,
+    tenants: TenantSeries,
 }
 
 impl Metrics {
@@ -74,6 +162,8 @@ impl Metrics {
         for kind in ["model", "tool", "auth"] {
             let _ = errors.get_or_create(&ErrorKind { kind });
         }
+        let tenants = TenantSeries::default();
+        tenants.register(&mut registry);
         Arc::new(Self {
             registry,
             sessions_active,
@@ -82,12 +172,21 @@ impl Metrics {
             tool_duration,
             errors,
             auth_seen: Mutex::new(0),
+            tenants,
         })
     }
 
     /// The text exposition, with the values read at scrape time brought up to date first.
-    pub fn render(&self, sessions_active: usize, auth_failures: u64) -> String {
+    pub fn render(
+        &self,
+        sessions_active: usize,
+        auth_failures: u64,
+        meter: Option<&rpc_server::metering::TeamMeter>,
+    ) -> String {
         self.sessions_active.set(i64::try_from(sessions_active).unwrap_or(i64::MAX));
+        if let Some(meter) = meter {
+            self.tenants.update(meter);
+        }
         {
             let mut seen = self.auth_seen.lock().unwrap_or_else(|e| e.into_inner());
             if auth_failures > *seen {
@@ -209,7 +308,7 @@ mod tests {
         m.turns.inc();
         m.model_latency.observe(0.2);
         m.tool_duration.get_or_create(&ToolName { tool: "bash".into() }).observe(0.01);
-        let text = m.render(3, 2);
+        let text = m.render(3, 2, None);
         for needle in [
             "skipper_sessions_active 3",
             "skipper_turns_total 1",
@@ -221,6 +320,6 @@ mod tests {
             assert!(text.contains(needle), "{needle} missing from:\n{text}");
         }
         // Failures already counted are not counted again on the next scrape.
-        assert!(m.render(0, 2).contains("skipper_errors_total{kind=\"auth\"} 2"));
+        assert!(m.render(0, 2, None).contains("skipper_errors_total{kind=\"auth\"} 2"));
     }
 }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use rpc_server::tenancy::{token_digest, Tenancy, TenantSpec};
+use rpc_server::tenancy::{token_digest, Tenancy, TenantLimits, TenantSpec};
 use rpc_server::Server;
 use tokio::net::TcpListener;
 
@@ -121,8 +121,13 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     if let Some(target) = config.audit.target() {
         let audit = rpc_server::audit::Audit::start(target.clone())
             .with_context(|| format!("opening the audit log ({target:?})"))?;
-        let _ = server.audit.set(audit);
+        let _ = server.audit.set(Arc::new(audit));
     }
+    let meter = rpc_server::metering::TeamMeter::new(tenancy.clone(), server.audit.get().cloned());
+    server.engine.set_meter(meter.clone());
+    let _ = server.meter.set(meter.clone());
+    let meter_stop = tokio_util::sync::CancellationToken::new();
+    let meter_writer = meter.spawn_writer(meter_stop.clone());
     reload::spawn(
         server.clone(),
         tenancy.clone(),
@@ -186,6 +191,9 @@ pub async fn run(args: ServeArgs, env: HashMap<String, String>) -> anyhow::Resul
     let _ = tokio::time::timeout(Duration::from_secs(10), all_slots.acquire_many(all)).await;
     server.engine.shutdown_all();
     server.engine.flush_index().await;
+    // What the stopped sessions used last is written before the process ends.
+    meter_stop.cancel();
+    let _ = meter_writer.await;
     match http_result {
         Ok(Ok(())) => Ok(0),
         Ok(Err(e)) => Err(e).context("HTTP server"),
@@ -371,7 +379,14 @@ fn tenant_specs(
                     max_connections: t.max_connections.unwrap_or(per_tenant),
                     credentials: credentials::of_tenant(t, &config.credentials, env)?,
                     users: credentials::users(t, env)?,
-                    max_sessions: t.max_sessions.or(limits.max_sessions_per_tenant),
+                    limits: TenantLimits {
+                        sessions: t.max_sessions.or(limits.max_sessions_per_tenant),
+                        turns: t.max_turns.or(limits.max_turns_per_tenant),
+                        model_requests_per_minute: t
+                            .model_requests_per_minute
+                            .or(limits.model_requests_per_minute_per_tenant),
+                        tokens_per_day: t.tokens_per_day.or(limits.tokens_per_day_per_tenant),
+                    },
                 })
             })
             .collect();
@@ -400,7 +415,12 @@ fn tenant_specs(
         // The one person using a loopback server: the server's own identity is theirs.
         credentials: rpc_server::tenancy::Credentials { server_fallback: true, ..Default::default() },
         users: Vec::new(),
-        max_sessions: limits.max_sessions_per_tenant,
+        limits: TenantLimits {
+            sessions: limits.max_sessions_per_tenant,
+            turns: limits.max_turns_per_tenant,
+            model_requests_per_minute: limits.model_requests_per_minute_per_tenant,
+            tokens_per_day: limits.tokens_per_day_per_tenant,
+        },
     }])
 }
 

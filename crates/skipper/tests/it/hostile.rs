@@ -358,6 +358,9 @@ fn hand_shape(method: &str) -> Option<(&'static str, Shape)> {
         "session.setForeground" => {
             ("ForegroundParams", Shape { props: vec![prop("sessionId", &["string"], json!("x"))], required: vec![] })
         }
+        "tenant.getUsage" => {
+            ("TenantUsageParams", Shape { props: vec![prop("days", &["integer"], json!(1))], required: vec![] })
+        }
         "status.get" | "auth.getStatus" | "session.getLastId" | "session.getForeground" => {
             ("NoParams", Shape::default())
         }
@@ -458,6 +461,10 @@ async fn method_sweep_gets_correct_errors_for_every_bad_input() {
             ("ListParams", fields(serde_json::to_value(protocol::methods::ListParams::default()).unwrap())),
             ("ForegroundParams", fields(serde_json::to_value(protocol::methods::ForegroundParams::default()).unwrap())),
             ("NoParams", fields(serde_json::to_value(protocol::rpc::NoParams::default()).unwrap())),
+            (
+                "TenantUsageParams",
+                fields(serde_json::to_value(protocol::methods::TenantUsageParams { days: Some(1) }).unwrap()),
+            ),
         ]);
 
         let mut cases = 0usize;
