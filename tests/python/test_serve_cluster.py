@@ -6,6 +6,7 @@ directory on one machine) for workspaces and session directories."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import glob
 import os
 import shutil
@@ -17,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from copilot._jsonrpc import JsonRpcError
 from copilot.session import PermissionHandler
 
 import serve_support
-from conftest import Ctx, wait_for
+from conftest import Ctx, raw_request, wait_for, wait_until
 
 TOKEN = "cluster-tenant-token"
 
@@ -81,11 +83,11 @@ def _shared_root(ctx: Ctx) -> Path:
     return shared
 
 
-def _start_node(ctx: Ctx, name: str, database_url: str) -> serve_support.Served:
+def _start_node(ctx: Ctx, name: str, database_url: str, tenants: str = "") -> serve_support.Served:
     node_dir = ctx.root / f"node-{name}"
     home = node_dir / "home"
     home.mkdir(parents=True)
-    config = serve_support.tenant("team", TOKEN) + (
+    config = serve_support.tenant("team", TOKEN) + tenants + (
         f'[cluster]\nnode_id = "{name}"\nlease_ttl_s = 2\nshared_root = "{_shared_root(ctx)}"\n'
     )
     return serve_support.start(
@@ -290,3 +292,59 @@ async def test_a_follower_refuses_changes_and_the_plan_travels_with_the_session(
                 assert (await followed.rpc.plan.read()).content == "# Plan\n\n- written on node a\n"
             await asyncio.sleep(0.25)
     assert (await followed.rpc.plan.read()).content == "# Plan\n\n- node b took over\n"
+
+
+# Issue 36: a tenant's tokens per day and model requests per minute are counted in the database,
+# so what one node's sessions used holds the tenant back on the other.
+LIMITED = (
+    serve_support.tenant("thrifty", "thrifty-token") + "tokens_per_day = 1\n\n"
+    + serve_support.tenant("paced", "paced-token") + "model_requests_per_minute = 1\n\n"
+)
+
+
+async def test_a_tenants_tokens_and_model_requests_are_limited_across_nodes(ctx: Ctx, postgres: str, make_client):
+    started = [_start_node(ctx, "a", postgres, LIMITED), _start_node(ctx, "b", postgres, LIMITED)]
+    try:
+        approve = PermissionHandler.approve_all
+        clients = {}
+        for node, served in zip("ab", started):
+            for token in ("thrifty-token", "paced-token"):
+                clients[node, token] = make_client(uri=served.sdk, connection_token=token)
+                await clients[node, token].start()
+
+        # Tokens: node a's turn uses the day's; node b learns it from the database and refuses.
+        on_a = await clients["a", "thrifty-token"].create_session(on_permission_request=approve)
+        on_b = await clients["b", "thrifty-token"].create_session(on_permission_request=approve)
+        ctx.fake.replies({"text": "all of today's"})
+        assert (await on_a.send_and_wait("hi", timeout=30)).data.content == "all of today's"
+        b_thrifty = clients["b", "thrifty-token"]
+
+        async def b_knows() -> bool:
+            return (await raw_request(b_thrifty, "tenant.getUsage", {}))["tokensToday"] > 1
+
+        await wait_until(b_knows, "node b to read node a's tokens", timeout=10)
+        before = len(ctx.fake.requests())
+        with pytest.raises(JsonRpcError) as refused:
+            await on_b.send("more")
+        assert refused.value.code == -32012 and refused.value.data == {"limit": "tokens_per_day", "max": 1}
+        assert len(ctx.fake.requests()) == before
+
+        # Requests per minute: node a's call takes the minute's one; node b's turn waits.
+        if datetime.datetime.now(datetime.timezone.utc).second >= 45:
+            await asyncio.sleep(61 - datetime.datetime.now(datetime.timezone.utc).second)
+        paced_a = await clients["a", "paced-token"].create_session(on_permission_request=approve)
+        paced_b = await clients["b", "paced-token"].create_session(on_permission_request=approve)
+        ctx.fake.replies({"text": "this minute's"})
+        assert (await paced_a.send_and_wait("hi", timeout=30)).data.content == "this minute's"
+        before = len(ctx.fake.requests())
+        idle = asyncio.Event()
+        paced_b.on(lambda e: idle.set() if e.type.value == "session.idle" else None)
+        await paced_b.send("me too")
+        await asyncio.sleep(1.5)
+        assert len(ctx.fake.requests()) == before and not idle.is_set(), "node b's call waits for the next minute"
+        await paced_b.abort()
+        await asyncio.wait_for(idle.wait(), 10)
+        assert len(ctx.fake.requests()) == before
+    finally:
+        for served in started:
+            serve_support.stop(served, kill=True, label=served.stderr_path.parent.name)
