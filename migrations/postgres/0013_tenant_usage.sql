@@ -14,11 +14,13 @@ CREATE TABLE IF NOT EXISTS tenant_usage (
     PRIMARY KEY (tenant, user_name, day)
 );
 
--- Model requests each tenant's sessions sent per UTC minute (`minute`: `YYYY-MM-DDTHH:MM`),
--- counted by the statement that takes one, so that a per-minute limit holds across nodes.
+-- Model requests each tenant's nodes took per UTC minute (`minute`: `YYYY-MM-DDTHH:MM`),
+-- counted by the statement that takes them, so that a per-minute limit holds across nodes;
+-- `last_grant`: how many the last such statement took (what it returns).
 CREATE TABLE IF NOT EXISTS tenant_requests (
     tenant TEXT NOT NULL,
     minute TEXT NOT NULL,
     count BIGINT NOT NULL,
+    last_grant BIGINT NOT NULL,
     PRIMARY KEY (tenant, minute)
 );

@@ -99,11 +99,12 @@ async fn index_conformance(index: &SessionIndex) {
     let carol = today.iter().find(|r| r.user == "carol").unwrap();
     assert_eq!((today.len(), carol.model_calls, carol.input_tokens, carol.premium_requests), (2, 2, 15, 0.5));
     assert_eq!(index.usage(None, "2026-01-01").await.unwrap().len(), 3);
-    assert!(index.take_request("gamma", "2026-12-01T10:00", 2).await.unwrap());
-    assert!(index.take_request("gamma", "2026-12-01T10:00", 2).await.unwrap());
-    assert!(!index.take_request("gamma", "2026-12-01T10:00", 2).await.unwrap(), "a minute's requests are counted");
+    let minute = "2026-12-01T10:00";
+    assert_eq!(index.take_requests("gamma", minute, 3, 2).await.unwrap(), 2);
+    assert_eq!(index.take_requests("gamma", minute, 3, 2).await.unwrap(), 1, "what is left");
+    assert_eq!(index.take_requests("gamma", minute, 3, 1).await.unwrap(), 0, "a minute's requests are counted");
     index.forget_requests_before("2026-12-01T10:01").await.unwrap();
-    assert!(index.take_request("gamma", "2026-12-01T10:00", 1).await.unwrap());
+    assert_eq!(index.take_requests("gamma", minute, 1, 1).await.unwrap(), 1);
     index.ping().await.unwrap();
 }
 

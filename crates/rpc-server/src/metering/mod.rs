@@ -1,13 +1,14 @@
 //! The team server's [`loop_engine::meter::Meter`]: counts what each tenant's users use
 //! (`ledger`), writes their sessions' tool calls, permission decisions and sandbox denials to
 //! the audit log, and holds tenants to their limits: messages running at once on a node
-//! (`turns`, they wait), model requests per minute (counted in the database, they wait) and
+//! (`turns`, they wait), model requests per minute (`requests`, counted in the database, they wait) and
 //! tokens per day (summed in the database; past it model calls are refused).
 //!
 //! A session's work is put to the user who created it: their credentials pay for it
 //! (`crate::tenant_credentials`).
 
 mod ledger;
+mod requests;
 mod turns;
 mod usage;
 
@@ -46,6 +47,7 @@ pub struct TeamMeter {
     tools: Mutex<HashMap<String, String>>,
     ledger: ledger::Ledger,
     turns: Arc<turns::Turns>,
+    requests: requests::Held,
     /// Times a limit held a tenant back, by tenant and limit (`/metrics`).
     limited: Mutex<HashMap<(Arc<str>, &'static str), u64>>,
 }
@@ -65,6 +67,7 @@ impl TeamMeter {
             tools: Mutex::default(),
             ledger: ledger::Ledger::default(),
             turns: Arc::default(),
+            requests: requests::Held::default(),
             limited: Mutex::default(),
         })
     }
@@ -286,9 +289,15 @@ impl Meter for TeamMeter {
         let mut told = false;
         while let Some(max) = who.tenant.limits().model_requests_per_minute {
             let minute = minute_now();
-            match self.index.take_request(&who.tenant.name, &minute, max).await {
-                Ok(true) => break,
-                Ok(false) => {
+            if self.requests.take(&who.tenant.name, &minute) {
+                break;
+            }
+            match self.index.take_requests(&who.tenant.name, &minute, max, requests::block(max)).await {
+                Ok(taken) if taken > 0 => {
+                    self.requests.keep(&who.tenant.name, &minute, taken - 1);
+                    break;
+                }
+                Ok(_) => {
                     if !told {
                         told = true;
                         self.held_back(&who, session_id, "model_requests_per_minute", max);

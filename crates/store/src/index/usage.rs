@@ -65,21 +65,29 @@ impl SessionIndex {
         Ok(())
     }
 
-    /// Takes one of `tenant`'s `max` model requests of `minute`; `false` when all are taken
-    /// (counted in the statement, so nodes sharing the database hold the limit together).
-    pub async fn take_request(&self, tenant: &str, minute: &str, max: u64) -> Result<bool, StoreError> {
-        let max = i64::try_from(max).unwrap_or(i64::MAX);
-        let text = "INSERT INTO tenant_requests (tenant, minute, count) SELECT ?1, ?2, 1 WHERE ?3 > 0 \
-                    ON CONFLICT (tenant, minute) DO UPDATE SET count = tenant_requests.count + 1 \
-                    WHERE tenant_requests.count < ?3";
-        let done = on_pool!(self, text, |pool, sql| sqlx::query(&sql)
+    /// Takes up to `want` of `tenant`'s `max` model requests of `minute` and says how many it
+    /// took (0: all are taken). Counted in the statement, so nodes sharing the database hold
+    /// the limit together.
+    pub async fn take_requests(&self, tenant: &str, minute: &str, max: u64, want: u64) -> Result<u64, StoreError> {
+        let (max, want) = (i64::try_from(max).unwrap_or(i64::MAX), i64::try_from(want).unwrap_or(i64::MAX));
+        // Every expression of SET reads the row as it was, so both columns see the old count.
+        let text = "INSERT INTO tenant_requests (tenant, minute, count, last_grant) \
+                    SELECT ?1, ?2, CASE WHEN ?3 < ?4 THEN ?3 ELSE ?4 END, CASE WHEN ?3 < ?4 THEN ?3 ELSE ?4 END \
+                    WHERE ?3 > 0 AND ?4 > 0 \
+                    ON CONFLICT (tenant, minute) DO UPDATE SET \
+                    last_grant = CASE WHEN ?3 - tenant_requests.count < ?4 THEN ?3 - tenant_requests.count ELSE ?4 END, \
+                    count = tenant_requests.count \
+                    + CASE WHEN ?3 - tenant_requests.count < ?4 THEN ?3 - tenant_requests.count ELSE ?4 END \
+                    WHERE tenant_requests.count < ?3 \
+                    RETURNING last_grant";
+        let taken = on_pool!(self, text, |pool, sql| sqlx::query_scalar::<_, i64>(&sql)
             .bind(tenant)
             .bind(minute)
             .bind(max)
-            .execute(pool)
-            .await?
-            .rows_affected());
-        Ok(done > 0)
+            .bind(want)
+            .fetch_optional(pool)
+            .await?);
+        Ok(taken.and_then(|n| u64::try_from(n).ok()).unwrap_or(0))
     }
 
     /// Forgets the request counts of minutes before `minute`.
@@ -142,13 +150,14 @@ mod tests {
     #[tokio::test]
     async fn a_minute_gives_as_many_requests_as_allowed() {
         let index = SessionIndex::open_in_memory().await.unwrap();
-        for _ in 0..3 {
-            assert!(index.take_request("a", "2026-12-01T10:00", 3).await.unwrap());
-        }
-        assert!(!index.take_request("a", "2026-12-01T10:00", 3).await.unwrap(), "the fourth is refused");
-        assert!(index.take_request("b", "2026-12-01T10:00", 3).await.unwrap(), "per tenant");
-        assert!(index.take_request("a", "2026-12-01T10:01", 3).await.unwrap(), "the next minute");
+        let minute = "2026-12-01T10:00";
+        assert_eq!(index.take_requests("a", minute, 5, 2).await.unwrap(), 2);
+        assert_eq!(index.take_requests("a", minute, 5, 2).await.unwrap(), 2);
+        assert_eq!(index.take_requests("a", minute, 5, 2).await.unwrap(), 1, "what is left of five");
+        assert_eq!(index.take_requests("a", minute, 5, 1).await.unwrap(), 0, "the sixth is refused");
+        assert_eq!(index.take_requests("b", minute, 5, 9).await.unwrap(), 5, "per tenant, at most all");
+        assert_eq!(index.take_requests("a", "2026-12-01T10:01", 5, 1).await.unwrap(), 1, "the next minute");
         index.forget_requests_before("2026-12-01T10:01").await.unwrap();
-        assert!(index.take_request("a", "2026-12-01T10:00", 1).await.unwrap(), "forgotten");
+        assert_eq!(index.take_requests("a", minute, 1, 1).await.unwrap(), 1, "forgotten");
     }
 }
