@@ -3,6 +3,8 @@ test_serve_cluster.py, test_extensions.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime
 import hashlib
 import os
 import selectors
@@ -98,3 +100,25 @@ def stop(served: Served, *, kill: bool = False, label: str = "skipper serve") ->
         proc.stdout.close()
     print(f"----- {label} stderr -----")
     print(served.stderr_path.read_text(errors="replace")[-20000:])
+
+
+async def early_in_a_minute() -> None:
+    """Waits, past second 45 of a UTC minute, for the next: what follows then happens inside one
+    minute (a per-minute limit counts by the clock's minutes)."""
+    second = datetime.datetime.now(datetime.timezone.utc).second
+    if second >= 45:
+        await asyncio.sleep(61 - second)
+
+
+async def held_back_until_aborted(ctx: Ctx, session, prompt: str, hold_s: float) -> None:
+    """Sends `prompt`; its turn must reach neither the model nor its end within `hold_s`, and
+    once aborted must end having sent nothing."""
+    before = len(ctx.fake.requests())
+    idle = asyncio.Event()
+    session.on(lambda e: idle.set() if e.type.value == "session.idle" else None)
+    await session.send(prompt)
+    await asyncio.sleep(hold_s)
+    assert len(ctx.fake.requests()) == before and not idle.is_set(), "the turn waits"
+    await session.abort()
+    await asyncio.wait_for(idle.wait(), 10)
+    assert len(ctx.fake.requests()) == before, "an aborted wait sends nothing"

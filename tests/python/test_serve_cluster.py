@@ -6,7 +6,6 @@ directory on one machine) for workspaces and session directories."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import glob
 import os
 import shutil
@@ -330,21 +329,13 @@ async def test_a_tenants_tokens_and_model_requests_are_limited_across_nodes(ctx:
         assert len(ctx.fake.requests()) == before
 
         # Requests per minute: node a's call takes the minute's one; node b's turn waits.
-        if datetime.datetime.now(datetime.timezone.utc).second >= 45:
-            await asyncio.sleep(61 - datetime.datetime.now(datetime.timezone.utc).second)
+        await serve_support.early_in_a_minute()
         paced_a = await clients["a", "paced-token"].create_session(on_permission_request=approve)
         paced_b = await clients["b", "paced-token"].create_session(on_permission_request=approve)
         ctx.fake.replies({"text": "this minute's"})
         assert (await paced_a.send_and_wait("hi", timeout=30)).data.content == "this minute's"
-        before = len(ctx.fake.requests())
-        idle = asyncio.Event()
-        paced_b.on(lambda e: idle.set() if e.type.value == "session.idle" else None)
-        await paced_b.send("me too")
-        await asyncio.sleep(1.5)
-        assert len(ctx.fake.requests()) == before and not idle.is_set(), "node b's call waits for the next minute"
-        await paced_b.abort()
-        await asyncio.wait_for(idle.wait(), 10)
-        assert len(ctx.fake.requests()) == before
+        # Node b's call waits for the next minute.
+        await serve_support.held_back_until_aborted(ctx, paced_b, "me too", hold_s=1.5)
     finally:
         for served in started:
             serve_support.stop(served, kill=True, label=served.stderr_path.parent.name)

@@ -226,21 +226,12 @@ async def test_past_its_tokens_for_the_day_a_tenant_is_refused_and_others_go_on(
 
 async def test_past_its_model_requests_per_minute_a_turn_waits_and_can_be_aborted(ctx: Ctx, served, make_client):
     # Both calls inside one minute: the second waits for the next.
-    if datetime.datetime.now(datetime.timezone.utc).second >= 45:
-        await asyncio.sleep(61 - datetime.datetime.now(datetime.timezone.utc).second)
+    await serve_support.early_in_a_minute()
     paced = await _client(make_client, served, "paced-token")
     session = await paced.create_session(on_permission_request=APPROVE)
     ctx.fake.replies({"text": "one a minute"})
     assert (await session.send_and_wait("hi", timeout=30)).data.content == "one a minute"
-    before = len(ctx.fake.requests())
-    idle = asyncio.Event()
-    session.on(lambda e: idle.set() if e.type.value == "session.idle" else None)
-    await session.send("again")
+    await serve_support.held_back_until_aborted(ctx, session, "again", hold_s=0.5)
     lines = _audit(ctx, lambda ls: any(l["act"] == "limit" for l in ls))
     limits = [(l["tenant"], l["limit"], l["max"]) for l in lines if l["act"] == "limit"]
     assert limits == [("paced", "model_requests_per_minute", 1)], lines
-    await asyncio.sleep(0.5)
-    assert len(ctx.fake.requests()) == before and not idle.is_set(), "it waits"
-    await session.abort()
-    await asyncio.wait_for(idle.wait(), 10)
-    assert len(ctx.fake.requests()) == before, "an aborted wait sends nothing"

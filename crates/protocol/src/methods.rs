@@ -578,21 +578,26 @@ pub struct TenantUsageResult {
     pub tenant: String,
     /// Input and output tokens the whole tenant used today, across nodes.
     pub tokens_today: u64,
-    pub limits: TenantUsageLimits,
+    pub limits: TenantLimits,
     /// One row per day and user, oldest first; `user` is empty for the tenant's own token.
     pub usage: Vec<TenantUsageRow>,
 }
 
-/// The tenant's limits; absent: none.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+/// How much a tenant may hold and use (`None`, absent on the wire: no limit).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
-pub struct TenantUsageLimits {
+pub struct TenantLimits {
+    /// Sessions it may own at once, across nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sessions: Option<u64>,
+    /// Messages of its sessions running at once on one node; more wait, queued.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turns: Option<u64>,
+    /// Model requests its sessions may send per minute, across nodes; more wait.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_requests_per_minute: Option<u64>,
+    /// Tokens (input and output) its sessions may use per UTC day, across nodes; past it model
+    /// calls are refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_per_day: Option<u64>,
 }

@@ -79,20 +79,25 @@ impl Ctx {
                 crate::tenancy::Claim::Taken => Ok(false),
                 crate::tenancy::Claim::Full => {
                     let max = p.tenant.max_sessions().unwrap_or(0);
-                    self.audit("limit", None, serde_json::json!({"limit": "sessions", "max": max}));
-                    let mut err = RpcError::new(
-                        protocol::jsonrpc::LIMIT_REACHED,
-                        format!(
-                            "tenant {} holds {max} sessions, as many as it may: delete one to create another",
-                            p.tenant.name
-                        ),
+                    let text = format!(
+                        "tenant {} holds {max} sessions, as many as it may: delete one to create another",
+                        p.tenant.name
                     );
-                    err.data = Some(serde_json::json!({"limit": "sessions", "max": max}));
-                    Err(err)
+                    Err(self.limit_reached("sessions", max, text))
                 }
             },
             _ => Ok(false),
         }
+    }
+
+    /// The caller's tenant reached `limit` (of `max`): audited, and the `-32012` error a client
+    /// can act on, with the limit in its data.
+    pub fn limit_reached(&self, limit: &str, max: u64, text: String) -> RpcError {
+        let detail = serde_json::json!({"limit": limit, "max": max});
+        self.audit("limit", None, detail.clone());
+        let mut err = RpcError::new(protocol::jsonrpc::LIMIT_REACHED, text);
+        err.data = Some(detail);
+        err
     }
 
     /// Records `act` in the audit log, on a shared server (`crate::audit`).

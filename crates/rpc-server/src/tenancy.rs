@@ -50,20 +50,9 @@ struct Access {
     limits: TenantLimits,
 }
 
-/// How much a tenant may hold and use (`None`: no limit). Sessions are counted in the database
+/// How much a tenant may hold and use. Sessions are counted in the database
 /// (`Tenancy::claim`); the rest by `crate::metering`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TenantLimits {
-    /// Sessions it may own at once, across nodes.
-    pub sessions: Option<u64>,
-    /// Messages of its sessions running at once on one node; more wait, queued.
-    pub turns: Option<u64>,
-    /// Model requests its sessions may send per minute, across nodes; more wait.
-    pub model_requests_per_minute: Option<u64>,
-    /// Tokens (input and output) its sessions may use per UTC day, across nodes; past it model
-    /// calls are refused.
-    pub tokens_per_day: Option<u64>,
-}
+pub use protocol::methods::TenantLimits;
 
 /// A tenant's model credentials (`crate::tenant_credentials`). Secrets: never logged, never
 /// sent to a client.

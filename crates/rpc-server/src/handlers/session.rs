@@ -206,11 +206,7 @@ fn refuse_past_tokens_per_day(ctx: &Ctx) -> Result<(), RpcError> {
     let (Some(tenant), Some(meter)) = (ctx.tenant(), ctx.server.meter.get()) else { return Ok(()) };
     let Some((max, text)) = meter.out_of_tokens(tenant) else { return Ok(()) };
     meter.refused(tenant, "tokens_per_day");
-    let detail = serde_json::json!({"limit": "tokens_per_day", "max": max});
-    ctx.audit("limit", None, detail.clone());
-    let mut err = RpcError::new(protocol::jsonrpc::LIMIT_REACHED, text);
-    err.data = Some(detail);
-    Err(err)
+    Err(ctx.limit_reached("tokens_per_day", max, text))
 }
 
 /// The model is told of attached files and directories (their paths, a directory's size): on

@@ -2,7 +2,7 @@
 //! own method; only a team server answers it.
 
 use protocol::jsonrpc::RpcError;
-use protocol::methods::{TenantUsageLimits, TenantUsageParams, TenantUsageResult, TenantUsageRow};
+use protocol::methods::{TenantUsageParams, TenantUsageResult, TenantUsageRow};
 
 use crate::ctx::Ctx;
 
@@ -20,6 +20,8 @@ pub async fn get(ctx: &Ctx, p: TenantUsageParams) -> Result<TenantUsageResult, R
     let tenant = &principal.tenant;
     let from = (chrono::Utc::now() - chrono::Duration::days(i64::from(days) - 1)).format("%Y-%m-%d").to_string();
     let rows = meter.usage(&tenant.name, &from).await.map_err(|e| ctx.failed(e))?;
+    let today = crate::metering::today();
+    let tokens_today = rows.iter().filter(|(day, _, _)| *day == today).map(|(_, _, u)| u.tokens()).sum();
     // A user sees their own work; the tenant's own token sees everyone's.
     let mine = |user: &str| principal.user_name().is_none_or(|me| me == user);
     let usage = rows
@@ -27,16 +29,5 @@ pub async fn get(ctx: &Ctx, p: TenantUsageParams) -> Result<TenantUsageResult, R
         .filter(|(_, user, _)| mine(user))
         .map(|(day, user, usage)| TenantUsageRow { day, user, usage })
         .collect();
-    let l = tenant.limits();
-    Ok(TenantUsageResult {
-        tenant: tenant.name.clone(),
-        tokens_today: meter.tokens_today(&tenant.name),
-        limits: TenantUsageLimits {
-            sessions: l.sessions,
-            turns: l.turns,
-            model_requests_per_minute: l.model_requests_per_minute,
-            tokens_per_day: l.tokens_per_day,
-        },
-        usage,
-    })
+    Ok(TenantUsageResult { tenant: tenant.name.clone(), tokens_today, limits: tenant.limits(), usage })
 }

@@ -85,7 +85,7 @@ impl TeamMeter {
                     _ = tick.tick() => {}
                     _ = stop.cancelled() => break,
                 }
-                match meter.ledger.write(&meter.index).await {
+                match meter.ledger.write(&meter.index, meter.limits_tokens()).await {
                     Ok(()) if failing => {
                         failing = false;
                         tracing::info!("usage is written to the database again");
@@ -105,10 +105,15 @@ impl TeamMeter {
                     minutes_forgotten = minute;
                 }
             }
-            if let Err(e) = meter.ledger.write(&meter.index).await {
+            if let Err(e) = meter.ledger.write(&meter.index, false).await {
                 tracing::warn!(error = %e, "usage counted since the last write is lost at shutdown");
             }
         })
+    }
+
+    /// Whether a tenant's daily tokens are limited: only then does a node need the others' sums.
+    fn limits_tokens(&self) -> bool {
+        self.tenancy.tenants().any(|t| t.limits().tokens_per_day.is_some())
     }
 
     fn limits_requests(&self) -> bool {
@@ -167,11 +172,6 @@ impl TeamMeter {
             }
         }
         Ok(sums.into_iter().map(|((day, user), usage)| (day, user, usage)).collect())
-    }
-
-    /// `tenant`'s input and output tokens today, across nodes.
-    pub fn tokens_today(&self, tenant: &str) -> u64 {
-        self.ledger.tokens_today(tenant)
     }
 
     /// Why `tenant` may not start more work today (`None`: it may).

@@ -379,14 +379,7 @@ fn tenant_specs(
                     max_connections: t.max_connections.unwrap_or(per_tenant),
                     credentials: credentials::of_tenant(t, &config.credentials, env)?,
                     users: credentials::users(t, env)?,
-                    limits: TenantLimits {
-                        sessions: t.max_sessions.or(limits.max_sessions_per_tenant),
-                        turns: t.max_turns.or(limits.max_turns_per_tenant),
-                        model_requests_per_minute: t
-                            .model_requests_per_minute
-                            .or(limits.model_requests_per_minute_per_tenant),
-                        tokens_per_day: t.tokens_per_day.or(limits.tokens_per_day_per_tenant),
-                    },
+                    limits: tenant_limits(limits, Some(t)),
                 })
             })
             .collect();
@@ -415,13 +408,19 @@ fn tenant_specs(
         // The one person using a loopback server: the server's own identity is theirs.
         credentials: rpc_server::tenancy::Credentials { server_fallback: true, ..Default::default() },
         users: Vec::new(),
-        limits: TenantLimits {
-            sessions: limits.max_sessions_per_tenant,
-            turns: limits.max_turns_per_tenant,
-            model_requests_per_minute: limits.model_requests_per_minute_per_tenant,
-            tokens_per_day: limits.tokens_per_day_per_tenant,
-        },
+        limits: tenant_limits(limits, None),
     }])
+}
+
+/// A tenant's limits: its own where it sets them, else `[limits] …_per_tenant`.
+fn tenant_limits(limits: &config::ServeLimits, t: Option<&config::TenantConfig>) -> TenantLimits {
+    let own = |of: fn(&config::TenantConfig) -> Option<u64>| t.and_then(of);
+    TenantLimits {
+        sessions: own(|t| t.max_sessions).or(limits.max_sessions_per_tenant),
+        turns: own(|t| t.max_turns).or(limits.max_turns_per_tenant),
+        model_requests_per_minute: own(|t| t.model_requests_per_minute).or(limits.model_requests_per_minute_per_tenant),
+        tokens_per_day: own(|t| t.tokens_per_day).or(limits.tokens_per_day_per_tenant),
+    }
 }
 
 fn is_loopback(addr: SocketAddr) -> bool {
